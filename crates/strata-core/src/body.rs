@@ -1,0 +1,166 @@
+//! The request and response body types of an endpoint's boxed service.
+
+use std::pin::Pin;
+use std::task::{Context, Poll};
+
+use bytes::{Buf, Bytes};
+use http_body::{Body, Frame, SizeHint};
+use http_body_util::BodyExt;
+use http_body_util::combinators::UnsyncBoxBody;
+
+use crate::error::BoxError;
+
+enum RequestKind {
+    Full(Option<Bytes>),
+    Boxed(UnsyncBoxBody<Bytes, BoxError>),
+}
+
+/// The request body an endpoint service reads: any `http_body::Body`, boxed only when it is not
+/// already in memory.
+///
+/// ```
+/// use http_body::Body;
+/// use strata_core::RequestBody;
+///
+/// assert_eq!(RequestBody::from("{}").size_hint().exact(), Some(2));
+/// assert!(RequestBody::empty().is_end_stream());
+/// ```
+pub struct RequestBody(RequestKind);
+
+impl std::fmt::Debug for RequestBody {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("RequestBody")
+    }
+}
+
+impl Default for RequestBody {
+    fn default() -> Self {
+        Self::empty()
+    }
+}
+
+impl RequestBody {
+    /// Wraps any body.
+    pub fn new<B>(body: B) -> Self
+    where
+        B: Body + Send + 'static,
+        B::Data: Send,
+        B::Error: Into<BoxError>,
+    {
+        Self(RequestKind::Boxed(
+            body.map_frame(|frame| frame.map_data(|mut data| data.copy_to_bytes(data.remaining())))
+                .map_err(Into::into)
+                .boxed_unsync(),
+        ))
+    }
+
+    /// An empty body.
+    pub fn empty() -> Self {
+        Self(RequestKind::Full(None))
+    }
+}
+
+macro_rules! full_from {
+    ($($ty:ty),*) => {$(
+        impl From<$ty> for RequestBody {
+            fn from(data: $ty) -> Self {
+                let data = Bytes::from(data);
+                Self(RequestKind::Full((!data.is_empty()).then_some(data)))
+            }
+        }
+    )*};
+}
+
+full_from!(Bytes, Vec<u8>, String, &'static str, &'static [u8]);
+
+impl Body for RequestBody {
+    type Data = Bytes;
+    type Error = BoxError;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, BoxError>>> {
+        match &mut self.0 {
+            RequestKind::Full(data) => Poll::Ready(data.take().map(|d| Ok(Frame::data(d)))),
+            RequestKind::Boxed(body) => Pin::new(body).poll_frame(cx),
+        }
+    }
+
+    fn is_end_stream(&self) -> bool {
+        match &self.0 {
+            RequestKind::Full(data) => data.is_none(),
+            RequestKind::Boxed(body) => body.is_end_stream(),
+        }
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        match &self.0 {
+            RequestKind::Full(data) => SizeHint::with_exact(data.as_ref().map_or(0, |d| d.len() as u64)),
+            RequestKind::Boxed(body) => body.size_hint(),
+        }
+    }
+}
+
+/// The response body of every endpoint: the bytes the result handler produced.
+#[derive(Debug, Default, Clone)]
+pub struct ResponseBody(Option<Bytes>);
+
+impl ResponseBody {
+    /// An empty body.
+    pub fn empty() -> Self {
+        Self(None)
+    }
+
+    /// The bytes not yet sent.
+    pub fn bytes(&self) -> &[u8] {
+        self.0.as_deref().unwrap_or_default()
+    }
+}
+
+impl<T: Into<Bytes>> From<T> for ResponseBody {
+    fn from(data: T) -> Self {
+        let data = data.into();
+        Self((!data.is_empty()).then_some(data))
+    }
+}
+
+impl Body for ResponseBody {
+    type Data = Bytes;
+    type Error = std::convert::Infallible;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        _cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, Self::Error>>> {
+        Poll::Ready(self.0.take().map(|d| Ok(Frame::data(d))))
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.0.is_none()
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        SizeHint::with_exact(self.0.as_ref().map_or(0, |d| d.len() as u64))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn boxed_bodies_are_read_whole() {
+        let body = RequestBody::new(http_body_util::Full::new(Bytes::from_static(b"abc")));
+        let bytes = body.collect().await.unwrap().to_bytes();
+        assert_eq!(&bytes[..], b"abc");
+    }
+
+    #[tokio::test]
+    async fn full_bodies_are_read_once() {
+        let bytes = RequestBody::from("xyz").collect().await.unwrap().to_bytes();
+        assert_eq!(&bytes[..], b"xyz");
+        let response = ResponseBody::from("ok").collect().await.unwrap().to_bytes();
+        assert_eq!(&response[..], b"ok");
+    }
+}

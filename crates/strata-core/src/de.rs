@@ -1,0 +1,522 @@
+//! `serde::Deserializer` over the merged [`Input`]: JSON values strictly, text values leniently.
+
+use std::fmt;
+
+use serde::de::value::BorrowedStrDeserializer;
+use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Unexpected, Visitor};
+use serde::forward_to_deserialize_any;
+
+use crate::input::{Input, InputValue, TextValue};
+
+/// The error of deserializing an [`Input`]: serde's message text.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DeError(String);
+
+impl DeError {
+    /// The message.
+    pub fn message(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Display for DeError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for DeError {}
+
+impl de::Error for DeError {
+    fn custom<T: fmt::Display>(msg: T) -> Self {
+        DeError(msg.to_string())
+    }
+}
+
+fn from_json(error: &serde_json::Error) -> DeError {
+    DeError(error.to_string())
+}
+
+impl<'de> Deserializer<'de> for &'de Input {
+    type Error = DeError;
+
+    fn deserialize_any<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, DeError> {
+        visitor.visit_map(Entries { iter: self.iter(), value: None })
+    }
+
+    fn deserialize_option<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, DeError> {
+        visitor.visit_some(self)
+    }
+
+    fn deserialize_unit<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, DeError> {
+        visitor.visit_unit()
+    }
+
+    fn deserialize_unit_struct<V: Visitor<'de>>(
+        self,
+        _name: &'static str,
+        visitor: V,
+    ) -> Result<V::Value, DeError> {
+        visitor.visit_unit()
+    }
+
+    fn deserialize_ignored_any<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, DeError> {
+        visitor.visit_unit()
+    }
+
+    fn deserialize_newtype_struct<V: Visitor<'de>>(
+        self,
+        _name: &'static str,
+        visitor: V,
+    ) -> Result<V::Value, DeError> {
+        visitor.visit_newtype_struct(self)
+    }
+
+    forward_to_deserialize_any! {
+        bool i8 i16 i32 i64 i128 u8 u16 u32 u64 u128 f32 f64 char str string bytes byte_buf
+        seq tuple tuple_struct map struct enum identifier
+    }
+}
+
+struct Entries<'a, I> {
+    iter: I,
+    value: Option<&'a InputValue>,
+}
+
+impl<'de, I> MapAccess<'de> for Entries<'de, I>
+where
+    I: Iterator<Item = (&'de str, &'de InputValue)>,
+{
+    type Error = DeError;
+
+    fn next_key_seed<K: DeserializeSeed<'de>>(&mut self, seed: K) -> Result<Option<K::Value>, DeError> {
+        match self.iter.next() {
+            Some((key, value)) => {
+                self.value = Some(value);
+                seed.deserialize(BorrowedStrDeserializer::new(key)).map(Some)
+            }
+            None => Ok(None),
+        }
+    }
+
+    fn next_value_seed<S: DeserializeSeed<'de>>(&mut self, seed: S) -> Result<S::Value, DeError> {
+        let value = self.value.take().ok_or_else(|| de::Error::custom("value without a key"))?;
+        seed.deserialize(ValueDeserializer(value))
+    }
+
+    fn size_hint(&self) -> Option<usize> {
+        self.iter.size_hint().1
+    }
+}
+
+/// Deserializes one [`InputValue`].
+pub(crate) struct ValueDeserializer<'a>(pub(crate) &'a InputValue);
+
+macro_rules! dispatch {
+    ($($method:ident)*) => {$(
+        fn $method<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, DeError> {
+            match self.0 {
+                InputValue::Json(value) => value.$method(visitor).map_err(|e| from_json(&e)),
+                InputValue::Text(TextValue::One(text)) => Text(text).$method(visitor),
+                InputValue::Text(TextValue::Many(list)) => TextList(list).$method(visitor),
+            }
+        }
+    )*};
+}
+
+impl<'de> Deserializer<'de> for ValueDeserializer<'de> {
+    type Error = DeError;
+
+    dispatch! {
+        deserialize_any deserialize_bool deserialize_i8 deserialize_i16 deserialize_i32
+        deserialize_i64 deserialize_i128 deserialize_u8 deserialize_u16 deserialize_u32
+        deserialize_u64 deserialize_u128 deserialize_f32 deserialize_f64 deserialize_char
+        deserialize_str deserialize_string deserialize_bytes deserialize_byte_buf
+        deserialize_option deserialize_unit deserialize_seq deserialize_map
+        deserialize_identifier deserialize_ignored_any
+    }
+
+    fn deserialize_unit_struct<V: Visitor<'de>>(
+        self,
+        name: &'static str,
+        visitor: V,
+    ) -> Result<V::Value, DeError> {
+        match self.0 {
+            InputValue::Json(value) => {
+                value.deserialize_unit_struct(name, visitor).map_err(|e| from_json(&e))
+            }
+            _ => self.deserialize_unit(visitor),
+        }
+    }
+
+    fn deserialize_newtype_struct<V: Visitor<'de>>(
+        self,
+        name: &'static str,
+        visitor: V,
+    ) -> Result<V::Value, DeError> {
+        match self.0 {
+            InputValue::Json(value) => {
+                value.deserialize_newtype_struct(name, visitor).map_err(|e| from_json(&e))
+            }
+            _ => visitor.visit_newtype_struct(self),
+        }
+    }
+
+    fn deserialize_tuple<V: Visitor<'de>>(self, len: usize, visitor: V) -> Result<V::Value, DeError> {
+        match self.0 {
+            InputValue::Json(value) => value.deserialize_tuple(len, visitor).map_err(|e| from_json(&e)),
+            _ => self.deserialize_seq(visitor),
+        }
+    }
+
+    fn deserialize_tuple_struct<V: Visitor<'de>>(
+        self,
+        name: &'static str,
+        len: usize,
+        visitor: V,
+    ) -> Result<V::Value, DeError> {
+        match self.0 {
+            InputValue::Json(value) => {
+                value.deserialize_tuple_struct(name, len, visitor).map_err(|e| from_json(&e))
+            }
+            _ => self.deserialize_seq(visitor),
+        }
+    }
+
+    fn deserialize_struct<V: Visitor<'de>>(
+        self,
+        name: &'static str,
+        fields: &'static [&'static str],
+        visitor: V,
+    ) -> Result<V::Value, DeError> {
+        match self.0 {
+            InputValue::Json(value) => {
+                value.deserialize_struct(name, fields, visitor).map_err(|e| from_json(&e))
+            }
+            _ => self.deserialize_map(visitor),
+        }
+    }
+
+    fn deserialize_enum<V: Visitor<'de>>(
+        self,
+        name: &'static str,
+        variants: &'static [&'static str],
+        visitor: V,
+    ) -> Result<V::Value, DeError> {
+        match self.0 {
+            InputValue::Json(value) => {
+                value.deserialize_enum(name, variants, visitor).map_err(|e| from_json(&e))
+            }
+            InputValue::Text(TextValue::One(text)) => Text(text).deserialize_enum(name, variants, visitor),
+            InputValue::Text(TextValue::Many(_)) => {
+                Err(de::Error::invalid_type(Unexpected::Seq, &visitor))
+            }
+        }
+    }
+}
+
+/// One text value, read leniently.
+struct Text<'a>(&'a str);
+
+macro_rules! parse_number {
+    ($($method:ident => $ty:ty, $visit:ident;)*) => {$(
+        fn $method<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, DeError> {
+            match self.0.parse::<$ty>() {
+                Ok(number) => visitor.$visit(number),
+                Err(_) => Err(de::Error::invalid_type(Unexpected::Str(self.0), &visitor)),
+            }
+        }
+    )*};
+}
+
+impl<'de> Deserializer<'de> for Text<'de> {
+    type Error = DeError;
+
+    fn deserialize_any<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, DeError> {
+        visitor.visit_borrowed_str(self.0)
+    }
+
+    fn deserialize_bool<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, DeError> {
+        match self.0 {
+            "true" => visitor.visit_bool(true),
+            "false" => visitor.visit_bool(false),
+            other => Err(de::Error::invalid_type(Unexpected::Str(other), &visitor)),
+        }
+    }
+
+    parse_number! {
+        deserialize_i8 => i8, visit_i8;
+        deserialize_i16 => i16, visit_i16;
+        deserialize_i32 => i32, visit_i32;
+        deserialize_i64 => i64, visit_i64;
+        deserialize_i128 => i128, visit_i128;
+        deserialize_u8 => u8, visit_u8;
+        deserialize_u16 => u16, visit_u16;
+        deserialize_u32 => u32, visit_u32;
+        deserialize_u64 => u64, visit_u64;
+        deserialize_u128 => u128, visit_u128;
+        deserialize_f32 => f32, visit_f32;
+        deserialize_f64 => f64, visit_f64;
+        deserialize_char => char, visit_char;
+    }
+
+    fn deserialize_bytes<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, DeError> {
+        visitor.visit_borrowed_bytes(self.0.as_bytes())
+    }
+
+    fn deserialize_byte_buf<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, DeError> {
+        self.deserialize_bytes(visitor)
+    }
+
+    fn deserialize_option<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, DeError> {
+        visitor.visit_some(self)
+    }
+
+    fn deserialize_unit<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, DeError> {
+        Err(de::Error::invalid_type(Unexpected::Str(self.0), &visitor))
+    }
+
+    fn deserialize_unit_struct<V: Visitor<'de>>(
+        self,
+        _name: &'static str,
+        visitor: V,
+    ) -> Result<V::Value, DeError> {
+        self.deserialize_unit(visitor)
+    }
+
+    fn deserialize_newtype_struct<V: Visitor<'de>>(
+        self,
+        _name: &'static str,
+        visitor: V,
+    ) -> Result<V::Value, DeError> {
+        visitor.visit_newtype_struct(self)
+    }
+
+    fn deserialize_seq<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, DeError> {
+        visitor.visit_seq(TextSeq { iter: std::iter::once(self.0) })
+    }
+
+    fn deserialize_tuple<V: Visitor<'de>>(self, _len: usize, visitor: V) -> Result<V::Value, DeError> {
+        self.deserialize_seq(visitor)
+    }
+
+    fn deserialize_tuple_struct<V: Visitor<'de>>(
+        self,
+        _name: &'static str,
+        _len: usize,
+        visitor: V,
+    ) -> Result<V::Value, DeError> {
+        self.deserialize_seq(visitor)
+    }
+
+    fn deserialize_map<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, DeError> {
+        Err(de::Error::invalid_type(Unexpected::Str(self.0), &visitor))
+    }
+
+    fn deserialize_struct<V: Visitor<'de>>(
+        self,
+        _name: &'static str,
+        _fields: &'static [&'static str],
+        visitor: V,
+    ) -> Result<V::Value, DeError> {
+        self.deserialize_map(visitor)
+    }
+
+    fn deserialize_enum<V: Visitor<'de>>(
+        self,
+        _name: &'static str,
+        _variants: &'static [&'static str],
+        visitor: V,
+    ) -> Result<V::Value, DeError> {
+        visitor.visit_enum(BorrowedStrDeserializer::new(self.0))
+    }
+
+    fn deserialize_ignored_any<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, DeError> {
+        visitor.visit_unit()
+    }
+
+    forward_to_deserialize_any! { str string identifier }
+}
+
+/// Several text values of one key, read as a list.
+struct TextList<'a>(&'a [String]);
+
+impl<'de> Deserializer<'de> for TextList<'de> {
+    type Error = DeError;
+
+    fn deserialize_any<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, DeError> {
+        visitor.visit_seq(TextSeq { iter: self.0.iter().map(String::as_str) })
+    }
+
+    fn deserialize_option<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, DeError> {
+        visitor.visit_some(self)
+    }
+
+    fn deserialize_newtype_struct<V: Visitor<'de>>(
+        self,
+        _name: &'static str,
+        visitor: V,
+    ) -> Result<V::Value, DeError> {
+        visitor.visit_newtype_struct(self)
+    }
+
+    fn deserialize_ignored_any<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, DeError> {
+        visitor.visit_unit()
+    }
+
+    fn deserialize_seq<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, DeError> {
+        self.deserialize_any(visitor)
+    }
+
+    fn deserialize_tuple<V: Visitor<'de>>(self, _len: usize, visitor: V) -> Result<V::Value, DeError> {
+        self.deserialize_any(visitor)
+    }
+
+    fn deserialize_tuple_struct<V: Visitor<'de>>(
+        self,
+        _name: &'static str,
+        _len: usize,
+        visitor: V,
+    ) -> Result<V::Value, DeError> {
+        self.deserialize_any(visitor)
+    }
+
+    // Several values where one is expected: a clear type error rather than picking one silently.
+    fn deserialize_bool<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, DeError> {
+        Err(de::Error::invalid_type(Unexpected::Seq, &visitor))
+    }
+
+    forward_to_deserialize_any! {
+        i8 i16 i32 i64 i128 u8 u16 u32 u64 u128 f32 f64 char str string bytes byte_buf
+        unit unit_struct map struct enum identifier
+    }
+}
+
+struct TextSeq<I> {
+    iter: I,
+}
+
+impl<'de, I> SeqAccess<'de> for TextSeq<I>
+where
+    I: Iterator<Item = &'de str>,
+{
+    type Error = DeError;
+
+    fn next_element_seed<T: DeserializeSeed<'de>>(&mut self, seed: T) -> Result<Option<T::Value>, DeError> {
+        match self.iter.next() {
+            Some(text) => seed.deserialize(Text(text)).map(Some),
+            None => Ok(None),
+        }
+    }
+
+    fn size_hint(&self) -> Option<usize> {
+        self.iter.size_hint().1
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde::Deserialize;
+    use serde_json::json;
+
+    use super::*;
+
+    #[derive(Debug, Deserialize, PartialEq)]
+    #[serde(rename_all = "lowercase")]
+    enum Role {
+        Admin,
+        User,
+    }
+
+    #[derive(Debug, Deserialize, PartialEq)]
+    struct Query {
+        id: u32,
+        flag: bool,
+        ratio: f64,
+        tags: Vec<String>,
+        one: Vec<u8>,
+        name: Option<String>,
+        missing: Option<String>,
+        role: Role,
+    }
+
+    fn text(s: &str) -> InputValue {
+        s.into()
+    }
+
+    #[test]
+    fn text_is_lenient() {
+        let input: Input = [
+            ("id".to_owned(), text("5")),
+            ("flag".to_owned(), text("true")),
+            ("ratio".to_owned(), text("0.5")),
+            ("tags".to_owned(), TextValue::Many(vec!["a".into(), "b".into()]).into()),
+            ("one".to_owned(), text("7")),
+            ("name".to_owned(), text("x")),
+            ("role".to_owned(), text("admin")),
+        ]
+        .into_iter()
+        .collect();
+        let query = Query::deserialize(&input).unwrap();
+        assert_eq!(query, Query {
+            id: 5,
+            flag: true,
+            ratio: 0.5,
+            tags: vec!["a".into(), "b".into()],
+            one: vec![7],
+            name: Some("x".into()),
+            missing: None,
+            role: Role::Admin,
+        });
+    }
+
+    #[test]
+    fn json_is_strict() {
+        #[derive(Debug, Deserialize)]
+        #[allow(dead_code)]
+        struct Body {
+            id: u32,
+        }
+        let input: Input = [("id".to_owned(), InputValue::Json(json!("5")))].into_iter().collect();
+        let err = Body::deserialize(&input).unwrap_err();
+        assert_eq!(err.message(), "invalid type: string \"5\", expected u32");
+        let input: Input = [("id".to_owned(), InputValue::Json(json!(5)))].into_iter().collect();
+        assert_eq!(Body::deserialize(&input).unwrap().id, 5);
+    }
+
+    #[test]
+    fn bad_text_numbers_and_lists_are_type_errors() {
+        #[derive(Debug, Deserialize)]
+        #[allow(dead_code)]
+        struct One {
+            id: u8,
+        }
+        let input: Input = [("id".to_owned(), text("300"))].into_iter().collect();
+        assert_eq!(
+            One::deserialize(&input).unwrap_err().message(),
+            "invalid type: string \"300\", expected u8"
+        );
+        let input: Input =
+            [("id".to_owned(), TextValue::Many(vec!["1".into(), "2".into()]).into())].into_iter().collect();
+        assert!(One::deserialize(&input).unwrap_err().message().starts_with("invalid type: sequence"));
+        let role: Result<Role, _> = Role::deserialize(Text("nobody"));
+        assert!(role.unwrap_err().message().contains("unknown variant `nobody`"));
+        let _ = Role::User;
+    }
+
+    #[test]
+    fn borrows_strings() {
+        #[derive(Deserialize)]
+        struct Borrowed<'a> {
+            name: &'a str,
+        }
+        let input: Input = [("name".to_owned(), text("zero-copy"))].into_iter().collect();
+        assert_eq!(Borrowed::deserialize(&input).unwrap().name, "zero-copy");
+    }
+
+    #[test]
+    fn unit_accepts_any_input() {
+        let input: Input = [("x".to_owned(), text("1"))].into_iter().collect();
+        <()>::deserialize(&input).unwrap();
+    }
+}

@@ -1,0 +1,279 @@
+//! Turning the merged [`Input`] into a typed, validated value, and checking outputs.
+
+use std::collections::HashMap;
+use std::fmt::Write as _;
+use std::marker::PhantomData;
+use std::sync::{Arc, OnceLock};
+
+use garde::Validate;
+use schemars::JsonSchema;
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+
+use crate::error::{ApiError, ErrorKind};
+use crate::input::Input;
+
+/// Maps Rust field names (as garde reports them) to the names used on the wire (as serde reads
+/// and writes them), learned from the type's JSON Schema.
+///
+/// garde ignores serde renames; clients must see `userName`, not `user_name`. Only names that
+/// differ are stored. The map is built on the first validation failure and kept.
+#[derive(Debug, Default)]
+struct WireNames(HashMap<String, String>);
+
+impl WireNames {
+    fn of<T: JsonSchema>() -> Self {
+        let schema = schemars::SchemaGenerator::default().into_root_schema_for::<T>();
+        let mut names = HashMap::new();
+        collect_properties(schema.as_value(), &mut names);
+        WireNames(names)
+    }
+
+    fn wire<'a>(&'a self, rust: &'a str) -> &'a str {
+        self.0.get(rust).map_or(rust, String::as_str)
+    }
+}
+
+fn collect_properties(value: &Value, names: &mut HashMap<String, String>) {
+    match value {
+        Value::Object(map) => {
+            if let Some(Value::Object(properties)) = map.get("properties") {
+                for wire in properties.keys() {
+                    let rust = to_snake_case(wire);
+                    if rust != *wire {
+                        names.insert(rust, wire.clone());
+                    }
+                }
+            }
+            map.values().for_each(|v| collect_properties(v, names));
+        }
+        Value::Array(items) => items.iter().for_each(|v| collect_properties(v, names)),
+        _ => {}
+    }
+}
+
+/// `userName`, `UserName`, `user-name`, `USER_NAME` → `user_name`.
+fn to_snake_case(name: &str) -> String {
+    let mut out = String::with_capacity(name.len() + 4);
+    let mut prev_lower_or_digit = false;
+    for c in name.chars() {
+        if c == '-' {
+            out.push('_');
+            prev_lower_or_digit = false;
+        } else if c.is_uppercase() {
+            if prev_lower_or_digit {
+                out.push('_');
+            }
+            out.extend(c.to_lowercase());
+            prev_lower_or_digit = false;
+        } else {
+            out.push(c);
+            prev_lower_or_digit = c.is_lowercase() || c.is_ascii_digit();
+        }
+    }
+    out
+}
+
+/// Renders a garde report as `path: message; path: message`, with wire names and an optional
+/// path prefix (`output`).
+fn describe_report(report: &garde::Report, names: &WireNames, prefix: Option<&str>) -> String {
+    let mut out = String::new();
+    for (path, error) in report.iter() {
+        if !out.is_empty() {
+            out.push_str("; ");
+        }
+        let mut wrote_path = false;
+        if let Some(prefix) = prefix {
+            out.push_str(prefix);
+            wrote_path = true;
+        }
+        // `__iter` yields leaf first; it is garde's only way to see path components.
+        for (kind, component) in path.__iter().rev() {
+            match kind {
+                garde::error::Kind::Key => {
+                    if wrote_path {
+                        out.push('.');
+                    }
+                    out.push_str(names.wire(component));
+                }
+                garde::error::Kind::Index => {
+                    let _ = write!(out, "[{component}]");
+                }
+                garde::error::Kind::None => continue,
+            }
+            wrote_path = true;
+        }
+        if wrote_path {
+            out.push_str(": ");
+        }
+        out.push_str(error.message());
+    }
+    out
+}
+
+/// Decodes the merged [`Input`] into `T` (serde, lenient for text values) and runs `T`'s garde
+/// rules; every failure is a 400 [`ApiError`] whose message lists the problems as
+/// `path: message; ...`.
+///
+/// Cloning is cheap; clones share the lazily built map of wire names.
+///
+/// ```
+/// use garde::Validate;
+/// use schemars::JsonSchema;
+/// use serde::Deserialize;
+/// use strata_core::{Decoder, Input};
+///
+/// #[derive(Debug, Deserialize, Validate, JsonSchema)]
+/// #[serde(rename_all = "camelCase")]
+/// struct Person {
+///     #[garde(length(chars, min = 1))]
+///     user_name: String,
+///     #[garde(range(max = 150))]
+///     age: u8,
+/// }
+///
+/// let decoder = Decoder::<Person>::new();
+/// let mut input = Input::new();
+/// input.insert("userName", "".into());
+/// input.insert("age", "151".into());
+/// let err = decoder.decode(&input).unwrap_err();
+/// assert_eq!(err.status(), 400);
+/// assert_eq!(err.message(), "age: greater than 150; userName: length is lower than 1");
+/// ```
+pub struct Decoder<T> {
+    names: Arc<OnceLock<WireNames>>,
+    _type: PhantomData<fn() -> T>,
+}
+
+impl<T> Clone for Decoder<T> {
+    fn clone(&self) -> Self {
+        Self { names: Arc::clone(&self.names), _type: PhantomData }
+    }
+}
+
+impl<T> std::fmt::Debug for Decoder<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Decoder").field("type", &std::any::type_name::<T>()).finish()
+    }
+}
+
+impl<T> Default for Decoder<T> {
+    fn default() -> Self {
+        Self { names: Arc::default(), _type: PhantomData }
+    }
+}
+
+impl<T> Decoder<T> {
+    /// A decoder for `T`.
+    pub fn new() -> Self {
+        Self::default()
+    }
+}
+
+impl<T> Decoder<T>
+where
+    T: JsonSchema + Validate,
+    T::Context: Default,
+{
+    fn names(&self) -> &WireNames {
+        self.names.get_or_init(WireNames::of::<T>)
+    }
+
+    /// Runs `value`'s garde rules; on failure, the message lists every violation, each path
+    /// prefixed with `prefix` when given (e.g. `output.items[0].name: ...`).
+    pub fn check(&self, value: &T, prefix: Option<&str>) -> Result<(), String> {
+        value.validate().map_err(|report| describe_report(&report, self.names(), prefix))
+    }
+}
+
+impl<T> Decoder<T>
+where
+    T: DeserializeOwned + JsonSchema + Validate,
+    T::Context: Default,
+{
+    /// Decodes and validates.
+    pub fn decode(&self, input: &Input) -> Result<T, ApiError> {
+        // The fast path deserializes without tracking paths; only a failure pays for a second,
+        // path-tracking pass that says where the problem is.
+        let value = match T::deserialize(input) {
+            Ok(value) => value,
+            Err(plain) => {
+                let message = match serde_path_to_error::deserialize::<_, T>(input) {
+                    Err(tracked) if !tracked.path().iter().next().is_none() => {
+                        format!("{}: {}", tracked.path(), tracked.inner())
+                    }
+                    _ => plain.to_string(),
+                };
+                return Err(ApiError::bad_request(ErrorKind::InputValidation, message));
+            }
+        };
+        self.check(&value, None)
+            .map_err(|message| ApiError::bad_request(ErrorKind::InputValidation, message))?;
+        Ok(value)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde::{Deserialize, Serialize};
+    use serde_json::json;
+
+    use super::*;
+    use crate::input::InputValue;
+
+    #[derive(Debug, Deserialize, Serialize, Validate, JsonSchema)]
+    struct Item {
+        #[garde(length(chars, min = 1))]
+        name: String,
+    }
+
+    #[derive(Debug, Deserialize, Serialize, Validate, JsonSchema)]
+    struct Order {
+        #[garde(dive)]
+        items: Vec<Item>,
+        #[garde(range(min = 1))]
+        count: u32,
+    }
+
+    #[test]
+    fn reports_all_rule_violations_with_paths() {
+        let mut input = Input::new();
+        input.insert("items", InputValue::Json(json!([{"name": "ok"}, {"name": ""}])));
+        input.insert("count", InputValue::Json(json!(0)));
+        let err = Decoder::<Order>::new().decode(&input).unwrap_err();
+        assert_eq!(err.message(), "count: lower than 1; items[1].name: length is lower than 1");
+        assert_eq!(err.kind(), ErrorKind::InputValidation);
+    }
+
+    #[test]
+    fn reports_type_error_path() {
+        let mut input = Input::new();
+        input.insert("items", InputValue::Json(json!([{"name": 5}])));
+        input.insert("count", InputValue::Json(json!(1)));
+        let err = Decoder::<Order>::new().decode(&input).unwrap_err();
+        assert_eq!(err.message(), "items[0].name: invalid type: integer `5`, expected a string");
+    }
+
+    #[test]
+    fn missing_field_is_named() {
+        let input = Input::new();
+        let err = Decoder::<Order>::new().decode(&input).unwrap_err();
+        assert_eq!(err.message(), "missing field `items`");
+    }
+
+    #[test]
+    fn check_prefixes_output_paths() {
+        let order = Order { items: vec![Item { name: String::new() }], count: 1 };
+        let message = Decoder::<Order>::new().check(&order, Some("output")).unwrap_err();
+        assert_eq!(message, "output.items[0].name: length is lower than 1");
+    }
+
+    #[test]
+    fn snake_case_conversion() {
+        assert_eq!(to_snake_case("userName"), "user_name");
+        assert_eq!(to_snake_case("UserName"), "user_name");
+        assert_eq!(to_snake_case("user-name"), "user_name");
+        assert_eq!(to_snake_case("USER_NAME"), "user_name");
+        assert_eq!(to_snake_case("item2Id"), "item2_id");
+    }
+}

@@ -1,0 +1,258 @@
+//! The seam between endpoints and routing: what an endpoint is once built, type-erased.
+//!
+//! Routing needs an endpoint's methods, the names of its input fields (to check `:param`s), its
+//! descriptions, and a service to call. [`Endpoint`] holds exactly that; the facade's
+//! `EndpointsFactory` builds it from typed parts.
+
+use std::any::Any;
+use std::convert::Infallible;
+use std::fmt;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+
+use bytes::Bytes;
+use http::{Method, Request, Response, StatusCode};
+use http_body::Body;
+use schemars::Schema;
+use tower::Service;
+use tower::util::BoxCloneSyncService;
+
+use crate::body::{RequestBody, ResponseBody};
+use crate::config::Config;
+use crate::error::BoxError;
+
+/// How a middleware authenticates, for generated API descriptions (spec section 5). It checks
+/// nothing by itself.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Security {
+    /// A credential in the header `name` (lower-case).
+    Header {
+        /// The header name.
+        name: String,
+    },
+    /// A credential in the input field `name`.
+    Input {
+        /// The input field.
+        name: String,
+    },
+    /// All of these together.
+    And(Vec<Security>),
+}
+
+impl Security {
+    /// A header credential.
+    pub fn header(name: impl Into<String>) -> Self {
+        Security::Header { name: name.into().to_ascii_lowercase() }
+    }
+
+    /// An input field credential.
+    pub fn input(name: impl Into<String>) -> Self {
+        Security::Input { name: name.into() }
+    }
+
+    /// A combination.
+    pub fn and(all: impl IntoIterator<Item = Security>) -> Self {
+        Security::And(all.into_iter().collect())
+    }
+}
+
+/// One documented response of an endpoint: status, body schema and MIME types.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ResponseDescription {
+    /// The status.
+    pub status: StatusCode,
+    /// The body schema.
+    pub schema: Schema,
+    /// The MIME types the body may have.
+    pub mime_types: Vec<String>,
+}
+
+/// What is known about an endpoint without calling it.
+#[derive(Debug, Clone, Default)]
+#[non_exhaustive]
+pub struct EndpointMeta {
+    /// Declared methods; empty means none declared (the endpoint serves GET).
+    pub methods: Vec<Method>,
+    /// Grouping label.
+    pub tag: Option<String>,
+    /// Short text.
+    pub short_description: Option<String>,
+    /// Long text.
+    pub description: Option<String>,
+    /// JSON Schema of the endpoint's input type.
+    pub input_schema: Option<Schema>,
+    /// JSON Schema of the endpoint's output type.
+    pub output_schema: Option<Schema>,
+    /// Security of the endpoint's middleware, in attachment order.
+    pub security: Vec<Security>,
+    /// Names of the input fields of the endpoint and its middleware (wire names).
+    pub input_fields: Vec<String>,
+    /// Success responses.
+    pub positive: Vec<ResponseDescription>,
+    /// Error responses.
+    pub negative: Vec<ResponseDescription>,
+}
+
+impl EndpointMeta {
+    /// The methods the endpoint serves: the declared ones, or GET when none are declared.
+    pub fn served_methods(&self) -> &[Method] {
+        if self.methods.is_empty() { std::slice::from_ref(&Method::GET) } else { &self.methods }
+    }
+}
+
+/// The boxed service of an endpoint, as routing calls it.
+pub type EndpointService = BoxCloneSyncService<Request<RequestBody>, Response<ResponseBody>, Infallible>;
+
+type BuildFn = dyn Fn(&Config) -> EndpointService + Send + Sync;
+
+/// A built endpoint: its metadata and a way to make its service for a configuration.
+///
+/// Routing calls [`Endpoint::boxed_service`] once per route at startup; [`Endpoint::service`] is
+/// the same service for the default configuration, accepting any request body, for tests and for
+/// mounting into other tower stacks.
+#[derive(Clone)]
+pub struct Endpoint {
+    meta: Arc<EndpointMeta>,
+    build: Arc<BuildFn>,
+}
+
+impl fmt::Debug for Endpoint {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Endpoint").field("meta", &self.meta).finish_non_exhaustive()
+    }
+}
+
+impl Endpoint {
+    /// An endpoint from its metadata and a service builder.
+    pub fn from_parts(
+        meta: EndpointMeta,
+        build: impl Fn(&Config) -> EndpointService + Send + Sync + 'static,
+    ) -> Self {
+        Self { meta: Arc::new(meta), build: Arc::new(build) }
+    }
+
+    /// The metadata.
+    pub fn meta(&self) -> &EndpointMeta {
+        &self.meta
+    }
+
+    /// The methods served (declared, or GET).
+    pub fn methods(&self) -> &[Method] {
+        self.meta.served_methods()
+    }
+
+    /// Builds the boxed service for `config`.
+    pub fn boxed_service(&self, config: &Config) -> EndpointService {
+        (self.build)(config)
+    }
+
+    /// The service for the default configuration, accepting any request body.
+    pub fn service(&self) -> AnyBody<EndpointService> {
+        self.service_with(&Config::default())
+    }
+
+    /// The service for `config`, accepting any request body.
+    pub fn service_with(&self, config: &Config) -> AnyBody<EndpointService> {
+        AnyBody::new(self.boxed_service(config))
+    }
+}
+
+/// Converts any body into a [`RequestBody`], without boxing when it already is one or is
+/// `String`/`Bytes`/`Full<Bytes>`.
+pub fn into_request_body<B>(body: B) -> RequestBody
+where
+    B: Body + Send + 'static,
+    B::Data: Send,
+    B::Error: Into<BoxError>,
+{
+    let mut slot = Some(body);
+    let any: &mut dyn Any = &mut slot;
+    // These checks compare type ids known at compile time; the optimizer removes the losers.
+    if let Some(body) = any.downcast_mut::<Option<RequestBody>>().and_then(Option::take) {
+        return body;
+    }
+    if let Some(body) = any.downcast_mut::<Option<String>>().and_then(Option::take) {
+        return RequestBody::from(body);
+    }
+    if let Some(body) = any.downcast_mut::<Option<Bytes>>().and_then(Option::take) {
+        return RequestBody::from(body);
+    }
+    match slot {
+        Some(body) => RequestBody::new(body),
+        None => RequestBody::empty(),
+    }
+}
+
+/// A service that accepts `Request<B>` for any body `B` and gives its inner service a
+/// `Request<RequestBody>`.
+#[derive(Debug, Clone)]
+pub struct AnyBody<S> {
+    inner: S,
+}
+
+impl<S> AnyBody<S> {
+    /// Wraps `inner`.
+    pub fn new(inner: S) -> Self {
+        Self { inner }
+    }
+
+    /// The inner service.
+    pub fn get_ref(&self) -> &S {
+        &self.inner
+    }
+
+    /// The inner service, mutably.
+    pub fn get_mut(&mut self) -> &mut S {
+        &mut self.inner
+    }
+
+    /// Unwraps the inner service.
+    pub fn into_inner(self) -> S {
+        self.inner
+    }
+}
+
+impl<S, B> Service<Request<B>> for AnyBody<S>
+where
+    S: Service<Request<RequestBody>>,
+    B: Body + Send + 'static,
+    B::Data: Send,
+    B::Error: Into<BoxError>,
+{
+    type Response = S::Response;
+    type Error = S::Error;
+    type Future = S::Future;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, request: Request<B>) -> Self::Future {
+        self.inner.call(request.map(into_request_body))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn undeclared_methods_serve_get() {
+        let meta = EndpointMeta::default();
+        assert_eq!(meta.served_methods(), [Method::GET]);
+        let meta = EndpointMeta { methods: vec![Method::POST], ..EndpointMeta::default() };
+        assert_eq!(meta.served_methods(), [Method::POST]);
+    }
+
+    #[test]
+    fn header_security_is_lower_case() {
+        assert_eq!(Security::header("X-Key"), Security::Header { name: "x-key".into() });
+    }
+
+    #[test]
+    fn known_bodies_are_not_boxed() {
+        use http_body::Body as _;
+        assert_eq!(into_request_body(String::from("ab")).size_hint().exact(), Some(2));
+        assert_eq!(into_request_body(RequestBody::from("abc")).size_hint().exact(), Some(3));
+    }
+}

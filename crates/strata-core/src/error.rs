@@ -1,0 +1,245 @@
+//! [`ApiError`]: every failure of every stage, as a value.
+
+use std::borrow::Cow;
+use std::fmt;
+
+use http::header::{HeaderName, HeaderValue};
+use http::{HeaderMap, StatusCode};
+
+/// The boxed error type used for sources and body errors.
+pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
+
+/// Which stage or situation produced an [`ApiError`].
+///
+/// Result handlers and loggers may branch on it; the status code alone decides the response of the
+/// default result handler.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum ErrorKind {
+    /// The request could not be parsed (malformed JSON, bad percent-encoding, invalid UTF-8).
+    Parse,
+    /// The body (or a part of it) exceeds a configured limit.
+    PayloadTooLarge,
+    /// The body has a content type the endpoint cannot read.
+    UnsupportedMediaType,
+    /// The merged input does not match the input type of a middleware or of the endpoint.
+    InputValidation,
+    /// An error with an explicit status raised by a middleware or a handler.
+    Http,
+    /// The handler's output does not satisfy its own rules (a defect of the handler).
+    OutputValidation,
+    /// An error without a status, a panic, or any other internal failure.
+    Internal,
+    /// No route for the path, or the method is not allowed on it.
+    Routing,
+}
+
+/// An error that becomes an HTTP response through the endpoint's result handler.
+///
+/// It carries a status, a message, whether the message may be shown to clients in production
+/// (`expose`), optional extra response headers (e.g. `Retry-After`), its [`ErrorKind`] and an
+/// optional source error.
+///
+/// Any `std::error::Error` converts into an `ApiError` with status 500, so `?` works in handlers:
+///
+/// ```
+/// use strata_core::{http_error, ApiError};
+///
+/// fn parse_id(raw: &str) -> Result<u32, ApiError> {
+///     if raw.is_empty() {
+///         return Err(http_error!(400, "id is empty"));
+///     }
+///     Ok(raw.parse::<u32>()?) // a ParseIntError becomes a 500
+/// }
+///
+/// assert_eq!(parse_id("").unwrap_err().status(), 400);
+/// assert_eq!(parse_id("x").unwrap_err().status(), 500);
+/// assert_eq!(parse_id("7").unwrap(), 7);
+/// ```
+pub struct ApiError {
+    status: StatusCode,
+    message: Cow<'static, str>,
+    expose: bool,
+    kind: ErrorKind,
+    headers: Option<Box<HeaderMap>>,
+    source: Option<BoxError>,
+}
+
+impl ApiError {
+    /// An error with the given status and message.
+    ///
+    /// The message is exposed to clients when the status is below 500.
+    pub fn new(status: StatusCode, message: impl Into<Cow<'static, str>>) -> Self {
+        Self {
+            status,
+            message: message.into(),
+            expose: status.as_u16() < 500,
+            kind: if status.is_server_error() { ErrorKind::Internal } else { ErrorKind::Http },
+            headers: None,
+            source: None,
+        }
+    }
+
+    /// An error from a raw status code; an invalid code (outside 100..=999) becomes 500.
+    pub fn from_code(code: u16, message: impl Into<Cow<'static, str>>) -> Self {
+        Self::new(
+            StatusCode::from_u16(code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR),
+            message,
+        )
+    }
+
+    /// A 400 error of the given kind.
+    pub fn bad_request(kind: ErrorKind, message: impl Into<Cow<'static, str>>) -> Self {
+        Self::new(StatusCode::BAD_REQUEST, message).with_kind(kind)
+    }
+
+    /// A 500 error of kind [`ErrorKind::Internal`].
+    pub fn internal(message: impl Into<Cow<'static, str>>) -> Self {
+        Self::new(StatusCode::INTERNAL_SERVER_ERROR, message)
+    }
+
+    /// Sets the kind.
+    #[must_use]
+    pub fn with_kind(mut self, kind: ErrorKind) -> Self {
+        self.kind = kind;
+        self
+    }
+
+    /// Sets whether the message may be shown to clients in production mode.
+    #[must_use]
+    pub fn exposed(mut self, expose: bool) -> Self {
+        self.expose = expose;
+        self
+    }
+
+    /// Adds a header sent with the error response (e.g. `Retry-After`, `WWW-Authenticate`).
+    #[must_use]
+    pub fn with_header(mut self, name: HeaderName, value: HeaderValue) -> Self {
+        self.headers.get_or_insert_with(Box::default).append(name, value);
+        self
+    }
+
+    /// Attaches the error that caused this one.
+    #[must_use]
+    pub fn with_source(mut self, source: impl Into<BoxError>) -> Self {
+        self.source = Some(source.into());
+        self
+    }
+
+    /// The HTTP status.
+    pub fn status(&self) -> StatusCode {
+        self.status
+    }
+
+    /// The message.
+    pub fn message(&self) -> &str {
+        &self.message
+    }
+
+    /// Replaces the message, keeping everything else.
+    pub fn set_message(&mut self, message: impl Into<Cow<'static, str>>) {
+        self.message = message.into();
+    }
+
+    /// Whether the message may be shown to clients in production mode.
+    pub fn expose(&self) -> bool {
+        self.expose
+    }
+
+    /// The kind.
+    pub fn kind(&self) -> ErrorKind {
+        self.kind
+    }
+
+    /// Extra headers for the response, if any.
+    pub fn headers(&self) -> Option<&HeaderMap> {
+        self.headers.as_deref()
+    }
+
+    /// Takes the extra headers out of the error.
+    pub fn take_headers(&mut self) -> Option<HeaderMap> {
+        self.headers.take().map(|h| *h)
+    }
+
+    /// The source error, if any.
+    pub fn source(&self) -> Option<&(dyn std::error::Error + Send + Sync + 'static)> {
+        self.source.as_deref()
+    }
+}
+
+impl fmt::Debug for ApiError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ApiError")
+            .field("status", &self.status)
+            .field("message", &self.message)
+            .field("expose", &self.expose)
+            .field("kind", &self.kind)
+            .field("headers", &self.headers)
+            .field("source", &self.source)
+            .finish()
+    }
+}
+
+impl fmt::Display for ApiError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} {}", self.status.as_u16(), self.message)
+    }
+}
+
+/// Any error becomes a 500 whose message is the error's text (hidden in production).
+impl<E> From<E> for ApiError
+where
+    E: std::error::Error + Send + Sync + 'static,
+{
+    fn from(error: E) -> Self {
+        ApiError::internal(error.to_string()).with_source(error)
+    }
+}
+
+/// Builds an [`ApiError`] with a status code and a message (a literal or a format string).
+///
+/// ```
+/// use strata_core::http_error;
+///
+/// let denied = http_error!(401, "Invalid key");
+/// assert_eq!(denied.status(), 401);
+/// let limited = http_error!(429, "Slow down, {}", "friend")
+///     .with_header(http::header::RETRY_AFTER, http::HeaderValue::from_static("30"));
+/// assert_eq!(limited.message(), "Slow down, friend");
+/// assert_eq!(limited.headers().unwrap()["retry-after"], "30");
+/// ```
+#[macro_export]
+macro_rules! http_error {
+    ($status:expr, $message:literal $(,)?) => {
+        $crate::ApiError::from_code($status, $message)
+    };
+    ($status:expr, $($arg:tt)+) => {
+        $crate::ApiError::from_code($status, ::std::format!($($arg)+))
+    };
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn exposes_client_errors_only() {
+        assert!(ApiError::from_code(404, "x").expose());
+        assert!(!ApiError::from_code(503, "x").expose());
+        assert_eq!(ApiError::from_code(503, "x").kind(), ErrorKind::Internal);
+        assert_eq!(ApiError::from_code(401, "x").kind(), ErrorKind::Http);
+    }
+
+    #[test]
+    fn invalid_codes_become_500() {
+        assert_eq!(ApiError::from_code(42, "x").status(), 500);
+    }
+
+    #[test]
+    fn std_errors_convert_with_source() {
+        let err: ApiError = "x".parse::<u8>().unwrap_err().into();
+        assert_eq!(err.status(), 500);
+        assert!(err.source().is_some());
+        assert_eq!(err.message(), "invalid digit found in string");
+    }
+}

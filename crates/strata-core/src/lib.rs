@@ -1,0 +1,34 @@
+//! The shared vocabulary of the Strata pipeline.
+//!
+//! Every stage crate depends on this one and on nothing else of Strata. It defines:
+//!
+//! - [`ApiError`] and [`http_error!`]: every failure, as a value with a status;
+//! - [`Input`], [`InputValue`], [`InputSource`]: the merged input object and where it comes from,
+//!   deserializable leniently (text) and strictly (JSON) through [`Decoder`];
+//! - the payload types that travel between stages ([`Parsed`], [`Staged`], [`Validated`],
+//!   [`Output`]) and the extension routing uses to hand over path parameters ([`PathParams`]);
+//! - the typed context ([`ctx`], [`Ctx!`]);
+//! - [`Logger`], [`Config`], the body types, and [`Endpoint`], the seam to routing.
+
+pub mod body;
+pub mod config;
+pub mod ctx;
+mod de;
+mod decode;
+pub mod endpoint;
+mod error;
+pub mod input;
+pub mod logger;
+pub mod payload;
+pub mod text;
+
+pub use body::{RequestBody, ResponseBody};
+pub use config::{Config, ConfigBuilder, InputSources, Mode};
+pub use ctx::{Get, HCons, HNil};
+pub use de::DeError;
+pub use decode::Decoder;
+pub use endpoint::{AnyBody, Endpoint, EndpointMeta, EndpointService, ResponseDescription, Security};
+pub use error::{ApiError, BoxError, ErrorKind};
+pub use input::{Input, InputSource, InputValue, TextValue};
+pub use logger::{Level, Logger};
+pub use payload::{Output, Parsed, ParsedBody, PathParams, RequestInfo, Staged, Validated};

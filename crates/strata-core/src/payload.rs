@@ -1,0 +1,148 @@
+//! The payload types that travel between stages: each stage changes the request's body type,
+//! so the compiler checks that stages are stacked in order.
+//!
+//! `Request<B>` →(parse)→ `Request<Parsed>` →(combine)→ `Request<Staged<HNil>>`
+//! →(middleware)→ `Request<Staged<C>>` →(validate)→ `Request<Validated<I, C>>` →(handler) `O`
+//! →(output)→ [`Output`] →(format)→ `Response`.
+
+use std::sync::Arc;
+
+use http::{Method, StatusCode, Uri};
+use serde::Serialize;
+use serde_json::value::RawValue;
+use serde_json::{Map, Value};
+
+use crate::ctx::HNil;
+use crate::input::{Input, TextValue};
+
+/// Path parameters found by routing. Routing inserts them into the request extensions; the parse
+/// stage takes them from there. Values are already percent-decoded.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PathParams(Vec<(Arc<str>, String)>);
+
+impl PathParams {
+    /// No parameters.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Adds a parameter.
+    pub fn push(&mut self, name: Arc<str>, value: String) {
+        self.0.push((name, value));
+    }
+
+    /// The parameters in path order.
+    pub fn iter(&self) -> impl ExactSizeIterator<Item = (&str, &str)> {
+        self.0.iter().map(|(k, v)| (&**k, v.as_str()))
+    }
+
+    /// Number of parameters.
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    /// Whether there are none.
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    /// The `(name, value)` pairs.
+    pub fn into_inner(self) -> Vec<(Arc<str>, String)> {
+        self.0
+    }
+}
+
+impl<K: Into<Arc<str>>, V: Into<String>> FromIterator<(K, V)> for PathParams {
+    fn from_iter<T: IntoIterator<Item = (K, V)>>(iter: T) -> Self {
+        Self(iter.into_iter().map(|(k, v)| (k.into(), v.into())).collect())
+    }
+}
+
+/// A parsed request body.
+#[derive(Debug, Clone, Default, PartialEq)]
+#[non_exhaustive]
+pub enum ParsedBody {
+    /// No body, or a body the method does not read.
+    #[default]
+    Empty,
+    /// A JSON object.
+    Json(Map<String, Value>),
+    /// An urlencoded form; repeated keys are lists.
+    Form(Vec<(String, TextValue)>),
+}
+
+/// The request after the parse stage.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Parsed {
+    /// The query string's parameters; repeated keys are lists.
+    pub query: Vec<(String, TextValue)>,
+    /// The body.
+    pub body: ParsedBody,
+    /// The path parameters.
+    pub params: PathParams,
+}
+
+/// The request after the combine stage and during the middleware stage: the merged input and the
+/// context accumulated so far.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Staged<C = HNil> {
+    /// The merged input.
+    pub input: Input,
+    /// The context.
+    pub ctx: C,
+}
+
+/// The request after the validate stage: the typed input and the context.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Validated<I, C = HNil> {
+    /// The typed, validated input.
+    pub input: I,
+    /// The context.
+    pub ctx: C,
+}
+
+/// A checked, serialized handler output with its success status (200 unless the handler chose
+/// another).
+#[derive(Debug, Clone)]
+pub struct Output {
+    status: StatusCode,
+    data: Box<RawValue>,
+}
+
+impl Output {
+    /// Serializes `value` once.
+    pub fn new<T: Serialize + ?Sized>(value: &T) -> Result<Self, serde_json::Error> {
+        Ok(Self { status: StatusCode::OK, data: serde_json::value::to_raw_value(value)? })
+    }
+
+    /// An output from an already serialized JSON value.
+    pub fn from_raw(data: Box<RawValue>) -> Self {
+        Self { status: StatusCode::OK, data }
+    }
+
+    /// Sets the success status.
+    #[must_use]
+    pub fn with_status(mut self, status: StatusCode) -> Self {
+        self.status = status;
+        self
+    }
+
+    /// The success status.
+    pub fn status(&self) -> StatusCode {
+        self.status
+    }
+
+    /// The serialized JSON.
+    pub fn data(&self) -> &RawValue {
+        &self.data
+    }
+}
+
+/// What a result handler knows of the request it answers.
+#[derive(Debug, Clone)]
+pub struct RequestInfo {
+    /// The method.
+    pub method: Method,
+    /// The URI.
+    pub uri: Uri,
+}

@@ -1,0 +1,191 @@
+//! Strict decoding of `application/x-www-form-urlencoded` text: query strings, form bodies and
+//! path segments.
+//!
+//! Unlike lenient decoders, a `%` not followed by two hex digits and bytes that are not UTF-8 are
+//! errors, so a client gets a 400 instead of silently mangled values.
+
+use std::borrow::Cow;
+use std::fmt;
+
+use crate::input::TextValue;
+
+/// Why a piece of urlencoded text could not be decoded.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum DecodeTextError {
+    /// A `%` at byte `offset` is not followed by two hex digits.
+    BadEscape {
+        /// Byte offset of the `%`.
+        offset: usize,
+    },
+    /// The decoded bytes are not valid UTF-8.
+    InvalidUtf8,
+    /// There are more pairs than the limit allows.
+    TooManyPairs {
+        /// The limit.
+        limit: usize,
+    },
+}
+
+impl fmt::Display for DecodeTextError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::BadEscape { offset } => {
+                write!(f, "malformed percent-encoding at byte {offset}")
+            }
+            Self::InvalidUtf8 => f.write_str("percent-decoded bytes are not valid UTF-8"),
+            Self::TooManyPairs { limit } => write!(f, "more than {limit} parameters"),
+        }
+    }
+}
+
+impl std::error::Error for DecodeTextError {}
+
+fn hex(byte: u8) -> Option<u8> {
+    match byte {
+        b'0'..=b'9' => Some(byte - b'0'),
+        b'a'..=b'f' => Some(byte - b'a' + 10),
+        b'A'..=b'F' => Some(byte - b'A' + 10),
+        _ => None,
+    }
+}
+
+/// Percent-decodes `raw`; with `plus_as_space`, `+` becomes a space (form encoding).
+///
+/// Borrows when nothing needs decoding. `base` is added to offsets in errors.
+///
+/// ```
+/// use strata_core::text::percent_decode;
+///
+/// assert_eq!(percent_decode(b"a%20b+c", true, 0).unwrap(), "a b c");
+/// assert_eq!(percent_decode(b"caf%C3%A9", false, 0).unwrap(), "café");
+/// assert!(percent_decode(b"%zz", false, 0).is_err());
+/// assert!(percent_decode(b"%FF", false, 0).is_err());
+/// ```
+pub fn percent_decode(
+    raw: &[u8],
+    plus_as_space: bool,
+    base: usize,
+) -> Result<Cow<'_, str>, DecodeTextError> {
+    let needs_work = raw.iter().any(|&b| b == b'%' || (plus_as_space && b == b'+'));
+    if !needs_work {
+        return std::str::from_utf8(raw)
+            .map(Cow::Borrowed)
+            .map_err(|_| DecodeTextError::InvalidUtf8);
+    }
+    let mut out = Vec::with_capacity(raw.len());
+    let mut i = 0;
+    while i < raw.len() {
+        match raw[i] {
+            b'%' => {
+                let decoded = raw
+                    .get(i + 1..i + 3)
+                    .and_then(|pair| Some(hex(pair[0])? << 4 | hex(pair[1])?))
+                    .ok_or(DecodeTextError::BadEscape { offset: base + i })?;
+                out.push(decoded);
+                i += 3;
+            }
+            b'+' if plus_as_space => {
+                out.push(b' ');
+                i += 1;
+            }
+            other => {
+                out.push(other);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8(out).map(Cow::Owned).map_err(|_| DecodeTextError::InvalidUtf8)
+}
+
+/// Parses urlencoded `key=value&...` text into pairs, grouping repeated keys into lists
+/// (`a=1&a=2` gives `a` → `["1", "2"]`), keeping first-appearance order.
+///
+/// Empty segments (`a=1&&b=2`) are skipped; a key without `=` has an empty value. At most
+/// `max_pairs` pairs are accepted.
+///
+/// ```
+/// use strata_core::input::TextValue;
+/// use strata_core::text::parse_urlencoded;
+///
+/// let pairs = parse_urlencoded(b"a=1&b=x+y&a=2", 100).unwrap();
+/// assert_eq!(pairs[0], ("a".to_owned(), TextValue::Many(vec!["1".into(), "2".into()])));
+/// assert_eq!(pairs[1], ("b".to_owned(), TextValue::One("x y".into())));
+/// ```
+pub fn parse_urlencoded(
+    raw: &[u8],
+    max_pairs: usize,
+) -> Result<Vec<(String, TextValue)>, DecodeTextError> {
+    let mut pairs: Vec<(String, TextValue)> = Vec::new();
+    let mut count = 0usize;
+    let mut offset = 0usize;
+    for segment in raw.split(|&b| b == b'&') {
+        let start = offset;
+        offset += segment.len() + 1;
+        if segment.is_empty() {
+            continue;
+        }
+        count += 1;
+        if count > max_pairs {
+            return Err(DecodeTextError::TooManyPairs { limit: max_pairs });
+        }
+        let (key, value, value_start) = match segment.iter().position(|&b| b == b'=') {
+            Some(eq) => (&segment[..eq], &segment[eq + 1..], start + eq + 1),
+            None => (segment, &segment[segment.len()..], start + segment.len()),
+        };
+        let key = percent_decode(key, true, start)?;
+        let value = percent_decode(value, true, value_start)?.into_owned();
+        // Linear search: the pair count is bounded by `max_pairs`, and typical queries are tiny.
+        if let Some((_, existing)) = pairs.iter_mut().find(|(k, _)| *k == key) {
+            existing.push(value);
+        } else {
+            pairs.push((key.into_owned(), TextValue::One(value)));
+        }
+    }
+    Ok(pairs)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn borrows_plain_text() {
+        assert!(matches!(percent_decode(b"plain", true, 0), Ok(Cow::Borrowed("plain"))));
+    }
+
+    #[test]
+    fn reports_offset_of_bad_escape() {
+        let err = parse_urlencoded(b"a=1&b=%4", 10).unwrap_err();
+        assert_eq!(err, DecodeTextError::BadEscape { offset: 6 });
+        assert_eq!(err.to_string(), "malformed percent-encoding at byte 6");
+    }
+
+    #[test]
+    fn rejects_invalid_utf8_after_decoding() {
+        assert_eq!(parse_urlencoded(b"a=%C3%28", 10).unwrap_err(), DecodeTextError::InvalidUtf8);
+    }
+
+    #[test]
+    fn keys_without_values_and_empty_segments() {
+        let pairs = parse_urlencoded(b"&flag&x=", 10).unwrap();
+        assert_eq!(pairs, vec![
+            ("flag".to_owned(), TextValue::One(String::new())),
+            ("x".to_owned(), TextValue::One(String::new())),
+        ]);
+    }
+
+    #[test]
+    fn limits_pairs() {
+        assert_eq!(
+            parse_urlencoded(b"a=1&b=2&c=3", 2).unwrap_err(),
+            DecodeTextError::TooManyPairs { limit: 2 }
+        );
+        assert!(parse_urlencoded(b"a=1&b=2", 2).is_ok());
+    }
+
+    #[test]
+    fn three_values_make_a_list() {
+        let pairs = parse_urlencoded(b"a=1&a=2&a=3", 10).unwrap();
+        assert_eq!(pairs[0].1, TextValue::Many(vec!["1".into(), "2".into(), "3".into()]));
+    }
+}
