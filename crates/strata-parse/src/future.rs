@@ -1,0 +1,122 @@
+use std::future::Future;
+use std::pin::Pin;
+use std::task::{Context, Poll, ready};
+
+use bytes::Buf;
+use http::Request;
+use http::request::Parts;
+use http_body::Body;
+use pin_project_lite::pin_project;
+use strata_core::{ApiError, BoxError, ErrorKind, Parsed, PathParams, TextValue};
+use tower_service::Service;
+
+use crate::service::{BodyKind, parse_body, too_large};
+
+/// What is kept while the body is read.
+pub(crate) struct Pending<S> {
+    pub(crate) parts: Parts,
+    pub(crate) query: Vec<(String, TextValue)>,
+    pub(crate) params: PathParams,
+    pub(crate) kind: BodyKind,
+    pub(crate) limit: usize,
+    pub(crate) max_fields: usize,
+    pub(crate) inner: S,
+}
+
+pin_project! {
+    #[project = StateProj]
+    enum State<B, S, F> {
+        Reading { #[pin] body: B, buffer: Vec<u8>, pending: Option<Pending<S>> },
+        Inner { #[pin] future: F },
+        Error { error: Option<ApiError> },
+    }
+}
+
+pin_project! {
+    /// Response future of [`ParseService`](crate::ParseService).
+    pub struct ResponseFuture<B, S: Service<Request<Parsed>>> {
+        #[pin]
+        state: State<B, S, S::Future>,
+    }
+}
+
+impl<B, S: Service<Request<Parsed>>> ResponseFuture<B, S> {
+    pub(crate) fn error(error: ApiError) -> Self {
+        Self { state: State::Error { error: Some(error) } }
+    }
+
+    pub(crate) fn inner(future: S::Future) -> Self {
+        Self { state: State::Inner { future } }
+    }
+
+    pub(crate) fn reading(body: B, capacity: usize, pending: Pending<S>) -> Self {
+        Self {
+            state: State::Reading { body, buffer: Vec::with_capacity(capacity), pending: Some(pending) },
+        }
+    }
+}
+
+impl<B, S> Future for ResponseFuture<B, S>
+where
+    S: Service<Request<Parsed>, Error = ApiError>,
+    B: Body,
+    B::Error: Into<BoxError>,
+{
+    type Output = Result<S::Response, ApiError>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let mut this = self.project();
+        loop {
+            match this.state.as_mut().project() {
+                StateProj::Inner { future } => return future.poll(cx),
+                StateProj::Error { error } => {
+                    let error = error.take().unwrap_or_else(|| ApiError::internal("polled after completion"));
+                    return Poll::Ready(Err(error));
+                }
+                StateProj::Reading { mut body, buffer, pending } => {
+                    let limit = pending.as_ref().map_or(0, |p| p.limit);
+                    let frame = ready!(body.as_mut().poll_frame(cx));
+                    match frame {
+                        Some(Ok(frame)) => {
+                            let Ok(mut data) = frame.into_data() else { continue };
+                            if buffer.len() + data.remaining() > limit {
+                                let error = too_large(limit);
+                                this.state.set(State::Error { error: Some(error) });
+                                continue;
+                            }
+                            while data.has_remaining() {
+                                let chunk = data.chunk();
+                                buffer.extend_from_slice(chunk);
+                                let n = chunk.len();
+                                data.advance(n);
+                            }
+                        }
+                        Some(Err(error)) => {
+                            let error: BoxError = error.into();
+                            let error = ApiError::bad_request(
+                                ErrorKind::Parse,
+                                format!("Failed to read the request body: {error}"),
+                            );
+                            this.state.set(State::Error { error: Some(error) });
+                        }
+                        None => {
+                            let Some(mut pending) = pending.take() else {
+                                this.state.set(State::Error { error: None });
+                                continue;
+                            };
+                            let next = match parse_body(pending.kind, buffer, pending.max_fields) {
+                                Ok(body) => {
+                                    let parsed = Parsed { query: pending.query, body, params: pending.params };
+                                    let future = pending.inner.call(Request::from_parts(pending.parts, parsed));
+                                    State::Inner { future }
+                                }
+                                Err(error) => State::Error { error: Some(error) },
+                            };
+                            this.state.set(next);
+                        }
+                    }
+                }
+            }
+        }
+    }
+}

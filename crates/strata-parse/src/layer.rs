@@ -1,0 +1,79 @@
+use std::sync::Arc;
+
+use strata_core::config::{DEFAULT_BODY_LIMIT, DEFAULT_MAX_FIELDS};
+use strata_core::{Config, InputSources};
+use tower_layer::Layer;
+
+use crate::service::ParseService;
+
+#[derive(Debug, Clone)]
+pub(crate) struct Options {
+    pub(crate) body_limit: usize,
+    pub(crate) max_fields: usize,
+    pub(crate) input_sources: InputSources,
+}
+
+/// Applies [`ParseService`]: parses query, path parameters and body.
+#[derive(Debug, Clone)]
+pub struct ParseLayer {
+    options: Arc<Options>,
+}
+
+impl Default for ParseLayer {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl ParseLayer {
+    /// A layer with the defaults: 1 MiB body limit, 1000 parameters, sources of spec table 2.2.
+    pub fn new() -> Self {
+        Self {
+            options: Arc::new(Options {
+                body_limit: DEFAULT_BODY_LIMIT,
+                max_fields: DEFAULT_MAX_FIELDS,
+                input_sources: InputSources::default(),
+            }),
+        }
+    }
+
+    /// A layer with the limits and input sources of `config`.
+    pub fn from_config(config: &Config) -> Self {
+        Self {
+            options: Arc::new(Options {
+                body_limit: config.body_limit(),
+                max_fields: config.max_fields(),
+                input_sources: config.input_sources().clone(),
+            }),
+        }
+    }
+
+    /// Sets the most body bytes read.
+    #[must_use]
+    pub fn body_limit(mut self, bytes: usize) -> Self {
+        Arc::make_mut(&mut self.options).body_limit = bytes;
+        self
+    }
+
+    /// Sets the most query or form parameters accepted.
+    #[must_use]
+    pub fn max_fields(mut self, fields: usize) -> Self {
+        Arc::make_mut(&mut self.options).max_fields = fields;
+        self
+    }
+
+    /// Sets the input sources; the body is read only for methods that use it.
+    #[must_use]
+    pub fn input_sources(mut self, sources: InputSources) -> Self {
+        Arc::make_mut(&mut self.options).input_sources = sources;
+        self
+    }
+}
+
+impl<S> Layer<S> for ParseLayer {
+    type Service = ParseService<S>;
+
+    fn layer(&self, inner: S) -> Self::Service {
+        ParseService::from_options(inner, Arc::clone(&self.options))
+    }
+}

@@ -1,0 +1,63 @@
+//! Stage 1 of the Strata pipeline: parse a request.
+//!
+//! [`ParseLayer`] turns `Request<B>` into `Request<Parsed>`: the query string (repeated keys
+//! become lists, strict UTF-8 percent-decoding), the path parameters routing put into the
+//! extensions ([`PathParams`](strata_core::PathParams)), and the body when the method reads one
+//! (per the configured input sources): JSON (`application/json`, `*/*+json`) or urlencoded
+//! forms. Failures are [`ApiError`](strata_core::ApiError)s:
+//!
+//! | problem | status |
+//! |---|---|
+//! | body over the limit (default 1 MiB), checked before and while reading | 413 |
+//! | body with a content type that cannot be read | 415 |
+//! | malformed JSON (with line and column), JSON that is not an object | 400 |
+//! | bad percent-encoding or invalid UTF-8 in the query or a form | 400 |
+//! | more query or form parameters than the limit (default 1000) | 400 |
+//!
+//! An empty body is an empty object. Bodies are read only up to the limit: the rest is never
+//! buffered.
+//!
+//! # Example
+//!
+//! ```
+//! use http::Request;
+//! use strata_core::{ApiError, Parsed, ParsedBody, TextValue};
+//! use strata_parse::ParseLayer;
+//! use tower::{ServiceBuilder, ServiceExt, service_fn};
+//!
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() {
+//! let service = ServiceBuilder::new()
+//!     .layer(ParseLayer::new().body_limit(16))
+//!     .service(service_fn(|request: Request<Parsed>| async move {
+//!         Ok::<_, ApiError>(request.into_body())
+//!     }));
+//!
+//! let request = Request::post("/?tag=a&tag=b")
+//!     .header("content-type", "application/json")
+//!     .body(r#"{"name":"x"}"#.to_owned())
+//!     .unwrap();
+//! let parsed = service.clone().oneshot(request).await.unwrap();
+//! assert_eq!(parsed.query[0].1, TextValue::Many(vec!["a".into(), "b".into()]));
+//! assert!(matches!(parsed.body, ParsedBody::Json(ref map) if map["name"] == "x"));
+//!
+//! let too_big = Request::post("/")
+//!     .header("content-type", "application/json")
+//!     .body(r#"{"name":"much too long"}"#.to_owned())
+//!     .unwrap();
+//! let error = service.oneshot(too_big).await.unwrap_err();
+//! assert_eq!(error.status(), 413);
+//! assert_eq!(error.message(), "Request body exceeds the limit of 16 bytes");
+//! # }
+//! ```
+
+mod future;
+mod layer;
+mod service;
+
+pub use future::ResponseFuture;
+pub use layer::ParseLayer;
+pub use service::ParseService;
+
+#[cfg(test)]
+mod tests;

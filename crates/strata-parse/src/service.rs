@@ -1,0 +1,178 @@
+use std::sync::Arc;
+use std::task::{Context, Poll};
+
+use http::header::{CONTENT_LENGTH, CONTENT_TYPE};
+use http::request::Parts;
+use http::{HeaderMap, Request, StatusCode};
+use http_body::Body;
+use strata_core::text::{DecodeTextError, parse_urlencoded};
+use strata_core::{ApiError, BoxError, ErrorKind, Parsed, ParsedBody, PathParams, TextValue};
+use tower_service::Service;
+
+use crate::future::{Pending, ResponseFuture};
+use crate::layer::{Options, ParseLayer};
+
+/// Parses query, path parameters and body; see the [crate docs](crate).
+#[derive(Debug, Clone)]
+pub struct ParseService<S> {
+    inner: S,
+    options: Arc<Options>,
+}
+
+impl<S> ParseService<S> {
+    /// Wraps `inner` with the default options.
+    pub fn new(inner: S) -> Self {
+        tower_layer::Layer::layer(&ParseLayer::new(), inner)
+    }
+
+    pub(crate) fn from_options(inner: S, options: Arc<Options>) -> Self {
+        Self { inner, options }
+    }
+
+    /// The inner service.
+    pub fn get_ref(&self) -> &S {
+        &self.inner
+    }
+
+    /// The inner service, mutably.
+    pub fn get_mut(&mut self) -> &mut S {
+        &mut self.inner
+    }
+
+    /// Unwraps the inner service.
+    pub fn into_inner(self) -> S {
+        self.inner
+    }
+}
+
+/// How the body will be read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum BodyKind {
+    Json,
+    Form,
+}
+
+fn body_kind(headers: &HeaderMap) -> Result<BodyKind, ApiError> {
+    let Some(value) = headers.get(CONTENT_TYPE) else {
+        return Err(unsupported("Request body has no Content-Type".into()));
+    };
+    let raw = value.to_str().unwrap_or_default();
+    let essence = raw.split(';').next().unwrap_or_default().trim();
+    let (kind, subtype) = essence.split_once('/').unwrap_or((essence, ""));
+    if kind.eq_ignore_ascii_case("application") && subtype.eq_ignore_ascii_case("json")
+        || subtype.len() >= 5 && subtype[subtype.len() - 5..].eq_ignore_ascii_case("+json")
+    {
+        Ok(BodyKind::Json)
+    } else if essence.eq_ignore_ascii_case("application/x-www-form-urlencoded") {
+        Ok(BodyKind::Form)
+    } else {
+        Err(unsupported(format!("Unsupported Content-Type: {essence}")))
+    }
+}
+
+fn unsupported(message: String) -> ApiError {
+    ApiError::new(StatusCode::UNSUPPORTED_MEDIA_TYPE, message).with_kind(ErrorKind::UnsupportedMediaType)
+}
+
+pub(crate) fn too_large(limit: usize) -> ApiError {
+    ApiError::new(
+        StatusCode::PAYLOAD_TOO_LARGE,
+        format!("Request body exceeds the limit of {limit} bytes"),
+    )
+    .with_kind(ErrorKind::PayloadTooLarge)
+}
+
+fn text_error(what: &str, error: &DecodeTextError) -> ApiError {
+    ApiError::bad_request(ErrorKind::Parse, format!("Invalid {what}: {error}"))
+}
+
+pub(crate) fn parse_body(kind: BodyKind, bytes: &[u8], max_fields: usize) -> Result<ParsedBody, ApiError> {
+    if bytes.is_empty() {
+        return Ok(ParsedBody::Empty);
+    }
+    match kind {
+        BodyKind::Json => match serde_json::from_slice::<serde_json::Value>(bytes) {
+            Ok(serde_json::Value::Object(map)) => Ok(ParsedBody::Json(map)),
+            Ok(other) => {
+                let what = match other {
+                    serde_json::Value::Array(_) => "an array",
+                    serde_json::Value::String(_) => "a string",
+                    serde_json::Value::Number(_) => "a number",
+                    serde_json::Value::Bool(_) => "a boolean",
+                    _ => "null",
+                };
+                Err(ApiError::bad_request(
+                    ErrorKind::Parse,
+                    format!("JSON body must be an object, got {what}"),
+                ))
+            }
+            Err(error) => Err(ApiError::bad_request(ErrorKind::Parse, format!("Invalid JSON body: {error}"))),
+        },
+        BodyKind::Form => parse_urlencoded(bytes, max_fields)
+            .map(ParsedBody::Form)
+            .map_err(|e| text_error("form body", &e)),
+    }
+}
+
+fn parse_query(parts: &Parts, max_fields: usize) -> Result<Vec<(String, TextValue)>, ApiError> {
+    match parts.uri.query() {
+        Some(query) => parse_urlencoded(query.as_bytes(), max_fields).map_err(|e| text_error("query string", &e)),
+        None => Ok(Vec::new()),
+    }
+}
+
+fn declared_length(headers: &HeaderMap) -> Option<u64> {
+    headers.get(CONTENT_LENGTH)?.to_str().ok()?.parse().ok()
+}
+
+impl<S, B> Service<Request<B>> for ParseService<S>
+where
+    S: Service<Request<Parsed>, Error = ApiError> + Clone,
+    B: Body,
+    B::Error: Into<BoxError>,
+{
+    type Response = S::Response;
+    type Error = ApiError;
+    type Future = ResponseFuture<B, S>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, request: Request<B>) -> Self::Future {
+        let (mut parts, body) = request.into_parts();
+        let options = &*self.options;
+        let params = parts.extensions.remove::<PathParams>().unwrap_or_default();
+        let query = match parse_query(&parts, options.max_fields) {
+            Ok(query) => query,
+            Err(error) => return ResponseFuture::error(error),
+        };
+        let empty = body.is_end_stream() || body.size_hint().exact() == Some(0);
+        if empty || !options.input_sources.reads_body(&parts.method) {
+            let parsed = Parsed { query, body: ParsedBody::Empty, params };
+            return ResponseFuture::inner(self.inner.call(Request::from_parts(parts, parsed)));
+        }
+        let kind = match body_kind(&parts.headers) {
+            Ok(kind) => kind,
+            Err(error) => return ResponseFuture::error(error),
+        };
+        let limit = options.body_limit;
+        let declared = declared_length(&parts.headers).or(body.size_hint().exact());
+        if declared.is_some_and(|n| n > limit as u64) {
+            return ResponseFuture::error(too_large(limit));
+        }
+        // The read is asynchronous: the future takes a ready clone and leaves a fresh one here.
+        let clone = self.inner.clone();
+        let inner = std::mem::replace(&mut self.inner, clone);
+        let capacity = declared.and_then(|n| usize::try_from(n).ok()).unwrap_or(0).min(limit);
+        ResponseFuture::reading(body, capacity, Pending {
+            parts,
+            query,
+            params,
+            kind,
+            limit,
+            max_fields: options.max_fields,
+            inner,
+        })
+    }
+}
