@@ -17,6 +17,7 @@ mod de;
 mod decode;
 pub mod endpoint;
 mod error;
+pub mod future;
 pub mod input;
 pub mod logger;
 pub mod payload;

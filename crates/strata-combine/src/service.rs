@@ -1,0 +1,124 @@
+use std::sync::Arc;
+use std::task::{Context, Poll};
+
+use http::{HeaderMap, Request};
+use strata_core::{
+    ApiError, ErrorKind, HNil, Input, InputSource, InputSources, InputValue, Parsed, ParsedBody, Staged,
+    TextValue,
+};
+use tower_service::Service;
+
+use strata_core::future::ShortCircuit;
+
+use crate::future::ResponseFuture;
+
+/// Merges the input sources of each request; see the [crate docs](crate).
+#[derive(Debug, Clone)]
+pub struct CombineService<S> {
+    inner: S,
+    sources: Arc<InputSources>,
+}
+
+impl<S> CombineService<S> {
+    /// Wraps `inner` with the default sources.
+    pub fn new(inner: S) -> Self {
+        Self::from_sources(inner, Arc::default())
+    }
+
+    pub(crate) fn from_sources(inner: S, sources: Arc<InputSources>) -> Self {
+        Self { inner, sources }
+    }
+
+    /// The inner service.
+    pub fn get_ref(&self) -> &S {
+        &self.inner
+    }
+
+    /// The inner service, mutably.
+    pub fn get_mut(&mut self) -> &mut S {
+        &mut self.inner
+    }
+
+    /// Unwraps the inner service.
+    pub fn into_inner(self) -> S {
+        self.inner
+    }
+}
+
+fn text(entries: Vec<(String, TextValue)>) -> impl Iterator<Item = (String, InputValue)> {
+    entries.into_iter().map(|(k, v)| (k, InputValue::Text(v)))
+}
+
+fn headers(map: &HeaderMap) -> Result<Vec<(String, InputValue)>, ApiError> {
+    let mut entries = Vec::with_capacity(map.keys_len());
+    for name in map.keys() {
+        let mut value: Option<TextValue> = None;
+        for raw in map.get_all(name) {
+            let text = std::str::from_utf8(raw.as_bytes()).map_err(|_| {
+                ApiError::bad_request(ErrorKind::Parse, format!("Header {name} is not valid UTF-8"))
+            })?;
+            match &mut value {
+                Some(existing) => existing.push(text.to_owned()),
+                None => value = Some(TextValue::One(text.to_owned())),
+            }
+        }
+        if let Some(value) = value {
+            entries.push((name.as_str().to_owned(), InputValue::Text(value)));
+        }
+    }
+    Ok(entries)
+}
+
+/// Merges `parsed` per `sources`; consumed sources are taken out of `parsed`.
+pub(crate) fn combine(
+    sources: &[InputSource],
+    parsed: &mut Parsed,
+    header_map: &HeaderMap,
+) -> Result<Input, ApiError> {
+    let mut input = Input::new();
+    for source in sources {
+        match source {
+            InputSource::Query => input.merge(text(std::mem::take(&mut parsed.query))),
+            InputSource::Body => match std::mem::take(&mut parsed.body) {
+                ParsedBody::Json(map) => input.merge(map.into_iter().map(|(k, v)| (k, InputValue::Json(v)))),
+                ParsedBody::Form(pairs) => input.merge(text(pairs)),
+                _ => {}
+            },
+            InputSource::Params => input.merge(
+                std::mem::take(&mut parsed.params)
+                    .into_inner()
+                    .into_iter()
+                    .map(|(k, v)| (String::from(&*k), InputValue::Text(TextValue::One(v)))),
+            ),
+            // Files exist only when uploads are enabled; the parse stage then provides them.
+            InputSource::Files => {}
+            InputSource::Headers => input.merge(headers(header_map)?),
+        }
+    }
+    Ok(input)
+}
+
+impl<S> Service<Request<Parsed>> for CombineService<S>
+where
+    S: Service<Request<Staged<HNil>>, Error = ApiError>,
+{
+    type Response = S::Response;
+    type Error = ApiError;
+    type Future = ResponseFuture<S::Future>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, request: Request<Parsed>) -> Self::Future {
+        let (parts, mut parsed) = request.into_parts();
+        let sources = self.sources.for_method(&parts.method);
+        match combine(sources, &mut parsed, &parts.headers) {
+            Ok(input) => {
+                let staged = Staged { input, ctx: HNil };
+                ShortCircuit::inner(self.inner.call(Request::from_parts(parts, staged)))
+            }
+            Err(error) => ShortCircuit::error(error),
+        }
+    }
+}

@@ -1,0 +1,53 @@
+//! Response futures shared by the stage crates.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+
+use pin_project_lite::pin_project;
+use crate::error::ApiError;
+
+pin_project! {
+    #[project = StateProj]
+    enum State<F> {
+        Inner { #[pin] future: F },
+        Error { error: Option<ApiError> },
+    }
+}
+
+pin_project! {
+    /// A response future that is either the inner service's future or an error decided before
+    /// calling it (a stage that short-circuits). Stage crates export it as their `ResponseFuture`.
+    pub struct ShortCircuit<F> {
+        #[pin]
+        state: State<F>,
+    }
+}
+
+impl<F> ShortCircuit<F> {
+    /// The inner future.
+    pub fn inner(future: F) -> Self {
+        Self { state: State::Inner { future } }
+    }
+
+    /// An immediate error.
+    pub fn error(error: ApiError) -> Self {
+        Self { state: State::Error { error: Some(error) } }
+    }
+}
+
+impl<F, T> Future for ShortCircuit<F>
+where
+    F: Future<Output = Result<T, ApiError>>,
+{
+    type Output = Result<T, ApiError>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        match self.project().state.project() {
+            StateProj::Inner { future } => future.poll(cx),
+            StateProj::Error { error } => {
+                Poll::Ready(Err(error.take().unwrap_or_else(|| ApiError::internal("polled after completion"))))
+            }
+        }
+    }
+}
