@@ -1,0 +1,48 @@
+//! Stage 6 of the Strata pipeline: check and serialize the handler's output.
+//!
+//! [`OutputLayer<O>`] wraps a service that returns `O` (the handler) and returns an
+//! [`Output`](strata_core::Output): `O`'s garde rules run and `O` is serialized once. A rule
+//! violation is a defect of the handler: a 500 whose message names the field as
+//! `output.<path>: <rule text>` (hidden behind `Internal Server Error` in production).
+//!
+//! # Example
+//!
+//! ```
+//! use garde::Validate;
+//! use schemars::JsonSchema;
+//! use serde::Serialize;
+//! use strata_core::ApiError;
+//! use strata_output::OutputLayer;
+//! use tower::{ServiceBuilder, ServiceExt, service_fn};
+//!
+//! #[derive(Serialize, Validate, JsonSchema)]
+//! struct Greeting {
+//!     #[garde(length(chars, min = 1))]
+//!     text: String,
+//! }
+//!
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() {
+//! let service = ServiceBuilder::new()
+//!     .layer(OutputLayer::<Greeting>::new())
+//!     .service(service_fn(|text: String| async move { Ok::<_, ApiError>(Greeting { text }) }));
+//!
+//! let output = service.clone().oneshot("hi".to_owned()).await.unwrap();
+//! assert_eq!(output.data().get(), r#"{"text":"hi"}"#);
+//!
+//! let error = service.oneshot(String::new()).await.unwrap_err();
+//! assert_eq!(error.status(), 500);
+//! assert_eq!(error.message(), "output.text: length is lower than 1");
+//! # }
+//! ```
+
+mod future;
+mod layer;
+mod service;
+
+pub use future::ResponseFuture;
+pub use layer::OutputLayer;
+pub use service::OutputService;
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,73 @@
+use std::fmt;
+use std::task::{Context, Poll};
+
+use garde::Validate;
+use schemars::JsonSchema;
+use serde::Serialize;
+use strata_core::{ApiError, Decoder, Output};
+use tower_service::Service;
+
+use crate::future::ResponseFuture;
+
+/// Checks and serializes the inner service's output; see the [crate docs](crate).
+pub struct OutputService<S, O> {
+    inner: S,
+    checker: Decoder<O>,
+}
+
+impl<S, O> OutputService<S, O> {
+    /// Wraps `inner`.
+    pub fn new(inner: S) -> Self {
+        Self::from_checker(inner, Decoder::new())
+    }
+
+    pub(crate) fn from_checker(inner: S, checker: Decoder<O>) -> Self {
+        Self { inner, checker }
+    }
+
+    /// The inner service.
+    pub fn get_ref(&self) -> &S {
+        &self.inner
+    }
+
+    /// The inner service, mutably.
+    pub fn get_mut(&mut self) -> &mut S {
+        &mut self.inner
+    }
+
+    /// Unwraps the inner service.
+    pub fn into_inner(self) -> S {
+        self.inner
+    }
+}
+
+impl<S: Clone, O> Clone for OutputService<S, O> {
+    fn clone(&self) -> Self {
+        Self { inner: self.inner.clone(), checker: self.checker.clone() }
+    }
+}
+
+impl<S: fmt::Debug, O> fmt::Debug for OutputService<S, O> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("OutputService").field("inner", &self.inner).field("checker", &self.checker).finish()
+    }
+}
+
+impl<S, O, R> Service<R> for OutputService<S, O>
+where
+    S: Service<R, Response = O, Error = ApiError>,
+    O: Serialize + Validate + JsonSchema,
+    O::Context: Default,
+{
+    type Response = Output;
+    type Error = ApiError;
+    type Future = ResponseFuture<S::Future, O>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, request: R) -> Self::Future {
+        ResponseFuture::new(self.inner.call(request), self.checker.clone())
+    }
+}

@@ -1,0 +1,86 @@
+use std::collections::BTreeMap;
+
+use garde::Validate;
+use schemars::JsonSchema;
+use serde::Serialize;
+use strata_core::{ApiError, ErrorKind, Output, http_error};
+use tower::{ServiceExt, service_fn};
+
+use crate::OutputLayer;
+
+#[derive(Serialize, Validate, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+struct Page {
+    #[garde(dive)]
+    items: Vec<Item>,
+    #[garde(range(max = 10))]
+    total_count: u32,
+}
+
+#[derive(Serialize, Validate, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+struct Item {
+    #[garde(length(chars, min = 1))]
+    display_name: String,
+}
+
+async fn run(page: Result<Page, ApiError>) -> Result<Output, ApiError> {
+    let service = tower_layer::Layer::layer(
+        &OutputLayer::<Page>::new(),
+        service_fn(move |(): ()| {
+            let page = match &page {
+                Ok(p) => Ok(Page {
+                    items: p.items.iter().map(|i| Item { display_name: i.display_name.clone() }).collect(),
+                    total_count: p.total_count,
+                }),
+                Err(e) => Err(ApiError::from_code(e.status().as_u16(), e.message().to_owned())),
+            };
+            async move { page }
+        }),
+    );
+    service.oneshot(()).await
+}
+
+#[tokio::test]
+async fn serializes_once_with_wire_names() {
+    let page = Page { items: vec![Item { display_name: "a".into() }], total_count: 1 };
+    let output = run(Ok(page)).await.unwrap();
+    assert_eq!(output.status(), 200);
+    assert_eq!(output.data().get(), r#"{"items":[{"displayName":"a"}],"totalCount":1}"#);
+}
+
+#[tokio::test]
+async fn rule_violations_are_500_naming_output_fields() {
+    let page = Page { items: vec![Item { display_name: String::new() }], total_count: 11 };
+    let error = run(Ok(page)).await.unwrap_err();
+    assert_eq!(error.status(), 500);
+    assert_eq!(error.kind(), ErrorKind::OutputValidation);
+    assert_eq!(
+        error.message(),
+        "output.items[0].displayName: length is lower than 1; output.totalCount: greater than 10"
+    );
+}
+
+#[tokio::test]
+async fn handler_errors_pass_through() {
+    let error = run(Err(http_error!(404, "no such page"))).await.unwrap_err();
+    assert_eq!(error.status(), 404);
+    assert_eq!(error.message(), "no such page");
+}
+
+#[tokio::test]
+async fn serialization_failures_are_500() {
+    // JSON object keys must be strings: a map keyed by tuples cannot be serialized.
+    #[derive(Serialize, Validate, JsonSchema)]
+    struct Bad {
+        #[garde(skip)]
+        map: BTreeMap<(u8, u8), u8>,
+    }
+    let service = tower_layer::Layer::layer(
+        &OutputLayer::<Bad>::new(),
+        service_fn(|(): ()| async { Ok::<_, ApiError>(Bad { map: BTreeMap::from([((1, 2), 3)]) }) }),
+    );
+    let error = service.oneshot(()).await.unwrap_err();
+    assert_eq!(error.status(), 500);
+    assert!(error.message().starts_with("Failed to serialize the output: "), "{}", error.message());
+}

@@ -1,0 +1,82 @@
+use std::fmt;
+use std::task::{Context, Poll};
+
+use garde::Validate;
+use http::Request;
+use schemars::JsonSchema;
+use serde::de::DeserializeOwned;
+use strata_core::future::ShortCircuit;
+use strata_core::{ApiError, Decoder, Staged, Validated};
+use tower_service::Service;
+
+use crate::ResponseFuture;
+
+/// Decodes and validates the merged input; see the [crate docs](crate).
+pub struct ValidateService<S, I> {
+    inner: S,
+    decoder: Decoder<I>,
+}
+
+impl<S, I> ValidateService<S, I> {
+    /// Wraps `inner`.
+    pub fn new(inner: S) -> Self {
+        Self::from_decoder(inner, Decoder::new())
+    }
+
+    pub(crate) fn from_decoder(inner: S, decoder: Decoder<I>) -> Self {
+        Self { inner, decoder }
+    }
+
+    /// The inner service.
+    pub fn get_ref(&self) -> &S {
+        &self.inner
+    }
+
+    /// The inner service, mutably.
+    pub fn get_mut(&mut self) -> &mut S {
+        &mut self.inner
+    }
+
+    /// Unwraps the inner service.
+    pub fn into_inner(self) -> S {
+        self.inner
+    }
+}
+
+impl<S: Clone, I> Clone for ValidateService<S, I> {
+    fn clone(&self) -> Self {
+        Self { inner: self.inner.clone(), decoder: self.decoder.clone() }
+    }
+}
+
+impl<S: fmt::Debug, I> fmt::Debug for ValidateService<S, I> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ValidateService").field("inner", &self.inner).field("decoder", &self.decoder).finish()
+    }
+}
+
+impl<S, I, C> Service<Request<Staged<C>>> for ValidateService<S, I>
+where
+    S: Service<Request<Validated<I, C>>, Error = ApiError>,
+    I: DeserializeOwned + JsonSchema + Validate,
+    I::Context: Default,
+{
+    type Response = S::Response;
+    type Error = ApiError;
+    type Future = ResponseFuture<S::Future>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, request: Request<Staged<C>>) -> Self::Future {
+        let (parts, staged) = request.into_parts();
+        match self.decoder.decode(&staged.input) {
+            Ok(input) => {
+                let validated = Validated { input, ctx: staged.ctx };
+                ShortCircuit::inner(self.inner.call(Request::from_parts(parts, validated)))
+            }
+            Err(error) => ShortCircuit::error(error),
+        }
+    }
+}
