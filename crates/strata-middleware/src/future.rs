@@ -1,0 +1,90 @@
+use std::future::Future;
+use std::pin::Pin;
+use std::task::{Context, Poll, ready};
+
+use http::Request;
+use http::request::Parts;
+use pin_project_lite::pin_project;
+use strata_core::{ApiError, HCons, Staged};
+use tower_service::Service;
+
+pin_project! {
+    #[project = StateProj]
+    enum State<M, S, F, C> {
+        Running { #[pin] middleware: M, rest: Option<(S, Parts, Staged<C>)> },
+        Inner { #[pin] future: F },
+        Error { error: Option<ApiError> },
+    }
+}
+
+pin_project! {
+    /// Response future of [`MiddlewareService`](crate::MiddlewareService): the middleware's
+    /// future, then the inner service's.
+    pub struct ResponseFuture<M, S, C>
+    where
+        M: Future,
+        M::Output: HasOk,
+        S: Service<Request<Staged<HCons<<M::Output as HasOk>::Ok, C>>>>,
+    {
+        #[pin]
+        state: State<M, S, S::Future, C>,
+    }
+}
+
+/// The success type of a `Result`, to name the context entry a middleware future yields.
+pub trait HasOk {
+    /// The success type.
+    type Ok;
+}
+
+impl<T, E> HasOk for Result<T, E> {
+    type Ok = T;
+}
+
+impl<M, S, C, O> ResponseFuture<M, S, C>
+where
+    M: Future<Output = Result<O, ApiError>>,
+    S: Service<Request<Staged<HCons<O, C>>>>,
+{
+    pub(crate) fn error(error: ApiError) -> Self {
+        Self { state: State::Error { error: Some(error) } }
+    }
+
+    pub(crate) fn running(middleware: M, inner: S, parts: Parts, staged: Staged<C>) -> Self {
+        Self { state: State::Running { middleware, rest: Some((inner, parts, staged)) } }
+    }
+}
+
+impl<M, S, C, O> Future for ResponseFuture<M, S, C>
+where
+    M: Future<Output = Result<O, ApiError>>,
+    S: Service<Request<Staged<HCons<O, C>>>, Error = ApiError>,
+{
+    type Output = Result<S::Response, ApiError>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let mut this = self.project();
+        loop {
+            match this.state.as_mut().project() {
+                StateProj::Inner { future } => return future.poll(cx),
+                StateProj::Error { error } => {
+                    let error = error.take().unwrap_or_else(|| ApiError::internal("polled after completion"));
+                    return Poll::Ready(Err(error));
+                }
+                StateProj::Running { middleware, rest } => {
+                    let next = match ready!(middleware.poll(cx)) {
+                        Ok(output) => match rest.take() {
+                            Some((mut inner, parts, Staged { input, ctx })) => {
+                                let staged = Staged { input, ctx: HCons { head: output, tail: ctx } };
+                                State::Inner { future: inner.call(Request::from_parts(parts, staged)) }
+                            }
+                            None => State::Error { error: None },
+                        },
+                        Err(error) => State::Error { error: Some(error) },
+                    };
+                    this.state.set(next);
+                }
+            }
+        }
+    }
+}

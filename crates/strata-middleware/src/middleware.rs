@@ -1,0 +1,129 @@
+use std::fmt;
+use std::future::Future;
+
+use http::request::Parts;
+use schemars::JsonSchema;
+use strata_core::{ApiError, Decoder, Logger, Security};
+
+/// The function of a middleware, for a context type `C`.
+///
+/// Implemented by [`Stateless`] (any context) and [`WithContext`] (one context type).
+pub trait MiddlewareHandler<I, C>: Clone + Send + Sync + 'static {
+    /// What the middleware adds to the context.
+    type Output: Send + 'static;
+    /// The future of one call.
+    type Future: Future<Output = Result<Self::Output, ApiError>> + Send + 'static;
+
+    /// Runs the middleware.
+    fn call(&self, input: I, request: &Parts, ctx: &C, logger: &Logger) -> Self::Future;
+}
+
+/// A middleware function of `(input, request parts, logger)` that ignores the context, so it
+/// can be attached to any factory.
+#[derive(Clone, Copy)]
+pub struct Stateless<F>(F);
+
+/// A middleware function of `(input, request parts, context, logger)`.
+#[derive(Clone, Copy)]
+pub struct WithContext<F>(F);
+
+impl<F, Fut, I, C, O> MiddlewareHandler<I, C> for Stateless<F>
+where
+    F: Fn(I, &Parts, &Logger) -> Fut + Clone + Send + Sync + 'static,
+    Fut: Future<Output = Result<O, ApiError>> + Send + 'static,
+    O: Send + 'static,
+{
+    type Output = O;
+    type Future = Fut;
+
+    fn call(&self, input: I, request: &Parts, _ctx: &C, logger: &Logger) -> Fut {
+        (self.0)(input, request, logger)
+    }
+}
+
+impl<F, Fut, I, C, O> MiddlewareHandler<I, C> for WithContext<F>
+where
+    F: Fn(I, &Parts, &C, &Logger) -> Fut + Clone + Send + Sync + 'static,
+    Fut: Future<Output = Result<O, ApiError>> + Send + 'static,
+    O: Send + 'static,
+{
+    type Output = O;
+    type Future = Fut;
+
+    fn call(&self, input: I, request: &Parts, ctx: &C, logger: &Logger) -> Fut {
+        (self.0)(input, request, ctx, logger)
+    }
+}
+
+/// A middleware: an input type `I`, a function `H`, and an optional security description.
+///
+/// Use `()` as the input type when the middleware reads no input.
+pub struct Middleware<I, H> {
+    pub(crate) handler: H,
+    pub(crate) decoder: Decoder<I>,
+    security: Option<Security>,
+}
+
+impl<I, F> Middleware<I, Stateless<F>> {
+    /// A middleware from a function of `(input, request parts, logger)`.
+    pub fn new<Fut, O>(f: F) -> Self
+    where
+        F: Fn(I, &Parts, &Logger) -> Fut + Clone + Send + Sync + 'static,
+        Fut: Future<Output = Result<O, ApiError>> + Send + 'static,
+    {
+        Self { handler: Stateless(f), decoder: Decoder::new(), security: None }
+    }
+}
+
+impl<I, F> Middleware<I, WithContext<F>> {
+    /// A middleware from a function of `(input, request parts, context, logger)`, for middleware
+    /// that read what earlier middleware provided.
+    pub fn with_context<C, Fut, O>(f: F) -> Self
+    where
+        F: Fn(I, &Parts, &C, &Logger) -> Fut + Clone + Send + Sync + 'static,
+        Fut: Future<Output = Result<O, ApiError>> + Send + 'static,
+    {
+        Self { handler: WithContext(f), decoder: Decoder::new(), security: None }
+    }
+}
+
+impl<I, H> Middleware<I, H> {
+    /// Describes how the middleware authenticates.
+    #[must_use]
+    pub fn security(mut self, security: Security) -> Self {
+        self.security = Some(security);
+        self
+    }
+
+    /// The security description.
+    pub fn security_description(&self) -> Option<&Security> {
+        self.security.as_ref()
+    }
+
+    /// The function.
+    pub fn handler(&self) -> &H {
+        &self.handler
+    }
+}
+
+impl<I: JsonSchema, H> Middleware<I, H> {
+    /// The JSON Schema of the middleware's input type.
+    pub fn input_schema(&self) -> schemars::Schema {
+        schemars::SchemaGenerator::default().into_root_schema_for::<I>()
+    }
+}
+
+impl<I, H: Clone> Clone for Middleware<I, H> {
+    fn clone(&self) -> Self {
+        Self { handler: self.handler.clone(), decoder: self.decoder.clone(), security: self.security.clone() }
+    }
+}
+
+impl<I, H> fmt::Debug for Middleware<I, H> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Middleware")
+            .field("input", &std::any::type_name::<I>())
+            .field("security", &self.security)
+            .finish_non_exhaustive()
+    }
+}

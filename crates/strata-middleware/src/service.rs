@@ -1,0 +1,91 @@
+use std::fmt;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+
+use garde::Validate;
+use http::Request;
+use schemars::JsonSchema;
+use serde::de::DeserializeOwned;
+use strata_core::{ApiError, HCons, Logger, Staged};
+use tower_service::Service;
+
+use crate::future::ResponseFuture;
+use crate::middleware::{Middleware, MiddlewareHandler};
+
+/// Runs one middleware, then the inner service with the grown context; see the
+/// [crate docs](crate).
+pub struct MiddlewareService<S, I, H> {
+    inner: S,
+    middleware: Arc<Middleware<I, H>>,
+}
+
+impl<S, I, H> MiddlewareService<S, I, H> {
+    /// Wraps `inner`.
+    pub fn new(inner: S, middleware: Middleware<I, H>) -> Self {
+        Self::from_shared(inner, Arc::new(middleware))
+    }
+
+    pub(crate) fn from_shared(inner: S, middleware: Arc<Middleware<I, H>>) -> Self {
+        Self { inner, middleware }
+    }
+
+    /// The inner service.
+    pub fn get_ref(&self) -> &S {
+        &self.inner
+    }
+
+    /// The inner service, mutably.
+    pub fn get_mut(&mut self) -> &mut S {
+        &mut self.inner
+    }
+
+    /// Unwraps the inner service.
+    pub fn into_inner(self) -> S {
+        self.inner
+    }
+}
+
+impl<S: Clone, I, H> Clone for MiddlewareService<S, I, H> {
+    fn clone(&self) -> Self {
+        Self { inner: self.inner.clone(), middleware: Arc::clone(&self.middleware) }
+    }
+}
+
+impl<S: fmt::Debug, I, H> fmt::Debug for MiddlewareService<S, I, H> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("MiddlewareService")
+            .field("inner", &self.inner)
+            .field("middleware", &self.middleware)
+            .finish()
+    }
+}
+
+impl<S, I, H, C> Service<Request<Staged<C>>> for MiddlewareService<S, I, H>
+where
+    S: Service<Request<Staged<HCons<H::Output, C>>>, Error = ApiError> + Clone,
+    H: MiddlewareHandler<I, C>,
+    I: DeserializeOwned + JsonSchema + Validate,
+    I::Context: Default,
+{
+    type Response = S::Response;
+    type Error = ApiError;
+    type Future = ResponseFuture<H::Future, S, C>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, request: Request<Staged<C>>) -> Self::Future {
+        let (parts, staged) = request.into_parts();
+        let input = match self.middleware.decoder.decode(&staged.input) {
+            Ok(input) => input,
+            Err(error) => return ResponseFuture::error(error),
+        };
+        let logger = Logger::from_extensions(&parts.extensions);
+        let running = self.middleware.handler.call(input, &parts, &staged.ctx, &logger);
+        // The inner service is called after the middleware's future: take the ready one along.
+        let clone = self.inner.clone();
+        let inner = std::mem::replace(&mut self.inner, clone);
+        ResponseFuture::running(running, inner, parts, staged)
+    }
+}
