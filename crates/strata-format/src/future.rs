@@ -1,0 +1,103 @@
+use std::any::Any;
+use std::convert::Infallible;
+use std::future::Future;
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::pin::Pin;
+use std::task::{Context, Poll};
+
+use http::Response;
+use pin_project_lite::pin_project;
+use strata_core::{ApiError, Logger, Mode, Output, RequestInfo, ResponseBody};
+
+use crate::result_handler::ResultHandler;
+
+/// What is needed to build the response once the outcome is known.
+pub(crate) struct Finish<R> {
+    pub(crate) result_handler: R,
+    pub(crate) mode: Mode,
+    pub(crate) info: RequestInfo,
+    pub(crate) logger: Logger,
+}
+
+impl<R: ResultHandler> Finish<R> {
+    fn respond(self, result: Result<Output, ApiError>) -> Response<ResponseBody> {
+        let result = result.map_err(|mut error| {
+            if error.status().is_server_error() {
+                self.logger.error(format_args!(
+                    "{} {}: {} {}",
+                    self.info.method,
+                    self.info.uri.path(),
+                    error.status().as_u16(),
+                    error.message()
+                ));
+            }
+            if self.mode == Mode::Production && (error.status().is_server_error() || !error.expose()) {
+                error.set_message(error.status().canonical_reason().unwrap_or("Error"));
+            }
+            error
+        });
+        self.result_handler.handle(result, &self.info, &self.logger)
+    }
+}
+
+pub(crate) fn panic_error(payload: &(dyn Any + Send)) -> ApiError {
+    let detail = payload
+        .downcast_ref::<&str>()
+        .copied()
+        .or_else(|| payload.downcast_ref::<String>().map(String::as_str))
+        .unwrap_or("unknown cause");
+    ApiError::internal(format!("Panic: {detail}"))
+}
+
+pin_project! {
+    #[project = StateProj]
+    enum State<F> {
+        Running { #[pin] future: F },
+        Failed { error: Option<ApiError> },
+    }
+}
+
+pin_project! {
+    /// Response future of [`FormatService`](crate::FormatService).
+    pub struct ResponseFuture<F, R> {
+        #[pin]
+        state: State<F>,
+        finish: Option<Finish<R>>,
+    }
+}
+
+impl<F, R> ResponseFuture<F, R> {
+    pub(crate) fn new(future: F, finish: Finish<R>) -> Self {
+        Self { state: State::Running { future }, finish: Some(finish) }
+    }
+
+    pub(crate) fn failed(error: ApiError, finish: Finish<R>) -> Self {
+        Self { state: State::Failed { error: Some(error) }, finish: Some(finish) }
+    }
+}
+
+impl<F, R> Future for ResponseFuture<F, R>
+where
+    F: Future<Output = Result<Output, ApiError>>,
+    R: ResultHandler,
+{
+    type Output = Result<Response<ResponseBody>, Infallible>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let this = self.project();
+        let result = match this.state.project() {
+            StateProj::Running { future } => match catch_unwind(AssertUnwindSafe(|| future.poll(cx))) {
+                Ok(Poll::Pending) => return Poll::Pending,
+                Ok(Poll::Ready(result)) => result,
+                Err(payload) => Err(panic_error(&*payload)),
+            },
+            StateProj::Failed { error } => {
+                Err(error.take().unwrap_or_else(|| ApiError::internal("polled after completion")))
+            }
+        };
+        match this.finish.take() {
+            Some(finish) => Poll::Ready(Ok(finish.respond(result))),
+            None => Poll::Ready(Ok(crate::error_response(ApiError::internal("polled after completion")))),
+        }
+    }
+}

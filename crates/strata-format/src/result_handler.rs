@@ -1,0 +1,107 @@
+use bytes::Bytes;
+use http::header::CONTENT_TYPE;
+use http::{HeaderValue, Response, StatusCode};
+use schemars::{Schema, json_schema};
+use strata_core::{ApiError, Logger, Output, RequestInfo, ResponseBody, ResponseDescription};
+
+/// Turns the outcome of an endpoint into a response, and describes the responses it produces.
+///
+/// Descriptions are kept in the endpoint's metadata for API description generation.
+pub trait ResultHandler: Clone + Send + Sync + 'static {
+    /// Success responses, given the schema of the endpoint's output.
+    fn positive(&self, output: &Schema) -> Vec<ResponseDescription>;
+
+    /// Error responses.
+    fn negative(&self) -> Vec<ResponseDescription>;
+
+    /// Builds the response. When `result` is an error, its status is usually the response's,
+    /// and its extra headers (`error.take_headers()`) are sent.
+    fn handle(
+        &self,
+        result: Result<Output, ApiError>,
+        request: &RequestInfo,
+        logger: &Logger,
+    ) -> Response<ResponseBody>;
+}
+
+const JSON: &str = "application/json; charset=utf-8";
+
+/// A response with `status`, a JSON `body` and `Content-Type: application/json; charset=utf-8`.
+pub fn json_response(status: StatusCode, body: impl Into<Bytes>) -> Response<ResponseBody> {
+    let mut response = Response::new(ResponseBody::from(body.into()));
+    *response.status_mut() = status;
+    response.headers_mut().insert(CONTENT_TYPE, HeaderValue::from_static(JSON));
+    response
+}
+
+/// The default error response for `error`: its status, its extra headers, and
+/// `{"status":"error","error":{"message":...}}`.
+pub fn error_response(mut error: ApiError) -> Response<ResponseBody> {
+    let mut body = Vec::with_capacity(error.message().len() + 44);
+    body.extend_from_slice(br#"{"status":"error","error":{"message":"#);
+    // Writing a &str into a Vec cannot fail.
+    let _ = serde_json::to_writer(&mut body, error.message());
+    body.extend_from_slice(b"}}");
+    let mut response = json_response(error.status(), body);
+    if let Some(headers) = error.take_headers() {
+        response.headers_mut().extend(headers);
+    }
+    response
+}
+
+/// The spec's envelope: `{"status":"success","data":...}` and
+/// `{"status":"error","error":{"message":...}}`.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct DefaultResultHandler;
+
+impl ResultHandler for DefaultResultHandler {
+    fn positive(&self, output: &Schema) -> Vec<ResponseDescription> {
+        vec![ResponseDescription {
+            status: StatusCode::OK,
+            schema: json_schema!({
+                "type": "object",
+                "properties": { "status": { "const": "success" }, "data": output },
+                "required": ["status", "data"]
+            }),
+            mime_types: vec!["application/json".to_owned()],
+        }]
+    }
+
+    fn negative(&self) -> Vec<ResponseDescription> {
+        vec![ResponseDescription {
+            status: StatusCode::BAD_REQUEST,
+            schema: json_schema!({
+                "type": "object",
+                "properties": {
+                    "status": { "const": "error" },
+                    "error": {
+                        "type": "object",
+                        "properties": { "message": { "type": "string" } },
+                        "required": ["message"]
+                    }
+                },
+                "required": ["status", "error"]
+            }),
+            mime_types: vec!["application/json".to_owned()],
+        }]
+    }
+
+    fn handle(
+        &self,
+        result: Result<Output, ApiError>,
+        _request: &RequestInfo,
+        _logger: &Logger,
+    ) -> Response<ResponseBody> {
+        match result {
+            Ok(output) => {
+                let data = output.data().get();
+                let mut body = Vec::with_capacity(data.len() + 29);
+                body.extend_from_slice(br#"{"status":"success","data":"#);
+                body.extend_from_slice(data.as_bytes());
+                body.push(b'}');
+                json_response(output.status(), body)
+            }
+            Err(error) => error_response(error),
+        }
+    }
+}
