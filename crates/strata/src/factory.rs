@@ -1,0 +1,317 @@
+//! [`EndpointsFactory`] and [`EndpointBuilder`]: typed endpoints from a handler, middleware and a
+//! result handler.
+
+use std::fmt;
+use std::future::Future;
+use std::marker::PhantomData;
+use std::sync::Arc;
+
+use garde::Validate;
+use http::{Method, Request};
+use schemars::{JsonSchema, Schema};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use strata_combine::CombineLayer;
+use strata_core::{
+    ApiError, Config, Endpoint, EndpointMeta, EndpointService, HCons, HNil, Logger, Output, Security, Staged,
+};
+use strata_format::{DefaultResultHandler, FormatLayer, ResultHandler};
+use strata_handler::{Handler, HandlerService, handler_fn, handler_with_request};
+use strata_middleware::{Middleware, MiddlewareHandler, MiddlewareLayer};
+use strata_output::{OutputLayer, OutputService};
+use strata_parse::ParseLayer;
+use strata_validate::{ValidateLayer, ValidateService};
+use tower::Service;
+use tower::util::BoxCloneSyncService;
+use tower_layer::{Identity, Layer, Stack};
+
+/// The middleware layers of a factory, applied around an endpoint's core (validate, output,
+/// handler). Implemented for every suitable `tower::Layer`; users never implement it.
+pub trait MiddlewareStack<Inner>: Clone + Send + Sync + 'static {
+    /// The wrapped service: merged input in, checked output out.
+    type Service: Service<Request<Staged<HNil>>, Response = Output, Error = ApiError, Future: Send + 'static>
+        + Clone
+        + Send
+        + Sync
+        + 'static;
+
+    /// Wraps `inner` in the middleware layers.
+    fn wrap(&self, inner: Inner) -> Self::Service;
+}
+
+impl<L, Inner> MiddlewareStack<Inner> for L
+where
+    L: Layer<Inner> + Clone + Send + Sync + 'static,
+    L::Service: Service<Request<Staged<HNil>>, Response = Output, Error = ApiError> + Clone + Send + Sync + 'static,
+    <L::Service as Service<Request<Staged<HNil>>>>::Future: Send + 'static,
+{
+    type Service = L::Service;
+
+    fn wrap(&self, inner: Inner) -> Self::Service {
+        self.layer(inner)
+    }
+}
+
+/// Builds endpoints that share a result handler and a list of middleware.
+///
+/// `C` is the context the middleware build (a cons list, newest first); `L` the stack of their
+/// layers. [`add_middleware`](Self::add_middleware) returns a new factory; the original is
+/// unchanged.
+pub struct EndpointsFactory<R = DefaultResultHandler, C = HNil, L = Identity> {
+    result_handler: R,
+    layers: L,
+    security: Vec<Security>,
+    middleware_fields: Vec<String>,
+    _ctx: PhantomData<fn() -> C>,
+}
+
+impl<R: Clone, C, L: Clone> Clone for EndpointsFactory<R, C, L> {
+    fn clone(&self) -> Self {
+        Self {
+            result_handler: self.result_handler.clone(),
+            layers: self.layers.clone(),
+            security: self.security.clone(),
+            middleware_fields: self.middleware_fields.clone(),
+            _ctx: PhantomData,
+        }
+    }
+}
+
+impl<R: fmt::Debug, C, L> fmt::Debug for EndpointsFactory<R, C, L> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("EndpointsFactory")
+            .field("result_handler", &self.result_handler)
+            .field("context", &std::any::type_name::<C>())
+            .field("security", &self.security)
+            .finish_non_exhaustive()
+    }
+}
+
+/// A factory with the [`DefaultResultHandler`] and no middleware.
+pub fn default_endpoints_factory() -> EndpointsFactory {
+    EndpointsFactory::new(DefaultResultHandler)
+}
+
+impl<R: ResultHandler> EndpointsFactory<R> {
+    /// A factory formatting every response with `result_handler`.
+    pub fn new(result_handler: R) -> Self {
+        Self {
+            result_handler,
+            layers: Identity::new(),
+            security: Vec::new(),
+            middleware_fields: Vec::new(),
+            _ctx: PhantomData,
+        }
+    }
+}
+
+fn property_names(schema: &Schema) -> impl Iterator<Item = String> + '_ {
+    schema
+        .as_object()
+        .and_then(|o| o.get("properties"))
+        .and_then(|p| p.as_object())
+        .into_iter()
+        .flat_map(|p| p.keys().cloned())
+}
+
+fn schema_of<T: JsonSchema>() -> Schema {
+    schemars::SchemaGenerator::default().into_root_schema_for::<T>()
+}
+
+impl<R: ResultHandler, C, L: Clone> EndpointsFactory<R, C, L> {
+    /// A factory whose endpoints run `middleware` after the ones already attached; what it
+    /// returns joins the context.
+    pub fn add_middleware<I, H>(
+        &self,
+        middleware: Middleware<I, H>,
+    ) -> EndpointsFactory<R, HCons<H::Output, C>, Stack<MiddlewareLayer<I, H>, L>>
+    where
+        H: MiddlewareHandler<I, C>,
+        I: JsonSchema,
+    {
+        let mut security = self.security.clone();
+        security.extend(middleware.security_description().cloned());
+        let mut middleware_fields = self.middleware_fields.clone();
+        middleware_fields.extend(property_names(&middleware.input_schema()));
+        EndpointsFactory {
+            result_handler: self.result_handler.clone(),
+            // The newest middleware is the innermost layer: it runs last.
+            layers: Stack::new(MiddlewareLayer::new(middleware), self.layers.clone()),
+            security,
+            middleware_fields,
+            _ctx: PhantomData,
+        }
+    }
+
+    /// Starts an endpoint without a declared method (it serves GET).
+    pub fn endpoint(&self) -> EndpointBuilder<R, C, L> {
+        EndpointBuilder { factory: self.clone(), meta: EndpointMeta::default() }
+    }
+
+    /// Starts a GET endpoint.
+    pub fn get(&self) -> EndpointBuilder<R, C, L> {
+        self.endpoint().method(Method::GET)
+    }
+
+    /// Starts a POST endpoint.
+    pub fn post(&self) -> EndpointBuilder<R, C, L> {
+        self.endpoint().method(Method::POST)
+    }
+
+    /// Starts a PUT endpoint.
+    pub fn put(&self) -> EndpointBuilder<R, C, L> {
+        self.endpoint().method(Method::PUT)
+    }
+
+    /// Starts a PATCH endpoint.
+    pub fn patch(&self) -> EndpointBuilder<R, C, L> {
+        self.endpoint().method(Method::PATCH)
+    }
+
+    /// Starts a DELETE endpoint.
+    pub fn delete(&self) -> EndpointBuilder<R, C, L> {
+        self.endpoint().method(Method::DELETE)
+    }
+
+    /// The result handler.
+    pub fn result_handler(&self) -> &R {
+        &self.result_handler
+    }
+
+    /// Security of the attached middleware, in attachment order.
+    pub fn security(&self) -> &[Security] {
+        &self.security
+    }
+}
+
+/// Declares one endpoint: methods, descriptions, and finally the handler, which builds it.
+pub struct EndpointBuilder<R, C, L> {
+    factory: EndpointsFactory<R, C, L>,
+    meta: EndpointMeta,
+}
+
+impl<R: fmt::Debug, C, L> fmt::Debug for EndpointBuilder<R, C, L> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("EndpointBuilder").field("factory", &self.factory).field("meta", &self.meta).finish()
+    }
+}
+
+type Core<H, I, O> = ValidateService<OutputService<HandlerService<H>, O>, I>;
+
+impl<R, C, L> EndpointBuilder<R, C, L> {
+    /// Adds a method (GET, POST, PUT, PATCH, DELETE). Declaring several serves them all.
+    #[must_use]
+    pub fn method(mut self, method: Method) -> Self {
+        if !self.meta.methods.contains(&method) {
+            self.meta.methods.push(method);
+        }
+        self
+    }
+
+    /// Adds several methods.
+    #[must_use]
+    pub fn methods(self, methods: impl IntoIterator<Item = Method>) -> Self {
+        methods.into_iter().fold(self, Self::method)
+    }
+
+    /// Sets the grouping tag.
+    #[must_use]
+    pub fn tag(mut self, tag: impl Into<String>) -> Self {
+        self.meta.tag = Some(tag.into());
+        self
+    }
+
+    /// Sets the short description.
+    #[must_use]
+    pub fn short_description(mut self, text: impl Into<String>) -> Self {
+        self.meta.short_description = Some(text.into());
+        self
+    }
+
+    /// Sets the long description.
+    #[must_use]
+    pub fn description(mut self, text: impl Into<String>) -> Self {
+        self.meta.description = Some(text.into());
+        self
+    }
+
+}
+
+impl<R, C, L> EndpointBuilder<R, C, L>
+where
+    R: ResultHandler,
+    C: Send + 'static,
+{
+    /// Builds the endpoint with an async handler of `(input, ctx, logger)`.
+    ///
+    /// The input type `I` is read from the merged input and validated; the output `O` is
+    /// checked and serialized.
+    pub fn handler<F, Fut, I, O>(self, f: F) -> Endpoint
+    where
+        F: Fn(I, C, Logger) -> Fut + Clone + Send + Sync + 'static,
+        Fut: Future<Output = Result<O, ApiError>> + Send + 'static,
+        I: DeserializeOwned + Validate + JsonSchema + Send + 'static,
+        I::Context: Default,
+        O: Serialize + Validate + JsonSchema + Send + 'static,
+        O::Context: Default,
+        L: MiddlewareStack<Core<strata_handler::HandlerFn<F>, I, O>>,
+    {
+        self.build_with(handler_fn(f))
+    }
+
+    /// Builds the endpoint with an async handler of `(input, ctx, logger, request parts)`.
+    pub fn handler_with_request<F, Fut, I, O>(self, f: F) -> Endpoint
+    where
+        F: Fn(I, C, Logger, http::request::Parts) -> Fut + Clone + Send + Sync + 'static,
+        Fut: Future<Output = Result<O, ApiError>> + Send + 'static,
+        I: DeserializeOwned + Validate + JsonSchema + Send + 'static,
+        I::Context: Default,
+        O: Serialize + Validate + JsonSchema + Send + 'static,
+        O::Context: Default,
+        L: MiddlewareStack<Core<strata_handler::RequestHandlerFn<F>, I, O>>,
+    {
+        self.build_with(handler_with_request(f))
+    }
+
+    /// Builds the endpoint with any [`Handler`].
+    pub fn build_with<H, I, O>(self, handler: H) -> Endpoint
+    where
+        H: Handler<I, C, Output = O>,
+        I: DeserializeOwned + Validate + JsonSchema + Send + 'static,
+        I::Context: Default,
+        O: Serialize + Validate + JsonSchema + Send + 'static,
+        O::Context: Default,
+        L: MiddlewareStack<Core<H, I, O>>,
+    {
+        let EndpointBuilder { factory, mut meta } = self;
+        let input_schema = schema_of::<I>();
+        let output_schema = schema_of::<O>();
+        let mut fields: Vec<String> = property_names(&input_schema).collect();
+        for field in &factory.middleware_fields {
+            if !fields.contains(field) {
+                fields.push(field.clone());
+            }
+        }
+        meta.input_fields = fields;
+        meta.positive = factory.result_handler.positive(&output_schema);
+        meta.negative = factory.result_handler.negative();
+        meta.input_schema = Some(input_schema);
+        meta.output_schema = Some(output_schema);
+        meta.security = factory.security;
+
+        let layers = factory.layers;
+        let result_handler = factory.result_handler;
+        // Decoders share their lazily built name maps across every service built from this
+        // endpoint.
+        let validate = ValidateLayer::<I>::new();
+        let output = OutputLayer::<O>::new();
+        let handler = Arc::new(handler);
+        Endpoint::from_parts(meta, move |config: &Config| -> EndpointService {
+            let core = validate.layer(output.layer(HandlerService::new(H::clone(&handler))));
+            let service = FormatLayer::from_config(result_handler.clone(), config).layer(
+                ParseLayer::from_config(config).layer(CombineLayer::from_config(config).layer(layers.wrap(core))),
+            );
+            BoxCloneSyncService::new(service)
+        })
+    }
+}

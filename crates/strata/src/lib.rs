@@ -1,0 +1,109 @@
+//! Strata: typed, validated JSON APIs as a stack of tower layers.
+//!
+//! Declare endpoints with an input type, an output type and an async handler; attach middleware
+//! that add typed context; get a plain tower `Service<http::Request<B>>` per endpoint. Every
+//! request goes through seven stages, each its own crate and `tower::Layer`:
+//!
+//! | stage | crate | layer |
+//! |---|---|---|
+//! | parse | [`parse`] | [`ParseLayer`](parse::ParseLayer) |
+//! | combine | [`combine`] | [`CombineLayer`](combine::CombineLayer) |
+//! | middleware | [`middleware`] | [`MiddlewareLayer`](middleware::MiddlewareLayer) |
+//! | validate | [`validate`] | [`ValidateLayer`](validate::ValidateLayer) |
+//! | handle | [`handler`] | [`HandlerService`](handler::HandlerService) |
+//! | output check | [`output`] | [`OutputLayer`](output::OutputLayer) |
+//! | format | [`format`] | [`FormatLayer`](format::FormatLayer) |
+//!
+//! # Example
+//!
+//! ```
+//! use garde::Validate;
+//! use http::Request;
+//! use http_body_util::BodyExt;
+//! use schemars::JsonSchema;
+//! use serde::{Deserialize, Serialize};
+//! use strata::prelude::*;
+//! use tower::ServiceExt;
+//!
+//! #[derive(Deserialize, Validate, JsonSchema)]
+//! struct HelloInput {
+//!     #[garde(length(chars, min = 1))]
+//!     name: Option<String>,
+//! }
+//!
+//! #[derive(Serialize, Validate, JsonSchema)]
+//! struct HelloOutput {
+//!     #[garde(skip)]
+//!     greetings: String,
+//! }
+//!
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() {
+//! let hello = default_endpoints_factory()
+//!     .get()
+//!     .tag("greetings")
+//!     .short_description("Says hello")
+//!     .handler(|input: HelloInput, _ctx, logger| async move {
+//!         logger.debug("greeting");
+//!         let name = input.name.as_deref().unwrap_or("World");
+//!         Ok(HelloOutput { greetings: format!("Hello, {name}") })
+//!     });
+//!
+//! let request = Request::get("/v1/hello?name=Ada").body(String::new()).unwrap();
+//! let response = hello.service().oneshot(request).await.unwrap();
+//! let body = response.into_body().collect().await.unwrap().to_bytes();
+//! assert_eq!(body, r#"{"status":"success","data":{"greetings":"Hello, Ada"}}"#);
+//! # }
+//! ```
+
+mod factory;
+
+pub use factory::{EndpointBuilder, EndpointsFactory, MiddlewareStack, default_endpoints_factory};
+pub use strata_core::{
+    AnyBody, ApiError, BoxError, Config, ConfigBuilder, Ctx, Decoder, Endpoint, EndpointMeta, EndpointService,
+    ErrorKind, Get, HCons, HNil, Input, InputSource, InputSources, InputValue, Level, Logger, Mode, Output,
+    RequestBody, RequestInfo, ResponseBody, ResponseDescription, Security, TextValue, http_error,
+};
+pub use strata_format::{DefaultResultHandler, ResultHandler};
+pub use strata_middleware::Middleware;
+
+/// The shared vocabulary ([`strata_core`]).
+pub use strata_core as core;
+/// Stage 2: combine input sources.
+pub use strata_combine as combine;
+/// Stage 7: result handlers and the format layer.
+pub use strata_format as format;
+/// Stage 5: handlers.
+pub use strata_handler as handler;
+/// Stage 3: middleware.
+pub use strata_middleware as middleware;
+/// Stage 6: output checks.
+pub use strata_output as output;
+/// Stage 1: parsing.
+pub use strata_parse as parse;
+/// Stage 4: input validation.
+pub use strata_validate as validate;
+
+/// Starts a [`ConfigBuilder`] with the defaults: development mode, 1 MiB body limit, the input
+/// sources of spec table 2.2.
+///
+/// ```
+/// use strata::{InputSource, Mode, create_config};
+///
+/// let config = create_config()
+///     .input_sources(http::Method::GET, [InputSource::Query, InputSource::Params, InputSource::Headers])
+///     .production()
+///     .build();
+/// assert_eq!(config.mode(), Mode::Production);
+/// ```
+pub fn create_config() -> ConfigBuilder {
+    Config::builder()
+}
+
+/// The names most endpoints need.
+pub mod prelude {
+    pub use crate::{
+        ApiError, Config, Ctx, DefaultResultHandler, Endpoint, EndpointsFactory, Get, HCons, HNil, InputSource,
+        Logger, Middleware, Mode, ResultHandler, Security, create_config, default_endpoints_factory, http_error,
+    };
+}
