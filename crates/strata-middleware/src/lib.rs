@@ -66,11 +66,13 @@
 //! # }
 //! ```
 
+mod chain;
 mod future;
 mod layer;
 mod middleware;
 mod service;
 
+pub use chain::{Chain, MiddlewareChain, NoMiddleware, StagedService};
 pub use future::ResponseFuture;
 pub use layer::MiddlewareLayer;
 pub use middleware::{Middleware, MiddlewareHandler, Stateless, WithContext};

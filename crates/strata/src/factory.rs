@@ -7,57 +7,29 @@ use std::marker::PhantomData;
 use std::sync::Arc;
 
 use garde::Validate;
-use http::{Method, Request};
+use http::Method;
 use schemars::{JsonSchema, Schema};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use strata_combine::CombineLayer;
 use strata_core::{
-    ApiError, Config, Endpoint, EndpointMeta, EndpointService, HCons, HNil, Logger, Output, Security, Staged,
+    ApiError, Config, Endpoint, EndpointMeta, EndpointService, HCons, HNil, Logger, Output, Security,
 };
 use strata_format::{DefaultResultHandler, FormatLayer, ResultHandler};
 use strata_handler::{Handler, HandlerService, handler_fn, handler_with_request};
-use strata_middleware::{Middleware, MiddlewareHandler, MiddlewareLayer};
+use strata_middleware::{Chain, Middleware, MiddlewareChain, MiddlewareHandler, NoMiddleware, StagedService};
 use strata_output::{OutputLayer, OutputService};
 use strata_parse::ParseLayer;
 use strata_validate::{ValidateLayer, ValidateService};
-use tower::Service;
 use tower::util::BoxCloneSyncService;
-use tower_layer::{Identity, Layer, Stack};
-
-/// The middleware layers of a factory, applied around an endpoint's core (validate, output,
-/// handler). Implemented for every suitable `tower::Layer`; users never implement it.
-pub trait MiddlewareStack<Inner>: Clone + Send + Sync + 'static {
-    /// The wrapped service: merged input in, checked output out.
-    type Service: Service<Request<Staged<HNil>>, Response = Output, Error = ApiError, Future: Send + 'static>
-        + Clone
-        + Send
-        + Sync
-        + 'static;
-
-    /// Wraps `inner` in the middleware layers.
-    fn wrap(&self, inner: Inner) -> Self::Service;
-}
-
-impl<L, Inner> MiddlewareStack<Inner> for L
-where
-    L: Layer<Inner> + Clone + Send + Sync + 'static,
-    L::Service: Service<Request<Staged<HNil>>, Response = Output, Error = ApiError> + Clone + Send + Sync + 'static,
-    <L::Service as Service<Request<Staged<HNil>>>>::Future: Send + 'static,
-{
-    type Service = L::Service;
-
-    fn wrap(&self, inner: Inner) -> Self::Service {
-        self.layer(inner)
-    }
-}
+use tower_layer::Layer;
 
 /// Builds endpoints that share a result handler and a list of middleware.
 ///
 /// `C` is the context the middleware build (a cons list, newest first); `L` the stack of their
 /// layers. [`add_middleware`](Self::add_middleware) returns a new factory; the original is
 /// unchanged.
-pub struct EndpointsFactory<R = DefaultResultHandler, C = HNil, L = Identity> {
+pub struct EndpointsFactory<R = DefaultResultHandler, C = HNil, L = NoMiddleware> {
     result_handler: R,
     layers: L,
     security: Vec<Security>,
@@ -97,7 +69,7 @@ impl<R: ResultHandler> EndpointsFactory<R> {
     pub fn new(result_handler: R) -> Self {
         Self {
             result_handler,
-            layers: Identity::new(),
+            layers: NoMiddleware,
             security: Vec::new(),
             middleware_fields: Vec::new(),
             _ctx: PhantomData,
@@ -124,7 +96,7 @@ impl<R: ResultHandler, C, L: Clone> EndpointsFactory<R, C, L> {
     pub fn add_middleware<I, H>(
         &self,
         middleware: Middleware<I, H>,
-    ) -> EndpointsFactory<R, HCons<H::Output, C>, Stack<MiddlewareLayer<I, H>, L>>
+    ) -> EndpointsFactory<R, HCons<H::Output, C>, Chain<I, H, L>>
     where
         H: MiddlewareHandler<I, C>,
         I: JsonSchema,
@@ -135,8 +107,7 @@ impl<R: ResultHandler, C, L: Clone> EndpointsFactory<R, C, L> {
         middleware_fields.extend(property_names(&middleware.input_schema()));
         EndpointsFactory {
             result_handler: self.result_handler.clone(),
-            // The newest middleware is the innermost layer: it runs last.
-            layers: Stack::new(MiddlewareLayer::new(middleware), self.layers.clone()),
+            layers: Chain::new(self.layers.clone(), middleware),
             security,
             middleware_fields,
             _ctx: PhantomData,
@@ -254,7 +225,7 @@ where
         I::Context: Default,
         O: Serialize + Validate + JsonSchema + Send + 'static,
         O::Context: Default,
-        L: MiddlewareStack<Core<strata_handler::HandlerFn<F>, I, O>>,
+        L: MiddlewareChain<C>,
     {
         self.build_with(handler_fn(f))
     }
@@ -268,7 +239,7 @@ where
         I::Context: Default,
         O: Serialize + Validate + JsonSchema + Send + 'static,
         O::Context: Default,
-        L: MiddlewareStack<Core<strata_handler::RequestHandlerFn<F>, I, O>>,
+        L: MiddlewareChain<C>,
     {
         self.build_with(handler_with_request(f))
     }
@@ -281,7 +252,8 @@ where
         I::Context: Default,
         O: Serialize + Validate + JsonSchema + Send + 'static,
         O::Context: Default,
-        L: MiddlewareStack<Core<H, I, O>>,
+        L: MiddlewareChain<C>,
+        Core<H, I, O>: StagedService<C, Response = Output>,
     {
         let EndpointBuilder { factory, mut meta } = self;
         let input_schema = schema_of::<I>();

@@ -58,14 +58,14 @@
 
 mod factory;
 
-pub use factory::{EndpointBuilder, EndpointsFactory, MiddlewareStack, default_endpoints_factory};
+pub use factory::{EndpointBuilder, EndpointsFactory, default_endpoints_factory};
 pub use strata_core::{
     AnyBody, ApiError, BoxError, Config, ConfigBuilder, Ctx, Decoder, Endpoint, EndpointMeta, EndpointService,
     ErrorKind, Get, HCons, HNil, Input, InputSource, InputSources, InputValue, Level, Logger, Mode, Output,
     RequestBody, RequestInfo, ResponseBody, ResponseDescription, Security, TextValue, http_error,
 };
 pub use strata_format::{DefaultResultHandler, ResultHandler};
-pub use strata_middleware::Middleware;
+pub use strata_middleware::{Middleware, MiddlewareChain};
 
 /// The shared vocabulary ([`strata_core`]).
 pub use strata_core as core;
@@ -104,6 +104,7 @@ pub fn create_config() -> ConfigBuilder {
 pub mod prelude {
     pub use crate::{
         ApiError, Config, Ctx, DefaultResultHandler, Endpoint, EndpointsFactory, Get, HCons, HNil, InputSource,
-        Logger, Middleware, Mode, ResultHandler, Security, create_config, default_endpoints_factory, http_error,
+        Logger, Middleware, MiddlewareChain, Mode, ResultHandler, Security, create_config, default_endpoints_factory,
+        http_error,
     };
 }
