@@ -1,5 +1,7 @@
 //! The seven stages through the facade: one endpoint service per test, called with `oneshot`.
 
+#![allow(clippy::unwrap_used)] // tests fail loudly by design
+
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
@@ -15,8 +17,16 @@ use strata::prelude::*;
 use strata::{Output, RequestInfo, ResponseBody, ResponseDescription};
 use tower::{Service, ServiceExt};
 
-async fn call(endpoint: &Endpoint, config: &Config, request: Request<String>) -> (StatusCode, Value) {
-    let response = endpoint.service_with(config).oneshot(request).await.unwrap();
+async fn call(
+    endpoint: &Endpoint,
+    config: &Config,
+    request: Request<String>,
+) -> (StatusCode, Value) {
+    let response = endpoint
+        .service_with(config)
+        .oneshot(request)
+        .await
+        .unwrap();
     split(response).await
 }
 
@@ -35,7 +45,12 @@ fn get(uri: &str) -> Request<String> {
 }
 
 fn json_request(method: Method, uri: &str, body: &str) -> Request<String> {
-    Request::builder().method(method).uri(uri).header(CONTENT_TYPE, "application/json").body(body.to_owned()).unwrap()
+    Request::builder()
+        .method(method)
+        .uri(uri)
+        .header(CONTENT_TYPE, "application/json")
+        .body(body.to_owned())
+        .unwrap()
 }
 
 // ---- an endpoint that echoes its typed input -------------------------------------------------
@@ -60,14 +75,25 @@ struct Echo {
 fn echo() -> Endpoint {
     default_endpoints_factory()
         .endpoint()
-        .methods([Method::GET, Method::POST, Method::PUT, Method::PATCH, Method::DELETE])
+        .methods([
+            Method::GET,
+            Method::POST,
+            Method::PUT,
+            Method::PATCH,
+            Method::DELETE,
+        ])
         .handler(|input: Echo, _ctx, _logger| async move { Ok(input) })
 }
 
 #[tokio::test]
 async fn parse_json_form_query_and_empty_bodies() {
     let config = Config::default();
-    let (status, body) = call(&echo(), &config, json_request(Method::POST, "/", r#"{"n":5,"name":"a"}"#)).await;
+    let (status, body) = call(
+        &echo(),
+        &config,
+        json_request(Method::POST, "/", r#"{"n":5,"name":"a"}"#),
+    )
+    .await;
     assert_eq!(status, 200);
     assert_eq!(body["data"]["n"], 5);
 
@@ -75,14 +101,20 @@ async fn parse_json_form_query_and_empty_bodies() {
         .header(CONTENT_TYPE, "application/merge-patch+json")
         .body(r#"{"name":"plus"}"#.to_owned())
         .unwrap();
-    assert_eq!(call(&echo(), &config, request).await.1["data"]["name"], "plus");
+    assert_eq!(
+        call(&echo(), &config, request).await.1["data"]["name"],
+        "plus"
+    );
 
     let request = Request::post("/")
         .header(CONTENT_TYPE, "application/x-www-form-urlencoded")
         .body("n=7&tags=a&tags=b&flag=true".to_owned())
         .unwrap();
     let (_, body) = call(&echo(), &config, request).await;
-    assert_eq!(body["data"], json!({"id": null, "n": 7, "tags": ["a", "b"], "flag": true, "name": null, "x-key": null}));
+    assert_eq!(
+        body["data"],
+        json!({"id": null, "n": 7, "tags": ["a", "b"], "flag": true, "name": null, "x-key": null})
+    );
 
     let (_, body) = call(&echo(), &config, get("/?tags=x&tags=y&name=J%C3%BCrgen")).await;
     assert_eq!(body["data"]["tags"], json!(["x", "y"]));
@@ -96,16 +128,43 @@ async fn parse_json_form_query_and_empty_bodies() {
 async fn parse_errors_are_clear_4xx() {
     let config = create_config().body_limit(32).build();
     let cases = [
-        (json_request(Method::POST, "/", &format!(r#"{{"name":"{}"}}"#, "x".repeat(40))), 413, "Request body exceeds the limit of 32 bytes"),
-        (json_request(Method::POST, "/", "{\"n\": 1,}"), 400, "Invalid JSON body: trailing comma at line 1 column 9"),
-        (json_request(Method::POST, "/", "[1, 2]"), 400, "JSON body must be an object, got an array"),
         (
-            Request::post("/").header(CONTENT_TYPE, "text/csv").body("a,b".to_owned()).unwrap(),
+            json_request(
+                Method::POST,
+                "/",
+                &format!(r#"{{"name":"{}"}}"#, "x".repeat(40)),
+            ),
+            413,
+            "Request body exceeds the limit of 32 bytes",
+        ),
+        (
+            json_request(Method::POST, "/", "{\"n\": 1,}"),
+            400,
+            "Invalid JSON body: trailing comma at line 1 column 9",
+        ),
+        (
+            json_request(Method::POST, "/", "[1, 2]"),
+            400,
+            "JSON body must be an object, got an array",
+        ),
+        (
+            Request::post("/")
+                .header(CONTENT_TYPE, "text/csv")
+                .body("a,b".to_owned())
+                .unwrap(),
             415,
             "Unsupported Content-Type: text/csv",
         ),
-        (get("/?name=%E0%A4%A"), 400, "Invalid query string: malformed percent-encoding at byte 11"),
-        (get("/?name=%C0%AF"), 400, "Invalid query string: percent-decoded bytes are not valid UTF-8"),
+        (
+            get("/?name=%E0%A4%A"),
+            400,
+            "Invalid query string: malformed percent-encoding at byte 11",
+        ),
+        (
+            get("/?name=%C0%AF"),
+            400,
+            "Invalid query string: percent-decoded bytes are not valid UTF-8",
+        ),
     ];
     for (request, status, text) in cases {
         let (got, body) = call(&echo(), &config, request).await;
@@ -117,18 +176,27 @@ async fn parse_errors_are_clear_4xx() {
 async fn combine_follows_the_method_table_and_later_sources_win() {
     let config = Config::default();
     let with_param = |mut request: Request<String>| {
-        request.extensions_mut().insert([("id", "from-path")].into_iter().collect::<PathParams>());
+        request
+            .extensions_mut()
+            .insert([("id", "from-path")].into_iter().collect::<PathParams>());
         request
     };
     // GET: query, then params
     let (_, body) = call(&echo(), &config, with_param(get("/?id=from-query&n=1"))).await;
-    assert_eq!((&body["data"]["id"], &body["data"]["n"]), (&json!("from-path"), &json!(1)));
+    assert_eq!(
+        (&body["data"]["id"], &body["data"]["n"]),
+        (&json!("from-path"), &json!(1))
+    );
     // DELETE: query, params
     let request = with_param(Request::delete("/?n=2").body(String::new()).unwrap());
     assert_eq!(call(&echo(), &config, request).await.1["data"]["n"], 2);
     // POST, PUT, PATCH: body, params; the query is not a source
     for method in [Method::POST, Method::PUT, Method::PATCH] {
-        let request = with_param(json_request(method.clone(), "/?n=9", r#"{"id":"from-body","name":"b"}"#));
+        let request = with_param(json_request(
+            method.clone(),
+            "/?n=9",
+            r#"{"id":"from-body","name":"b"}"#,
+        ));
         let (_, body) = call(&echo(), &config, request).await;
         assert_eq!(body["data"]["id"], "from-path", "{method}");
         assert_eq!(body["data"]["name"], "b", "{method}");
@@ -142,25 +210,53 @@ async fn combine_follows_the_method_table_and_later_sources_win() {
 #[tokio::test]
 async fn configured_sources_replace_defaults_and_headers_can_be_added() {
     let config = create_config()
-        .input_sources(Method::GET, [InputSource::Query, InputSource::Headers])
-        .input_sources(Method::POST, [InputSource::Query, InputSource::Body])
+        .input_sources(&Method::GET, [InputSource::Query, InputSource::Headers])
+        .input_sources(&Method::POST, [InputSource::Query, InputSource::Body])
         .build();
-    let request = Request::get("/?x-key=query").header("X-Key", "header").body(String::new()).unwrap();
-    assert_eq!(call(&echo(), &config, request).await.1["data"]["x-key"], "header");
-    let (_, body) = call(&echo(), &config, json_request(Method::POST, "/?n=1&name=q", r#"{"name":"body"}"#)).await;
-    assert_eq!((&body["data"]["n"], &body["data"]["name"]), (&json!(1), &json!("body")));
+    let request = Request::get("/?x-key=query")
+        .header("X-Key", "header")
+        .body(String::new())
+        .unwrap();
+    assert_eq!(
+        call(&echo(), &config, request).await.1["data"]["x-key"],
+        "header"
+    );
+    let (_, body) = call(
+        &echo(),
+        &config,
+        json_request(Method::POST, "/?n=1&name=q", r#"{"name":"body"}"#),
+    )
+    .await;
+    assert_eq!(
+        (&body["data"]["n"], &body["data"]["name"]),
+        (&json!(1), &json!("body"))
+    );
 }
 
 #[tokio::test]
 async fn text_is_lenient_json_is_strict() {
     let config = Config::default();
-    assert_eq!(call(&echo(), &config, get("/?n=5&flag=false")).await.1["data"]["n"], 5);
-    let (status, body) = call(&echo(), &config, json_request(Method::POST, "/", r#"{"n":"5"}"#)).await;
+    assert_eq!(
+        call(&echo(), &config, get("/?n=5&flag=false")).await.1["data"]["n"],
+        5
+    );
+    let (status, body) = call(
+        &echo(),
+        &config,
+        json_request(Method::POST, "/", r#"{"n":"5"}"#),
+    )
+    .await;
     assert_eq!(status, 400);
-    assert_eq!(message(&body), "n: invalid type: string \"5\", expected u32");
+    assert_eq!(
+        message(&body),
+        "n: invalid type: string \"5\", expected u32"
+    );
     let (status, body) = call(&echo(), &config, get("/?n=five")).await;
     assert_eq!(status, 400);
-    assert_eq!(message(&body), "n: invalid type: string \"five\", expected u32");
+    assert_eq!(
+        message(&body),
+        "n: invalid type: string \"five\", expected u32"
+    );
 }
 
 // ---- validation --------------------------------------------------------------------------------
@@ -190,12 +286,20 @@ struct Count {
 fn person() -> Endpoint {
     default_endpoints_factory()
         .post()
-        .handler(|input: Person, _ctx, _logger| async move { Ok(Count { count: input.items.len() }) })
+        .handler(|input: Person, _ctx, _logger| async move {
+            Ok(Count {
+                count: input.items.len(),
+            })
+        })
 }
 
 #[tokio::test]
 async fn validation_lists_every_violation() {
-    let request = json_request(Method::POST, "/", r#"{"name":"","age":151,"items":[{"name":"a"},{"name":""}]}"#);
+    let request = json_request(
+        Method::POST,
+        "/",
+        r#"{"name":"","age":151,"items":[{"name":"a"},{"name":""}]}"#,
+    );
     let (status, body) = call(&person(), &Config::default(), request).await;
     assert_eq!(status, 400);
     assert_eq!(
@@ -204,20 +308,34 @@ async fn validation_lists_every_violation() {
     );
     let request = json_request(Method::POST, "/", r#"{"age":1,"items":[{"name":7}]}"#);
     let (_, body) = call(&person(), &Config::default(), request).await;
-    assert_eq!(message(&body), "items[0].name: invalid type: integer `7`, expected a string");
+    assert_eq!(
+        message(&body),
+        "items[0].name: invalid type: integer `7`, expected a string"
+    );
 }
 
 #[tokio::test]
 async fn output_rules_failure_is_500_naming_the_field() {
     let items: Vec<Value> = (0..11).map(|_| json!({"name": "x"})).collect();
-    let request = json_request(Method::POST, "/", &json!({"age": 1, "items": items}).to_string());
+    let request = json_request(
+        Method::POST,
+        "/",
+        &json!({"age": 1, "items": items}).to_string(),
+    );
     let (status, body) = call(&person(), &Config::default(), request).await;
     assert_eq!(status, 500);
     assert_eq!(message(&body), "output.count: greater than 10");
     // production hides it
-    let request = json_request(Method::POST, "/", &json!({"age": 1, "items": items}).to_string());
+    let request = json_request(
+        Method::POST,
+        "/",
+        &json!({"age": 1, "items": items}).to_string(),
+    );
     let (status, body) = call(&person(), &create_config().production().build(), request).await;
-    assert_eq!((status.as_u16(), message(&body)), (500, "Internal Server Error"));
+    assert_eq!(
+        (status.as_u16(), message(&body)),
+        (500, "Internal Server Error")
+    );
 }
 
 // ---- handler errors and panics -----------------------------------------------------------------
@@ -229,15 +347,18 @@ struct Mode_ {
 }
 
 fn faulty() -> Endpoint {
-    default_endpoints_factory().get().handler(|input: Mode_, _ctx, _logger| async move {
-        match input.mode.as_str() {
-            "401" => Err(http_error!(401, "Who are you?")),
-            "429" => Err(http_error!(429, "Slow down").with_header(RETRY_AFTER, HeaderValue::from_static("30"))),
-            "plain" => Err(std::io::Error::other("disk on fire").into()),
-            "panic" => panic!("handler bug"),
-            _ => Ok(Count { count: 1 }),
-        }
-    })
+    default_endpoints_factory()
+        .get()
+        .handler(|input: Mode_, _ctx, _logger| async move {
+            match input.mode.as_str() {
+                "401" => Err(http_error!(401, "Who are you?")),
+                "429" => Err(http_error!(429, "Slow down")
+                    .with_header(RETRY_AFTER, HeaderValue::from_static("30"))),
+                "plain" => Err(std::io::Error::other("disk on fire").into()),
+                "panic" => panic!("handler bug"),
+                _ => Ok(Count { count: 1 }),
+            }
+        })
 }
 
 #[tokio::test]
@@ -251,18 +372,45 @@ async fn handler_errors_keep_status_message_and_headers() {
     assert_eq!((status.as_u16(), message(&body)), (429, "Slow down"));
     let (status, body) = call(&faulty(), &config, get("/?mode=plain")).await;
     assert_eq!((status.as_u16(), message(&body)), (500, "disk on fire"));
-    let (status, body) = call(&faulty(), &create_config().production().build(), get("/?mode=plain")).await;
-    assert_eq!((status.as_u16(), message(&body)), (500, "Internal Server Error"));
+    let (status, body) = call(
+        &faulty(),
+        &create_config().production().build(),
+        get("/?mode=plain"),
+    )
+    .await;
+    assert_eq!(
+        (status.as_u16(), message(&body)),
+        (500, "Internal Server Error")
+    );
 }
 
 #[tokio::test]
 async fn a_panic_is_a_500_and_the_service_keeps_serving() {
     let mut service = faulty().service();
-    let response = ServiceExt::<Request<String>>::ready(&mut service).await.unwrap().call(get("/?mode=panic")).await.unwrap();
+    let response = ServiceExt::<Request<String>>::ready(&mut service)
+        .await
+        .unwrap()
+        .call(get("/?mode=panic"))
+        .await
+        .unwrap();
     let (status, body) = split(response).await;
-    assert_eq!((status.as_u16(), message(&body)), (500, "Panic: handler bug"));
-    let response = ServiceExt::<Request<String>>::ready(&mut service).await.unwrap().call(get("/?mode=fine")).await.unwrap();
-    assert_eq!(split(response).await, (StatusCode::OK, json!({"status": "success", "data": {"count": 1}})));
+    assert_eq!(
+        (status.as_u16(), message(&body)),
+        (500, "Panic: handler bug")
+    );
+    let response = ServiceExt::<Request<String>>::ready(&mut service)
+        .await
+        .unwrap()
+        .call(get("/?mode=fine"))
+        .await
+        .unwrap();
+    assert_eq!(
+        split(response).await,
+        (
+            StatusCode::OK,
+            json!({"status": "success", "data": {"count": 1}})
+        )
+    );
 }
 
 // ---- middleware and typed context --------------------------------------------------------------
@@ -281,27 +429,44 @@ struct AuthInput {
     key: String,
 }
 
+/// The context after the authentication middleware.
+type AuthCtx = Ctx![User, Permissions];
+
 /// A reusable factory: the middleware chain is named by the context it builds.
 fn authenticated_factory(
     calls: Arc<AtomicUsize>,
-) -> EndpointsFactory<DefaultResultHandler, Ctx![User, Permissions], impl MiddlewareChain<Ctx![User, Permissions]>> {
+) -> EndpointsFactory<AuthCtx, impl MiddlewareChain<AuthCtx>> {
     let auth = Middleware::new(move |input: AuthInput, request, logger| {
         calls.fetch_add(1, Ordering::SeqCst);
         let token = request.headers.get("token").cloned();
         logger.debug("auth");
         async move {
             match token {
-                Some(token) if input.key == "123" && token == "456" => Ok(User { name: "Jane".into() }),
+                Some(token) if input.key == "123" && token == "456" => Ok(User {
+                    name: "Jane".into(),
+                }),
                 _ => Err(http_error!(401, "Invalid key")),
             }
         }
     })
-    .security(Security::and([Security::input("key"), Security::header("token")]));
-    let permissions = Middleware::with_context(|(): (), _request, ctx: &Ctx![User], _logger| {
-        let admin = ctx.head.name == "Jane";
-        async move { Ok(Permissions(if admin { vec!["read", "write"] } else { vec!["read"] })) }
-    });
-    default_endpoints_factory().add_middleware(auth).add_middleware(permissions)
+    .security(Security::and([
+        Security::input("key"),
+        Security::header("token"),
+    ]));
+    let permissions =
+        Middleware::with_context(|(): (), _request, ctx: &HCons<User, HNil>, _logger| {
+            let admin = ctx.head.name == "Jane";
+            async move {
+                Ok(Permissions(if admin {
+                    vec!["read", "write"]
+                } else {
+                    vec!["read"]
+                }))
+            }
+        });
+    default_endpoints_factory()
+        .add_middleware(auth)
+        .add_middleware(permissions)
 }
 
 #[derive(Debug, Deserialize, Validate, JsonSchema)]
@@ -323,38 +488,73 @@ async fn middleware_grant_deny_and_context() {
     let calls = Arc::new(AtomicUsize::new(0));
     let factory = default_endpoints_factory();
     let secured = authenticated_factory(calls.clone());
-    let endpoint = secured.get().handler(|input: Greeting, ctx, logger| async move {
-        let user: &User = ctx.get();
-        let permissions: &Permissions = ctx.get();
-        logger.info("greeting");
-        Ok(Reply { text: format!("{}, {}", input.greeting, user.name), can: permissions.0.clone() })
-    });
+    let endpoint = secured
+        .get()
+        .handler(|input: Greeting, ctx, logger| async move {
+            let user: &User = ctx.get();
+            let permissions: &Permissions = ctx.get();
+            logger.info("greeting");
+            Ok(Reply {
+                text: format!("{}, {}", input.greeting, user.name),
+                can: permissions.0.clone(),
+            })
+        });
     let config = Config::default();
-    let request = Request::get("/?key=123&greeting=Hi").header("token", "456").body(String::new()).unwrap();
+    let request = Request::get("/?key=123&greeting=Hi")
+        .header("token", "456")
+        .body(String::new())
+        .unwrap();
     let (status, body) = call(&endpoint, &config, request).await;
     assert_eq!(status, 200);
-    assert_eq!(body["data"], json!({"text": "Hi, Jane", "can": ["read", "write"]}));
+    assert_eq!(
+        body["data"],
+        json!({"text": "Hi, Jane", "can": ["read", "write"]})
+    );
 
-    let request = Request::get("/?key=123&greeting=Hi").header("token", "bad").body(String::new()).unwrap();
+    let request = Request::get("/?key=123&greeting=Hi")
+        .header("token", "bad")
+        .body(String::new())
+        .unwrap();
     let (status, body) = call(&endpoint, &config, request).await;
     assert_eq!((status.as_u16(), message(&body)), (401, "Invalid key"));
 
     // the middleware's own input is validated before the endpoint's
     let calls_before = calls.load(Ordering::SeqCst);
     let (status, body) = call(&endpoint, &config, get("/?key=12&greeting=x")).await;
-    assert_eq!((status.as_u16(), message(&body)), (400, "key: length is lower than 3"));
-    assert_eq!(calls.load(Ordering::SeqCst), calls_before, "middleware function not called");
+    assert_eq!(
+        (status.as_u16(), message(&body)),
+        (400, "key: length is lower than 3")
+    );
+    assert_eq!(
+        calls.load(Ordering::SeqCst),
+        calls_before,
+        "middleware function not called"
+    );
 
     // metadata: security and input fields of middleware and endpoint
-    assert_eq!(endpoint.meta().security, [Security::and([Security::input("key"), Security::header("token")])]);
+    assert_eq!(
+        endpoint.meta().security,
+        [Security::and([
+            Security::input("key"),
+            Security::header("token")
+        ])]
+    );
     assert_eq!(endpoint.meta().input_fields, ["greeting", "key"]);
 
     // the original factory is unchanged
     assert!(factory.security().is_empty());
-    let open = factory.get().handler(|input: Greeting, _ctx, _logger| async move {
-        Ok(Reply { text: input.greeting, can: vec![] })
-    });
-    assert_eq!(call(&open, &config, get("/?greeting=Yo")).await.1["data"]["text"], "Yo");
+    let open = factory
+        .get()
+        .handler(|input: Greeting, _ctx, _logger| async move {
+            Ok(Reply {
+                text: input.greeting,
+                can: vec![],
+            })
+        });
+    assert_eq!(
+        call(&open, &config, get("/?greeting=Yo")).await.1["data"]["text"],
+        "Yo"
+    );
 }
 
 // ---- custom result handler ---------------------------------------------------------------------
@@ -364,38 +564,83 @@ struct Plain;
 
 impl ResultHandler for Plain {
     fn positive(&self, output: &schemars::Schema) -> Vec<ResponseDescription> {
-        vec![ResponseDescription { status: StatusCode::OK, schema: output.clone(), mime_types: vec!["text/plain".into()] }]
+        vec![ResponseDescription {
+            status: StatusCode::OK,
+            schema: output.clone(),
+            mime_types: vec!["text/plain".into()],
+        }]
     }
 
     fn negative(&self) -> Vec<ResponseDescription> {
         vec![]
     }
 
-    fn handle(&self, result: Result<Output, ApiError>, _: &RequestInfo, _: &Logger) -> Response<ResponseBody> {
+    fn handle(
+        &self,
+        result: Result<Output, ApiError>,
+        _: &RequestInfo,
+        _: &Logger,
+    ) -> Response<ResponseBody> {
         let (status, text) = match result {
             Ok(output) => (StatusCode::OK, format!("ok {}", output.data().get())),
             Err(error) => (error.status(), format!("failed: {}", error.message())),
         };
         let mut response = Response::new(ResponseBody::from(text));
         *response.status_mut() = status;
-        response.headers_mut().insert(CONTENT_TYPE, HeaderValue::from_static("text/plain"));
+        response
+            .headers_mut()
+            .insert(CONTENT_TYPE, HeaderValue::from_static("text/plain"));
         response
     }
 }
 
 #[tokio::test]
 async fn custom_result_handler_swaps_the_envelope() {
-    let endpoint = EndpointsFactory::new(Plain).get().handler(|input: Greeting, _ctx, _logger| async move {
-        Ok(Count { count: input.greeting.len() })
-    });
+    let endpoint =
+        EndpointsFactory::new(Plain)
+            .get()
+            .handler(|input: Greeting, _ctx, _logger| async move {
+                Ok(Count {
+                    count: input.greeting.len(),
+                })
+            });
     let text = |response: Response<ResponseBody>| async move {
         let status = response.status();
-        (status, String::from_utf8(response.into_body().collect().await.unwrap().to_bytes().to_vec()).unwrap())
+        (
+            status,
+            String::from_utf8(
+                response
+                    .into_body()
+                    .collect()
+                    .await
+                    .unwrap()
+                    .to_bytes()
+                    .to_vec(),
+            )
+            .unwrap(),
+        )
     };
-    let response = endpoint.service().oneshot(get("/?greeting=hey")).await.unwrap();
-    assert_eq!(text(response).await, (StatusCode::OK, r#"ok {"count":3}"#.to_owned()));
-    let response = endpoint.service().oneshot(get("/?greeting=h")).await.unwrap();
-    assert_eq!(text(response).await, (StatusCode::BAD_REQUEST, "failed: greeting: length is lower than 2".to_owned()));
+    let response = endpoint
+        .service()
+        .oneshot(get("/?greeting=hey"))
+        .await
+        .unwrap();
+    assert_eq!(
+        text(response).await,
+        (StatusCode::OK, r#"ok {"count":3}"#.to_owned())
+    );
+    let response = endpoint
+        .service()
+        .oneshot(get("/?greeting=h"))
+        .await
+        .unwrap();
+    assert_eq!(
+        text(response).await,
+        (
+            StatusCode::BAD_REQUEST,
+            "failed: greeting: length is lower than 2".to_owned()
+        )
+    );
     assert_eq!(endpoint.meta().positive[0].mime_types, ["text/plain"]);
 }
 
@@ -408,30 +653,51 @@ async fn endpoint_metadata() {
         .tag("people")
         .short_description("Adds a person")
         .description("Adds a person and counts the items")
-        .handler(|input: Person, _ctx, _logger| async move { Ok(Count { count: input.items.len() }) });
+        .handler(|input: Person, _ctx, _logger| async move {
+            Ok(Count {
+                count: input.items.len(),
+            })
+        });
     let meta = endpoint.meta();
     assert!(meta.methods.is_empty());
     assert_eq!(endpoint.methods(), [Method::GET]);
     assert_eq!(meta.tag.as_deref(), Some("people"));
     assert_eq!(meta.short_description.as_deref(), Some("Adds a person"));
-    assert_eq!(meta.description.as_deref(), Some("Adds a person and counts the items"));
+    assert_eq!(
+        meta.description.as_deref(),
+        Some("Adds a person and counts the items")
+    );
     assert_eq!(meta.input_fields, ["age", "items", "name"]);
     let input = meta.input_schema.as_ref().unwrap().as_value();
     assert_eq!(input["properties"]["age"]["maximum"], 150);
     let output = meta.output_schema.as_ref().unwrap().as_value();
     assert_eq!(output["properties"]["count"]["maximum"], 10);
-    assert_eq!(meta.positive[0].schema.as_value()["properties"]["data"]["properties"], output["properties"]);
+    assert_eq!(
+        meta.positive[0].schema.as_value()["properties"]["data"]["properties"],
+        output["properties"]
+    );
     assert_eq!(meta.positive[0].status, 200);
     assert_eq!(meta.negative[0].status, 400);
 
     let several = default_endpoints_factory()
         .endpoint()
         .methods([Method::POST, Method::PUT])
-        .handler(|input: Person, _ctx, _logger| async move { Ok(Count { count: input.items.len() }) });
+        .handler(|input: Person, _ctx, _logger| async move {
+            Ok(Count {
+                count: input.items.len(),
+            })
+        });
     assert_eq!(several.methods(), [Method::POST, Method::PUT]);
 
     // the boxed service is built once per call and cloned cheaply
     let boxed = endpoint.boxed_service(&Config::default());
-    let response = boxed.clone().oneshot(Request::get("/?age=1&items=").body(strata::RequestBody::empty()).unwrap()).await;
+    let response = boxed
+        .clone()
+        .oneshot(
+            Request::get("/?age=1&items=")
+                .body(strata::RequestBody::empty())
+                .unwrap(),
+        )
+        .await;
     assert_eq!(response.unwrap().status(), 400);
 }

@@ -19,7 +19,9 @@ impl CombineLayer {
 
     /// A layer with the given sources.
     pub fn with_sources(sources: InputSources) -> Self {
-        Self { sources: Arc::new(sources) }
+        Self {
+            sources: Arc::new(sources),
+        }
     }
 
     /// A layer with the sources of `config`.

@@ -3,8 +3,8 @@ use std::task::{Context, Poll};
 
 use http::{HeaderMap, Request};
 use strata_core::{
-    ApiError, ErrorKind, HNil, Input, InputSource, InputSources, InputValue, Parsed, ParsedBody, Staged,
-    TextValue,
+    ApiError, ErrorKind, HNil, Input, InputSource, InputSources, InputValue, Parsed, ParsedBody,
+    Staged, TextValue,
 };
 use tower_service::Service;
 
@@ -55,7 +55,10 @@ fn headers(map: &HeaderMap) -> Result<Vec<(String, InputValue)>, ApiError> {
         let mut value: Option<TextValue> = None;
         for raw in map.get_all(name) {
             let text = std::str::from_utf8(raw.as_bytes()).map_err(|_| {
-                ApiError::bad_request(ErrorKind::Parse, format!("Header {name} is not valid UTF-8"))
+                ApiError::bad_request(
+                    ErrorKind::Parse,
+                    format!("Header {name} is not valid UTF-8"),
+                )
             })?;
             match &mut value {
                 Some(existing) => existing.push(text.to_owned()),
@@ -80,7 +83,9 @@ pub(crate) fn combine(
         match source {
             InputSource::Query => input.merge(text(std::mem::take(&mut parsed.query))),
             InputSource::Body => match std::mem::take(&mut parsed.body) {
-                ParsedBody::Json(map) => input.merge(map.into_iter().map(|(k, v)| (k, InputValue::Json(v)))),
+                ParsedBody::Json(map) => {
+                    input.merge(map.into_iter().map(|(k, v)| (k, InputValue::Json(v))));
+                }
                 ParsedBody::Form(pairs) => input.merge(text(pairs)),
                 _ => {}
             },

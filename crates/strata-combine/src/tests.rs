@@ -1,7 +1,8 @@
 use http::{Method, Request};
 use serde_json::json;
 use strata_core::{
-    ApiError, HNil, Input, InputSource, InputSources, InputValue, Parsed, ParsedBody, PathParams, Staged, TextValue,
+    ApiError, HNil, Input, InputSource, InputSources, InputValue, Parsed, ParsedBody, PathParams,
+    Staged, TextValue,
 };
 use tower::{ServiceExt, service_fn};
 
@@ -10,7 +11,9 @@ use crate::CombineLayer;
 async fn combine(layer: CombineLayer, request: Request<Parsed>) -> Result<Input, ApiError> {
     let service = tower_layer::Layer::layer(
         &layer,
-        service_fn(|request: Request<Staged<HNil>>| async move { Ok::<_, ApiError>(request.into_body().input) }),
+        service_fn(|request: Request<Staged<HNil>>| async move {
+            Ok::<_, ApiError>(request.into_body().input)
+        }),
     );
     service.oneshot(request).await
 }
@@ -20,7 +23,10 @@ fn everything() -> Parsed {
     body.insert("id".into(), json!(1));
     body.insert("b".into(), json!(true));
     Parsed {
-        query: vec![("id".into(), TextValue::One("q".into())), ("q".into(), TextValue::One("1".into()))],
+        query: vec![
+            ("id".into(), TextValue::One("q".into())),
+            ("q".into(), TextValue::One("1".into())),
+        ],
         body: ParsedBody::Json(body),
         params: [("id", "p")].into_iter().collect::<PathParams>(),
     }
@@ -31,22 +37,35 @@ fn keys(input: &Input) -> Vec<&str> {
 }
 
 fn request(method: Method) -> Request<Parsed> {
-    Request::builder().method(method).uri("/").header("X-Key", "k").body(everything()).unwrap()
+    Request::builder()
+        .method(method)
+        .uri("/")
+        .header("X-Key", "k")
+        .body(everything())
+        .unwrap()
 }
 
 #[tokio::test]
 async fn get_and_delete_use_query_then_params() {
     for method in [Method::GET, Method::HEAD, Method::DELETE] {
-        let input = combine(CombineLayer::new(), request(method.clone())).await.unwrap();
+        let input = combine(CombineLayer::new(), request(method.clone()))
+            .await
+            .unwrap();
         assert_eq!(keys(&input), ["id", "q"], "{method}");
-        assert_eq!(input.get("id"), Some(&"p".into()), "path param beats query for {method}");
+        assert_eq!(
+            input.get("id"),
+            Some(&"p".into()),
+            "path param beats query for {method}"
+        );
     }
 }
 
 #[tokio::test]
 async fn post_put_patch_use_body_then_params() {
     for method in [Method::POST, Method::PUT, Method::PATCH] {
-        let input = combine(CombineLayer::new(), request(method.clone())).await.unwrap();
+        let input = combine(CombineLayer::new(), request(method.clone()))
+            .await
+            .unwrap();
         assert_eq!(keys(&input), ["b", "id"], "{method}");
         assert_eq!(input.get("id"), Some(&"p".into()));
         assert_eq!(input.get("b"), Some(&InputValue::Json(json!(true))));
@@ -56,20 +75,47 @@ async fn post_put_patch_use_body_then_params() {
 #[tokio::test]
 async fn configured_sources_replace_the_defaults() {
     let mut sources = InputSources::default();
-    sources.set(&Method::GET, [InputSource::Params, InputSource::Body, InputSource::Query, InputSource::Headers]);
-    let input = combine(CombineLayer::with_sources(sources), request(Method::GET)).await.unwrap();
+    sources.set(
+        &Method::GET,
+        [
+            InputSource::Params,
+            InputSource::Body,
+            InputSource::Query,
+            InputSource::Headers,
+        ],
+    );
+    let input = combine(CombineLayer::with_sources(sources), request(Method::GET))
+        .await
+        .unwrap();
     assert_eq!(keys(&input), ["id", "b", "q", "x-key"]);
-    assert_eq!(input.get("id"), Some(&"q".into()), "query is last but one now");
-    assert_eq!(input.get("x-key"), Some(&"k".into()), "header names are lower-case");
+    assert_eq!(
+        input.get("id"),
+        Some(&"q".into()),
+        "query is last but one now"
+    );
+    assert_eq!(
+        input.get("x-key"),
+        Some(&"k".into()),
+        "header names are lower-case"
+    );
 }
 
 #[tokio::test]
 async fn repeated_headers_become_lists() {
     let mut sources = InputSources::default();
     sources.set(&Method::GET, [InputSource::Headers]);
-    let request = Request::get("/").header("x-tag", "a").header("x-tag", "b").body(Parsed::default()).unwrap();
-    let input = combine(CombineLayer::with_sources(sources), request).await.unwrap();
-    assert_eq!(input.get("x-tag"), Some(&TextValue::Many(vec!["a".into(), "b".into()]).into()));
+    let request = Request::get("/")
+        .header("x-tag", "a")
+        .header("x-tag", "b")
+        .body(Parsed::default())
+        .unwrap();
+    let input = combine(CombineLayer::with_sources(sources), request)
+        .await
+        .unwrap();
+    assert_eq!(
+        input.get("x-tag"),
+        Some(&TextValue::Many(vec!["a".into(), "b".into()]).into())
+    );
 }
 
 #[tokio::test]
@@ -77,15 +123,28 @@ async fn non_utf8_header_is_400_when_headers_are_a_source() {
     let mut sources = InputSources::default();
     sources.set(&Method::GET, [InputSource::Headers]);
     let value = http::HeaderValue::from_bytes(b"\xff").unwrap();
-    let request = Request::get("/").header("x-bad", value).body(Parsed::default()).unwrap();
-    let error = combine(CombineLayer::with_sources(sources), request).await.unwrap_err();
+    let request = Request::get("/")
+        .header("x-bad", value)
+        .body(Parsed::default())
+        .unwrap();
+    let error = combine(CombineLayer::with_sources(sources), request)
+        .await
+        .unwrap_err();
     assert_eq!(error.status(), 400);
     assert_eq!(error.message(), "Header x-bad is not valid UTF-8");
 }
 
 #[tokio::test]
 async fn form_fields_are_text() {
-    let parsed = Parsed { body: ParsedBody::Form(vec![("n".into(), TextValue::One("5".into()))]), ..Parsed::default() };
-    let input = combine(CombineLayer::new(), Request::post("/").body(parsed).unwrap()).await.unwrap();
+    let parsed = Parsed {
+        body: ParsedBody::Form(vec![("n".into(), TextValue::One("5".into()))]),
+        ..Parsed::default()
+    };
+    let input = combine(
+        CombineLayer::new(),
+        Request::post("/").body(parsed).unwrap(),
+    )
+    .await
+    .unwrap();
     assert_eq!(input.get("n"), Some(&"5".into()));
 }

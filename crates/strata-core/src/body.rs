@@ -96,7 +96,9 @@ impl Body for RequestBody {
 
     fn size_hint(&self) -> SizeHint {
         match &self.0 {
-            RequestKind::Full(data) => SizeHint::with_exact(data.as_ref().map_or(0, |d| d.len() as u64)),
+            RequestKind::Full(data) => {
+                SizeHint::with_exact(data.as_ref().map_or(0, |d| d.len() as u64))
+            }
             RequestKind::Boxed(body) => body.size_hint(),
         }
     }

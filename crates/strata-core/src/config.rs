@@ -27,7 +27,8 @@ pub struct InputSources {
     delete: Vec<InputSource>,
 }
 
-const FALLBACK_SOURCES: &[InputSource] = &[InputSource::Body, InputSource::Query, InputSource::Params];
+const FALLBACK_SOURCES: &[InputSource] =
+    &[InputSource::Body, InputSource::Query, InputSource::Params];
 
 impl Default for InputSources {
     fn default() -> Self {
@@ -115,7 +116,9 @@ impl Default for Config {
 impl Config {
     /// A builder starting from the defaults.
     pub fn builder() -> ConfigBuilder {
-        ConfigBuilder { config: Config::default() }
+        ConfigBuilder {
+            config: Config::default(),
+        }
     }
 
     /// Input sources per method.
@@ -146,7 +149,7 @@ impl Config {
 /// use strata_core::{Config, InputSource, Mode};
 ///
 /// let config = Config::builder()
-///     .input_sources(Method::GET, [InputSource::Headers, InputSource::Query, InputSource::Params])
+///     .input_sources(&Method::GET, [InputSource::Headers, InputSource::Query, InputSource::Params])
 ///     .body_limit(64 * 1024)
 ///     .production()
 ///     .build();
@@ -161,8 +164,8 @@ pub struct ConfigBuilder {
 
 impl ConfigBuilder {
     /// Replaces the input sources of one method.
-    pub fn input_sources(mut self, method: Method, sources: impl Into<Vec<InputSource>>) -> Self {
-        self.config.input_sources.set(&method, sources);
+    pub fn input_sources(mut self, method: &Method, sources: impl Into<Vec<InputSource>>) -> Self {
+        self.config.input_sources.set(method, sources);
         self
     }
 

@@ -77,6 +77,7 @@ pub trait Get<T, I> {
     fn get_mut(&mut self) -> &mut T;
 }
 
+#[allow(clippy::mismatching_type_param_order)] // the entry type is the head here
 impl<T, Tail> Get<T, Here> for HCons<T, Tail> {
     fn get(&self) -> &T {
         &self.head

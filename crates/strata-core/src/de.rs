@@ -41,7 +41,10 @@ impl<'de> Deserializer<'de> for &'de Input {
     type Error = DeError;
 
     fn deserialize_any<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, DeError> {
-        visitor.visit_map(Entries { iter: self.iter(), value: None })
+        visitor.visit_map(Entries {
+            iter: self.iter(),
+            value: None,
+        })
     }
 
     fn deserialize_option<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, DeError> {
@@ -89,18 +92,25 @@ where
 {
     type Error = DeError;
 
-    fn next_key_seed<K: DeserializeSeed<'de>>(&mut self, seed: K) -> Result<Option<K::Value>, DeError> {
+    fn next_key_seed<K: DeserializeSeed<'de>>(
+        &mut self,
+        seed: K,
+    ) -> Result<Option<K::Value>, DeError> {
         match self.iter.next() {
             Some((key, value)) => {
                 self.value = Some(value);
-                seed.deserialize(BorrowedStrDeserializer::new(key)).map(Some)
+                seed.deserialize(BorrowedStrDeserializer::new(key))
+                    .map(Some)
             }
             None => Ok(None),
         }
     }
 
     fn next_value_seed<S: DeserializeSeed<'de>>(&mut self, seed: S) -> Result<S::Value, DeError> {
-        let value = self.value.take().ok_or_else(|| de::Error::custom("value without a key"))?;
+        let value = self
+            .value
+            .take()
+            .ok_or_else(|| de::Error::custom("value without a key"))?;
         seed.deserialize(ValueDeserializer(value))
     }
 
@@ -142,9 +152,9 @@ impl<'de> Deserializer<'de> for ValueDeserializer<'de> {
         visitor: V,
     ) -> Result<V::Value, DeError> {
         match self.0 {
-            InputValue::Json(value) => {
-                value.deserialize_unit_struct(name, visitor).map_err(|e| from_json(&e))
-            }
+            InputValue::Json(value) => value
+                .deserialize_unit_struct(name, visitor)
+                .map_err(|e| from_json(&e)),
             _ => self.deserialize_unit(visitor),
         }
     }
@@ -155,16 +165,22 @@ impl<'de> Deserializer<'de> for ValueDeserializer<'de> {
         visitor: V,
     ) -> Result<V::Value, DeError> {
         match self.0 {
-            InputValue::Json(value) => {
-                value.deserialize_newtype_struct(name, visitor).map_err(|e| from_json(&e))
-            }
+            InputValue::Json(value) => value
+                .deserialize_newtype_struct(name, visitor)
+                .map_err(|e| from_json(&e)),
             _ => visitor.visit_newtype_struct(self),
         }
     }
 
-    fn deserialize_tuple<V: Visitor<'de>>(self, len: usize, visitor: V) -> Result<V::Value, DeError> {
+    fn deserialize_tuple<V: Visitor<'de>>(
+        self,
+        len: usize,
+        visitor: V,
+    ) -> Result<V::Value, DeError> {
         match self.0 {
-            InputValue::Json(value) => value.deserialize_tuple(len, visitor).map_err(|e| from_json(&e)),
+            InputValue::Json(value) => value
+                .deserialize_tuple(len, visitor)
+                .map_err(|e| from_json(&e)),
             _ => self.deserialize_seq(visitor),
         }
     }
@@ -176,9 +192,9 @@ impl<'de> Deserializer<'de> for ValueDeserializer<'de> {
         visitor: V,
     ) -> Result<V::Value, DeError> {
         match self.0 {
-            InputValue::Json(value) => {
-                value.deserialize_tuple_struct(name, len, visitor).map_err(|e| from_json(&e))
-            }
+            InputValue::Json(value) => value
+                .deserialize_tuple_struct(name, len, visitor)
+                .map_err(|e| from_json(&e)),
             _ => self.deserialize_seq(visitor),
         }
     }
@@ -190,9 +206,9 @@ impl<'de> Deserializer<'de> for ValueDeserializer<'de> {
         visitor: V,
     ) -> Result<V::Value, DeError> {
         match self.0 {
-            InputValue::Json(value) => {
-                value.deserialize_struct(name, fields, visitor).map_err(|e| from_json(&e))
-            }
+            InputValue::Json(value) => value
+                .deserialize_struct(name, fields, visitor)
+                .map_err(|e| from_json(&e)),
             _ => self.deserialize_map(visitor),
         }
     }
@@ -204,10 +220,12 @@ impl<'de> Deserializer<'de> for ValueDeserializer<'de> {
         visitor: V,
     ) -> Result<V::Value, DeError> {
         match self.0 {
-            InputValue::Json(value) => {
-                value.deserialize_enum(name, variants, visitor).map_err(|e| from_json(&e))
+            InputValue::Json(value) => value
+                .deserialize_enum(name, variants, visitor)
+                .map_err(|e| from_json(&e)),
+            InputValue::Text(TextValue::One(text)) => {
+                Text(text).deserialize_enum(name, variants, visitor)
             }
-            InputValue::Text(TextValue::One(text)) => Text(text).deserialize_enum(name, variants, visitor),
             InputValue::Text(TextValue::Many(_)) => {
                 Err(de::Error::invalid_type(Unexpected::Seq, &visitor))
             }
@@ -293,10 +311,16 @@ impl<'de> Deserializer<'de> for Text<'de> {
     }
 
     fn deserialize_seq<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, DeError> {
-        visitor.visit_seq(TextSeq { iter: std::iter::once(self.0) })
+        visitor.visit_seq(TextSeq {
+            iter: std::iter::once(self.0),
+        })
     }
 
-    fn deserialize_tuple<V: Visitor<'de>>(self, _len: usize, visitor: V) -> Result<V::Value, DeError> {
+    fn deserialize_tuple<V: Visitor<'de>>(
+        self,
+        _len: usize,
+        visitor: V,
+    ) -> Result<V::Value, DeError> {
         self.deserialize_seq(visitor)
     }
 
@@ -345,7 +369,9 @@ impl<'de> Deserializer<'de> for TextList<'de> {
     type Error = DeError;
 
     fn deserialize_any<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, DeError> {
-        visitor.visit_seq(TextSeq { iter: self.0.iter().map(String::as_str) })
+        visitor.visit_seq(TextSeq {
+            iter: self.0.iter().map(String::as_str),
+        })
     }
 
     fn deserialize_option<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, DeError> {
@@ -368,7 +394,11 @@ impl<'de> Deserializer<'de> for TextList<'de> {
         self.deserialize_any(visitor)
     }
 
-    fn deserialize_tuple<V: Visitor<'de>>(self, _len: usize, visitor: V) -> Result<V::Value, DeError> {
+    fn deserialize_tuple<V: Visitor<'de>>(
+        self,
+        _len: usize,
+        visitor: V,
+    ) -> Result<V::Value, DeError> {
         self.deserialize_any(visitor)
     }
 
@@ -402,7 +432,10 @@ where
 {
     type Error = DeError;
 
-    fn next_element_seed<T: DeserializeSeed<'de>>(&mut self, seed: T) -> Result<Option<T::Value>, DeError> {
+    fn next_element_seed<T: DeserializeSeed<'de>>(
+        &mut self,
+        seed: T,
+    ) -> Result<Option<T::Value>, DeError> {
         match self.iter.next() {
             Some(text) => seed.deserialize(Text(text)).map(Some),
             None => Ok(None),
@@ -450,7 +483,10 @@ mod tests {
             ("id".to_owned(), text("5")),
             ("flag".to_owned(), text("true")),
             ("ratio".to_owned(), text("0.5")),
-            ("tags".to_owned(), TextValue::Many(vec!["a".into(), "b".into()]).into()),
+            (
+                "tags".to_owned(),
+                TextValue::Many(vec!["a".into(), "b".into()]).into(),
+            ),
             ("one".to_owned(), text("7")),
             ("name".to_owned(), text("x")),
             ("role".to_owned(), text("admin")),
@@ -458,16 +494,19 @@ mod tests {
         .into_iter()
         .collect();
         let query = Query::deserialize(&input).unwrap();
-        assert_eq!(query, Query {
-            id: 5,
-            flag: true,
-            ratio: 0.5,
-            tags: vec!["a".into(), "b".into()],
-            one: vec![7],
-            name: Some("x".into()),
-            missing: None,
-            role: Role::Admin,
-        });
+        assert_eq!(
+            query,
+            Query {
+                id: 5,
+                flag: true,
+                ratio: 0.5,
+                tags: vec!["a".into(), "b".into()],
+                one: vec![7],
+                name: Some("x".into()),
+                missing: None,
+                role: Role::Admin,
+            }
+        );
     }
 
     #[test]
@@ -477,10 +516,14 @@ mod tests {
         struct Body {
             id: u32,
         }
-        let input: Input = [("id".to_owned(), InputValue::Json(json!("5")))].into_iter().collect();
+        let input: Input = [("id".to_owned(), InputValue::Json(json!("5")))]
+            .into_iter()
+            .collect();
         let err = Body::deserialize(&input).unwrap_err();
         assert_eq!(err.message(), "invalid type: string \"5\", expected u32");
-        let input: Input = [("id".to_owned(), InputValue::Json(json!(5)))].into_iter().collect();
+        let input: Input = [("id".to_owned(), InputValue::Json(json!(5)))]
+            .into_iter()
+            .collect();
         assert_eq!(Body::deserialize(&input).unwrap().id, 5);
     }
 
@@ -496,11 +539,24 @@ mod tests {
             One::deserialize(&input).unwrap_err().message(),
             "invalid type: string \"300\", expected u8"
         );
-        let input: Input =
-            [("id".to_owned(), TextValue::Many(vec!["1".into(), "2".into()]).into())].into_iter().collect();
-        assert!(One::deserialize(&input).unwrap_err().message().starts_with("invalid type: sequence"));
+        let input: Input = [(
+            "id".to_owned(),
+            TextValue::Many(vec!["1".into(), "2".into()]).into(),
+        )]
+        .into_iter()
+        .collect();
+        assert!(
+            One::deserialize(&input)
+                .unwrap_err()
+                .message()
+                .starts_with("invalid type: sequence")
+        );
         let role: Result<Role, _> = Role::deserialize(Text("nobody"));
-        assert!(role.unwrap_err().message().contains("unknown variant `nobody`"));
+        assert!(
+            role.unwrap_err()
+                .message()
+                .contains("unknown variant `nobody`")
+        );
         let _ = Role::User;
     }
 
@@ -510,7 +566,9 @@ mod tests {
         struct Borrowed<'a> {
             name: &'a str,
         }
-        let input: Input = [("name".to_owned(), text("zero-copy"))].into_iter().collect();
+        let input: Input = [("name".to_owned(), text("zero-copy"))]
+            .into_iter()
+            .collect();
         assert_eq!(Borrowed::deserialize(&input).unwrap().name, "zero-copy");
     }
 

@@ -147,19 +147,27 @@ pub struct Decoder<T> {
 
 impl<T> Clone for Decoder<T> {
     fn clone(&self) -> Self {
-        Self { names: Arc::clone(&self.names), _type: PhantomData }
+        Self {
+            names: Arc::clone(&self.names),
+            _type: PhantomData,
+        }
     }
 }
 
 impl<T> std::fmt::Debug for Decoder<T> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Decoder").field("type", &std::any::type_name::<T>()).finish()
+        f.debug_struct("Decoder")
+            .field("type", &std::any::type_name::<T>())
+            .finish()
     }
 }
 
 impl<T> Default for Decoder<T> {
     fn default() -> Self {
-        Self { names: Arc::default(), _type: PhantomData }
+        Self {
+            names: Arc::default(),
+            _type: PhantomData,
+        }
     }
 }
 
@@ -182,7 +190,9 @@ where
     /// Runs `value`'s garde rules; on failure, the message lists every violation, each path
     /// prefixed with `prefix` when given (e.g. `output.items[0].name: ...`).
     pub fn check(&self, value: &T, prefix: Option<&str>) -> Result<(), String> {
-        value.validate().map_err(|report| describe_report(&report, self.names(), prefix))
+        value
+            .validate()
+            .map_err(|report| describe_report(&report, self.names(), prefix))
     }
 }
 
@@ -199,7 +209,7 @@ where
             Ok(value) => value,
             Err(plain) => {
                 let message = match serde_path_to_error::deserialize::<_, T>(input) {
-                    Err(tracked) if !tracked.path().iter().next().is_none() => {
+                    Err(tracked) if tracked.path().iter().next().is_some() => {
                         format!("{}: {}", tracked.path(), tracked.inner())
                     }
                     _ => plain.to_string(),
@@ -238,10 +248,16 @@ mod tests {
     #[test]
     fn reports_all_rule_violations_with_paths() {
         let mut input = Input::new();
-        input.insert("items", InputValue::Json(json!([{"name": "ok"}, {"name": ""}])));
+        input.insert(
+            "items",
+            InputValue::Json(json!([{"name": "ok"}, {"name": ""}])),
+        );
         input.insert("count", InputValue::Json(json!(0)));
         let err = Decoder::<Order>::new().decode(&input).unwrap_err();
-        assert_eq!(err.message(), "count: lower than 1; items[1].name: length is lower than 1");
+        assert_eq!(
+            err.message(),
+            "count: lower than 1; items[1].name: length is lower than 1"
+        );
         assert_eq!(err.kind(), ErrorKind::InputValidation);
     }
 
@@ -251,7 +267,10 @@ mod tests {
         input.insert("items", InputValue::Json(json!([{"name": 5}])));
         input.insert("count", InputValue::Json(json!(1)));
         let err = Decoder::<Order>::new().decode(&input).unwrap_err();
-        assert_eq!(err.message(), "items[0].name: invalid type: integer `5`, expected a string");
+        assert_eq!(
+            err.message(),
+            "items[0].name: invalid type: integer `5`, expected a string"
+        );
     }
 
     #[test]
@@ -263,8 +282,15 @@ mod tests {
 
     #[test]
     fn check_prefixes_output_paths() {
-        let order = Order { items: vec![Item { name: String::new() }], count: 1 };
-        let message = Decoder::<Order>::new().check(&order, Some("output")).unwrap_err();
+        let order = Order {
+            items: vec![Item {
+                name: String::new(),
+            }],
+            count: 1,
+        };
+        let message = Decoder::<Order>::new()
+            .check(&order, Some("output"))
+            .unwrap_err();
         assert_eq!(message, "output.items[0].name: length is lower than 1");
     }
 

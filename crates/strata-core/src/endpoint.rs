@@ -42,7 +42,9 @@ pub enum Security {
 impl Security {
     /// A header credential.
     pub fn header(name: impl Into<String>) -> Self {
-        Security::Header { name: name.into().to_ascii_lowercase() }
+        Security::Header {
+            name: name.into().to_ascii_lowercase(),
+        }
     }
 
     /// An input field credential.
@@ -96,12 +98,17 @@ pub struct EndpointMeta {
 impl EndpointMeta {
     /// The methods the endpoint serves: the declared ones, or GET when none are declared.
     pub fn served_methods(&self) -> &[Method] {
-        if self.methods.is_empty() { std::slice::from_ref(&Method::GET) } else { &self.methods }
+        if self.methods.is_empty() {
+            std::slice::from_ref(&Method::GET)
+        } else {
+            &self.methods
+        }
     }
 }
 
 /// The boxed service of an endpoint, as routing calls it.
-pub type EndpointService = BoxCloneSyncService<Request<RequestBody>, Response<ResponseBody>, Infallible>;
+pub type EndpointService =
+    BoxCloneSyncService<Request<RequestBody>, Response<ResponseBody>, Infallible>;
 
 type BuildFn = dyn Fn(&Config) -> EndpointService + Send + Sync;
 
@@ -118,7 +125,9 @@ pub struct Endpoint {
 
 impl fmt::Debug for Endpoint {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Endpoint").field("meta", &self.meta).finish_non_exhaustive()
+        f.debug_struct("Endpoint")
+            .field("meta", &self.meta)
+            .finish_non_exhaustive()
     }
 }
 
@@ -128,7 +137,10 @@ impl Endpoint {
         meta: EndpointMeta,
         build: impl Fn(&Config) -> EndpointService + Send + Sync + 'static,
     ) -> Self {
-        Self { meta: Arc::new(meta), build: Arc::new(build) }
+        Self {
+            meta: Arc::new(meta),
+            build: Arc::new(build),
+        }
     }
 
     /// The metadata.
@@ -168,7 +180,10 @@ where
     let mut slot = Some(body);
     let any: &mut dyn Any = &mut slot;
     // These checks compare type ids known at compile time; the optimizer removes the losers.
-    if let Some(body) = any.downcast_mut::<Option<RequestBody>>().and_then(Option::take) {
+    if let Some(body) = any
+        .downcast_mut::<Option<RequestBody>>()
+        .and_then(Option::take)
+    {
         return body;
     }
     if let Some(body) = any.downcast_mut::<Option<String>>().and_then(Option::take) {
@@ -240,19 +255,35 @@ mod tests {
     fn undeclared_methods_serve_get() {
         let meta = EndpointMeta::default();
         assert_eq!(meta.served_methods(), [Method::GET]);
-        let meta = EndpointMeta { methods: vec![Method::POST], ..EndpointMeta::default() };
+        let meta = EndpointMeta {
+            methods: vec![Method::POST],
+            ..EndpointMeta::default()
+        };
         assert_eq!(meta.served_methods(), [Method::POST]);
     }
 
     #[test]
     fn header_security_is_lower_case() {
-        assert_eq!(Security::header("X-Key"), Security::Header { name: "x-key".into() });
+        assert_eq!(
+            Security::header("X-Key"),
+            Security::Header {
+                name: "x-key".into()
+            }
+        );
     }
 
     #[test]
     fn known_bodies_are_not_boxed() {
         use http_body::Body as _;
-        assert_eq!(into_request_body(String::from("ab")).size_hint().exact(), Some(2));
-        assert_eq!(into_request_body(RequestBody::from("abc")).size_hint().exact(), Some(3));
+        assert_eq!(
+            into_request_body(String::from("ab")).size_hint().exact(),
+            Some(2)
+        );
+        assert_eq!(
+            into_request_body(RequestBody::from("abc"))
+                .size_hint()
+                .exact(),
+            Some(3)
+        );
     }
 }

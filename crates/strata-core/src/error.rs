@@ -74,7 +74,11 @@ impl ApiError {
             status,
             message: message.into(),
             expose: status.as_u16() < 500,
-            kind: if status.is_server_error() { ErrorKind::Internal } else { ErrorKind::Http },
+            kind: if status.is_server_error() {
+                ErrorKind::Internal
+            } else {
+                ErrorKind::Http
+            },
             headers: None,
             source: None,
         }
@@ -115,7 +119,9 @@ impl ApiError {
     /// Adds a header sent with the error response (e.g. `Retry-After`, `WWW-Authenticate`).
     #[must_use]
     pub fn with_header(mut self, name: HeaderName, value: HeaderValue) -> Self {
-        self.headers.get_or_insert_with(Box::default).append(name, value);
+        self.headers
+            .get_or_insert_with(Box::default)
+            .append(name, value);
         self
     }
 

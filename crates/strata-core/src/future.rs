@@ -4,8 +4,8 @@ use std::future::Future;
 use std::pin::Pin;
 use std::task::{Context, Poll};
 
-use pin_project_lite::pin_project;
 use crate::error::ApiError;
+use pin_project_lite::pin_project;
 
 pin_project! {
     #[project = StateProj]
@@ -27,12 +27,16 @@ pin_project! {
 impl<F> ShortCircuit<F> {
     /// The inner future.
     pub fn inner(future: F) -> Self {
-        Self { state: State::Inner { future } }
+        Self {
+            state: State::Inner { future },
+        }
     }
 
     /// An immediate error.
     pub fn error(error: ApiError) -> Self {
-        Self { state: State::Error { error: Some(error) } }
+        Self {
+            state: State::Error { error: Some(error) },
+        }
     }
 }
 
@@ -45,9 +49,9 @@ where
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         match self.project().state.project() {
             StateProj::Inner { future } => future.poll(cx),
-            StateProj::Error { error } => {
-                Poll::Ready(Err(error.take().unwrap_or_else(|| ApiError::internal("polled after completion"))))
-            }
+            StateProj::Error { error } => Poll::Ready(Err(error
+                .take()
+                .unwrap_or_else(|| ApiError::internal("polled after completion")))),
         }
     }
 }

@@ -91,7 +91,9 @@ impl Input {
 
     /// An empty input with room for `capacity` entries.
     pub fn with_capacity(capacity: usize) -> Self {
-        Self { entries: Vec::with_capacity(capacity) }
+        Self {
+            entries: Vec::with_capacity(capacity),
+        }
     }
 
     /// Sets `key`, replacing an earlier value of the same key.

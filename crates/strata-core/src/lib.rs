@@ -28,7 +28,9 @@ pub use config::{Config, ConfigBuilder, InputSources, Mode};
 pub use ctx::{Get, HCons, HNil};
 pub use de::DeError;
 pub use decode::Decoder;
-pub use endpoint::{AnyBody, Endpoint, EndpointMeta, EndpointService, ResponseDescription, Security};
+pub use endpoint::{
+    AnyBody, Endpoint, EndpointMeta, EndpointService, ResponseDescription, Security,
+};
 pub use error::{ApiError, BoxError, ErrorKind};
 pub use input::{Input, InputSource, InputValue, TextValue};
 pub use logger::{Level, Logger};

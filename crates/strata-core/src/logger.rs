@@ -54,7 +54,9 @@ pub struct Logger {
 
 impl fmt::Debug for Logger {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Logger").field("sink", &self.sink.as_ref().map(|_| "custom")).finish()
+        f.debug_struct("Logger")
+            .field("sink", &self.sink.as_ref().map(|_| "custom"))
+            .finish()
     }
 }
 

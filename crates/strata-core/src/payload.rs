@@ -54,7 +54,11 @@ impl PathParams {
 
 impl<K: Into<Arc<str>>, V: Into<String>> FromIterator<(K, V)> for PathParams {
     fn from_iter<T: IntoIterator<Item = (K, V)>>(iter: T) -> Self {
-        Self(iter.into_iter().map(|(k, v)| (k.into(), v.into())).collect())
+        Self(
+            iter.into_iter()
+                .map(|(k, v)| (k.into(), v.into()))
+                .collect(),
+        )
     }
 }
 
@@ -112,12 +116,18 @@ pub struct Output {
 impl Output {
     /// Serializes `value` once.
     pub fn new<T: Serialize + ?Sized>(value: &T) -> Result<Self, serde_json::Error> {
-        Ok(Self { status: StatusCode::OK, data: serde_json::value::to_raw_value(value)? })
+        Ok(Self {
+            status: StatusCode::OK,
+            data: serde_json::value::to_raw_value(value)?,
+        })
     }
 
     /// An output from an already serialized JSON value.
     pub fn from_raw(data: Box<RawValue>) -> Self {
-        Self { status: StatusCode::OK, data }
+        Self {
+            status: StatusCode::OK,
+            data,
+        }
     }
 
     /// Sets the success status.

@@ -66,7 +66,9 @@ pub fn percent_decode(
     plus_as_space: bool,
     base: usize,
 ) -> Result<Cow<'_, str>, DecodeTextError> {
-    let needs_work = raw.iter().any(|&b| b == b'%' || (plus_as_space && b == b'+'));
+    let needs_work = raw
+        .iter()
+        .any(|&b| b == b'%' || (plus_as_space && b == b'+'));
     if !needs_work {
         return std::str::from_utf8(raw)
             .map(Cow::Borrowed)
@@ -94,7 +96,9 @@ pub fn percent_decode(
             }
         }
     }
-    String::from_utf8(out).map(Cow::Owned).map_err(|_| DecodeTextError::InvalidUtf8)
+    String::from_utf8(out)
+        .map(Cow::Owned)
+        .map_err(|_| DecodeTextError::InvalidUtf8)
 }
 
 /// Parses urlencoded `key=value&...` text into pairs, grouping repeated keys into lists
@@ -150,7 +154,10 @@ mod tests {
 
     #[test]
     fn borrows_plain_text() {
-        assert!(matches!(percent_decode(b"plain", true, 0), Ok(Cow::Borrowed("plain"))));
+        assert!(matches!(
+            percent_decode(b"plain", true, 0),
+            Ok(Cow::Borrowed("plain"))
+        ));
     }
 
     #[test]
@@ -162,16 +169,22 @@ mod tests {
 
     #[test]
     fn rejects_invalid_utf8_after_decoding() {
-        assert_eq!(parse_urlencoded(b"a=%C3%28", 10).unwrap_err(), DecodeTextError::InvalidUtf8);
+        assert_eq!(
+            parse_urlencoded(b"a=%C3%28", 10).unwrap_err(),
+            DecodeTextError::InvalidUtf8
+        );
     }
 
     #[test]
     fn keys_without_values_and_empty_segments() {
         let pairs = parse_urlencoded(b"&flag&x=", 10).unwrap();
-        assert_eq!(pairs, vec![
-            ("flag".to_owned(), TextValue::One(String::new())),
-            ("x".to_owned(), TextValue::One(String::new())),
-        ]);
+        assert_eq!(
+            pairs,
+            vec![
+                ("flag".to_owned(), TextValue::One(String::new())),
+                ("x".to_owned(), TextValue::One(String::new())),
+            ]
+        );
     }
 
     #[test]
@@ -186,6 +199,9 @@ mod tests {
     #[test]
     fn three_values_make_a_list() {
         let pairs = parse_urlencoded(b"a=1&a=2&a=3", 10).unwrap();
-        assert_eq!(pairs[0].1, TextValue::Many(vec!["1".into(), "2".into(), "3".into()]));
+        assert_eq!(
+            pairs[0].1,
+            TextValue::Many(vec!["1".into(), "2".into(), "3".into()])
+        );
     }
 }

@@ -31,7 +31,9 @@ impl<R: ResultHandler> Finish<R> {
                     error.message()
                 ));
             }
-            if self.mode == Mode::Production && (error.status().is_server_error() || !error.expose()) {
+            if self.mode == Mode::Production
+                && (error.status().is_server_error() || !error.expose())
+            {
                 error.set_message(error.status().canonical_reason().unwrap_or("Error"));
             }
             error
@@ -68,11 +70,17 @@ pin_project! {
 
 impl<F, R> ResponseFuture<F, R> {
     pub(crate) fn new(future: F, finish: Finish<R>) -> Self {
-        Self { state: State::Running { future }, finish: Some(finish) }
+        Self {
+            state: State::Running { future },
+            finish: Some(finish),
+        }
     }
 
     pub(crate) fn failed(error: ApiError, finish: Finish<R>) -> Self {
-        Self { state: State::Failed { error: Some(error) }, finish: Some(finish) }
+        Self {
+            state: State::Failed { error: Some(error) },
+            finish: Some(finish),
+        }
     }
 }
 
@@ -86,18 +94,22 @@ where
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let this = self.project();
         let result = match this.state.project() {
-            StateProj::Running { future } => match catch_unwind(AssertUnwindSafe(|| future.poll(cx))) {
-                Ok(Poll::Pending) => return Poll::Pending,
-                Ok(Poll::Ready(result)) => result,
-                Err(payload) => Err(panic_error(&*payload)),
-            },
-            StateProj::Failed { error } => {
-                Err(error.take().unwrap_or_else(|| ApiError::internal("polled after completion")))
+            StateProj::Running { future } => {
+                match catch_unwind(AssertUnwindSafe(|| future.poll(cx))) {
+                    Ok(Poll::Pending) => return Poll::Pending,
+                    Ok(Poll::Ready(result)) => result,
+                    Err(payload) => Err(panic_error(&*payload)),
+                }
             }
+            StateProj::Failed { error } => Err(error
+                .take()
+                .unwrap_or_else(|| ApiError::internal("polled after completion"))),
         };
         match this.finish.take() {
             Some(finish) => Poll::Ready(Ok(finish.respond(result))),
-            None => Poll::Ready(Ok(crate::error_response(ApiError::internal("polled after completion")))),
+            None => Poll::Ready(Ok(crate::error_response(ApiError::internal(
+                "polled after completion",
+            )))),
         }
     }
 }

@@ -13,7 +13,10 @@ pub struct FormatLayer<R> {
 impl<R> FormatLayer<R> {
     /// A layer formatting with `result_handler`, in development mode.
     pub fn new(result_handler: R) -> Self {
-        Self { result_handler, mode: Mode::Development }
+        Self {
+            result_handler,
+            mode: Mode::Development,
+        }
     }
 
     /// A layer with the mode of `config`.

@@ -30,7 +30,9 @@ const JSON: &str = "application/json; charset=utf-8";
 pub fn json_response(status: StatusCode, body: impl Into<Bytes>) -> Response<ResponseBody> {
     let mut response = Response::new(ResponseBody::from(body.into()));
     *response.status_mut() = status;
-    response.headers_mut().insert(CONTENT_TYPE, HeaderValue::from_static(JSON));
+    response
+        .headers_mut()
+        .insert(CONTENT_TYPE, HeaderValue::from_static(JSON));
     response
 }
 

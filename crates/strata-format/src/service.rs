@@ -24,7 +24,11 @@ impl<S, R> FormatService<S, R> {
     }
 
     pub(crate) fn from_parts(inner: S, result_handler: R, mode: Mode) -> Self {
-        Self { inner, result_handler, mode }
+        Self {
+            inner,
+            result_handler,
+            mode,
+        }
     }
 
     /// The inner service.
@@ -64,7 +68,10 @@ where
         let finish = Finish {
             result_handler: self.result_handler.clone(),
             mode: self.mode,
-            info: RequestInfo { method: request.method().clone(), uri: request.uri().clone() },
+            info: RequestInfo {
+                method: request.method().clone(),
+                uri: request.uri().clone(),
+            },
             logger: Logger::from_extensions(request.extensions()),
         };
         match catch_unwind(AssertUnwindSafe(|| self.inner.call(request))) {

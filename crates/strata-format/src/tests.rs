@@ -6,7 +6,9 @@ use http::{HeaderValue, Request, Response, StatusCode};
 use http_body_util::BodyExt;
 use schemars::Schema;
 use strata_core::logger::{Level, LogSink};
-use strata_core::{ApiError, Logger, Mode, Output, RequestInfo, ResponseBody, ResponseDescription, http_error};
+use strata_core::{
+    ApiError, Logger, Mode, Output, RequestInfo, ResponseBody, ResponseDescription, http_error,
+};
 use tower::{Service, ServiceExt, service_fn};
 
 use crate::{DefaultResultHandler, FormatLayer, ResultHandler};
@@ -19,7 +21,7 @@ fn request(path: &str) -> Request<()> {
     Request::get(path).body(()).unwrap()
 }
 
-async fn outcome(path: &str) -> Result<Output, ApiError> {
+fn outcome(path: &str) -> Result<Output, ApiError> {
     match path {
         "/ok" => Ok(Output::new(&serde_json::json!({"a": [1, 2]}))?),
         "/created" => Ok(Output::new(&1)?.with_status(StatusCode::CREATED)),
@@ -34,71 +36,127 @@ async fn outcome(path: &str) -> Result<Output, ApiError> {
 
 fn service(
     mode: Mode,
-) -> impl Service<Request<()>, Response = Response<ResponseBody>, Error = std::convert::Infallible> + Clone {
+) -> impl Service<Request<()>, Response = Response<ResponseBody>, Error = std::convert::Infallible> + Clone
+{
     tower_layer::Layer::layer(
         &FormatLayer::new(DefaultResultHandler).mode(mode),
         service_fn(|request: Request<()>| {
             let path = request.uri().path().to_owned();
-            if path == "/panic-in-call" {
-                panic!("call exploded");
-            }
-            async move { outcome(&path).await }
+            assert!(path != "/panic-in-call", "call exploded");
+            async move { outcome(&path) }
         }),
     )
 }
 
 #[tokio::test]
 async fn success_envelope() {
-    let response = service(Mode::Development).oneshot(request("/ok")).await.unwrap();
+    let response = service(Mode::Development)
+        .oneshot(request("/ok"))
+        .await
+        .unwrap();
     assert_eq!(response.status(), 200);
-    assert_eq!(response.headers()["content-type"], "application/json; charset=utf-8");
-    assert_eq!(body(response).await, r#"{"status":"success","data":{"a":[1,2]}}"#);
+    assert_eq!(
+        response.headers()["content-type"],
+        "application/json; charset=utf-8"
+    );
+    assert_eq!(
+        body(response).await,
+        r#"{"status":"success","data":{"a":[1,2]}}"#
+    );
 }
 
 #[tokio::test]
 async fn handler_chosen_success_status() {
-    let response = service(Mode::Development).oneshot(request("/created")).await.unwrap();
+    let response = service(Mode::Development)
+        .oneshot(request("/created"))
+        .await
+        .unwrap();
     assert_eq!(response.status(), 201);
     assert_eq!(body(response).await, r#"{"status":"success","data":1}"#);
 }
 
 #[tokio::test]
 async fn error_envelope_with_status_headers_and_escaping() {
-    let response = service(Mode::Development).oneshot(request("/limited")).await.unwrap();
+    let response = service(Mode::Development)
+        .oneshot(request("/limited"))
+        .await
+        .unwrap();
     assert_eq!(response.status(), 429);
     assert_eq!(response.headers()[RETRY_AFTER], "7");
-    assert_eq!(body(response).await, r#"{"status":"error","error":{"message":"Too many \"requests\""}}"#);
+    assert_eq!(
+        body(response).await,
+        r#"{"status":"error","error":{"message":"Too many \"requests\""}}"#
+    );
 }
 
 #[tokio::test]
 async fn development_shows_internal_messages() {
-    let response = service(Mode::Development).oneshot(request("/crash")).await.unwrap();
+    let response = service(Mode::Development)
+        .oneshot(request("/crash"))
+        .await
+        .unwrap();
     assert_eq!(response.status(), 500);
-    assert_eq!(body(response).await, r#"{"status":"error","error":{"message":"database is down"}}"#);
+    assert_eq!(
+        body(response).await,
+        r#"{"status":"error","error":{"message":"database is down"}}"#
+    );
 }
 
 #[tokio::test]
 async fn production_hides_internal_and_unexposed_messages() {
-    let response = service(Mode::Production).oneshot(request("/crash")).await.unwrap();
+    let response = service(Mode::Production)
+        .oneshot(request("/crash"))
+        .await
+        .unwrap();
     assert_eq!(response.status(), 500);
-    assert_eq!(body(response).await, r#"{"status":"error","error":{"message":"Internal Server Error"}}"#);
-    let response = service(Mode::Production).oneshot(request("/secret")).await.unwrap();
+    assert_eq!(
+        body(response).await,
+        r#"{"status":"error","error":{"message":"Internal Server Error"}}"#
+    );
+    let response = service(Mode::Production)
+        .oneshot(request("/secret"))
+        .await
+        .unwrap();
     assert_eq!(response.status(), 403);
-    assert_eq!(body(response).await, r#"{"status":"error","error":{"message":"Forbidden"}}"#);
-    let response = service(Mode::Production).oneshot(request("/nothing")).await.unwrap();
-    assert_eq!(body(response).await, r#"{"status":"error","error":{"message":"Not found"}}"#);
+    assert_eq!(
+        body(response).await,
+        r#"{"status":"error","error":{"message":"Forbidden"}}"#
+    );
+    let response = service(Mode::Production)
+        .oneshot(request("/nothing"))
+        .await
+        .unwrap();
+    assert_eq!(
+        body(response).await,
+        r#"{"status":"error","error":{"message":"Not found"}}"#
+    );
 }
 
 #[tokio::test]
 async fn panics_become_500_and_the_service_keeps_serving() {
     let mut service = service(Mode::Development);
     for path in ["/panic", "/panic-in-call"] {
-        let response = service.ready().await.unwrap().call(request(path)).await.unwrap();
+        let response = service
+            .ready()
+            .await
+            .unwrap()
+            .call(request(path))
+            .await
+            .unwrap();
         assert_eq!(response.status(), 500, "{path}");
         let text = body(response).await;
-        assert!(std::str::from_utf8(&text).unwrap().contains("exploded"), "{path}");
+        assert!(
+            std::str::from_utf8(&text).unwrap().contains("exploded"),
+            "{path}"
+        );
     }
-    let response = service.ready().await.unwrap().call(request("/ok")).await.unwrap();
+    let response = service
+        .ready()
+        .await
+        .unwrap()
+        .call(request("/ok"))
+        .await
+        .unwrap();
     assert_eq!(response.status(), 200);
 }
 
@@ -115,10 +173,15 @@ impl LogSink for Capture {
 async fn server_errors_are_logged_with_the_real_message() {
     let capture = Arc::new(Capture::default());
     let mut request = request("/crash");
-    request.extensions_mut().insert(Logger::with_sink(capture.clone()));
+    request
+        .extensions_mut()
+        .insert(Logger::with_sink(capture.clone()));
     let response = service(Mode::Production).oneshot(request).await.unwrap();
     assert_eq!(response.status(), 500);
-    assert_eq!(capture.0.lock().unwrap()[0], (Level::Error, "GET /crash: 500 database is down".to_owned()));
+    assert_eq!(
+        capture.0.lock().unwrap()[0],
+        (Level::Error, "GET /crash: 500 database is down".to_owned())
+    );
 }
 
 /// A custom envelope: `{"ok":true,"result":...}` / `{"ok":false,"reason":...}`, errors always 200.
@@ -127,17 +190,33 @@ struct Custom;
 
 impl ResultHandler for Custom {
     fn positive(&self, output: &Schema) -> Vec<ResponseDescription> {
-        vec![ResponseDescription { status: StatusCode::OK, schema: output.clone(), mime_types: vec!["application/json".into()] }]
+        vec![ResponseDescription {
+            status: StatusCode::OK,
+            schema: output.clone(),
+            mime_types: vec!["application/json".into()],
+        }]
     }
 
     fn negative(&self) -> Vec<ResponseDescription> {
         Vec::new()
     }
 
-    fn handle(&self, result: Result<Output, ApiError>, request: &RequestInfo, _: &Logger) -> Response<ResponseBody> {
+    fn handle(
+        &self,
+        result: Result<Output, ApiError>,
+        request: &RequestInfo,
+        _: &Logger,
+    ) -> Response<ResponseBody> {
         let body = match result {
-            Ok(output) => format!(r#"{{"ok":true,"result":{},"path":"{}"}}"#, output.data().get(), request.uri.path()),
-            Err(error) => format!(r#"{{"ok":false,"reason":{}}}"#, serde_json::to_string(error.message()).unwrap()),
+            Ok(output) => format!(
+                r#"{{"ok":true,"result":{},"path":"{}"}}"#,
+                output.data().get(),
+                request.uri.path()
+            ),
+            Err(error) => format!(
+                r#"{{"ok":false,"reason":{}}}"#,
+                serde_json::to_string(error.message()).unwrap()
+            ),
         };
         crate::json_response(StatusCode::OK, body)
     }
@@ -147,10 +226,13 @@ impl ResultHandler for Custom {
 async fn custom_result_handler_replaces_the_envelope() {
     let service = tower_layer::Layer::layer(
         &FormatLayer::new(Custom),
-        service_fn(|request: Request<()>| async move { outcome(request.uri().path()).await }),
+        service_fn(|request: Request<()>| async move { outcome(request.uri().path()) }),
     );
     let response = service.clone().oneshot(request("/ok")).await.unwrap();
-    assert_eq!(body(response).await, r#"{"ok":true,"result":{"a":[1,2]},"path":"/ok"}"#);
+    assert_eq!(
+        body(response).await,
+        r#"{"ok":true,"result":{"a":[1,2]},"path":"/ok"}"#
+    );
     let response = service.oneshot(request("/zzz")).await.unwrap();
     assert_eq!(response.status(), 200);
     assert_eq!(body(response).await, r#"{"ok":false,"reason":"Not found"}"#);
@@ -160,6 +242,12 @@ async fn custom_result_handler_replaces_the_envelope() {
 fn default_descriptions_wrap_the_output_schema() {
     let output = schemars::json_schema!({"type": "string"});
     let positive = DefaultResultHandler.positive(&output);
-    assert_eq!(positive[0].schema.as_value()["properties"]["data"], *output.as_value());
-    assert_eq!(DefaultResultHandler.negative()[0].mime_types, ["application/json"]);
+    assert_eq!(
+        positive[0].schema.as_value()["properties"]["data"],
+        *output.as_value()
+    );
+    assert_eq!(
+        DefaultResultHandler.negative()[0].mime_types,
+        ["application/json"]
+    );
 }

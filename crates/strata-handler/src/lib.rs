@@ -71,7 +71,9 @@ pub fn handler_fn<F>(f: F) -> HandlerFn<F> {
 
 impl<F> fmt::Debug for HandlerFn<F> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("HandlerFn").field("f", &std::any::type_name::<F>()).finish()
+        f.debug_struct("HandlerFn")
+            .field("f", &std::any::type_name::<F>())
+            .finish()
     }
 }
 
@@ -102,7 +104,9 @@ pub fn handler_with_request<F>(f: F) -> RequestHandlerFn<F> {
 
 impl<F> fmt::Debug for RequestHandlerFn<F> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("RequestHandlerFn").field("f", &std::any::type_name::<F>()).finish()
+        f.debug_struct("RequestHandlerFn")
+            .field("f", &std::any::type_name::<F>())
+            .finish()
     }
 }
 
@@ -167,7 +171,6 @@ where
     }
 }
 
-
 #[cfg(test)]
 mod tests {
     use std::sync::{Arc, Mutex};
@@ -198,31 +201,51 @@ mod tests {
                 Ok(format!("{} {} {input}", request.method, request.uri.path()))
             },
         ));
-        let mut request =
-            Request::post("/sum").body(Validated { input: 3u32, ctx: HNil.push("ada") }).unwrap();
-        request.extensions_mut().insert(Logger::with_sink(capture.clone()));
+        let mut request = Request::post("/sum")
+            .body(Validated {
+                input: 3u32,
+                ctx: HNil.push("ada"),
+            })
+            .unwrap();
+        request
+            .extensions_mut()
+            .insert(Logger::with_sink(capture.clone()));
         assert_eq!(service.oneshot(request).await.unwrap(), "POST /sum 3");
-        assert_eq!(capture.0.lock().unwrap()[0], (Level::Info, "ada asked".to_owned()));
+        assert_eq!(
+            capture.0.lock().unwrap()[0],
+            (Level::Info, "ada asked".to_owned())
+        );
     }
 
     #[tokio::test]
     async fn errors_keep_status_and_headers() {
         let service = HandlerService::new(handler_fn(|(): (), _: HNil, _: Logger| async {
             Err::<(), _>(
-                http_error!(429, "Too many").with_header(RETRY_AFTER, HeaderValue::from_static("5")),
+                http_error!(429, "Too many")
+                    .with_header(RETRY_AFTER, HeaderValue::from_static("5")),
             )
         }));
-        let error = service.oneshot(Request::new(Validated { input: (), ctx: HNil })).await.unwrap_err();
+        let error = service
+            .oneshot(Request::new(Validated {
+                input: (),
+                ctx: HNil,
+            }))
+            .await
+            .unwrap_err();
         assert_eq!(error.status(), 429);
         assert_eq!(error.headers().unwrap()[RETRY_AFTER], "5");
     }
 
     #[tokio::test]
     async fn plain_errors_become_500() {
-        let service = HandlerService::new(handler_fn(|raw: String, _: HNil, _: Logger| async move {
-            Ok(raw.parse::<u8>()?)
-        }));
-        let request = Request::new(Validated { input: "x".to_owned(), ctx: HNil });
+        let service =
+            HandlerService::new(handler_fn(|raw: String, _: HNil, _: Logger| async move {
+                Ok(raw.parse::<u8>()?)
+            }));
+        let request = Request::new(Validated {
+            input: "x".to_owned(),
+            ctx: HNil,
+        });
         let error = service.oneshot(request).await.unwrap_err();
         assert_eq!(error.status(), 500);
         assert_eq!(error.message(), "invalid digit found in string");

@@ -20,12 +20,20 @@ use crate::service::MiddlewareService;
 
 /// A service that takes the request with context `C`: what a middleware chain wraps and yields.
 pub trait StagedService<C>:
-    Service<Request<Staged<C>>, Error = ApiError, Future: Send + 'static> + Clone + Send + Sync + 'static
+    Service<Request<Staged<C>>, Error = ApiError, Future: Send + 'static>
+    + Clone
+    + Send
+    + Sync
+    + 'static
 {
 }
 
 impl<T, C> StagedService<C> for T where
-    T: Service<Request<Staged<C>>, Error = ApiError, Future: Send + 'static> + Clone + Send + Sync + 'static
+    T: Service<Request<Staged<C>>, Error = ApiError, Future: Send + 'static>
+        + Clone
+        + Send
+        + Sync
+        + 'static
 {
 }
 
@@ -60,19 +68,28 @@ pub struct Chain<I, H, Rest> {
 impl<I, H, Rest> Chain<I, H, Rest> {
     /// `rest`, then `last`.
     pub fn new(rest: Rest, last: Middleware<I, H>) -> Self {
-        Self { last: Arc::new(last), rest }
+        Self {
+            last: Arc::new(last),
+            rest,
+        }
     }
 }
 
 impl<I, H, Rest: Clone> Clone for Chain<I, H, Rest> {
     fn clone(&self) -> Self {
-        Self { last: Arc::clone(&self.last), rest: self.rest.clone() }
+        Self {
+            last: Arc::clone(&self.last),
+            rest: self.rest.clone(),
+        }
     }
 }
 
 impl<I, H, Rest: fmt::Debug> fmt::Debug for Chain<I, H, Rest> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Chain").field("rest", &self.rest).field("last", &self.last).finish()
+        f.debug_struct("Chain")
+            .field("rest", &self.rest)
+            .field("last", &self.last)
+            .finish()
     }
 }
 
@@ -87,6 +104,9 @@ where
     type Wrapped<S: StagedService<HCons<H::Output, C>>> = Rest::Wrapped<MiddlewareService<S, I, H>>;
 
     fn wrap<S: StagedService<HCons<H::Output, C>>>(&self, inner: S) -> Self::Wrapped<S> {
-        self.rest.wrap(MiddlewareService::from_shared(inner, Arc::clone(&self.last)))
+        self.rest.wrap(MiddlewareService::from_shared(
+            inner,
+            Arc::clone(&self.last),
+        ))
     }
 }

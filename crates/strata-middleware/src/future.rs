@@ -47,11 +47,18 @@ where
     S: Service<Request<Staged<HCons<O, C>>>>,
 {
     pub(crate) fn error(error: ApiError) -> Self {
-        Self { state: State::Error { error: Some(error) } }
+        Self {
+            state: State::Error { error: Some(error) },
+        }
     }
 
     pub(crate) fn running(middleware: M, inner: S, parts: Parts, staged: Staged<C>) -> Self {
-        Self { state: State::Running { middleware, rest: Some((inner, parts, staged)) } }
+        Self {
+            state: State::Running {
+                middleware,
+                rest: Some((inner, parts, staged)),
+            },
+        }
     }
 }
 
@@ -68,15 +75,25 @@ where
             match this.state.as_mut().project() {
                 StateProj::Inner { future } => return future.poll(cx),
                 StateProj::Error { error } => {
-                    let error = error.take().unwrap_or_else(|| ApiError::internal("polled after completion"));
+                    let error = error
+                        .take()
+                        .unwrap_or_else(|| ApiError::internal("polled after completion"));
                     return Poll::Ready(Err(error));
                 }
                 StateProj::Running { middleware, rest } => {
                     let next = match ready!(middleware.poll(cx)) {
                         Ok(output) => match rest.take() {
                             Some((mut inner, parts, Staged { input, ctx })) => {
-                                let staged = Staged { input, ctx: HCons { head: output, tail: ctx } };
-                                State::Inner { future: inner.call(Request::from_parts(parts, staged)) }
+                                let staged = Staged {
+                                    input,
+                                    ctx: HCons {
+                                        head: output,
+                                        tail: ctx,
+                                    },
+                                };
+                                State::Inner {
+                                    future: inner.call(Request::from_parts(parts, staged)),
+                                }
                             }
                             None => State::Error { error: None },
                         },

@@ -14,7 +14,9 @@ pub struct MiddlewareLayer<I, H> {
 impl<I, H> MiddlewareLayer<I, H> {
     /// A layer running `middleware`.
     pub fn new(middleware: Middleware<I, H>) -> Self {
-        Self { middleware: Arc::new(middleware) }
+        Self {
+            middleware: Arc::new(middleware),
+        }
     }
 
     /// The middleware.
@@ -25,13 +27,17 @@ impl<I, H> MiddlewareLayer<I, H> {
 
 impl<I, H> Clone for MiddlewareLayer<I, H> {
     fn clone(&self) -> Self {
-        Self { middleware: Arc::clone(&self.middleware) }
+        Self {
+            middleware: Arc::clone(&self.middleware),
+        }
     }
 }
 
 impl<I, H> fmt::Debug for MiddlewareLayer<I, H> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("MiddlewareLayer").field("middleware", &self.middleware).finish()
+        f.debug_struct("MiddlewareLayer")
+            .field("middleware", &self.middleware)
+            .finish()
     }
 }
 

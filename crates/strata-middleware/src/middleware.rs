@@ -71,7 +71,11 @@ impl<I, F> Middleware<I, Stateless<F>> {
         F: Fn(I, &Parts, &Logger) -> Fut + Clone + Send + Sync + 'static,
         Fut: Future<Output = Result<O, ApiError>> + Send + 'static,
     {
-        Self { handler: Stateless(f), decoder: Decoder::new(), security: None }
+        Self {
+            handler: Stateless(f),
+            decoder: Decoder::new(),
+            security: None,
+        }
     }
 }
 
@@ -83,7 +87,11 @@ impl<I, F> Middleware<I, WithContext<F>> {
         F: Fn(I, &Parts, &C, &Logger) -> Fut + Clone + Send + Sync + 'static,
         Fut: Future<Output = Result<O, ApiError>> + Send + 'static,
     {
-        Self { handler: WithContext(f), decoder: Decoder::new(), security: None }
+        Self {
+            handler: WithContext(f),
+            decoder: Decoder::new(),
+            security: None,
+        }
     }
 }
 
@@ -115,7 +123,11 @@ impl<I: JsonSchema, H> Middleware<I, H> {
 
 impl<I, H: Clone> Clone for Middleware<I, H> {
     fn clone(&self) -> Self {
-        Self { handler: self.handler.clone(), decoder: self.decoder.clone(), security: self.security.clone() }
+        Self {
+            handler: self.handler.clone(),
+            decoder: self.decoder.clone(),
+            security: self.security.clone(),
+        }
     }
 }
 

@@ -47,7 +47,10 @@ impl<S, I, H> MiddlewareService<S, I, H> {
 
 impl<S: Clone, I, H> Clone for MiddlewareService<S, I, H> {
     fn clone(&self) -> Self {
-        Self { inner: self.inner.clone(), middleware: Arc::clone(&self.middleware) }
+        Self {
+            inner: self.inner.clone(),
+            middleware: Arc::clone(&self.middleware),
+        }
     }
 }
 
@@ -82,7 +85,10 @@ where
             Err(error) => return ResponseFuture::error(error),
         };
         let logger = Logger::from_extensions(&parts.extensions);
-        let running = self.middleware.handler.call(input, &parts, &staged.ctx, &logger);
+        let running = self
+            .middleware
+            .handler
+            .call(input, &parts, &staged.ctx, &logger);
         // The inner service is called after the middleware's future: take the ready one along.
         let clone = self.inner.clone();
         let inner = std::mem::replace(&mut self.inner, clone);

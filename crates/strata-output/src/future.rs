@@ -35,10 +35,13 @@ where
         let this = self.project();
         let output = ready!(this.inner.poll(cx))?;
         if let Err(message) = this.checker.check(&output, Some("output")) {
-            return Poll::Ready(Err(ApiError::internal(message).with_kind(ErrorKind::OutputValidation)));
+            return Poll::Ready(Err(
+                ApiError::internal(message).with_kind(ErrorKind::OutputValidation)
+            ));
         }
         Poll::Ready(Output::new(&output).map_err(|error| {
-            ApiError::internal(format!("Failed to serialize the output: {error}")).with_source(error)
+            ApiError::internal(format!("Failed to serialize the output: {error}"))
+                .with_source(error)
         }))
     }
 }

@@ -13,7 +13,9 @@ pub struct OutputLayer<O> {
 impl<O> OutputLayer<O> {
     /// A layer for output type `O`.
     pub fn new() -> Self {
-        Self { checker: Decoder::new() }
+        Self {
+            checker: Decoder::new(),
+        }
     }
 }
 
@@ -25,13 +27,17 @@ impl<O> Default for OutputLayer<O> {
 
 impl<O> Clone for OutputLayer<O> {
     fn clone(&self) -> Self {
-        Self { checker: self.checker.clone() }
+        Self {
+            checker: self.checker.clone(),
+        }
     }
 }
 
 impl<O> fmt::Debug for OutputLayer<O> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("OutputLayer").field("checker", &self.checker).finish()
+        f.debug_struct("OutputLayer")
+            .field("checker", &self.checker)
+            .finish()
     }
 }
 

@@ -43,13 +43,19 @@ impl<S, O> OutputService<S, O> {
 
 impl<S: Clone, O> Clone for OutputService<S, O> {
     fn clone(&self) -> Self {
-        Self { inner: self.inner.clone(), checker: self.checker.clone() }
+        Self {
+            inner: self.inner.clone(),
+            checker: self.checker.clone(),
+        }
     }
 }
 
 impl<S: fmt::Debug, O> fmt::Debug for OutputService<S, O> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("OutputService").field("inner", &self.inner).field("checker", &self.checker).finish()
+        f.debug_struct("OutputService")
+            .field("inner", &self.inner)
+            .field("checker", &self.checker)
+            .finish()
     }
 }
 

@@ -30,10 +30,19 @@ async fn run(page: Result<Page, ApiError>) -> Result<Output, ApiError> {
         service_fn(move |(): ()| {
             let page = match &page {
                 Ok(p) => Ok(Page {
-                    items: p.items.iter().map(|i| Item { display_name: i.display_name.clone() }).collect(),
+                    items: p
+                        .items
+                        .iter()
+                        .map(|i| Item {
+                            display_name: i.display_name.clone(),
+                        })
+                        .collect(),
                     total_count: p.total_count,
                 }),
-                Err(e) => Err(ApiError::from_code(e.status().as_u16(), e.message().to_owned())),
+                Err(e) => Err(ApiError::from_code(
+                    e.status().as_u16(),
+                    e.message().to_owned(),
+                )),
             };
             async move { page }
         }),
@@ -43,15 +52,28 @@ async fn run(page: Result<Page, ApiError>) -> Result<Output, ApiError> {
 
 #[tokio::test]
 async fn serializes_once_with_wire_names() {
-    let page = Page { items: vec![Item { display_name: "a".into() }], total_count: 1 };
+    let page = Page {
+        items: vec![Item {
+            display_name: "a".into(),
+        }],
+        total_count: 1,
+    };
     let output = run(Ok(page)).await.unwrap();
     assert_eq!(output.status(), 200);
-    assert_eq!(output.data().get(), r#"{"items":[{"displayName":"a"}],"totalCount":1}"#);
+    assert_eq!(
+        output.data().get(),
+        r#"{"items":[{"displayName":"a"}],"totalCount":1}"#
+    );
 }
 
 #[tokio::test]
 async fn rule_violations_are_500_naming_output_fields() {
-    let page = Page { items: vec![Item { display_name: String::new() }], total_count: 11 };
+    let page = Page {
+        items: vec![Item {
+            display_name: String::new(),
+        }],
+        total_count: 11,
+    };
     let error = run(Ok(page)).await.unwrap_err();
     assert_eq!(error.status(), 500);
     assert_eq!(error.kind(), ErrorKind::OutputValidation);
@@ -63,7 +85,9 @@ async fn rule_violations_are_500_naming_output_fields() {
 
 #[tokio::test]
 async fn handler_errors_pass_through() {
-    let error = run(Err(http_error!(404, "no such page"))).await.unwrap_err();
+    let error = run(Err(http_error!(404, "no such page")))
+        .await
+        .unwrap_err();
     assert_eq!(error.status(), 404);
     assert_eq!(error.message(), "no such page");
 }
@@ -78,9 +102,19 @@ async fn serialization_failures_are_500() {
     }
     let service = tower_layer::Layer::layer(
         &OutputLayer::<Bad>::new(),
-        service_fn(|(): ()| async { Ok::<_, ApiError>(Bad { map: BTreeMap::from([((1, 2), 3)]) }) }),
+        service_fn(|(): ()| async {
+            Ok::<_, ApiError>(Bad {
+                map: BTreeMap::from([((1, 2), 3)]),
+            })
+        }),
     );
     let error = service.oneshot(()).await.unwrap_err();
     assert_eq!(error.status(), 500);
-    assert!(error.message().starts_with("Failed to serialize the output: "), "{}", error.message());
+    assert!(
+        error
+            .message()
+            .starts_with("Failed to serialize the output: "),
+        "{}",
+        error.message()
+    );
 }

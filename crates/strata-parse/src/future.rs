@@ -42,16 +42,24 @@ pin_project! {
 
 impl<B, S: Service<Request<Parsed>>> ResponseFuture<B, S> {
     pub(crate) fn error(error: ApiError) -> Self {
-        Self { state: State::Error { error: Some(error) } }
+        Self {
+            state: State::Error { error: Some(error) },
+        }
     }
 
     pub(crate) fn inner(future: S::Future) -> Self {
-        Self { state: State::Inner { future } }
+        Self {
+            state: State::Inner { future },
+        }
     }
 
     pub(crate) fn reading(body: B, capacity: usize, pending: Pending<S>) -> Self {
         Self {
-            state: State::Reading { body, buffer: Vec::with_capacity(capacity), pending: Some(pending) },
+            state: State::Reading {
+                body,
+                buffer: Vec::with_capacity(capacity),
+                pending: Some(pending),
+            },
         }
     }
 }
@@ -70,15 +78,23 @@ where
             match this.state.as_mut().project() {
                 StateProj::Inner { future } => return future.poll(cx),
                 StateProj::Error { error } => {
-                    let error = error.take().unwrap_or_else(|| ApiError::internal("polled after completion"));
+                    let error = error
+                        .take()
+                        .unwrap_or_else(|| ApiError::internal("polled after completion"));
                     return Poll::Ready(Err(error));
                 }
-                StateProj::Reading { mut body, buffer, pending } => {
+                StateProj::Reading {
+                    mut body,
+                    buffer,
+                    pending,
+                } => {
                     let limit = pending.as_ref().map_or(0, |p| p.limit);
                     let frame = ready!(body.as_mut().poll_frame(cx));
                     match frame {
                         Some(Ok(frame)) => {
-                            let Ok(mut data) = frame.into_data() else { continue };
+                            let Ok(mut data) = frame.into_data() else {
+                                continue;
+                            };
                             if buffer.len() + data.remaining() > limit {
                                 let error = too_large(limit);
                                 this.state.set(State::Error { error: Some(error) });
@@ -106,8 +122,14 @@ where
                             };
                             let next = match parse_body(pending.kind, buffer, pending.max_fields) {
                                 Ok(body) => {
-                                    let parsed = Parsed { query: pending.query, body, params: pending.params };
-                                    let future = pending.inner.call(Request::from_parts(pending.parts, parsed));
+                                    let parsed = Parsed {
+                                        query: pending.query,
+                                        body,
+                                        params: pending.params,
+                                    };
+                                    let future = pending
+                                        .inner
+                                        .call(Request::from_parts(pending.parts, parsed));
                                     State::Inner { future }
                                 }
                                 Err(error) => State::Error { error: Some(error) },

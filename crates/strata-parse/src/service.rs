@@ -71,7 +71,8 @@ fn body_kind(headers: &HeaderMap) -> Result<BodyKind, ApiError> {
 }
 
 fn unsupported(message: String) -> ApiError {
-    ApiError::new(StatusCode::UNSUPPORTED_MEDIA_TYPE, message).with_kind(ErrorKind::UnsupportedMediaType)
+    ApiError::new(StatusCode::UNSUPPORTED_MEDIA_TYPE, message)
+        .with_kind(ErrorKind::UnsupportedMediaType)
 }
 
 pub(crate) fn too_large(limit: usize) -> ApiError {
@@ -86,7 +87,11 @@ fn text_error(what: &str, error: &DecodeTextError) -> ApiError {
     ApiError::bad_request(ErrorKind::Parse, format!("Invalid {what}: {error}"))
 }
 
-pub(crate) fn parse_body(kind: BodyKind, bytes: &[u8], max_fields: usize) -> Result<ParsedBody, ApiError> {
+pub(crate) fn parse_body(
+    kind: BodyKind,
+    bytes: &[u8],
+    max_fields: usize,
+) -> Result<ParsedBody, ApiError> {
     if bytes.is_empty() {
         return Ok(ParsedBody::Empty);
     }
@@ -106,7 +111,10 @@ pub(crate) fn parse_body(kind: BodyKind, bytes: &[u8], max_fields: usize) -> Res
                     format!("JSON body must be an object, got {what}"),
                 ))
             }
-            Err(error) => Err(ApiError::bad_request(ErrorKind::Parse, format!("Invalid JSON body: {error}"))),
+            Err(error) => Err(ApiError::bad_request(
+                ErrorKind::Parse,
+                format!("Invalid JSON body: {error}"),
+            )),
         },
         BodyKind::Form => parse_urlencoded(bytes, max_fields)
             .map(ParsedBody::Form)
@@ -116,7 +124,8 @@ pub(crate) fn parse_body(kind: BodyKind, bytes: &[u8], max_fields: usize) -> Res
 
 fn parse_query(parts: &Parts, max_fields: usize) -> Result<Vec<(String, TextValue)>, ApiError> {
     match parts.uri.query() {
-        Some(query) => parse_urlencoded(query.as_bytes(), max_fields).map_err(|e| text_error("query string", &e)),
+        Some(query) => parse_urlencoded(query.as_bytes(), max_fields)
+            .map_err(|e| text_error("query string", &e)),
         None => Ok(Vec::new()),
     }
 }
@@ -149,7 +158,11 @@ where
         };
         let empty = body.is_end_stream() || body.size_hint().exact() == Some(0);
         if empty || !options.input_sources.reads_body(&parts.method) {
-            let parsed = Parsed { query, body: ParsedBody::Empty, params };
+            let parsed = Parsed {
+                query,
+                body: ParsedBody::Empty,
+                params,
+            };
             return ResponseFuture::inner(self.inner.call(Request::from_parts(parts, parsed)));
         }
         let kind = match body_kind(&parts.headers) {
@@ -164,15 +177,22 @@ where
         // The read is asynchronous: the future takes a ready clone and leaves a fresh one here.
         let clone = self.inner.clone();
         let inner = std::mem::replace(&mut self.inner, clone);
-        let capacity = declared.and_then(|n| usize::try_from(n).ok()).unwrap_or(0).min(limit);
-        ResponseFuture::reading(body, capacity, Pending {
-            parts,
-            query,
-            params,
-            kind,
-            limit,
-            max_fields: options.max_fields,
-            inner,
-        })
+        let capacity = declared
+            .and_then(|n| usize::try_from(n).ok())
+            .unwrap_or(0)
+            .min(limit);
+        ResponseFuture::reading(
+            body,
+            capacity,
+            Pending {
+                parts,
+                query,
+                params,
+                kind,
+                limit,
+                max_fields: options.max_fields,
+                inner,
+            },
+        )
     }
 }

@@ -7,7 +7,9 @@ use std::task::{Context, Poll};
 use bytes::Bytes;
 use http::{Method, Request};
 use http_body::{Body, Frame};
-use strata_core::{ApiError, ErrorKind, InputSource, InputSources, Parsed, ParsedBody, PathParams, TextValue};
+use strata_core::{
+    ApiError, ErrorKind, InputSource, InputSources, Parsed, ParsedBody, PathParams, TextValue,
+};
 use tower::{ServiceExt, service_fn};
 
 use crate::ParseLayer;
@@ -19,20 +21,33 @@ where
 {
     let service = tower_layer::Layer::layer(
         &layer,
-        service_fn(|request: Request<Parsed>| async move { Ok::<_, ApiError>(request.into_body()) }),
+        service_fn(
+            |request: Request<Parsed>| async move { Ok::<_, ApiError>(request.into_body()) },
+        ),
     );
     service.oneshot(request).await
 }
 
 fn post(content_type: &str, body: &'static str) -> Request<String> {
-    Request::post("/").header("content-type", content_type).body(body.to_owned()).unwrap()
+    Request::post("/")
+        .header("content-type", content_type)
+        .body(body.to_owned())
+        .unwrap()
 }
 
 #[tokio::test]
 async fn json_bodies() {
-    for content_type in ["application/json", "application/json; charset=utf-8", "application/vnd.api+json"] {
-        let parsed = parse(ParseLayer::new(), post(content_type, r#"{"a":1}"#)).await.unwrap();
-        let ParsedBody::Json(map) = parsed.body else { panic!("not json for {content_type}") };
+    for content_type in [
+        "application/json",
+        "application/json; charset=utf-8",
+        "application/vnd.api+json",
+    ] {
+        let parsed = parse(ParseLayer::new(), post(content_type, r#"{"a":1}"#))
+            .await
+            .unwrap();
+        let ParsedBody::Json(map) = parsed.body else {
+            panic!("not json for {content_type}")
+        };
         assert_eq!(map["a"], 1);
     }
 }
@@ -52,12 +67,17 @@ async fn form_bodies_group_repeated_keys() {
 
 #[tokio::test]
 async fn query_lists_and_utf8() {
-    let request = Request::get("/x?a=1&a=2&name=J%C3%BCrgen+M").body(String::new()).unwrap();
+    let request = Request::get("/x?a=1&a=2&name=J%C3%BCrgen+M")
+        .body(String::new())
+        .unwrap();
     let parsed = parse(ParseLayer::new(), request).await.unwrap();
-    assert_eq!(parsed.query, vec![
-        ("a".into(), TextValue::Many(vec!["1".into(), "2".into()])),
-        ("name".into(), TextValue::One("Jürgen M".into())),
-    ]);
+    assert_eq!(
+        parsed.query,
+        vec![
+            ("a".into(), TextValue::Many(vec!["1".into(), "2".into()])),
+            ("name".into(), TextValue::One("Jürgen M".into())),
+        ]
+    );
 }
 
 #[tokio::test]
@@ -67,44 +87,67 @@ async fn bad_query_encoding_is_400() {
         let error = parse(ParseLayer::new(), request).await.unwrap_err();
         assert_eq!(error.status(), 400, "{uri}");
         assert_eq!(error.kind(), ErrorKind::Parse);
-        assert!(error.message().starts_with("Invalid query string: "), "{}", error.message());
+        assert!(
+            error.message().starts_with("Invalid query string: "),
+            "{}",
+            error.message()
+        );
     }
 }
 
 #[tokio::test]
 async fn too_many_fields_is_400_naming_the_limit() {
     let request = Request::get("/x?a=1&b=2&c=3").body(String::new()).unwrap();
-    let error = parse(ParseLayer::new().max_fields(2), request).await.unwrap_err();
+    let error = parse(ParseLayer::new().max_fields(2), request)
+        .await
+        .unwrap_err();
     assert_eq!(error.status(), 400);
-    assert_eq!(error.message(), "Invalid query string: more than 2 parameters");
+    assert_eq!(
+        error.message(),
+        "Invalid query string: more than 2 parameters"
+    );
 }
 
 #[tokio::test]
 async fn empty_body_is_empty_object() {
-    let parsed = parse(ParseLayer::new(), post("application/json", "")).await.unwrap();
+    let parsed = parse(ParseLayer::new(), post("application/json", ""))
+        .await
+        .unwrap();
     assert_eq!(parsed.body, ParsedBody::Empty);
     // even without a content type
     let request = Request::post("/").body(String::new()).unwrap();
-    assert_eq!(parse(ParseLayer::new(), request).await.unwrap().body, ParsedBody::Empty);
+    assert_eq!(
+        parse(ParseLayer::new(), request).await.unwrap().body,
+        ParsedBody::Empty
+    );
 }
 
 #[tokio::test]
 async fn malformed_json_says_where() {
-    let error = parse(ParseLayer::new(), post("application/json", "{\n  \"a\": }")).await.unwrap_err();
+    let error = parse(ParseLayer::new(), post("application/json", "{\n  \"a\": }"))
+        .await
+        .unwrap_err();
     assert_eq!(error.status(), 400);
-    assert_eq!(error.message(), "Invalid JSON body: expected value at line 2 column 8");
+    assert_eq!(
+        error.message(),
+        "Invalid JSON body: expected value at line 2 column 8"
+    );
 }
 
 #[tokio::test]
 async fn json_must_be_an_object() {
-    let error = parse(ParseLayer::new(), post("application/json", "[1]")).await.unwrap_err();
+    let error = parse(ParseLayer::new(), post("application/json", "[1]"))
+        .await
+        .unwrap_err();
     assert_eq!(error.status(), 400);
     assert_eq!(error.message(), "JSON body must be an object, got an array");
 }
 
 #[tokio::test]
 async fn unreadable_content_type_is_415() {
-    let error = parse(ParseLayer::new(), post("text/plain", "hello")).await.unwrap_err();
+    let error = parse(ParseLayer::new(), post("text/plain", "hello"))
+        .await
+        .unwrap_err();
     assert_eq!(error.status(), 415);
     assert_eq!(error.message(), "Unsupported Content-Type: text/plain");
     let request = Request::post("/").body("hello".to_owned()).unwrap();
@@ -115,20 +158,39 @@ async fn unreadable_content_type_is_415() {
 
 #[tokio::test]
 async fn multipart_without_uploads_is_415() {
-    let error = parse(ParseLayer::new(), post("multipart/form-data; boundary=x", "--x--")).await.unwrap_err();
+    let error = parse(
+        ParseLayer::new(),
+        post("multipart/form-data; boundary=x", "--x--"),
+    )
+    .await
+    .unwrap_err();
     assert_eq!(error.status(), 415);
-    assert_eq!(error.message(), "Unsupported Content-Type: multipart/form-data");
+    assert_eq!(
+        error.message(),
+        "Unsupported Content-Type: multipart/form-data"
+    );
 }
 
 #[tokio::test]
 async fn body_is_ignored_when_the_method_does_not_read_it() {
-    let request = Request::get("/").header("content-type", "text/plain").body("x".to_owned()).unwrap();
-    assert_eq!(parse(ParseLayer::new(), request).await.unwrap().body, ParsedBody::Empty);
+    let request = Request::get("/")
+        .header("content-type", "text/plain")
+        .body("x".to_owned())
+        .unwrap();
+    assert_eq!(
+        parse(ParseLayer::new(), request).await.unwrap().body,
+        ParsedBody::Empty
+    );
     // unless the sources say otherwise
     let mut sources = InputSources::default();
     sources.set(&Method::GET, [InputSource::Body]);
-    let request = Request::get("/").header("content-type", "application/json").body("{}".to_owned()).unwrap();
-    let parsed = parse(ParseLayer::new().input_sources(sources), request).await.unwrap();
+    let request = Request::get("/")
+        .header("content-type", "application/json")
+        .body("{}".to_owned())
+        .unwrap();
+    let parsed = parse(ParseLayer::new().input_sources(sources), request)
+        .await
+        .unwrap();
     assert_eq!(parsed.body, ParsedBody::Json(serde_json::Map::new()));
 }
 
@@ -140,17 +202,27 @@ async fn declared_length_over_limit_is_413_before_reading() {
         .body(Endless::default())
         .unwrap();
     let polls = request.body().polls.clone();
-    let error = parse(ParseLayer::new().body_limit(10), request).await.unwrap_err();
+    let error = parse(ParseLayer::new().body_limit(10), request)
+        .await
+        .unwrap_err();
     assert_eq!(error.status(), 413);
-    assert_eq!(error.message(), "Request body exceeds the limit of 10 bytes");
+    assert_eq!(
+        error.message(),
+        "Request body exceeds the limit of 10 bytes"
+    );
     assert_eq!(polls.load(Ordering::SeqCst), 0);
 }
 
 #[tokio::test]
 async fn streamed_body_stops_at_the_limit() {
-    let request = Request::post("/").header("content-type", "application/json").body(Endless::default()).unwrap();
+    let request = Request::post("/")
+        .header("content-type", "application/json")
+        .body(Endless::default())
+        .unwrap();
     let polls = request.body().polls.clone();
-    let error = parse(ParseLayer::new().body_limit(4096), request).await.unwrap_err();
+    let error = parse(ParseLayer::new().body_limit(4096), request)
+        .await
+        .unwrap_err();
     assert_eq!(error.status(), 413);
     assert_eq!(error.kind(), ErrorKind::PayloadTooLarge);
     // 1 KiB chunks: the fifth one crosses 4 KiB and reading stops there.
@@ -159,24 +231,36 @@ async fn streamed_body_stops_at_the_limit() {
 
 #[tokio::test]
 async fn body_exactly_at_limit_is_read() {
-    let parsed = parse(ParseLayer::new().body_limit(7), post("application/json", r#"{"a":1}"#)).await;
+    let parsed = parse(
+        ParseLayer::new().body_limit(7),
+        post("application/json", r#"{"a":1}"#),
+    )
+    .await;
     assert!(parsed.is_ok());
 }
 
 #[tokio::test]
 async fn path_params_come_from_extensions() {
     let mut request = Request::get("/users/7").body(String::new()).unwrap();
-    request.extensions_mut().insert([("id", "7")].into_iter().collect::<PathParams>());
+    request
+        .extensions_mut()
+        .insert([("id", "7")].into_iter().collect::<PathParams>());
     let parsed = parse(ParseLayer::new(), request).await.unwrap();
     assert_eq!(parsed.params.iter().collect::<Vec<_>>(), [("id", "7")]);
 }
 
 #[tokio::test]
 async fn body_errors_are_400() {
-    let request = Request::post("/").header("content-type", "application/json").body(Failing).unwrap();
+    let request = Request::post("/")
+        .header("content-type", "application/json")
+        .body(Failing)
+        .unwrap();
     let error = parse(ParseLayer::new(), request).await.unwrap_err();
     assert_eq!(error.status(), 400);
-    assert_eq!(error.message(), "Failed to read the request body: connection reset");
+    assert_eq!(
+        error.message(),
+        "Failed to read the request body: connection reset"
+    );
 }
 
 /// A body that never ends, counting how many chunks were pulled.
@@ -189,7 +273,10 @@ impl Body for Endless {
     type Data = Bytes;
     type Error = Infallible;
 
-    fn poll_frame(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<Option<Result<Frame<Bytes>, Infallible>>> {
+    fn poll_frame(
+        self: Pin<&mut Self>,
+        _: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, Infallible>>> {
         self.polls.fetch_add(1, Ordering::SeqCst);
         Poll::Ready(Some(Ok(Frame::data(Bytes::from_static(&[b' '; 1024])))))
     }
@@ -201,7 +288,10 @@ impl Body for Failing {
     type Data = Bytes;
     type Error = std::io::Error;
 
-    fn poll_frame(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<Option<Result<Frame<Bytes>, Self::Error>>> {
+    fn poll_frame(
+        self: Pin<&mut Self>,
+        _: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, Self::Error>>> {
         Poll::Ready(Some(Err(std::io::Error::other("connection reset"))))
     }
 }

@@ -13,7 +13,9 @@ pub struct ValidateLayer<I> {
 impl<I> ValidateLayer<I> {
     /// A layer for input type `I`.
     pub fn new() -> Self {
-        Self { decoder: Decoder::new() }
+        Self {
+            decoder: Decoder::new(),
+        }
     }
 }
 
@@ -25,13 +27,17 @@ impl<I> Default for ValidateLayer<I> {
 
 impl<I> Clone for ValidateLayer<I> {
     fn clone(&self) -> Self {
-        Self { decoder: self.decoder.clone() }
+        Self {
+            decoder: self.decoder.clone(),
+        }
     }
 }
 
 impl<I> fmt::Debug for ValidateLayer<I> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("ValidateLayer").field("decoder", &self.decoder).finish()
+        f.debug_struct("ValidateLayer")
+            .field("decoder", &self.decoder)
+            .finish()
     }
 }
 

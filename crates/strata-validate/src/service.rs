@@ -45,13 +45,19 @@ impl<S, I> ValidateService<S, I> {
 
 impl<S: Clone, I> Clone for ValidateService<S, I> {
     fn clone(&self) -> Self {
-        Self { inner: self.inner.clone(), decoder: self.decoder.clone() }
+        Self {
+            inner: self.inner.clone(),
+            decoder: self.decoder.clone(),
+        }
     }
 }
 
 impl<S: fmt::Debug, I> fmt::Debug for ValidateService<S, I> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("ValidateService").field("inner", &self.inner).field("decoder", &self.decoder).finish()
+        f.debug_struct("ValidateService")
+            .field("inner", &self.inner)
+            .field("decoder", &self.decoder)
+            .finish()
     }
 }
 
@@ -73,7 +79,10 @@ where
         let (parts, staged) = request.into_parts();
         match self.decoder.decode(&staged.input) {
             Ok(input) => {
-                let validated = Validated { input, ctx: staged.ctx };
+                let validated = Validated {
+                    input,
+                    ctx: staged.ctx,
+                };
                 ShortCircuit::inner(self.inner.call(Request::from_parts(parts, validated)))
             }
             Err(error) => ShortCircuit::error(error),

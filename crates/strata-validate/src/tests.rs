@@ -3,7 +3,9 @@ use http::Request;
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::json;
-use strata_core::{ApiError, ErrorKind, HCons, HNil, Input, InputValue, Staged, TextValue, Validated};
+use strata_core::{
+    ApiError, ErrorKind, HCons, HNil, Input, InputValue, Staged, TextValue, Validated,
+};
 use tower::{ServiceExt, service_fn};
 
 use crate::ValidateLayer;
@@ -30,16 +32,24 @@ struct Pet {
     pet_name: String,
 }
 
-async fn validate<C: Send + 'static>(input: Input, ctx: C) -> Result<Validated<Signup, C>, ApiError> {
+async fn validate<C: Send + 'static>(
+    input: Input,
+    ctx: C,
+) -> Result<Validated<Signup, C>, ApiError> {
     let service = tower_layer::Layer::layer(
         &ValidateLayer::<Signup>::new(),
-        service_fn(|request: Request<Validated<Signup, C>>| async move { Ok::<_, ApiError>(request.into_body()) }),
+        service_fn(|request: Request<Validated<Signup, C>>| async move {
+            Ok::<_, ApiError>(request.into_body())
+        }),
     );
     service.oneshot(Request::new(Staged { input, ctx })).await
 }
 
 fn input(entries: &[(&str, InputValue)]) -> Input {
-    entries.iter().map(|(k, v)| ((*k).to_owned(), v.clone())).collect()
+    entries
+        .iter()
+        .map(|(k, v)| ((*k).to_owned(), v.clone()))
+        .collect()
 }
 
 #[tokio::test]
@@ -55,7 +65,13 @@ async fn decodes_text_and_json_and_keeps_ctx() {
     assert_eq!(validated.input.tags, ["solo"]);
     assert!(validated.input.newsletter);
     assert_eq!(validated.input.pets[0].pet_name, "Rex");
-    assert_eq!(validated.ctx, HCons { head: 7u8, tail: HNil });
+    assert_eq!(
+        validated.ctx,
+        HCons {
+            head: 7u8,
+            tail: HNil
+        }
+    );
 }
 
 #[tokio::test]
@@ -63,7 +79,10 @@ async fn every_rule_violation_is_listed_with_wire_paths() {
     let input = input(&[
         ("name", "".into()),
         ("age", "151".into()),
-        ("pets", InputValue::Json(json!([{"petName": "ok"}, {"petName": ""}]))),
+        (
+            "pets",
+            InputValue::Json(json!([{"petName": "ok"}, {"petName": ""}])),
+        ),
         ("tags", TextValue::Many(vec!["a".into(), "b".into()]).into()),
         ("newsletter", "false".into()),
     ]);
@@ -85,19 +104,28 @@ async fn json_values_are_strict() {
         ("newsletter", InputValue::Json(json!(false))),
     ]);
     let error = validate(input, HNil).await.unwrap_err();
-    assert_eq!(error.message(), "age: invalid type: string \"5\", expected u8");
+    assert_eq!(
+        error.message(),
+        "age: invalid type: string \"5\", expected u8"
+    );
 }
 
 #[tokio::test]
 async fn type_errors_name_the_nested_path() {
     let input = input(&[
         ("age", "1".into()),
-        ("pets", InputValue::Json(json!([{"petName": "a"}, {"petName": 3}]))),
+        (
+            "pets",
+            InputValue::Json(json!([{"petName": "a"}, {"petName": 3}])),
+        ),
         ("tags", "t".into()),
         ("newsletter", "nope".into()),
     ]);
     let error = validate(input, HNil).await.unwrap_err();
-    assert_eq!(error.message(), "pets[1].petName: invalid type: integer `3`, expected a string");
+    assert_eq!(
+        error.message(),
+        "pets[1].petName: invalid type: integer `3`, expected a string"
+    );
 }
 
 #[tokio::test]
@@ -109,5 +137,8 @@ async fn lenient_bool_rejects_other_words() {
         ("newsletter", "nope".into()),
     ]);
     let error = validate(input, HNil).await.unwrap_err();
-    assert_eq!(error.message(), "newsletter: invalid type: string \"nope\", expected a boolean");
+    assert_eq!(
+        error.message(),
+        "newsletter: invalid type: string \"nope\", expected a boolean"
+    );
 }

@@ -13,11 +13,14 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use strata_combine::CombineLayer;
 use strata_core::{
-    ApiError, Config, Endpoint, EndpointMeta, EndpointService, HCons, HNil, Logger, Output, Security,
+    ApiError, Config, Endpoint, EndpointMeta, EndpointService, HCons, HNil, Logger, Output,
+    Security,
 };
 use strata_format::{DefaultResultHandler, FormatLayer, ResultHandler};
 use strata_handler::{Handler, HandlerService, handler_fn, handler_with_request};
-use strata_middleware::{Chain, Middleware, MiddlewareChain, MiddlewareHandler, NoMiddleware, StagedService};
+use strata_middleware::{
+    Chain, Middleware, MiddlewareChain, MiddlewareHandler, NoMiddleware, StagedService,
+};
 use strata_output::{OutputLayer, OutputService};
 use strata_parse::ParseLayer;
 use strata_validate::{ValidateLayer, ValidateService};
@@ -26,10 +29,11 @@ use tower_layer::Layer;
 
 /// Builds endpoints that share a result handler and a list of middleware.
 ///
-/// `C` is the context the middleware build (a cons list, newest first); `L` the stack of their
-/// layers. [`add_middleware`](Self::add_middleware) returns a new factory; the original is
+/// `C` is the context the middleware build (a cons list, newest first, usually written
+/// `Ctx![Oldest, Newest]`); `L` their [`MiddlewareChain`], written
+/// `impl MiddlewareChain<C>` when a function returns a factory; `R` the result handler. [`add_middleware`](Self::add_middleware) returns a new factory; the original is
 /// unchanged.
-pub struct EndpointsFactory<R = DefaultResultHandler, C = HNil, L = NoMiddleware> {
+pub struct EndpointsFactory<C = HNil, L = NoMiddleware, R = DefaultResultHandler> {
     result_handler: R,
     layers: L,
     security: Vec<Security>,
@@ -37,7 +41,7 @@ pub struct EndpointsFactory<R = DefaultResultHandler, C = HNil, L = NoMiddleware
     _ctx: PhantomData<fn() -> C>,
 }
 
-impl<R: Clone, C, L: Clone> Clone for EndpointsFactory<R, C, L> {
+impl<C, L: Clone, R: Clone> Clone for EndpointsFactory<C, L, R> {
     fn clone(&self) -> Self {
         Self {
             result_handler: self.result_handler.clone(),
@@ -49,7 +53,7 @@ impl<R: Clone, C, L: Clone> Clone for EndpointsFactory<R, C, L> {
     }
 }
 
-impl<R: fmt::Debug, C, L> fmt::Debug for EndpointsFactory<R, C, L> {
+impl<C, L, R: fmt::Debug> fmt::Debug for EndpointsFactory<C, L, R> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("EndpointsFactory")
             .field("result_handler", &self.result_handler)
@@ -64,7 +68,7 @@ pub fn default_endpoints_factory() -> EndpointsFactory {
     EndpointsFactory::new(DefaultResultHandler)
 }
 
-impl<R: ResultHandler> EndpointsFactory<R> {
+impl<R: ResultHandler> EndpointsFactory<HNil, NoMiddleware, R> {
     /// A factory formatting every response with `result_handler`.
     pub fn new(result_handler: R) -> Self {
         Self {
@@ -90,13 +94,14 @@ fn schema_of<T: JsonSchema>() -> Schema {
     schemars::SchemaGenerator::default().into_root_schema_for::<T>()
 }
 
-impl<R: ResultHandler, C, L: Clone> EndpointsFactory<R, C, L> {
+impl<C, L: Clone, R: ResultHandler> EndpointsFactory<C, L, R> {
     /// A factory whose endpoints run `middleware` after the ones already attached; what it
     /// returns joins the context.
+    #[allow(clippy::type_complexity)] // the type is the documentation: context and chain grow
     pub fn add_middleware<I, H>(
         &self,
         middleware: Middleware<I, H>,
-    ) -> EndpointsFactory<R, HCons<H::Output, C>, Chain<I, H, L>>
+    ) -> EndpointsFactory<HCons<H::Output, C>, Chain<I, H, L>, R>
     where
         H: MiddlewareHandler<I, C>,
         I: JsonSchema,
@@ -115,32 +120,35 @@ impl<R: ResultHandler, C, L: Clone> EndpointsFactory<R, C, L> {
     }
 
     /// Starts an endpoint without a declared method (it serves GET).
-    pub fn endpoint(&self) -> EndpointBuilder<R, C, L> {
-        EndpointBuilder { factory: self.clone(), meta: EndpointMeta::default() }
+    pub fn endpoint(&self) -> EndpointBuilder<C, L, R> {
+        EndpointBuilder {
+            factory: self.clone(),
+            meta: EndpointMeta::default(),
+        }
     }
 
     /// Starts a GET endpoint.
-    pub fn get(&self) -> EndpointBuilder<R, C, L> {
+    pub fn get(&self) -> EndpointBuilder<C, L, R> {
         self.endpoint().method(Method::GET)
     }
 
     /// Starts a POST endpoint.
-    pub fn post(&self) -> EndpointBuilder<R, C, L> {
+    pub fn post(&self) -> EndpointBuilder<C, L, R> {
         self.endpoint().method(Method::POST)
     }
 
     /// Starts a PUT endpoint.
-    pub fn put(&self) -> EndpointBuilder<R, C, L> {
+    pub fn put(&self) -> EndpointBuilder<C, L, R> {
         self.endpoint().method(Method::PUT)
     }
 
     /// Starts a PATCH endpoint.
-    pub fn patch(&self) -> EndpointBuilder<R, C, L> {
+    pub fn patch(&self) -> EndpointBuilder<C, L, R> {
         self.endpoint().method(Method::PATCH)
     }
 
     /// Starts a DELETE endpoint.
-    pub fn delete(&self) -> EndpointBuilder<R, C, L> {
+    pub fn delete(&self) -> EndpointBuilder<C, L, R> {
         self.endpoint().method(Method::DELETE)
     }
 
@@ -156,20 +164,23 @@ impl<R: ResultHandler, C, L: Clone> EndpointsFactory<R, C, L> {
 }
 
 /// Declares one endpoint: methods, descriptions, and finally the handler, which builds it.
-pub struct EndpointBuilder<R, C, L> {
-    factory: EndpointsFactory<R, C, L>,
+pub struct EndpointBuilder<C, L, R> {
+    factory: EndpointsFactory<C, L, R>,
     meta: EndpointMeta,
 }
 
-impl<R: fmt::Debug, C, L> fmt::Debug for EndpointBuilder<R, C, L> {
+impl<C, L, R: fmt::Debug> fmt::Debug for EndpointBuilder<C, L, R> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("EndpointBuilder").field("factory", &self.factory).field("meta", &self.meta).finish()
+        f.debug_struct("EndpointBuilder")
+            .field("factory", &self.factory)
+            .field("meta", &self.meta)
+            .finish()
     }
 }
 
 type Core<H, I, O> = ValidateService<OutputService<HandlerService<H>, O>, I>;
 
-impl<R, C, L> EndpointBuilder<R, C, L> {
+impl<C, L, R> EndpointBuilder<C, L, R> {
     /// Adds a method (GET, POST, PUT, PATCH, DELETE). Declaring several serves them all.
     #[must_use]
     pub fn method(mut self, method: Method) -> Self {
@@ -205,10 +216,9 @@ impl<R, C, L> EndpointBuilder<R, C, L> {
         self.meta.description = Some(text.into());
         self
     }
-
 }
 
-impl<R, C, L> EndpointBuilder<R, C, L>
+impl<C, L, R> EndpointBuilder<C, L, R>
 where
     R: ResultHandler,
     C: Send + 'static,
@@ -281,7 +291,8 @@ where
         Endpoint::from_parts(meta, move |config: &Config| -> EndpointService {
             let core = validate.layer(output.layer(HandlerService::new(H::clone(&handler))));
             let service = FormatLayer::from_config(result_handler.clone(), config).layer(
-                ParseLayer::from_config(config).layer(CombineLayer::from_config(config).layer(layers.wrap(core))),
+                ParseLayer::from_config(config)
+                    .layer(CombineLayer::from_config(config).layer(layers.wrap(core))),
             );
             BoxCloneSyncService::new(service)
         })

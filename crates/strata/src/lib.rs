@@ -60,17 +60,18 @@ mod factory;
 
 pub use factory::{EndpointBuilder, EndpointsFactory, default_endpoints_factory};
 pub use strata_core::{
-    AnyBody, ApiError, BoxError, Config, ConfigBuilder, Ctx, Decoder, Endpoint, EndpointMeta, EndpointService,
-    ErrorKind, Get, HCons, HNil, Input, InputSource, InputSources, InputValue, Level, Logger, Mode, Output,
-    RequestBody, RequestInfo, ResponseBody, ResponseDescription, Security, TextValue, http_error,
+    AnyBody, ApiError, BoxError, Config, ConfigBuilder, Ctx, Decoder, Endpoint, EndpointMeta,
+    EndpointService, ErrorKind, Get, HCons, HNil, Input, InputSource, InputSources, InputValue,
+    Level, Logger, Mode, Output, Parsed, ParsedBody, PathParams, RequestBody, RequestInfo,
+    ResponseBody, ResponseDescription, Security, Staged, TextValue, Validated, http_error,
 };
 pub use strata_format::{DefaultResultHandler, ResultHandler};
 pub use strata_middleware::{Middleware, MiddlewareChain};
 
-/// The shared vocabulary ([`strata_core`]).
-pub use strata_core as core;
 /// Stage 2: combine input sources.
 pub use strata_combine as combine;
+/// The shared vocabulary ([`strata_core`]).
+pub use strata_core as core;
 /// Stage 7: result handlers and the format layer.
 pub use strata_format as format;
 /// Stage 5: handlers.
@@ -91,7 +92,7 @@ pub use strata_validate as validate;
 /// use strata::{InputSource, Mode, create_config};
 ///
 /// let config = create_config()
-///     .input_sources(http::Method::GET, [InputSource::Query, InputSource::Params, InputSource::Headers])
+///     .input_sources(&http::Method::GET, [InputSource::Query, InputSource::Params, InputSource::Headers])
 ///     .production()
 ///     .build();
 /// assert_eq!(config.mode(), Mode::Production);
@@ -103,8 +104,8 @@ pub fn create_config() -> ConfigBuilder {
 /// The names most endpoints need.
 pub mod prelude {
     pub use crate::{
-        ApiError, Config, Ctx, DefaultResultHandler, Endpoint, EndpointsFactory, Get, HCons, HNil, InputSource,
-        Logger, Middleware, MiddlewareChain, Mode, ResultHandler, Security, create_config, default_endpoints_factory,
-        http_error,
+        ApiError, Config, Ctx, DefaultResultHandler, Endpoint, EndpointsFactory, Get, HCons, HNil,
+        InputSource, Logger, Middleware, MiddlewareChain, Mode, ResultHandler, Security,
+        create_config, default_endpoints_factory, http_error,
     };
 }

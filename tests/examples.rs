@@ -1,0 +1,59 @@
+//! The examples run, and answer what their docs say.
+
+#![allow(clippy::unwrap_used)] // tests fail loudly by design
+
+#[allow(dead_code)]
+#[path = "../examples/hello.rs"]
+mod hello;
+
+#[allow(dead_code)]
+#[path = "../examples/tower_stack.rs"]
+mod tower_stack;
+
+#[tokio::test]
+async fn hello_answers_like_the_quick_start() {
+    let endpoint = hello::hello_endpoint();
+    assert_eq!(
+        hello::ask(&endpoint, "/v1/hello").await,
+        (
+            200,
+            r#"{"status":"success","data":{"greetings":"Hello, World"}}"#.to_owned()
+        )
+    );
+    assert_eq!(
+        hello::ask(&endpoint, "/v1/hello?name=Strata").await,
+        (
+            200,
+            r#"{"status":"success","data":{"greetings":"Hello, Strata"}}"#.to_owned()
+        )
+    );
+    assert_eq!(
+        hello::ask(&endpoint, "/v1/hello?name=").await,
+        (
+            400,
+            r#"{"status":"error","error":{"message":"name: length is lower than 1"}}"#.to_owned()
+        )
+    );
+    assert_eq!(endpoint.meta().tag.as_deref(), Some("greetings"));
+}
+
+#[tokio::test]
+async fn tower_stack_runs_the_stages_by_hand() {
+    let results = tower_stack::run().await;
+    assert_eq!(
+        results,
+        [
+            (200, r#"{"status":"success","data":{"total":6}}"#.to_owned()),
+            (
+                400,
+                r#"{"status":"error","error":{"message":"numbers: length is lower than 1"}}"#
+                    .to_owned()
+            ),
+            (
+                422,
+                r#"{"status":"error","error":{"message":"The total does not fit in 64 bits"}}"#
+                    .to_owned()
+            ),
+        ]
+    );
+}
