@@ -1,5 +1,6 @@
 //! The stage layers stacked by hand around a plain `service_fn`, without the facade's factory:
-//! parse → combine → validate → output-check → format, each a separate `tower::Layer`.
+//! format → parse → combine → middleware → validate → output-check, each a separate
+//! `tower::Layer`.
 //!
 //! `cargo run --example tower_stack`
 
@@ -10,10 +11,11 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use strata::combine::CombineLayer;
 use strata::format::FormatLayer;
+use strata::middleware::MiddlewareLayer;
 use strata::output::OutputLayer;
 use strata::parse::ParseLayer;
 use strata::validate::ValidateLayer;
-use strata::{ApiError, DefaultResultHandler, HNil, Validated, http_error};
+use strata::{ApiError, DefaultResultHandler, HCons, HNil, Middleware, Validated, http_error};
 use tower::{ServiceBuilder, ServiceExt, service_fn};
 
 #[derive(Deserialize, Validate, JsonSchema)]
@@ -28,18 +30,35 @@ struct Total {
     total: i64,
 }
 
-/// Runs three requests through the hand-made stack; returns `(status, body)` of each.
+/// Who is calling, from the `x-caller` header.
+struct Caller(String);
+
+/// Runs four requests through the hand-made stack; returns `(status, body)` of each.
 pub(crate) async fn run() -> Vec<(u16, String)> {
+    let caller = Middleware::new(|(): (), request, _logger| {
+        let name = request
+            .headers
+            .get("x-caller")
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned);
+        async move {
+            name.map(Caller)
+                .ok_or_else(|| http_error!(401, "Who is calling?"))
+        }
+    });
     let service = ServiceBuilder::new()
         .layer(FormatLayer::new(DefaultResultHandler))
         .layer(ParseLayer::new().body_limit(4096))
         .layer(CombineLayer::new())
+        .layer(MiddlewareLayer::new(caller))
         .layer(ValidateLayer::<Sum>::new())
         .layer(OutputLayer::<Total>::new())
         .service(service_fn(
-            |request: Request<Validated<Sum, HNil>>| async move {
-                let numbers = request.into_body().input.numbers;
-                let total = numbers
+            |request: Request<Validated<Sum, HCons<Caller, HNil>>>| async move {
+                let Validated { input, ctx } = request.into_body();
+                println!("{} asks for a sum", ctx.head.0);
+                let total = input
+                    .numbers
                     .iter()
                     .try_fold(0i64, |sum, n| sum.checked_add(*n))
                     .ok_or_else(|| http_error!(422, "The total does not fit in 64 bits"))?;
@@ -47,16 +66,19 @@ pub(crate) async fn run() -> Vec<(u16, String)> {
             },
         ));
 
+    let requests = [
+        (Some("ada"), r#"{"numbers":[1,2,3]}"#),
+        (Some("ada"), r#"{"numbers":[]}"#),
+        (Some("ada"), r#"{"numbers":[9223372036854775807,1]}"#),
+        (None, r#"{"numbers":[1]}"#),
+    ];
     let mut results = Vec::new();
-    for body in [
-        r#"{"numbers":[1,2,3]}"#,
-        r#"{"numbers":[]}"#,
-        r#"{"numbers":[9223372036854775807,1]}"#,
-    ] {
-        let request = Request::post("/sum")
-            .header("content-type", "application/json")
-            .body(body.to_owned())
-            .expect("valid request");
+    for (caller, body) in requests {
+        let mut request = Request::post("/sum").header("content-type", "application/json");
+        if let Some(caller) = caller {
+            request = request.header("x-caller", caller);
+        }
+        let request = request.body(body.to_owned()).expect("valid request");
         let response = service
             .clone()
             .oneshot(request)

@@ -54,6 +54,10 @@ async fn tower_stack_runs_the_stages_by_hand() {
                 r#"{"status":"error","error":{"message":"The total does not fit in 64 bits"}}"#
                     .to_owned()
             ),
+            (
+                401,
+                r#"{"status":"error","error":{"message":"Who is calling?"}}"#.to_owned()
+            ),
         ]
     );
 }
