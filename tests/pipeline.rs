@@ -701,3 +701,26 @@ async fn endpoint_metadata() {
         .await;
     assert_eq!(response.unwrap().status(), 400);
 }
+
+#[tokio::test]
+async fn handlers_may_answer_another_2xx() {
+    let create =
+        default_endpoints_factory()
+            .post()
+            .handler(|input: Greeting, _ctx, _logger| async move {
+                Ok(WithStatus::created(Count {
+                    count: input.greeting.len(),
+                }))
+            });
+    let request = json_request(Method::POST, "/", r#"{"greeting":"hello"}"#);
+    let (status, body) = call(&create, &Config::default(), request).await;
+    assert_eq!(
+        (status, body),
+        (
+            StatusCode::CREATED,
+            json!({"status": "success", "data": {"count": 5}})
+        )
+    );
+    let schema = create.meta().output_schema.as_ref().unwrap().as_value();
+    assert_eq!(schema["properties"]["count"]["maximum"], 10);
+}

@@ -7,7 +7,7 @@
 use std::any::Any;
 use std::convert::Infallible;
 use std::fmt;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::task::{Context, Poll};
 
 use bytes::Bytes;
@@ -115,12 +115,13 @@ type BuildFn = dyn Fn(&Config) -> EndpointService + Send + Sync;
 /// A built endpoint: its metadata and a way to make its service for a configuration.
 ///
 /// Routing calls [`Endpoint::boxed_service`] once per route at startup; [`Endpoint::service`] is
-/// the same service for the default configuration, accepting any request body, for tests and for
-/// mounting into other tower stacks.
+/// the same service for the default configuration (built once), accepting any request body, for
+/// tests and for mounting into other tower stacks.
 #[derive(Clone)]
 pub struct Endpoint {
     meta: Arc<EndpointMeta>,
     build: Arc<BuildFn>,
+    default_service: Arc<OnceLock<EndpointService>>,
 }
 
 impl fmt::Debug for Endpoint {
@@ -140,6 +141,7 @@ impl Endpoint {
         Self {
             meta: Arc::new(meta),
             build: Arc::new(build),
+            default_service: Arc::default(),
         }
     }
 
@@ -158,9 +160,13 @@ impl Endpoint {
         (self.build)(config)
     }
 
-    /// The service for the default configuration, accepting any request body.
+    /// The service for the default configuration, accepting any request body. It is built on
+    /// the first call and cloned afterwards.
     pub fn service(&self) -> AnyBody<EndpointService> {
-        self.service_with(&Config::default())
+        let service = self
+            .default_service
+            .get_or_init(|| self.boxed_service(&Config::default()));
+        AnyBody::new(service.clone())
     }
 
     /// The service for `config`, accepting any request body.

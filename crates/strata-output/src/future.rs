@@ -8,6 +8,8 @@ use schemars::JsonSchema;
 use serde::Serialize;
 use strata_core::{ApiError, Decoder, ErrorKind, Output};
 
+use crate::reply::HandlerOutput;
+
 pin_project! {
     /// Response future of [`OutputService`](crate::OutputService).
     pub struct ResponseFuture<F, O> {
@@ -23,9 +25,10 @@ impl<F, O> ResponseFuture<F, O> {
     }
 }
 
-impl<F, O> Future for ResponseFuture<F, O>
+impl<F, T, O> Future for ResponseFuture<F, O>
 where
-    F: Future<Output = Result<O, ApiError>>,
+    F: Future<Output = Result<T, ApiError>>,
+    T: HandlerOutput<Body = O>,
     O: Serialize + Validate + JsonSchema,
     O::Context: Default,
 {
@@ -33,15 +36,23 @@ where
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let this = self.project();
-        let output = ready!(this.inner.poll(cx))?;
-        if let Err(message) = this.checker.check(&output, Some("output")) {
+        let (status, body) = ready!(this.inner.poll(cx))?.into_parts();
+        if !status.is_success() {
+            return Poll::Ready(Err(ApiError::internal(format!(
+                "A handler answered success with status {status}; errors are ApiErrors"
+            ))));
+        }
+        if let Err(message) = this.checker.check(&body, Some("output")) {
             return Poll::Ready(Err(
                 ApiError::internal(message).with_kind(ErrorKind::OutputValidation)
             ));
         }
-        Poll::Ready(Output::new(&output).map_err(|error| {
-            ApiError::internal(format!("Failed to serialize the output: {error}"))
-                .with_source(error)
-        }))
+        Poll::Ready(match Output::new(&body) {
+            Ok(output) => Ok(output.with_status(status)),
+            Err(error) => Err(ApiError::internal(format!(
+                "Failed to serialize the output: {error}"
+            ))
+            .with_source(error)),
+        })
     }
 }

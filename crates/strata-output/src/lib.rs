@@ -5,6 +5,9 @@
 //! violation is a defect of the handler: a 500 whose message names the field as
 //! `output.<path>: <rule text>` (hidden behind `Internal Server Error` in production).
 //!
+//! Success is 200; a handler that means another 2xx returns [`WithStatus`] (e.g. 201 Created).
+//! Anything implementing [`HandlerOutput`] may be returned.
+//!
 //! # Example
 //!
 //! ```
@@ -38,10 +41,12 @@
 
 mod future;
 mod layer;
+mod reply;
 mod service;
 
 pub use future::ResponseFuture;
 pub use layer::OutputLayer;
+pub use reply::{HandlerOutput, WithStatus};
 pub use service::OutputService;
 
 #[cfg(test)]

@@ -8,8 +8,10 @@ use strata_core::{ApiError, Decoder, Output};
 use tower_service::Service;
 
 use crate::future::ResponseFuture;
+use crate::reply::HandlerOutput;
 
-/// Checks and serializes the inner service's output; see the [crate docs](crate).
+/// Checks and serializes the inner service's output, whose body type is `O`; see the
+/// [crate docs](crate).
 pub struct OutputService<S, O> {
     inner: S,
     checker: Decoder<O>,
@@ -61,9 +63,10 @@ impl<S: fmt::Debug, O> fmt::Debug for OutputService<S, O> {
 
 impl<S, O, R> Service<R> for OutputService<S, O>
 where
-    S: Service<R, Response = O, Error = ApiError>,
-    O: Serialize + Validate + JsonSchema,
+    S: Service<R, Error = ApiError>,
+    S::Response: HandlerOutput<Body = O>,
     O::Context: Default,
+    O: Serialize + Validate + JsonSchema,
 {
     type Response = Output;
     type Error = ApiError;

@@ -118,3 +118,31 @@ async fn serialization_failures_are_500() {
         error.message()
     );
 }
+
+#[tokio::test]
+async fn handlers_may_choose_another_success_status() {
+    use http::StatusCode;
+
+    use crate::WithStatus;
+
+    let service = tower_layer::Layer::layer(
+        &OutputLayer::<Item>::new(),
+        service_fn(|status: StatusCode| async move {
+            Ok::<_, ApiError>(WithStatus::new(
+                status,
+                Item {
+                    display_name: "new".into(),
+                },
+            ))
+        }),
+    );
+    let output = service.clone().oneshot(StatusCode::CREATED).await.unwrap();
+    assert_eq!(output.status(), 201);
+    assert_eq!(output.data().get(), r#"{"displayName":"new"}"#);
+    let error = service.oneshot(StatusCode::NOT_FOUND).await.unwrap_err();
+    assert_eq!(error.status(), 500);
+    assert_eq!(
+        error.message(),
+        "A handler answered success with status 404 Not Found; errors are ApiErrors"
+    );
+}

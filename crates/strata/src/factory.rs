@@ -9,7 +9,6 @@ use std::sync::Arc;
 use garde::Validate;
 use http::Method;
 use schemars::{JsonSchema, Schema};
-use serde::Serialize;
 use serde::de::DeserializeOwned;
 use strata_combine::CombineLayer;
 use strata_core::{
@@ -21,7 +20,7 @@ use strata_handler::{Handler, HandlerService, handler_fn, handler_with_request};
 use strata_middleware::{
     Chain, Middleware, MiddlewareChain, MiddlewareHandler, NoMiddleware, StagedService,
 };
-use strata_output::{OutputLayer, OutputService};
+use strata_output::{HandlerOutput, OutputLayer, OutputService};
 use strata_parse::ParseLayer;
 use strata_validate::{ValidateLayer, ValidateService};
 use tower::util::BoxCloneSyncService;
@@ -178,7 +177,9 @@ impl<C, L, R: fmt::Debug> fmt::Debug for EndpointBuilder<C, L, R> {
     }
 }
 
-type Core<H, I, O> = ValidateService<OutputService<HandlerService<H>, O>, I>;
+/// The endpoint's own stages inside the middleware: validate, output check, handler.
+type Core<H, I, O> =
+    ValidateService<OutputService<HandlerService<H>, <O as HandlerOutput>::Body>, I>;
 
 impl<C, L, R> EndpointBuilder<C, L, R> {
     /// Adds a method (GET, POST, PUT, PATCH, DELETE). Declaring several serves them all.
@@ -226,15 +227,16 @@ where
     /// Builds the endpoint with an async handler of `(input, ctx, logger)`.
     ///
     /// The input type `I` is read from the merged input and validated; the output `O` is
-    /// checked and serialized.
+    /// checked and serialized. Return [`WithStatus`](strata_output::WithStatus) for a success
+    /// status other than 200.
     pub fn handler<F, Fut, I, O>(self, f: F) -> Endpoint
     where
         F: Fn(I, C, Logger) -> Fut + Clone + Send + Sync + 'static,
         Fut: Future<Output = Result<O, ApiError>> + Send + 'static,
         I: DeserializeOwned + Validate + JsonSchema + Send + 'static,
         I::Context: Default,
-        O: Serialize + Validate + JsonSchema + Send + 'static,
-        O::Context: Default,
+        O: HandlerOutput,
+        <O::Body as Validate>::Context: Default,
         L: MiddlewareChain<C>,
     {
         self.build_with(handler_fn(f))
@@ -247,8 +249,8 @@ where
         Fut: Future<Output = Result<O, ApiError>> + Send + 'static,
         I: DeserializeOwned + Validate + JsonSchema + Send + 'static,
         I::Context: Default,
-        O: Serialize + Validate + JsonSchema + Send + 'static,
-        O::Context: Default,
+        O: HandlerOutput,
+        <O::Body as Validate>::Context: Default,
         L: MiddlewareChain<C>,
     {
         self.build_with(handler_with_request(f))
@@ -260,14 +262,14 @@ where
         H: Handler<I, C, Output = O>,
         I: DeserializeOwned + Validate + JsonSchema + Send + 'static,
         I::Context: Default,
-        O: Serialize + Validate + JsonSchema + Send + 'static,
-        O::Context: Default,
+        O: HandlerOutput,
+        <O::Body as Validate>::Context: Default,
         L: MiddlewareChain<C>,
         Core<H, I, O>: StagedService<C, Response = Output>,
     {
         let EndpointBuilder { factory, mut meta } = self;
         let input_schema = schema_of::<I>();
-        let output_schema = schema_of::<O>();
+        let output_schema = schema_of::<O::Body>();
         let mut fields: Vec<String> = property_names(&input_schema).collect();
         for field in &factory.middleware_fields {
             if !fields.contains(field) {
@@ -286,7 +288,7 @@ where
         // Decoders share their lazily built name maps across every service built from this
         // endpoint.
         let validate = ValidateLayer::<I>::new();
-        let output = OutputLayer::<O>::new();
+        let output = OutputLayer::<O::Body>::new();
         let handler = Arc::new(handler);
         Endpoint::from_parts(meta, move |config: &Config| -> EndpointService {
             let core = validate.layer(output.layer(HandlerService::new(H::clone(&handler))));

@@ -67,6 +67,7 @@ pub use strata_core::{
 };
 pub use strata_format::{DefaultResultHandler, ResultHandler};
 pub use strata_middleware::{Middleware, MiddlewareChain};
+pub use strata_output::{HandlerOutput, WithStatus};
 
 /// Stage 2: combine input sources.
 pub use strata_combine as combine;
@@ -106,6 +107,6 @@ pub mod prelude {
     pub use crate::{
         ApiError, Config, Ctx, DefaultResultHandler, Endpoint, EndpointsFactory, Get, HCons, HNil,
         InputSource, Logger, Middleware, MiddlewareChain, Mode, ResultHandler, Security,
-        create_config, default_endpoints_factory, http_error,
+        WithStatus, create_config, default_endpoints_factory, http_error,
     };
 }
