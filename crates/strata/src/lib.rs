@@ -12,7 +12,7 @@
 //! | validate | [`validate`] | [`ValidateLayer`](validate::ValidateLayer) |
 //! | handle | [`handler`] | [`HandlerService`](handler::HandlerService) |
 //! | output check | [`output`] | [`OutputLayer`](output::OutputLayer) |
-//! | format | [`format`] | [`FormatLayer`](format::FormatLayer) |
+//! | format | [`format`](mod@format) | [`FormatLayer`](format::FormatLayer) |
 //!
 //! # Example
 //!
