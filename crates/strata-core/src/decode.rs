@@ -1,6 +1,5 @@
 //! Turning the merged [`Input`] into a typed, validated value, and checking outputs.
 
-use std::collections::HashMap;
 use std::fmt::Write as _;
 use std::marker::PhantomData;
 use std::sync::{Arc, OnceLock};
@@ -13,42 +12,134 @@ use serde_json::Value;
 use crate::error::{ApiError, ErrorKind};
 use crate::input::Input;
 
-/// Maps Rust field names (as garde reports them) to the names used on the wire (as serde reads
-/// and writes them), learned from the type's JSON Schema.
+/// Maps the Rust field names in garde's paths to the names used on the wire (as serde reads and
+/// writes them), by walking the type's JSON Schema along the path.
 ///
-/// garde ignores serde renames; clients must see `userName`, not `user_name`. Only names that
-/// differ are stored. The map is built on the first validation failure and kept.
-#[derive(Debug, Default)]
-struct WireNames(HashMap<String, String>);
+/// garde ignores serde renames; clients must see `userName`, not `user_name`. The schema is
+/// generated on the first validation failure and kept.
+#[derive(Debug)]
+struct WireNames {
+    schema: Value,
+}
+
+/// Bound on `$ref` chains, against cyclic schemas.
+const MAX_REF_DEPTH: usize = 32;
 
 impl WireNames {
     fn of<T: JsonSchema>() -> Self {
         let schema = schemars::SchemaGenerator::default().into_root_schema_for::<T>();
-        let mut names = HashMap::new();
-        collect_properties(schema.as_value(), &mut names);
-        WireNames(names)
+        WireNames {
+            schema: schema.to_value(),
+        }
     }
 
-    fn wire<'a>(&'a self, rust: &'a str) -> &'a str {
-        self.0.get(rust).map_or(rust, String::as_str)
+    /// Follows `$ref`s to local definitions.
+    fn resolve<'a>(&'a self, mut node: &'a Value) -> &'a Value {
+        for _ in 0..MAX_REF_DEPTH {
+            let Some(target) = node.get("$ref").and_then(Value::as_str) else {
+                break;
+            };
+            let Some(name) = target.strip_prefix("#/$defs/") else {
+                break;
+            };
+            match self.schema.get("$defs").and_then(|defs| defs.get(name)) {
+                Some(next) => node = next,
+                None => break,
+            }
+        }
+        node
     }
-}
 
-fn collect_properties(value: &Value, names: &mut HashMap<String, String>) {
-    match value {
-        Value::Object(map) => {
-            if let Some(Value::Object(properties)) = map.get("properties") {
-                for wire in properties.keys() {
-                    let rust = to_snake_case(wire);
-                    if rust != *wire {
-                        names.insert(rust, wire.clone());
+    /// The wire name of Rust field `rust` in the object schema `node`, and the field's schema.
+    fn property<'a>(
+        &'a self,
+        node: &'a Value,
+        rust: &str,
+        depth: usize,
+    ) -> Option<(&'a str, &'a Value)> {
+        let node = self.resolve(node);
+        if let Some(Value::Object(properties)) = node.get("properties") {
+            let exact = properties.iter().find(|(wire, _)| *wire == rust);
+            let renamed = || {
+                properties
+                    .iter()
+                    .find(|(wire, _)| to_snake_case(wire) == rust)
+            };
+            if let Some((wire, schema)) = exact.or_else(renamed) {
+                return Some((wire.as_str(), schema));
+            }
+        }
+        if depth < MAX_REF_DEPTH {
+            for combinator in ["allOf", "anyOf", "oneOf"] {
+                if let Some(Value::Array(members)) = node.get(combinator) {
+                    if let Some(found) = members
+                        .iter()
+                        .find_map(|m| self.property(m, rust, depth + 1))
+                    {
+                        return Some(found);
                     }
                 }
             }
-            map.values().for_each(|v| collect_properties(v, names));
         }
-        Value::Array(items) => items.iter().for_each(|v| collect_properties(v, names)),
-        _ => {}
+        None
+    }
+
+    /// The schema of the elements (or map values) of `node`.
+    fn element<'a>(&'a self, node: &'a Value, depth: usize) -> Option<&'a Value> {
+        let node = self.resolve(node);
+        if let Some(items) = node
+            .get("items")
+            .or_else(|| node.get("additionalProperties"))
+        {
+            return items.is_object().then_some(items);
+        }
+        if depth < MAX_REF_DEPTH {
+            for combinator in ["allOf", "anyOf", "oneOf"] {
+                if let Some(Value::Array(members)) = node.get(combinator) {
+                    if let Some(found) = members.iter().find_map(|m| self.element(m, depth + 1)) {
+                        return Some(found);
+                    }
+                }
+            }
+        }
+        None
+    }
+
+    /// Writes `path` with wire names; a component the schema does not explain keeps its Rust
+    /// name (a map key, or a field renamed to something unrelated).
+    fn write_path(
+        &self,
+        path: &garde::error::Path,
+        out: &mut String,
+        mut wrote_path: bool,
+    ) -> bool {
+        let mut node = Some(&self.schema);
+        // `__iter` yields leaf first; it is garde's only way to see path components.
+        for (kind, component) in path.__iter().rev() {
+            match kind {
+                garde::error::Kind::Key => {
+                    if wrote_path {
+                        out.push('.');
+                    }
+                    if let Some((wire, schema)) = node.and_then(|n| self.property(n, component, 0))
+                    {
+                        out.push_str(wire);
+                        node = Some(schema);
+                    } else {
+                        out.push_str(component);
+                        // A map key: what follows is described by the map's values.
+                        node = node.and_then(|n| self.resolve(n).get("additionalProperties"));
+                    }
+                }
+                garde::error::Kind::Index => {
+                    let _ = write!(out, "[{component}]");
+                    node = node.and_then(|n| self.element(n, 0));
+                }
+                garde::error::Kind::None => continue,
+            }
+            wrote_path = true;
+        }
+        wrote_path
     }
 }
 
@@ -82,28 +173,10 @@ fn describe_report(report: &garde::Report, names: &WireNames, prefix: Option<&st
         if !out.is_empty() {
             out.push_str("; ");
         }
-        let mut wrote_path = false;
         if let Some(prefix) = prefix {
             out.push_str(prefix);
-            wrote_path = true;
         }
-        // `__iter` yields leaf first; it is garde's only way to see path components.
-        for (kind, component) in path.__iter().rev() {
-            match kind {
-                garde::error::Kind::Key => {
-                    if wrote_path {
-                        out.push('.');
-                    }
-                    out.push_str(names.wire(component));
-                }
-                garde::error::Kind::Index => {
-                    let _ = write!(out, "[{component}]");
-                }
-                garde::error::Kind::None => continue,
-            }
-            wrote_path = true;
-        }
-        if wrote_path {
+        if names.write_path(path, &mut out, prefix.is_some()) {
             out.push_str(": ");
         }
         out.push_str(error.message());
@@ -292,6 +365,58 @@ mod tests {
             .check(&order, Some("output"))
             .unwrap_err();
         assert_eq!(message, "output.items[0].name: length is lower than 1");
+    }
+
+    #[derive(Debug, Deserialize, Serialize, Validate, JsonSchema)]
+    #[serde(rename_all = "camelCase")]
+    struct Outer {
+        #[garde(length(min = 1))]
+        user_name: String,
+        #[garde(dive)]
+        inner: Inner,
+        #[garde(dive)]
+        maybe: Option<Inner>,
+        #[garde(dive)]
+        by_key: std::collections::BTreeMap<String, Inner>,
+        #[garde(length(min = 1))]
+        #[serde(rename = "label")]
+        title: String,
+    }
+
+    #[derive(Debug, Deserialize, Serialize, Validate, JsonSchema)]
+    struct Inner {
+        #[garde(length(min = 1))]
+        user_name: String,
+    }
+
+    #[test]
+    fn wire_names_follow_each_nested_type() {
+        let outer = Outer {
+            user_name: String::new(),
+            inner: Inner {
+                user_name: String::new(),
+            },
+            maybe: Some(Inner {
+                user_name: String::new(),
+            }),
+            by_key: [(
+                "some_key".to_owned(),
+                Inner {
+                    user_name: String::new(),
+                },
+            )]
+            .into(),
+            title: String::new(),
+        };
+        let message = Decoder::<Outer>::new().check(&outer, None).unwrap_err();
+        assert_eq!(
+            message,
+            "byKey.some_key.user_name: length is lower than 1; \
+             inner.user_name: length is lower than 1; \
+             maybe.user_name: length is lower than 1; \
+             title: length is lower than 1; \
+             userName: length is lower than 1"
+        );
     }
 
     #[test]

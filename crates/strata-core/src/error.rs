@@ -68,8 +68,15 @@ pub struct ApiError {
 impl ApiError {
     /// An error with the given status and message.
     ///
-    /// The message is exposed to clients when the status is below 500.
+    /// The message is exposed to clients when the status is below 500. An error's status is
+    /// 4xx or 5xx: any other status becomes 500 (a success or informational status cannot carry
+    /// an error).
     pub fn new(status: StatusCode, message: impl Into<Cow<'static, str>>) -> Self {
+        let status = if status.is_client_error() || status.is_server_error() {
+            status
+        } else {
+            StatusCode::INTERNAL_SERVER_ERROR
+        };
         Self {
             status,
             message: message.into(),
@@ -84,7 +91,7 @@ impl ApiError {
         }
     }
 
-    /// An error from a raw status code; an invalid code (outside 100..=999) becomes 500.
+    /// An error from a raw status code; a code outside 400..=599 becomes 500.
     pub fn from_code(code: u16, message: impl Into<Cow<'static, str>>) -> Self {
         Self::new(
             StatusCode::from_u16(code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR),
@@ -237,8 +244,12 @@ mod tests {
     }
 
     #[test]
-    fn invalid_codes_become_500() {
-        assert_eq!(ApiError::from_code(42, "x").status(), 500);
+    fn non_error_codes_become_500() {
+        for code in [42, 100, 200, 204, 302, 600, 999] {
+            assert_eq!(ApiError::from_code(code, "x").status(), 500, "{code}");
+        }
+        assert_eq!(ApiError::from_code(418, "x").status(), 418);
+        assert_eq!(ApiError::from_code(599, "x").status(), 599);
     }
 
     #[test]

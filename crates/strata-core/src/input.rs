@@ -1,6 +1,11 @@
 //! The merged input object and its sources.
 
+use std::collections::HashMap;
+
 use serde_json::Value;
+
+/// Up to this many earlier keys, merging scans linearly.
+const LINEAR_MERGE_MAX: usize = 16;
 
 /// A value that arrived as text (query string, path parameter, header, form field).
 ///
@@ -108,16 +113,37 @@ impl Input {
     /// Adds the entries of one source. Keys repeated inside `entries` are assumed unique (every
     /// source is already a map); they replace values of earlier sources.
     pub fn merge(&mut self, entries: impl IntoIterator<Item = (String, InputValue)>) {
-        if self.entries.is_empty() {
-            self.entries.extend(entries);
-            return;
-        }
         let earlier = self.entries.len();
-        for (key, value) in entries {
-            match self.entries[..earlier].iter_mut().find(|(k, _)| *k == key) {
-                Some(slot) => slot.1 = value,
-                None => self.entries.push((key, value)),
+        if earlier == 0 {
+            self.entries.extend(entries);
+        } else if earlier <= LINEAR_MERGE_MAX {
+            for (key, value) in entries {
+                match self.entries[..earlier].iter_mut().find(|(k, _)| *k == key) {
+                    Some(slot) => slot.1 = value,
+                    None => self.entries.push((key, value)),
+                }
             }
+        } else {
+            // Many earlier keys (a large query or body): index them, so merging stays linear.
+            let index: HashMap<&str, usize> = self
+                .entries
+                .iter()
+                .enumerate()
+                .map(|(i, (k, _))| (k.as_str(), i))
+                .collect();
+            let mut replaced = Vec::new();
+            let mut added = Vec::new();
+            for (key, value) in entries {
+                match index.get(key.as_str()) {
+                    Some(&position) => replaced.push((position, value)),
+                    None => added.push((key, value)),
+                }
+            }
+            drop(index);
+            for (position, value) in replaced {
+                self.entries[position].1 = value;
+            }
+            self.entries.extend(added);
         }
     }
 
@@ -187,6 +213,19 @@ mod tests {
         assert_eq!(input.get("b"), Some(&"3".into()));
         assert_eq!(input.remove("a"), Some("1".into()));
         assert_eq!(input.len(), 2);
+    }
+
+    #[test]
+    fn merge_over_many_keys_uses_the_index() {
+        let mut input = Input::new();
+        input.merge((0..100).map(|i| (format!("k{i}"), InputValue::from(i.to_string()))));
+        input.merge([
+            ("k5".to_owned(), "new".into()),
+            ("extra".to_owned(), "x".into()),
+        ]);
+        assert_eq!(input.len(), 101);
+        assert_eq!(input.get("k5"), Some(&"new".into()));
+        assert_eq!(input.iter().last().map(|(k, _)| k), Some("extra"));
     }
 
     #[test]

@@ -119,8 +119,7 @@ pub fn parse_urlencoded(
     raw: &[u8],
     max_pairs: usize,
 ) -> Result<Vec<(String, TextValue)>, DecodeTextError> {
-    let mut pairs: Vec<(String, TextValue)> = Vec::new();
-    let mut count = 0usize;
+    let mut pairs: Vec<(String, String)> = Vec::new();
     let mut offset = 0usize;
     for segment in raw.split(|&b| b == b'&') {
         let start = offset;
@@ -128,28 +127,61 @@ pub fn parse_urlencoded(
         if segment.is_empty() {
             continue;
         }
-        count += 1;
-        if count > max_pairs {
+        if pairs.len() == max_pairs {
             return Err(DecodeTextError::TooManyPairs { limit: max_pairs });
         }
         let (key, value, value_start) = match segment.iter().position(|&b| b == b'=') {
             Some(eq) => (&segment[..eq], &segment[eq + 1..], start + eq + 1),
             None => (segment, &segment[segment.len()..], start + segment.len()),
         };
-        let key = percent_decode(key, true, start)?;
+        let key = percent_decode(key, true, start)?.into_owned();
         let value = percent_decode(value, true, value_start)?.into_owned();
-        // Linear search: the pair count is bounded by `max_pairs`, and typical queries are tiny.
-        if let Some((_, existing)) = pairs.iter_mut().find(|(k, _)| *k == key) {
-            existing.push(value);
-        } else {
-            pairs.push((key.into_owned(), TextValue::One(value)));
+        pairs.push((key, value));
+    }
+    Ok(group_repeated(pairs))
+}
+
+/// Up to this many pairs, grouping scans linearly: cheaper than sorting for typical inputs.
+const LINEAR_GROUPING_MAX: usize = 16;
+
+/// Groups repeated keys into lists, keeping first-appearance order, in O(n log n).
+fn group_repeated(pairs: Vec<(String, String)>) -> Vec<(String, TextValue)> {
+    if pairs.len() <= LINEAR_GROUPING_MAX {
+        let mut grouped: Vec<(String, TextValue)> = Vec::with_capacity(pairs.len());
+        for (key, value) in pairs {
+            match grouped.iter_mut().find(|(k, _)| *k == key) {
+                Some((_, existing)) => existing.push(value),
+                None => grouped.push((key, TextValue::One(value))),
+            }
+        }
+        return grouped;
+    }
+    // Sort positions by key (stable: equal keys stay in arrival order), then cut runs of equal
+    // keys into groups and put the groups back in order of their first appearance.
+    let mut order: Vec<usize> = (0..pairs.len()).collect();
+    order.sort_by(|&a, &b| pairs[a].0.cmp(&pairs[b].0));
+    let mut slots: Vec<Option<(String, String)>> = pairs.into_iter().map(Some).collect();
+    let mut groups: Vec<(usize, String, TextValue)> = Vec::new();
+    for &position in &order {
+        let Some((key, value)) = slots[position].take() else {
+            continue;
+        };
+        match groups.last_mut() {
+            Some((_, last_key, values)) if *last_key == key => values.push(value),
+            _ => groups.push((position, key, TextValue::One(value))),
         }
     }
-    Ok(pairs)
+    groups.sort_unstable_by_key(|(first, _, _)| *first);
+    groups
+        .into_iter()
+        .map(|(_, key, value)| (key, value))
+        .collect()
 }
 
 #[cfg(test)]
 mod tests {
+    use std::fmt::Write as _;
+
     use super::*;
 
     #[test]
@@ -194,6 +226,30 @@ mod tests {
             DecodeTextError::TooManyPairs { limit: 2 }
         );
         assert!(parse_urlencoded(b"a=1&b=2", 2).is_ok());
+    }
+
+    #[test]
+    fn many_pairs_group_in_first_appearance_order() {
+        let mut query = (0..200).fold(String::new(), |mut query, i| {
+            let _ = write!(query, "k{}={i}&", i % 50);
+            query
+        });
+        query.push_str("z=last&k7=again");
+        let pairs = parse_urlencoded(query.as_bytes(), 1000).unwrap();
+        assert_eq!(pairs.len(), 51);
+        assert_eq!(pairs[0].0, "k0");
+        assert_eq!(pairs[49].0, "k49");
+        assert_eq!(pairs[50], ("z".to_owned(), TextValue::One("last".into())));
+        assert_eq!(
+            pairs[7].1,
+            TextValue::Many(vec![
+                "7".into(),
+                "57".into(),
+                "107".into(),
+                "157".into(),
+                "again".into()
+            ])
+        );
     }
 
     #[test]

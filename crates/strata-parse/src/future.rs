@@ -3,8 +3,8 @@ use std::pin::Pin;
 use std::task::{Context, Poll, ready};
 
 use bytes::Buf;
-use http::Request;
 use http::request::Parts;
+use http::{Request, StatusCode};
 use http_body::Body;
 use pin_project_lite::pin_project;
 use strata_core::{ApiError, BoxError, ErrorKind, Parsed, PathParams, TextValue};
@@ -12,12 +12,38 @@ use tower_service::Service;
 
 use crate::service::{BodyKind, parse_body, too_large};
 
+/// An error of the body itself: a limit applied by an outer layer (tower-http's
+/// `RequestBodyLimit`) is a 413; anything else (a reset connection, a malformed chunk) a 400
+/// whose detail is shown in development only.
+fn read_error(error: BoxError) -> ApiError {
+    if error
+        .downcast_ref::<http_body_util::LengthLimitError>()
+        .is_some()
+    {
+        return ApiError::new(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            "Request body exceeds the limit",
+        )
+        .with_kind(ErrorKind::PayloadTooLarge)
+        .with_source(error);
+    }
+    ApiError::bad_request(
+        ErrorKind::Parse,
+        format!("Failed to read the request body: {error}"),
+    )
+    .exposed(false)
+    .with_source(error)
+}
+
 /// What is kept while the body is read.
 pub(crate) struct Pending<S> {
     pub(crate) parts: Parts,
     pub(crate) query: Vec<(String, TextValue)>,
     pub(crate) params: PathParams,
     pub(crate) kind: BodyKind,
+    /// Set when the content type cannot be read: the error is returned as soon as the body
+    /// turns out not to be empty (its length was unknown up front).
+    pub(crate) unreadable: Option<ApiError>,
     pub(crate) limit: usize,
     pub(crate) max_fields: usize,
     pub(crate) inner: S,
@@ -95,6 +121,14 @@ where
                             let Ok(mut data) = frame.into_data() else {
                                 continue;
                             };
+                            if data.has_remaining() {
+                                if let Some(error) =
+                                    pending.as_mut().and_then(|p| p.unreadable.take())
+                                {
+                                    this.state.set(State::Error { error: Some(error) });
+                                    continue;
+                                }
+                            }
                             if buffer.len() + data.remaining() > limit {
                                 let error = too_large(limit);
                                 this.state.set(State::Error { error: Some(error) });
@@ -108,11 +142,7 @@ where
                             }
                         }
                         Some(Err(error)) => {
-                            let error: BoxError = error.into();
-                            let error = ApiError::bad_request(
-                                ErrorKind::Parse,
-                                format!("Failed to read the request body: {error}"),
-                            );
+                            let error = read_error(error.into());
                             this.state.set(State::Error { error: Some(error) });
                         }
                         None => {

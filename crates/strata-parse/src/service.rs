@@ -130,6 +130,9 @@ fn parse_query(parts: &Parts, max_fields: usize) -> Result<Vec<(String, TextValu
     }
 }
 
+/// The most memory reserved for a body before its bytes arrive.
+const INITIAL_CAPACITY_MAX: usize = 64 * 1024;
+
 fn declared_length(headers: &HeaderMap) -> Option<u64> {
     headers.get(CONTENT_LENGTH)?.to_str().ok()?.parse().ok()
 }
@@ -165,22 +168,26 @@ where
             };
             return ResponseFuture::inner(self.inner.call(Request::from_parts(parts, parsed)));
         }
-        let kind = match body_kind(&parts.headers) {
-            Ok(kind) => kind,
+        let declared = declared_length(&parts.headers).or(body.size_hint().exact());
+        let (kind, unreadable) = match body_kind(&parts.headers) {
+            Ok(kind) => (kind, None),
+            // A body of unknown length may still be empty: find out before refusing it.
+            Err(error) if declared.is_none() => (BodyKind::Json, Some(error)),
             Err(error) => return ResponseFuture::error(error),
         };
         let limit = options.body_limit;
-        let declared = declared_length(&parts.headers).or(body.size_hint().exact());
         if declared.is_some_and(|n| n > limit as u64) {
             return ResponseFuture::error(too_large(limit));
         }
         // The read is asynchronous: the future takes a ready clone and leaves a fresh one here.
         let clone = self.inner.clone();
         let inner = std::mem::replace(&mut self.inner, clone);
+        // The declared length is the client's word: reserve no more than a modest amount up front.
         let capacity = declared
             .and_then(|n| usize::try_from(n).ok())
             .unwrap_or(0)
-            .min(limit);
+            .min(limit)
+            .min(INITIAL_CAPACITY_MAX);
         ResponseFuture::reading(
             body,
             capacity,
@@ -189,6 +196,7 @@ where
                 query,
                 params,
                 kind,
+                unreadable,
                 limit,
                 max_fields: options.max_fields,
                 inner,

@@ -295,3 +295,114 @@ impl Body for Failing {
         Poll::Ready(Some(Err(std::io::Error::other("connection reset"))))
     }
 }
+
+/// A body of the given chunks whose length is not known up front (like a chunked upload).
+struct Chunks(std::collections::VecDeque<&'static [u8]>);
+
+impl Chunks {
+    fn new(chunks: &[&'static [u8]]) -> Self {
+        Self(chunks.iter().copied().collect())
+    }
+}
+
+impl Body for Chunks {
+    type Data = Bytes;
+    type Error = Infallible;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        _: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, Infallible>>> {
+        Poll::Ready(
+            self.0
+                .pop_front()
+                .map(|c| Ok(Frame::data(Bytes::from_static(c)))),
+        )
+    }
+}
+
+#[tokio::test]
+async fn empty_streamed_body_without_content_type_is_empty() {
+    let request = Request::post("/").body(Chunks::new(&[])).unwrap();
+    assert_eq!(
+        parse(ParseLayer::new(), request).await.unwrap().body,
+        ParsedBody::Empty
+    );
+    let request = Request::post("/").body(Chunks::new(&[b""])).unwrap();
+    assert_eq!(
+        parse(ParseLayer::new(), request).await.unwrap().body,
+        ParsedBody::Empty
+    );
+}
+
+#[tokio::test]
+async fn streamed_body_of_unreadable_type_is_415_at_its_first_byte() {
+    let request = Request::post("/")
+        .header("content-type", "text/plain")
+        .body(Chunks::new(&[b"a", b"b"]))
+        .unwrap();
+    let error = parse(ParseLayer::new(), request).await.unwrap_err();
+    assert_eq!(error.status(), 415);
+    assert_eq!(error.message(), "Unsupported Content-Type: text/plain");
+}
+
+#[tokio::test]
+async fn streamed_json_is_read_whole() {
+    let request = Request::post("/")
+        .header("content-type", "application/json")
+        .body(Chunks::new(&[b"{\"a\"", b":", b"1}"]))
+        .unwrap();
+    let ParsedBody::Json(map) = parse(ParseLayer::new(), request).await.unwrap().body else {
+        panic!("not json")
+    };
+    assert_eq!(map["a"], 1);
+}
+
+#[tokio::test]
+async fn default_limit_is_one_mebibyte() {
+    let exactly = format!("{{\"a\":\"{}\"}}", "x".repeat(1024 * 1024 - 8));
+    assert_eq!(exactly.len(), 1024 * 1024);
+    let request = Request::post("/")
+        .header("content-type", "application/json")
+        .body(exactly)
+        .unwrap();
+    assert!(parse(ParseLayer::new(), request).await.is_ok());
+    let over = format!("{{\"a\":\"{}\"}}", "x".repeat(1024 * 1024 - 7));
+    let request = Request::post("/")
+        .header("content-type", "application/json")
+        .body(over)
+        .unwrap();
+    let error = parse(ParseLayer::new(), request).await.unwrap_err();
+    assert_eq!(error.status(), 413);
+    assert_eq!(
+        error.message(),
+        "Request body exceeds the limit of 1048576 bytes"
+    );
+}
+
+#[tokio::test]
+async fn a_lying_content_length_does_not_lift_the_limit() {
+    let request = Request::post("/")
+        .header("content-type", "application/json")
+        .header("content-length", "2")
+        .body(Endless::default())
+        .unwrap();
+    let polls = request.body().polls.clone();
+    let error = parse(ParseLayer::new().body_limit(2048), request)
+        .await
+        .unwrap_err();
+    assert_eq!(error.status(), 413);
+    assert_eq!(polls.load(Ordering::SeqCst), 3);
+}
+
+#[tokio::test]
+async fn an_outer_length_limit_is_413() {
+    let limited = http_body_util::Limited::new(Chunks::new(&[b"{\"a\":", b"1234567890}"]), 8);
+    let request = Request::post("/")
+        .header("content-type", "application/json")
+        .body(limited)
+        .unwrap();
+    let error = parse(ParseLayer::new(), request).await.unwrap_err();
+    assert_eq!(error.status(), 413);
+    assert_eq!(error.kind(), ErrorKind::PayloadTooLarge);
+}
