@@ -476,7 +476,7 @@ struct Greeting {
 }
 
 #[derive(Debug, Serialize, Validate, JsonSchema)]
-struct Reply {
+struct Greeted {
     #[garde(skip)]
     text: String,
     #[garde(skip)]
@@ -494,7 +494,7 @@ async fn middleware_grant_deny_and_context() {
             let user: &User = ctx.get();
             let permissions: &Permissions = ctx.get();
             logger.info("greeting");
-            Ok(Reply {
+            Ok(Greeted {
                 text: format!("{}, {}", input.greeting, user.name),
                 can: permissions.0.clone(),
             })
@@ -546,7 +546,7 @@ async fn middleware_grant_deny_and_context() {
     let open = factory
         .get()
         .handler(|input: Greeting, _ctx, _logger| async move {
-            Ok(Reply {
+            Ok(Greeted {
                 text: input.greeting,
                 can: vec![],
             })
@@ -689,7 +689,7 @@ async fn endpoint_metadata() {
         });
     assert_eq!(several.methods(), [Method::POST, Method::PUT]);
 
-    // the boxed service is built once per call and cloned cheaply
+    // a boxed service for a config, as routing builds it once per route
     let boxed = endpoint.boxed_service(&Config::default());
     let response = boxed
         .clone()
@@ -708,7 +708,7 @@ async fn handlers_may_answer_another_2xx() {
         default_endpoints_factory()
             .post()
             .handler(|input: Greeting, _ctx, _logger| async move {
-                Ok(WithStatus::created(Count {
+                Ok(Reply::created(Count {
                     count: input.greeting.len(),
                 }))
             });
@@ -723,4 +723,45 @@ async fn handlers_may_answer_another_2xx() {
     );
     let schema = create.meta().output_schema.as_ref().unwrap().as_value();
     assert_eq!(schema["properties"]["count"]["maximum"], 10);
+}
+
+#[tokio::test]
+async fn a_middleware_panic_is_a_500_too() {
+    let early = Middleware::new(|(): (), request, _logger| {
+        assert!(request.uri.query() != Some("sync"), "sync part exploded");
+        let explode = request.uri.query() == Some("async");
+        async move {
+            assert!(!explode, "async part exploded");
+            Ok(7u8)
+        }
+    });
+    let endpoint = default_endpoints_factory()
+        .add_middleware(early)
+        .get()
+        .handler(|(): (), _ctx, _logger| async { Ok(Count { count: 0 }) });
+    for (query, text) in [
+        ("sync", "Panic: sync part exploded"),
+        ("async", "Panic: async part exploded"),
+    ] {
+        let (status, body) = call(&endpoint, &Config::default(), get(&format!("/?{query}"))).await;
+        assert_eq!((status.as_u16(), message(&body)), (500, text));
+    }
+    assert_eq!(call(&endpoint, &Config::default(), get("/")).await.0, 200);
+}
+
+#[tokio::test]
+async fn replies_carry_headers() {
+    use http::header::LOCATION;
+
+    let create =
+        default_endpoints_factory()
+            .post()
+            .handler(|input: Greeting, _ctx, _logger| async move {
+                let location = HeaderValue::from_str(&format!("/greetings/{}", input.greeting))?;
+                Ok(Reply::created(Count { count: 1 }).header(LOCATION, location))
+            });
+    let request = json_request(Method::POST, "/", r#"{"greeting":"hi"}"#);
+    let response = create.service().oneshot(request).await.unwrap();
+    assert_eq!(response.headers()[LOCATION], "/greetings/hi");
+    assert_eq!(split(response).await.0, StatusCode::CREATED);
 }

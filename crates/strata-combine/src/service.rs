@@ -11,6 +11,7 @@ use tower_service::Service;
 use strata_core::future::ShortCircuit;
 
 use crate::future::ResponseFuture;
+use crate::layer::CombineLayer;
 
 /// Merges the input sources of each request; see the [crate docs](crate).
 #[derive(Debug, Clone)]
@@ -27,6 +28,11 @@ impl<S> CombineService<S> {
 
     pub(crate) fn from_sources(inner: S, sources: Arc<InputSources>) -> Self {
         Self { inner, sources }
+    }
+
+    /// A [`CombineLayer`] with the default sources.
+    pub fn layer() -> CombineLayer {
+        CombineLayer::new()
     }
 
     /// The inner service.

@@ -64,18 +64,20 @@ impl InputSources {
         }
     }
 
-    /// Replaces the sources of `method` (one of GET, POST, PUT, PATCH, DELETE; HEAD follows GET).
-    /// Other methods are ignored.
-    pub fn set(&mut self, method: &Method, sources: impl Into<Vec<InputSource>>) {
+    /// Replaces the sources of `method`, one of GET, POST, PUT, PATCH, DELETE, and returns
+    /// `true`; other methods (HEAD follows GET) have no list of their own, and `false` is
+    /// returned.
+    pub fn set(&mut self, method: &Method, sources: impl Into<Vec<InputSource>>) -> bool {
         let slot = match *method {
-            Method::GET | Method::HEAD => &mut self.get,
+            Method::GET => &mut self.get,
             Method::POST => &mut self.post,
             Method::PUT => &mut self.put,
             Method::PATCH => &mut self.patch,
             Method::DELETE => &mut self.delete,
-            _ => return,
+            _ => return false,
         };
         *slot = sources.into();
+        true
     }
 
     /// Whether the body is read for `method` (it is a source, directly or through files).
@@ -163,7 +165,8 @@ pub struct ConfigBuilder {
 }
 
 impl ConfigBuilder {
-    /// Replaces the input sources of one method.
+    /// Replaces the input sources of one method (GET, POST, PUT, PATCH or DELETE; HEAD follows
+    /// GET; other methods are ignored).
     pub fn input_sources(mut self, method: &Method, sources: impl Into<Vec<InputSource>>) -> Self {
         self.config.input_sources.set(method, sources);
         self
@@ -195,5 +198,21 @@ impl ConfigBuilder {
     /// The configuration.
     pub fn build(self) -> Config {
         self.config
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_the_five_methods_have_their_own_sources() {
+        let mut sources = InputSources::default();
+        assert!(sources.set(&Method::GET, [InputSource::Headers]));
+        assert!(!sources.set(&Method::HEAD, [InputSource::Body]));
+        assert!(!sources.set(&Method::OPTIONS, [InputSource::Body]));
+        assert_eq!(sources.for_method(&Method::HEAD), [InputSource::Headers]);
+        assert!(!sources.reads_body(&Method::GET));
+        assert!(sources.reads_body(&Method::POST));
     }
 }

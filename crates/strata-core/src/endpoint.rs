@@ -175,8 +175,8 @@ impl Endpoint {
     }
 }
 
-/// Converts any body into a [`RequestBody`], without boxing when it already is one or is
-/// `String`/`Bytes`/`Full<Bytes>`.
+/// Converts any body into a [`RequestBody`], without boxing when it already is one or is a
+/// `String` or `Bytes`.
 pub fn into_request_body<B>(body: B) -> RequestBody
 where
     B: Body + Send + 'static,
@@ -266,6 +266,29 @@ mod tests {
             ..EndpointMeta::default()
         };
         assert_eq!(meta.served_methods(), [Method::POST]);
+    }
+
+    #[test]
+    fn the_default_service_is_built_once() {
+        use std::sync::atomic::{AtomicUsize, Ordering};
+
+        let builds = Arc::new(AtomicUsize::new(0));
+        let counted = Arc::clone(&builds);
+        let endpoint = Endpoint::from_parts(EndpointMeta::default(), move |_config: &Config| {
+            counted.fetch_add(1, Ordering::SeqCst);
+            BoxCloneSyncService::new(tower::service_fn(|_: Request<RequestBody>| async {
+                Ok::<_, Infallible>(Response::new(ResponseBody::empty()))
+            }))
+        });
+        let _first = endpoint.service();
+        let _second = endpoint.clone().service();
+        assert_eq!(builds.load(Ordering::SeqCst), 1);
+        let _other = endpoint.boxed_service(&Config::default());
+        assert_eq!(
+            builds.load(Ordering::SeqCst),
+            2,
+            "routing builds its own per config"
+        );
     }
 
     #[test]

@@ -7,7 +7,7 @@
 
 use std::sync::Arc;
 
-use http::{Method, StatusCode, Uri};
+use http::{HeaderMap, Method, StatusCode, Uri};
 use serde::Serialize;
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
@@ -106,26 +106,25 @@ pub struct Validated<I, C = HNil> {
 }
 
 /// A checked, serialized handler output with its success status (200 unless the handler chose
-/// another).
+/// another) and any headers the handler added.
 #[derive(Debug, Clone)]
 pub struct Output {
     status: StatusCode,
+    headers: Option<Box<HeaderMap>>,
     data: Box<RawValue>,
 }
 
 impl Output {
     /// Serializes `value` once.
     pub fn new<T: Serialize + ?Sized>(value: &T) -> Result<Self, serde_json::Error> {
-        Ok(Self {
-            status: StatusCode::OK,
-            data: serde_json::value::to_raw_value(value)?,
-        })
+        Ok(Self::from_raw(serde_json::value::to_raw_value(value)?))
     }
 
     /// An output from an already serialized JSON value.
     pub fn from_raw(data: Box<RawValue>) -> Self {
         Self {
             status: StatusCode::OK,
+            headers: None,
             data,
         }
     }
@@ -137,9 +136,30 @@ impl Output {
         self
     }
 
+    /// Adds headers to send with the response.
+    #[must_use]
+    pub fn with_headers(mut self, headers: HeaderMap) -> Self {
+        if !headers.is_empty() {
+            self.headers
+                .get_or_insert_with(Box::default)
+                .extend(headers);
+        }
+        self
+    }
+
     /// The success status.
     pub fn status(&self) -> StatusCode {
         self.status
+    }
+
+    /// Headers the handler added, if any.
+    pub fn headers(&self) -> Option<&HeaderMap> {
+        self.headers.as_deref()
+    }
+
+    /// Takes the handler's headers out.
+    pub fn take_headers(&mut self) -> Option<HeaderMap> {
+        self.headers.take().map(|h| *h)
     }
 
     /// The serialized JSON.
@@ -149,10 +169,13 @@ impl Output {
 }
 
 /// What a result handler knows of the request it answers.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 pub struct RequestInfo {
     /// The method.
     pub method: Method,
     /// The URI.
     pub uri: Uri,
+    /// The request headers, when the result handler asks for them
+    /// (`ResultHandler::REQUEST_HEADERS`); empty otherwise, to spare a copy per request.
+    pub headers: HeaderMap,
 }

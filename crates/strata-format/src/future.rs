@@ -21,7 +21,7 @@ pub(crate) struct Finish<R> {
 
 impl<R: ResultHandler> Finish<R> {
     fn respond(self, result: Result<Output, ApiError>) -> Response<ResponseBody> {
-        let result = result.map_err(|mut error| {
+        let mut result = result.map_err(|mut error| {
             if error.status().is_server_error() {
                 self.logger.error(format_args!(
                     "{} {}: {} {}",
@@ -38,7 +38,23 @@ impl<R: ResultHandler> Finish<R> {
             }
             error
         });
-        self.result_handler.handle(result, &self.info, &self.logger)
+        let extra_headers = match &mut result {
+            Ok(output) => output.take_headers(),
+            Err(error) => error.take_headers(),
+        };
+        let handled = catch_unwind(AssertUnwindSafe(|| {
+            self.result_handler.handle(result, &self.info, &self.logger)
+        }));
+        let mut response = handled.unwrap_or_else(|payload| {
+            let error = panic_error(&*payload);
+            self.logger
+                .error(format_args!("Result handler failed: {}", error.message()));
+            crate::error_response(ApiError::internal("Internal Server Error"))
+        });
+        if let Some(headers) = extra_headers {
+            response.headers_mut().extend(headers);
+        }
+        response
     }
 }
 

@@ -6,16 +6,21 @@ use strata_core::{ApiError, Logger, Output, RequestInfo, ResponseBody, ResponseD
 
 /// Turns the outcome of an endpoint into a response, and describes the responses it produces.
 ///
-/// Descriptions are kept in the endpoint's metadata for API description generation.
+/// Descriptions are kept in the endpoint's metadata for API description generation. Headers
+/// carried by the error ([`ApiError::with_header`]) or the output (a handler's `Reply`) are added
+/// to the response by the format layer after `handle`; `handle` does not see them.
 pub trait ResultHandler: Clone + Send + Sync + 'static {
+    /// Whether `handle` reads the request headers: when `true`, the format layer copies them
+    /// into [`RequestInfo::headers`] (a copy per request, so it is off by default).
+    const REQUEST_HEADERS: bool = false;
+
     /// Success responses, given the schema of the endpoint's output.
     fn positive(&self, output: &Schema) -> Vec<ResponseDescription>;
 
     /// Error responses.
     fn negative(&self) -> Vec<ResponseDescription>;
 
-    /// Builds the response. When `result` is an error, its status is usually the response's,
-    /// and its extra headers (`error.take_headers()`) are sent.
+    /// Builds the response. When `result` is an error, its status is usually the response's.
     fn handle(
         &self,
         result: Result<Output, ApiError>,
@@ -36,7 +41,7 @@ pub fn json_response(status: StatusCode, body: impl Into<Bytes>) -> Response<Res
     response
 }
 
-/// The default error response for `error`: its status, its extra headers, and
+/// The default error response for `error`: its status, any extra headers still in it, and
 /// `{"status":"error","error":{"message":...}}`.
 pub fn error_response(mut error: ApiError) -> Response<ResponseBody> {
     let mut body = Vec::with_capacity(error.message().len() + 44);

@@ -1,20 +1,29 @@
 use std::convert::Infallible;
 use std::panic::{AssertUnwindSafe, catch_unwind};
-use std::task::{Context, Poll};
+use std::task::{Context, Poll, ready};
 
-use http::{Request, Response};
+use http::{HeaderMap, Request, Response};
 use strata_core::{ApiError, Logger, Mode, Output, RequestInfo, ResponseBody};
 use tower_service::Service;
 
 use crate::future::{Finish, ResponseFuture, panic_error};
+use crate::layer::FormatLayer;
 use crate::result_handler::ResultHandler;
 
 /// Formats the inner service's outcome with a result handler; see the [crate docs](crate).
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub struct FormatService<S, R> {
     inner: S,
     result_handler: R,
     mode: Mode,
+    /// An error of the inner service's `poll_ready`, answered to the next request.
+    not_ready: Option<ApiError>,
+}
+
+impl<S: Clone, R: Clone> Clone for FormatService<S, R> {
+    fn clone(&self) -> Self {
+        Self::from_parts(self.inner.clone(), self.result_handler.clone(), self.mode)
+    }
 }
 
 impl<S, R> FormatService<S, R> {
@@ -28,7 +37,13 @@ impl<S, R> FormatService<S, R> {
             inner,
             result_handler,
             mode,
+            not_ready: None,
         }
+    }
+
+    /// A [`FormatLayer`] formatting with `result_handler`.
+    pub fn layer(result_handler: R) -> FormatLayer<R> {
+        FormatLayer::new(result_handler)
     }
 
     /// The inner service.
@@ -57,11 +72,13 @@ where
     type Future = ResponseFuture<S::Future, R>;
 
     fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
-        // An inner service that is not ready because it failed is answered per request instead.
-        match self.inner.poll_ready(cx) {
-            Poll::Pending => Poll::Pending,
-            Poll::Ready(_) => Poll::Ready(Ok(())),
+        // This service cannot fail: an inner readiness error is the next request's response.
+        if self.not_ready.is_none() {
+            if let Err(error) = ready!(self.inner.poll_ready(cx)) {
+                self.not_ready = Some(error);
+            }
         }
+        Poll::Ready(Ok(()))
     }
 
     fn call(&mut self, request: Request<B>) -> Self::Future {
@@ -71,9 +88,17 @@ where
             info: RequestInfo {
                 method: request.method().clone(),
                 uri: request.uri().clone(),
+                headers: if R::REQUEST_HEADERS {
+                    request.headers().clone()
+                } else {
+                    HeaderMap::new()
+                },
             },
             logger: Logger::from_extensions(request.extensions()),
         };
+        if let Some(error) = self.not_ready.take() {
+            return ResponseFuture::failed(error, finish);
+        }
         match catch_unwind(AssertUnwindSafe(|| self.inner.call(request))) {
             Ok(future) => ResponseFuture::new(future, finish),
             Err(payload) => ResponseFuture::failed(panic_error(&*payload), finish),

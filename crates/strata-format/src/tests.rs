@@ -251,3 +251,145 @@ fn default_descriptions_wrap_the_output_schema() {
         ["application/json"]
     );
 }
+
+/// Panics in `handle`, and reads the request's `accept` header when asked to.
+#[derive(Clone)]
+struct Fragile;
+
+impl ResultHandler for Fragile {
+    const REQUEST_HEADERS: bool = true;
+
+    fn positive(&self, _: &Schema) -> Vec<ResponseDescription> {
+        Vec::new()
+    }
+
+    fn negative(&self) -> Vec<ResponseDescription> {
+        Vec::new()
+    }
+
+    fn handle(
+        &self,
+        result: Result<Output, ApiError>,
+        request: &RequestInfo,
+        _: &Logger,
+    ) -> Response<ResponseBody> {
+        assert!(result.is_ok(), "this handler cannot format errors");
+        let accept = request.headers.get("accept").cloned();
+        let mut response = crate::json_response(StatusCode::OK, "{}");
+        if let Some(accept) = accept {
+            response.headers_mut().insert("x-accepted", accept);
+        }
+        response
+    }
+}
+
+#[tokio::test]
+async fn a_panicking_result_handler_is_a_500() {
+    let capture = Arc::new(Capture::default());
+    let service = tower_layer::Layer::layer(
+        &FormatLayer::new(Fragile),
+        service_fn(|request: Request<()>| async move { outcome(request.uri().path()) }),
+    );
+    let mut request = request("/nothing");
+    request
+        .extensions_mut()
+        .insert(Logger::with_sink(capture.clone()));
+    let response = service.clone().oneshot(request).await.unwrap();
+    assert_eq!(response.status(), 500);
+    assert_eq!(
+        body(response).await,
+        r#"{"status":"error","error":{"message":"Internal Server Error"}}"#
+    );
+    let last = capture
+        .0
+        .lock()
+        .unwrap()
+        .last()
+        .map(|(_, message)| message.clone());
+    assert_eq!(
+        last.as_deref(),
+        Some("Result handler failed: Panic: this handler cannot format errors")
+    );
+    let request = Request::get("/ok")
+        .header("accept", "application/json")
+        .body(())
+        .unwrap();
+    let response = service.oneshot(request).await.unwrap();
+    assert_eq!(response.headers()["x-accepted"], "application/json");
+}
+
+#[tokio::test]
+async fn error_and_output_headers_reach_custom_envelopes() {
+    let service = tower_layer::Layer::layer(
+        &FormatLayer::new(Custom),
+        service_fn(|request: Request<()>| async move {
+            if request.uri().path() == "/made" {
+                let mut headers = http::HeaderMap::new();
+                headers.insert(http::header::LOCATION, HeaderValue::from_static("/made/1"));
+                return Ok(Output::new(&1)?
+                    .with_status(StatusCode::CREATED)
+                    .with_headers(headers));
+            }
+            outcome(request.uri().path())
+        }),
+    );
+    let response = service.clone().oneshot(request("/limited")).await.unwrap();
+    assert_eq!(response.headers()[RETRY_AFTER], "7");
+    let response = service.oneshot(request("/made")).await.unwrap();
+    assert_eq!(response.headers()[http::header::LOCATION], "/made/1");
+}
+
+/// Fails its readiness once.
+#[derive(Clone)]
+struct NotReadyOnce(Arc<std::sync::atomic::AtomicBool>);
+
+impl Service<Request<()>> for NotReadyOnce {
+    type Response = Output;
+    type Error = ApiError;
+    type Future = std::future::Ready<Result<Output, ApiError>>;
+
+    fn poll_ready(
+        &mut self,
+        _: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Result<(), ApiError>> {
+        if self.0.swap(false, std::sync::atomic::Ordering::SeqCst) {
+            return std::task::Poll::Ready(Err(http_error!(503, "warming up")));
+        }
+        std::task::Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, _: Request<()>) -> Self::Future {
+        std::future::ready(Output::new(&"ready").map_err(ApiError::from))
+    }
+}
+
+#[tokio::test]
+async fn an_inner_readiness_error_answers_the_next_request() {
+    let mut service = tower_layer::Layer::layer(
+        &FormatLayer::new(DefaultResultHandler),
+        NotReadyOnce(Arc::new(std::sync::atomic::AtomicBool::new(true))),
+    );
+    let response = service
+        .ready()
+        .await
+        .unwrap()
+        .call(request("/"))
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 503);
+    assert_eq!(
+        body(response).await,
+        r#"{"status":"error","error":{"message":"warming up"}}"#
+    );
+    let response = service
+        .ready()
+        .await
+        .unwrap()
+        .call(request("/"))
+        .await
+        .unwrap();
+    assert_eq!(
+        body(response).await,
+        r#"{"status":"success","data":"ready"}"#
+    );
+}

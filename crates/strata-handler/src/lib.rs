@@ -37,6 +37,7 @@
 
 use std::fmt;
 use std::future::Future;
+use std::sync::Arc;
 use std::task::{Context, Poll};
 
 use http::Request;
@@ -125,15 +126,30 @@ where
 
 /// The innermost service of an endpoint: calls a [`Handler`] with the validated input, the
 /// context, the request's logger (from the extensions, or the default) and the request parts.
-#[derive(Clone, Debug)]
+///
+/// The handler is shared: cloning the service (as outer stages do per request) does not clone
+/// what the handler captured.
+///
+/// It is a leaf, not a layer: there is nothing inside the handler to wrap.
+#[derive(Debug)]
 pub struct HandlerService<H> {
-    handler: H,
+    handler: Arc<H>,
+}
+
+impl<H> Clone for HandlerService<H> {
+    fn clone(&self) -> Self {
+        Self {
+            handler: Arc::clone(&self.handler),
+        }
+    }
 }
 
 impl<H> HandlerService<H> {
     /// A service calling `handler`.
     pub fn new(handler: H) -> Self {
-        Self { handler }
+        Self {
+            handler: Arc::new(handler),
+        }
     }
 
     /// The handler.
@@ -141,13 +157,13 @@ impl<H> HandlerService<H> {
         &self.handler
     }
 
-    /// The handler, mutably.
-    pub fn get_mut(&mut self) -> &mut H {
-        &mut self.handler
+    /// The handler, mutably, unless clones of this service share it.
+    pub fn get_mut(&mut self) -> Option<&mut H> {
+        Arc::get_mut(&mut self.handler)
     }
 
-    /// Unwraps the handler.
-    pub fn into_inner(self) -> H {
+    /// Unwraps the handler, shared with clones of this service.
+    pub fn into_inner(self) -> Arc<H> {
         self.handler
     }
 }
@@ -214,6 +230,28 @@ mod tests {
         assert_eq!(
             capture.0.lock().unwrap()[0],
             (Level::Info, "ada asked".to_owned())
+        );
+    }
+
+    #[tokio::test]
+    async fn clones_share_the_handler() {
+        let captured = Arc::new(());
+        let probe = Arc::clone(&captured);
+        let service = HandlerService::new(handler_fn(move |(): (), _: HNil, _: Logger| {
+            let holders = Arc::strong_count(&probe);
+            async move { Ok::<usize, strata_core::ApiError>(holders) }
+        }));
+        let before = Arc::strong_count(&captured);
+        let clones: Vec<_> = (0..3).map(|_| service.clone()).collect();
+        assert_eq!(
+            Arc::strong_count(&captured),
+            before,
+            "the closure was not cloned"
+        );
+        drop(clones);
+        assert!(
+            service.clone().get_mut().is_none(),
+            "shared while a clone lives"
         );
     }
 

@@ -10,6 +10,7 @@ use strata_core::{ApiError, HCons, Logger, Staged};
 use tower_service::Service;
 
 use crate::future::ResponseFuture;
+use crate::layer::MiddlewareLayer;
 use crate::middleware::{Middleware, MiddlewareHandler};
 
 /// Runs one middleware, then the inner service with the grown context; see the
@@ -27,6 +28,11 @@ impl<S, I, H> MiddlewareService<S, I, H> {
 
     pub(crate) fn from_shared(inner: S, middleware: Arc<Middleware<I, H>>) -> Self {
         Self { inner, middleware }
+    }
+
+    /// A [`MiddlewareLayer`] running `middleware`.
+    pub fn layer(middleware: Middleware<I, H>) -> MiddlewareLayer<I, H> {
+        MiddlewareLayer::new(middleware)
     }
 
     /// The inner service.

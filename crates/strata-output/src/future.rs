@@ -36,7 +36,7 @@ where
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let this = self.project();
-        let (status, body) = ready!(this.inner.poll(cx))?.into_parts();
+        let (status, headers, body) = ready!(this.inner.poll(cx))?.into_parts();
         if !status.is_success() {
             return Poll::Ready(Err(ApiError::internal(format!(
                 "A handler answered success with status {status}; errors are ApiErrors"
@@ -48,7 +48,7 @@ where
             ));
         }
         Poll::Ready(match Output::new(&body) {
-            Ok(output) => Ok(output.with_status(status)),
+            Ok(output) => Ok(output.with_status(status).with_headers(headers)),
             Err(error) => Err(ApiError::internal(format!(
                 "Failed to serialize the output: {error}"
             ))

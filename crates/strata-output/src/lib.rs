@@ -5,7 +5,7 @@
 //! violation is a defect of the handler: a 500 whose message names the field as
 //! `output.<path>: <rule text>` (hidden behind `Internal Server Error` in production).
 //!
-//! Success is 200; a handler that means another 2xx returns [`WithStatus`] (e.g. 201 Created).
+//! Success is 200; a handler that means another 2xx, or adds headers, returns [`Reply`].
 //! Anything implementing [`HandlerOutput`] may be returned.
 //!
 //! # Example
@@ -46,7 +46,7 @@ mod service;
 
 pub use future::ResponseFuture;
 pub use layer::OutputLayer;
-pub use reply::{HandlerOutput, WithStatus};
+pub use reply::{HandlerOutput, Reply};
 pub use service::OutputService;
 
 #[cfg(test)]

@@ -1,18 +1,19 @@
 use garde::Validate;
-use http::StatusCode;
+use http::header::{HeaderName, HeaderValue};
+use http::{HeaderMap, StatusCode};
 use schemars::JsonSchema;
 use serde::Serialize;
 
-/// What a handler may return: a body to check and serialize, and a success status.
+/// What a handler may return: a body to check and serialize, a success status and headers.
 ///
-/// Every `Serialize + Validate + JsonSchema` type is one (status 200); [`WithStatus`] chooses
-/// another 2xx.
+/// Every `Serialize + Validate + JsonSchema` type is one (status 200, no headers); [`Reply`]
+/// chooses another 2xx and adds headers.
 pub trait HandlerOutput: Send + 'static {
     /// The body: checked with its garde rules, serialized, described by its JSON Schema.
     type Body: Serialize + Validate + JsonSchema;
 
-    /// Splits into status and body.
-    fn into_parts(self) -> (StatusCode, Self::Body);
+    /// Splits into status, headers and body.
+    fn into_parts(self) -> (StatusCode, HeaderMap, Self::Body);
 }
 
 impl<T> HandlerOutput for T
@@ -21,21 +22,23 @@ where
 {
     type Body = T;
 
-    fn into_parts(self) -> (StatusCode, T) {
-        (StatusCode::OK, self)
+    fn into_parts(self) -> (StatusCode, HeaderMap, T) {
+        (StatusCode::OK, HeaderMap::new(), self)
     }
 }
 
-/// A handler output with a success status other than 200.
+/// A handler output with a success status other than 200, or with response headers
+/// (`Location`, `Set-Cookie`, caching headers).
 ///
 /// A status outside 2xx is a defect of the handler (errors are `ApiError`s) and becomes a 500.
 ///
 /// ```
 /// use garde::Validate;
 /// use http::StatusCode;
+/// use http::header::{HeaderValue, LOCATION};
 /// use schemars::JsonSchema;
 /// use serde::Serialize;
-/// use strata_output::{HandlerOutput, WithStatus};
+/// use strata_output::{HandlerOutput, Reply};
 ///
 /// #[derive(Serialize, Validate, JsonSchema)]
 /// struct Created {
@@ -43,34 +46,55 @@ where
 ///     id: u32,
 /// }
 ///
-/// let (status, body) = WithStatus::created(Created { id: 7 }).into_parts();
+/// let reply = Reply::created(Created { id: 7 }).header(LOCATION, HeaderValue::from_static("/users/7"));
+/// let (status, headers, body) = reply.into_parts();
 /// assert_eq!((status, body.id), (StatusCode::CREATED, 7));
+/// assert_eq!(headers[LOCATION], "/users/7");
 /// ```
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct WithStatus<T> {
+#[derive(Debug, Clone)]
+pub struct Reply<T> {
     status: StatusCode,
+    headers: HeaderMap,
     body: T,
 }
 
-impl<T> WithStatus<T> {
-    /// `body` answered with `status`.
-    pub fn new(status: StatusCode, body: T) -> Self {
-        Self { status, body }
+impl<T> Reply<T> {
+    /// `body` answered with 200.
+    pub fn new(body: T) -> Self {
+        Self {
+            status: StatusCode::OK,
+            headers: HeaderMap::new(),
+            body,
+        }
     }
 
     /// `body` answered with 201 Created.
     pub fn created(body: T) -> Self {
-        Self::new(StatusCode::CREATED, body)
+        Self::new(body).status(StatusCode::CREATED)
+    }
+
+    /// Sets the success status.
+    #[must_use]
+    pub fn status(mut self, status: StatusCode) -> Self {
+        self.status = status;
+        self
+    }
+
+    /// Adds a response header.
+    #[must_use]
+    pub fn header(mut self, name: HeaderName, value: HeaderValue) -> Self {
+        self.headers.append(name, value);
+        self
     }
 }
 
-impl<T> HandlerOutput for WithStatus<T>
+impl<T> HandlerOutput for Reply<T>
 where
     T: Serialize + Validate + JsonSchema + Send + 'static,
 {
     type Body = T;
 
-    fn into_parts(self) -> (StatusCode, T) {
-        (self.status, self.body)
+    fn into_parts(self) -> (StatusCode, HeaderMap, T) {
+        (self.status, self.headers, self.body)
     }
 }

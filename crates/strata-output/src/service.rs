@@ -8,6 +8,7 @@ use strata_core::{ApiError, Decoder, Output};
 use tower_service::Service;
 
 use crate::future::ResponseFuture;
+use crate::layer::OutputLayer;
 use crate::reply::HandlerOutput;
 
 /// Checks and serializes the inner service's output, whose body type is `O`; see the
@@ -25,6 +26,11 @@ impl<S, O> OutputService<S, O> {
 
     pub(crate) fn from_checker(inner: S, checker: Decoder<O>) -> Self {
         Self { inner, checker }
+    }
+
+    /// An [`OutputLayer`] for `O`.
+    pub fn layer() -> OutputLayer<O> {
+        OutputLayer::new()
     }
 
     /// The inner service.

@@ -123,17 +123,17 @@ async fn serialization_failures_are_500() {
 async fn handlers_may_choose_another_success_status() {
     use http::StatusCode;
 
-    use crate::WithStatus;
+    use crate::Reply;
 
     let service = tower_layer::Layer::layer(
         &OutputLayer::<Item>::new(),
         service_fn(|status: StatusCode| async move {
-            Ok::<_, ApiError>(WithStatus::new(
-                status,
-                Item {
+            Ok::<_, ApiError>(
+                Reply::new(Item {
                     display_name: "new".into(),
-                },
-            ))
+                })
+                .status(status),
+            )
         }),
     );
     let output = service.clone().oneshot(StatusCode::CREATED).await.unwrap();

@@ -29,6 +29,11 @@ impl<S> ParseService<S> {
         Self { inner, options }
     }
 
+    /// A [`ParseLayer`] with the default options.
+    pub fn layer() -> ParseLayer {
+        ParseLayer::new()
+    }
+
     /// The inner service.
     pub fn get_ref(&self) -> &S {
         &self.inner

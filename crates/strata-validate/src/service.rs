@@ -10,6 +10,7 @@ use strata_core::{ApiError, Decoder, Staged, Validated};
 use tower_service::Service;
 
 use crate::ResponseFuture;
+use crate::layer::ValidateLayer;
 
 /// Decodes and validates the merged input; see the [crate docs](crate).
 pub struct ValidateService<S, I> {
@@ -25,6 +26,11 @@ impl<S, I> ValidateService<S, I> {
 
     pub(crate) fn from_decoder(inner: S, decoder: Decoder<I>) -> Self {
         Self { inner, decoder }
+    }
+
+    /// A [`ValidateLayer`] for `I`.
+    pub fn layer() -> ValidateLayer<I> {
+        ValidateLayer::new()
     }
 
     /// The inner service.

@@ -4,7 +4,6 @@
 use std::fmt;
 use std::future::Future;
 use std::marker::PhantomData;
-use std::sync::Arc;
 
 use garde::Validate;
 use http::Method;
@@ -227,8 +226,8 @@ where
     /// Builds the endpoint with an async handler of `(input, ctx, logger)`.
     ///
     /// The input type `I` is read from the merged input and validated; the output `O` is
-    /// checked and serialized. Return [`WithStatus`](strata_output::WithStatus) for a success
-    /// status other than 200.
+    /// checked and serialized. Return [`Reply`](strata_output::Reply) for a success status
+    /// other than 200 or for response headers.
     pub fn handler<F, Fut, I, O>(self, f: F) -> Endpoint
     where
         F: Fn(I, C, Logger) -> Fut + Clone + Send + Sync + 'static,
@@ -289,9 +288,9 @@ where
         // endpoint.
         let validate = ValidateLayer::<I>::new();
         let output = OutputLayer::<O::Body>::new();
-        let handler = Arc::new(handler);
+        let handler = HandlerService::new(handler);
         Endpoint::from_parts(meta, move |config: &Config| -> EndpointService {
-            let core = validate.layer(output.layer(HandlerService::new(H::clone(&handler))));
+            let core = validate.layer(output.layer(handler.clone()));
             let service = FormatLayer::from_config(result_handler.clone(), config).layer(
                 ParseLayer::from_config(config)
                     .layer(CombineLayer::from_config(config).layer(layers.wrap(core))),

@@ -67,7 +67,7 @@ pub use strata_core::{
 };
 pub use strata_format::{DefaultResultHandler, ResultHandler};
 pub use strata_middleware::{Middleware, MiddlewareChain};
-pub use strata_output::{HandlerOutput, WithStatus};
+pub use strata_output::{HandlerOutput, Reply};
 
 /// Stage 2: combine input sources.
 pub use strata_combine as combine;
@@ -106,7 +106,7 @@ pub fn create_config() -> ConfigBuilder {
 pub mod prelude {
     pub use crate::{
         ApiError, Config, Ctx, DefaultResultHandler, Endpoint, EndpointsFactory, Get, HCons, HNil,
-        InputSource, Logger, Middleware, MiddlewareChain, Mode, ResultHandler, Security,
-        WithStatus, create_config, default_endpoints_factory, http_error,
+        InputSource, Logger, Middleware, MiddlewareChain, Mode, Reply, ResultHandler, Security,
+        create_config, default_endpoints_factory, http_error,
     };
 }
