@@ -104,46 +104,89 @@ impl Body for RequestBody {
     }
 }
 
-/// The response body of every endpoint: the bytes the result handler produced.
-#[derive(Debug, Default, Clone)]
-pub struct ResponseBody(Option<Bytes>);
+enum ResponseKind {
+    Full(Option<Bytes>),
+    Boxed(UnsyncBoxBody<Bytes, BoxError>),
+}
+
+/// The response body of endpoints and routing: bytes in memory (what result handlers produce),
+/// or a stream (static files).
+pub struct ResponseBody(ResponseKind);
+
+impl std::fmt::Debug for ResponseBody {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &self.0 {
+            ResponseKind::Full(data) => f.debug_tuple("ResponseBody").field(data).finish(),
+            ResponseKind::Boxed(_) => f.write_str("ResponseBody(stream)"),
+        }
+    }
+}
+
+impl Default for ResponseBody {
+    fn default() -> Self {
+        Self::empty()
+    }
+}
 
 impl ResponseBody {
     /// An empty body.
     pub fn empty() -> Self {
-        Self(None)
+        Self(ResponseKind::Full(None))
     }
 
-    /// The bytes not yet sent.
-    pub fn bytes(&self) -> &[u8] {
-        self.0.as_deref().unwrap_or_default()
+    /// A streamed body.
+    pub fn stream<B>(body: B) -> Self
+    where
+        B: Body<Data = Bytes> + Send + 'static,
+        B::Error: Into<BoxError>,
+    {
+        Self(ResponseKind::Boxed(body.map_err(Into::into).boxed_unsync()))
+    }
+
+    /// The bytes not yet sent, when the body is in memory.
+    pub fn bytes(&self) -> Option<&[u8]> {
+        match &self.0 {
+            ResponseKind::Full(data) => Some(data.as_deref().unwrap_or_default()),
+            ResponseKind::Boxed(_) => None,
+        }
     }
 }
 
 impl<T: Into<Bytes>> From<T> for ResponseBody {
     fn from(data: T) -> Self {
         let data = data.into();
-        Self((!data.is_empty()).then_some(data))
+        Self(ResponseKind::Full((!data.is_empty()).then_some(data)))
     }
 }
 
 impl Body for ResponseBody {
     type Data = Bytes;
-    type Error = std::convert::Infallible;
+    type Error = BoxError;
 
     fn poll_frame(
         mut self: Pin<&mut Self>,
-        _cx: &mut Context<'_>,
-    ) -> Poll<Option<Result<Frame<Bytes>, Self::Error>>> {
-        Poll::Ready(self.0.take().map(|d| Ok(Frame::data(d))))
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, BoxError>>> {
+        match &mut self.0 {
+            ResponseKind::Full(data) => Poll::Ready(data.take().map(|d| Ok(Frame::data(d)))),
+            ResponseKind::Boxed(body) => Pin::new(body).poll_frame(cx),
+        }
     }
 
     fn is_end_stream(&self) -> bool {
-        self.0.is_none()
+        match &self.0 {
+            ResponseKind::Full(data) => data.is_none(),
+            ResponseKind::Boxed(body) => body.is_end_stream(),
+        }
     }
 
     fn size_hint(&self) -> SizeHint {
-        SizeHint::with_exact(self.0.as_ref().map_or(0, |d| d.len() as u64))
+        match &self.0 {
+            ResponseKind::Full(data) => {
+                SizeHint::with_exact(data.as_ref().map_or(0, |d| d.len() as u64))
+            }
+            ResponseKind::Boxed(body) => body.size_hint(),
+        }
     }
 }
 
@@ -156,6 +199,13 @@ mod tests {
         let body = RequestBody::new(http_body_util::Full::new(Bytes::from_static(b"abc")));
         let bytes = body.collect().await.unwrap().to_bytes();
         assert_eq!(&bytes[..], b"abc");
+    }
+
+    #[tokio::test]
+    async fn streamed_responses() {
+        let body = ResponseBody::stream(http_body_util::Full::new(Bytes::from_static(b"file")));
+        assert!(body.bytes().is_none());
+        assert_eq!(&body.collect().await.unwrap().to_bytes()[..], b"file");
     }
 
     #[tokio::test]

@@ -1,8 +1,16 @@
 //! [`Config`]: the options every stage reads, built once at startup.
 
-use http::Method;
+use std::fmt;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
 
+use http::request::Parts;
+use http::{HeaderMap, Method};
+
+use crate::endpoint::EndpointMeta;
 use crate::input::InputSource;
+use crate::logger::Logger;
 
 /// Development shows every error message; production hides the messages of 5xx errors and of
 /// errors marked not exposed behind the status's reason phrase.
@@ -93,15 +101,96 @@ pub const DEFAULT_BODY_LIMIT: usize = 1024 * 1024;
 /// The default limit of parameters in a query string or form body.
 pub const DEFAULT_MAX_FIELDS: usize = 1000;
 
-/// The configuration shared by the stages of every endpoint.
+/// The answer to a request for a known path with a method it does not serve.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum WrongMethodBehavior {
+    /// 405 with an `Allow` header (the default).
+    #[default]
+    MethodNotAllowed,
+    /// 404, as for an unknown path.
+    NotFound,
+}
+
+/// How routing keys named `get`, `post`, `put`, `patch`, `delete` are read.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum MethodLikeRouteBehavior {
+    /// As the method of the parent path, when they hold an endpoint (the default).
+    #[default]
+    Method,
+    /// As ordinary path segments (`/user/get`).
+    Path,
+}
+
+/// What a CORS function is given for one request.
+#[derive(Debug)]
+pub struct CorsRequest<'a> {
+    /// The headers `cors: true` would send for this request.
+    pub default_headers: &'a HeaderMap,
+    /// The request.
+    pub request: &'a Parts,
+    /// The endpoint the request is routed to, if any.
+    pub endpoint: Option<&'a EndpointMeta>,
+    /// The request's logger.
+    pub logger: &'a Logger,
+}
+
+/// The future of an asynchronous CORS function.
+pub type CorsFuture = Pin<Box<dyn Future<Output = HeaderMap> + Send>>;
+
+type SyncCorsFn = dyn Fn(&CorsRequest<'_>) -> HeaderMap + Send + Sync;
+type AsyncCorsFn = dyn Fn(&CorsRequest<'_>) -> CorsFuture + Send + Sync;
+
+/// Cross-origin behaviour (spec section 6a). It must be chosen explicitly.
+#[derive(Clone)]
+pub enum Cors {
+    /// No CORS headers; `OPTIONS` is an unsupported method like any other.
+    Disabled,
+    /// The default headers on every response, and `OPTIONS` answered with 200.
+    Enabled,
+    /// Headers computed per request by a function; an empty map sends none.
+    Custom(CorsFn),
+}
+
+/// A function computing the CORS headers of a request.
+#[derive(Clone)]
+pub enum CorsFn {
+    /// Answers at once.
+    Sync(Arc<SyncCorsFn>),
+    /// Answers with a future. It runs synchronously first with borrowed request data: copy what
+    /// the future needs.
+    Async(Arc<AsyncCorsFn>),
+}
+
+impl fmt::Debug for Cors {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Cors::Disabled => f.write_str("Disabled"),
+            Cors::Enabled => f.write_str("Enabled"),
+            Cors::Custom(CorsFn::Sync(_)) => f.write_str("Custom(sync fn)"),
+            Cors::Custom(CorsFn::Async(_)) => f.write_str("Custom(async fn)"),
+        }
+    }
+}
+
+impl Cors {
+    /// Whether routing answers `OPTIONS` and lists it in `Allow`.
+    pub fn is_enabled(&self) -> bool {
+        !matches!(self, Cors::Disabled)
+    }
+}
+
+/// The configuration shared by the stages of every endpoint and by routing.
 ///
 /// Build it with [`Config::builder`] (the facade's `create_config()`).
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone)]
 pub struct Config {
     input_sources: InputSources,
     body_limit: usize,
     max_fields: usize,
     mode: Mode,
+    cors: Option<Cors>,
+    wrong_method_behavior: WrongMethodBehavior,
+    method_like_route_behavior: MethodLikeRouteBehavior,
 }
 
 impl Default for Config {
@@ -111,6 +200,9 @@ impl Default for Config {
             body_limit: DEFAULT_BODY_LIMIT,
             max_fields: DEFAULT_MAX_FIELDS,
             mode: Mode::Development,
+            cors: None,
+            wrong_method_behavior: WrongMethodBehavior::default(),
+            method_like_route_behavior: MethodLikeRouteBehavior::default(),
         }
     }
 }
@@ -141,6 +233,21 @@ impl Config {
     /// Development or production.
     pub fn mode(&self) -> Mode {
         self.mode
+    }
+
+    /// The CORS behaviour, `None` when it was not chosen (routing refuses to start then).
+    pub fn cors(&self) -> Option<&Cors> {
+        self.cors.as_ref()
+    }
+
+    /// The answer to a known path with an unsupported method.
+    pub fn wrong_method_behavior(&self) -> WrongMethodBehavior {
+        self.wrong_method_behavior
+    }
+
+    /// How routing keys named after methods are read.
+    pub fn method_like_route_behavior(&self) -> MethodLikeRouteBehavior {
+        self.method_like_route_behavior
     }
 }
 
@@ -193,6 +300,48 @@ impl ConfigBuilder {
     /// Production mode: internal error messages are hidden.
     pub fn production(self) -> Self {
         self.mode(Mode::Production)
+    }
+
+    /// Turns CORS on (`true`: the default headers, `OPTIONS` answered) or off.
+    pub fn cors(mut self, enabled: bool) -> Self {
+        self.config.cors = Some(if enabled {
+            Cors::Enabled
+        } else {
+            Cors::Disabled
+        });
+        self
+    }
+
+    /// Computes the CORS headers of each request with `f`; an empty map sends none.
+    pub fn cors_with(
+        mut self,
+        f: impl Fn(&CorsRequest<'_>) -> HeaderMap + Send + Sync + 'static,
+    ) -> Self {
+        self.config.cors = Some(Cors::Custom(CorsFn::Sync(Arc::new(f))));
+        self
+    }
+
+    /// Computes the CORS headers of each request with an asynchronous `f`.
+    pub fn cors_with_async<F, Fut>(mut self, f: F) -> Self
+    where
+        F: Fn(&CorsRequest<'_>) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = HeaderMap> + Send + 'static,
+    {
+        let boxed = move |request: &CorsRequest<'_>| -> CorsFuture { Box::pin(f(request)) };
+        self.config.cors = Some(Cors::Custom(CorsFn::Async(Arc::new(boxed))));
+        self
+    }
+
+    /// Sets the answer to a known path with an unsupported method (default 405).
+    pub fn wrong_method_behavior(mut self, behavior: WrongMethodBehavior) -> Self {
+        self.config.wrong_method_behavior = behavior;
+        self
+    }
+
+    /// Sets how routing keys named after methods are read (default: as methods).
+    pub fn method_like_route_behavior(mut self, behavior: MethodLikeRouteBehavior) -> Self {
+        self.config.method_like_route_behavior = behavior;
+        self
     }
 
     /// The configuration.

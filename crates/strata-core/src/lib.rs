@@ -24,7 +24,10 @@ pub mod payload;
 pub mod text;
 
 pub use body::{RequestBody, ResponseBody};
-pub use config::{Config, ConfigBuilder, InputSources, Mode};
+pub use config::{
+    Config, ConfigBuilder, Cors, CorsFn, CorsFuture, CorsRequest, InputSources,
+    MethodLikeRouteBehavior, Mode, WrongMethodBehavior,
+};
 pub use ctx::{Get, HCons, HNil};
 pub use de::DeError;
 pub use decode::Decoder;
