@@ -60,10 +60,11 @@ mod factory;
 
 pub use factory::{EndpointBuilder, EndpointsFactory, default_endpoints_factory};
 pub use strata_core::{
-    AnyBody, ApiError, BoxError, Config, ConfigBuilder, Ctx, Decoder, Endpoint, EndpointMeta,
-    EndpointService, ErrorKind, Get, HCons, HNil, Input, InputSource, InputSources, InputValue,
-    Level, Logger, Mode, Output, Parsed, ParsedBody, PathParams, RequestBody, RequestInfo,
-    ResponseBody, ResponseDescription, Security, Staged, TextValue, Validated, http_error,
+    AnyBody, ApiError, BoxError, Config, ConfigBuilder, Cors, CorsRequest, Ctx, Decoder, Endpoint,
+    EndpointMeta, EndpointService, ErrorKind, Get, HCons, HNil, Input, InputSource, InputSources,
+    InputValue, Level, Logger, MethodLikeRouteBehavior, Mode, Output, Parsed, ParsedBody,
+    PathParams, RequestBody, RequestInfo, ResponseBody, ResponseDescription, Security, Staged,
+    TextValue, Validated, WrongMethodBehavior, http_error,
 };
 pub use strata_format::{DefaultResultHandler, ResultHandler};
 pub use strata_middleware::{Middleware, MiddlewareChain};
@@ -83,6 +84,11 @@ pub use strata_middleware as middleware;
 pub use strata_output as output;
 /// Stage 1: parsing.
 pub use strata_parse as parse;
+/// Routing: the tree, the trie, method dispatch, CORS, static files.
+pub use strata_routing as routing;
+pub use strata_routing::{
+    Nest, Route, Router, Routing, RoutingError, ServeStatic, StaticOptions, routing,
+};
 /// Stage 4: input validation.
 pub use strata_validate as validate;
 

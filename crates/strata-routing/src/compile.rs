@@ -1,0 +1,409 @@
+//! Startup: flatten the tree, check it, build the trie and the per-path method tables.
+
+use std::collections::HashSet;
+use std::sync::Arc;
+
+use http::{HeaderValue, Method};
+use strata_core::{Config, Endpoint, MethodLikeRouteBehavior};
+
+use crate::error::RoutingError;
+use crate::statics::StaticService;
+use crate::tree::{Route, Routing, ServeStatic};
+
+const METHODS: [Method; 5] = [
+    Method::GET,
+    Method::POST,
+    Method::PUT,
+    Method::PATCH,
+    Method::DELETE,
+];
+
+fn method_key(key: &str) -> Option<Method> {
+    match key {
+        "get" => Some(Method::GET),
+        "post" => Some(Method::POST),
+        "put" => Some(Method::PUT),
+        "patch" => Some(Method::PATCH),
+        "delete" => Some(Method::DELETE),
+        _ => None,
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+enum Segment {
+    Static(String),
+    Param(String),
+}
+
+fn display(segments: &[Segment]) -> String {
+    if segments.is_empty() {
+        return "/".to_owned();
+    }
+    segments
+        .iter()
+        .map(|s| match s {
+            Segment::Static(s) => format!("/{s}"),
+            Segment::Param(p) => format!("/:{p}"),
+        })
+        .collect()
+}
+
+/// The trie's pattern: parameters by position, so `:id` and `:slug` at one place are one shape.
+fn shape(segments: &[Segment]) -> String {
+    if segments.is_empty() {
+        return "/".to_owned();
+    }
+    let mut index = 0;
+    segments
+        .iter()
+        .map(|s| match s {
+            Segment::Static(s) => format!("/{s}"),
+            Segment::Param(_) => {
+                index += 1;
+                format!("/{{p{}}}", index - 1)
+            }
+        })
+        .collect()
+}
+
+fn is_path_char(c: char) -> bool {
+    c.is_ascii_alphanumeric() || "-._~!$&'()*+,;=@".contains(c)
+}
+
+fn parse_segment(raw: &str, key: &str, parent: &[Segment]) -> Result<Segment, RoutingError> {
+    let invalid = |reason| RoutingError::InvalidKey {
+        key: key.to_owned(),
+        parent: display(parent),
+        reason,
+    };
+    if raw.is_empty() {
+        return Err(invalid("empty path segment"));
+    }
+    if let Some(name) = raw.strip_prefix(':') {
+        if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
+            return Err(invalid(
+                "a parameter name is letters, digits and underscores",
+            ));
+        }
+        return Ok(Segment::Param(name.to_owned()));
+    }
+    if !raw.chars().all(is_path_char) {
+        return Err(invalid(
+            "a segment is ASCII letters, digits and -._~!$&'()*+,;=@",
+        ));
+    }
+    Ok(Segment::Static(raw.to_owned()))
+}
+
+fn parse_path(raw: &str, key: &str, parent: &[Segment]) -> Result<Vec<Segment>, RoutingError> {
+    let mut segments = parent.to_vec();
+    let trimmed = raw.strip_prefix('/').unwrap_or(raw);
+    let trimmed = trimmed.strip_suffix('/').unwrap_or(trimmed);
+    if !trimmed.is_empty() {
+        for part in trimmed.split('/') {
+            segments.push(parse_segment(part, key, parent)?);
+        }
+    }
+    Ok(segments)
+}
+
+/// One endpoint route after flattening.
+pub(crate) struct FlatRoute {
+    pub(crate) method: Method,
+    segments: Vec<Segment>,
+    pub(crate) endpoint: Endpoint,
+}
+
+/// A static directory after flattening.
+pub(crate) struct FlatStatic {
+    segments: Vec<Segment>,
+    serve: ServeStatic,
+}
+
+struct Flattener {
+    behavior: MethodLikeRouteBehavior,
+    routes: Vec<FlatRoute>,
+    statics: Vec<FlatStatic>,
+}
+
+impl Flattener {
+    fn add_endpoint(
+        &mut self,
+        segments: &[Segment],
+        endpoint: &Endpoint,
+        explicit: Option<Method>,
+    ) -> Result<(), RoutingError> {
+        let path = display(segments);
+        let declared = &endpoint.meta().methods;
+        let methods = match explicit {
+            Some(method) => {
+                if !declared.is_empty() && !declared.contains(&method) {
+                    return Err(RoutingError::MethodNotSupported { method, path });
+                }
+                vec![method]
+            }
+            None => endpoint.methods().to_vec(),
+        };
+        for method in methods {
+            if !METHODS.contains(&method) {
+                return Err(RoutingError::UnsupportedMethod { method, path });
+            }
+            for segment in segments {
+                if let Segment::Param(name) = segment {
+                    if !endpoint.meta().input_fields.iter().any(|f| f == name) {
+                        return Err(RoutingError::UnknownParam {
+                            param: name.clone(),
+                            method,
+                            path,
+                        });
+                    }
+                }
+            }
+            self.routes.push(FlatRoute {
+                method,
+                segments: segments.to_vec(),
+                endpoint: endpoint.clone(),
+            });
+        }
+        Ok(())
+    }
+
+    fn walk(&mut self, parent: &[Segment], routing: &Routing) -> Result<(), RoutingError> {
+        for (key, route) in &routing.entries {
+            // "<method> <path>"
+            if let Some((method, path)) = key.split_once(' ') {
+                let invalid = |reason| RoutingError::InvalidKey {
+                    key: key.clone(),
+                    parent: display(parent),
+                    reason,
+                };
+                let method = method_key(method).ok_or_else(|| {
+                    invalid("expected `<method> <path>` with get, post, put, patch or delete")
+                })?;
+                if !path.starts_with('/') {
+                    return Err(invalid("the path of `<method> <path>` starts with /"));
+                }
+                let Route::Endpoint(endpoint) = route else {
+                    return Err(invalid("a `<method> <path>` key holds an endpoint"));
+                };
+                let segments = parse_path(path, key, parent)?;
+                self.add_endpoint(&segments, endpoint, Some(method))?;
+                continue;
+            }
+            if self.behavior == MethodLikeRouteBehavior::Method {
+                if let (Some(method), Route::Endpoint(endpoint)) = (method_key(key), route) {
+                    self.add_endpoint(parent, endpoint, Some(method))?;
+                    continue;
+                }
+            }
+            let segments = if key.starts_with('/') {
+                parse_path(key, key, parent)?
+            } else {
+                let mut segments = parent.to_vec();
+                segments.push(parse_segment(key, key, parent)?);
+                segments
+            };
+            match route {
+                Route::Endpoint(endpoint) => self.add_endpoint(&segments, endpoint, None)?,
+                Route::Nested(endpoint, children) => {
+                    self.add_endpoint(&segments, endpoint, None)?;
+                    self.walk(&segments, children)?;
+                }
+                Route::Routing(children) => self.walk(&segments, children)?,
+                Route::Static(serve) => {
+                    if segments.iter().any(|s| matches!(s, Segment::Param(_))) {
+                        return Err(RoutingError::InvalidKey {
+                            key: key.clone(),
+                            parent: display(parent),
+                            reason: "static files are served under a path without parameters",
+                        });
+                    }
+                    self.statics.push(FlatStatic {
+                        segments,
+                        serve: serve.clone(),
+                    });
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// What a path answers to one method.
+#[derive(Clone)]
+pub(crate) struct Target {
+    pub(crate) service: strata_core::EndpointService,
+    /// Parameter names in path order (the trie knows them by position).
+    pub(crate) params: Arc<[Arc<str>]>,
+    pub(crate) endpoint: Option<Endpoint>,
+}
+
+/// Everything a path answers, with its header values computed once.
+pub(crate) struct PathTable {
+    pub(crate) methods: Vec<(Method, Target)>,
+    /// `Some` for static directories: GET and HEAD go there.
+    pub(crate) statics: Option<Target>,
+    pub(crate) allow: HeaderValue,
+}
+
+impl PathTable {
+    pub(crate) fn find(&self, method: &Method) -> Option<&Target> {
+        if let Some(statics) = &self.statics {
+            return (*method == Method::GET || *method == Method::HEAD).then_some(statics);
+        }
+        let wanted = if *method == Method::HEAD {
+            &Method::GET
+        } else {
+            method
+        };
+        self.methods
+            .iter()
+            .find(|(m, _)| m == wanted)
+            .map(|(_, t)| t)
+    }
+}
+
+/// `DELETE, GET, PATCH, HEAD, OPTIONS`: declared methods alphabetically, then HEAD when GET is
+/// there, then OPTIONS when CORS is on.
+fn allow_header(methods: &[Method], cors: bool) -> HeaderValue {
+    let mut names: Vec<&str> = methods.iter().map(Method::as_str).collect();
+    names.sort_unstable();
+    names.dedup();
+    if methods.contains(&Method::GET) {
+        names.push("HEAD");
+    }
+    if cors {
+        names.push("OPTIONS");
+    }
+    HeaderValue::from_str(&names.join(", ")).unwrap_or_else(|_| HeaderValue::from_static(""))
+}
+
+/// The compiled routing.
+pub(crate) struct Compiled {
+    pub(crate) trie: matchit::Router<usize>,
+    pub(crate) tables: Vec<PathTable>,
+}
+
+pub(crate) fn compile(routing: &Routing, config: &Config) -> Result<Compiled, RoutingError> {
+    let cors = config
+        .cors()
+        .ok_or(RoutingError::CorsNotConfigured)?
+        .is_enabled();
+    let mut flattener = Flattener {
+        behavior: config.method_like_route_behavior(),
+        routes: Vec::new(),
+        statics: Vec::new(),
+    };
+    flattener.walk(&[], routing)?;
+
+    let mut trie = matchit::Router::new();
+    let mut tables: Vec<PathTable> = Vec::new();
+    let mut shapes: Vec<String> = Vec::new();
+    let mut seen = HashSet::new();
+    for route in flattener.routes {
+        let path = display(&route.segments);
+        let pattern = shape(&route.segments);
+        if !seen.insert((route.method.clone(), pattern.clone())) {
+            return Err(RoutingError::Duplicate {
+                method: route.method,
+                path,
+            });
+        }
+        let params: Arc<[Arc<str>]> = route
+            .segments
+            .iter()
+            .filter_map(|s| match s {
+                Segment::Param(name) => Some(Arc::from(name.as_str())),
+                Segment::Static(_) => None,
+            })
+            .collect();
+        let target = Target {
+            service: route.endpoint.boxed_service(config),
+            params,
+            endpoint: Some(route.endpoint),
+        };
+        if let Some(index) = shapes.iter().position(|s| *s == pattern) {
+            tables[index].methods.push((route.method, target));
+        } else {
+            trie.insert(pattern.clone(), tables.len())
+                .map_err(|e| RoutingError::Conflict {
+                    path,
+                    reason: e.to_string(),
+                })?;
+            shapes.push(pattern);
+            tables.push(PathTable {
+                methods: vec![(route.method, target)],
+                statics: None,
+                allow: HeaderValue::from_static(""),
+            });
+        }
+    }
+    for table in &mut tables {
+        let methods: Vec<Method> = table.methods.iter().map(|(m, _)| m.clone()).collect();
+        table.allow = allow_header(&methods, cors);
+    }
+    for flat in flattener.statics {
+        let prefix = display(&flat.segments);
+        let prefix = if prefix == "/" { String::new() } else { prefix };
+        let service = StaticService::new(&flat.serve, &prefix).boxed();
+        let target = Target {
+            service,
+            params: Arc::from([]),
+            endpoint: None,
+        };
+        let allow = allow_header(&[Method::GET], cors);
+        for pattern in [
+            if prefix.is_empty() {
+                "/".to_owned()
+            } else {
+                prefix.clone()
+            },
+            format!("{prefix}/{{*path}}"),
+        ] {
+            trie.insert(pattern.clone(), tables.len())
+                .map_err(|e| RoutingError::Conflict {
+                    path: pattern.clone(),
+                    reason: e.to_string(),
+                })?;
+            tables.push(PathTable {
+                methods: Vec::new(),
+                statics: Some(target.clone()),
+                allow: allow.clone(),
+            });
+        }
+    }
+    Ok(Compiled { trie, tables })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn allow_lists_methods_alphabetically_then_head_then_options() {
+        let methods = [Method::PATCH, Method::GET, Method::DELETE];
+        assert_eq!(
+            allow_header(&methods, true),
+            "DELETE, GET, PATCH, HEAD, OPTIONS"
+        );
+        assert_eq!(allow_header(&[Method::POST], false), "POST");
+    }
+
+    #[test]
+    fn shapes_number_parameters() {
+        let segments = parse_path("/a/:id/b/:slug", "k", &[]).unwrap();
+        assert_eq!(shape(&segments), "/a/{p0}/b/{p1}");
+        assert_eq!(display(&segments), "/a/:id/b/:slug");
+        assert_eq!(shape(&[]), "/");
+    }
+
+    #[test]
+    fn segments_are_checked() {
+        for bad in ["", "a b", "a{b", "caf\u{e9}", ":", ":a-b", "a%20"] {
+            assert!(parse_segment(bad, bad, &[]).is_err(), "{bad:?}");
+        }
+        for good in ["v1", "a.b", "x-y_z", ":id", ":user_id"] {
+            assert!(parse_segment(good, good, &[]).is_ok(), "{good:?}");
+        }
+    }
+}

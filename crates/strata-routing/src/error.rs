@@ -1,0 +1,85 @@
+use std::fmt;
+
+use http::Method;
+
+/// Why a routing tree cannot be served. Found once, at startup; never at request time.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum RoutingError {
+    /// Two entries resolve to the same method and path (parameter names do not matter).
+    Duplicate {
+        /// The method.
+        method: Method,
+        /// The path.
+        path: String,
+    },
+    /// An explicit method key names a method the endpoint does not declare.
+    MethodNotSupported {
+        /// The method of the key.
+        method: Method,
+        /// The path.
+        path: String,
+    },
+    /// An endpoint declares a method outside GET, POST, PUT, PATCH, DELETE.
+    UnsupportedMethod {
+        /// The method.
+        method: Method,
+        /// The path.
+        path: String,
+    },
+    /// A `:param` that is not a field of the endpoint's input.
+    UnknownParam {
+        /// The parameter.
+        param: String,
+        /// The method.
+        method: Method,
+        /// The path.
+        path: String,
+    },
+    /// A key that is not a valid path segment, flat path or `<method> <path>`.
+    InvalidKey {
+        /// The key.
+        key: String,
+        /// Where it is (the parent path).
+        parent: String,
+        /// What is wrong.
+        reason: &'static str,
+    },
+    /// Two routes that the trie cannot tell apart (e.g. static files over an endpoint's path).
+    Conflict {
+        /// The path being added.
+        path: String,
+        /// The trie's explanation.
+        reason: String,
+    },
+    /// `cors` was not chosen in the config: it must be set to `true`, `false` or a function.
+    CorsNotConfigured,
+}
+
+impl fmt::Display for RoutingError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Duplicate { method, path } => write!(f, "Route {method} {path} is defined twice"),
+            Self::MethodNotSupported { method, path } => {
+                write!(f, "{method} {path}: the endpoint does not support {method}")
+            }
+            Self::UnsupportedMethod { method, path } => write!(
+                f,
+                "{method} {path}: endpoints serve GET, POST, PUT, PATCH or DELETE, not {method}"
+            ),
+            Self::UnknownParam { param, method, path } => write!(
+                f,
+                "{method} {path}: path parameter :{param} is not a field of the endpoint's input"
+            ),
+            Self::InvalidKey { key, parent, reason } => {
+                write!(f, "Invalid routing key {key:?} under {parent:?}: {reason}")
+            }
+            Self::Conflict { path, reason } => write!(f, "Route {path} conflicts: {reason}"),
+            Self::CorsNotConfigured => f.write_str(
+                "cors must be configured explicitly: true, false or a function (create_config().cors(..))",
+            ),
+        }
+    }
+}
+
+impl std::error::Error for RoutingError {}

@@ -1,0 +1,323 @@
+//! The routing service: trie lookup, method dispatch, HEAD, OPTIONS, CORS.
+
+use std::convert::Infallible;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll, ready};
+
+use http::header::{
+    ACCESS_CONTROL_ALLOW_CREDENTIALS, ACCESS_CONTROL_ALLOW_HEADERS, ACCESS_CONTROL_ALLOW_METHODS,
+    ACCESS_CONTROL_ALLOW_ORIGIN, ALLOW, CONTENT_LENGTH,
+};
+use http::request::Parts;
+use http::{HeaderMap, HeaderValue, Method, Request, Response, StatusCode};
+use http_body::Body;
+use strata_core::endpoint::into_request_body;
+use strata_core::text::percent_decode;
+use strata_core::{
+    ApiError, BoxError, Config, Cors, CorsFn, CorsFuture, CorsRequest, EndpointService, ErrorKind,
+    Logger, PathParams, RequestBody, ResponseBody, WrongMethodBehavior,
+};
+use strata_format::error_response;
+use tower::ServiceExt;
+use tower::util::Oneshot;
+use tower_service::Service;
+
+use crate::compile::{Compiled, PathTable, compile};
+use crate::error::RoutingError;
+use crate::tree::Routing;
+
+const ALLOW_ORIGIN_ANY: HeaderValue = HeaderValue::from_static("*");
+const ALLOW_HEADERS: HeaderValue = HeaderValue::from_static("content-type, authorization");
+
+/// The JSON 404 of routing: `Can not <METHOD> <path>`.
+pub(crate) fn not_found(method: &Method, path: &str) -> Response<ResponseBody> {
+    error_response(
+        ApiError::new(StatusCode::NOT_FOUND, format!("Can not {method} {path}"))
+            .with_kind(ErrorKind::Routing),
+    )
+}
+
+struct Shared {
+    compiled: Compiled,
+    cors: Cors,
+    wrong_method: WrongMethodBehavior,
+}
+
+/// A compiled [`Routing`]: one tower service for every route, with `Error = Infallible`.
+///
+/// Built once at startup by [`Router::new`], which checks the tree and returns a
+/// [`RoutingError`] instead of serving something wrong. Cloning is cheap.
+#[derive(Clone)]
+pub struct Router {
+    shared: Arc<Shared>,
+}
+
+impl std::fmt::Debug for Router {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Router")
+            .field("paths", &self.shared.compiled.tables.len())
+            .field("cors", &self.shared.cors)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Router {
+    /// Compiles `routing` for `config`: flattens and checks the tree, builds the trie and every
+    /// endpoint's service.
+    pub fn new(routing: &Routing, config: &Config) -> Result<Self, RoutingError> {
+        let compiled = compile(routing, config)?;
+        let cors = config
+            .cors()
+            .cloned()
+            .ok_or(RoutingError::CorsNotConfigured)?;
+        Ok(Self {
+            shared: Arc::new(Shared {
+                compiled,
+                cors,
+                wrong_method: config.wrong_method_behavior(),
+            }),
+        })
+    }
+}
+
+/// The CORS headers a response will get.
+enum CorsHeaders {
+    None,
+    /// `cors: true`: the default headers, with the path's methods when the path is known.
+    Default(Option<HeaderValue>),
+    /// A function's answer.
+    Map(HeaderMap),
+    /// An asynchronous function's answer, to wait for.
+    Pending(CorsFuture, Logger),
+}
+
+fn default_cors(methods: Option<&HeaderValue>) -> HeaderMap {
+    let mut headers = HeaderMap::with_capacity(3);
+    headers.insert(ACCESS_CONTROL_ALLOW_ORIGIN, ALLOW_ORIGIN_ANY);
+    if let Some(methods) = methods {
+        headers.insert(ACCESS_CONTROL_ALLOW_METHODS, methods.clone());
+    }
+    headers.insert(ACCESS_CONTROL_ALLOW_HEADERS, ALLOW_HEADERS);
+    headers
+}
+
+/// Credentials with origin `*` would be refused by browsers, or worse, honoured by lax ones:
+/// drop the credentials header and say so.
+fn checked(mut headers: HeaderMap, logger: &Logger) -> HeaderMap {
+    let credentials = headers
+        .get(ACCESS_CONTROL_ALLOW_CREDENTIALS)
+        .is_some_and(|v| v.as_bytes().eq_ignore_ascii_case(b"true"));
+    let any_origin = headers
+        .get(ACCESS_CONTROL_ALLOW_ORIGIN)
+        .is_some_and(|v| v == "*");
+    if credentials && any_origin {
+        headers.remove(ACCESS_CONTROL_ALLOW_CREDENTIALS);
+        logger.error(
+            "CORS: Access-Control-Allow-Credentials requires a specific origin, not *; the credentials header was not sent",
+        );
+    }
+    headers
+}
+
+impl Shared {
+    fn cors_headers(
+        &self,
+        parts: &Parts,
+        table: Option<&PathTable>,
+        endpoint: Option<&strata_core::Endpoint>,
+    ) -> CorsHeaders {
+        let methods = table.map(|t| &t.allow);
+        match &self.cors {
+            Cors::Disabled => CorsHeaders::None,
+            Cors::Enabled => CorsHeaders::Default(methods.cloned()),
+            Cors::Custom(function) => {
+                let defaults = default_cors(methods);
+                let logger = Logger::from_extensions(&parts.extensions);
+                let request = CorsRequest {
+                    default_headers: &defaults,
+                    request: parts,
+                    endpoint: endpoint.map(strata_core::Endpoint::meta),
+                    logger: &logger,
+                };
+                match function {
+                    CorsFn::Sync(f) => CorsHeaders::Map(checked(f(&request), &logger)),
+                    CorsFn::Async(f) => CorsHeaders::Pending(f(&request), logger),
+                }
+            }
+        }
+    }
+}
+
+fn apply_cors(response: &mut Response<ResponseBody>, headers: CorsHeaders) {
+    match headers {
+        CorsHeaders::None | CorsHeaders::Pending(..) => {}
+        CorsHeaders::Default(methods) => {
+            let target = response.headers_mut();
+            target.insert(ACCESS_CONTROL_ALLOW_ORIGIN, ALLOW_ORIGIN_ANY);
+            if let Some(methods) = methods {
+                target.insert(ACCESS_CONTROL_ALLOW_METHODS, methods);
+            }
+            target.insert(ACCESS_CONTROL_ALLOW_HEADERS, ALLOW_HEADERS);
+        }
+        CorsHeaders::Map(map) => response.headers_mut().extend(map),
+    }
+}
+
+fn trim_trailing_slash(path: &str) -> &str {
+    if path.len() > 1 {
+        path.strip_suffix('/').unwrap_or(path)
+    } else {
+        path
+    }
+}
+
+impl<B> Service<Request<B>> for Router
+where
+    B: Body + Send + 'static,
+    B::Data: Send,
+    B::Error: Into<BoxError>,
+{
+    type Response = Response<ResponseBody>;
+    type Error = Infallible;
+    type Future = RouterFuture;
+
+    fn poll_ready(&mut self, _cx: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
+        // Endpoint services are driven to readiness per request (`Oneshot`).
+        Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, request: Request<B>) -> RouterFuture {
+        let shared = &*self.shared;
+        let (mut parts, body) = request.into_parts();
+        let path = parts.uri.path();
+        let Ok(found) = shared.compiled.trie.at(trim_trailing_slash(path)) else {
+            let response = not_found(&parts.method, path);
+            return RouterFuture::ready(response, shared.cors_headers(&parts, None, None));
+        };
+        let table = &shared.compiled.tables[*found.value];
+        let cors_on = shared.cors.is_enabled();
+        if parts.method == Method::OPTIONS && cors_on {
+            let cors = shared.cors_headers(
+                &parts,
+                Some(table),
+                table.methods.first().and_then(|(_, t)| t.endpoint.as_ref()),
+            );
+            return RouterFuture::ready(Response::new(ResponseBody::empty()), cors);
+        }
+        let Some(target) = table.find(&parts.method) else {
+            let cors = shared.cors_headers(&parts, Some(table), None);
+            if shared.wrong_method == WrongMethodBehavior::NotFound {
+                return RouterFuture::ready(not_found(&parts.method, path), cors);
+            }
+            let error = ApiError::new(
+                StatusCode::METHOD_NOT_ALLOWED,
+                format!("{} is not allowed", parts.method),
+            )
+            .with_kind(ErrorKind::Routing)
+            .with_header(ALLOW, table.allow.clone());
+            return RouterFuture::ready(error_response(error), cors);
+        };
+        if !target.params.is_empty() {
+            let mut params = PathParams::new();
+            for ((_, raw), name) in found.params.iter().zip(target.params.iter()) {
+                match percent_decode(raw.as_bytes(), false, 0) {
+                    Ok(value) => params.push(Arc::clone(name), value.into_owned()),
+                    Err(error) => {
+                        let error = ApiError::bad_request(
+                            ErrorKind::Parse,
+                            format!("Invalid path parameter :{name}: {error}"),
+                        );
+                        let cors =
+                            shared.cors_headers(&parts, Some(table), target.endpoint.as_ref());
+                        return RouterFuture::ready(error_response(error), cors);
+                    }
+                }
+            }
+            parts.extensions.insert(params);
+        }
+        let head = parts.method == Method::HEAD && table.statics.is_none();
+        let cors = shared.cors_headers(&parts, Some(table), target.endpoint.as_ref());
+        let request = Request::from_parts(parts, into_request_body(body));
+        RouterFuture::call(target.service.clone().oneshot(request), head, cors)
+    }
+}
+
+enum State {
+    Ready(Option<Response<ResponseBody>>),
+    Calling(Oneshot<EndpointService, Request<RequestBody>>),
+}
+
+/// Response future of [`Router`].
+pub struct RouterFuture {
+    state: State,
+    head: bool,
+    cors: CorsHeaders,
+}
+
+impl RouterFuture {
+    fn ready(response: Response<ResponseBody>, cors: CorsHeaders) -> Self {
+        Self {
+            state: State::Ready(Some(response)),
+            head: false,
+            cors,
+        }
+    }
+
+    fn call(
+        call: Oneshot<EndpointService, Request<RequestBody>>,
+        head: bool,
+        cors: CorsHeaders,
+    ) -> Self {
+        Self {
+            state: State::Calling(call),
+            head,
+            cors,
+        }
+    }
+}
+
+impl Future for RouterFuture {
+    type Output = Result<Response<ResponseBody>, Infallible>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let this = self.get_mut();
+        if let State::Calling(call) = &mut this.state {
+            let response = match ready!(Pin::new(call).poll(cx)) {
+                Ok(response) => response,
+                Err(never) => match never {},
+            };
+            this.state = State::Ready(Some(response));
+        }
+        if let CorsHeaders::Pending(future, logger) = &mut this.cors {
+            let headers = ready!(future.as_mut().poll(cx));
+            this.cors = CorsHeaders::Map(checked(headers, logger));
+        }
+        let State::Ready(response) = &mut this.state else {
+            unreachable_state()
+        };
+        let mut response = response.take().unwrap_or_else(|| {
+            error_response(ApiError::internal("router future polled after completion"))
+        });
+        if this.head {
+            // HEAD: the headers GET would send, with the length of the body it would send.
+            if let Some(length) = response.body().size_hint().exact() {
+                response
+                    .headers_mut()
+                    .insert(CONTENT_LENGTH, HeaderValue::from(length));
+            }
+            *response.body_mut() = ResponseBody::empty();
+        }
+        apply_cors(
+            &mut response,
+            std::mem::replace(&mut this.cors, CorsHeaders::None),
+        );
+        Poll::Ready(Ok(response))
+    }
+}
+
+#[allow(clippy::panic)] // `Calling` is replaced by `Ready` just above
+fn unreachable_state() -> ! {
+    unreachable!("the router future is ready once its call has completed")
+}
