@@ -111,8 +111,9 @@ pub fn create_config() -> ConfigBuilder {
 /// The names most endpoints need.
 pub mod prelude {
     pub use crate::{
-        ApiError, Config, Ctx, DefaultResultHandler, Endpoint, EndpointsFactory, Get, HCons, HNil,
-        InputSource, Logger, Middleware, MiddlewareChain, Mode, Reply, ResultHandler, Security,
-        create_config, default_endpoints_factory, http_error,
+        ApiError, Config, CorsRequest, Ctx, DefaultResultHandler, Endpoint, EndpointsFactory, Get,
+        HCons, HNil, InputSource, Logger, Middleware, MiddlewareChain, Mode, Nest, Reply,
+        ResultHandler, Router, Routing, Security, ServeStatic, create_config,
+        default_endpoints_factory, http_error, routing,
     };
 }

@@ -1,0 +1,440 @@
+//! Routing through the public API: the tree, startup checks, dispatch, CORS and static files,
+//! each with `oneshot` on the router.
+
+#![allow(clippy::unwrap_used)] // tests fail loudly by design
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+
+use garde::Validate;
+use http::header::{CONTENT_TYPE, HeaderName};
+use http::{HeaderMap, HeaderValue, Method, Request, Response, StatusCode};
+use http_body_util::BodyExt;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+use strata::core::logger::{Level, LogSink};
+use strata::prelude::*;
+use strata::{MethodLikeRouteBehavior, ResponseBody, RoutingError, WrongMethodBehavior};
+use tower::ServiceExt;
+
+#[derive(Debug, Deserialize, Validate, JsonSchema)]
+struct Ids {
+    #[garde(skip)]
+    id: Option<String>,
+    #[garde(skip)]
+    slug: Option<String>,
+    #[garde(skip)]
+    name: Option<String>,
+}
+
+#[derive(Debug, Serialize, Validate, JsonSchema)]
+struct Seen {
+    #[garde(skip)]
+    label: &'static str,
+    #[garde(skip)]
+    method: String,
+    #[garde(skip)]
+    path: String,
+    #[garde(skip)]
+    id: Option<String>,
+    #[garde(skip)]
+    slug: Option<String>,
+}
+
+/// An endpoint that says who it is and what it saw.
+fn labelled(label: &'static str, methods: &[Method]) -> Endpoint {
+    default_endpoints_factory().endpoint().methods(methods.iter().cloned()).handler_with_request(
+        move |input: Ids, _ctx, _logger, request: http::request::Parts| async move {
+            Ok(Seen {
+                label,
+                method: request.method.to_string(),
+                path: request.uri.path().to_owned(),
+                id: input.id,
+                slug: input.slug,
+            })
+        },
+    )
+}
+
+fn get_endpoint(label: &'static str) -> Endpoint {
+    labelled(label, &[])
+}
+
+fn cors_config(enabled: bool) -> Config {
+    create_config().cors(enabled).build()
+}
+
+fn build(tree: &Routing, config: &Config) -> Router {
+    Router::new(tree, config).unwrap()
+}
+
+async fn send(router: &Router, method: Method, uri: &str) -> Response<ResponseBody> {
+    let request = Request::builder().method(method).uri(uri).body(String::new()).unwrap();
+    router.clone().oneshot(request).await.unwrap()
+}
+
+async fn json_of(response: Response<ResponseBody>) -> (StatusCode, Value) {
+    let status = response.status();
+    let bytes = response.into_body().collect().await.unwrap().to_bytes();
+    let value = if bytes.is_empty() { Value::Null } else { serde_json::from_slice(&bytes).unwrap() };
+    (status, value)
+}
+
+async fn get_json(router: &Router, uri: &str) -> (StatusCode, Value) {
+    json_of(send(router, Method::GET, uri).await).await
+}
+
+// ---- the tree ----------------------------------------------------------------------------------
+
+#[tokio::test]
+async fn nested_flat_mixed_params_method_keys_and_explicit_methods() {
+    let tree = routing! {
+        "v1" => {
+            "hello" => get_endpoint("nested"),
+            "/flat/deep/path" => get_endpoint("mixed"),
+            "users" => {
+                "get" => get_endpoint("list"),
+                "post" => labelled("create", &[Method::POST]),
+                ":id" => get_endpoint("user"),
+            },
+            "post /things" => labelled("things", &[Method::POST, Method::PUT]),
+        },
+        "/v2/flat/deep/path" => get_endpoint("flat"),
+    };
+    let router = build(&tree, &cors_config(false));
+    let label = |v: &Value| v["data"]["label"].as_str().unwrap().to_owned();
+    assert_eq!(label(&get_json(&router, "/v1/hello").await.1), "nested");
+    assert_eq!(label(&get_json(&router, "/v2/flat/deep/path").await.1), "flat");
+    assert_eq!(label(&get_json(&router, "/v1/flat/deep/path").await.1), "mixed");
+    assert_eq!(label(&get_json(&router, "/v1/users").await.1), "list");
+    let (status, body) = json_of(send(&router, Method::POST, "/v1/users").await).await;
+    assert_eq!((status, label(&body)), (StatusCode::OK, "create".to_owned()));
+    let (_, body) = get_json(&router, "/v1/users/J%C3%BCrgen%20M").await;
+    assert_eq!((label(&body), &body["data"]["id"]), ("user".to_owned(), &json!("Jürgen M")));
+    let (status, body) = json_of(send(&router, Method::POST, "/v1/things").await).await;
+    assert_eq!((status, label(&body)), (StatusCode::OK, "things".to_owned()));
+    // the explicit key serves only its method, although the endpoint also declares PUT
+    assert_eq!(send(&router, Method::PUT, "/v1/things").await.status(), 405);
+}
+
+#[tokio::test]
+async fn nested_endpoints_serve_their_path_and_children() {
+    let tree = routing! {
+        "v1" => {
+            "parent" => get_endpoint("parent").nest(routing! { "child" => get_endpoint("child") }),
+        },
+    };
+    let router = build(&tree, &cors_config(false));
+    assert_eq!(get_json(&router, "/v1/parent").await.1["data"]["label"], "parent");
+    assert_eq!(get_json(&router, "/v1/parent/child").await.1["data"]["label"], "child");
+}
+
+#[tokio::test]
+async fn the_builder_writes_the_same_tree() {
+    let tree = Routing::new().route(
+        "v1",
+        Routing::new().route("users", Routing::new().route(":id", get_endpoint("user"))),
+    );
+    let router = build(&tree, &cors_config(false));
+    assert_eq!(get_json(&router, "/v1/users/7").await.1["data"]["id"], "7");
+}
+
+#[tokio::test]
+async fn method_like_keys_as_paths() {
+    let tree = routing! { "user" => { "get" => labelled("any", &[Method::GET, Method::POST]) } };
+    let config = create_config().cors(false).method_like_route_behavior(MethodLikeRouteBehavior::Path).build();
+    let router = build(&tree, &config);
+    assert_eq!(get_json(&router, "/user/get").await.1["data"]["label"], "any");
+    assert_eq!(json_of(send(&router, Method::POST, "/user/get").await).await.0, 200);
+    assert_eq!(get_json(&router, "/user").await.0, 404);
+}
+
+// ---- startup checks ----------------------------------------------------------------------------
+
+fn error_of(tree: &Routing, config: &Config) -> RoutingError {
+    Router::new(tree, config).unwrap_err()
+}
+
+#[tokio::test]
+async fn startup_checks() {
+    let config = cors_config(true);
+    let duplicate = routing! { "a" => { ":id" => get_endpoint("1"), "/:slug" => get_endpoint("2") } };
+    let error = error_of(&duplicate, &config);
+    assert_eq!(error, RoutingError::Duplicate { method: Method::GET, path: "/a/:slug".into() });
+    assert_eq!(error.to_string(), "Route GET /a/:slug is defined twice");
+
+    let unsupported = routing! { "delete /things" => labelled("x", &[Method::POST]) };
+    assert_eq!(
+        error_of(&unsupported, &config).to_string(),
+        "DELETE /things: the endpoint does not support DELETE"
+    );
+    // an endpoint without declared methods accepts any explicit one
+    let undeclared = routing! { "delete /things" => get_endpoint("x"), "things" => { "patch" => get_endpoint("y") } };
+    let router = build(&undeclared, &config);
+    assert_eq!(send(&router, Method::DELETE, "/things").await.status(), 200);
+    assert_eq!(send(&router, Method::PATCH, "/things").await.status(), 200);
+
+    let unknown = routing! { "users" => { ":user_id" => get_endpoint("x") } };
+    assert_eq!(
+        error_of(&unknown, &config).to_string(),
+        "GET /users/:user_id: path parameter :user_id is not a field of the endpoint's input"
+    );
+
+    for key in ["a b c", "v 1", "wh at", "a{b}", "caf\u{e9}", "x//y", "/a//b", ":", "get/x"] {
+        let tree = Routing::new().route(key, get_endpoint("x"));
+        assert!(matches!(error_of(&tree, &config), RoutingError::InvalidKey { .. }), "{key:?}");
+    }
+    let custom = routing! { "x" => labelled("x", &[Method::from_bytes(b"PURGE").unwrap()]) };
+    assert_eq!(
+        error_of(&custom, &config).to_string(),
+        "PURGE /x: endpoints serve GET, POST, PUT, PATCH or DELETE, not PURGE"
+    );
+    let no_cors = routing! { "x" => get_endpoint("x") };
+    assert_eq!(error_of(&no_cors, &Config::default()), RoutingError::CorsNotConfigured);
+}
+
+// ---- dispatch ----------------------------------------------------------------------------------
+
+#[tokio::test]
+async fn head_mirrors_get_without_a_body() {
+    let hello = default_endpoints_factory()
+        .get()
+        .handler(|input: Strict, _ctx, _logger| async move { Ok(N { n: input.n }) });
+    let tree = routing! { "v1" => { "hello" => hello } };
+    let router = build(&tree, &cors_config(false));
+    let get = send(&router, Method::GET, "/v1/hello?n=12345").await;
+    let get_headers = get.headers().clone();
+    let get_body = get.into_body().collect().await.unwrap().to_bytes();
+    let head = send(&router, Method::HEAD, "/v1/hello?n=12345").await;
+    assert_eq!(head.status(), 200);
+    assert_eq!(head.headers()[CONTENT_TYPE], get_headers[CONTENT_TYPE]);
+    assert_eq!(head.headers()["content-length"], get_body.len().to_string().as_str());
+    assert!(head.into_body().collect().await.unwrap().to_bytes().is_empty());
+}
+
+#[tokio::test]
+async fn unknown_paths_and_wrong_methods() {
+    let tree = routing! {
+        "items" => {
+            "get" => get_endpoint("list"),
+            "patch" => labelled("patch", &[Method::PATCH]),
+            "delete" => labelled("delete", &[Method::DELETE]),
+        },
+    };
+    let router = build(&tree, &cors_config(true));
+    let (status, body) = get_json(&router, "/nothing/here").await;
+    assert_eq!((status.as_u16(), &body["error"]["message"]), (404, &json!("Can not GET /nothing/here")));
+
+    for method in ["POST", "PUT", "PURGE", "TRACE"] {
+        let response = send(&router, Method::from_bytes(method.as_bytes()).unwrap(), "/items").await;
+        assert_eq!(response.status(), 405, "{method}");
+        assert_eq!(response.headers()["allow"], "DELETE, GET, PATCH, HEAD, OPTIONS");
+        let (_, body) = json_of(response).await;
+        assert_eq!(body["error"]["message"], format!("{method} is not allowed"));
+    }
+
+    let config = create_config().cors(false).wrong_method_behavior(WrongMethodBehavior::NotFound).build();
+    let router404 = Router::new(&tree, &config).unwrap();
+    let response = send(&router404, Method::POST, "/items").await;
+    assert_eq!(response.status(), 404);
+    assert!(response.headers().get("allow").is_none());
+    assert_eq!(json_of(response).await.1["error"]["message"], "Can not POST /items");
+    // without CORS, OPTIONS is just another unsupported method
+    let router405 = build(&tree, &cors_config(false));
+    let response = send(&router405, Method::OPTIONS, "/items").await;
+    assert_eq!(response.status(), 405);
+    assert_eq!(response.headers()["allow"], "DELETE, GET, PATCH, HEAD");
+}
+
+#[tokio::test]
+async fn trailing_slash_case_and_double_slash() {
+    let tree = routing! { "v1" => { "hello" => get_endpoint("hello") } };
+    let router = build(&tree, &cors_config(false));
+    assert_eq!(get_json(&router, "/v1/hello/").await.0, 200);
+    assert_eq!(get_json(&router, "/V1/Hello").await.0, 404);
+    assert_eq!(get_json(&router, "//v1/hello").await.0, 404);
+    assert_eq!(get_json(&router, "/v1/hello//").await.0, 404);
+}
+
+#[tokio::test]
+async fn malformed_escape_in_a_parameter_is_400() {
+    let tree = routing! { "users" => { ":id" => get_endpoint("user") } };
+    let router = build(&tree, &cors_config(false));
+    let (status, body) = get_json(&router, "/users/%E0%A4%A").await;
+    assert_eq!(status, 400);
+    assert_eq!(body["error"]["message"], "Invalid path parameter :id: malformed percent-encoding at byte 6");
+    let (status, _) = get_json(&router, "/users/%FF").await;
+    assert_eq!(status, 400);
+}
+
+#[tokio::test]
+async fn a_path_parameter_beats_the_query() {
+    let tree = routing! { "users" => { ":id" => get_endpoint("user") } };
+    let router = build(&tree, &cors_config(false));
+    assert_eq!(get_json(&router, "/users/7?id=8").await.1["data"]["id"], "7");
+}
+
+#[tokio::test]
+async fn parameter_names_per_method_on_one_path() {
+    let tree = routing! {
+        "things" => {
+            ":id" => get_endpoint("by-id"),
+            "delete /:slug" => labelled("by-slug", &[Method::DELETE]),
+        },
+    };
+    let router = build(&tree, &cors_config(false));
+    assert_eq!(get_json(&router, "/things/a").await.1["data"]["id"], "a");
+    let (_, body) = json_of(send(&router, Method::DELETE, "/things/b").await).await;
+    assert_eq!((&body["data"]["slug"], &body["data"]["id"]), (&json!("b"), &Value::Null));
+}
+
+// ---- CORS --------------------------------------------------------------------------------------
+
+#[derive(Debug, Deserialize, Validate, JsonSchema)]
+struct Strict {
+    #[garde(range(min = 1))]
+    n: u32,
+}
+
+#[derive(Debug, Serialize, Validate, JsonSchema)]
+struct N {
+    #[garde(skip)]
+    n: u32,
+}
+
+fn cors_tree(calls: Arc<AtomicUsize>) -> Routing {
+    let counting = Middleware::new(move |(): (), _request, _logger| {
+        calls.fetch_add(1, Ordering::SeqCst);
+        async { Ok(()) }
+    });
+    let factory = default_endpoints_factory().add_middleware(counting);
+    let strict = factory.endpoint().methods([Method::GET, Method::POST]).handler(|input: Strict, _ctx, _logger| async move {
+        if input.n == 500 {
+            return Err(http_error!(500, "boom"));
+        }
+        Ok(N { n: input.n })
+    });
+    routing! { "v1" => { "n" => strict } }
+}
+
+#[tokio::test]
+async fn cors_true_marks_every_response() {
+    let calls = Arc::new(AtomicUsize::new(0));
+    let config = create_config().cors(true).body_limit(8).build();
+    let router = build(&cors_tree(calls.clone()), &config);
+    let post_big = Request::post("/v1/n").header(CONTENT_TYPE, "application/json").body(r#"{"n": 123456789}"#.to_owned()).unwrap();
+    let responses = vec![
+        (200, send(&router, Method::GET, "/v1/n?n=1").await),
+        (400, send(&router, Method::GET, "/v1/n?n=0").await),
+        (404, send(&router, Method::GET, "/v1/zzz").await),
+        (405, send(&router, Method::PUT, "/v1/n").await),
+        (413, router.clone().oneshot(post_big).await.unwrap()),
+        (500, send(&router, Method::GET, "/v1/n?n=500").await),
+    ];
+    for (status, response) in responses {
+        assert_eq!(response.status().as_u16(), status);
+        let headers = response.headers();
+        assert_eq!(headers["access-control-allow-origin"], "*", "{status}");
+        assert_eq!(headers["access-control-allow-headers"], "content-type, authorization", "{status}");
+        if status != 404 {
+            assert_eq!(headers["access-control-allow-methods"], "GET, POST, HEAD, OPTIONS", "{status}");
+        }
+    }
+    let before = calls.load(Ordering::SeqCst);
+    let preflight = send(&router, Method::OPTIONS, "/v1/n").await;
+    assert_eq!(preflight.status(), 200);
+    assert_eq!(preflight.headers()["access-control-allow-methods"], "GET, POST, HEAD, OPTIONS");
+    assert!(preflight.into_body().collect().await.unwrap().to_bytes().is_empty());
+    assert_eq!(calls.load(Ordering::SeqCst), before, "OPTIONS runs no middleware");
+}
+
+#[tokio::test]
+async fn cors_false_sends_no_headers() {
+    let router = build(&cors_tree(Arc::default()), &cors_config(false));
+    let response = send(&router, Method::GET, "/v1/n?n=1").await;
+    assert!(response.headers().keys().all(|k| !k.as_str().starts_with("access-control")));
+}
+
+#[derive(Default)]
+struct Capture(Mutex<Vec<(Level, String)>>);
+
+impl LogSink for Capture {
+    fn log(&self, level: Level, message: std::fmt::Arguments<'_>) {
+        self.0.lock().unwrap().push((level, message.to_string()));
+    }
+}
+
+#[tokio::test]
+async fn cors_functions_sync_and_async() {
+    let config = create_config()
+        .cors_with(|cors: &CorsRequest<'_>| {
+            let mut headers = cors.default_headers.clone();
+            let origin = cors.request.headers.get("origin").cloned();
+            match origin {
+                Some(origin) if origin == "https://app.example" => {
+                    headers.insert("access-control-allow-origin", origin);
+                    headers.insert("access-control-allow-credentials", HeaderValue::from_static("true"));
+                    headers.insert("access-control-max-age", HeaderValue::from_static("600"));
+                    if let Some(meta) = cors.endpoint {
+                        let tag = meta.methods.len().to_string();
+                        headers.insert("x-endpoint-methods", HeaderValue::from_str(&tag).unwrap());
+                    }
+                    headers
+                }
+                Some(_) => HeaderMap::new(),
+                None => {
+                    headers.insert("access-control-allow-credentials", HeaderValue::from_static("true"));
+                    headers
+                }
+            }
+        })
+        .build();
+    let router = build(&cors_tree(Arc::default()), &config);
+    let request = |origin: Option<&str>| {
+        let mut builder = Request::get("/v1/n?n=1");
+        if let Some(origin) = origin {
+            builder = builder.header("origin", origin);
+        }
+        builder.body(String::new()).unwrap()
+    };
+    let response = router.clone().oneshot(request(Some("https://app.example"))).await.unwrap();
+    assert_eq!(response.headers()["access-control-allow-origin"], "https://app.example");
+    assert_eq!(response.headers()["access-control-allow-credentials"], "true");
+    assert_eq!(response.headers()["access-control-max-age"], "600");
+    assert_eq!(response.headers()["x-endpoint-methods"], "2");
+    assert_eq!(response.headers()["access-control-allow-methods"], "GET, POST, HEAD, OPTIONS");
+
+    let response = router.clone().oneshot(request(Some("https://evil.example"))).await.unwrap();
+    assert!(response.headers().keys().all(|k| !k.as_str().starts_with("access-control")));
+
+    // credentials with origin * are refused, loudly
+    let capture = Arc::new(Capture::default());
+    let mut unsafe_request = request(None);
+    unsafe_request.extensions_mut().insert(Logger::with_sink(capture.clone()));
+    let response = router.clone().oneshot(unsafe_request).await.unwrap();
+    assert_eq!(response.headers()["access-control-allow-origin"], "*");
+    assert!(response.headers().get("access-control-allow-credentials").is_none());
+    let logged = capture.0.lock().unwrap().iter().any(|(level, text)| *level == Level::Error && text.contains("credentials"));
+    assert!(logged);
+
+    let config = create_config()
+        .cors_with_async(|cors: &CorsRequest<'_>| {
+            let path = cors.request.uri.path().to_owned();
+            async move {
+                tokio::task::yield_now().await;
+                let mut headers = HeaderMap::new();
+                headers.insert("access-control-allow-origin", HeaderValue::from_static("https://app.example"));
+                headers.insert(HeaderName::from_static("access-control-expose-headers"), HeaderValue::from_str(&path).unwrap());
+                headers
+            }
+        })
+        .build();
+    let router = build(&cors_tree(Arc::default()), &config);
+    let response = router.clone().oneshot(request(None)).await.unwrap();
+    assert_eq!(response.headers()["access-control-allow-origin"], "https://app.example");
+    assert_eq!(response.headers()["access-control-expose-headers"], "/v1/n");
+    let preflight = send(&router, Method::OPTIONS, "/v1/n").await;
+    assert_eq!(preflight.status(), 200);
+    assert_eq!(preflight.headers()["access-control-allow-origin"], "https://app.example");
+}
