@@ -15,7 +15,10 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use strata::core::logger::{Level, LogSink};
 use strata::prelude::*;
-use strata::{MethodLikeRouteBehavior, ResponseBody, RoutingError, WrongMethodBehavior};
+use strata::routing::Dotfiles;
+use strata::{
+    MethodLikeRouteBehavior, ResponseBody, RoutingError, StaticOptions, WrongMethodBehavior,
+};
 use tower::ServiceExt;
 
 #[derive(Debug, Deserialize, Validate, JsonSchema)]
@@ -24,8 +27,6 @@ struct Ids {
     id: Option<String>,
     #[garde(skip)]
     slug: Option<String>,
-    #[garde(skip)]
-    name: Option<String>,
 }
 
 #[derive(Debug, Serialize, Validate, JsonSchema)]
@@ -44,17 +45,20 @@ struct Seen {
 
 /// An endpoint that says who it is and what it saw.
 fn labelled(label: &'static str, methods: &[Method]) -> Endpoint {
-    default_endpoints_factory().endpoint().methods(methods.iter().cloned()).handler_with_request(
-        move |input: Ids, _ctx, _logger, request: http::request::Parts| async move {
-            Ok(Seen {
-                label,
-                method: request.method.to_string(),
-                path: request.uri.path().to_owned(),
-                id: input.id,
-                slug: input.slug,
-            })
-        },
-    )
+    default_endpoints_factory()
+        .endpoint()
+        .methods(methods.iter().cloned())
+        .handler_with_request(
+            move |input: Ids, _ctx, _logger, request: http::request::Parts| async move {
+                Ok(Seen {
+                    label,
+                    method: request.method.to_string(),
+                    path: request.uri.path().to_owned(),
+                    id: input.id,
+                    slug: input.slug,
+                })
+            },
+        )
 }
 
 fn get_endpoint(label: &'static str) -> Endpoint {
@@ -70,14 +74,22 @@ fn build(tree: &Routing, config: &Config) -> Router {
 }
 
 async fn send(router: &Router, method: Method, uri: &str) -> Response<ResponseBody> {
-    let request = Request::builder().method(method).uri(uri).body(String::new()).unwrap();
+    let request = Request::builder()
+        .method(method)
+        .uri(uri)
+        .body(String::new())
+        .unwrap();
     router.clone().oneshot(request).await.unwrap()
 }
 
 async fn json_of(response: Response<ResponseBody>) -> (StatusCode, Value) {
     let status = response.status();
     let bytes = response.into_body().collect().await.unwrap().to_bytes();
-    let value = if bytes.is_empty() { Value::Null } else { serde_json::from_slice(&bytes).unwrap() };
+    let value = if bytes.is_empty() {
+        Value::Null
+    } else {
+        serde_json::from_slice(&bytes).unwrap()
+    };
     (status, value)
 }
 
@@ -105,15 +117,30 @@ async fn nested_flat_mixed_params_method_keys_and_explicit_methods() {
     let router = build(&tree, &cors_config(false));
     let label = |v: &Value| v["data"]["label"].as_str().unwrap().to_owned();
     assert_eq!(label(&get_json(&router, "/v1/hello").await.1), "nested");
-    assert_eq!(label(&get_json(&router, "/v2/flat/deep/path").await.1), "flat");
-    assert_eq!(label(&get_json(&router, "/v1/flat/deep/path").await.1), "mixed");
+    assert_eq!(
+        label(&get_json(&router, "/v2/flat/deep/path").await.1),
+        "flat"
+    );
+    assert_eq!(
+        label(&get_json(&router, "/v1/flat/deep/path").await.1),
+        "mixed"
+    );
     assert_eq!(label(&get_json(&router, "/v1/users").await.1), "list");
     let (status, body) = json_of(send(&router, Method::POST, "/v1/users").await).await;
-    assert_eq!((status, label(&body)), (StatusCode::OK, "create".to_owned()));
+    assert_eq!(
+        (status, label(&body)),
+        (StatusCode::OK, "create".to_owned())
+    );
     let (_, body) = get_json(&router, "/v1/users/J%C3%BCrgen%20M").await;
-    assert_eq!((label(&body), &body["data"]["id"]), ("user".to_owned(), &json!("Jürgen M")));
+    assert_eq!(
+        (label(&body), &body["data"]["id"]),
+        ("user".to_owned(), &json!("Jürgen M"))
+    );
     let (status, body) = json_of(send(&router, Method::POST, "/v1/things").await).await;
-    assert_eq!((status, label(&body)), (StatusCode::OK, "things".to_owned()));
+    assert_eq!(
+        (status, label(&body)),
+        (StatusCode::OK, "things".to_owned())
+    );
     // the explicit key serves only its method, although the endpoint also declares PUT
     assert_eq!(send(&router, Method::PUT, "/v1/things").await.status(), 405);
 }
@@ -126,8 +153,14 @@ async fn nested_endpoints_serve_their_path_and_children() {
         },
     };
     let router = build(&tree, &cors_config(false));
-    assert_eq!(get_json(&router, "/v1/parent").await.1["data"]["label"], "parent");
-    assert_eq!(get_json(&router, "/v1/parent/child").await.1["data"]["label"], "child");
+    assert_eq!(
+        get_json(&router, "/v1/parent").await.1["data"]["label"],
+        "parent"
+    );
+    assert_eq!(
+        get_json(&router, "/v1/parent/child").await.1["data"]["label"],
+        "child"
+    );
 }
 
 #[tokio::test]
@@ -143,10 +176,21 @@ async fn the_builder_writes_the_same_tree() {
 #[tokio::test]
 async fn method_like_keys_as_paths() {
     let tree = routing! { "user" => { "get" => labelled("any", &[Method::GET, Method::POST]) } };
-    let config = create_config().cors(false).method_like_route_behavior(MethodLikeRouteBehavior::Path).build();
+    let config = create_config()
+        .cors(false)
+        .method_like_route_behavior(MethodLikeRouteBehavior::Path)
+        .build();
     let router = build(&tree, &config);
-    assert_eq!(get_json(&router, "/user/get").await.1["data"]["label"], "any");
-    assert_eq!(json_of(send(&router, Method::POST, "/user/get").await).await.0, 200);
+    assert_eq!(
+        get_json(&router, "/user/get").await.1["data"]["label"],
+        "any"
+    );
+    assert_eq!(
+        json_of(send(&router, Method::POST, "/user/get").await)
+            .await
+            .0,
+        200
+    );
     assert_eq!(get_json(&router, "/user").await.0, 404);
 }
 
@@ -159,9 +203,16 @@ fn error_of(tree: &Routing, config: &Config) -> RoutingError {
 #[tokio::test]
 async fn startup_checks() {
     let config = cors_config(true);
-    let duplicate = routing! { "a" => { ":id" => get_endpoint("1"), "/:slug" => get_endpoint("2") } };
+    let duplicate =
+        routing! { "a" => { ":id" => get_endpoint("1"), "/:slug" => get_endpoint("2") } };
     let error = error_of(&duplicate, &config);
-    assert_eq!(error, RoutingError::Duplicate { method: Method::GET, path: "/a/:slug".into() });
+    assert_eq!(
+        error,
+        RoutingError::Duplicate {
+            method: Method::GET,
+            path: "/a/:slug".into()
+        }
+    );
     assert_eq!(error.to_string(), "Route GET /a/:slug is defined twice");
 
     let unsupported = routing! { "delete /things" => labelled("x", &[Method::POST]) };
@@ -181,9 +232,22 @@ async fn startup_checks() {
         "GET /users/:user_id: path parameter :user_id is not a field of the endpoint's input"
     );
 
-    for key in ["a b c", "v 1", "wh at", "a{b}", "caf\u{e9}", "x//y", "/a//b", ":", "get/x"] {
+    for key in [
+        "a b c",
+        "v 1",
+        "wh at",
+        "a{b}",
+        "caf\u{e9}",
+        "x//y",
+        "/a//b",
+        ":",
+        "get/x",
+    ] {
         let tree = Routing::new().route(key, get_endpoint("x"));
-        assert!(matches!(error_of(&tree, &config), RoutingError::InvalidKey { .. }), "{key:?}");
+        assert!(
+            matches!(error_of(&tree, &config), RoutingError::InvalidKey { .. }),
+            "{key:?}"
+        );
     }
     let custom = routing! { "x" => labelled("x", &[Method::from_bytes(b"PURGE").unwrap()]) };
     assert_eq!(
@@ -191,7 +255,10 @@ async fn startup_checks() {
         "PURGE /x: endpoints serve GET, POST, PUT, PATCH or DELETE, not PURGE"
     );
     let no_cors = routing! { "x" => get_endpoint("x") };
-    assert_eq!(error_of(&no_cors, &Config::default()), RoutingError::CorsNotConfigured);
+    assert_eq!(
+        error_of(&no_cors, &Config::default()),
+        RoutingError::CorsNotConfigured
+    );
 }
 
 // ---- dispatch ----------------------------------------------------------------------------------
@@ -209,8 +276,18 @@ async fn head_mirrors_get_without_a_body() {
     let head = send(&router, Method::HEAD, "/v1/hello?n=12345").await;
     assert_eq!(head.status(), 200);
     assert_eq!(head.headers()[CONTENT_TYPE], get_headers[CONTENT_TYPE]);
-    assert_eq!(head.headers()["content-length"], get_body.len().to_string().as_str());
-    assert!(head.into_body().collect().await.unwrap().to_bytes().is_empty());
+    assert_eq!(
+        head.headers()["content-length"],
+        get_body.len().to_string().as_str()
+    );
+    assert!(
+        head.into_body()
+            .collect()
+            .await
+            .unwrap()
+            .to_bytes()
+            .is_empty()
+    );
 }
 
 #[tokio::test]
@@ -224,22 +301,39 @@ async fn unknown_paths_and_wrong_methods() {
     };
     let router = build(&tree, &cors_config(true));
     let (status, body) = get_json(&router, "/nothing/here").await;
-    assert_eq!((status.as_u16(), &body["error"]["message"]), (404, &json!("Can not GET /nothing/here")));
+    assert_eq!(
+        (status.as_u16(), &body["error"]["message"]),
+        (404, &json!("Can not GET /nothing/here"))
+    );
 
     for method in ["POST", "PUT", "PURGE", "TRACE"] {
-        let response = send(&router, Method::from_bytes(method.as_bytes()).unwrap(), "/items").await;
+        let response = send(
+            &router,
+            Method::from_bytes(method.as_bytes()).unwrap(),
+            "/items",
+        )
+        .await;
         assert_eq!(response.status(), 405, "{method}");
-        assert_eq!(response.headers()["allow"], "DELETE, GET, PATCH, HEAD, OPTIONS");
+        assert_eq!(
+            response.headers()["allow"],
+            "DELETE, GET, PATCH, HEAD, OPTIONS"
+        );
         let (_, body) = json_of(response).await;
         assert_eq!(body["error"]["message"], format!("{method} is not allowed"));
     }
 
-    let config = create_config().cors(false).wrong_method_behavior(WrongMethodBehavior::NotFound).build();
+    let config = create_config()
+        .cors(false)
+        .wrong_method_behavior(WrongMethodBehavior::NotFound)
+        .build();
     let router404 = Router::new(&tree, &config).unwrap();
     let response = send(&router404, Method::POST, "/items").await;
     assert_eq!(response.status(), 404);
     assert!(response.headers().get("allow").is_none());
-    assert_eq!(json_of(response).await.1["error"]["message"], "Can not POST /items");
+    assert_eq!(
+        json_of(response).await.1["error"]["message"],
+        "Can not POST /items"
+    );
     // without CORS, OPTIONS is just another unsupported method
     let router405 = build(&tree, &cors_config(false));
     let response = send(&router405, Method::OPTIONS, "/items").await;
@@ -263,7 +357,10 @@ async fn malformed_escape_in_a_parameter_is_400() {
     let router = build(&tree, &cors_config(false));
     let (status, body) = get_json(&router, "/users/%E0%A4%A").await;
     assert_eq!(status, 400);
-    assert_eq!(body["error"]["message"], "Invalid path parameter :id: malformed percent-encoding at byte 6");
+    assert_eq!(
+        body["error"]["message"],
+        "Invalid path parameter :id: malformed percent-encoding at byte 6"
+    );
     let (status, _) = get_json(&router, "/users/%FF").await;
     assert_eq!(status, 400);
 }
@@ -272,7 +369,10 @@ async fn malformed_escape_in_a_parameter_is_400() {
 async fn a_path_parameter_beats_the_query() {
     let tree = routing! { "users" => { ":id" => get_endpoint("user") } };
     let router = build(&tree, &cors_config(false));
-    assert_eq!(get_json(&router, "/users/7?id=8").await.1["data"]["id"], "7");
+    assert_eq!(
+        get_json(&router, "/users/7?id=8").await.1["data"]["id"],
+        "7"
+    );
 }
 
 #[tokio::test]
@@ -286,7 +386,10 @@ async fn parameter_names_per_method_on_one_path() {
     let router = build(&tree, &cors_config(false));
     assert_eq!(get_json(&router, "/things/a").await.1["data"]["id"], "a");
     let (_, body) = json_of(send(&router, Method::DELETE, "/things/b").await).await;
-    assert_eq!((&body["data"]["slug"], &body["data"]["id"]), (&json!("b"), &Value::Null));
+    assert_eq!(
+        (&body["data"]["slug"], &body["data"]["id"]),
+        (&json!("b"), &Value::Null)
+    );
 }
 
 // ---- CORS --------------------------------------------------------------------------------------
@@ -309,12 +412,15 @@ fn cors_tree(calls: Arc<AtomicUsize>) -> Routing {
         async { Ok(()) }
     });
     let factory = default_endpoints_factory().add_middleware(counting);
-    let strict = factory.endpoint().methods([Method::GET, Method::POST]).handler(|input: Strict, _ctx, _logger| async move {
-        if input.n == 500 {
-            return Err(http_error!(500, "boom"));
-        }
-        Ok(N { n: input.n })
-    });
+    let strict = factory
+        .endpoint()
+        .methods([Method::GET, Method::POST])
+        .handler(|input: Strict, _ctx, _logger| async move {
+            if input.n == 500 {
+                return Err(http_error!(500, "boom"));
+            }
+            Ok(N { n: input.n })
+        });
     routing! { "v1" => { "n" => strict } }
 }
 
@@ -323,7 +429,10 @@ async fn cors_true_marks_every_response() {
     let calls = Arc::new(AtomicUsize::new(0));
     let config = create_config().cors(true).body_limit(8).build();
     let router = build(&cors_tree(calls.clone()), &config);
-    let post_big = Request::post("/v1/n").header(CONTENT_TYPE, "application/json").body(r#"{"n": 123456789}"#.to_owned()).unwrap();
+    let post_big = Request::post("/v1/n")
+        .header(CONTENT_TYPE, "application/json")
+        .body(r#"{"n": 123456789}"#.to_owned())
+        .unwrap();
     let responses = vec![
         (200, send(&router, Method::GET, "/v1/n?n=1").await),
         (400, send(&router, Method::GET, "/v1/n?n=0").await),
@@ -336,24 +445,50 @@ async fn cors_true_marks_every_response() {
         assert_eq!(response.status().as_u16(), status);
         let headers = response.headers();
         assert_eq!(headers["access-control-allow-origin"], "*", "{status}");
-        assert_eq!(headers["access-control-allow-headers"], "content-type, authorization", "{status}");
+        assert_eq!(
+            headers["access-control-allow-headers"], "content-type, authorization",
+            "{status}"
+        );
         if status != 404 {
-            assert_eq!(headers["access-control-allow-methods"], "GET, POST, HEAD, OPTIONS", "{status}");
+            assert_eq!(
+                headers["access-control-allow-methods"], "GET, POST, HEAD, OPTIONS",
+                "{status}"
+            );
         }
     }
     let before = calls.load(Ordering::SeqCst);
     let preflight = send(&router, Method::OPTIONS, "/v1/n").await;
     assert_eq!(preflight.status(), 200);
-    assert_eq!(preflight.headers()["access-control-allow-methods"], "GET, POST, HEAD, OPTIONS");
-    assert!(preflight.into_body().collect().await.unwrap().to_bytes().is_empty());
-    assert_eq!(calls.load(Ordering::SeqCst), before, "OPTIONS runs no middleware");
+    assert_eq!(
+        preflight.headers()["access-control-allow-methods"],
+        "GET, POST, HEAD, OPTIONS"
+    );
+    assert!(
+        preflight
+            .into_body()
+            .collect()
+            .await
+            .unwrap()
+            .to_bytes()
+            .is_empty()
+    );
+    assert_eq!(
+        calls.load(Ordering::SeqCst),
+        before,
+        "OPTIONS runs no middleware"
+    );
 }
 
 #[tokio::test]
 async fn cors_false_sends_no_headers() {
     let router = build(&cors_tree(Arc::default()), &cors_config(false));
     let response = send(&router, Method::GET, "/v1/n?n=1").await;
-    assert!(response.headers().keys().all(|k| !k.as_str().starts_with("access-control")));
+    assert!(
+        response
+            .headers()
+            .keys()
+            .all(|k| !k.as_str().starts_with("access-control"))
+    );
 }
 
 #[derive(Default)]
@@ -366,7 +501,7 @@ impl LogSink for Capture {
 }
 
 #[tokio::test]
-async fn cors_functions_sync_and_async() {
+async fn cors_function() {
     let config = create_config()
         .cors_with(|cors: &CorsRequest<'_>| {
             let mut headers = cors.default_headers.clone();
@@ -374,7 +509,10 @@ async fn cors_functions_sync_and_async() {
             match origin {
                 Some(origin) if origin == "https://app.example" => {
                     headers.insert("access-control-allow-origin", origin);
-                    headers.insert("access-control-allow-credentials", HeaderValue::from_static("true"));
+                    headers.insert(
+                        "access-control-allow-credentials",
+                        HeaderValue::from_static("true"),
+                    );
                     headers.insert("access-control-max-age", HeaderValue::from_static("600"));
                     if let Some(meta) = cors.endpoint {
                         let tag = meta.methods.len().to_string();
@@ -384,7 +522,10 @@ async fn cors_functions_sync_and_async() {
                 }
                 Some(_) => HeaderMap::new(),
                 None => {
-                    headers.insert("access-control-allow-credentials", HeaderValue::from_static("true"));
+                    headers.insert(
+                        "access-control-allow-credentials",
+                        HeaderValue::from_static("true"),
+                    );
                     headers
                 }
             }
@@ -398,43 +539,243 @@ async fn cors_functions_sync_and_async() {
         }
         builder.body(String::new()).unwrap()
     };
-    let response = router.clone().oneshot(request(Some("https://app.example"))).await.unwrap();
-    assert_eq!(response.headers()["access-control-allow-origin"], "https://app.example");
-    assert_eq!(response.headers()["access-control-allow-credentials"], "true");
+    let response = router
+        .clone()
+        .oneshot(request(Some("https://app.example")))
+        .await
+        .unwrap();
+    assert_eq!(
+        response.headers()["access-control-allow-origin"],
+        "https://app.example"
+    );
+    assert_eq!(
+        response.headers()["access-control-allow-credentials"],
+        "true"
+    );
     assert_eq!(response.headers()["access-control-max-age"], "600");
     assert_eq!(response.headers()["x-endpoint-methods"], "2");
-    assert_eq!(response.headers()["access-control-allow-methods"], "GET, POST, HEAD, OPTIONS");
+    assert_eq!(
+        response.headers()["access-control-allow-methods"],
+        "GET, POST, HEAD, OPTIONS"
+    );
 
-    let response = router.clone().oneshot(request(Some("https://evil.example"))).await.unwrap();
-    assert!(response.headers().keys().all(|k| !k.as_str().starts_with("access-control")));
+    let response = router
+        .clone()
+        .oneshot(request(Some("https://evil.example")))
+        .await
+        .unwrap();
+    assert!(
+        response
+            .headers()
+            .keys()
+            .all(|k| !k.as_str().starts_with("access-control"))
+    );
 
     // credentials with origin * are refused, loudly
     let capture = Arc::new(Capture::default());
     let mut unsafe_request = request(None);
-    unsafe_request.extensions_mut().insert(Logger::with_sink(capture.clone()));
+    unsafe_request
+        .extensions_mut()
+        .insert(Logger::with_sink(capture.clone()));
     let response = router.clone().oneshot(unsafe_request).await.unwrap();
     assert_eq!(response.headers()["access-control-allow-origin"], "*");
-    assert!(response.headers().get("access-control-allow-credentials").is_none());
-    let logged = capture.0.lock().unwrap().iter().any(|(level, text)| *level == Level::Error && text.contains("credentials"));
+    assert!(
+        response
+            .headers()
+            .get("access-control-allow-credentials")
+            .is_none()
+    );
+    let logged = capture
+        .0
+        .lock()
+        .unwrap()
+        .iter()
+        .any(|(level, text)| *level == Level::Error && text.contains("credentials"));
     assert!(logged);
+}
 
+#[tokio::test]
+async fn cors_async_function() {
+    let request = || Request::get("/v1/n?n=1").body(String::new()).unwrap();
     let config = create_config()
         .cors_with_async(|cors: &CorsRequest<'_>| {
             let path = cors.request.uri.path().to_owned();
             async move {
                 tokio::task::yield_now().await;
                 let mut headers = HeaderMap::new();
-                headers.insert("access-control-allow-origin", HeaderValue::from_static("https://app.example"));
-                headers.insert(HeaderName::from_static("access-control-expose-headers"), HeaderValue::from_str(&path).unwrap());
+                headers.insert(
+                    "access-control-allow-origin",
+                    HeaderValue::from_static("https://app.example"),
+                );
+                headers.insert(
+                    HeaderName::from_static("access-control-expose-headers"),
+                    HeaderValue::from_str(&path).unwrap(),
+                );
                 headers
             }
         })
         .build();
     let router = build(&cors_tree(Arc::default()), &config);
-    let response = router.clone().oneshot(request(None)).await.unwrap();
-    assert_eq!(response.headers()["access-control-allow-origin"], "https://app.example");
+    let response = router.clone().oneshot(request()).await.unwrap();
+    assert_eq!(
+        response.headers()["access-control-allow-origin"],
+        "https://app.example"
+    );
     assert_eq!(response.headers()["access-control-expose-headers"], "/v1/n");
     let preflight = send(&router, Method::OPTIONS, "/v1/n").await;
     assert_eq!(preflight.status(), 200);
-    assert_eq!(preflight.headers()["access-control-allow-origin"], "https://app.example");
+    assert_eq!(
+        preflight.headers()["access-control-allow-origin"],
+        "https://app.example"
+    );
+}
+
+// ---- static files ------------------------------------------------------------------------------
+
+/// A fresh directory tree under the system temp dir: `public/` to serve, a secret beside it.
+fn static_fixture(name: &str) -> std::path::PathBuf {
+    let root = std::env::temp_dir().join(format!("strata-static-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&root);
+    let public = root.join("public");
+    std::fs::create_dir_all(public.join("docs")).unwrap();
+    std::fs::write(public.join("hello.txt"), "hello, static world").unwrap();
+    std::fs::write(public.join("index.html"), "<h1>home</h1>").unwrap();
+    std::fs::write(public.join("docs/index.html"), "<h1>docs</h1>").unwrap();
+    std::fs::write(public.join(".secret"), "dotfile").unwrap();
+    std::fs::write(root.join("outside.txt"), "must never be served").unwrap();
+    public
+}
+
+async fn text_of(response: Response<ResponseBody>) -> String {
+    String::from_utf8(
+        response
+            .into_body()
+            .collect()
+            .await
+            .unwrap()
+            .to_bytes()
+            .to_vec(),
+    )
+    .unwrap()
+}
+
+#[tokio::test]
+async fn static_files_are_served_with_http_semantics() {
+    let dir = static_fixture("serve");
+    let tree =
+        routing! { "public" => ServeStatic::dir(&dir), "api" => { "x" => get_endpoint("x") } };
+    let router = build(&tree, &cors_config(true));
+    let response = send(&router, Method::GET, "/public/hello.txt").await;
+    assert_eq!(response.status(), 200);
+    assert_eq!(response.headers()[CONTENT_TYPE], "text/plain");
+    assert!(response.headers().contains_key("last-modified"));
+    assert_eq!(response.headers()["access-control-allow-origin"], "*");
+    assert_eq!(text_of(response).await, "hello, static world");
+
+    let ranged = Request::get("/public/hello.txt")
+        .header("range", "bytes=0-4")
+        .body(String::new())
+        .unwrap();
+    let response = router.clone().oneshot(ranged).await.unwrap();
+    assert_eq!(response.status(), 206);
+    assert_eq!(text_of(response).await, "hello");
+
+    let head = send(&router, Method::HEAD, "/public/hello.txt").await;
+    assert_eq!(head.status(), 200);
+    assert_eq!(head.headers()["content-length"], "19");
+    assert_eq!(text_of(head).await, "");
+
+    assert_eq!(
+        text_of(send(&router, Method::GET, "/public/").await).await,
+        "<h1>home</h1>"
+    );
+    let response = send(&router, Method::GET, "/public/docs").await;
+    assert!(response.status().is_redirection());
+    assert_eq!(response.headers()["location"], "/public/docs/");
+    assert_eq!(
+        text_of(send(&router, Method::GET, "/public/docs/").await).await,
+        "<h1>docs</h1>"
+    );
+
+    let response = send(&router, Method::POST, "/public/hello.txt").await;
+    assert_eq!(response.status(), 405);
+    assert_eq!(response.headers()["allow"], "GET, HEAD, OPTIONS");
+}
+
+#[tokio::test]
+async fn static_files_never_escape_their_directory() {
+    let dir = static_fixture("escape");
+    let tree = routing! { "public" => ServeStatic::dir(&dir) };
+    let router = build(&tree, &cors_config(false));
+    for uri in [
+        "/public/missing.txt",
+        "/public/.secret",
+        "/public/%2esecret",
+        "/public/../outside.txt",
+        "/public/%2e%2e/outside.txt",
+        "/public/%2E%2E/outside.txt",
+        "/public/..%2foutside.txt",
+        "/public/docs/..%2F..%2Foutside.txt",
+        "/public/%2Fetc%2Fpasswd",
+        "/public//etc/passwd",
+        "/public/..%5coutside.txt",
+        "/public/%ZZ",
+    ] {
+        let response = send(&router, Method::GET, uri).await;
+        assert_eq!(response.status(), 404, "{uri}");
+        assert_eq!(
+            response.headers()[CONTENT_TYPE],
+            "application/json; charset=utf-8",
+            "{uri}"
+        );
+        let (_, body) = json_of(response).await;
+        assert_eq!(
+            body["error"]["message"],
+            format!("Can not GET {uri}"),
+            "{uri}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn static_options_dotfiles_index_redirect() {
+    let dir = static_fixture("options");
+    let allow = StaticOptions {
+        dotfiles: Dotfiles::Allow,
+        index: true,
+        redirect: false,
+    };
+    let tree = routing! { "files" => ServeStatic::new(&dir, allow) };
+    let router = build(&tree, &cors_config(false));
+    assert_eq!(
+        text_of(send(&router, Method::GET, "/files/.secret").await).await,
+        "dotfile"
+    );
+    // without redirect, a directory's index is served at once
+    assert_eq!(
+        text_of(send(&router, Method::GET, "/files/docs").await).await,
+        "<h1>docs</h1>"
+    );
+
+    let deny = StaticOptions {
+        dotfiles: Dotfiles::Deny,
+        index: false,
+        redirect: false,
+    };
+    let tree = routing! { "files" => ServeStatic::new(&dir, deny) };
+    let router = build(&tree, &cors_config(false));
+    assert_eq!(
+        send(&router, Method::GET, "/files/.secret").await.status(),
+        404
+    );
+    assert_eq!(
+        send(&router, Method::GET, "/files/docs/").await.status(),
+        404
+    );
+    assert_eq!(
+        send(&router, Method::GET, "/files/hello.txt")
+            .await
+            .status(),
+        200
+    );
 }
