@@ -1,6 +1,6 @@
 //! Startup: flatten the tree, check it, build the trie and the per-path method tables.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use http::{HeaderValue, Method};
@@ -298,7 +298,7 @@ pub(crate) fn compile(routing: &Routing, config: &Config) -> Result<Compiled, Ro
 
     let mut trie = matchit::Router::new();
     let mut tables: Vec<PathTable> = Vec::new();
-    let mut shapes: Vec<String> = Vec::new();
+    let mut shapes: HashMap<String, usize> = HashMap::new();
     let mut seen = HashSet::new();
     for route in flattener.routes {
         let path = display(&route.segments);
@@ -322,7 +322,7 @@ pub(crate) fn compile(routing: &Routing, config: &Config) -> Result<Compiled, Ro
             params,
             endpoint: Some(route.endpoint),
         };
-        if let Some(index) = shapes.iter().position(|s| *s == pattern) {
+        if let Some(&index) = shapes.get(&pattern) {
             tables[index].methods.push((route.method, target));
         } else {
             trie.insert(pattern.clone(), tables.len())
@@ -330,7 +330,7 @@ pub(crate) fn compile(routing: &Routing, config: &Config) -> Result<Compiled, Ro
                     path,
                     reason: e.to_string(),
                 })?;
-            shapes.push(pattern);
+            shapes.insert(pattern, tables.len());
             tables.push(PathTable {
                 methods: vec![(route.method, target)],
                 statics: None,
