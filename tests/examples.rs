@@ -10,6 +10,10 @@ mod hello;
 #[path = "../examples/tower_stack.rs"]
 mod tower_stack;
 
+#[allow(dead_code)]
+#[path = "../examples/routing.rs"]
+mod routing;
+
 #[tokio::test]
 async fn hello_answers_like_the_quick_start() {
     let endpoint = hello::hello_endpoint();
@@ -60,4 +64,20 @@ async fn tower_stack_runs_the_stages_by_hand() {
             ),
         ]
     );
+}
+
+#[tokio::test]
+async fn routing_example_answers_each_route() {
+    let lines = routing::run().await;
+    let expected = [
+        r#"GET /v1/users -> 200 {"status":"success","data":{"users":[{"id":1,"name":"user 1"},{"id":2,"name":"user 2"}]}}"#,
+        r#"POST /v1/users -> 201 {"status":"success","data":{"id":3,"name":"Ada"}}"#,
+        r#"GET /v1/users/2 -> 200 {"status":"success","data":{"id":2,"name":"user 2"}}"#,
+        r#"GET /v1/users/2/friends -> 200 {"status":"success","data":{"users":[{"id":1,"name":"user 1"}]}}"#,
+        r#"GET /v1/users/9 -> 404 {"status":"error","error":{"message":"No user 9"}}"#,
+        r#"DELETE /v1/users/1 -> 200 {"status":"success","data":{"id":1,"name":"user 1"}}"#,
+        r#"PUT /v1/users -> 405 (Allow: GET, POST, HEAD, OPTIONS) {"status":"error","error":{"message":"PUT is not allowed"}}"#,
+        r#"GET /v2 -> 404 {"status":"error","error":{"message":"Can not GET /v2"}}"#,
+    ];
+    assert_eq!(lines, expected);
 }
