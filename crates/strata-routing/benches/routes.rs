@@ -59,20 +59,20 @@ fn answer(router: &mut Router, uri: &str) -> u16 {
 }
 
 #[divan::bench(args = [1, 100, 10_000])]
-fn lookup_static(bencher: divan::Bencher, routes: usize) {
-    let mut router = Router::new(&tree(routes), &config()).unwrap();
+fn lookup_static(bencher: divan::Bencher, route_count: usize) {
+    let mut router = Router::new(&tree(route_count), &config()).unwrap();
     bencher.bench_local(|| answer(&mut router, divan::black_box("/v1/hello")));
 }
 
 #[divan::bench(args = [1, 100, 10_000])]
-fn lookup_param(bencher: divan::Bencher, routes: usize) {
-    let mut router = Router::new(&tree(routes), &config()).unwrap();
+fn lookup_param(bencher: divan::Bencher, route_count: usize) {
+    let mut router = Router::new(&tree(route_count), &config()).unwrap();
     bencher.bench_local(|| answer(&mut router, divan::black_box("/v1/r0/items/42")));
 }
 
 #[divan::bench(args = [1, 10_000])]
-fn not_found(bencher: divan::Bencher, routes: usize) {
-    let mut router = Router::new(&tree(routes), &config()).unwrap();
+fn not_found(bencher: divan::Bencher, route_count: usize) {
+    let mut router = Router::new(&tree(route_count), &config()).unwrap();
     bencher.bench_local(|| answer(&mut router, divan::black_box("/v1/nothing/here")));
 }
 
