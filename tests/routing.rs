@@ -697,9 +697,20 @@ async fn static_files_are_served_with_http_semantics() {
         "<h1>docs</h1>"
     );
 
+    // static files answer GET and HEAD; anything else finds nothing there
     let response = send(&router, Method::POST, "/public/hello.txt").await;
-    assert_eq!(response.status(), 405);
-    assert_eq!(response.headers()["allow"], "GET, HEAD, OPTIONS");
+    assert_eq!(response.status(), 404);
+    assert!(response.headers().get("allow").is_none());
+    assert_eq!(
+        send(&router, Method::OPTIONS, "/public/hello.txt")
+            .await
+            .status(),
+        404
+    );
+    // the mount itself redirects to its directory form
+    let response = send(&router, Method::GET, "/public?v=1").await;
+    assert_eq!(response.status(), 307);
+    assert_eq!(response.headers()["location"], "/public/?v=1");
 }
 
 #[tokio::test]
@@ -720,6 +731,8 @@ async fn static_files_never_escape_their_directory() {
         "/public//etc/passwd",
         "/public/..%5coutside.txt",
         "/public/%ZZ",
+        "/public/.git/config",
+        "/public/docs/%00",
     ] {
         let response = send(&router, Method::GET, uri).await;
         assert_eq!(response.status(), 404, "{uri}");
@@ -777,5 +790,218 @@ async fn static_options_dotfiles_index_redirect() {
             .await
             .status(),
         200
+    );
+}
+
+#[cfg(unix)]
+#[tokio::test]
+async fn symbolic_links_out_of_the_directory_are_not_followed() {
+    let dir = static_fixture("symlink");
+    std::os::unix::fs::symlink(dir.join("../outside.txt"), dir.join("link.txt")).unwrap();
+    std::fs::create_dir_all(dir.join("inner")).unwrap();
+    std::os::unix::fs::symlink(dir.join("../outside.txt"), dir.join("inner/index.html")).unwrap();
+    std::os::unix::fs::symlink(dir.join("hello.txt"), dir.join("alias.txt")).unwrap();
+    let router = build(
+        &routing! { "public" => ServeStatic::dir(&dir) },
+        &cors_config(false),
+    );
+    assert_eq!(
+        send(&router, Method::GET, "/public/link.txt")
+            .await
+            .status(),
+        404
+    );
+    assert_eq!(
+        send(&router, Method::GET, "/public/inner/").await.status(),
+        404
+    );
+    // a link that stays inside is fine
+    assert_eq!(
+        text_of(send(&router, Method::GET, "/public/alias.txt").await).await,
+        "hello, static world"
+    );
+}
+
+#[tokio::test]
+async fn a_root_static_mount_leaves_other_methods_and_routes_alone() {
+    let dir = static_fixture("root");
+    let tree =
+        routing! { "/" => ServeStatic::dir(&dir), "v1" => { "hello" => get_endpoint("hello") } };
+    let router = build(&tree, &cors_config(true));
+    assert_eq!(
+        text_of(send(&router, Method::GET, "/hello.txt").await).await,
+        "hello, static world"
+    );
+    assert_eq!(
+        get_json(&router, "/v1/hello").await.1["data"]["label"],
+        "hello"
+    );
+    let response = send(&router, Method::POST, "/nothing").await;
+    assert_eq!(response.status(), 404);
+    assert!(
+        response
+            .headers()
+            .get("access-control-allow-methods")
+            .is_none()
+    );
+    assert_eq!(
+        json_of(response).await.1["error"]["message"],
+        "Can not POST /nothing"
+    );
+    assert_eq!(
+        send(&router, Method::OPTIONS, "/anything").await.status(),
+        404
+    );
+}
+
+#[tokio::test]
+async fn the_root_route_and_double_slashes() {
+    let tree =
+        routing! { "/" => get_endpoint("root"), "v1" => { "hello" => get_endpoint("hello") } };
+    let router = build(&tree, &cors_config(false));
+    assert_eq!(get_json(&router, "/").await.1["data"]["label"], "root");
+    assert_eq!(get_json(&router, "//").await.0, 404);
+    assert_eq!(get_json(&router, "/v1/hello//").await.0, 404);
+}
+
+#[tokio::test]
+async fn more_startup_checks() {
+    let config = cors_config(true);
+    let literal = routing! { "a" => { "b" => get_endpoint("1") }, "/a/b" => get_endpoint("2") };
+    assert_eq!(
+        error_of(&literal, &config).to_string(),
+        "Route GET /a/b is defined twice"
+    );
+    let method_key = routing! { "things" => { "delete" => labelled("x", &[Method::POST]) } };
+    assert_eq!(
+        error_of(&method_key, &config).to_string(),
+        "DELETE /things: the endpoint does not support DELETE"
+    );
+    let dir = static_fixture("conflict");
+    let clash = routing! { "public" => { ":id" => get_endpoint("x") }, "/public" => ServeStatic::dir(&dir) };
+    assert_eq!(
+        error_of(&clash, &config).to_string(),
+        "static files under /public conflicts with /public/:id"
+    );
+    for key in [".", ".."] {
+        let tree = Routing::new().route("a", Routing::new().route(key, get_endpoint("x")));
+        assert!(
+            matches!(error_of(&tree, &config), RoutingError::InvalidKey { .. }),
+            "{key:?}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn cors_reaches_head_router_errors_and_wrong_method_404s() {
+    let tree = routing! { "users" => { ":id" => get_endpoint("user") } };
+    let config = create_config()
+        .cors(true)
+        .wrong_method_behavior(WrongMethodBehavior::NotFound)
+        .build();
+    let router = build(&tree, &config);
+    for (method, uri, status) in [
+        (Method::HEAD, "/users/1", 200),
+        (Method::GET, "/users/%ZZ", 400),
+        (Method::POST, "/users/1", 404),
+    ] {
+        let response = send(&router, method.clone(), uri).await;
+        assert_eq!(response.status().as_u16(), status, "{method} {uri}");
+        assert_eq!(
+            response.headers()["access-control-allow-origin"],
+            "*",
+            "{method} {uri}"
+        );
+        assert_eq!(
+            response.headers()["access-control-allow-methods"],
+            "GET, HEAD, OPTIONS",
+            "{method} {uri}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn cors_functions_see_the_preflighted_endpoint_and_unknown_paths() {
+    let tree = routing! {
+        "items" => { "get" => get_endpoint("list"), "delete" => labelled("remove", &[Method::DELETE]) },
+    };
+    let config = create_config()
+        .cors_with(|cors: &CorsRequest<'_>| {
+            let mut headers = cors.default_headers.clone();
+            let methods = cors
+                .endpoint
+                .map_or("none".to_owned(), |meta| format!("{:?}", meta.methods));
+            headers.insert("x-endpoint", HeaderValue::from_str(&methods).unwrap());
+            headers
+        })
+        .build();
+    let router = build(&tree, &config);
+    let preflight = Request::options("/items")
+        .header("access-control-request-method", "DELETE")
+        .body(String::new())
+        .unwrap();
+    let response = router.clone().oneshot(preflight).await.unwrap();
+    assert_eq!(response.headers()["x-endpoint"], "[DELETE]");
+    assert_eq!(
+        response.headers()["access-control-allow-methods"],
+        "DELETE, GET, HEAD, OPTIONS"
+    );
+    let response = send(&router, Method::GET, "/nowhere").await;
+    assert_eq!(response.status(), 404);
+    assert_eq!(response.headers()["x-endpoint"], "none");
+    assert!(
+        response
+            .headers()
+            .get("access-control-allow-methods")
+            .is_none()
+    );
+}
+
+#[tokio::test]
+async fn async_cors_functions_are_held_to_the_credentials_rule_and_panics_are_contained() {
+    let config = create_config()
+        .cors_with_async(|cors: &CorsRequest<'_>| {
+            let explode = cors.request.uri.query() == Some("explode");
+            let mut headers = cors.default_headers.clone();
+            async move {
+                assert!(!explode, "cors function exploded");
+                headers.insert(
+                    "access-control-allow-credentials",
+                    HeaderValue::from_static("true"),
+                );
+                headers
+            }
+        })
+        .build();
+    let router = build(&routing! { "x" => get_endpoint("x") }, &config);
+    let capture = Arc::new(Capture::default());
+    let mut request = Request::get("/x").body(String::new()).unwrap();
+    request
+        .extensions_mut()
+        .insert(Logger::with_sink(capture.clone()));
+    let response = router.clone().oneshot(request).await.unwrap();
+    assert_eq!(response.headers()["access-control-allow-origin"], "*");
+    assert!(
+        response
+            .headers()
+            .get("access-control-allow-credentials")
+            .is_none()
+    );
+    assert!(
+        capture
+            .0
+            .lock()
+            .unwrap()
+            .iter()
+            .any(|(level, text)| *level == Level::Error && text.contains("credentials"))
+    );
+
+    let response = send(&router, Method::GET, "/x?explode").await;
+    assert_eq!(response.status(), 200, "the endpoint still answers");
+    assert!(
+        response
+            .headers()
+            .keys()
+            .all(|k| !k.as_str().starts_with("access-control"))
     );
 }

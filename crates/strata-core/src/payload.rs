@@ -26,6 +26,11 @@ impl PathParams {
         Self::default()
     }
 
+    /// No parameters yet, room for `capacity`.
+    pub fn with_capacity(capacity: usize) -> Self {
+        Self(Vec::with_capacity(capacity))
+    }
+
     /// Adds a parameter.
     pub fn push(&mut self, name: Arc<str>, value: String) {
         self.0.push((name, value));

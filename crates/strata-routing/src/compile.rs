@@ -3,7 +3,7 @@
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
-use http::{HeaderValue, Method};
+use http::{HeaderMap, HeaderValue, Method};
 use strata_core::{Config, Endpoint, MethodLikeRouteBehavior};
 
 use crate::error::RoutingError;
@@ -86,6 +86,11 @@ fn parse_segment(raw: &str, key: &str, parent: &[Segment]) -> Result<Segment, Ro
             ));
         }
         return Ok(Segment::Param(name.to_owned()));
+    }
+    if raw == "." || raw == ".." {
+        return Err(invalid(
+            "`.` and `..` are not path segments (clients remove them)",
+        ));
     }
     if !raw.chars().all(is_path_char) {
         return Err(invalid(
@@ -241,9 +246,12 @@ pub(crate) struct Target {
 /// Everything a path answers, with its header values computed once.
 pub(crate) struct PathTable {
     pub(crate) methods: Vec<(Method, Target)>,
-    /// `Some` for static directories: GET and HEAD go there.
+    /// `Some` for static directories: GET and HEAD go there, other methods find nothing (404).
     pub(crate) statics: Option<Target>,
-    pub(crate) allow: HeaderValue,
+    /// The `Allow` list of an endpoint path (also its CORS methods); `None` for static files.
+    pub(crate) allow: Option<HeaderValue>,
+    /// The headers `cors: true` sends for this path, given to CORS functions.
+    pub(crate) cors_defaults: HeaderMap,
 }
 
 impl PathTable {
@@ -282,6 +290,8 @@ fn allow_header(methods: &[Method], cors: bool) -> HeaderValue {
 pub(crate) struct Compiled {
     pub(crate) trie: matchit::Router<usize>,
     pub(crate) tables: Vec<PathTable>,
+    /// The headers `cors: true` sends for unknown paths, given to CORS functions.
+    pub(crate) not_found_cors_defaults: HeaderMap,
 }
 
 pub(crate) fn compile(routing: &Routing, config: &Config) -> Result<Compiled, RoutingError> {
@@ -299,6 +309,17 @@ pub(crate) fn compile(routing: &Routing, config: &Config) -> Result<Compiled, Ro
     let mut trie = matchit::Router::new();
     let mut tables: Vec<PathTable> = Vec::new();
     let mut shapes: HashMap<String, usize> = HashMap::new();
+    // The trie's patterns, shown to users as routes.
+    let mut displays: HashMap<String, String> = HashMap::new();
+    let conflict = |displays: &HashMap<String, String>,
+                    route: String,
+                    error: matchit::InsertError| {
+        let with = match error {
+            matchit::InsertError::Conflict { with } => displays.get(&with).cloned().unwrap_or(with),
+            other => other.to_string(),
+        };
+        RoutingError::Conflict { route, with }
+    };
     let mut seen = HashSet::new();
     for route in flattener.routes {
         let path = display(&route.segments);
@@ -325,22 +346,24 @@ pub(crate) fn compile(routing: &Routing, config: &Config) -> Result<Compiled, Ro
         if let Some(&index) = shapes.get(&pattern) {
             tables[index].methods.push((route.method, target));
         } else {
+            let shown = format!("{} {path}", route.method);
             trie.insert(pattern.clone(), tables.len())
-                .map_err(|e| RoutingError::Conflict {
-                    path,
-                    reason: e.to_string(),
-                })?;
+                .map_err(|e| conflict(&displays, shown, e))?;
+            displays.insert(pattern.clone(), path);
             shapes.insert(pattern, tables.len());
             tables.push(PathTable {
                 methods: vec![(route.method, target)],
                 statics: None,
-                allow: HeaderValue::from_static(""),
+                allow: None,
+                cors_defaults: HeaderMap::new(),
             });
         }
     }
     for table in &mut tables {
         let methods: Vec<Method> = table.methods.iter().map(|(m, _)| m.clone()).collect();
-        table.allow = allow_header(&methods, cors);
+        let allow = allow_header(&methods, cors);
+        table.cors_defaults = default_cors(Some(&allow));
+        table.allow = Some(allow);
     }
     for flat in flattener.statics {
         let prefix = display(&flat.segments);
@@ -351,28 +374,44 @@ pub(crate) fn compile(routing: &Routing, config: &Config) -> Result<Compiled, Ro
             params: Arc::from([]),
             endpoint: None,
         };
-        let allow = allow_header(&[Method::GET], cors);
-        for pattern in [
-            if prefix.is_empty() {
-                "/".to_owned()
-            } else {
-                prefix.clone()
-            },
-            format!("{prefix}/{{*path}}"),
-        ] {
+        let root = if prefix.is_empty() {
+            "/".to_owned()
+        } else {
+            prefix.clone()
+        };
+        let shown = format!("static files under {root}");
+        for pattern in [root.clone(), format!("{prefix}/{{*path}}")] {
             trie.insert(pattern.clone(), tables.len())
-                .map_err(|e| RoutingError::Conflict {
-                    path: pattern.clone(),
-                    reason: e.to_string(),
-                })?;
+                .map_err(|e| conflict(&displays, shown.clone(), e))?;
+            displays.insert(pattern, shown.clone());
             tables.push(PathTable {
                 methods: Vec::new(),
                 statics: Some(target.clone()),
-                allow: allow.clone(),
+                allow: None,
+                cors_defaults: default_cors(None),
             });
         }
     }
-    Ok(Compiled { trie, tables })
+    Ok(Compiled {
+        trie,
+        tables,
+        not_found_cors_defaults: default_cors(None),
+    })
+}
+
+pub(crate) const ALLOW_ORIGIN_ANY: HeaderValue = HeaderValue::from_static("*");
+pub(crate) const ALLOW_HEADERS: HeaderValue =
+    HeaderValue::from_static("content-type, authorization");
+
+/// The headers of `cors: true`: any origin, the path's methods when known, the usual headers.
+pub(crate) fn default_cors(methods: Option<&HeaderValue>) -> HeaderMap {
+    let mut headers = HeaderMap::with_capacity(3);
+    headers.insert(http::header::ACCESS_CONTROL_ALLOW_ORIGIN, ALLOW_ORIGIN_ANY);
+    if let Some(methods) = methods {
+        headers.insert(http::header::ACCESS_CONTROL_ALLOW_METHODS, methods.clone());
+    }
+    headers.insert(http::header::ACCESS_CONTROL_ALLOW_HEADERS, ALLOW_HEADERS);
+    headers
 }
 
 #[cfg(test)]
@@ -399,7 +438,17 @@ mod tests {
 
     #[test]
     fn segments_are_checked() {
-        for bad in ["", "a b", "a{b", "caf\u{e9}", ":", ":a-b", "a%20"] {
+        for bad in [
+            "",
+            "a b",
+            "a{b",
+            "caf\u{e9}",
+            ":",
+            ":a-b",
+            "a%20",
+            ".",
+            "..",
+        ] {
             assert!(parse_segment(bad, bad, &[]).is_err(), "{bad:?}");
         }
         for good in ["v1", "a.b", "x-y_z", ":id", ":user_id"] {

@@ -47,10 +47,10 @@ pub enum RoutingError {
     },
     /// Two routes that the trie cannot tell apart (e.g. static files over an endpoint's path).
     Conflict {
-        /// The path being added.
-        path: String,
-        /// The trie's explanation.
-        reason: String,
+        /// The route being added (`GET /public/:id`, `static files under /public`).
+        route: String,
+        /// The route it clashes with.
+        with: String,
     },
     /// `cors` was not chosen in the config: it must be set to `true`, `false` or a function.
     CorsNotConfigured,
@@ -74,7 +74,7 @@ impl fmt::Display for RoutingError {
             Self::InvalidKey { key, parent, reason } => {
                 write!(f, "Invalid routing key {key:?} under {parent:?}: {reason}")
             }
-            Self::Conflict { path, reason } => write!(f, "Route {path} conflicts: {reason}"),
+            Self::Conflict { route, with } => write!(f, "{route} conflicts with {with}"),
             Self::CorsNotConfigured => f.write_str(
                 "cors must be configured explicitly: true, false or a function (create_config().cors(..))",
             ),

@@ -2,6 +2,7 @@
 
 use std::convert::Infallible;
 use std::future::Future;
+use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll, ready};
@@ -24,12 +25,11 @@ use tower::ServiceExt;
 use tower::util::Oneshot;
 use tower_service::Service;
 
-use crate::compile::{Compiled, PathTable, compile};
+use crate::compile::{ALLOW_HEADERS, ALLOW_ORIGIN_ANY, Compiled, PathTable, compile};
 use crate::error::RoutingError;
 use crate::tree::Routing;
 
-const ALLOW_ORIGIN_ANY: HeaderValue = HeaderValue::from_static("*");
-const ALLOW_HEADERS: HeaderValue = HeaderValue::from_static("content-type, authorization");
+const ACCESS_CONTROL_REQUEST_METHOD: &str = "access-control-request-method";
 
 /// The JSON 404 of routing: `Can not <METHOD> <path>`.
 pub(crate) fn not_found(method: &Method, path: &str) -> Response<ResponseBody> {
@@ -93,16 +93,6 @@ enum CorsHeaders {
     Pending(CorsFuture, Logger),
 }
 
-fn default_cors(methods: Option<&HeaderValue>) -> HeaderMap {
-    let mut headers = HeaderMap::with_capacity(3);
-    headers.insert(ACCESS_CONTROL_ALLOW_ORIGIN, ALLOW_ORIGIN_ANY);
-    if let Some(methods) = methods {
-        headers.insert(ACCESS_CONTROL_ALLOW_METHODS, methods.clone());
-    }
-    headers.insert(ACCESS_CONTROL_ALLOW_HEADERS, ALLOW_HEADERS);
-    headers
-}
-
 /// Credentials with origin `*` would be refused by browsers, or worse, honoured by lax ones:
 /// drop the credentials header and say so.
 fn checked(mut headers: HeaderMap, logger: &Logger) -> HeaderMap {
@@ -128,22 +118,32 @@ impl Shared {
         table: Option<&PathTable>,
         endpoint: Option<&strata_core::Endpoint>,
     ) -> CorsHeaders {
-        let methods = table.map(|t| &t.allow);
         match &self.cors {
             Cors::Disabled => CorsHeaders::None,
-            Cors::Enabled => CorsHeaders::Default(methods.cloned()),
+            Cors::Enabled => CorsHeaders::Default(table.and_then(|t| t.allow.clone())),
             Cors::Custom(function) => {
-                let defaults = default_cors(methods);
+                let defaults =
+                    table.map_or(&self.compiled.not_found_cors_defaults, |t| &t.cors_defaults);
                 let logger = Logger::from_extensions(&parts.extensions);
                 let request = CorsRequest {
-                    default_headers: &defaults,
+                    default_headers: defaults,
                     request: parts,
                     endpoint: endpoint.map(strata_core::Endpoint::meta),
                     logger: &logger,
                 };
-                match function {
-                    CorsFn::Sync(f) => CorsHeaders::Map(checked(f(&request), &logger)),
-                    CorsFn::Async(f) => CorsHeaders::Pending(f(&request), logger),
+                // User code: a panic here must not take the connection down. Without CORS
+                // headers the browser refuses the response, the safe outcome.
+                let outcome = catch_unwind(AssertUnwindSafe(|| match function {
+                    CorsFn::Sync(f) => CorsHeaders::Map(f(&request)),
+                    CorsFn::Async(f) => CorsHeaders::Pending(f(&request), logger.clone()),
+                }));
+                match outcome {
+                    Ok(CorsHeaders::Map(map)) => CorsHeaders::Map(checked(map, &logger)),
+                    Ok(other) => other,
+                    Err(_) => {
+                        logger.error("CORS function panicked; no CORS headers were sent");
+                        CorsHeaders::None
+                    }
                 }
             }
         }
@@ -165,11 +165,11 @@ fn apply_cors(response: &mut Response<ResponseBody>, headers: CorsHeaders) {
     }
 }
 
+/// `/v1/hello/` is `/v1/hello`; `//` and `/v1/hello//` stay as they are (and match nothing).
 fn trim_trailing_slash(path: &str) -> &str {
-    if path.len() > 1 {
-        path.strip_suffix('/').unwrap_or(path)
-    } else {
-        path
+    match path.strip_suffix('/') {
+        Some(trimmed) if !trimmed.is_empty() && !trimmed.ends_with('/') => trimmed,
+        _ => path,
     }
 }
 
@@ -197,30 +197,38 @@ where
             return RouterFuture::ready(response, shared.cors_headers(&parts, None, None));
         };
         let table = &shared.compiled.tables[*found.value];
-        let cors_on = shared.cors.is_enabled();
-        if parts.method == Method::OPTIONS && cors_on {
-            let cors = shared.cors_headers(
-                &parts,
-                Some(table),
-                table.methods.first().and_then(|(_, t)| t.endpoint.as_ref()),
-            );
+        if parts.method == Method::OPTIONS && shared.cors.is_enabled() && table.statics.is_none() {
+            // A preflight names the method it asks about; its endpoint is the one CORS
+            // functions see.
+            let asked = parts
+                .headers
+                .get(ACCESS_CONTROL_REQUEST_METHOD)
+                .and_then(|m| Method::from_bytes(m.as_bytes()).ok());
+            let endpoint = asked
+                .and_then(|m| table.find(&m))
+                .or_else(|| table.methods.first().map(|(_, t)| t))
+                .and_then(|t| t.endpoint.as_ref());
+            let cors = shared.cors_headers(&parts, Some(table), endpoint);
             return RouterFuture::ready(Response::new(ResponseBody::empty()), cors);
         }
         let Some(target) = table.find(&parts.method) else {
             let cors = shared.cors_headers(&parts, Some(table), None);
-            if shared.wrong_method == WrongMethodBehavior::NotFound {
+            // Static files answer GET and HEAD only; other methods find nothing there.
+            let (Some(allow), WrongMethodBehavior::MethodNotAllowed) =
+                (&table.allow, shared.wrong_method)
+            else {
                 return RouterFuture::ready(not_found(&parts.method, path), cors);
-            }
+            };
             let error = ApiError::new(
                 StatusCode::METHOD_NOT_ALLOWED,
                 format!("{} is not allowed", parts.method),
             )
             .with_kind(ErrorKind::Routing)
-            .with_header(ALLOW, table.allow.clone());
+            .with_header(ALLOW, allow.clone());
             return RouterFuture::ready(error_response(error), cors);
         };
         if !target.params.is_empty() {
-            let mut params = PathParams::new();
+            let mut params = PathParams::with_capacity(target.params.len());
             for ((_, raw), name) in found.params.iter().zip(target.params.iter()) {
                 match percent_decode(raw.as_bytes(), false, 0) {
                     Ok(value) => params.push(Arc::clone(name), value.into_owned()),
@@ -291,8 +299,14 @@ impl Future for RouterFuture {
             this.state = State::Ready(Some(response));
         }
         if let CorsHeaders::Pending(future, logger) = &mut this.cors {
-            let headers = ready!(future.as_mut().poll(cx));
-            this.cors = CorsHeaders::Map(checked(headers, logger));
+            match catch_unwind(AssertUnwindSafe(|| future.as_mut().poll(cx))) {
+                Ok(Poll::Pending) => return Poll::Pending,
+                Ok(Poll::Ready(headers)) => this.cors = CorsHeaders::Map(checked(headers, logger)),
+                Err(_) => {
+                    logger.error("CORS function panicked; no CORS headers were sent");
+                    this.cors = CorsHeaders::None;
+                }
+            }
         }
         let State::Ready(response) = &mut this.state else {
             unreachable_state()
