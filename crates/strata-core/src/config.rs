@@ -2,15 +2,18 @@
 
 use std::fmt;
 use std::future::Future;
+use std::net::{Ipv4Addr, SocketAddr};
+use std::path::PathBuf;
 use std::pin::Pin;
 use std::sync::Arc;
+use std::time::Duration;
 
 use http::request::Parts;
 use http::{HeaderMap, Method};
 
 use crate::endpoint::EndpointMeta;
 use crate::input::InputSource;
-use crate::logger::Logger;
+use crate::logger::{Level, Logger};
 
 /// Development shows every error message; production hides the messages of 5xx errors and of
 /// errors marked not exposed behind the status's reason phrase.
@@ -179,6 +182,109 @@ impl Cors {
     }
 }
 
+/// Where a server listens.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Listen {
+    /// A TCP port on all IPv4 interfaces (`0` picks a free one).
+    Port(u16),
+    /// A TCP socket address.
+    Addr(SocketAddr),
+    /// A UNIX domain socket at this path.
+    Unix(PathBuf),
+}
+
+impl From<u16> for Listen {
+    fn from(port: u16) -> Self {
+        Listen::Port(port)
+    }
+}
+
+impl From<SocketAddr> for Listen {
+    fn from(addr: SocketAddr) -> Self {
+        Listen::Addr(addr)
+    }
+}
+
+impl Listen {
+    /// The TCP address, `None` for a UNIX socket.
+    pub fn socket_addr(&self) -> Option<SocketAddr> {
+        match self {
+            Listen::Port(port) => Some(SocketAddr::from((Ipv4Addr::UNSPECIFIED, *port))),
+            Listen::Addr(addr) => Some(*addr),
+            Listen::Unix(_) => None,
+        }
+    }
+}
+
+/// PEM material: a file to read at startup, or the bytes themselves.
+#[derive(Clone, PartialEq, Eq)]
+pub enum Pem {
+    /// A file path.
+    File(PathBuf),
+    /// The PEM text.
+    Bytes(Vec<u8>),
+}
+
+impl fmt::Debug for Pem {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Pem::File(path) => f.debug_tuple("File").field(path).finish(),
+            // Never print key material.
+            Pem::Bytes(bytes) => write!(f, "Bytes({} bytes)", bytes.len()),
+        }
+    }
+}
+
+/// The HTTPS part of the config (spec `https.options` and `https.listen`).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Https {
+    /// The certificate chain.
+    pub cert: Option<Pem>,
+    /// The private key.
+    pub key: Option<Pem>,
+    /// Where to listen.
+    pub listen: Option<Listen>,
+}
+
+/// The default logger's setup (spec `logger`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LoggerOptions {
+    /// The lowest level recorded.
+    pub level: Level,
+    /// Colored output.
+    pub color: bool,
+}
+
+impl Default for LoggerOptions {
+    fn default() -> Self {
+        Self {
+            level: Level::Info,
+            color: false,
+        }
+    }
+}
+
+/// Limits that protect a server from slow or greedy clients.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ServerLimits {
+    /// How long a client may take to send a request's headers (default 10 s).
+    pub header_read_timeout: Duration,
+    /// The most bytes of request headers accepted (default 64 KiB).
+    pub max_header_bytes: usize,
+    /// How long graceful shutdown waits for requests in flight (default 10 s).
+    pub shutdown_timeout: Duration,
+}
+
+impl Default for ServerLimits {
+    fn default() -> Self {
+        Self {
+            header_read_timeout: Duration::from_secs(10),
+            max_header_bytes: 64 * 1024,
+            shutdown_timeout: Duration::from_secs(10),
+        }
+    }
+}
+
 /// The configuration shared by the stages of every endpoint and by routing.
 ///
 /// Build it with [`Config::builder`] (the facade's `create_config()`).
@@ -191,6 +297,11 @@ pub struct Config {
     cors: Option<Cors>,
     wrong_method_behavior: WrongMethodBehavior,
     method_like_route_behavior: MethodLikeRouteBehavior,
+    http: Option<Listen>,
+    https: Https,
+    logger: Option<LoggerOptions>,
+    compression: bool,
+    server_limits: ServerLimits,
 }
 
 impl Default for Config {
@@ -203,6 +314,11 @@ impl Default for Config {
             cors: None,
             wrong_method_behavior: WrongMethodBehavior::default(),
             method_like_route_behavior: MethodLikeRouteBehavior::default(),
+            http: None,
+            https: Https::default(),
+            logger: None,
+            compression: false,
+            server_limits: ServerLimits::default(),
         }
     }
 }
@@ -248,6 +364,31 @@ impl Config {
     /// How routing keys named after methods are read.
     pub fn method_like_route_behavior(&self) -> MethodLikeRouteBehavior {
         self.method_like_route_behavior
+    }
+
+    /// Where the HTTP server listens.
+    pub fn http(&self) -> Option<&Listen> {
+        self.http.as_ref()
+    }
+
+    /// The HTTPS server's TLS material and listener.
+    pub fn https(&self) -> &Https {
+        &self.https
+    }
+
+    /// The default logger's setup, when configured.
+    pub fn logger(&self) -> Option<&LoggerOptions> {
+        self.logger.as_ref()
+    }
+
+    /// Whether responses are compressed.
+    pub fn compression(&self) -> bool {
+        self.compression
+    }
+
+    /// Limits against slow or greedy clients.
+    pub fn server_limits(&self) -> &ServerLimits {
+        &self.server_limits
     }
 }
 
@@ -341,6 +482,46 @@ impl ConfigBuilder {
     /// Sets how routing keys named after methods are read (default: as methods).
     pub fn method_like_route_behavior(mut self, behavior: MethodLikeRouteBehavior) -> Self {
         self.config.method_like_route_behavior = behavior;
+        self
+    }
+
+    /// Serves HTTP on `listen`: a port, a socket address, or `Listen::Unix(path)`.
+    pub fn listen(mut self, listen: impl Into<Listen>) -> Self {
+        self.config.http = Some(listen.into());
+        self
+    }
+
+    /// Serves HTTPS on `listen` with the certificate chain `cert` and private key `key`.
+    pub fn https(mut self, cert: Pem, key: Pem, listen: impl Into<Listen>) -> Self {
+        self.config.https = Https {
+            cert: Some(cert),
+            key: Some(key),
+            listen: Some(listen.into()),
+        };
+        self
+    }
+
+    /// Sets the HTTPS part field by field (checked when the server starts).
+    pub fn https_options(mut self, https: Https) -> Self {
+        self.config.https = https;
+        self
+    }
+
+    /// Sets up the default logger (installed only when the application has none).
+    pub fn logger(mut self, level: Level, color: bool) -> Self {
+        self.config.logger = Some(LoggerOptions { level, color });
+        self
+    }
+
+    /// Compresses responses (gzip or brotli, by `Accept-Encoding`).
+    pub fn compression(mut self, enabled: bool) -> Self {
+        self.config.compression = enabled;
+        self
+    }
+
+    /// Sets the limits against slow or greedy clients.
+    pub fn server_limits(mut self, limits: ServerLimits) -> Self {
+        self.config.server_limits = limits;
         self
     }
 

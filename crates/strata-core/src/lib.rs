@@ -25,8 +25,8 @@ pub mod text;
 
 pub use body::{RequestBody, ResponseBody};
 pub use config::{
-    Config, ConfigBuilder, Cors, CorsFn, CorsFuture, CorsRequest, InputSources,
-    MethodLikeRouteBehavior, Mode, WrongMethodBehavior,
+    Config, ConfigBuilder, Cors, CorsFn, CorsFuture, CorsRequest, Https, InputSources, Listen,
+    LoggerOptions, MethodLikeRouteBehavior, Mode, Pem, ServerLimits, WrongMethodBehavior,
 };
 pub use ctx::{Get, HCons, HNil};
 pub use de::DeError;

@@ -21,6 +21,12 @@ pub enum Level {
 pub trait LogSink: Send + Sync + 'static {
     /// Records one message.
     fn log(&self, level: Level, message: fmt::Arguments<'_>);
+
+    /// Records one message of the request `request_id`; by default, the message alone.
+    fn log_request(&self, level: Level, request_id: Option<&str>, message: fmt::Arguments<'_>) {
+        let _ = request_id;
+        self.log(level, message);
+    }
 }
 
 /// A cheap, cloneable logging handle.
@@ -50,12 +56,14 @@ pub trait LogSink: Send + Sync + 'static {
 #[derive(Clone, Default)]
 pub struct Logger {
     sink: Option<Arc<dyn LogSink>>,
+    request_id: Option<Arc<str>>,
 }
 
 impl fmt::Debug for Logger {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Logger")
             .field("sink", &self.sink.as_ref().map(|_| "custom"))
+            .field("request_id", &self.request_id)
             .finish()
     }
 }
@@ -63,12 +71,29 @@ impl fmt::Debug for Logger {
 impl Logger {
     /// A logger emitting `tracing` events.
     pub fn tracing() -> Self {
-        Self { sink: None }
+        Self::default()
     }
 
     /// A logger sending records to `sink`.
     pub fn with_sink(sink: Arc<dyn LogSink>) -> Self {
-        Self { sink: Some(sink) }
+        Self {
+            sink: Some(sink),
+            request_id: None,
+        }
+    }
+
+    /// A child logger whose records carry `request_id`.
+    #[must_use]
+    pub fn with_request_id(&self, request_id: impl Into<Arc<str>>) -> Self {
+        Self {
+            sink: self.sink.clone(),
+            request_id: Some(request_id.into()),
+        }
+    }
+
+    /// The request id of this logger's records, if any.
+    pub fn request_id(&self) -> Option<&str> {
+        self.request_id.as_deref()
     }
 
     /// The request's logger from `extensions`, or the default one.
@@ -78,13 +103,26 @@ impl Logger {
 
     /// Records `message` at `level`.
     pub fn log(&self, level: Level, message: impl fmt::Display) {
+        let id = self.request_id.as_deref();
         match &self.sink {
-            Some(sink) => sink.log(level, format_args!("{message}")),
-            None => match level {
-                Level::Debug => tracing::debug!(target: "strata", "{message}"),
-                Level::Info => tracing::info!(target: "strata", "{message}"),
-                Level::Warn => tracing::warn!(target: "strata", "{message}"),
-                Level::Error => tracing::error!(target: "strata", "{message}"),
+            Some(sink) => sink.log_request(level, id, format_args!("{message}")),
+            None => match (level, id) {
+                (Level::Debug, Some(id)) => {
+                    tracing::debug!(target: "strata", request_id = id, "{message}")
+                }
+                (Level::Info, Some(id)) => {
+                    tracing::info!(target: "strata", request_id = id, "{message}")
+                }
+                (Level::Warn, Some(id)) => {
+                    tracing::warn!(target: "strata", request_id = id, "{message}")
+                }
+                (Level::Error, Some(id)) => {
+                    tracing::error!(target: "strata", request_id = id, "{message}")
+                }
+                (Level::Debug, None) => tracing::debug!(target: "strata", "{message}"),
+                (Level::Info, None) => tracing::info!(target: "strata", "{message}"),
+                (Level::Warn, None) => tracing::warn!(target: "strata", "{message}"),
+                (Level::Error, None) => tracing::error!(target: "strata", "{message}"),
             },
         }
     }
