@@ -108,16 +108,16 @@ impl Logger {
             Some(sink) => sink.log_request(level, id, format_args!("{message}")),
             None => match (level, id) {
                 (Level::Debug, Some(id)) => {
-                    tracing::debug!(target: "strata", request_id = id, "{message}")
+                    tracing::debug!(target: "strata", request_id = id, "{message}");
                 }
                 (Level::Info, Some(id)) => {
-                    tracing::info!(target: "strata", request_id = id, "{message}")
+                    tracing::info!(target: "strata", request_id = id, "{message}");
                 }
                 (Level::Warn, Some(id)) => {
-                    tracing::warn!(target: "strata", request_id = id, "{message}")
+                    tracing::warn!(target: "strata", request_id = id, "{message}");
                 }
                 (Level::Error, Some(id)) => {
-                    tracing::error!(target: "strata", request_id = id, "{message}")
+                    tracing::error!(target: "strata", request_id = id, "{message}");
                 }
                 (Level::Debug, None) => tracing::debug!(target: "strata", "{message}"),
                 (Level::Info, None) => tracing::info!(target: "strata", "{message}"),

@@ -1,0 +1,45 @@
+//! `attach_routing`: the routing as a tower service for an application that runs its own server.
+
+use strata_core::{Config, Logger};
+use strata_routing::{Router, Routing};
+
+use crate::app::{App, build_app};
+use crate::error::ServerError;
+use crate::logging::install_default_subscriber;
+
+/// What [`attach_routing`] returns (spec `attachRouting`).
+#[derive(Clone)]
+pub struct Attached {
+    /// The routing as a tower service (`Service<http::Request<B>>`, `Error = Infallible`):
+    /// request ids, compression when configured, the router.
+    pub service: App,
+    /// The logger.
+    pub logger: Logger,
+    /// The JSON 404 (`Can not <METHOD> <path>`, with CORS headers when on), for the caller to
+    /// mount as the fallback of its own app.
+    pub not_found_handler: Router,
+}
+
+/// Prepares `routing` for an existing application: synchronous, binds nothing.
+pub fn attach_routing(config: &Config, routing: &Routing) -> Result<Attached, ServerError> {
+    if let Some(options) = config.logger() {
+        install_default_subscriber(options);
+    }
+    let logger = Logger::tracing();
+    let service = build_app(config, routing, &logger)?;
+    let not_found_handler = Router::new(&Routing::new(), config)?;
+    Ok(Attached {
+        service,
+        logger,
+        not_found_handler,
+    })
+}
+
+impl std::fmt::Debug for Attached {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Attached")
+            .field("logger", &self.logger)
+            .field("not_found_handler", &self.not_found_handler)
+            .finish_non_exhaustive()
+    }
+}

@@ -1,0 +1,178 @@
+//! Request ids: taken from `x-request-id` when present and sane, generated otherwise; given to
+//! the request's logger and echoed in the response.
+
+use std::future::Future;
+use std::hash::{BuildHasher, RandomState};
+use std::pin::Pin;
+use std::sync::Arc;
+use std::sync::OnceLock;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::task::{Context, Poll, ready};
+
+use http::header::HeaderName;
+use http::{HeaderValue, Request, Response};
+use pin_project_lite::pin_project;
+use strata_core::Logger;
+use tower_layer::Layer;
+use tower_service::Service;
+
+/// The request id header.
+pub const X_REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
+
+/// The longest id accepted from a client.
+const MAX_ID_LEN: usize = 128;
+
+fn is_sane(id: &[u8]) -> bool {
+    !id.is_empty()
+        && id.len() <= MAX_ID_LEN
+        && id
+            .iter()
+            .all(|b| b.is_ascii_alphanumeric() || b"-_.:".contains(b))
+}
+
+/// A new id: a random per-process prefix and a counter. Unique within a process, unguessable
+/// enough to not collide across restarts, and far cheaper than a random UUID per request.
+fn generate() -> String {
+    static PREFIX: OnceLock<u32> = OnceLock::new();
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    // RandomState is seeded from the OS: a cheap source of a random prefix.
+    #[allow(clippy::cast_possible_truncation)] // 32 bits of a random hash are enough
+    let prefix = *PREFIX.get_or_init(|| RandomState::new().hash_one(std::process::id()) as u32);
+    format!("{prefix:08x}-{:x}", COUNTER.fetch_add(1, Ordering::Relaxed))
+}
+
+/// Applies [`RequestId`].
+#[derive(Debug, Clone, Default)]
+pub struct RequestIdLayer {
+    logger: Logger,
+}
+
+impl RequestIdLayer {
+    /// Request loggers derive from `logger`.
+    pub fn new(logger: Logger) -> Self {
+        Self { logger }
+    }
+}
+
+impl<S> Layer<S> for RequestIdLayer {
+    type Service = RequestId<S>;
+
+    fn layer(&self, inner: S) -> RequestId<S> {
+        RequestId {
+            inner,
+            logger: self.logger.clone(),
+        }
+    }
+}
+
+/// Gives each request an id and a child logger carrying it, and echoes the id.
+#[derive(Debug, Clone)]
+pub struct RequestId<S> {
+    inner: S,
+    logger: Logger,
+}
+
+impl<S> RequestId<S> {
+    /// The inner service.
+    pub fn get_ref(&self) -> &S {
+        &self.inner
+    }
+
+    /// The inner service, mutably.
+    pub fn get_mut(&mut self) -> &mut S {
+        &mut self.inner
+    }
+
+    /// Unwraps the inner service.
+    pub fn into_inner(self) -> S {
+        self.inner
+    }
+}
+
+impl<S, B, RB> Service<Request<B>> for RequestId<S>
+where
+    S: Service<Request<B>, Response = Response<RB>>,
+{
+    type Response = Response<RB>;
+    type Error = S::Error;
+    type Future = ResponseFuture<S::Future>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), S::Error>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, mut request: Request<B>) -> Self::Future {
+        let given = request
+            .headers()
+            .get(&X_REQUEST_ID)
+            .filter(|v| is_sane(v.as_bytes()))
+            .cloned();
+        let (header, id): (HeaderValue, Arc<str>) = match given {
+            // A sane id is ASCII: the conversion cannot fail, but never trust it blindly.
+            Some(value) => match value.to_str() {
+                Ok(text) => (value.clone(), Arc::from(text)),
+                Err(_) => fresh(),
+            },
+            None => fresh(),
+        };
+        request
+            .extensions_mut()
+            .insert(self.logger.with_request_id(id));
+        ResponseFuture {
+            inner: self.inner.call(request),
+            header: Some(header),
+        }
+    }
+}
+
+fn fresh() -> (HeaderValue, Arc<str>) {
+    let id = generate();
+    let header = HeaderValue::from_str(&id).unwrap_or_else(|_| HeaderValue::from_static("invalid"));
+    (header, Arc::from(id))
+}
+
+pin_project! {
+    /// Response future of [`RequestId`].
+    pub struct ResponseFuture<F> {
+        #[pin]
+        inner: F,
+        header: Option<HeaderValue>,
+    }
+}
+
+impl<F, RB, E> Future for ResponseFuture<F>
+where
+    F: Future<Output = Result<Response<RB>, E>>,
+{
+    type Output = Result<Response<RB>, E>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let this = self.project();
+        let mut response = ready!(this.inner.poll(cx))?;
+        if let Some(header) = this.header.take() {
+            response.headers_mut().insert(X_REQUEST_ID, header);
+        }
+        Poll::Ready(Ok(response))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sanity() {
+        assert!(is_sane(b"abc-123_x.y:z"));
+        assert!(!is_sane(b""));
+        assert!(!is_sane(b"a b"));
+        assert!(!is_sane(&[b'a'; 129]));
+        assert!(is_sane(&[b'a'; 128]));
+    }
+
+    #[test]
+    fn generated_ids_differ_and_are_sane() {
+        let (a, b) = (generate(), generate());
+        assert_ne!(a, b);
+        assert!(is_sane(a.as_bytes()));
+    }
+}

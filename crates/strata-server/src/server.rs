@@ -1,0 +1,373 @@
+//! `create_server`: listeners, connections, graceful shutdown.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
+use hyper_util::server::conn::auto;
+use hyper_util::server::graceful::{GracefulShutdown, Watcher};
+use hyper_util::service::TowerToHyperService;
+use strata_core::{Config, Listen, Logger, ServerLimits};
+use strata_routing::Routing;
+use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::net::{TcpListener, UnixListener};
+use tokio::sync::watch;
+use tokio::task::JoinHandle;
+use tokio_rustls::TlsAcceptor;
+
+use crate::app::{App, build_app};
+use crate::deadline::FirstByteDeadline;
+use crate::error::ServerError;
+use crate::logging::install_default_subscriber;
+use crate::tls::acceptor;
+
+/// Plain or TLS.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Protocol {
+    /// HTTP.
+    Http,
+    /// HTTPS.
+    Https,
+}
+
+/// Where a server is listening, once bound (a port of `0` shows the port chosen).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum LocalAddr {
+    /// A TCP socket.
+    Tcp(SocketAddr),
+    /// A UNIX domain socket.
+    Unix(PathBuf),
+}
+
+/// One listening server.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ListeningServer {
+    /// Plain or TLS.
+    pub protocol: Protocol,
+    /// The bound address.
+    pub local_addr: LocalAddr,
+}
+
+/// Triggers a graceful shutdown of every listener of a [`Server`].
+#[derive(Debug, Clone)]
+pub struct ShutdownHandle {
+    sender: Arc<watch::Sender<bool>>,
+}
+
+impl ShutdownHandle {
+    /// Stops accepting connections; requests in flight finish (within the shutdown timeout).
+    pub fn shutdown(&self) {
+        self.sender.send_replace(true);
+    }
+}
+
+/// A running server: the app, the logger and the listening servers (spec `createServer`).
+pub struct Server {
+    app: App,
+    logger: Logger,
+    servers: Vec<ListeningServer>,
+    handle: ShutdownHandle,
+    tasks: Vec<JoinHandle<()>>,
+}
+
+impl std::fmt::Debug for Server {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Server")
+            .field("servers", &self.servers)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Server {
+    /// The application service every connection runs.
+    pub fn app(&self) -> &App {
+        &self.app
+    }
+
+    /// The logger.
+    pub fn logger(&self) -> &Logger {
+        &self.logger
+    }
+
+    /// The listening servers, with their bound addresses.
+    pub fn servers(&self) -> &[ListeningServer] {
+        &self.servers
+    }
+
+    /// A handle that shuts the server down gracefully.
+    pub fn shutdown_handle(&self) -> ShutdownHandle {
+        self.handle.clone()
+    }
+
+    /// Serves until the shutdown handle is used or the process gets SIGINT or SIGTERM, then
+    /// shuts down gracefully.
+    pub async fn run(self) {
+        let mut triggered = self.handle.sender.subscribe();
+        tokio::select! {
+            _ = triggered.wait_for(|stop| *stop) => {}
+            () = signal() => self.logger.info("Signal received, shutting down"),
+        }
+        self.shutdown().await;
+    }
+
+    /// Shuts down gracefully: stops accepting, lets requests in flight finish within the
+    /// shutdown timeout, then closes.
+    pub async fn shutdown(self) {
+        self.handle.shutdown();
+        for task in self.tasks {
+            let _ = task.await;
+        }
+    }
+}
+
+async fn signal() {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        let Ok(mut terminate) = signal(SignalKind::terminate()) else {
+            let _ = tokio::signal::ctrl_c().await;
+            return;
+        };
+        tokio::select! {
+            _ = tokio::signal::ctrl_c() => {}
+            _ = terminate.recv() => {}
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = tokio::signal::ctrl_c().await;
+    }
+}
+
+fn describe(listen: &Listen) -> String {
+    match listen {
+        Listen::Port(port) => format!("port {port}"),
+        Listen::Addr(addr) => addr.to_string(),
+        Listen::Unix(path) => format!("unix:{}", path.display()),
+    }
+}
+
+enum Bound {
+    Tcp(TcpListener),
+    Unix(UnixListener, PathBuf),
+}
+
+async fn bind(listen: &Listen) -> Result<(Bound, LocalAddr), ServerError> {
+    let failed = |source| ServerError::Bind {
+        listen: describe(listen),
+        source,
+    };
+    match listen {
+        Listen::Unix(path) => {
+            let listener = UnixListener::bind(path).map_err(failed)?;
+            Ok((
+                Bound::Unix(listener, path.clone()),
+                LocalAddr::Unix(path.clone()),
+            ))
+        }
+        tcp => {
+            let addr = tcp
+                .socket_addr()
+                .ok_or_else(|| ServerError::Config("no address".into()))?;
+            let listener = TcpListener::bind(addr).await.map_err(failed)?;
+            let local = listener.local_addr().map_err(failed)?;
+            Ok((Bound::Tcp(listener), LocalAddr::Tcp(local)))
+        }
+    }
+}
+
+fn connection_builder(limits: &ServerLimits) -> auto::Builder<TokioExecutor> {
+    let mut builder = auto::Builder::new(TokioExecutor::new());
+    builder
+        .http1()
+        .timer(TokioTimer::new())
+        .header_read_timeout(limits.header_read_timeout)
+        // hyper refuses buffers under 8 KiB.
+        .max_buf_size(limits.max_header_bytes.max(8192));
+    builder
+        .http2()
+        .timer(TokioTimer::new())
+        .max_header_list_size(u32::try_from(limits.max_header_bytes).unwrap_or(u32::MAX));
+    builder
+}
+
+/// Everything a connection task needs.
+#[derive(Clone)]
+struct Serving {
+    app: App,
+    builder: Arc<auto::Builder<TokioExecutor>>,
+    tls: Option<TlsAcceptor>,
+    header_timeout: Duration,
+    logger: Logger,
+}
+
+impl Serving {
+    fn spawn<IO>(&self, io: IO, watcher: Watcher)
+    where
+        IO: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+    {
+        let serving = self.clone();
+        tokio::spawn(async move {
+            let io = FirstByteDeadline::new(io, serving.header_timeout);
+            match &serving.tls {
+                None => serving.serve(io, watcher).await,
+                Some(tls) => {
+                    match tokio::time::timeout(serving.header_timeout, tls.accept(io)).await {
+                        Ok(Ok(stream)) => serving.serve(stream, watcher).await,
+                        Ok(Err(error)) => serving
+                            .logger
+                            .debug(format_args!("TLS handshake failed: {error}")),
+                        Err(_) => serving.logger.debug("TLS handshake timed out"),
+                    }
+                }
+            }
+        });
+    }
+
+    async fn serve<IO>(&self, io: IO, watcher: Watcher)
+    where
+        IO: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+    {
+        let service = TowerToHyperService::new(self.app.clone());
+        let connection = self
+            .builder
+            .serve_connection_with_upgrades(TokioIo::new(io), service)
+            .into_owned();
+        if let Err(error) = watcher.watch(connection).await {
+            self.logger.debug(format_args!("connection ended: {error}"));
+        }
+    }
+}
+
+async fn accept_loop(
+    bound: Bound,
+    serving: Serving,
+    mut stop: watch::Receiver<bool>,
+    shutdown_timeout: Duration,
+) {
+    let graceful = GracefulShutdown::new();
+    loop {
+        let accepted = tokio::select! {
+            _ = stop.wait_for(|stop| *stop) => break,
+            accepted = accept(&bound) => accepted,
+        };
+        match accepted {
+            Ok(Accepted::Tcp(stream)) => {
+                let _ = stream.set_nodelay(true);
+                serving.spawn(stream, graceful.watcher());
+            }
+            Ok(Accepted::Unix(stream)) => serving.spawn(stream, graceful.watcher()),
+            Err(error) => {
+                // Out of file descriptors and the like: back off instead of spinning.
+                serving.logger.warn(format_args!("accept failed: {error}"));
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+        }
+    }
+    if let Bound::Unix(_, path) = &bound {
+        let _ = std::fs::remove_file(path);
+    }
+    drop(bound);
+    if tokio::time::timeout(shutdown_timeout, graceful.shutdown())
+        .await
+        .is_err()
+    {
+        serving
+            .logger
+            .warn("Shutdown timeout: connections still open were closed");
+    }
+}
+
+enum Accepted {
+    Tcp(tokio::net::TcpStream),
+    Unix(tokio::net::UnixStream),
+}
+
+async fn accept(bound: &Bound) -> std::io::Result<Accepted> {
+    match bound {
+        Bound::Tcp(listener) => listener
+            .accept()
+            .await
+            .map(|(stream, _)| Accepted::Tcp(stream)),
+        Bound::Unix(listener, _) => listener
+            .accept()
+            .await
+            .map(|(stream, _)| Accepted::Unix(stream)),
+    }
+}
+
+/// Starts serving `routing` on every listener of `config` (HTTP and HTTPS at once when both
+/// are configured), each speaking HTTP/1.1 and HTTP/2.
+///
+/// Errors are reported before anything is served: no listener, HTTPS without a key, unreadable
+/// TLS material, an invalid routing, an address in use.
+pub async fn create_server(config: &Config, routing: &Routing) -> Result<Server, ServerError> {
+    let https = config.https();
+    if https.listen.is_some() && (https.cert.is_none() || https.key.is_none()) {
+        return Err(ServerError::Config(
+            "https needs both `cert` and `key`".into(),
+        ));
+    }
+    if https.listen.is_none() && (https.cert.is_some() || https.key.is_some()) {
+        return Err(ServerError::Config(
+            "https has a certificate but no `listen`".into(),
+        ));
+    }
+    if config.http().is_none() && https.listen.is_none() {
+        return Err(ServerError::Config(
+            "no listener: set `listen` (http) and/or `https` in the config".into(),
+        ));
+    }
+    if let Some(options) = config.logger() {
+        install_default_subscriber(options);
+    }
+    let logger = Logger::tracing();
+    let app = build_app(config, routing, &logger)?;
+    let tls = if https.listen.is_some() {
+        Some(acceptor(https)?)
+    } else {
+        None
+    };
+    let limits = config.server_limits();
+    let builder = Arc::new(connection_builder(limits));
+    let (sender, receiver) = watch::channel(false);
+    let mut servers = Vec::new();
+    let mut tasks = Vec::new();
+    let listeners = [
+        (Protocol::Http, config.http(), None),
+        (Protocol::Https, https.listen.as_ref(), tls),
+    ];
+    for (protocol, listen, tls) in listeners {
+        let Some(listen) = listen else { continue };
+        let (bound, local_addr) = bind(listen).await?;
+        logger.info(format_args!("Listening on {local_addr:?} ({protocol:?})"));
+        servers.push(ListeningServer {
+            protocol,
+            local_addr,
+        });
+        let serving = Serving {
+            app: app.clone(),
+            builder: Arc::clone(&builder),
+            tls,
+            header_timeout: limits.header_read_timeout,
+            logger: logger.clone(),
+        };
+        tasks.push(tokio::spawn(accept_loop(
+            bound,
+            serving,
+            receiver.clone(),
+            limits.shutdown_timeout,
+        )));
+    }
+    Ok(Server {
+        app,
+        logger,
+        servers,
+        handle: ShutdownHandle {
+            sender: Arc::new(sender),
+        },
+        tasks,
+    })
+}
