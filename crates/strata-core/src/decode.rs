@@ -71,13 +71,12 @@ impl WireNames {
         }
         if depth < MAX_REF_DEPTH {
             for combinator in ["allOf", "anyOf", "oneOf"] {
-                if let Some(Value::Array(members)) = node.get(combinator) {
-                    if let Some(found) = members
+                if let Some(Value::Array(members)) = node.get(combinator)
+                    && let Some(found) = members
                         .iter()
                         .find_map(|m| self.property(m, rust, depth + 1))
-                    {
-                        return Some(found);
-                    }
+                {
+                    return Some(found);
                 }
             }
         }
@@ -95,10 +94,10 @@ impl WireNames {
         }
         if depth < MAX_REF_DEPTH {
             for combinator in ["allOf", "anyOf", "oneOf"] {
-                if let Some(Value::Array(members)) = node.get(combinator) {
-                    if let Some(found) = members.iter().find_map(|m| self.element(m, depth + 1)) {
-                        return Some(found);
-                    }
+                if let Some(Value::Array(members)) = node.get(combinator)
+                    && let Some(found) = members.iter().find_map(|m| self.element(m, depth + 1))
+                {
+                    return Some(found);
                 }
             }
         }

@@ -73,10 +73,10 @@ where
 
     fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
         // This service cannot fail: an inner readiness error is the next request's response.
-        if self.not_ready.is_none() {
-            if let Err(error) = ready!(self.inner.poll_ready(cx)) {
-                self.not_ready = Some(error);
-            }
+        if self.not_ready.is_none()
+            && let Err(error) = ready!(self.inner.poll_ready(cx))
+        {
+            self.not_ready = Some(error);
         }
         Poll::Ready(Ok(()))
     }

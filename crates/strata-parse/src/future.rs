@@ -121,13 +121,12 @@ where
                             let Ok(mut data) = frame.into_data() else {
                                 continue;
                             };
-                            if data.has_remaining() {
-                                if let Some(error) =
+                            if data.has_remaining()
+                                && let Some(error) =
                                     pending.as_mut().and_then(|p| p.unreadable.take())
-                                {
-                                    this.state.set(State::Error { error: Some(error) });
-                                    continue;
-                                }
+                            {
+                                this.state.set(State::Error { error: Some(error) });
+                                continue;
                             }
                             if buffer.len() + data.remaining() > limit {
                                 let error = too_large(limit);

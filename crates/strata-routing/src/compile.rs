@@ -154,14 +154,14 @@ impl Flattener {
                 return Err(RoutingError::UnsupportedMethod { method, path });
             }
             for segment in segments {
-                if let Segment::Param(name) = segment {
-                    if !endpoint.meta().input_fields.iter().any(|f| f == name) {
-                        return Err(RoutingError::UnknownParam {
-                            param: name.clone(),
-                            method,
-                            path,
-                        });
-                    }
+                if let Segment::Param(name) = segment
+                    && !endpoint.meta().input_fields.iter().any(|f| f == name)
+                {
+                    return Err(RoutingError::UnknownParam {
+                        param: name.clone(),
+                        method,
+                        path,
+                    });
                 }
             }
             self.routes.push(FlatRoute {
@@ -195,11 +195,11 @@ impl Flattener {
                 self.add_endpoint(&segments, endpoint, Some(method))?;
                 continue;
             }
-            if self.behavior == MethodLikeRouteBehavior::Method {
-                if let (Some(method), Route::Endpoint(endpoint)) = (method_key(key), route) {
-                    self.add_endpoint(parent, endpoint, Some(method))?;
-                    continue;
-                }
+            if self.behavior == MethodLikeRouteBehavior::Method
+                && let (Some(method), Route::Endpoint(endpoint)) = (method_key(key), route)
+            {
+                self.add_endpoint(parent, endpoint, Some(method))?;
+                continue;
             }
             let segments = if key.starts_with('/') {
                 parse_path(key, key, parent)?

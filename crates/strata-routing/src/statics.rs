@@ -90,10 +90,11 @@ async fn stays_inside(
     if !real.starts_with(&root) {
         return false;
     }
-    if index && tokio::fs::metadata(&real).await.is_ok_and(|m| m.is_dir()) {
-        if let Ok(real_index) = tokio::fs::canonicalize(real.join("index.html")).await {
-            return real_index.starts_with(&root);
-        }
+    if index
+        && tokio::fs::metadata(&real).await.is_ok_and(|m| m.is_dir())
+        && let Ok(real_index) = tokio::fs::canonicalize(real.join("index.html")).await
+    {
+        return real_index.starts_with(&root);
     }
     true
 }

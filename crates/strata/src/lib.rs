@@ -61,10 +61,11 @@ mod factory;
 pub use factory::{EndpointBuilder, EndpointsFactory, default_endpoints_factory};
 pub use strata_core::{
     AnyBody, ApiError, BoxError, Config, ConfigBuilder, Cors, CorsRequest, Ctx, Decoder, Endpoint,
-    EndpointMeta, EndpointService, ErrorKind, Get, HCons, HNil, Input, InputSource, InputSources,
-    InputValue, Level, Logger, MethodLikeRouteBehavior, Mode, Output, Parsed, ParsedBody,
-    PathParams, RequestBody, RequestInfo, ResponseBody, ResponseDescription, Security, Staged,
-    TextValue, Validated, WrongMethodBehavior, http_error,
+    EndpointMeta, EndpointService, ErrorKind, Get, HCons, HNil, Https, Input, InputSource,
+    InputSources, InputValue, Level, Listen, Logger, LoggerOptions, MethodLikeRouteBehavior, Mode,
+    Output, Parsed, ParsedBody, PathParams, Pem, RequestBody, RequestInfo, ResponseBody,
+    ResponseDescription, Security, ServerLimits, Staged, TextValue, Validated, WrongMethodBehavior,
+    http_error,
 };
 pub use strata_format::{DefaultResultHandler, ResultHandler};
 pub use strata_middleware::{Middleware, MiddlewareChain};
@@ -88,6 +89,12 @@ pub use strata_parse as parse;
 pub use strata_routing as routing;
 pub use strata_routing::{
     Nest, Route, Router, Routing, RoutingError, ServeStatic, StaticOptions, routing,
+};
+/// Running a routing: `create_server`, `attach_routing`.
+pub use strata_server as server;
+pub use strata_server::{
+    Attached, ListeningServer, LocalAddr, Server, ServerError, ShutdownHandle, attach_routing,
+    create_server,
 };
 /// Stage 4: input validation.
 pub use strata_validate as validate;
@@ -113,7 +120,7 @@ pub mod prelude {
     pub use crate::{
         ApiError, Config, CorsRequest, Ctx, DefaultResultHandler, Endpoint, EndpointsFactory, Get,
         HCons, HNil, InputSource, Logger, Middleware, MiddlewareChain, Mode, Nest, Reply,
-        ResultHandler, Router, Routing, Security, ServeStatic, create_config,
-        default_endpoints_factory, http_error, routing,
+        ResultHandler, Router, Routing, Security, ServeStatic, attach_routing, create_config,
+        create_server, default_endpoints_factory, http_error, routing,
     };
 }

@@ -1,0 +1,508 @@
+//! The server over real sockets on 127.0.0.1:0: HTTP/1.1, HTTP/2, HTTPS, UNIX sockets, graceful
+//! shutdown, slow clients, compression, request ids, configuration errors.
+
+#![allow(clippy::unwrap_used)] // tests fail loudly by design
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use garde::Validate;
+use http::{Request, Response, StatusCode};
+use http_body_util::{BodyExt, Empty};
+use hyper::body::{Bytes, Incoming};
+use hyper_util::rt::{TokioExecutor, TokioIo};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use strata::prelude::*;
+use strata::{Listen, LocalAddr, Pem, ServerError, ServerLimits};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+#[derive(Deserialize, Validate, JsonSchema)]
+struct Wait {
+    #[garde(range(max = 5000))]
+    ms: Option<u64>,
+    #[garde(range(max = 100_000))]
+    size: Option<usize>,
+}
+
+#[derive(Serialize, Validate, JsonSchema)]
+struct Waited {
+    #[garde(skip)]
+    request_id: Option<String>,
+    #[garde(skip)]
+    padding: String,
+}
+
+fn routing() -> Routing {
+    let wait = default_endpoints_factory()
+        .get()
+        .handler(|input: Wait, _ctx, logger| async move {
+            if let Some(ms) = input.ms {
+                tokio::time::sleep(Duration::from_millis(ms)).await;
+            }
+            Ok(Waited {
+                request_id: logger.request_id().map(str::to_owned),
+                padding: "x".repeat(input.size.unwrap_or(0)),
+            })
+        });
+    routing! { "wait" => wait }
+}
+
+/// Tests listen on loopback only, on a port the system picks.
+fn loopback() -> std::net::SocketAddr {
+    std::net::SocketAddr::from(([127, 0, 0, 1], 0))
+}
+
+fn config() -> strata::ConfigBuilder {
+    create_config().cors(true)
+}
+
+fn tcp_addr(server: &strata::Server, index: usize) -> std::net::SocketAddr {
+    match &server.servers()[index].local_addr {
+        LocalAddr::Tcp(addr) => *addr,
+        LocalAddr::Unix(path) => panic!("not TCP: {}", path.display()),
+    }
+}
+
+async fn http1<IO>(io: IO, request: Request<Empty<Bytes>>) -> Response<Incoming>
+where
+    IO: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+{
+    let (mut sender, connection) = hyper::client::conn::http1::handshake(TokioIo::new(io))
+        .await
+        .unwrap();
+    tokio::spawn(connection);
+    sender.send_request(request).await.unwrap()
+}
+
+async fn http2<IO>(io: IO, request: Request<Empty<Bytes>>) -> Response<Incoming>
+where
+    IO: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+{
+    let (mut sender, connection) =
+        hyper::client::conn::http2::handshake(TokioExecutor::new(), TokioIo::new(io))
+            .await
+            .unwrap();
+    tokio::spawn(connection);
+    sender.send_request(request).await.unwrap()
+}
+
+fn get(uri: &str) -> Request<Empty<Bytes>> {
+    Request::get(uri)
+        .header("host", "localhost")
+        .body(Empty::new())
+        .unwrap()
+}
+
+async fn text(response: Response<Incoming>) -> String {
+    String::from_utf8(
+        response
+            .into_body()
+            .collect()
+            .await
+            .unwrap()
+            .to_bytes()
+            .to_vec(),
+    )
+    .unwrap()
+}
+
+#[tokio::test]
+async fn http1_and_http2_on_one_port() {
+    let server = create_server(&config().listen(loopback()).build(), &routing())
+        .await
+        .unwrap();
+    let addr = tcp_addr(&server, 0);
+    let response = http1(TcpStream::connect(addr).await.unwrap(), get("/wait")).await;
+    assert_eq!(response.version(), http::Version::HTTP_11);
+    assert_eq!(response.status(), 200);
+    assert_eq!(response.headers()["access-control-allow-origin"], "*");
+    let response = http2(
+        TcpStream::connect(addr).await.unwrap(),
+        get("http://localhost/wait"),
+    )
+    .await;
+    assert_eq!(response.version(), http::Version::HTTP_2);
+    assert_eq!(response.status(), 200);
+    assert!(text(response).await.starts_with(r#"{"status":"success""#));
+    let response = http1(TcpStream::connect(addr).await.unwrap(), get("/nope")).await;
+    assert_eq!(response.status(), 404);
+    server.shutdown().await;
+}
+
+struct Tls {
+    cert_pem: String,
+    key_pem: String,
+}
+
+fn certificate() -> Tls {
+    let generated = rcgen::generate_simple_self_signed(vec!["localhost".to_owned()]).unwrap();
+    Tls {
+        cert_pem: generated.cert.pem(),
+        key_pem: generated.signing_key.serialize_pem(),
+    }
+}
+
+async fn tls_connect(
+    addr: std::net::SocketAddr,
+    tls: &Tls,
+    alpn: &[u8],
+) -> tokio_rustls::client::TlsStream<TcpStream> {
+    use tokio_rustls::rustls::pki_types::pem::PemObject;
+    use tokio_rustls::rustls::pki_types::{CertificateDer, ServerName};
+    use tokio_rustls::rustls::{ClientConfig, RootCertStore, crypto::ring};
+
+    let mut roots = RootCertStore::empty();
+    roots
+        .add(CertificateDer::from_pem_slice(tls.cert_pem.as_bytes()).unwrap())
+        .unwrap();
+    let mut client = ClientConfig::builder_with_provider(Arc::new(ring::default_provider()))
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    client.alpn_protocols = vec![alpn.to_vec()];
+    let connector = tokio_rustls::TlsConnector::from(Arc::new(client));
+    let stream = TcpStream::connect(addr).await.unwrap();
+    connector
+        .connect(ServerName::try_from("localhost").unwrap(), stream)
+        .await
+        .unwrap()
+}
+
+#[tokio::test]
+async fn https_and_http_at_once() {
+    let tls = certificate();
+    let config = config()
+        .listen(loopback())
+        .https(
+            Pem::Bytes(tls.cert_pem.clone().into_bytes()),
+            Pem::Bytes(tls.key_pem.clone().into_bytes()),
+            0u16,
+        )
+        .build();
+    let server = create_server(&config, &routing()).await.unwrap();
+    assert_eq!(server.servers().len(), 2);
+    let plain = tcp_addr(&server, 0);
+    let secure = tcp_addr(&server, 1);
+    assert_eq!(
+        server.servers()[1].protocol,
+        strata::server::Protocol::Https
+    );
+
+    let response = http1(TcpStream::connect(plain).await.unwrap(), get("/wait")).await;
+    assert_eq!(response.status(), 200);
+    let stream = tls_connect(secure, &tls, b"h2").await;
+    assert_eq!(stream.get_ref().1.alpn_protocol(), Some(&b"h2"[..]));
+    let response = http2(stream, get("https://localhost/wait")).await;
+    assert_eq!(
+        (response.version(), response.status()),
+        (http::Version::HTTP_2, StatusCode::OK)
+    );
+    let response = http1(tls_connect(secure, &tls, b"http/1.1").await, get("/wait")).await;
+    assert_eq!(
+        (response.version(), response.status()),
+        (http::Version::HTTP_11, StatusCode::OK)
+    );
+    // plain HTTP on the TLS port gets no answer
+    let mut raw = TcpStream::connect(secure).await.unwrap();
+    raw.write_all(b"GET /wait HTTP/1.1\r\nhost: x\r\n\r\n")
+        .await
+        .unwrap();
+    let mut buffer = Vec::new();
+    let _ = tokio::time::timeout(Duration::from_secs(5), raw.read_to_end(&mut buffer)).await;
+    assert!(!String::from_utf8_lossy(&buffer).contains("200 OK"));
+    server.shutdown().await;
+}
+
+#[cfg(unix)]
+#[tokio::test]
+async fn unix_socket_listener() {
+    let path = std::env::temp_dir().join(format!("strata-test-{}.sock", std::process::id()));
+    let _ = std::fs::remove_file(&path);
+    let server = create_server(
+        &config().listen(Listen::Unix(path.clone())).build(),
+        &routing(),
+    )
+    .await
+    .unwrap();
+    assert_eq!(
+        server.servers()[0].local_addr,
+        LocalAddr::Unix(path.clone())
+    );
+    let stream = tokio::net::UnixStream::connect(&path).await.unwrap();
+    let response = http1(stream, get("/wait")).await;
+    assert_eq!(response.status(), 200);
+    server.shutdown().await;
+    assert!(!path.exists(), "the socket file is removed on shutdown");
+}
+
+#[tokio::test]
+async fn graceful_shutdown_lets_a_slow_request_finish() {
+    let server = create_server(&config().listen(loopback()).build(), &routing())
+        .await
+        .unwrap();
+    let addr = tcp_addr(&server, 0);
+    let slow = tokio::spawn(async move {
+        let response = http1(TcpStream::connect(addr).await.unwrap(), get("/wait?ms=400")).await;
+        (response.status(), text(response).await)
+    });
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let started = Instant::now();
+    server.shutdown().await;
+    let (status, body) = slow.await.unwrap();
+    assert_eq!(status, 200, "the request in flight completed: {body}");
+    assert!(
+        started.elapsed() >= Duration::from_millis(200),
+        "shutdown waited for it"
+    );
+    assert!(
+        TcpStream::connect(addr).await.is_err(),
+        "no longer accepting"
+    );
+}
+
+#[tokio::test]
+async fn the_shutdown_handle_stops_a_running_server() {
+    let server = create_server(&config().listen(loopback()).build(), &routing())
+        .await
+        .unwrap();
+    let addr = tcp_addr(&server, 0);
+    let handle = server.shutdown_handle();
+    let running = tokio::spawn(server.run());
+    assert_eq!(
+        http1(TcpStream::connect(addr).await.unwrap(), get("/wait"))
+            .await
+            .status(),
+        200
+    );
+    handle.shutdown();
+    tokio::time::timeout(Duration::from_secs(5), running)
+        .await
+        .unwrap()
+        .unwrap();
+}
+
+#[tokio::test]
+async fn slow_header_clients_are_cut_off_while_others_are_served() {
+    let limits = ServerLimits {
+        header_read_timeout: Duration::from_millis(300),
+        ..ServerLimits::default()
+    };
+    let server = create_server(
+        &config().listen(loopback()).server_limits(limits).build(),
+        &routing(),
+    )
+    .await
+    .unwrap();
+    let addr = tcp_addr(&server, 0);
+    let mut slow = TcpStream::connect(addr).await.unwrap();
+    slow.write_all(b"GET /wait HTTP/1.1\r\nHost: localhost\r\nX-Slow: ")
+        .await
+        .unwrap();
+    let mut silent = TcpStream::connect(addr).await.unwrap();
+    let started = Instant::now();
+    // a well-behaved client is served meanwhile
+    assert_eq!(
+        http1(TcpStream::connect(addr).await.unwrap(), get("/wait"))
+            .await
+            .status(),
+        200
+    );
+    for stream in [&mut slow, &mut silent] {
+        let mut buffer = Vec::new();
+        let read =
+            tokio::time::timeout(Duration::from_secs(5), stream.read_to_end(&mut buffer)).await;
+        assert!(read.is_ok(), "the connection was closed by the server");
+        assert!(!String::from_utf8_lossy(&buffer).contains("200 OK"));
+    }
+    assert!(started.elapsed() < Duration::from_secs(4));
+    server.shutdown().await;
+}
+
+#[tokio::test]
+async fn oversized_headers_are_refused() {
+    let limits = ServerLimits {
+        max_header_bytes: 8192,
+        ..ServerLimits::default()
+    };
+    let server = create_server(
+        &config().listen(loopback()).server_limits(limits).build(),
+        &routing(),
+    )
+    .await
+    .unwrap();
+    let addr = tcp_addr(&server, 0);
+    let mut stream = TcpStream::connect(addr).await.unwrap();
+    let huge = "a".repeat(20_000);
+    let _ = stream
+        .write_all(format!("GET /wait HTTP/1.1\r\nhost: x\r\nx-big: {huge}\r\n\r\n").as_bytes())
+        .await;
+    let mut buffer = Vec::new();
+    let _ = tokio::time::timeout(Duration::from_secs(5), stream.read_to_end(&mut buffer)).await;
+    let answer = String::from_utf8_lossy(&buffer);
+    assert!(
+        answer.is_empty() || answer.starts_with("HTTP/1.1 431"),
+        "{answer}"
+    );
+    server.shutdown().await;
+}
+
+#[tokio::test]
+async fn compression_is_negotiated() {
+    let server = create_server(
+        &config().listen(loopback()).compression(true).build(),
+        &routing(),
+    )
+    .await
+    .unwrap();
+    let addr = tcp_addr(&server, 0);
+    for (accept, expected) in [
+        ("gzip", Some("gzip")),
+        ("br", Some("br")),
+        ("identity", None),
+    ] {
+        let request = Request::get("/wait?size=5000")
+            .header("host", "localhost")
+            .header("accept-encoding", accept)
+            .body(Empty::new())
+            .unwrap();
+        let response = http1(TcpStream::connect(addr).await.unwrap(), request).await;
+        let encoding = response
+            .headers()
+            .get("content-encoding")
+            .map(|v| v.to_str().unwrap().to_owned());
+        assert_eq!(encoding.as_deref(), expected, "{accept}");
+        assert_eq!(response.headers()["vary"], "accept-encoding", "{accept}");
+        let size = response
+            .into_body()
+            .collect()
+            .await
+            .unwrap()
+            .to_bytes()
+            .len();
+        if expected.is_some() {
+            assert!(size < 1000, "{accept}: {size} bytes");
+        } else {
+            assert!(size > 5000);
+        }
+    }
+    // small bodies are not worth it
+    let request = Request::get("/wait")
+        .header("host", "x")
+        .header("accept-encoding", "gzip")
+        .body(Empty::new())
+        .unwrap();
+    let response = http1(TcpStream::connect(addr).await.unwrap(), request).await;
+    assert!(response.headers().get("content-encoding").is_none());
+    server.shutdown().await;
+}
+
+#[tokio::test]
+async fn request_ids_are_echoed_or_generated() {
+    let server = create_server(&config().listen(loopback()).build(), &routing())
+        .await
+        .unwrap();
+    let addr = tcp_addr(&server, 0);
+    let ask = |id: Option<&'static str>| async move {
+        let mut request = Request::get("/wait").header("host", "x");
+        if let Some(id) = id {
+            request = request.header("x-request-id", id);
+        }
+        let response = http1(
+            TcpStream::connect(addr).await.unwrap(),
+            request.body(Empty::new()).unwrap(),
+        )
+        .await;
+        let echoed = response.headers()["x-request-id"]
+            .to_str()
+            .unwrap()
+            .to_owned();
+        let body: serde_json::Value = serde_json::from_str(&text(response).await).unwrap();
+        (
+            echoed,
+            body["data"]["request_id"].as_str().unwrap().to_owned(),
+        )
+    };
+    assert_eq!(
+        ask(Some("trace-42")).await,
+        ("trace-42".to_owned(), "trace-42".to_owned())
+    );
+    let (first, seen) = ask(None).await;
+    assert_eq!(first, seen, "the handler's logger carries the echoed id");
+    let (second, _) = ask(None).await;
+    assert_ne!(first, second);
+    let (replaced, _) = ask(Some("no spaces allowed")).await;
+    assert_ne!(replaced, "no spaces allowed");
+    server.shutdown().await;
+}
+
+#[tokio::test]
+async fn configuration_errors_are_clear() {
+    let error = create_server(&config().build(), &routing())
+        .await
+        .unwrap_err();
+    assert_eq!(
+        error.to_string(),
+        "invalid server configuration: no listener: set `listen` (http) and/or `https` in the config"
+    );
+    let https = strata::Https {
+        cert: Some(Pem::Bytes(b"x".to_vec())),
+        key: None,
+        listen: Some(Listen::Addr(loopback())),
+    };
+    let error = create_server(&config().https_options(https).build(), &routing())
+        .await
+        .unwrap_err();
+    assert_eq!(
+        error.to_string(),
+        "invalid server configuration: https needs both `cert` and `key`"
+    );
+    let error = create_server(
+        &config()
+            .https(
+                Pem::Bytes(b"junk".to_vec()),
+                Pem::Bytes(b"junk".to_vec()),
+                0u16,
+            )
+            .build(),
+        &routing(),
+    )
+    .await
+    .unwrap_err();
+    assert!(matches!(error, ServerError::Tls(_)), "{error}");
+    let missing = Pem::File("/nonexistent/cert.pem".into());
+    let error = create_server(
+        &config().https(missing.clone(), missing, loopback()).build(),
+        &routing(),
+    )
+    .await
+    .unwrap_err();
+    assert!(
+        error
+            .to_string()
+            .contains("cannot read the certificate /nonexistent/cert.pem"),
+        "{error}"
+    );
+    let error = create_server(&create_config().listen(loopback()).build(), &routing())
+        .await
+        .unwrap_err();
+    assert!(
+        error
+            .to_string()
+            .contains("cors must be configured explicitly"),
+        "{error}"
+    );
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = taken.local_addr().unwrap();
+    let error = create_server(&config().listen(addr).build(), &routing())
+        .await
+        .unwrap_err();
+    assert!(
+        error
+            .to_string()
+            .starts_with(&format!("cannot listen on {addr}: ")),
+        "{error}"
+    );
+}
