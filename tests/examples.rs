@@ -1,10 +1,9 @@
 //! The examples run, and answer what their docs say.
 
-#![allow(clippy::unwrap_used)] // tests fail loudly by design
-
-#[allow(dead_code)]
-#[path = "../examples/hello.rs"]
-mod hello;
+#![allow(clippy::unwrap_used)]
+// tests fail loudly by design
+// The attach examples include the quick start's routing, as a reader of each example expects.
+#![allow(clippy::duplicate_mod)]
 
 #[allow(dead_code)]
 #[path = "../examples/tower_stack.rs"]
@@ -14,31 +13,31 @@ mod tower_stack;
 #[path = "../examples/routing.rs"]
 mod routing;
 
-#[tokio::test]
-async fn hello_answers_like_the_quick_start() {
-    let endpoint = hello::hello_endpoint();
-    assert_eq!(
-        hello::ask(&endpoint, "/v1/hello").await,
-        (
-            200,
-            r#"{"status":"success","data":{"greetings":"Hello, World"}}"#.to_owned()
-        )
-    );
-    assert_eq!(
-        hello::ask(&endpoint, "/v1/hello?name=Strata").await,
-        (
-            200,
-            r#"{"status":"success","data":{"greetings":"Hello, Strata"}}"#.to_owned()
-        )
-    );
-    assert_eq!(
-        hello::ask(&endpoint, "/v1/hello?name=").await,
-        (
-            400,
-            r#"{"status":"error","error":{"message":"name: length is lower than 1"}}"#.to_owned()
-        )
-    );
-    assert_eq!(endpoint.meta().tag.as_deref(), Some("greetings"));
+#[allow(dead_code)]
+#[path = "../examples/attach_axum.rs"]
+mod attach_axum;
+
+#[allow(dead_code)]
+#[path = "../examples/attach_hyper.rs"]
+mod attach_hyper;
+
+/// GETs `path` from a server on `addr` over HTTP/1.1.
+async fn fetch(addr: std::net::SocketAddr, path: &str) -> (u16, String) {
+    use http_body_util::{BodyExt, Empty};
+    let stream = tokio::net::TcpStream::connect(addr).await.unwrap();
+    let (mut sender, connection) =
+        hyper::client::conn::http1::handshake(hyper_util::rt::TokioIo::new(stream))
+            .await
+            .unwrap();
+    tokio::spawn(connection);
+    let request = http::Request::get(path)
+        .header("host", "localhost")
+        .body(Empty::<hyper::body::Bytes>::new())
+        .unwrap();
+    let response = sender.send_request(request).await.unwrap();
+    let status = response.status().as_u16();
+    let body = response.into_body().collect().await.unwrap().to_bytes();
+    (status, String::from_utf8_lossy(&body).into_owned())
 }
 
 #[tokio::test]
@@ -80,4 +79,72 @@ async fn routing_example_answers_each_route() {
         r#"GET /v2 -> 404 {"status":"error","error":{"message":"Can not GET /v2"}}"#,
     ];
     assert_eq!(lines, expected);
+}
+
+#[tokio::test]
+async fn attach_axum_serves_strata_inside_axum() {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let server = tokio::spawn(attach_axum::serve(listener, async {
+        let _ = stopped.await;
+    }));
+    assert_eq!(fetch(addr, "/health").await, (200, "ok".to_owned()));
+    assert_eq!(
+        fetch(addr, "/v1/hello?name=axum").await,
+        (
+            200,
+            r#"{"status":"success","data":{"greetings":"Hello, axum"}}"#.to_owned()
+        )
+    );
+    assert_eq!(
+        fetch(addr, "/nowhere").await,
+        (
+            404,
+            r#"{"status":"error","error":{"message":"Can not GET /nowhere"}}"#.to_owned()
+        )
+    );
+    stop.send(()).unwrap();
+    server.await.unwrap().unwrap();
+}
+
+#[tokio::test]
+async fn attach_hyper_serves_strata_in_a_bare_server() {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let server = tokio::spawn(attach_hyper::serve(listener));
+    assert_eq!(
+        fetch(addr, "/v1/hello").await,
+        (
+            200,
+            r#"{"status":"success","data":{"greetings":"Hello, World"}}"#.to_owned()
+        )
+    );
+    server.abort();
+}
+
+#[allow(dead_code)]
+#[path = "../examples/quick_start.rs"]
+mod quick_start;
+
+#[tokio::test]
+async fn quick_start_answers_like_the_spec() {
+    let config = strata::create_config()
+        .cors(true)
+        .listen(std::net::SocketAddr::from(([127, 0, 0, 1], 0)))
+        .build();
+    let server = strata::create_server(&config, &quick_start::quick_start_routing())
+        .await
+        .unwrap();
+    let strata::LocalAddr::Tcp(addr) = server.servers()[0].local_addr.clone() else {
+        panic!("TCP")
+    };
+    assert_eq!(
+        fetch(addr, "/v1/hello?name=Strata").await,
+        (
+            200,
+            r#"{"status":"success","data":{"greetings":"Hello, Strata"}}"#.to_owned()
+        )
+    );
+    server.shutdown().await;
 }
