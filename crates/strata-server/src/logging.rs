@@ -20,3 +20,29 @@ pub fn install_default_subscriber(options: &LoggerOptions) -> bool {
         .try_init()
         .is_ok()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_applications_subscriber_wins() {
+        // This test binary installs its global subscriber once, here: it plays the application.
+        let application = tracing_subscriber::fmt()
+            .with_max_level(tracing::Level::ERROR)
+            .finish();
+        tracing::subscriber::set_global_default(application).expect("first global subscriber");
+        let options = LoggerOptions {
+            level: Level::Debug,
+            color: false,
+        };
+        assert!(
+            !install_default_subscriber(&options),
+            "must not replace the application's"
+        );
+        assert!(
+            !tracing::enabled!(tracing::Level::DEBUG),
+            "the application's level still rules"
+        );
+    }
+}
