@@ -302,6 +302,13 @@ async fn slow_header_clients_are_cut_off_while_others_are_served() {
         .await
         .unwrap();
     let mut silent = TcpStream::connect(addr).await.unwrap();
+    let mut half_preface = TcpStream::connect(addr).await.unwrap();
+    half_preface.write_all(b"PRI * HTTP/2.0\r\n").await.unwrap();
+    let mut preface_only = TcpStream::connect(addr).await.unwrap();
+    preface_only
+        .write_all(b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n")
+        .await
+        .unwrap();
     let started = Instant::now();
     // a well-behaved client is served meanwhile
     assert_eq!(
@@ -310,7 +317,7 @@ async fn slow_header_clients_are_cut_off_while_others_are_served() {
             .status(),
         200
     );
-    for stream in [&mut slow, &mut silent] {
+    for stream in [&mut slow, &mut silent, &mut half_preface, &mut preface_only] {
         let mut buffer = Vec::new();
         let read =
             tokio::time::timeout(Duration::from_secs(5), stream.read_to_end(&mut buffer)).await;
@@ -505,4 +512,170 @@ async fn configuration_errors_are_clear() {
             .starts_with(&format!("cannot listen on {addr}: ")),
         "{error}"
     );
+}
+
+#[tokio::test]
+async fn a_tls_client_silent_after_its_handshake_is_cut_off() {
+    let tls = certificate();
+    let limits = ServerLimits {
+        header_read_timeout: Duration::from_millis(300),
+        ..ServerLimits::default()
+    };
+    let config = config()
+        .https(
+            Pem::Bytes(tls.cert_pem.clone().into_bytes()),
+            Pem::Bytes(tls.key_pem.clone().into_bytes()),
+            loopback(),
+        )
+        .server_limits(limits)
+        .build();
+    let server = create_server(&config, &routing()).await.unwrap();
+    let mut stream = tls_connect(tcp_addr(&server, 0), &tls, b"http/1.1").await;
+    let started = Instant::now();
+    let mut buffer = Vec::new();
+    let read = tokio::time::timeout(Duration::from_secs(5), stream.read_to_end(&mut buffer)).await;
+    assert!(read.is_ok(), "closed by the server");
+    assert!(started.elapsed() < Duration::from_secs(4));
+    server.shutdown().await;
+}
+
+#[tokio::test]
+async fn the_shutdown_timeout_closes_what_is_still_open() {
+    let limits = ServerLimits {
+        shutdown_timeout: Duration::from_millis(300),
+        ..ServerLimits::default()
+    };
+    let server = create_server(
+        &config().listen(loopback()).server_limits(limits).build(),
+        &routing(),
+    )
+    .await
+    .unwrap();
+    let addr = tcp_addr(&server, 0);
+    let too_slow = tokio::spawn(async move {
+        let stream = TcpStream::connect(addr).await.unwrap();
+        let (mut sender, connection) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
+            .await
+            .unwrap();
+        tokio::spawn(connection);
+        sender
+            .send_request(get("/wait?ms=3000"))
+            .await
+            .map(|r| r.status())
+    });
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let started = Instant::now();
+    server.shutdown().await;
+    assert!(
+        started.elapsed() < Duration::from_secs(2),
+        "shutdown kept its timeout"
+    );
+    let outcome = tokio::time::timeout(Duration::from_secs(2), too_slow)
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(
+        outcome.is_err(),
+        "the connection was closed, not answered: {outcome:?}"
+    );
+}
+
+#[cfg(unix)]
+#[tokio::test]
+async fn unix_socket_files_stale_and_foreign() {
+    let path = std::env::temp_dir().join(format!("strata-stale-{}.sock", std::process::id()));
+    let _ = std::fs::remove_file(&path);
+    // a socket file left behind by a process that is gone
+    drop(std::os::unix::net::UnixListener::bind(&path).unwrap());
+    assert!(path.exists());
+    let server = create_server(
+        &config().listen(Listen::Unix(path.clone())).build(),
+        &routing(),
+    )
+    .await
+    .unwrap();
+    let response = http1(
+        tokio::net::UnixStream::connect(&path).await.unwrap(),
+        get("/wait"),
+    )
+    .await;
+    assert_eq!(response.status(), 200);
+    // a live socket is not taken over
+    let error = create_server(
+        &config().listen(Listen::Unix(path.clone())).build(),
+        &routing(),
+    )
+    .await
+    .unwrap_err();
+    assert!(
+        error.to_string().contains("Address already in use"),
+        "{error}"
+    );
+    // someone else's file at that path is not removed on shutdown
+    std::fs::remove_file(&path).unwrap();
+    std::fs::write(&path, "not a socket").unwrap();
+    server.shutdown().await;
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), "not a socket");
+    std::fs::remove_file(&path).unwrap();
+}
+
+#[tokio::test]
+async fn tls_material_from_files_and_https_without_listen() {
+    let tls = certificate();
+    let dir = std::env::temp_dir().join(format!("strata-tls-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("cert.pem"), &tls.cert_pem).unwrap();
+    std::fs::write(dir.join("key.pem"), &tls.key_pem).unwrap();
+    let config = config()
+        .https(
+            Pem::File(dir.join("cert.pem")),
+            Pem::File(dir.join("key.pem")),
+            loopback(),
+        )
+        .build();
+    let server = create_server(&config, &routing()).await.unwrap();
+    let response = http1(
+        tls_connect(tcp_addr(&server, 0), &tls, b"http/1.1").await,
+        get("/wait"),
+    )
+    .await;
+    assert_eq!(response.status(), 200);
+    server.shutdown().await;
+
+    let https = strata::Https {
+        cert: Some(Pem::File(dir.join("cert.pem"))),
+        key: Some(Pem::File(dir.join("key.pem"))),
+        listen: None,
+    };
+    let error = create_server(&config_builder_with(https), &routing())
+        .await
+        .unwrap_err();
+    assert_eq!(
+        error.to_string(),
+        "invalid server configuration: https has a certificate but no `listen`"
+    );
+}
+
+fn config_builder_with(https: strata::Https) -> strata::Config {
+    config().listen(loopback()).https_options(https).build()
+}
+
+#[tokio::test]
+async fn without_compression_nothing_varies() {
+    let server = create_server(&config().listen(loopback()).build(), &routing())
+        .await
+        .unwrap();
+    let request = Request::get("/wait?size=5000")
+        .header("host", "x")
+        .header("accept-encoding", "gzip")
+        .body(Empty::new())
+        .unwrap();
+    let response = http1(
+        TcpStream::connect(tcp_addr(&server, 0)).await.unwrap(),
+        request,
+    )
+    .await;
+    assert!(response.headers().get("content-encoding").is_none());
+    assert!(response.headers().get("vary").is_none());
+    server.shutdown().await;
 }

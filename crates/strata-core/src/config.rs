@@ -269,7 +269,8 @@ impl Default for LoggerOptions {
 pub struct ServerLimits {
     /// How long a client may take to send a request's headers (default 10 s).
     pub header_read_timeout: Duration,
-    /// The most bytes of request headers accepted (default 64 KiB).
+    /// The most bytes of request headers accepted (default 64 KiB). HTTP/1 cannot go below
+    /// 8 KiB (hyper's smallest read buffer); smaller values apply to HTTP/2 only.
     pub max_header_bytes: usize,
     /// How long graceful shutdown waits for requests in flight (default 10 s).
     pub shutdown_timeout: Duration,

@@ -12,17 +12,32 @@ use crate::request_id::{RequestId, RequestIdLayer};
 /// Smaller bodies are sent as they are: compressing them costs more than it saves.
 pub const COMPRESSION_THRESHOLD: u64 = 1024;
 
-/// When a response is compressed: large enough, and not already compressed media.
-pub type CompressionPredicate = And<And<SizeAbove, NotForContentType>, NotForContentType>;
+/// When a response is compressed: compression is on, the body is large enough, and it is not
+/// already compressed media.
+#[derive(Debug, Clone)]
+pub struct CompressionPredicate {
+    enabled: bool,
+    worth_it: And<And<SizeAbove, NotForContentType>, NotForContentType>,
+}
+
+impl Predicate for CompressionPredicate {
+    fn should_compress<B: http_body::Body>(&self, response: &http::Response<B>) -> bool {
+        // Off means off: no `Vary: Accept-Encoding` either.
+        self.enabled && self.worth_it.should_compress(response)
+    }
+}
 
 /// The application service: request ids and per-request loggers, compression (when
 /// configured), then the router. It is `Clone + Send + Sync` and never fails.
 pub type App = RequestId<Compression<Router, CompressionPredicate>>;
 
-fn predicate() -> CompressionPredicate {
-    SizeAbove::new(COMPRESSION_THRESHOLD)
-        .and(NotForContentType::IMAGES)
-        .and(NotForContentType::SSE)
+fn predicate(enabled: bool) -> CompressionPredicate {
+    CompressionPredicate {
+        enabled,
+        worth_it: SizeAbove::new(COMPRESSION_THRESHOLD)
+            .and(NotForContentType::IMAGES)
+            .and(NotForContentType::SSE),
+    }
 }
 
 /// Builds the application service for `routing`.
@@ -36,6 +51,6 @@ pub(crate) fn build_app(
     let compression = CompressionLayer::new()
         .gzip(enabled)
         .br(enabled)
-        .compress_when(predicate());
+        .compress_when(predicate(enabled));
     Ok(RequestIdLayer::new(logger.clone()).layer(compression.layer(router)))
 }

@@ -1,8 +1,10 @@
 //! A deadline for a connection's first bytes.
 //!
-//! hyper's header-read timeout starts once it knows the protocol; a client that connects and
-//! sends nothing would otherwise hold its connection forever. This wrapper fails the first read
-//! that has not produced a byte by the deadline.
+//! hyper's HTTP/1 header-read timeout starts once it knows the protocol; before that (and for
+//! HTTP/2, which has none) a client that connects and sends nothing, or half a preface, would
+//! hold its connection forever. This wrapper fails any read still waiting at the deadline until
+//! the connection has sent enough bytes to be past protocol detection and the HTTP/2 preface and
+//! first frame header.
 
 use std::future::Future;
 use std::io;
@@ -14,12 +16,19 @@ use pin_project_lite::pin_project;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::time::Sleep;
 
+/// The HTTP/2 client preface (24 bytes) and a frame header (9 bytes): past these, hyper's own
+/// timers and keep-alive pings take over. Any complete HTTP/1 request line and headers are longer
+/// than the preface, so well-behaved HTTP/1 clients are never affected before their request is
+/// read.
+const EARLY_BYTES: usize = 33;
+
 pin_project! {
     pub(crate) struct FirstByteDeadline<IO> {
         #[pin]
         io: IO,
         // Boxed so the wrapper stays `Unpin` like the stream it wraps (once per connection).
         deadline: Option<Pin<Box<Sleep>>>,
+        received: usize,
     }
 }
 
@@ -28,6 +37,7 @@ impl<IO> FirstByteDeadline<IO> {
         Self {
             io,
             deadline: Some(Box::pin(tokio::time::sleep(timeout))),
+            received: 0,
         }
     }
 }
@@ -41,9 +51,11 @@ impl<IO: AsyncRead> AsyncRead for FirstByteDeadline<IO> {
         let this = self.project();
         let before = buf.filled().len();
         let result = this.io.poll_read(cx, buf);
-        let progressed = matches!(result, Poll::Ready(Ok(()))) && buf.filled().len() > before;
-        if progressed {
-            *this.deadline = None;
+        if matches!(result, Poll::Ready(Ok(()))) {
+            *this.received += buf.filled().len() - before;
+            if *this.received >= EARLY_BYTES {
+                *this.deadline = None;
+            }
         } else if result.is_pending()
             && let Some(deadline) = this.deadline.as_mut()
             && deadline.as_mut().poll(cx).is_ready()

@@ -14,7 +14,7 @@ use strata_routing::Routing;
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::{TcpListener, UnixListener};
 use tokio::sync::watch;
-use tokio::task::JoinHandle;
+use tokio::task::{JoinHandle, JoinSet};
 use tokio_rustls::TlsAcceptor;
 
 use crate::app::{App, build_app};
@@ -64,6 +64,8 @@ impl ShutdownHandle {
 }
 
 /// A running server: the app, the logger and the listening servers (spec `createServer`).
+///
+/// Keep it (or call [`Server::run`]): dropping it shuts the listeners down gracefully.
 pub struct Server {
     app: App,
     logger: Logger,
@@ -151,7 +153,53 @@ fn describe(listen: &Listen) -> String {
 
 enum Bound {
     Tcp(TcpListener),
-    Unix(UnixListener, PathBuf),
+    Unix(UnixListener, UnixSocketFile),
+}
+
+/// The socket file a UNIX listener created, identified so that shutdown removes it only if it
+/// is still ours (not a file someone put there since).
+struct UnixSocketFile {
+    path: PathBuf,
+    identity: Option<(u64, u64)>,
+}
+
+#[cfg(unix)]
+fn file_identity(path: &std::path::Path) -> Option<(u64, u64)> {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::symlink_metadata(path)
+        .ok()
+        .map(|m| (m.dev(), m.ino()))
+}
+
+impl UnixSocketFile {
+    fn remove_if_ours(&self) {
+        if self.identity.is_some() && file_identity(&self.path) == self.identity {
+            let _ = std::fs::remove_file(&self.path);
+        }
+    }
+}
+
+/// Binds a UNIX socket; a socket file left by a process that died (nobody accepts on it) is
+/// replaced, anything else is an error.
+async fn bind_unix(path: &std::path::Path) -> std::io::Result<UnixListener> {
+    match UnixListener::bind(path) {
+        Err(error) if error.kind() == std::io::ErrorKind::AddrInUse => {
+            use std::os::unix::fs::FileTypeExt;
+            let is_socket =
+                std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_socket());
+            let refused = matches!(
+                tokio::net::UnixStream::connect(path).await,
+                Err(e) if e.kind() == std::io::ErrorKind::ConnectionRefused
+            );
+            if is_socket && refused {
+                std::fs::remove_file(path)?;
+                UnixListener::bind(path)
+            } else {
+                Err(error)
+            }
+        }
+        other => other,
+    }
 }
 
 async fn bind(listen: &Listen) -> Result<(Bound, LocalAddr), ServerError> {
@@ -161,11 +209,12 @@ async fn bind(listen: &Listen) -> Result<(Bound, LocalAddr), ServerError> {
     };
     match listen {
         Listen::Unix(path) => {
-            let listener = UnixListener::bind(path).map_err(failed)?;
-            Ok((
-                Bound::Unix(listener, path.clone()),
-                LocalAddr::Unix(path.clone()),
-            ))
+            let listener = bind_unix(path).await.map_err(failed)?;
+            let socket = UnixSocketFile {
+                path: path.clone(),
+                identity: file_identity(path),
+            };
+            Ok((Bound::Unix(listener, socket), LocalAddr::Unix(path.clone())))
         }
         tcp => {
             let addr = tcp
@@ -189,7 +238,10 @@ fn connection_builder(limits: &ServerLimits) -> auto::Builder<TokioExecutor> {
     builder
         .http2()
         .timer(TokioTimer::new())
-        .max_header_list_size(u32::try_from(limits.max_header_bytes).unwrap_or(u32::MAX));
+        .max_header_list_size(u32::try_from(limits.max_header_bytes).unwrap_or(u32::MAX))
+        // A peer that stops answering pings (or never finished its handshake) is dropped.
+        .keep_alive_interval(limits.header_read_timeout)
+        .keep_alive_timeout(limits.header_read_timeout);
     builder
 }
 
@@ -204,18 +256,22 @@ struct Serving {
 }
 
 impl Serving {
-    fn spawn<IO>(&self, io: IO, watcher: Watcher)
+    fn spawn<IO>(&self, io: IO, watcher: Watcher, connections: &mut JoinSet<()>)
     where
         IO: AsyncRead + AsyncWrite + Unpin + Send + 'static,
     {
         let serving = self.clone();
-        tokio::spawn(async move {
+        connections.spawn(async move {
             let io = FirstByteDeadline::new(io, serving.header_timeout);
             match &serving.tls {
                 None => serving.serve(io, watcher).await,
                 Some(tls) => {
                     match tokio::time::timeout(serving.header_timeout, tls.accept(io)).await {
-                        Ok(Ok(stream)) => serving.serve(stream, watcher).await,
+                        // The handshake used the first deadline; the request gets its own.
+                        Ok(Ok(stream)) => {
+                            let stream = FirstByteDeadline::new(stream, serving.header_timeout);
+                            serving.serve(stream, watcher).await;
+                        }
                         Ok(Err(error)) => serving
                             .logger
                             .debug(format_args!("TLS handshake failed: {error}")),
@@ -248,17 +304,23 @@ async fn accept_loop(
     shutdown_timeout: Duration,
 ) {
     let graceful = GracefulShutdown::new();
+    let mut connections = JoinSet::new();
     loop {
         let accepted = tokio::select! {
+            // A dropped `Server` (closed channel) stops too.
             _ = stop.wait_for(|stop| *stop) => break,
             accepted = accept(&bound) => accepted,
         };
+        // Reap finished connections so the set stays as small as the live ones.
+        while connections.try_join_next().is_some() {}
         match accepted {
             Ok(Accepted::Tcp(stream)) => {
                 let _ = stream.set_nodelay(true);
-                serving.spawn(stream, graceful.watcher());
+                serving.spawn(stream, graceful.watcher(), &mut connections);
             }
-            Ok(Accepted::Unix(stream)) => serving.spawn(stream, graceful.watcher()),
+            Ok(Accepted::Unix(stream)) => {
+                serving.spawn(stream, graceful.watcher(), &mut connections);
+            }
             Err(error) => {
                 // Out of file descriptors and the like: back off instead of spinning.
                 serving.logger.warn(format_args!("accept failed: {error}"));
@@ -266,18 +328,21 @@ async fn accept_loop(
             }
         }
     }
-    if let Bound::Unix(_, path) = &bound {
-        let _ = std::fs::remove_file(path);
+    if let Bound::Unix(_, socket) = &bound {
+        socket.remove_if_ours();
     }
     drop(bound);
     if tokio::time::timeout(shutdown_timeout, graceful.shutdown())
         .await
         .is_err()
     {
-        serving
-            .logger
-            .warn("Shutdown timeout: connections still open were closed");
+        serving.logger.warn(format_args!(
+            "Shutdown timeout: closing {} connection(s) still open",
+            connections.len()
+        ));
+        connections.abort_all();
     }
+    while connections.join_next().await.is_some() {}
 }
 
 enum Accepted {
