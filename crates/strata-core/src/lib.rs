@@ -36,5 +36,5 @@ pub use endpoint::{
 };
 pub use error::{ApiError, BoxError, ErrorKind};
 pub use input::{Input, InputSource, InputValue, TextValue};
-pub use logger::{Level, Logger};
+pub use logger::{Fields, Level, LogSink, Logger, Record};
 pub use payload::{Output, Parsed, ParsedBody, PathParams, RequestInfo, Staged, Validated};

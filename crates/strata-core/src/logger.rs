@@ -22,10 +22,59 @@ pub trait LogSink: Send + Sync + 'static {
     /// Records one message.
     fn log(&self, level: Level, message: fmt::Arguments<'_>);
 
-    /// Records one message of the request `request_id`; by default, the message alone.
-    fn log_request(&self, level: Level, request_id: Option<&str>, message: fmt::Arguments<'_>) {
-        let _ = request_id;
-        self.log(level, message);
+    /// Records one message with its request id and fields; by default, the message alone.
+    fn record(&self, record: &Record<'_>) {
+        self.log(record.level, record.message);
+    }
+}
+
+/// Named values attached to a log record: `&[("user", &user_id)]`.
+pub type Fields<'a> = &'a [(&'a str, &'a dyn fmt::Display)];
+
+/// One log record, as a [`LogSink`] receives it.
+#[derive(Clone, Copy)]
+pub struct Record<'a> {
+    /// The level.
+    pub level: Level,
+    /// The message.
+    pub message: fmt::Arguments<'a>,
+    /// The id of the request being served, if any.
+    pub request_id: Option<&'a str>,
+    /// Named values.
+    pub fields: Fields<'a>,
+}
+
+impl fmt::Debug for Record<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Record")
+            .field("level", &self.level)
+            .field("message", &self.message)
+            .field("request_id", &self.request_id)
+            .field(
+                "fields",
+                &self
+                    .fields
+                    .iter()
+                    .map(|(k, v)| (k, v.to_string()))
+                    .collect::<Vec<_>>(),
+            )
+            .finish()
+    }
+}
+
+/// `message key=value key=value` for loggers that only take text.
+struct WithFields<'a, M> {
+    message: M,
+    fields: Fields<'a>,
+}
+
+impl<M: fmt::Display> fmt::Display for WithFields<'_, M> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.message.fmt(f)?;
+        for (key, value) in self.fields {
+            write!(f, " {key}={value}")?;
+        }
+        Ok(())
     }
 }
 
@@ -103,27 +152,47 @@ impl Logger {
 
     /// Records `message` at `level`.
     pub fn log(&self, level: Level, message: impl fmt::Display) {
+        self.log_with(level, message, &[]);
+    }
+
+    /// Records `message` at `level` with named values.
+    ///
+    /// ```
+    /// use strata_core::{Level, Logger};
+    ///
+    /// let logger = Logger::tracing();
+    /// logger.log_with(Level::Info, "order placed", &[("order", &42), ("total", &"9.90")]);
+    /// ```
+    pub fn log_with(&self, level: Level, message: impl fmt::Display, fields: Fields<'_>) {
         let id = self.request_id.as_deref();
-        match &self.sink {
-            Some(sink) => sink.log_request(level, id, format_args!("{message}")),
-            None => match (level, id) {
-                (Level::Debug, Some(id)) => {
-                    tracing::debug!(target: "strata", request_id = id, "{message}");
-                }
-                (Level::Info, Some(id)) => {
-                    tracing::info!(target: "strata", request_id = id, "{message}");
-                }
-                (Level::Warn, Some(id)) => {
-                    tracing::warn!(target: "strata", request_id = id, "{message}");
-                }
-                (Level::Error, Some(id)) => {
-                    tracing::error!(target: "strata", request_id = id, "{message}");
-                }
-                (Level::Debug, None) => tracing::debug!(target: "strata", "{message}"),
-                (Level::Info, None) => tracing::info!(target: "strata", "{message}"),
-                (Level::Warn, None) => tracing::warn!(target: "strata", "{message}"),
-                (Level::Error, None) => tracing::error!(target: "strata", "{message}"),
-            },
+        if let Some(sink) = &self.sink {
+            let record = Record {
+                level,
+                message: format_args!("{message}"),
+                request_id: id,
+                fields,
+            };
+            sink.record(&record);
+            return;
+        }
+        let message = WithFields { message, fields };
+        match (level, id) {
+            (Level::Debug, Some(id)) => {
+                tracing::debug!(target: "strata", request_id = id, "{message}");
+            }
+            (Level::Info, Some(id)) => {
+                tracing::info!(target: "strata", request_id = id, "{message}");
+            }
+            (Level::Warn, Some(id)) => {
+                tracing::warn!(target: "strata", request_id = id, "{message}");
+            }
+            (Level::Error, Some(id)) => {
+                tracing::error!(target: "strata", request_id = id, "{message}");
+            }
+            (Level::Debug, None) => tracing::debug!(target: "strata", "{message}"),
+            (Level::Info, None) => tracing::info!(target: "strata", "{message}"),
+            (Level::Warn, None) => tracing::warn!(target: "strata", "{message}"),
+            (Level::Error, None) => tracing::error!(target: "strata", "{message}"),
         }
     }
 
