@@ -96,6 +96,9 @@ pub use strata_server::{
     Attached, ListeningServer, LocalAddr, Server, ServerError, ShutdownHandle, attach_routing,
     create_server,
 };
+/// Test utilities: `test_endpoint`, `test_middleware` (feature `testing`).
+#[cfg(feature = "testing")]
+pub use strata_testing as testing;
 /// Stage 4: input validation.
 pub use strata_validate as validate;
 

@@ -1,0 +1,405 @@
+//! Running an endpoint or a middleware on a described request.
+
+use std::fmt::Write as _;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::task::{Context, Poll};
+
+use garde::Validate;
+use http::header::{CONTENT_TYPE, HeaderName, HeaderValue};
+use http::{Extensions, HeaderMap, Method, Request, Response};
+use http_body_util::BodyExt;
+use schemars::JsonSchema;
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+use strata_combine::CombineLayer;
+use strata_core::{
+    ApiError, Config, ConfigBuilder, Endpoint, HCons, HNil, Logger, Output, PathParams,
+    RequestBody, ResponseBody, Staged,
+};
+use strata_format::{DefaultResultHandler, FormatLayer};
+use strata_middleware::{Middleware, MiddlewareHandler, MiddlewareService};
+use strata_parse::ParseLayer;
+use tower::ServiceExt;
+use tower_layer::Layer;
+use tower_service::Service;
+
+use crate::mocks::{LoggerMock, ResponseMock};
+
+/// A request to test with (the spec's `requestProps`).
+#[derive(Debug, Clone)]
+pub struct TestRequest {
+    method: Method,
+    path: String,
+    query: Vec<(String, String)>,
+    body: Option<Value>,
+    params: Vec<(String, String)>,
+    headers: HeaderMap,
+    extensions: Extensions,
+}
+
+impl TestRequest {
+    /// A request with `method` to `/`.
+    pub fn new(method: Method) -> Self {
+        Self {
+            method,
+            path: "/".to_owned(),
+            query: Vec::new(),
+            body: None,
+            params: Vec::new(),
+            headers: HeaderMap::new(),
+            extensions: Extensions::new(),
+        }
+    }
+
+    /// A GET request.
+    pub fn get() -> Self {
+        Self::new(Method::GET)
+    }
+
+    /// A POST request.
+    pub fn post() -> Self {
+        Self::new(Method::POST)
+    }
+
+    /// A PUT request.
+    pub fn put() -> Self {
+        Self::new(Method::PUT)
+    }
+
+    /// A PATCH request.
+    pub fn patch() -> Self {
+        Self::new(Method::PATCH)
+    }
+
+    /// A DELETE request.
+    pub fn delete() -> Self {
+        Self::new(Method::DELETE)
+    }
+
+    /// Sets the path (default `/`).
+    #[must_use]
+    pub fn path(mut self, path: impl Into<String>) -> Self {
+        self.path = path.into();
+        self
+    }
+
+    /// Adds a query parameter (repeat a key for a list).
+    #[must_use]
+    pub fn query(mut self, key: impl Into<String>, value: impl Into<String>) -> Self {
+        self.query.push((key.into(), value.into()));
+        self
+    }
+
+    /// Sets the body, already parsed: it is sent as JSON.
+    #[must_use]
+    pub fn body(mut self, body: Value) -> Self {
+        self.body = Some(body);
+        self
+    }
+
+    /// Adds a path parameter, as routing would find it.
+    #[must_use]
+    pub fn param(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
+        self.params.push((name.into(), value.into()));
+        self
+    }
+
+    /// Adds a header.
+    #[must_use]
+    pub fn header(mut self, name: HeaderName, value: HeaderValue) -> Self {
+        self.headers.append(name, value);
+        self
+    }
+
+    /// Adds an extension, for anything else a request carries.
+    #[must_use]
+    pub fn extension<T: Clone + Send + Sync + 'static>(mut self, value: T) -> Self {
+        self.extensions.insert(value);
+        self
+    }
+}
+
+/// The configuration of tests: CORS off, development mode; override what a test needs.
+pub fn test_config() -> ConfigBuilder {
+    Config::builder().cors(false)
+}
+
+/// Everything a test run takes besides the endpoint or middleware (the spec's `requestProps`,
+/// `responseOptions`, `configProps`, `loggerProps`).
+#[derive(Debug, Clone)]
+pub struct TestArgs {
+    request: TestRequest,
+    config: Config,
+    request_id: Option<String>,
+}
+
+impl Default for TestArgs {
+    fn default() -> Self {
+        Self::new(TestRequest::get())
+    }
+}
+
+impl TestArgs {
+    /// `request` with the test configuration.
+    pub fn new(request: TestRequest) -> Self {
+        Self {
+            request,
+            config: test_config().build(),
+            request_id: None,
+        }
+    }
+
+    /// Overrides the configuration: `args.config(|c| c.production())`.
+    #[must_use]
+    pub fn config(mut self, overrides: impl FnOnce(ConfigBuilder) -> ConfigBuilder) -> Self {
+        self.config = overrides(test_config()).build();
+        self
+    }
+
+    /// Gives the request's logger a request id.
+    #[must_use]
+    pub fn request_id(mut self, id: impl Into<String>) -> Self {
+        self.request_id = Some(id.into());
+        self
+    }
+
+    /// Adds a response-side value (the spec's `responseOptions`, e.g. `locals`): Rust handlers
+    /// read such per-request values from the request extensions, so it goes there.
+    #[must_use]
+    pub fn local<T: Clone + Send + Sync + 'static>(mut self, value: T) -> Self {
+        self.request.extensions.insert(value);
+        self
+    }
+}
+
+/// What [`test_endpoint`] returns.
+#[derive(Debug, Clone)]
+pub struct TestOutcome {
+    /// The response.
+    pub response: ResponseMock,
+    /// The logs.
+    pub logger: LoggerMock,
+}
+
+/// What [`test_middleware`] returns.
+#[derive(Debug, Clone)]
+pub struct MiddlewareOutcome<O> {
+    /// What the middleware added to the context; `None` when it denied.
+    pub output: Option<O>,
+    /// The error response when it denied; nothing sent (`is_end_called() == false`) when it
+    /// granted.
+    pub response: ResponseMock,
+    /// The logs.
+    pub logger: LoggerMock,
+}
+
+fn encode(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for byte in text.bytes() {
+        if byte.is_ascii_alphanumeric() || b"-._~".contains(&byte) {
+            out.push(char::from(byte));
+        } else {
+            let _ = write!(out, "%{byte:02X}");
+        }
+    }
+    out
+}
+
+/// The http request for `args`, with the logger mock in its extensions.
+fn build(args: TestArgs, logger: &LoggerMock) -> Request<RequestBody> {
+    let TestArgs {
+        request,
+        request_id,
+        ..
+    } = args;
+    let mut uri = request.path;
+    for (i, (key, value)) in request.query.iter().enumerate() {
+        uri.push(if i == 0 { '?' } else { '&' });
+        uri.push_str(&encode(key));
+        uri.push('=');
+        uri.push_str(&encode(value));
+    }
+    let body = match &request.body {
+        Some(value) => RequestBody::from(serde_json::to_vec(value).unwrap_or_default()),
+        None => RequestBody::empty(),
+    };
+    let mut built = Request::new(body);
+    *built.method_mut() = request.method;
+    *built.uri_mut() = uri.parse().unwrap_or_else(|_| http::Uri::from_static("/"));
+    *built.headers_mut() = request.headers;
+    if request.body.is_some() && !built.headers().contains_key(CONTENT_TYPE) {
+        built
+            .headers_mut()
+            .insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    }
+    built.extensions_mut().extend(request.extensions);
+    if !request.params.is_empty() {
+        built
+            .extensions_mut()
+            .insert(request.params.into_iter().collect::<PathParams>());
+    }
+    let mut test_logger = Logger::with_sink(Arc::new(logger.clone()));
+    if let Some(id) = request_id {
+        test_logger = test_logger.with_request_id(id);
+    }
+    built.extensions_mut().insert(test_logger);
+    built
+}
+
+async fn mock(response: Response<ResponseBody>) -> ResponseMock {
+    let (parts, body) = response.into_parts();
+    let body = body
+        .collect()
+        .await
+        .map(http_body_util::Collected::to_bytes)
+        .unwrap_or_default();
+    ResponseMock {
+        status: parts.status,
+        headers: parts.headers,
+        body,
+        ended: true,
+    }
+}
+
+/// Runs `endpoint` on the request of `args` (spec `testEndpoint`).
+pub async fn test_endpoint(endpoint: &Endpoint, args: TestArgs) -> TestOutcome {
+    let logger = LoggerMock::default();
+    let service = endpoint.service_with(&args.config);
+    let request = build(args, &logger);
+    let response = match service.oneshot(request).await {
+        Ok(response) => response,
+        Err(never) => match never {},
+    };
+    TestOutcome {
+        response: mock(response).await,
+        logger,
+    }
+}
+
+/// Hands the test's context to the middleware.
+struct InjectContext<S, C> {
+    inner: S,
+    ctx: Arc<Mutex<Option<C>>>,
+}
+
+impl<S: Clone, C> Clone for InjectContext<S, C> {
+    fn clone(&self) -> Self {
+        Self {
+            inner: self.inner.clone(),
+            ctx: Arc::clone(&self.ctx),
+        }
+    }
+}
+
+impl<S, C> Service<Request<Staged<HNil>>> for InjectContext<S, C>
+where
+    S: Service<Request<Staged<C>>, Error = ApiError>,
+{
+    type Response = S::Response;
+    type Error = ApiError;
+    type Future = strata_core::future::ShortCircuit<S::Future>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), ApiError>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, request: Request<Staged<HNil>>) -> Self::Future {
+        let taken = self
+            .ctx
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take();
+        let Some(ctx) = taken else {
+            return strata_core::future::ShortCircuit::error(ApiError::internal(
+                "the test context was used twice",
+            ));
+        };
+        let request = request.map(|staged| Staged {
+            input: staged.input,
+            ctx,
+        });
+        strata_core::future::ShortCircuit::inner(self.inner.call(request))
+    }
+}
+
+/// Keeps what the middleware added to the context.
+struct CaptureOutput<O> {
+    slot: Arc<Mutex<Option<O>>>,
+}
+
+impl<O> Clone for CaptureOutput<O> {
+    fn clone(&self) -> Self {
+        Self {
+            slot: Arc::clone(&self.slot),
+        }
+    }
+}
+
+impl<O, C> Service<Request<Staged<HCons<O, C>>>> for CaptureOutput<O> {
+    type Response = Output;
+    type Error = ApiError;
+    type Future = std::future::Ready<Result<Output, ApiError>>;
+
+    fn poll_ready(&mut self, _cx: &mut Context<'_>) -> Poll<Result<(), ApiError>> {
+        Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, request: Request<Staged<HCons<O, C>>>) -> Self::Future {
+        let HCons { head, .. } = request.into_body().ctx;
+        *self.slot.lock().unwrap_or_else(PoisonError::into_inner) = Some(head);
+        std::future::ready(Output::new(&()).map_err(ApiError::from))
+    }
+}
+
+/// Runs `middleware` on the request of `args`, with `ctx` as the context earlier middleware
+/// provided (spec `testMiddleware`).
+pub async fn test_middleware<I, H, C>(
+    middleware: Middleware<I, H>,
+    args: TestArgs,
+    ctx: C,
+) -> MiddlewareOutcome<H::Output>
+where
+    H: MiddlewareHandler<I, C>,
+    I: DeserializeOwned + JsonSchema + Validate + 'static,
+    I::Context: Default,
+    C: Send + 'static,
+{
+    let logger = LoggerMock::default();
+    let slot = Arc::new(Mutex::new(None));
+    let core = MiddlewareService::new(
+        CaptureOutput {
+            slot: Arc::clone(&slot),
+        },
+        middleware,
+    );
+    let injected = InjectContext {
+        inner: core,
+        ctx: Arc::new(Mutex::new(Some(ctx))),
+    };
+    let service = FormatLayer::from_config(DefaultResultHandler, &args.config).layer(
+        ParseLayer::from_config(&args.config)
+            .layer(CombineLayer::from_config(&args.config).layer(injected)),
+    );
+    let request = build(args, &logger);
+    let response = match service.oneshot(request).await {
+        Ok(response) => response,
+        Err(never) => match never {},
+    };
+    let output = slot.lock().unwrap_or_else(PoisonError::into_inner).take();
+    let response = if output.is_some() {
+        // The middleware granted: it sent nothing.
+        ResponseMock {
+            status: response.status(),
+            headers: HeaderMap::new(),
+            body: bytes::Bytes::new(),
+            ended: false,
+        }
+    } else {
+        mock(response).await
+    };
+    MiddlewareOutcome {
+        output,
+        response,
+        logger,
+    }
+}

@@ -1,0 +1,314 @@
+//! The test utilities on the endpoints and middleware of `examples/auth.rs`, and the same cases
+//! as `oneshot` calls on the whole routing.
+
+#![allow(clippy::unwrap_used)] // tests fail loudly by design
+
+use std::sync::Arc;
+
+use http::header::{HeaderName, HeaderValue};
+use http::{Request, StatusCode};
+use http_body_util::BodyExt;
+use serde_json::json;
+use strata::prelude::*;
+use strata_testing::{LoggerMock, TestArgs, TestRequest, test_endpoint, test_middleware};
+use tower::ServiceExt;
+
+#[allow(dead_code)]
+#[path = "../examples/auth.rs"]
+mod auth;
+
+fn token(value: &'static str) -> (HeaderName, HeaderValue) {
+    (
+        HeaderName::from_static("token"),
+        HeaderValue::from_static(value),
+    )
+}
+
+fn signed_in() -> TestRequest {
+    let (name, value) = token("456");
+    TestRequest::get().query("key", "123").header(name, value)
+}
+
+#[tokio::test]
+async fn success() {
+    let endpoints = auth::endpoints();
+    let outcome = test_endpoint(
+        &endpoints.profile,
+        TestArgs::new(signed_in().query("detail", "2")),
+    )
+    .await;
+    let response = &outcome.response;
+    assert_eq!(response.status_code(), 200);
+    assert!(response.is_json() && response.is_utf8() && response.is_end_called());
+    assert_eq!(
+        response.json_data().unwrap(),
+        json!({"status": "success", "data": {"name": "Jane", "detail": 2}})
+    );
+    assert_eq!(
+        response.header("content-type"),
+        Some("application/json; charset=utf-8")
+    );
+    assert_eq!(response.redirect_url(), None);
+}
+
+#[tokio::test]
+async fn input_validation_failure() {
+    let outcome = test_endpoint(
+        &auth::endpoints().profile,
+        TestArgs::new(signed_in().query("detail", "7")),
+    )
+    .await;
+    assert_eq!(outcome.response.status_code(), 400);
+    assert_eq!(
+        outcome.response.json_data().unwrap()["error"]["message"],
+        "detail: greater than 3"
+    );
+}
+
+#[tokio::test]
+async fn middleware_denial_has_no_output() {
+    let (name, value) = token("wrong");
+    let args = TestArgs::new(TestRequest::get().query("key", "123").header(name, value));
+    let outcome = test_middleware(auth::auth_middleware(), args, HNil).await;
+    assert!(outcome.output.is_none());
+    assert_eq!(outcome.response.status_code(), 401);
+    assert!(outcome.response.is_end_called());
+    assert_eq!(
+        outcome.response.json_data().unwrap()["error"]["message"],
+        "Invalid key"
+    );
+    assert_eq!(
+        outcome.logger.messages(strata::Level::Warn),
+        ["invalid credentials"]
+    );
+}
+
+#[tokio::test]
+async fn middleware_grant_has_output() {
+    let outcome = test_middleware(auth::auth_middleware(), TestArgs::new(signed_in()), HNil).await;
+    assert_eq!(
+        outcome.output,
+        Some(auth::User {
+            name: "Jane".into()
+        })
+    );
+    assert!(
+        !outcome.response.is_end_called(),
+        "a granting middleware sends nothing"
+    );
+    // the middleware validates its own input
+    let outcome = test_middleware(
+        auth::auth_middleware(),
+        TestArgs::new(TestRequest::get()),
+        HNil,
+    )
+    .await;
+    assert!(outcome.output.is_none());
+    assert_eq!(outcome.response.status_code(), 400);
+    assert_eq!(
+        outcome.response.json_data().unwrap()["error"]["message"],
+        "missing field `key`"
+    );
+}
+
+#[tokio::test]
+async fn middleware_with_earlier_context() {
+    #[derive(Debug, PartialEq)]
+    struct Greeting(String);
+    let greet =
+        Middleware::with_context(|(): (), _request, ctx: &HCons<auth::User, HNil>, _logger| {
+            let text = format!("Hi {}", ctx.head.name);
+            async move { Ok(Greeting(text)) }
+        });
+    let ctx = HNil.push(auth::User { name: "Ada".into() });
+    let outcome = test_middleware(greet, TestArgs::default(), ctx).await;
+    assert_eq!(outcome.output, Some(Greeting("Hi Ada".into())));
+}
+
+#[tokio::test]
+async fn handler_error_with_status_and_header() {
+    let outcome = test_endpoint(&auth::endpoints().limited, TestArgs::new(signed_in())).await;
+    assert_eq!(outcome.response.status_code(), 429);
+    assert_eq!(outcome.response.header("retry-after"), Some("30"));
+    assert_eq!(
+        outcome.response.json_data().unwrap()["error"]["message"],
+        "Too many requests"
+    );
+    let warn = &outcome.logger.logs().warn[0];
+    assert_eq!(warn.message, "rate limit reached");
+    assert_eq!(warn.fields, [("retry_after".to_owned(), "30".to_owned())]);
+}
+
+#[tokio::test]
+async fn output_validation_is_500_and_production_hides_it() {
+    let endpoint = auth::endpoints().broken;
+    let outcome = test_endpoint(&endpoint, TestArgs::new(signed_in())).await;
+    assert_eq!(outcome.response.status_code(), 500);
+    assert_eq!(
+        outcome.response.json_data().unwrap()["error"]["message"],
+        "output.detail: greater than 3; output.name: length is lower than 1"
+    );
+    let outcome = test_endpoint(
+        &endpoint,
+        TestArgs::new(signed_in()).config(strata::ConfigBuilder::production),
+    )
+    .await;
+    assert_eq!(outcome.response.status_code(), 500);
+    assert_eq!(
+        outcome.response.json_data().unwrap()["error"]["message"],
+        "Internal Server Error"
+    );
+}
+
+#[tokio::test]
+async fn custom_result_handler() {
+    let endpoint = auth::endpoints().plain;
+    let outcome = test_endpoint(&endpoint, TestArgs::new(signed_in())).await;
+    assert_eq!(outcome.response.status_code(), 200);
+    assert!(!outcome.response.is_json());
+    assert!(outcome.response.is_utf8());
+    assert_eq!(
+        outcome.response.text(),
+        Some(r#"ok {"name":"Jane","detail":1}"#)
+    );
+    let outcome = test_endpoint(
+        &endpoint,
+        TestArgs::new(TestRequest::get().query("key", "1")),
+    )
+    .await;
+    assert_eq!(outcome.response.text(), Some("failed: Invalid key"));
+}
+
+#[tokio::test]
+async fn logs_at_each_level_with_request_ids() {
+    let endpoints = auth::endpoints();
+    let outcome = test_endpoint(
+        &endpoints.broken,
+        TestArgs::new(signed_in()).request_id("test-1"),
+    )
+    .await;
+    let logs = outcome.logger.logs();
+    assert_eq!(logs.debug[0].message, "checking credentials");
+    assert_eq!(logs.debug[0].request_id.as_deref(), Some("test-1"));
+    assert_eq!(logs.error[0].message, "about to return an invalid profile");
+    // the format stage logs the 500 with its real message
+    assert!(
+        logs.error[1]
+            .message
+            .contains("output.detail: greater than 3")
+    );
+    let outcome = test_endpoint(&endpoints.profile, TestArgs::new(signed_in())).await;
+    assert_eq!(outcome.logger.logs().info[0].message, "profile of Jane");
+    let outcome = test_endpoint(&endpoints.limited, TestArgs::new(signed_in())).await;
+    assert_eq!(outcome.logger.logs().warn[0].message, "rate limit reached");
+}
+
+#[tokio::test]
+async fn path_params_body_and_method() {
+    use garde::Validate;
+    use schemars::JsonSchema;
+    use serde::{Deserialize, Serialize};
+
+    #[derive(Deserialize, Validate, JsonSchema)]
+    struct In {
+        #[garde(skip)]
+        id: u32,
+        #[garde(length(chars, min = 1))]
+        name: String,
+    }
+    #[derive(Serialize, Validate, JsonSchema)]
+    struct Out {
+        #[garde(skip)]
+        id: u32,
+        #[garde(skip)]
+        name: String,
+    }
+    let update = default_endpoints_factory()
+        .put()
+        .handler(|input: In, _ctx, _logger| async move {
+            Ok(Out {
+                id: input.id,
+                name: input.name,
+            })
+        });
+    let request = TestRequest::put()
+        .path("/users/7")
+        .param("id", "7")
+        .body(json!({"name": "Ada"}));
+    let outcome = test_endpoint(&update, TestArgs::new(request)).await;
+    assert_eq!(
+        outcome.response.json_data().unwrap()["data"],
+        json!({"id": 7, "name": "Ada"})
+    );
+}
+
+// ---- the second way: oneshot on the whole routing ---------------------------------------------
+
+async fn call(
+    uri: &str,
+    token_value: Option<&'static str>,
+    config: &Config,
+) -> (StatusCode, http::HeaderMap, String, LoggerMock) {
+    let router = Router::new(&auth::auth_routing(), config).unwrap();
+    let logs = LoggerMock::default();
+    let mut request = Request::get(uri);
+    if let Some(value) = token_value {
+        request = request.header("token", value);
+    }
+    let mut request = request.body(String::new()).unwrap();
+    request
+        .extensions_mut()
+        .insert(Logger::with_sink(Arc::new(logs.clone())));
+    let response = router.oneshot(request).await.unwrap();
+    let (parts, body) = response.into_parts();
+    let body = String::from_utf8(body.collect().await.unwrap().to_bytes().to_vec()).unwrap();
+    (parts.status, parts.headers, body, logs)
+}
+
+#[tokio::test]
+async fn the_same_cases_through_the_routing() {
+    let config = create_config().cors(false).build();
+    let (status, _, body, logs) = call("/v1/profile?key=123&detail=2", Some("456"), &config).await;
+    assert_eq!(
+        (status, body.as_str()),
+        (
+            StatusCode::OK,
+            r#"{"status":"success","data":{"name":"Jane","detail":2}}"#
+        )
+    );
+    assert_eq!(logs.messages(strata::Level::Info), ["profile of Jane"]);
+    let (status, _, body, _) = call("/v1/profile?key=123&detail=7", Some("456"), &config).await;
+    assert_eq!(
+        (status, body.as_str()),
+        (
+            StatusCode::BAD_REQUEST,
+            r#"{"status":"error","error":{"message":"detail: greater than 3"}}"#
+        )
+    );
+    let (status, _, _, logs) = call("/v1/profile?key=123", Some("nope"), &config).await;
+    assert_eq!(status, StatusCode::UNAUTHORIZED);
+    assert_eq!(logs.messages(strata::Level::Warn), ["invalid credentials"]);
+    let (status, headers, _, _) = call("/v1/limited?key=123", Some("456"), &config).await;
+    assert_eq!(
+        (status, &headers["retry-after"]),
+        (
+            StatusCode::TOO_MANY_REQUESTS,
+            &HeaderValue::from_static("30")
+        )
+    );
+    let (status, _, body, _) = call(
+        "/v1/broken?key=123",
+        Some("456"),
+        &create_config().cors(false).production().build(),
+    )
+    .await;
+    assert_eq!(
+        (status, body.as_str()),
+        (
+            StatusCode::INTERNAL_SERVER_ERROR,
+            r#"{"status":"error","error":{"message":"Internal Server Error"}}"#
+        )
+    );
+    let (_, _, body, _) = call("/v1/plain?key=123", Some("456"), &config).await;
+    assert_eq!(body, r#"ok {"name":"Jane","detail":1}"#);
+}
