@@ -157,3 +157,50 @@ impl LogSink for LoggerMock {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use http::HeaderValue;
+
+    use super::*;
+
+    fn response(content_type: Option<&'static str>, body: &'static [u8]) -> ResponseMock {
+        let mut headers = HeaderMap::new();
+        if let Some(content_type) = content_type {
+            headers.insert(CONTENT_TYPE, HeaderValue::from_static(content_type));
+        }
+        ResponseMock { status: StatusCode::OK, headers, body: Bytes::from_static(body), ended: true }
+    }
+
+    #[test]
+    fn json_and_utf8_detection() {
+        assert!(response(Some("application/json"), b"{}").is_json());
+        assert!(response(Some("application/problem+json"), b"{}").is_json());
+        assert!(!response(Some("text/plain"), b"{}").is_json());
+        assert!(response(Some("text/plain; charset=UTF-8"), b"caf\xc3\xa9").is_utf8());
+        assert!(!response(Some("text/plain; charset=utf-8"), b"\xff").is_utf8());
+        assert!(!response(Some("application/octet-stream"), b"abc").is_utf8());
+        assert_eq!(response(None, b"not json").json_data(), None);
+    }
+
+    #[test]
+    fn redirect_location() {
+        let mut redirect = response(None, b"");
+        redirect.status = StatusCode::TEMPORARY_REDIRECT;
+        redirect.headers.insert(LOCATION, HeaderValue::from_static("/public/"));
+        assert_eq!(redirect.redirect_url(), Some("/public/"));
+    }
+
+    #[test]
+    fn logs_by_level_with_fields() {
+        let mock = LoggerMock::default();
+        let logger = strata_core::Logger::with_sink(Arc::new(mock.clone())).with_request_id("r1");
+        logger.debug("d");
+        logger.log_with(Level::Error, "e", &[("code", &7)]);
+        let logs = mock.logs();
+        assert_eq!(logs.debug[0].message, "d");
+        assert_eq!(logs.error[0].fields, [("code".to_owned(), "7".to_owned())]);
+        assert_eq!(logs.error[0].request_id.as_deref(), Some("r1"));
+        assert!(logs.info.is_empty() && logs.warn.is_empty());
+    }
+}
