@@ -169,7 +169,12 @@ mod tests {
         if let Some(content_type) = content_type {
             headers.insert(CONTENT_TYPE, HeaderValue::from_static(content_type));
         }
-        ResponseMock { status: StatusCode::OK, headers, body: Bytes::from_static(body), ended: true }
+        ResponseMock {
+            status: StatusCode::OK,
+            headers,
+            body: Bytes::from_static(body),
+            ended: true,
+        }
     }
 
     #[test]
@@ -187,7 +192,9 @@ mod tests {
     fn redirect_location() {
         let mut redirect = response(None, b"");
         redirect.status = StatusCode::TEMPORARY_REDIRECT;
-        redirect.headers.insert(LOCATION, HeaderValue::from_static("/public/"));
+        redirect
+            .headers
+            .insert(LOCATION, HeaderValue::from_static("/public/"));
         assert_eq!(redirect.redirect_url(), Some("/public/"));
     }
 
