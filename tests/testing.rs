@@ -242,6 +242,61 @@ async fn path_params_body_and_method() {
     );
 }
 
+#[tokio::test]
+async fn extensions_locals_query_encoding_and_chained_overrides() {
+    use garde::Validate;
+    use schemars::JsonSchema;
+    use serde::{Deserialize, Serialize};
+
+    #[derive(Clone)]
+    struct Tenant(&'static str);
+    #[derive(Clone)]
+    struct Locale(&'static str);
+    #[derive(Deserialize, Validate, JsonSchema)]
+    struct In {
+        #[garde(skip)]
+        q: String,
+        #[garde(skip)]
+        tags: Vec<String>,
+    }
+    #[derive(Serialize, Validate, JsonSchema)]
+    struct Out {
+        #[garde(skip)]
+        seen: String,
+    }
+    let endpoint = default_endpoints_factory().get().handler_with_request(
+        |input: In, _ctx, _logger, request: http::request::Parts| async move {
+            let tenant = request.extensions.get::<Tenant>().map_or("none", |t| t.0);
+            let locale = request.extensions.get::<Locale>().map_or("none", |l| l.0);
+            if input.q == "boom" {
+                return Err(ApiError::internal("secret detail"));
+            }
+            Ok(Out {
+                seen: format!("{tenant}/{locale}/{}/{}", input.q, input.tags.join("|")),
+            })
+        },
+    );
+    let request = TestRequest::get()
+        .path("/search?tags=a")
+        .query("q", "café & co=1+1")
+        .query("tags", "b/c")
+        .extension(Tenant("acme"));
+    let outcome = test_endpoint(&endpoint, TestArgs::new(request).local(Locale("fr"))).await;
+    assert_eq!(
+        outcome.response.json_data().unwrap()["data"]["seen"],
+        "acme/fr/café & co=1+1/a|b/c"
+    );
+    // overrides accumulate
+    let args = TestArgs::new(TestRequest::get().query("q", "boom").query("tags", "x"))
+        .config(strata::ConfigBuilder::production)
+        .config(|c| c.body_limit(10));
+    let outcome = test_endpoint(&endpoint, args).await;
+    assert_eq!(
+        outcome.response.json_data().unwrap()["error"]["message"],
+        "Internal Server Error"
+    );
+}
+
 // ---- the second way: oneshot on the whole routing ---------------------------------------------
 
 async fn call(

@@ -48,20 +48,44 @@ impl ResponseMock {
         self.headers.get(name).and_then(|v| v.to_str().ok())
     }
 
-    /// Whether the response is JSON (by its content type).
-    pub fn is_json(&self) -> bool {
-        self.header(CONTENT_TYPE.as_str()).is_some_and(|t| {
-            let essence = t.split(';').next().unwrap_or_default().trim();
-            essence == "application/json" || essence.ends_with("+json")
+    /// The media type without parameters, lower-case.
+    fn media_type(&self) -> Option<String> {
+        let value = self.header(CONTENT_TYPE.as_str())?;
+        Some(
+            value
+                .split(';')
+                .next()
+                .unwrap_or_default()
+                .trim()
+                .to_ascii_lowercase(),
+        )
+    }
+
+    /// The `charset` parameter of the content type, unquoted.
+    fn charset(&self) -> Option<String> {
+        let value = self.header(CONTENT_TYPE.as_str())?;
+        value.split(';').skip(1).find_map(|parameter| {
+            let (key, value) = parameter.split_once('=')?;
+            key.trim()
+                .eq_ignore_ascii_case("charset")
+                .then(|| value.trim().trim_matches('"').to_ascii_lowercase())
         })
     }
 
-    /// Whether the body is UTF-8 (declared charset, or JSON, which is UTF-8, and valid bytes).
+    /// Whether the response is JSON (by its media type, `application/json` or `*/*+json`).
+    pub fn is_json(&self) -> bool {
+        self.media_type()
+            .is_some_and(|media| media == "application/json" || media.ends_with("+json"))
+    }
+
+    /// Whether the body is UTF-8: declared so (or JSON without another charset, which is UTF-8
+    /// by definition), and valid.
     pub fn is_utf8(&self) -> bool {
-        let declared = self
-            .header(CONTENT_TYPE.as_str())
-            .is_some_and(|t| t.to_ascii_lowercase().contains("charset=utf-8"));
-        (declared || self.is_json()) && self.text().is_some()
+        let declared = match self.charset() {
+            Some(charset) => charset == "utf-8" || charset == "utf8",
+            None => self.is_json(),
+        };
+        declared && self.text().is_some()
     }
 
     /// Whether a response was sent (`false` for a middleware that granted and sent nothing).
@@ -186,6 +210,11 @@ mod tests {
         assert!(!response(Some("text/plain; charset=utf-8"), b"\xff").is_utf8());
         assert!(!response(Some("application/octet-stream"), b"abc").is_utf8());
         assert_eq!(response(None, b"not json").json_data(), None);
+        assert!(response(Some("Application/JSON"), b"{}").is_json());
+        assert!(!response(Some("application/json; charset=iso-8859-1"), b"{}").is_utf8());
+        assert!(response(Some("text/plain; charset=\"utf-8\""), b"x").is_utf8());
+        assert!(response(Some("text/plain; charset = UTF8"), b"x").is_utf8());
+        assert!(!response(Some("text/plain; foo=charset=utf-8x"), b"x").is_utf8());
     }
 
     #[test]

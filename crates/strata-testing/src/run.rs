@@ -120,6 +120,9 @@ impl TestRequest {
 }
 
 /// The configuration of tests: CORS off, development mode; override what a test needs.
+///
+/// CORS is routing's business: an endpoint tested alone sends no CORS headers whatever the
+/// config; test CORS with `oneshot` on a `Router`.
 pub fn test_config() -> ConfigBuilder {
     Config::builder().cors(false)
 }
@@ -129,7 +132,7 @@ pub fn test_config() -> ConfigBuilder {
 #[derive(Debug, Clone)]
 pub struct TestArgs {
     request: TestRequest,
-    config: Config,
+    config: ConfigBuilder,
     request_id: Option<String>,
 }
 
@@ -144,15 +147,15 @@ impl TestArgs {
     pub fn new(request: TestRequest) -> Self {
         Self {
             request,
-            config: test_config().build(),
+            config: test_config(),
             request_id: None,
         }
     }
 
-    /// Overrides the configuration: `args.config(|c| c.production())`.
+    /// Overrides the configuration: `args.config(|c| c.production())`. Overrides accumulate.
     #[must_use]
     pub fn config(mut self, overrides: impl FnOnce(ConfigBuilder) -> ConfigBuilder) -> Self {
-        self.config = overrides(test_config()).build();
+        self.config = overrides(self.config);
         self
     }
 
@@ -205,16 +208,19 @@ fn encode(text: &str) -> String {
     out
 }
 
-/// The http request for `args`, with the logger mock in its extensions.
-fn build(args: TestArgs, logger: &LoggerMock) -> Request<RequestBody> {
-    let TestArgs {
-        request,
-        request_id,
-        ..
-    } = args;
+/// The http request for `request`, with the logger mock in its extensions.
+///
+/// Panics on a path that is not a valid request target: a mistake in the test itself.
+fn build(
+    request: TestRequest,
+    request_id: Option<String>,
+    logger: &LoggerMock,
+) -> Request<RequestBody> {
     let mut uri = request.path;
-    for (i, (key, value)) in request.query.iter().enumerate() {
-        uri.push(if i == 0 { '?' } else { '&' });
+    let mut separator = if uri.contains('?') { '&' } else { '?' };
+    for (key, value) in &request.query {
+        uri.push(separator);
+        separator = '&';
         uri.push_str(&encode(key));
         uri.push('=');
         uri.push_str(&encode(value));
@@ -225,7 +231,9 @@ fn build(args: TestArgs, logger: &LoggerMock) -> Request<RequestBody> {
     };
     let mut built = Request::new(body);
     *built.method_mut() = request.method;
-    *built.uri_mut() = uri.parse().unwrap_or_else(|_| http::Uri::from_static("/"));
+    *built.uri_mut() = uri.parse().unwrap_or_else(|error| {
+        panic!("TestRequest: {uri:?} is not a valid request target: {error}")
+    });
     *built.headers_mut() = request.headers;
     if request.body.is_some() && !built.headers().contains_key(CONTENT_TYPE) {
         built
@@ -262,10 +270,47 @@ async fn mock(response: Response<ResponseBody>) -> ResponseMock {
 }
 
 /// Runs `endpoint` on the request of `args` (spec `testEndpoint`).
+///
+/// ```
+/// use garde::Validate;
+/// use schemars::JsonSchema;
+/// use serde::{Deserialize, Serialize};
+/// use serde_json::json;
+/// use strata::prelude::*;
+/// use strata_testing::{TestArgs, TestRequest, test_endpoint};
+///
+/// #[derive(Deserialize, Validate, JsonSchema)]
+/// struct Rename {
+///     #[garde(skip)]
+///     id: u32,
+///     #[garde(length(chars, min = 1))]
+///     name: String,
+/// }
+///
+/// #[derive(Serialize, Validate, JsonSchema)]
+/// struct Renamed {
+///     #[garde(skip)]
+///     id: u32,
+/// }
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() {
+/// let rename = default_endpoints_factory().patch().handler(|input: Rename, _ctx, logger| async move {
+///     logger.log_with(Level::Info, "renamed", &[("id", &input.id)]);
+///     Ok(Renamed { id: input.id })
+/// });
+/// let request = TestRequest::patch().param("id", "7").body(json!({"name": "Ada"}));
+/// let outcome = test_endpoint(&rename, TestArgs::new(request).request_id("t-1")).await;
+/// assert_eq!(outcome.response.json_data().unwrap()["data"]["id"], 7);
+/// let info = &outcome.logger.logs().info[0];
+/// assert_eq!((info.message.as_str(), info.request_id.as_deref()), ("renamed", Some("t-1")));
+/// # }
+/// ```
 pub async fn test_endpoint(endpoint: &Endpoint, args: TestArgs) -> TestOutcome {
     let logger = LoggerMock::default();
-    let service = endpoint.service_with(&args.config);
-    let request = build(args, &logger);
+    let config = args.config.build();
+    let service = endpoint.service_with(&config);
+    let request = build(args.request, args.request_id, &logger);
     let response = match service.oneshot(request).await {
         Ok(response) => response,
         Err(never) => match never {},
@@ -353,6 +398,40 @@ impl<O, C> Service<Request<Staged<HCons<O, C>>>> for CaptureOutput<O> {
 
 /// Runs `middleware` on the request of `args`, with `ctx` as the context earlier middleware
 /// provided (spec `testMiddleware`).
+///
+/// ```
+/// use http::header::{AUTHORIZATION, HeaderValue};
+/// use strata::prelude::*;
+/// use strata_testing::{TestArgs, TestRequest, test_middleware};
+///
+/// #[derive(Debug, PartialEq)]
+/// struct Token(String);
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() {
+/// let bearer = || {
+///     Middleware::new(|(): (), request, _logger| {
+///         let token = request.headers.get(AUTHORIZATION).and_then(|v| v.to_str().ok()).map(str::to_owned);
+///         async move {
+///             match token.as_deref().and_then(|t| t.strip_prefix("Bearer ")) {
+///                 Some(token) => Ok(Token(token.to_owned())),
+///                 None => Err(http_error!(401, "A bearer token is required")),
+///             }
+///         }
+///     })
+/// };
+///
+/// let request = TestRequest::get().header(AUTHORIZATION, HeaderValue::from_static("Bearer abc"));
+/// let granted = test_middleware(bearer(), TestArgs::new(request), HNil).await;
+/// assert_eq!(granted.output, Some(Token("abc".into())));
+/// assert!(!granted.response.is_end_called());
+///
+/// let denied = test_middleware(bearer(), TestArgs::default(), HNil).await;
+/// assert_eq!(denied.output, None);
+/// assert_eq!(denied.response.status_code(), 401);
+/// assert_eq!(denied.response.json_data().unwrap()["error"]["message"], "A bearer token is required");
+/// # }
+/// ```
 pub async fn test_middleware<I, H, C>(
     middleware: Middleware<I, H>,
     args: TestArgs,
@@ -376,11 +455,11 @@ where
         inner: core,
         ctx: Arc::new(Mutex::new(Some(ctx))),
     };
-    let service = FormatLayer::from_config(DefaultResultHandler, &args.config).layer(
-        ParseLayer::from_config(&args.config)
-            .layer(CombineLayer::from_config(&args.config).layer(injected)),
+    let config = args.config.build();
+    let service = FormatLayer::from_config(DefaultResultHandler, &config).layer(
+        ParseLayer::from_config(&config).layer(CombineLayer::from_config(&config).layer(injected)),
     );
-    let request = build(args, &logger);
+    let request = build(args.request, args.request_id, &logger);
     let response = match service.oneshot(request).await {
         Ok(response) => response,
         Err(never) => match never {},

@@ -122,7 +122,7 @@ pub fn create_config() -> ConfigBuilder {
 pub mod prelude {
     pub use crate::{
         ApiError, Config, CorsRequest, Ctx, DefaultResultHandler, Endpoint, EndpointsFactory, Get,
-        HCons, HNil, InputSource, Logger, Middleware, MiddlewareChain, Mode, Nest, Reply,
+        HCons, HNil, InputSource, Level, Logger, Middleware, MiddlewareChain, Mode, Nest, Reply,
         ResultHandler, Router, Routing, Security, ServeStatic, attach_routing, create_config,
         create_server, default_endpoints_factory, http_error, routing,
     };
