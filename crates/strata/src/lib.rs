@@ -83,6 +83,8 @@ pub use strata_handler as handler;
 pub use strata_middleware as middleware;
 /// Stage 6: output checks.
 pub use strata_output as output;
+/// Pagination: offset and cursor page inputs and outputs.
+pub use strata_paginate as paginate;
 /// Stage 1: parsing.
 pub use strata_parse as parse;
 /// Routing: the tree, the trie, method dispatch, CORS, static files.

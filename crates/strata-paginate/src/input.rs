@@ -1,0 +1,271 @@
+//! Page inputs: `limit` and `offset` or `cursor`, read from the merged input with the
+//! endpoint's own filter fields, validated together.
+
+use std::borrow::Cow;
+use std::fmt;
+use std::marker::PhantomData;
+
+use garde::Validate;
+use schemars::{JsonSchema, Schema, SchemaGenerator, json_schema};
+use serde::de::value::{MapAccessDeserializer, StringDeserializer};
+use serde::de::{DeserializeSeed, IgnoredAny, MapAccess, Visitor};
+use serde::{Deserialize, Deserializer};
+use serde_json::Value;
+
+use crate::config::{CursorConfig, OffsetConfig, PageConfig};
+
+/// No filter fields: a page input alone.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct NoFilters;
+
+impl<'de> Deserialize<'de> for NoFilters {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        IgnoredAny::deserialize(deserializer).map(|_| NoFilters)
+    }
+}
+
+impl Validate for NoFilters {
+    type Context = ();
+
+    fn validate_into(&self, (): &(), _: &mut dyn FnMut() -> garde::Path, _: &mut garde::Report) {}
+}
+
+impl JsonSchema for NoFilters {
+    fn schema_name() -> Cow<'static, str> {
+        "NoFilters".into()
+    }
+
+    fn json_schema(_: &mut SchemaGenerator) -> Schema {
+        json_schema!({ "type": "object" })
+    }
+}
+
+/// The page keys taken out of the input before the filters see it.
+#[derive(Default)]
+struct PageValues {
+    limit: Option<u32>,
+    offset: Option<u64>,
+    cursor: Option<String>,
+}
+
+/// Hands every entry but the page keys to the filters' deserializer; reads the page keys with
+/// the same (lenient for text) value deserializers.
+struct Intercept<'p, M> {
+    map: M,
+    page: &'p mut PageValues,
+    keys: &'static [&'static str],
+}
+
+impl<'de, M: MapAccess<'de>> MapAccess<'de> for Intercept<'_, M> {
+    type Error = M::Error;
+
+    fn next_key_seed<K: DeserializeSeed<'de>>(
+        &mut self,
+        seed: K,
+    ) -> Result<Option<K::Value>, M::Error> {
+        loop {
+            let Some(key) = self.map.next_key::<String>()? else {
+                return Ok(None);
+            };
+            if !self.keys.contains(&key.as_str()) {
+                return seed.deserialize(StringDeserializer::new(key)).map(Some);
+            }
+            match key.as_str() {
+                "limit" => self.page.limit = self.map.next_value()?,
+                "offset" => self.page.offset = self.map.next_value()?,
+                _ => self.page.cursor = self.map.next_value()?,
+            }
+        }
+    }
+
+    fn next_value_seed<V: DeserializeSeed<'de>>(&mut self, seed: V) -> Result<V::Value, M::Error> {
+        self.map.next_value_seed(seed)
+    }
+}
+
+fn read<'de, D, F>(
+    deserializer: D,
+    keys: &'static [&'static str],
+) -> Result<(PageValues, F), D::Error>
+where
+    D: Deserializer<'de>,
+    F: Deserialize<'de>,
+{
+    struct PageVisitor<F>(&'static [&'static str], PhantomData<F>);
+
+    impl<'de, F: Deserialize<'de>> Visitor<'de> for PageVisitor<F> {
+        type Value = (PageValues, F);
+
+        fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.write_str("an object")
+        }
+
+        fn visit_map<M: MapAccess<'de>>(self, map: M) -> Result<Self::Value, M::Error> {
+            let mut page = PageValues::default();
+            let filters = F::deserialize(MapAccessDeserializer::new(Intercept {
+                map,
+                page: &mut page,
+                keys: self.0,
+            }))?;
+            Ok((page, filters))
+        }
+    }
+
+    deserializer.deserialize_map(PageVisitor(keys, PhantomData))
+}
+
+fn check_limit<P: PageConfig>(
+    limit: u32,
+    parent: &mut dyn FnMut() -> garde::Path,
+    report: &mut garde::Report,
+) {
+    if limit < 1 {
+        report.append(parent().join("limit"), garde::Error::new("lower than 1"));
+    } else if limit > P::MAX_LIMIT {
+        report.append(
+            parent().join("limit"),
+            garde::Error::new(format!("greater than {}", P::MAX_LIMIT)),
+        );
+    }
+}
+
+fn with_page_properties<F: JsonSchema>(generator: &mut SchemaGenerator, page: Value) -> Schema {
+    let mut schema = F::json_schema(generator);
+    if let Some(object) = schema.as_object_mut() {
+        object.insert("type".into(), "object".into());
+        let properties = object
+            .entry("properties")
+            .or_insert_with(|| Value::Object(serde_json::Map::new()));
+        if let (Some(properties), Value::Object(page)) = (properties.as_object_mut(), page) {
+            properties.extend(page);
+        }
+    }
+    schema
+}
+
+/// The input of an offset-paginated endpoint: `limit` (1..=`MAX_LIMIT`, default
+/// `DEFAULT_LIMIT`), `offset` (≥ 0, default 0), and the endpoint's filter fields `F`.
+///
+/// A `limit` out of bounds or not a number, or a negative `offset`, is a 400 naming the field:
+/// rejected, not clamped.
+pub struct OffsetInput<P, F = NoFilters> {
+    /// The page size.
+    pub limit: u32,
+    /// How many items to skip.
+    pub offset: u64,
+    /// The endpoint's own fields.
+    pub filters: F,
+    config: PhantomData<fn() -> P>,
+}
+
+impl<P, F: fmt::Debug> fmt::Debug for OffsetInput<P, F> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("OffsetInput")
+            .field("limit", &self.limit)
+            .field("offset", &self.offset)
+            .field("filters", &self.filters)
+            .finish()
+    }
+}
+
+impl<'de, P: OffsetConfig, F: Deserialize<'de>> Deserialize<'de> for OffsetInput<P, F> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let (page, filters) = read(deserializer, &["limit", "offset"])?;
+        Ok(Self {
+            limit: page.limit.unwrap_or(P::DEFAULT_LIMIT),
+            offset: page.offset.unwrap_or(0),
+            filters,
+            config: PhantomData,
+        })
+    }
+}
+
+impl<P: OffsetConfig, F: Validate> Validate for OffsetInput<P, F> {
+    type Context = F::Context;
+
+    fn validate_into(
+        &self,
+        ctx: &F::Context,
+        parent: &mut dyn FnMut() -> garde::Path,
+        report: &mut garde::Report,
+    ) {
+        check_limit::<P>(self.limit, parent, report);
+        self.filters.validate_into(ctx, parent, report);
+    }
+}
+
+impl<P: OffsetConfig, F: JsonSchema> JsonSchema for OffsetInput<P, F> {
+    fn schema_name() -> Cow<'static, str> {
+        format!("OffsetInput_{}", F::schema_name()).into()
+    }
+
+    fn json_schema(generator: &mut SchemaGenerator) -> Schema {
+        let page = serde_json::json!({
+            "limit": { "type": "integer", "minimum": 1, "maximum": P::MAX_LIMIT, "default": P::DEFAULT_LIMIT },
+            "offset": { "type": "integer", "minimum": 0, "default": 0 },
+        });
+        with_page_properties::<F>(generator, page)
+    }
+}
+
+/// The input of a cursor-paginated endpoint: `cursor` (absent for the first page), `limit`, and
+/// the endpoint's filter fields `F`.
+pub struct CursorInput<P, F = NoFilters> {
+    /// The page size.
+    pub limit: u32,
+    /// Where to continue; `None` for the first page.
+    pub cursor: Option<String>,
+    /// The endpoint's own fields.
+    pub filters: F,
+    config: PhantomData<fn() -> P>,
+}
+
+impl<P, F: fmt::Debug> fmt::Debug for CursorInput<P, F> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("CursorInput")
+            .field("limit", &self.limit)
+            .field("cursor", &self.cursor)
+            .field("filters", &self.filters)
+            .finish()
+    }
+}
+
+impl<'de, P: CursorConfig, F: Deserialize<'de>> Deserialize<'de> for CursorInput<P, F> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let (page, filters) = read(deserializer, &["limit", "cursor"])?;
+        Ok(Self {
+            limit: page.limit.unwrap_or(P::DEFAULT_LIMIT),
+            cursor: page.cursor,
+            filters,
+            config: PhantomData,
+        })
+    }
+}
+
+impl<P: CursorConfig, F: Validate> Validate for CursorInput<P, F> {
+    type Context = F::Context;
+
+    fn validate_into(
+        &self,
+        ctx: &F::Context,
+        parent: &mut dyn FnMut() -> garde::Path,
+        report: &mut garde::Report,
+    ) {
+        check_limit::<P>(self.limit, parent, report);
+        self.filters.validate_into(ctx, parent, report);
+    }
+}
+
+impl<P: CursorConfig, F: JsonSchema> JsonSchema for CursorInput<P, F> {
+    fn schema_name() -> Cow<'static, str> {
+        format!("CursorInput_{}", F::schema_name()).into()
+    }
+
+    fn json_schema(generator: &mut SchemaGenerator) -> Schema {
+        let page = serde_json::json!({
+            "cursor": { "type": "string", "description": "Opaque; absent for the first page" },
+            "limit": { "type": "integer", "minimum": 1, "maximum": P::MAX_LIMIT, "default": P::DEFAULT_LIMIT },
+        });
+        with_page_properties::<F>(generator, page)
+    }
+}

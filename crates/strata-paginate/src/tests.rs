@@ -1,0 +1,250 @@
+use garde::Validate;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+use strata::prelude::*;
+use strata_testing::{TestArgs, TestRequest, test_endpoint};
+
+use crate::{
+    CursorInput, CursorPage, OffsetInput, OffsetPage, decode_cursor, encode_cursor, pagination,
+};
+
+pagination! { Offsets: offset { items_name: "users", max_limit: 3, default_limit: 2 } }
+pagination! { Cursors: cursor { items_name: "events", max_limit: 3, default_limit: 2 } }
+
+#[derive(Debug, Clone, Serialize, Validate, JsonSchema)]
+struct Item {
+    #[garde(skip)]
+    id: u64,
+    #[garde(skip)]
+    role: &'static str,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Deserialize, Serialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+enum Role {
+    Admin,
+    User,
+}
+
+#[derive(Debug, Deserialize, Validate, JsonSchema)]
+struct Filters {
+    #[garde(skip)]
+    role: Option<Role>,
+    #[garde(length(chars, min = 2))]
+    search: Option<String>,
+}
+
+fn all() -> Vec<Item> {
+    (1..=5)
+        .map(|id| Item {
+            id,
+            role: if id % 2 == 0 { "admin" } else { "user" },
+        })
+        .collect()
+}
+
+fn keep(item: &Item, role: Option<Role>) -> bool {
+    match role {
+        Some(Role::Admin) => item.role == "admin",
+        Some(Role::User) => item.role == "user",
+        None => true,
+    }
+}
+
+fn offset_endpoint() -> Endpoint {
+    default_endpoints_factory().get().handler(
+        |input: OffsetInput<Offsets, Filters>, _ctx, _logger| async move {
+            let matching: Vec<Item> = all()
+                .into_iter()
+                .filter(|i| keep(i, input.filters.role))
+                .collect();
+            let page = matching
+                .iter()
+                .skip(usize::try_from(input.offset).unwrap_or(usize::MAX))
+                .take(input.limit as usize)
+                .cloned()
+                .collect();
+            Ok(OffsetPage::new(page, matching.len() as u64, &input))
+        },
+    )
+}
+
+fn cursor_endpoint() -> Endpoint {
+    default_endpoints_factory().get().handler(
+        |input: CursorInput<Cursors>, _ctx, _logger| async move {
+            let after: u64 = match &input.cursor {
+                Some(cursor) => decode_cursor(cursor)?,
+                None => 0,
+            };
+            let page: Vec<Item> = all()
+                .into_iter()
+                .filter(|i| i.id > after)
+                .take(input.limit as usize)
+                .collect();
+            let next = page
+                .last()
+                .filter(|last| last.id < 5)
+                .map(|last| encode_cursor(&last.id));
+            Ok(CursorPage::new(page, next, &input))
+        },
+    )
+}
+
+async fn get(endpoint: &Endpoint, query: &[(&str, &str)]) -> (u16, Value) {
+    let request = query
+        .iter()
+        .fold(TestRequest::get(), |r, (k, v)| r.query(*k, *v));
+    let outcome = test_endpoint(endpoint, TestArgs::new(request)).await;
+    (
+        outcome.response.status_code(),
+        outcome.response.json_data().unwrap_or_default(),
+    )
+}
+
+fn ids(page: &Value, name: &str) -> Vec<u64> {
+    page[name]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| i["id"].as_u64().unwrap())
+        .collect()
+}
+
+#[tokio::test]
+async fn offset_pages_first_middle_last_and_past_the_end() {
+    let endpoint = offset_endpoint();
+    for (offset, expected, more) in [
+        ("0", vec![1, 2], true),
+        ("2", vec![3, 4], true),
+        ("4", vec![5], false),
+        ("9", vec![], false),
+    ] {
+        let (status, body) = get(&endpoint, &[("offset", offset)]).await;
+        assert_eq!(status, 200);
+        let data = &body["data"];
+        assert_eq!(ids(data, "users"), expected, "offset {offset}");
+        assert_eq!(
+            (data["total"].as_u64(), data["limit"].as_u64()),
+            (Some(5), Some(2))
+        );
+        let page: OffsetPage<Offsets, u8> = OffsetPage {
+            items: vec![],
+            total: 5,
+            limit: 2,
+            offset: offset.parse().unwrap(),
+            config: std::marker::PhantomData,
+        };
+        assert_eq!(page.has_more(), more, "offset {offset}");
+    }
+    let (_, body) = get(&endpoint, &[("limit", "3"), ("offset", "1")]).await;
+    assert_eq!(ids(&body["data"], "users"), [2, 3, 4]);
+}
+
+#[tokio::test]
+async fn cursor_pages_to_the_end() {
+    let endpoint = cursor_endpoint();
+    let mut cursor: Option<String> = None;
+    let mut seen = Vec::new();
+    for _ in 0..5 {
+        let query: Vec<(&str, &str)> = cursor
+            .as_deref()
+            .map(|c| vec![("cursor", c)])
+            .unwrap_or_default();
+        let (status, body) = get(&endpoint, &query).await;
+        assert_eq!(status, 200);
+        seen.extend(ids(&body["data"], "events"));
+        cursor = body["data"]["nextCursor"].as_str().map(str::to_owned);
+        if cursor.is_none() {
+            assert!(
+                body["data"]["nextCursor"].is_null(),
+                "null, not absent, on the last page"
+            );
+            break;
+        }
+    }
+    assert_eq!(seen, [1, 2, 3, 4, 5]);
+    let (status, body) = get(&endpoint, &[("cursor", "not-a-cursor")]).await;
+    assert_eq!(
+        (status, body["error"]["message"].as_str()),
+        (400, Some("cursor: damaged or altered"))
+    );
+}
+
+#[tokio::test]
+async fn limits_are_rejected_not_clamped() {
+    let endpoint = offset_endpoint();
+    for (query, message) in [
+        (vec![("limit", "4")], "limit: greater than 3"),
+        (vec![("limit", "0")], "limit: lower than 1"),
+        (
+            vec![("limit", "many")],
+            "limit: invalid type: string \"many\", expected u32",
+        ),
+        (
+            vec![("offset", "-1")],
+            "offset: invalid type: string \"-1\", expected u64",
+        ),
+    ] {
+        let (status, body) = get(&endpoint, &query).await;
+        assert_eq!(
+            (status, body["error"]["message"].as_str()),
+            (400, Some(message)),
+            "{query:?}"
+        );
+    }
+    let (status, body) = get(&cursor_endpoint(), &[("limit", "9")]).await;
+    assert_eq!(
+        (status, body["error"]["message"].as_str()),
+        (400, Some("limit: greater than 3"))
+    );
+}
+
+#[tokio::test]
+async fn filters_combine_with_the_page() {
+    let endpoint = offset_endpoint();
+    let (_, body) = get(&endpoint, &[("role", "admin")]).await;
+    assert_eq!(ids(&body["data"], "users"), [2, 4]);
+    assert_eq!(body["data"]["total"], 2);
+    // validated together: every problem listed
+    let (status, body) = get(&endpoint, &[("limit", "9"), ("search", "x")]).await;
+    assert_eq!(status, 400);
+    assert_eq!(
+        body["error"]["message"],
+        "limit: greater than 3; search: length is lower than 2"
+    );
+    let (status, body) = get(&endpoint, &[("role", "owner")]).await;
+    assert_eq!(status, 400);
+    assert!(
+        body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .starts_with("role: unknown variant `owner`")
+    );
+}
+
+#[test]
+fn schemas_show_the_page_fields_filters_and_items_name() {
+    let meta = offset_endpoint();
+    let input = meta.meta().input_schema.as_ref().unwrap().as_value();
+    let properties: Vec<&str> = input["properties"]
+        .as_object()
+        .unwrap()
+        .keys()
+        .map(String::as_str)
+        .collect();
+    assert_eq!(properties, ["limit", "offset", "role", "search"]);
+    assert_eq!(input["properties"]["limit"]["maximum"], 3);
+    assert_eq!(
+        meta.meta().input_fields,
+        ["limit", "offset", "role", "search"]
+    );
+    let output = meta.meta().output_schema.as_ref().unwrap().as_value();
+    assert_eq!(
+        output["required"],
+        json!(["users", "total", "limit", "offset"])
+    );
+    let cursor = cursor_endpoint();
+    let output = cursor.meta().output_schema.as_ref().unwrap().as_value();
+    assert_eq!(output["required"], json!(["events", "nextCursor", "limit"]));
+}
