@@ -129,6 +129,11 @@ fn check_limit<P: PageConfig>(
     }
 }
 
+/// The schema of `limit` for the configuration `P`.
+pub(crate) fn limit_schema<P: PageConfig>() -> Value {
+    serde_json::json!({ "type": "integer", "minimum": 1, "maximum": P::MAX_LIMIT, "default": P::DEFAULT_LIMIT })
+}
+
 fn with_page_properties<F: JsonSchema>(generator: &mut SchemaGenerator, page: Value) -> Schema {
     let mut schema = F::json_schema(generator);
     if let Some(object) = schema.as_object_mut() {
@@ -201,7 +206,7 @@ impl<P: OffsetConfig, F: JsonSchema> JsonSchema for OffsetInput<P, F> {
 
     fn json_schema(generator: &mut SchemaGenerator) -> Schema {
         let page = serde_json::json!({
-            "limit": { "type": "integer", "minimum": 1, "maximum": P::MAX_LIMIT, "default": P::DEFAULT_LIMIT },
+            "limit": limit_schema::<P>(),
             "offset": { "type": "integer", "minimum": 0, "default": 0 },
         });
         with_page_properties::<F>(generator, page)
@@ -264,7 +269,7 @@ impl<P: CursorConfig, F: JsonSchema> JsonSchema for CursorInput<P, F> {
     fn json_schema(generator: &mut SchemaGenerator) -> Schema {
         let page = serde_json::json!({
             "cursor": { "type": "string", "description": "Opaque; absent for the first page" },
-            "limit": { "type": "integer", "minimum": 1, "maximum": P::MAX_LIMIT, "default": P::DEFAULT_LIMIT },
+            "limit": limit_schema::<P>(),
         });
         with_page_properties::<F>(generator, page)
     }

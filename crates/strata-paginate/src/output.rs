@@ -8,8 +8,27 @@ use garde::Validate;
 use schemars::{JsonSchema, Schema, SchemaGenerator, json_schema};
 use serde::ser::{Serialize, SerializeMap, Serializer};
 
-use crate::config::{CursorConfig, OffsetConfig};
-use crate::input::{CursorInput, OffsetInput};
+use crate::config::{CursorConfig, OffsetConfig, PageConfig};
+use crate::input::{CursorInput, OffsetInput, limit_schema};
+
+/// The schema of a page: the items under `P::ITEMS_NAME`, then `fields`, all required.
+fn page_schema<P: PageConfig, T: JsonSchema>(
+    generator: &mut SchemaGenerator,
+    fields: &[(&str, serde_json::Value)],
+) -> Schema {
+    let items = generator.subschema_for::<T>();
+    let mut properties = serde_json::Map::new();
+    properties.insert(
+        P::ITEMS_NAME.into(),
+        serde_json::json!({ "type": "array", "items": items }),
+    );
+    let mut required = vec![P::ITEMS_NAME];
+    for (name, schema) in fields {
+        properties.insert((*name).into(), schema.clone());
+        required.push(name);
+    }
+    json_schema!({ "type": "object", "properties": properties, "required": required })
+}
 
 fn validate_items<T: Validate>(
     name: &'static str,
@@ -95,29 +114,20 @@ impl<P: OffsetConfig, T: JsonSchema> JsonSchema for OffsetPage<P, T> {
     }
 
     fn json_schema(generator: &mut SchemaGenerator) -> Schema {
-        let items = generator.subschema_for::<T>();
-        let mut properties = serde_json::Map::new();
-        properties.insert(
-            P::ITEMS_NAME.into(),
-            serde_json::json!({ "type": "array", "items": items }),
-        );
-        properties.insert(
-            "total".into(),
-            serde_json::json!({ "type": "integer", "minimum": 0 }),
-        );
-        properties.insert(
-            "limit".into(),
-            serde_json::json!({ "type": "integer", "minimum": 1, "maximum": P::MAX_LIMIT }),
-        );
-        properties.insert(
-            "offset".into(),
-            serde_json::json!({ "type": "integer", "minimum": 0 }),
-        );
-        json_schema!({
-            "type": "object",
-            "properties": properties,
-            "required": [P::ITEMS_NAME, "total", "limit", "offset"],
-        })
+        page_schema::<P, T>(
+            generator,
+            &[
+                (
+                    "total",
+                    serde_json::json!({ "type": "integer", "minimum": 0 }),
+                ),
+                ("limit", limit_schema::<P>()),
+                (
+                    "offset",
+                    serde_json::json!({ "type": "integer", "minimum": 0 }),
+                ),
+            ],
+        )
     }
 }
 
@@ -189,24 +199,15 @@ impl<P: CursorConfig, T: JsonSchema> JsonSchema for CursorPage<P, T> {
     }
 
     fn json_schema(generator: &mut SchemaGenerator) -> Schema {
-        let items = generator.subschema_for::<T>();
-        let mut properties = serde_json::Map::new();
-        properties.insert(
-            P::ITEMS_NAME.into(),
-            serde_json::json!({ "type": "array", "items": items }),
-        );
-        properties.insert(
-            "nextCursor".into(),
-            serde_json::json!({ "type": ["string", "null"] }),
-        );
-        properties.insert(
-            "limit".into(),
-            serde_json::json!({ "type": "integer", "minimum": 1, "maximum": P::MAX_LIMIT }),
-        );
-        json_schema!({
-            "type": "object",
-            "properties": properties,
-            "required": [P::ITEMS_NAME, "nextCursor", "limit"],
-        })
+        page_schema::<P, T>(
+            generator,
+            &[
+                (
+                    "nextCursor",
+                    serde_json::json!({ "type": ["string", "null"] }),
+                ),
+                ("limit", limit_schema::<P>()),
+            ],
+        )
     }
 }
