@@ -148,3 +148,105 @@ async fn quick_start_answers_like_the_spec() {
     );
     server.shutdown().await;
 }
+
+#[allow(dead_code)]
+#[path = "../examples/library.rs"]
+mod library;
+
+/// Sends `request` to `addr` over HTTP/1.1; the status and the JSON body.
+async fn send(
+    addr: std::net::SocketAddr,
+    request: http::Request<http_body_util::Full<hyper::body::Bytes>>,
+) -> (u16, serde_json::Value) {
+    use http_body_util::BodyExt;
+    let stream = tokio::net::TcpStream::connect(addr).await.unwrap();
+    let (mut sender, connection) =
+        hyper::client::conn::http1::handshake(hyper_util::rt::TokioIo::new(stream))
+            .await
+            .unwrap();
+    tokio::spawn(connection);
+    let response = sender.send_request(request).await.unwrap();
+    let status = response.status().as_u16();
+    let body = response.into_body().collect().await.unwrap().to_bytes();
+    (status, serde_json::from_slice(&body).unwrap())
+}
+
+#[tokio::test]
+async fn library_pages_books_and_saves_covers() {
+    use serde_json::json;
+    let covers = std::env::temp_dir().join(format!("strata-library-{}", std::process::id()));
+    std::fs::create_dir_all(&covers).unwrap();
+    let config = library::library_config()
+        .listen(std::net::SocketAddr::from(([127, 0, 0, 1], 0)))
+        .build();
+    let server = strata::create_server(&config, &library::library_routing(covers.clone()))
+        .await
+        .unwrap();
+    let strata::LocalAddr::Tcp(addr) = server.servers()[0].local_addr.clone() else {
+        panic!("TCP")
+    };
+    let get = |path: &str| {
+        http::Request::get(path)
+            .header("host", "localhost")
+            .body(http_body_util::Full::default())
+            .unwrap()
+    };
+
+    // Offset pages, filtered: three poetry books, two per page.
+    let (status, page) = send(addr, get("/v1/books?genre=poetry&limit=2&offset=2")).await;
+    assert_eq!(status, 200);
+    assert_eq!(
+        page["data"],
+        json!({"books": [{"id": 6, "title": "Ariel", "genre": "poetry"}], "total": 3, "limit": 2, "offset": 2})
+    );
+    let (status, error) = send(addr, get("/v1/books?limit=11")).await;
+    assert_eq!(status, 400);
+    assert!(
+        error["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("limit")
+    );
+
+    // The feed, cursor by cursor, to the end.
+    let mut ids = Vec::new();
+    let mut path = "/v1/books/feed?limit=3".to_owned();
+    loop {
+        let (status, page) = send(addr, get(&path)).await;
+        assert_eq!(status, 200, "{page}");
+        ids.extend(
+            page["data"]["books"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|b| b["id"].as_u64().unwrap()),
+        );
+        match page["data"]["nextCursor"].as_str() {
+            Some(cursor) => path = format!("/v1/books/feed?limit=3&cursor={cursor}"),
+            None => break,
+        }
+    }
+    assert_eq!(ids, [1, 2, 3, 4, 5, 6, 7]);
+
+    // A cover upload, saved to disk.
+    let image = vec![0x89_u8; 4096];
+    let form = strata::MultipartForm::new().text("caption", "Front").file(
+        "cover",
+        strata::UploadedFile::new("leaves.png", "image/png", image.clone()),
+    );
+    let upload = http::Request::post("/v1/books/2/cover")
+        .header("host", "localhost")
+        .header("content-type", form.content_type())
+        .body(http_body_util::Full::new(form.into_bytes()))
+        .unwrap();
+    let (status, cover) = send(addr, upload).await;
+    assert_eq!(status, 200, "{cover}");
+    assert_eq!(
+        cover["data"],
+        json!({"book": 2, "name": "leaves.png", "size": 4096, "mimetype": "image/png", "caption": "Front"})
+    );
+    assert_eq!(std::fs::read(covers.join("book-2.cover")).unwrap(), image);
+
+    server.shutdown().await;
+    std::fs::remove_dir_all(&covers).unwrap();
+}

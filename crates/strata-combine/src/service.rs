@@ -102,7 +102,11 @@ pub(crate) fn combine(
                     .map(|(k, v)| (String::from(&*k), InputValue::Text(TextValue::One(v)))),
             ),
             // Files exist only when uploads are enabled; the parse stage then provides them.
-            InputSource::Files => {}
+            InputSource::Files => input.merge(
+                std::mem::take(&mut parsed.files)
+                    .into_iter()
+                    .map(|(k, files)| (k, InputValue::Files(files))),
+            ),
             InputSource::Headers => input.merge(headers(header_map)?),
         }
     }

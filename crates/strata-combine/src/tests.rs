@@ -2,7 +2,7 @@ use http::{Method, Request};
 use serde_json::json;
 use strata_core::{
     ApiError, HNil, Input, InputSource, InputSources, InputValue, Parsed, ParsedBody, PathParams,
-    Staged, TextValue,
+    Staged, TextValue, UploadedFile,
 };
 use tower::{ServiceExt, service_fn};
 
@@ -29,6 +29,7 @@ fn everything() -> Parsed {
         ],
         body: ParsedBody::Json(body),
         params: [("id", "p")].into_iter().collect::<PathParams>(),
+        files: Vec::new(),
     }
 }
 
@@ -147,4 +148,37 @@ async fn form_fields_are_text() {
     .await
     .unwrap();
     assert_eq!(input.get("n"), Some(&"5".into()));
+}
+
+#[tokio::test]
+async fn post_merges_files_after_body_and_params() {
+    let avatar = UploadedFile::new("me.png", "image/png", &b"png"[..]);
+    let parsed = Parsed {
+        body: ParsedBody::Form(vec![
+            ("caption".into(), TextValue::One("hi".into())),
+            (
+                "avatar".into(),
+                TextValue::One("a text field loses to the file".into()),
+            ),
+        ]),
+        files: vec![("avatar".into(), vec![avatar.clone()])],
+        ..Parsed::default()
+    };
+    let input = combine(
+        CombineLayer::new(),
+        Request::post("/").body(parsed.clone()).unwrap(),
+    )
+    .await
+    .unwrap();
+    assert_eq!(keys(&input), ["caption", "avatar"]);
+    assert_eq!(input.get("avatar"), Some(&InputValue::Files(vec![avatar])));
+
+    // PUT does not list files among its sources (spec table 2.2).
+    let input = combine(CombineLayer::new(), Request::put("/").body(parsed).unwrap())
+        .await
+        .unwrap();
+    assert_eq!(
+        input.get("avatar"),
+        Some(&"a text field loses to the file".into())
+    );
 }

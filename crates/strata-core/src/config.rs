@@ -14,6 +14,7 @@ use http::{HeaderMap, Method};
 use crate::endpoint::EndpointMeta;
 use crate::input::InputSource;
 use crate::logger::{Level, Logger};
+use crate::upload::UploadLimits;
 
 /// Development shows every error message; production hides the messages of 5xx errors and of
 /// errors marked not exposed behind the status's reason phrase.
@@ -303,6 +304,7 @@ pub struct Config {
     logger: Option<LoggerOptions>,
     compression: bool,
     server_limits: ServerLimits,
+    upload: Option<UploadLimits>,
 }
 
 impl Default for Config {
@@ -320,6 +322,7 @@ impl Default for Config {
             logger: None,
             compression: false,
             server_limits: ServerLimits::default(),
+            upload: None,
         }
     }
 }
@@ -340,6 +343,11 @@ impl Config {
     /// The most body bytes read for one request.
     pub fn body_limit(&self) -> usize {
         self.body_limit
+    }
+
+    /// The limits of `multipart/form-data` bodies; `None` (the default) when uploads are off.
+    pub fn upload(&self) -> Option<&UploadLimits> {
+        self.upload.as_ref()
     }
 
     /// The most parameters accepted in a query string or a form body.
@@ -424,6 +432,14 @@ impl ConfigBuilder {
     /// Sets the body limit in bytes (default 1 MiB).
     pub fn body_limit(mut self, bytes: usize) -> Self {
         self.config.body_limit = bytes;
+        self
+    }
+
+    /// Turns file uploads on with these limits (spec 2.3 `upload`): `multipart/form-data` bodies
+    /// are then read, their text parts as a form and their files into the `files` input source
+    /// (merged for POST by default). Without it such bodies are refused with 415.
+    pub fn upload(mut self, limits: UploadLimits) -> Self {
+        self.config.upload = Some(limits);
         self
     }
 

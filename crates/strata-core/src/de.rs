@@ -7,6 +7,7 @@ use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Unexp
 use serde::forward_to_deserialize_any;
 
 use crate::input::{Input, InputValue, TextValue};
+use crate::upload::{FILE_TOKEN, UploadedFile, hand_over};
 
 /// The error of deserializing an [`Input`]: serde's message text.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -129,6 +130,7 @@ macro_rules! dispatch {
                 InputValue::Json(value) => value.$method(visitor).map_err(|e| from_json(&e)),
                 InputValue::Text(TextValue::One(text)) => Text(text).$method(visitor),
                 InputValue::Text(TextValue::Many(list)) => TextList(list).$method(visitor),
+                InputValue::Files(files) => FileList(files).$method(visitor),
             }
         }
     )*};
@@ -168,7 +170,8 @@ impl<'de> Deserializer<'de> for ValueDeserializer<'de> {
             InputValue::Json(value) => value
                 .deserialize_newtype_struct(name, visitor)
                 .map_err(|e| from_json(&e)),
-            _ => visitor.visit_newtype_struct(self),
+            InputValue::Files(files) => FileList(files).deserialize_newtype_struct(name, visitor),
+            InputValue::Text(_) => visitor.visit_newtype_struct(self),
         }
     }
 
@@ -229,6 +232,7 @@ impl<'de> Deserializer<'de> for ValueDeserializer<'de> {
             InputValue::Text(TextValue::Many(_)) => {
                 Err(de::Error::invalid_type(Unexpected::Seq, &visitor))
             }
+            InputValue::Files(_) => Err(de::Error::invalid_type(FILE, &visitor)),
         }
     }
 }
@@ -419,6 +423,150 @@ impl<'de> Deserializer<'de> for TextList<'de> {
     forward_to_deserialize_any! {
         i8 i16 i32 i64 i128 u8 u16 u32 u64 u128 f32 f64 char str string bytes byte_buf
         unit unit_struct map struct enum identifier
+    }
+}
+
+/// How a file is named in type errors.
+const FILE: Unexpected<'static> = Unexpected::Other("an uploaded file");
+
+macro_rules! not_a_file {
+    ($($method:ident)*) => {$(
+        fn $method<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, DeError> {
+            Err(de::Error::invalid_type(FILE, &visitor))
+        }
+    )*};
+}
+
+/// The files of one field: a list, or one file where one is expected.
+struct FileList<'a>(&'a [UploadedFile]);
+
+impl<'de> Deserializer<'de> for FileList<'de> {
+    type Error = DeError;
+
+    fn deserialize_any<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, DeError> {
+        match self.0 {
+            [file] => OneFile(file).deserialize_any(visitor),
+            files => visitor.visit_seq(FileSeq(files.iter())),
+        }
+    }
+
+    fn deserialize_newtype_struct<V: Visitor<'de>>(
+        self,
+        name: &'static str,
+        visitor: V,
+    ) -> Result<V::Value, DeError> {
+        match self.0 {
+            [file] => OneFile(file).deserialize_newtype_struct(name, visitor),
+            _ if name == FILE_TOKEN => Err(de::Error::invalid_length(self.0.len(), &"one file")),
+            _ => visitor.visit_newtype_struct(self),
+        }
+    }
+
+    fn deserialize_option<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, DeError> {
+        visitor.visit_some(self)
+    }
+
+    fn deserialize_seq<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, DeError> {
+        visitor.visit_seq(FileSeq(self.0.iter()))
+    }
+
+    fn deserialize_tuple<V: Visitor<'de>>(
+        self,
+        _len: usize,
+        visitor: V,
+    ) -> Result<V::Value, DeError> {
+        self.deserialize_seq(visitor)
+    }
+
+    fn deserialize_tuple_struct<V: Visitor<'de>>(
+        self,
+        _name: &'static str,
+        _len: usize,
+        visitor: V,
+    ) -> Result<V::Value, DeError> {
+        self.deserialize_seq(visitor)
+    }
+
+    fn deserialize_ignored_any<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, DeError> {
+        visitor.visit_unit()
+    }
+
+    not_a_file! {
+        deserialize_bool deserialize_i8 deserialize_i16 deserialize_i32 deserialize_i64
+        deserialize_i128 deserialize_u8 deserialize_u16 deserialize_u32 deserialize_u64
+        deserialize_u128 deserialize_f32 deserialize_f64 deserialize_char deserialize_str
+        deserialize_string deserialize_bytes deserialize_byte_buf deserialize_unit
+        deserialize_map deserialize_identifier
+    }
+
+    forward_to_deserialize_any! { unit_struct struct enum }
+}
+
+/// One uploaded file.
+struct OneFile<'a>(&'a UploadedFile);
+
+impl<'de> Deserializer<'de> for OneFile<'de> {
+    type Error = DeError;
+
+    /// Read as a plain value (`serde_json::Value`, a log), a file shows its metadata.
+    fn deserialize_any<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, DeError> {
+        let file = self.0;
+        serde_json::json!({"name": file.name(), "mimetype": file.mimetype(), "size": file.size()})
+            .deserialize_any(visitor)
+            .map_err(|e| from_json(&e))
+    }
+
+    fn deserialize_newtype_struct<V: Visitor<'de>>(
+        self,
+        name: &'static str,
+        visitor: V,
+    ) -> Result<V::Value, DeError> {
+        if name == FILE_TOKEN {
+            hand_over(self.0, visitor)
+        } else {
+            visitor.visit_newtype_struct(self)
+        }
+    }
+
+    fn deserialize_option<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, DeError> {
+        visitor.visit_some(self)
+    }
+
+    fn deserialize_ignored_any<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, DeError> {
+        visitor.visit_unit()
+    }
+
+    not_a_file! {
+        deserialize_bool deserialize_i8 deserialize_i16 deserialize_i32 deserialize_i64
+        deserialize_i128 deserialize_u8 deserialize_u16 deserialize_u32 deserialize_u64
+        deserialize_u128 deserialize_f32 deserialize_f64 deserialize_char deserialize_str
+        deserialize_string deserialize_bytes deserialize_byte_buf deserialize_unit
+        deserialize_identifier deserialize_seq
+    }
+
+    forward_to_deserialize_any! { unit_struct tuple tuple_struct map struct enum }
+}
+
+struct FileSeq<I>(I);
+
+impl<'de, I> SeqAccess<'de> for FileSeq<I>
+where
+    I: Iterator<Item = &'de UploadedFile>,
+{
+    type Error = DeError;
+
+    fn next_element_seed<T: DeserializeSeed<'de>>(
+        &mut self,
+        seed: T,
+    ) -> Result<Option<T::Value>, DeError> {
+        match self.0.next() {
+            Some(file) => seed.deserialize(OneFile(file)).map(Some),
+            None => Ok(None),
+        }
+    }
+
+    fn size_hint(&self) -> Option<usize> {
+        self.0.size_hint().1
     }
 }
 

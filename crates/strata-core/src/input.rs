@@ -4,6 +4,8 @@ use std::collections::HashMap;
 
 use serde_json::Value;
 
+use crate::upload::UploadedFile;
+
 /// Up to this many earlier keys, merging scans linearly.
 const LINEAR_MERGE_MAX: usize = 16;
 
@@ -41,6 +43,8 @@ pub enum InputValue {
     Json(Value),
     /// A value that came as text.
     Text(TextValue),
+    /// The files uploaded under one field name (never empty), in arrival order.
+    Files(Vec<UploadedFile>),
 }
 
 impl From<Value> for InputValue {

@@ -22,6 +22,7 @@ pub mod input;
 pub mod logger;
 pub mod payload;
 pub mod text;
+pub mod upload;
 
 pub use body::{RequestBody, ResponseBody};
 pub use config::{
@@ -38,3 +39,4 @@ pub use error::{ApiError, BoxError, ErrorKind};
 pub use input::{Input, InputSource, InputValue, TextValue};
 pub use logger::{Fields, Level, LogSink, Logger, Record};
 pub use payload::{Output, Parsed, ParsedBody, PathParams, RequestInfo, Staged, Validated};
+pub use upload::{MoveError, UploadLimits, UploadedFile};

@@ -14,6 +14,7 @@ use serde_json::{Map, Value};
 
 use crate::ctx::HNil;
 use crate::input::{Input, TextValue};
+use crate::upload::UploadedFile;
 
 /// Path parameters found by routing. Routing inserts them into the request extensions; the parse
 /// stage takes them from there. Values are already percent-decoded.
@@ -76,7 +77,7 @@ pub enum ParsedBody {
     Empty,
     /// A JSON object.
     Json(Map<String, Value>),
-    /// An urlencoded form; repeated keys are lists.
+    /// An urlencoded form, or the text parts of a multipart body; repeated keys are lists.
     Form(Vec<(String, TextValue)>),
 }
 
@@ -89,6 +90,8 @@ pub struct Parsed {
     pub body: ParsedBody,
     /// The path parameters.
     pub params: PathParams,
+    /// The files of a `multipart/form-data` body, by field name (uploads enabled only).
+    pub files: Vec<(String, Vec<UploadedFile>)>,
 }
 
 /// The request after the combine stage and during the middleware stage: the merged input and the

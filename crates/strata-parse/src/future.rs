@@ -7,7 +7,7 @@ use http::request::Parts;
 use http::{Request, StatusCode};
 use http_body::Body;
 use pin_project_lite::pin_project;
-use strata_core::{ApiError, BoxError, ErrorKind, Parsed, PathParams, TextValue};
+use strata_core::{ApiError, BoxError, ErrorKind, Parsed, ParsedBody, PathParams, TextValue};
 use tower_service::Service;
 
 use crate::service::{BodyKind, parse_body, too_large};
@@ -49,10 +49,15 @@ pub(crate) struct Pending<S> {
     pub(crate) inner: S,
 }
 
+/// The multipart read (`strata_upload::read_multipart`, an `async fn`), boxed to be stored.
+pub(crate) type ReadMultipart =
+    Pin<Box<dyn Future<Output = Result<strata_upload::Multipart, ApiError>> + Send>>;
+
 pin_project! {
     #[project = StateProj]
     enum State<B, S, F> {
         Reading { #[pin] body: B, buffer: Vec<u8>, pending: Option<Pending<S>> },
+        Multipart { read: ReadMultipart, pending: Option<Pending<S>> },
         Inner { #[pin] future: F },
         Error { error: Option<ApiError> },
     }
@@ -76,6 +81,15 @@ impl<B, S: Service<Request<Parsed>>> ResponseFuture<B, S> {
     pub(crate) fn inner(future: S::Future) -> Self {
         Self {
             state: State::Inner { future },
+        }
+    }
+
+    pub(crate) fn multipart(read: ReadMultipart, pending: Pending<S>) -> Self {
+        Self {
+            state: State::Multipart {
+                read,
+                pending: Some(pending),
+            },
         }
     }
 
@@ -103,6 +117,31 @@ where
         loop {
             match this.state.as_mut().project() {
                 StateProj::Inner { future } => return future.poll(cx),
+                StateProj::Multipart { read, pending } => {
+                    let result = ready!(read.as_mut().poll(cx));
+                    let next = match (result, pending.take()) {
+                        (Ok(multipart), Some(mut pending)) => {
+                            let body = if multipart.fields.is_empty() {
+                                ParsedBody::Empty
+                            } else {
+                                ParsedBody::Form(multipart.fields)
+                            };
+                            let parsed = Parsed {
+                                query: pending.query,
+                                body,
+                                params: pending.params,
+                                files: multipart.files,
+                            };
+                            let future = pending
+                                .inner
+                                .call(Request::from_parts(pending.parts, parsed));
+                            State::Inner { future }
+                        }
+                        (Err(error), _) => State::Error { error: Some(error) },
+                        (Ok(_), None) => State::Error { error: None },
+                    };
+                    this.state.set(next);
+                }
                 StateProj::Error { error } => {
                     let error = error
                         .take()
@@ -155,6 +194,7 @@ where
                                         query: pending.query,
                                         body,
                                         params: pending.params,
+                                        files: Vec::new(),
                                     };
                                     let future = pending
                                         .inner

@@ -1,7 +1,7 @@
 use std::sync::Arc;
 
 use strata_core::config::{DEFAULT_BODY_LIMIT, DEFAULT_MAX_FIELDS};
-use strata_core::{Config, InputSources};
+use strata_core::{Config, InputSources, UploadLimits};
 use tower_layer::Layer;
 
 use crate::service::ParseService;
@@ -11,6 +11,7 @@ pub(crate) struct Options {
     pub(crate) body_limit: usize,
     pub(crate) max_fields: usize,
     pub(crate) input_sources: InputSources,
+    pub(crate) upload: Option<UploadLimits>,
 }
 
 /// Applies [`ParseService`]: parses query, path parameters and body.
@@ -33,6 +34,7 @@ impl ParseLayer {
                 body_limit: DEFAULT_BODY_LIMIT,
                 max_fields: DEFAULT_MAX_FIELDS,
                 input_sources: InputSources::default(),
+                upload: None,
             }),
         }
     }
@@ -44,6 +46,7 @@ impl ParseLayer {
                 body_limit: config.body_limit(),
                 max_fields: config.max_fields(),
                 input_sources: config.input_sources().clone(),
+                upload: config.upload().cloned(),
             }),
         }
     }
@@ -66,6 +69,14 @@ impl ParseLayer {
     #[must_use]
     pub fn input_sources(mut self, sources: InputSources) -> Self {
         Arc::make_mut(&mut self.options).input_sources = sources;
+        self
+    }
+
+    /// Turns uploads on: `multipart/form-data` bodies are read within `limits` (see
+    /// [`strata_upload::read_multipart`]); without it they are refused with 415.
+    #[must_use]
+    pub fn upload(mut self, limits: UploadLimits) -> Self {
+        Arc::make_mut(&mut self.options).upload = Some(limits);
         self
     }
 }

@@ -3,13 +3,18 @@
 //! [`ParseLayer`] turns `Request<B>` into `Request<Parsed>`: the query string (repeated keys
 //! become lists, strict UTF-8 percent-decoding), the path parameters routing put into the
 //! extensions ([`PathParams`](strata_core::PathParams)), and the body when the method reads one
-//! (per the configured input sources): JSON (`application/json`, `*/*+json`) or urlencoded
-//! forms. Failures are [`ApiError`](strata_core::ApiError)s:
+//! (per the configured input sources): JSON (`application/json`, `*/*+json`), urlencoded forms,
+//! and, when uploads are on ([`ParseLayer::upload`]), `multipart/form-data`, read as it streams
+//! by [`strata_upload`]: its text parts become a form body, its files
+//! [`Parsed::files`](strata_core::Parsed::files). Failures are
+//! [`ApiError`](strata_core::ApiError)s:
 //!
 //! | problem | status |
 //! |---|---|
 //! | body over the limit (default 1 MiB), checked before and while reading | 413 |
-//! | body with a content type that cannot be read | 415 |
+//! | body with a content type that cannot be read (multipart while uploads are off) | 415 |
+//! | a file, a field, their count or a multipart body over its [upload limit](strata_core::UploadLimits) | 413 |
+//! | malformed multipart (no boundary, truncated, bad part headers) | 400 |
 //! | malformed JSON (with line and column), JSON that is not an object | 400 |
 //! | bad percent-encoding or invalid UTF-8 in the query or a form | 400 |
 //! | more query or form parameters than the limit (default 1000) | 400 |

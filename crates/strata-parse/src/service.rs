@@ -3,7 +3,7 @@ use std::task::{Context, Poll};
 
 use http::header::{CONTENT_LENGTH, CONTENT_TYPE};
 use http::request::Parts;
-use http::{HeaderMap, Request, StatusCode};
+use http::{HeaderMap, HeaderValue, Request, StatusCode};
 use http_body::Body;
 use strata_core::text::{DecodeTextError, parse_urlencoded};
 use strata_core::{ApiError, BoxError, ErrorKind, Parsed, ParsedBody, PathParams, TextValue};
@@ -55,9 +55,11 @@ impl<S> ParseService<S> {
 pub(crate) enum BodyKind {
     Json,
     Form,
+    /// `multipart/form-data`, read by `strata-upload` (only when uploads are on).
+    Multipart,
 }
 
-fn body_kind(headers: &HeaderMap) -> Result<BodyKind, ApiError> {
+fn body_kind(headers: &HeaderMap, uploads: bool) -> Result<BodyKind, ApiError> {
     let Some(value) = headers.get(CONTENT_TYPE) else {
         return Err(unsupported("Request body has no Content-Type".into()));
     };
@@ -70,6 +72,14 @@ fn body_kind(headers: &HeaderMap) -> Result<BodyKind, ApiError> {
         Ok(BodyKind::Json)
     } else if essence.eq_ignore_ascii_case("application/x-www-form-urlencoded") {
         Ok(BodyKind::Form)
+    } else if essence.eq_ignore_ascii_case("multipart/form-data") {
+        if uploads {
+            Ok(BodyKind::Multipart)
+        } else {
+            Err(unsupported(format!(
+                "Unsupported Content-Type: {essence} (uploads are not enabled)"
+            )))
+        }
     } else {
         Err(unsupported(format!("Unsupported Content-Type: {essence}")))
     }
@@ -84,6 +94,15 @@ pub(crate) fn too_large(limit: usize) -> ApiError {
     ApiError::new(
         StatusCode::PAYLOAD_TOO_LARGE,
         format!("Request body exceeds the limit of {limit} bytes"),
+    )
+    .with_kind(ErrorKind::PayloadTooLarge)
+}
+
+/// The whole multipart body is over its limit (said before reading, from `Content-Length`).
+fn multipart_too_large(limit: u64) -> ApiError {
+    ApiError::new(
+        StatusCode::PAYLOAD_TOO_LARGE,
+        format!("Multipart body exceeds the limit of {limit} bytes"),
     )
     .with_kind(ErrorKind::PayloadTooLarge)
 }
@@ -124,6 +143,9 @@ pub(crate) fn parse_body(
         BodyKind::Form => parse_urlencoded(bytes, max_fields)
             .map(ParsedBody::Form)
             .map_err(|e| text_error("form body", &e)),
+        BodyKind::Multipart => Err(ApiError::internal(
+            "a multipart body is read as it streams, not buffered",
+        )),
     }
 }
 
@@ -142,10 +164,16 @@ fn declared_length(headers: &HeaderMap) -> Option<u64> {
     headers.get(CONTENT_LENGTH)?.to_str().ok()?.parse().ok()
 }
 
+/// The read is asynchronous: the future takes the ready service and leaves a fresh clone here.
+fn take_ready<S: Clone>(inner: &mut S) -> S {
+    let clone = inner.clone();
+    std::mem::replace(inner, clone)
+}
+
 impl<S, B> Service<Request<B>> for ParseService<S>
 where
     S: Service<Request<Parsed>, Error = ApiError> + Clone,
-    B: Body,
+    B: Body + Send + 'static,
     B::Error: Into<BoxError>,
 {
     type Response = S::Response;
@@ -170,23 +198,54 @@ where
                 query,
                 body: ParsedBody::Empty,
                 params,
+                files: Vec::new(),
             };
             return ResponseFuture::inner(self.inner.call(Request::from_parts(parts, parsed)));
         }
         let declared = declared_length(&parts.headers).or(body.size_hint().exact());
-        let (kind, unreadable) = match body_kind(&parts.headers) {
+        let (kind, unreadable) = match body_kind(&parts.headers, options.upload.is_some()) {
             Ok(kind) => (kind, None),
             // A body of unknown length may still be empty: find out before refusing it.
             Err(error) if declared.is_none() => (BodyKind::Json, Some(error)),
             Err(error) => return ResponseFuture::error(error),
         };
+        if let (BodyKind::Multipart, Some(limits)) = (kind, &options.upload) {
+            let boundary = match parts.headers.get(CONTENT_TYPE).map(HeaderValue::to_str) {
+                Some(Ok(content_type)) => strata_upload::boundary(content_type),
+                _ => strata_upload::boundary(""),
+            };
+            let boundary = match boundary {
+                Ok(boundary) => boundary,
+                Err(error) => return ResponseFuture::error(error),
+            };
+            let limit = limits.body_size_limit();
+            if declared.is_some_and(|n| n > limit) {
+                return ResponseFuture::error(multipart_too_large(limit));
+            }
+            let limits = limits.clone();
+            let read =
+                Box::pin(
+                    async move { strata_upload::read_multipart(body, boundary, &limits).await },
+                );
+            return ResponseFuture::multipart(
+                read,
+                Pending {
+                    parts,
+                    query,
+                    params,
+                    kind,
+                    unreadable,
+                    limit: options.body_limit,
+                    max_fields: options.max_fields,
+                    inner: take_ready(&mut self.inner),
+                },
+            );
+        }
         let limit = options.body_limit;
         if declared.is_some_and(|n| n > limit as u64) {
             return ResponseFuture::error(too_large(limit));
         }
-        // The read is asynchronous: the future takes a ready clone and leaves a fresh one here.
-        let clone = self.inner.clone();
-        let inner = std::mem::replace(&mut self.inner, clone);
+        let inner = take_ready(&mut self.inner);
         // The declared length is the client's word: reserve no more than a modest amount up front.
         let capacity = declared
             .and_then(|n| usize::try_from(n).ok())

@@ -10,6 +10,7 @@ use http_body::{Body, Frame};
 use strata_core::{
     ApiError, ErrorKind, InputSource, InputSources, Parsed, ParsedBody, PathParams, TextValue,
 };
+use strata_upload::{MultipartForm, UploadLimits, UploadedFile};
 use tower::{ServiceExt, service_fn};
 
 use crate::ParseLayer;
@@ -167,8 +168,80 @@ async fn multipart_without_uploads_is_415() {
     assert_eq!(error.status(), 415);
     assert_eq!(
         error.message(),
-        "Unsupported Content-Type: multipart/form-data"
+        "Unsupported Content-Type: multipart/form-data (uploads are not enabled)"
     );
+}
+
+fn multipart(form: MultipartForm) -> Request<http_body_util::Full<Bytes>> {
+    Request::post("/")
+        .header("content-type", form.content_type())
+        .body(http_body_util::Full::new(form.into_bytes()))
+        .unwrap()
+}
+
+#[tokio::test]
+async fn multipart_gives_text_fields_and_files_when_uploads_are_on() {
+    let form = MultipartForm::new().text("title", "Trip").file(
+        "photo",
+        UploadedFile::new("a.jpg", "image/jpeg", &b"jpeg"[..]),
+    );
+    let layer = ParseLayer::new().upload(UploadLimits::new());
+    let parsed = parse(layer, multipart(form)).await.unwrap();
+    assert_eq!(
+        parsed.body,
+        ParsedBody::Form(vec![("title".into(), TextValue::One("Trip".into()))])
+    );
+    assert_eq!(parsed.files[0].0, "photo");
+    assert_eq!(parsed.files[0].1[0].data().as_ref(), b"jpeg");
+}
+
+#[tokio::test]
+async fn multipart_limits_apply_before_and_while_reading() {
+    let limits = UploadLimits::new().file_size(4).body_size(1000);
+    let layer = ParseLayer::new().upload(limits);
+    let form = MultipartForm::new().file("photo", UploadedFile::new("a.jpg", "", &b"12345"[..]));
+    let error = parse(layer.clone(), multipart(form)).await.unwrap_err();
+    assert_eq!(error.status(), 413);
+    assert_eq!(
+        error.message(),
+        r#"File "photo" exceeds the size limit of 4 bytes"#
+    );
+
+    // A declared length over the body limit is refused before a byte is read.
+    let polled = Arc::new(AtomicUsize::new(0));
+    let request = Request::post("/")
+        .header("content-type", "multipart/form-data; boundary=x")
+        .header("content-length", "1001")
+        .body(Counting(Arc::clone(&polled)))
+        .unwrap();
+    let error = parse(layer.clone(), request).await.unwrap_err();
+    assert_eq!(
+        error.message(),
+        "Multipart body exceeds the limit of 1000 bytes"
+    );
+    assert_eq!(polled.load(Ordering::SeqCst), 0);
+
+    let error = parse(layer, post("multipart/form-data", "--x--"))
+        .await
+        .unwrap_err();
+    assert_eq!(error.status(), 400);
+    assert!(error.message().contains("boundary"), "{}", error.message());
+}
+
+/// A body that counts how often it is polled and never ends.
+struct Counting(Arc<AtomicUsize>);
+
+impl Body for Counting {
+    type Data = Bytes;
+    type Error = Infallible;
+
+    fn poll_frame(
+        self: Pin<&mut Self>,
+        _cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, Infallible>>> {
+        self.0.fetch_add(1, Ordering::SeqCst);
+        Poll::Ready(Some(Ok(Frame::data(Bytes::from_static(b"----")))))
+    }
 }
 
 #[tokio::test]

@@ -19,6 +19,7 @@ use strata_core::{
 use strata_format::{DefaultResultHandler, FormatLayer};
 use strata_middleware::{Middleware, MiddlewareHandler, MiddlewareService};
 use strata_parse::ParseLayer;
+use strata_upload::{MultipartForm, UploadLimits, UploadedFile};
 use tower::ServiceExt;
 use tower_layer::Layer;
 use tower_service::Service;
@@ -32,6 +33,7 @@ pub struct TestRequest {
     path: String,
     query: Vec<(String, String)>,
     body: Option<Value>,
+    files: Vec<(String, UploadedFile)>,
     params: Vec<(String, String)>,
     headers: HeaderMap,
     extensions: Extensions,
@@ -45,6 +47,7 @@ impl TestRequest {
             path: "/".to_owned(),
             query: Vec::new(),
             body: None,
+            files: Vec::new(),
             params: Vec::new(),
             headers: HeaderMap::new(),
             extensions: Extensions::new(),
@@ -94,6 +97,18 @@ impl TestRequest {
     #[must_use]
     pub fn body(mut self, body: Value) -> Self {
         self.body = Some(body);
+        self
+    }
+
+    /// Adds an uploaded file under the field `name` (repeat a name for several files).
+    ///
+    /// A request with files is sent as `multipart/form-data`: the body's top-level fields become
+    /// text parts (strings as they are, lists as repeated parts, other values as JSON text), as a
+    /// browser's form would send them. Uploads are turned on with the default
+    /// [`UploadLimits`] unless the test's config sets its own.
+    #[must_use]
+    pub fn file(mut self, name: impl Into<String>, file: UploadedFile) -> Self {
+        self.files.push((name.into(), file));
         self
     }
 
@@ -225,9 +240,18 @@ fn build(
         uri.push('=');
         uri.push_str(&encode(value));
     }
-    let body = match &request.body {
-        Some(value) => RequestBody::from(serde_json::to_vec(value).unwrap_or_default()),
-        None => RequestBody::empty(),
+    let (body, content_type) = if request.files.is_empty() {
+        match &request.body {
+            Some(value) => (
+                RequestBody::from(serde_json::to_vec(value).unwrap_or_default()),
+                Some(HeaderValue::from_static("application/json")),
+            ),
+            None => (RequestBody::empty(), None),
+        }
+    } else {
+        let form = multipart(request.body.as_ref(), request.files);
+        let content_type = HeaderValue::try_from(form.content_type()).ok();
+        (RequestBody::from(form.into_bytes()), content_type)
     };
     let mut built = Request::new(body);
     *built.method_mut() = request.method;
@@ -235,10 +259,10 @@ fn build(
         panic!("TestRequest: {uri:?} is not a valid request target: {error}")
     });
     *built.headers_mut() = request.headers;
-    if request.body.is_some() && !built.headers().contains_key(CONTENT_TYPE) {
-        built
-            .headers_mut()
-            .insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    if let Some(content_type) = content_type
+        && !built.headers().contains_key(CONTENT_TYPE)
+    {
+        built.headers_mut().insert(CONTENT_TYPE, content_type);
     }
     built.extensions_mut().extend(request.extensions);
     if !request.params.is_empty() {
@@ -252,6 +276,39 @@ fn build(
     }
     built.extensions_mut().insert(test_logger);
     built
+}
+
+/// The multipart form a browser would send for `body`'s fields and `files`.
+fn multipart(body: Option<&Value>, files: Vec<(String, UploadedFile)>) -> MultipartForm {
+    let mut form = MultipartForm::new();
+    if let Some(Value::Object(fields)) = body {
+        for (name, value) in fields {
+            let values = match value {
+                Value::Array(items) => items.iter().collect(),
+                one => vec![one],
+            };
+            for value in values {
+                form = match value {
+                    Value::String(text) => form.text(name.clone(), text.clone()),
+                    other => form.text(name.clone(), other.to_string()),
+                };
+            }
+        }
+    }
+    for (name, file) in files {
+        form = form.file(name, file);
+    }
+    form
+}
+
+/// The test's config; a request with files turns uploads on unless the test configured them.
+fn config_for(args: &TestArgs) -> Config {
+    let config = args.config.clone().build();
+    if args.request.files.is_empty() || config.upload().is_some() {
+        config
+    } else {
+        args.config.clone().upload(UploadLimits::new()).build()
+    }
 }
 
 async fn mock(response: Response<ResponseBody>) -> ResponseMock {
@@ -308,7 +365,7 @@ async fn mock(response: Response<ResponseBody>) -> ResponseMock {
 /// ```
 pub async fn test_endpoint(endpoint: &Endpoint, args: TestArgs) -> TestOutcome {
     let logger = LoggerMock::default();
-    let config = args.config.build();
+    let config = config_for(&args);
     let service = endpoint.service_with(&config);
     let request = build(args.request, args.request_id, &logger);
     let response = match service.oneshot(request).await {
@@ -455,7 +512,7 @@ where
         inner: core,
         ctx: Arc::new(Mutex::new(Some(ctx))),
     };
-    let config = args.config.build();
+    let config = config_for(&args);
     let service = FormatLayer::from_config(DefaultResultHandler, &config).layer(
         ParseLayer::from_config(&config).layer(CombineLayer::from_config(&config).layer(injected)),
     );

@@ -70,6 +70,7 @@ pub use strata_core::{
 pub use strata_format::{DefaultResultHandler, ResultHandler};
 pub use strata_middleware::{Middleware, MiddlewareChain};
 pub use strata_output::{HandlerOutput, Reply};
+pub use strata_upload::{MoveError, MultipartForm, UploadLimits, UploadedFile};
 
 /// Stage 2: combine input sources.
 pub use strata_combine as combine;
@@ -101,6 +102,8 @@ pub use strata_server::{
 /// Test utilities: `test_endpoint`, `test_middleware` (feature `testing`).
 #[cfg(feature = "testing")]
 pub use strata_testing as testing;
+/// File uploads: multipart reading with limits, [`UploadedFile`], [`MultipartForm`].
+pub use strata_upload as upload;
 /// Stage 4: input validation.
 pub use strata_validate as validate;
 
@@ -125,7 +128,8 @@ pub mod prelude {
     pub use crate::{
         ApiError, Config, CorsRequest, Ctx, DefaultResultHandler, Endpoint, EndpointsFactory, Get,
         HCons, HNil, InputSource, Level, Logger, Middleware, MiddlewareChain, Mode, Nest, Reply,
-        ResultHandler, Router, Routing, Security, ServeStatic, attach_routing, create_config,
-        create_server, default_endpoints_factory, http_error, routing,
+        ResultHandler, Router, Routing, Security, ServeStatic, UploadLimits, UploadedFile,
+        attach_routing, create_config, create_server, default_endpoints_factory, http_error,
+        routing,
     };
 }

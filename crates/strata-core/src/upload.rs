@@ -1,0 +1,440 @@
+//! Uploaded files (spec section 2.5) and the limits of `multipart/form-data` bodies.
+//!
+//! [`UploadedFile`] is the type of an input field that holds a file: declare it in an endpoint's
+//! input type (`avatar: UploadedFile`, `attachments: Vec<UploadedFile>`,
+//! `cover: Option<UploadedFile>`). The multipart reader (the `strata-upload` crate, used by the
+//! parse stage when [`Config::upload`](crate::Config::upload) is set) puts the files of a request
+//! into the input; decoding hands them to the typed input without copying their bytes.
+//!
+//! ```
+//! use serde::Deserialize;
+//! use strata_core::upload::UploadedFile;
+//! use strata_core::{Input, InputValue};
+//!
+//! #[derive(Deserialize)]
+//! struct Avatar {
+//!     user: u32,
+//!     avatar: UploadedFile,
+//! }
+//!
+//! let mut input = Input::new();
+//! input.insert("user", "7".into());
+//! let file = UploadedFile::new("me.png", "image/png", &b"\x89PNG"[..]);
+//! input.insert("avatar", InputValue::Files(vec![file]));
+//!
+//! let avatar = Avatar::deserialize(&input).unwrap();
+//! assert_eq!(avatar.user, 7);
+//! assert_eq!(avatar.avatar.name(), "me.png");
+//! assert_eq!(avatar.avatar.size(), 4);
+//! ```
+
+use std::borrow::Cow;
+use std::cell::RefCell;
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+use bytes::Bytes;
+use schemars::{JsonSchema, Schema, SchemaGenerator, json_schema};
+use serde::de::{self, Deserialize, Deserializer, Visitor};
+
+/// The media type of a file part that declares none.
+const DEFAULT_MIMETYPE: &str = "application/octet-stream";
+
+/// A file uploaded in a `multipart/form-data` request, held in memory.
+///
+/// Nothing is written to disk unless [`mv`](Self::mv) is called.
+#[derive(Clone, PartialEq, Eq)]
+pub struct UploadedFile {
+    name: String,
+    mimetype: String,
+    data: Bytes,
+}
+
+impl UploadedFile {
+    /// A file named `name` (the client's file name) of media type `mimetype`; an empty media type
+    /// becomes `application/octet-stream`.
+    pub fn new(
+        name: impl Into<String>,
+        mimetype: impl Into<String>,
+        data: impl Into<Bytes>,
+    ) -> Self {
+        let mut mimetype = mimetype.into();
+        if mimetype.is_empty() {
+            DEFAULT_MIMETYPE.clone_into(&mut mimetype);
+        }
+        Self {
+            name: name.into(),
+            mimetype,
+            data: data.into(),
+        }
+    }
+
+    /// The file name the client gave.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The contents.
+    pub fn data(&self) -> &Bytes {
+        &self.data
+    }
+
+    /// The contents, taken out (no copy).
+    pub fn into_data(self) -> Bytes {
+        self.data
+    }
+
+    /// The size in bytes.
+    pub fn size(&self) -> usize {
+        self.data.len()
+    }
+
+    /// The media type the client declared for the part (`application/octet-stream` when none).
+    pub fn mimetype(&self) -> &str {
+        &self.mimetype
+    }
+
+    /// Writes the file to `path` (creating or truncating it).
+    ///
+    /// Fails with a [`MoveError`] naming the path when it cannot be written (a missing directory,
+    /// no permission); `?` in a handler turns that into a 500 whose detail is logged, not sent.
+    pub async fn mv(&self, path: impl AsRef<Path>) -> Result<(), MoveError> {
+        let path = path.as_ref();
+        tokio::fs::write(path, &self.data)
+            .await
+            .map_err(|source| MoveError {
+                file: self.name.clone(),
+                path: path.to_owned(),
+                source,
+            })
+    }
+}
+
+impl fmt::Debug for UploadedFile {
+    // The contents can be megabytes: show what identifies the file.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("UploadedFile")
+            .field("name", &self.name)
+            .field("mimetype", &self.mimetype)
+            .field("size", &self.data.len())
+            .finish_non_exhaustive()
+    }
+}
+
+/// [`UploadedFile::mv`] could not write the file.
+#[derive(Debug)]
+pub struct MoveError {
+    file: String,
+    path: PathBuf,
+    source: std::io::Error,
+}
+
+impl MoveError {
+    /// The target path.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The I/O error.
+    pub fn io_error(&self) -> &std::io::Error {
+        &self.source
+    }
+}
+
+impl fmt::Display for MoveError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "cannot write the uploaded file {:?} to {}: {}",
+            self.file,
+            self.path.display(),
+            self.source
+        )
+    }
+}
+
+impl std::error::Error for MoveError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        Some(&self.source)
+    }
+}
+
+/// The name under which the input deserializer recognizes a request for an [`UploadedFile`].
+pub(crate) const FILE_TOKEN: &str = "$strata::private::UploadedFile";
+
+thread_local! {
+    // Serde's data model has no way to pass a value of an arbitrary type from a deserializer to a
+    // visitor. The input deserializer parks a (cheaply cloned) file here right before calling the
+    // file visitor, which takes it at once, on the same thread.
+    static HANDOFF: RefCell<Option<UploadedFile>> = const { RefCell::new(None) };
+}
+
+/// Hands `file` to `visitor` if it is [`UploadedFile`]'s visitor (the only one asking for
+/// [`FILE_TOKEN`]); any file left unclaimed is dropped afterwards.
+pub(crate) fn hand_over<'de, V, E>(file: &UploadedFile, visitor: V) -> Result<V::Value, E>
+where
+    V: Visitor<'de>,
+    E: de::Error,
+{
+    HANDOFF.with(|slot| *slot.borrow_mut() = Some(file.clone()));
+    let result = visitor.visit_newtype_struct(de::value::UnitDeserializer::<E>::new());
+    HANDOFF.with(|slot| slot.borrow_mut().take());
+    result
+}
+
+struct FileVisitor;
+
+impl<'de> Visitor<'de> for FileVisitor {
+    type Value = UploadedFile;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("an uploaded file (a multipart/form-data file part)")
+    }
+
+    fn visit_newtype_struct<D: Deserializer<'de>>(
+        self,
+        _deserializer: D,
+    ) -> Result<Self::Value, D::Error> {
+        match HANDOFF.with(|slot| slot.borrow_mut().take()) {
+            Some(file) => Ok(file),
+            // Another deserializer (a JSON body, a text field) reached this visitor.
+            None => Err(de::Error::invalid_type(
+                de::Unexpected::Other("a value that is not a file"),
+                &self,
+            )),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for UploadedFile {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer.deserialize_newtype_struct(FILE_TOKEN, FileVisitor)
+    }
+}
+
+impl JsonSchema for UploadedFile {
+    fn schema_name() -> Cow<'static, str> {
+        "UploadedFile".into()
+    }
+
+    fn inline_schema() -> bool {
+        true
+    }
+
+    fn json_schema(_: &mut SchemaGenerator) -> Schema {
+        json_schema!({ "type": "string", "format": "binary" })
+    }
+}
+
+/// Limits of `multipart/form-data` bodies; setting them
+/// ([`ConfigBuilder::upload`](crate::ConfigBuilder::upload)) turns uploads on.
+///
+/// Going over any of them is a 413 whose message names the limit.
+///
+/// ```
+/// use strata_core::upload::UploadLimits;
+///
+/// let limits = UploadLimits::new().file_size(5 * 1024 * 1024).files(3);
+/// assert_eq!(limits.file_size_limit(), 5 * 1024 * 1024);
+/// // The whole body: every file at its limit plus room for the text fields.
+/// assert_eq!(limits.body_size_limit(), 3 * 5 * 1024 * 1024 + 1024 * 1024);
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[must_use]
+pub struct UploadLimits {
+    file_size: u64,
+    files: usize,
+    fields: usize,
+    field_size: u64,
+    body_size: Option<u64>,
+}
+
+impl Default for UploadLimits {
+    fn default() -> Self {
+        Self {
+            file_size: 10 * 1024 * 1024,
+            files: 10,
+            fields: 100,
+            field_size: 1024 * 1024,
+            body_size: None,
+        }
+    }
+}
+
+impl UploadLimits {
+    /// The defaults: files up to 10 MiB, 10 files, 100 text fields of up to 1 MiB each, and a
+    /// body of at most every file and 1 MiB more.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// The largest file accepted, in bytes (the spec's `limits.fileSize`): a file of exactly this
+    /// size is accepted, one byte more is not.
+    pub fn file_size(mut self, bytes: u64) -> Self {
+        self.file_size = bytes;
+        self
+    }
+
+    /// The most file parts in one request.
+    pub fn files(mut self, count: usize) -> Self {
+        self.files = count;
+        self
+    }
+
+    /// The most text (non-file) parts in one request.
+    pub fn fields(mut self, count: usize) -> Self {
+        self.fields = count;
+        self
+    }
+
+    /// The largest text part, in bytes.
+    pub fn field_size(mut self, bytes: u64) -> Self {
+        self.field_size = bytes;
+        self
+    }
+
+    /// The largest whole body, in bytes (default: `files × file_size + 1 MiB`).
+    pub fn body_size(mut self, bytes: u64) -> Self {
+        self.body_size = Some(bytes);
+        self
+    }
+
+    /// See [`file_size`](Self::file_size).
+    pub fn file_size_limit(&self) -> u64 {
+        self.file_size
+    }
+
+    /// See [`files`](Self::files).
+    pub fn files_limit(&self) -> usize {
+        self.files
+    }
+
+    /// See [`fields`](Self::fields).
+    pub fn fields_limit(&self) -> usize {
+        self.fields
+    }
+
+    /// See [`field_size`](Self::field_size).
+    pub fn field_size_limit(&self) -> u64 {
+        self.field_size
+    }
+
+    /// See [`body_size`](Self::body_size).
+    pub fn body_size_limit(&self) -> u64 {
+        self.body_size.unwrap_or_else(|| {
+            (self.files as u64)
+                .saturating_mul(self.file_size)
+                .saturating_add(1024 * 1024)
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde::Deserialize;
+
+    use super::*;
+    use crate::{Input, InputValue};
+
+    #[test]
+    fn a_json_value_is_not_a_file() {
+        let error = serde_json::from_str::<UploadedFile>(r#""x""#).unwrap_err();
+        assert!(
+            error.to_string().contains("expected an uploaded file"),
+            "{error}"
+        );
+    }
+
+    #[test]
+    fn a_text_field_is_not_a_file() {
+        #[derive(Debug, Deserialize)]
+        #[allow(dead_code)]
+        struct Form {
+            avatar: UploadedFile,
+        }
+        let mut input = Input::new();
+        input.insert("avatar", "just text".into());
+        let error = Form::deserialize(&input).unwrap_err();
+        assert!(
+            error.message().contains("expected an uploaded file"),
+            "{error}"
+        );
+    }
+
+    #[test]
+    fn files_fill_lists_and_options() {
+        #[derive(Debug, Deserialize)]
+        struct Form {
+            many: Vec<UploadedFile>,
+            one_as_list: Vec<UploadedFile>,
+            maybe: Option<UploadedFile>,
+            absent: Option<UploadedFile>,
+        }
+        let a = UploadedFile::new("a.txt", "text/plain", &b"a"[..]);
+        let b = UploadedFile::new("b.bin", "", &b"bb"[..]);
+        let mut input = Input::new();
+        input.insert("many", InputValue::Files(vec![a.clone(), b.clone()]));
+        input.insert("one_as_list", InputValue::Files(vec![a.clone()]));
+        input.insert("maybe", InputValue::Files(vec![b.clone()]));
+        let form = Form::deserialize(&input).unwrap();
+        assert_eq!(form.many, [a.clone(), b.clone()]);
+        assert_eq!(form.one_as_list, [a]);
+        assert_eq!(
+            form.maybe.as_ref().map(UploadedFile::mimetype),
+            Some(DEFAULT_MIMETYPE)
+        );
+        assert!(form.absent.is_none());
+        // The bytes are shared, not copied.
+        assert_eq!(form.maybe.unwrap().data().as_ptr(), b.data().as_ptr());
+    }
+
+    #[test]
+    fn several_files_where_one_is_expected_is_an_error() {
+        #[derive(Debug, Deserialize)]
+        #[allow(dead_code)]
+        struct Form {
+            avatar: UploadedFile,
+        }
+        let a = UploadedFile::new("a", "", &b"a"[..]);
+        let mut input = Input::new();
+        input.insert("avatar", InputValue::Files(vec![a.clone(), a]));
+        let error = Form::deserialize(&input).unwrap_err();
+        assert_eq!(error.message(), "invalid length 2, expected one file");
+    }
+
+    #[test]
+    fn files_read_as_plain_values_show_their_metadata() {
+        let mut input = Input::new();
+        input.insert(
+            "doc",
+            InputValue::Files(vec![UploadedFile::new(
+                "d.pdf",
+                "application/pdf",
+                &b"%PDF"[..],
+            )]),
+        );
+        let value = serde_json::Value::deserialize(&input).unwrap();
+        assert_eq!(
+            value,
+            serde_json::json!({"doc": {"name": "d.pdf", "mimetype": "application/pdf", "size": 4}})
+        );
+    }
+
+    #[tokio::test]
+    async fn mv_writes_the_file_and_names_an_unwritable_target() {
+        let dir = std::env::temp_dir().join(format!("strata-mv-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let file = UploadedFile::new("hello.txt", "text/plain", &b"hello"[..]);
+        let target = dir.join("hello.txt");
+        file.mv(&target).await.unwrap();
+        assert_eq!(std::fs::read(&target).unwrap(), b"hello");
+
+        let missing = dir.join("no-such-dir").join("hello.txt");
+        let error = file.mv(&missing).await.unwrap_err();
+        assert_eq!(error.path(), missing);
+        assert!(error.to_string().contains("no-such-dir"), "{error}");
+        let api: crate::ApiError = error.into();
+        assert_eq!(api.status(), 500);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}

@@ -1,0 +1,53 @@
+//! File uploads for Strata: `multipart/form-data` bodies read by [`multer`], streaming, within
+//! [`UploadLimits`].
+//!
+//! The parse stage (`strata-parse`) calls [`read_multipart`] when uploads are on
+//! ([`ConfigBuilder::upload`](strata_core::ConfigBuilder::upload)): the text parts become the
+//! body (lenient text values, like a query), the files the `files` input source, which POST
+//! merges by default. An input field of type [`UploadedFile`] (or `Vec<UploadedFile>`,
+//! `Option<UploadedFile>`) receives them. Files stay in memory, each at most `file_size` bytes;
+//! nothing is written to disk unless [`UploadedFile::mv`] is called.
+//!
+//! [`MultipartForm`] writes such bodies, for tests and Rust clients.
+//!
+//! # Example
+//!
+//! ```
+//! use http_body_util::Full;
+//! use strata_upload::{MultipartForm, UploadLimits, UploadedFile, boundary, read_multipart};
+//!
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() {
+//! let form = MultipartForm::new()
+//!     .text("caption", "Me")
+//!     .file("avatar", UploadedFile::new("me.png", "image/png", vec![0_u8; 512]));
+//! let content_type = form.content_type();
+//! let body = Full::new(form.into_bytes());
+//!
+//! let limits = UploadLimits::new().file_size(512);
+//! let parts = read_multipart(body, boundary(&content_type).unwrap(), &limits).await.unwrap();
+//! let (field, files) = &parts.files[0];
+//! assert_eq!((field.as_str(), files[0].name(), files[0].size()), ("avatar", "me.png", 512));
+//! assert_eq!(parts.fields[0].0, "caption");
+//!
+//! // One byte over the file size limit.
+//! let form = MultipartForm::new()
+//!     .file("avatar", UploadedFile::new("big.png", "image/png", vec![0_u8; 513]));
+//! let content_type = form.content_type();
+//! let error = read_multipart(Full::new(form.into_bytes()), boundary(&content_type).unwrap(), &limits)
+//!     .await
+//!     .unwrap_err();
+//! assert_eq!(error.status(), 413);
+//! assert_eq!(error.message(), r#"File "avatar" exceeds the size limit of 512 bytes"#);
+//! # }
+//! ```
+
+mod form;
+mod read;
+
+pub use form::MultipartForm;
+pub use read::{Multipart, boundary, read_multipart};
+pub use strata_core::upload::{MoveError, UploadLimits, UploadedFile};
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,227 @@
+//! Reading a `multipart/form-data` body into text fields and files.
+
+use std::collections::HashMap;
+use std::collections::hash_map::Entry;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+
+use bytes::{Buf, Bytes, BytesMut};
+use http_body::Body;
+use pin_project_lite::pin_project;
+use strata_core::upload::{UploadLimits, UploadedFile};
+use strata_core::{ApiError, BoxError, ErrorKind, TextValue};
+
+/// The parts of a multipart body: text fields (repeated names are lists) and files by field name.
+#[derive(Debug, Default, Clone, PartialEq)]
+pub struct Multipart {
+    /// The text parts, in the order their names first appeared.
+    pub fields: Vec<(String, TextValue)>,
+    /// The file parts, grouped by field name in arrival order.
+    pub files: Vec<(String, Vec<UploadedFile>)>,
+}
+
+/// The boundary of a `multipart/form-data` content type, or a 400 naming what is wrong.
+///
+/// ```
+/// assert_eq!(strata_upload::boundary("multipart/form-data; boundary=xyz").unwrap(), "xyz");
+/// assert_eq!(strata_upload::boundary("multipart/form-data").unwrap_err().status(), 400);
+/// ```
+pub fn boundary(content_type: &str) -> Result<String, ApiError> {
+    multer::parse_boundary(content_type).map_err(|error| {
+        let detail = match error {
+            multer::Error::NoBoundary => "the boundary parameter is missing".to_owned(),
+            other => other.to_string(),
+        };
+        ApiError::bad_request(
+            ErrorKind::Parse,
+            format!("Invalid multipart/form-data Content-Type: {detail}"),
+        )
+    })
+}
+
+pin_project! {
+    /// A body's data frames as the stream multer reads; trailers are skipped.
+    struct DataStream<B> {
+        #[pin]
+        body: B,
+    }
+}
+
+impl<B> futures_core::Stream for DataStream<B>
+where
+    B: Body,
+    B::Error: Into<BoxError>,
+{
+    type Item = Result<Bytes, BoxError>;
+
+    fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        let mut body = self.project().body;
+        loop {
+            return match body.as_mut().poll_frame(cx) {
+                Poll::Pending => Poll::Pending,
+                Poll::Ready(None) => Poll::Ready(None),
+                Poll::Ready(Some(Err(error))) => Poll::Ready(Some(Err(error.into()))),
+                Poll::Ready(Some(Ok(frame))) => match frame.into_data() {
+                    // `Bytes` data (hyper's, tower-http's) is handed over without a copy.
+                    Ok(mut data) => Poll::Ready(Some(Ok(data.copy_to_bytes(data.remaining())))),
+                    Err(_trailers) => continue,
+                },
+            };
+        }
+    }
+}
+
+fn too_large(message: String) -> ApiError {
+    ApiError::new(http::StatusCode::PAYLOAD_TOO_LARGE, message)
+        .with_kind(ErrorKind::PayloadTooLarge)
+}
+
+fn malformed(message: String) -> ApiError {
+    ApiError::bad_request(ErrorKind::Parse, message)
+}
+
+/// Describes a multer error: a limit (413), a failure to read the body (400, detail hidden: it
+/// is about the connection, not the request), or malformed multipart (400).
+fn multer_error(error: multer::Error) -> ApiError {
+    match error {
+        multer::Error::StreamSizeExceeded { limit } => {
+            too_large(format!("Multipart body exceeds the limit of {limit} bytes"))
+        }
+        multer::Error::StreamReadFailed(source) => {
+            if source
+                .downcast_ref::<http_body_util::LengthLimitError>()
+                .is_some()
+            {
+                return too_large("Request body exceeds the limit".to_owned()).with_source(source);
+            }
+            malformed(format!("Failed to read the request body: {source}"))
+                .exposed(false)
+                .with_source(source)
+        }
+        other => malformed(format!("Malformed multipart body: {other}")),
+    }
+}
+
+fn name_for_message(name: &str) -> &str {
+    const SHOWN: usize = 64;
+    match name.char_indices().nth(SHOWN) {
+        Some((end, _)) => &name[..end],
+        None => name,
+    }
+}
+
+fn count_file(files: &mut usize, limits: &UploadLimits) -> Result<(), ApiError> {
+    *files += 1;
+    if *files > limits.files_limit() {
+        return Err(too_large(format!(
+            "Too many files: the limit is {}",
+            limits.files_limit()
+        )));
+    }
+    Ok(())
+}
+
+/// Reads the `multipart/form-data` body `body` (whose boundary is `boundary`), streaming, within
+/// `limits`.
+///
+/// Parts with a file name are files; the others are text fields, which must be UTF-8. A file
+/// part with an empty file name and no content (what a browser sends for a file input left
+/// empty) is skipped. Parts without a name are read past and dropped. Every limit is checked as
+/// bytes arrive, so nothing beyond a limit is buffered:
+///
+/// | problem | status and message |
+/// |---|---|
+/// | a file over `file_size` | 413 `File "<field>" exceeds the size limit of N bytes` |
+/// | more than `files` files | 413 `Too many files: the limit is N` |
+/// | more than `fields` text fields | 413 `Too many fields: the limit is N` |
+/// | a text field over `field_size` | 413 `Field "<field>" exceeds the size limit of N bytes` |
+/// | a body over `body_size` | 413 `Multipart body exceeds the limit of N bytes` |
+/// | a text field that is not UTF-8 | 400 naming the field |
+/// | a malformed or truncated body | 400 `Malformed multipart body: …` |
+pub async fn read_multipart<B>(
+    body: B,
+    boundary: String,
+    limits: &UploadLimits,
+) -> Result<Multipart, ApiError>
+where
+    B: Body + Send + 'static,
+    B::Error: Into<BoxError>,
+{
+    let constraints = multer::Constraints::new()
+        .size_limit(multer::SizeLimit::new().whole_stream(limits.body_size_limit()));
+    let mut reader =
+        multer::Multipart::with_constraints(DataStream { body }, boundary, constraints);
+    let mut out = Multipart::default();
+    let mut field_index: HashMap<String, usize> = HashMap::new();
+    let mut file_index: HashMap<String, usize> = HashMap::new();
+    let (mut fields, mut files) = (0_usize, 0_usize);
+
+    while let Some(mut part) = reader.next_field().await.map_err(multer_error)? {
+        let Some(name) = part.name().map(str::to_owned) else {
+            while part.chunk().await.map_err(multer_error)?.is_some() {}
+            continue;
+        };
+        let file_name = part.file_name().map(str::to_owned);
+        let is_file = file_name.is_some();
+        // Count a part before reading it, so one part too many is refused before its bytes are
+        // buffered. A file input left empty (no name, no bytes) is counted once read, if at all.
+        let limit = if is_file {
+            if file_name.as_deref().is_some_and(|f| !f.is_empty()) {
+                count_file(&mut files, limits)?;
+            }
+            limits.file_size_limit()
+        } else {
+            fields += 1;
+            if fields > limits.fields_limit() {
+                return Err(too_large(format!(
+                    "Too many fields: the limit is {}",
+                    limits.fields_limit()
+                )));
+            }
+            limits.field_size_limit()
+        };
+        let mimetype = part.content_type().map(ToString::to_string);
+        let mut data = BytesMut::new();
+        while let Some(chunk) = part.chunk().await.map_err(multer_error)? {
+            if (data.len() + chunk.len()) as u64 > limit {
+                let what = if is_file { "File" } else { "Field" };
+                return Err(too_large(format!(
+                    "{what} {:?} exceeds the size limit of {limit} bytes",
+                    name_for_message(&name)
+                )));
+            }
+            data.extend_from_slice(&chunk);
+        }
+        if let Some(file_name) = file_name {
+            if file_name.is_empty() {
+                if data.is_empty() {
+                    continue;
+                }
+                count_file(&mut files, limits)?;
+            }
+            let file = UploadedFile::new(file_name, mimetype.unwrap_or_default(), data.freeze());
+            match file_index.entry(name) {
+                Entry::Occupied(at) => out.files[*at.get()].1.push(file),
+                Entry::Vacant(slot) => {
+                    out.files.push((slot.key().clone(), vec![file]));
+                    slot.insert(out.files.len() - 1);
+                }
+            }
+        } else {
+            let text = String::from_utf8(Vec::from(data)).map_err(|_| {
+                malformed(format!(
+                    "Field {:?} is not valid UTF-8",
+                    name_for_message(&name)
+                ))
+            })?;
+            match field_index.entry(name) {
+                Entry::Occupied(at) => out.fields[*at.get()].1.push(text),
+                Entry::Vacant(slot) => {
+                    out.fields.push((slot.key().clone(), TextValue::One(text)));
+                    slot.insert(out.fields.len() - 1);
+                }
+            }
+        }
+    }
+    Ok(out)
+}

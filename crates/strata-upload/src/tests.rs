@@ -1,0 +1,309 @@
+use std::convert::Infallible;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+
+use bytes::Bytes;
+use http_body::{Body, Frame};
+use http_body_util::Full;
+use strata_core::TextValue;
+
+use crate::{Multipart, MultipartForm, UploadLimits, UploadedFile, boundary, read_multipart};
+
+async fn read(
+    form: MultipartForm,
+    limits: &UploadLimits,
+) -> Result<Multipart, strata_core::ApiError> {
+    let content_type = form.content_type();
+    read_multipart(
+        Full::new(form.into_bytes()),
+        boundary(&content_type)?,
+        limits,
+    )
+    .await
+}
+
+async fn read_raw(
+    raw: &'static str,
+    limits: &UploadLimits,
+) -> Result<Multipart, strata_core::ApiError> {
+    read_multipart(
+        Full::new(Bytes::from_static(raw.as_bytes())),
+        "B".to_owned(),
+        limits,
+    )
+    .await
+}
+
+fn file(name: &str, size: usize) -> UploadedFile {
+    UploadedFile::new(name, "application/pdf", vec![7_u8; size])
+}
+
+#[tokio::test]
+async fn fields_and_files_are_grouped_by_name() {
+    let form = MultipartForm::new()
+        .text("tag", "a")
+        .file("docs", file("one.pdf", 3))
+        .text("title", "Report")
+        .text("tag", "b")
+        .file("docs", file("two.pdf", 5))
+        .file("cover", UploadedFile::new("c.png", "", &b"png"[..]));
+    let parts = read(form, &UploadLimits::new()).await.unwrap();
+    assert_eq!(
+        parts.fields,
+        [
+            (
+                "tag".to_owned(),
+                TextValue::Many(vec!["a".into(), "b".into()])
+            ),
+            ("title".to_owned(), TextValue::One("Report".into())),
+        ]
+    );
+    let names: Vec<_> = parts
+        .files
+        .iter()
+        .map(|(k, v)| (k.as_str(), v.len()))
+        .collect();
+    assert_eq!(names, [("docs", 2), ("cover", 1)]);
+    let docs = &parts.files[0].1;
+    assert_eq!(
+        (docs[1].name(), docs[1].size(), docs[1].mimetype()),
+        ("two.pdf", 5, "application/pdf")
+    );
+    assert_eq!(docs[1].data().as_ref(), [7; 5]);
+    assert_eq!(parts.files[1].1[0].mimetype(), "application/octet-stream");
+}
+
+#[tokio::test]
+async fn file_size_limit_is_inclusive() {
+    let limits = UploadLimits::new().file_size(1000);
+    let parts = read(
+        MultipartForm::new().file("f", file("ok.pdf", 1000)),
+        &limits,
+    )
+    .await
+    .unwrap();
+    assert_eq!(parts.files[0].1[0].size(), 1000);
+
+    let error = read(
+        MultipartForm::new().file("f", file("big.pdf", 1001)),
+        &limits,
+    )
+    .await
+    .unwrap_err();
+    assert_eq!(error.status(), 413);
+    assert_eq!(
+        error.message(),
+        r#"File "f" exceeds the size limit of 1000 bytes"#
+    );
+}
+
+#[tokio::test]
+async fn counts_of_files_and_fields_are_capped() {
+    let limits = UploadLimits::new().files(2).fields(2);
+    let three_files = MultipartForm::new()
+        .file("a", file("1", 1))
+        .file("a", file("2", 1))
+        .file("b", file("3", 1));
+    let error = read(three_files, &limits).await.unwrap_err();
+    assert_eq!(
+        (error.status().as_u16(), error.message()),
+        (413, "Too many files: the limit is 2")
+    );
+
+    let three_fields = MultipartForm::new()
+        .text("a", "1")
+        .text("b", "2")
+        .text("c", "3");
+    let error = read(three_fields, &limits).await.unwrap_err();
+    assert_eq!(
+        (error.status().as_u16(), error.message()),
+        (413, "Too many fields: the limit is 2")
+    );
+}
+
+#[tokio::test]
+async fn text_fields_and_the_whole_body_are_capped() {
+    let limits = UploadLimits::new().field_size(4);
+    let error = read(MultipartForm::new().text("note", "12345"), &limits)
+        .await
+        .unwrap_err();
+    assert_eq!(
+        error.message(),
+        r#"Field "note" exceeds the size limit of 4 bytes"#
+    );
+
+    let limits = UploadLimits::new().body_size(300);
+    let error = read(MultipartForm::new().file("f", file("f", 400)), &limits)
+        .await
+        .unwrap_err();
+    assert_eq!(
+        (error.status().as_u16(), error.message()),
+        (413, "Multipart body exceeds the limit of 300 bytes")
+    );
+}
+
+#[tokio::test]
+async fn empty_file_inputs_and_unnamed_parts_are_skipped() {
+    let raw = "--B\r\nContent-Disposition: form-data; name=\"f\"; filename=\"\"\r\n\
+               Content-Type: application/octet-stream\r\n\r\n\r\n\
+               --B\r\nContent-Disposition: form-data\r\n\r\nanonymous\r\n\
+               --B\r\nContent-Disposition: form-data; name=\"x\"\r\n\r\n1\r\n--B--\r\n";
+    let parts = read_raw(raw, &UploadLimits::new()).await.unwrap();
+    assert!(parts.files.is_empty());
+    assert_eq!(parts.fields, [("x".to_owned(), TextValue::One("1".into()))]);
+}
+
+#[tokio::test]
+async fn malformed_bodies_are_bad_requests() {
+    let limits = UploadLimits::new();
+    // Truncated: the closing boundary never comes.
+    let error = read_raw(
+        "--B\r\nContent-Disposition: form-data; name=\"x\"\r\n\r\nabc",
+        &limits,
+    )
+    .await
+    .unwrap_err();
+    assert_eq!(error.status(), 400);
+    assert!(
+        error.message().starts_with("Malformed multipart body"),
+        "{}",
+        error.message()
+    );
+    // A boundary that never occurs.
+    let error = read_raw(
+        "--OTHER\r\nContent-Disposition: form-data; name=\"x\"\r\n\r\n1\r\n--OTHER--\r\n",
+        &limits,
+    )
+    .await
+    .unwrap_err();
+    assert_eq!(error.status(), 400);
+    // Headers that are not headers.
+    let error = read_raw("--B\r\n\x01\x02 nonsense\r\n\r\n1\r\n--B--\r\n", &limits)
+        .await
+        .unwrap_err();
+    assert_eq!(error.status(), 400);
+    // Text that is not UTF-8 is named.
+    let mut raw = b"--B\r\nContent-Disposition: form-data; name=\"bio\"\r\n\r\n".to_vec();
+    raw.extend_from_slice(&[0xff, 0xfe]);
+    raw.extend_from_slice(b"\r\n--B--\r\n");
+    let error = read_multipart(Full::new(Bytes::from(raw)), "B".to_owned(), &limits)
+        .await
+        .unwrap_err();
+    assert_eq!(
+        (error.status().as_u16(), error.message()),
+        (400, r#"Field "bio" is not valid UTF-8"#)
+    );
+    // A content type without a boundary.
+    assert_eq!(
+        boundary("multipart/form-data").unwrap_err().message(),
+        "Invalid multipart/form-data Content-Type: the boundary parameter is missing"
+    );
+}
+
+/// A file part that never ends, arriving a chunk at a time as from a socket: reading must stop
+/// at the limit, not run forever.
+struct Endless {
+    started: bool,
+    frames: usize,
+    waiting: bool,
+}
+
+impl Body for Endless {
+    type Data = Bytes;
+    type Error = Infallible;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, Infallible>>> {
+        // multer reads until the stream is pending; a network body is, between packets.
+        self.waiting = !self.waiting;
+        if self.waiting {
+            cx.waker().wake_by_ref();
+            return Poll::Pending;
+        }
+        self.frames += 1;
+        assert!(self.frames < 10_000, "read far past every limit");
+        let chunk = if self.started {
+            Bytes::from(vec![b'a'; 8192])
+        } else {
+            self.started = true;
+            Bytes::from_static(
+                b"--B\r\nContent-Disposition: form-data; name=\"f\"; filename=\"f\"\r\n\r\n",
+            )
+        };
+        Poll::Ready(Some(Ok(Frame::data(chunk))))
+    }
+}
+
+#[tokio::test]
+async fn an_endless_file_stops_at_the_file_limit() {
+    let limits = UploadLimits::new().file_size(100_000);
+    let body = Endless {
+        started: false,
+        frames: 0,
+        waiting: false,
+    };
+    // Without pauses multer would buffer up to the whole-body limit (which still ends the read).
+    assert!(limits.body_size_limit() > 1_000_000);
+    let error = read_multipart(body, "B".to_owned(), &limits)
+        .await
+        .unwrap_err();
+    assert_eq!(
+        error.message(),
+        r#"File "f" exceeds the size limit of 100000 bytes"#
+    );
+}
+
+struct Broken;
+
+impl Body for Broken {
+    type Data = Bytes;
+    type Error = std::io::Error;
+
+    fn poll_frame(
+        self: Pin<&mut Self>,
+        _cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, std::io::Error>>> {
+        Poll::Ready(Some(Err(std::io::Error::other("connection reset"))))
+    }
+}
+
+#[tokio::test]
+async fn a_failing_body_is_a_hidden_bad_request() {
+    let error = read_multipart(Broken, "B".to_owned(), &UploadLimits::new())
+        .await
+        .unwrap_err();
+    assert_eq!(error.status(), 400);
+    assert!(!error.expose());
+}
+
+#[test]
+fn form_names_are_quoted_and_the_boundary_avoids_the_contents() {
+    let form = MultipartForm::new().text("a\"b", "x");
+    let clash = form
+        .content_type()
+        .trim_start_matches("multipart/form-data; boundary=")
+        .to_owned();
+    let form = form.text("c", format!("before {clash} after"));
+    let body = form.content_type();
+    assert_ne!(
+        body.trim_start_matches("multipart/form-data; boundary="),
+        clash
+    );
+    let bytes = MultipartForm::new().text("a\"b\r\n", "x").into_bytes();
+    let text = String::from_utf8(bytes.to_vec()).unwrap();
+    assert!(text.contains(r#"name="a\"b  ""#), "{text}");
+}
+
+#[tokio::test]
+async fn a_written_form_reads_back() {
+    let form = MultipartForm::new()
+        .text("c", "--strata-form- in a value")
+        .file("f", file("x", 10));
+    let parts = read(form, &UploadLimits::new()).await.unwrap();
+    assert_eq!(
+        parts.fields[0].1,
+        TextValue::One("--strata-form- in a value".into())
+    );
+}
