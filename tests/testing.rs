@@ -367,3 +367,73 @@ async fn the_same_cases_through_the_routing() {
     let (_, _, body, _) = call("/v1/plain?key=123", Some("456"), &config).await;
     assert_eq!(body, r#"ok {"name":"Jane","detail":1}"#);
 }
+
+#[tokio::test]
+async fn files_are_sent_as_a_multipart_form() {
+    #[derive(serde::Deserialize, garde::Validate, schemars::JsonSchema)]
+    struct Input {
+        #[garde(skip)]
+        title: String,
+        #[garde(skip)]
+        tags: Vec<String>,
+        #[garde(range(min = 1))]
+        count: u32,
+        #[garde(skip)]
+        doc: UploadedFile,
+    }
+    #[derive(serde::Serialize, garde::Validate, schemars::JsonSchema)]
+    struct Output {
+        #[garde(skip)]
+        summary: String,
+    }
+    let endpoint =
+        default_endpoints_factory()
+            .post()
+            .handler(|input: Input, _ctx, _logger| async move {
+                let doc = &input.doc;
+                Ok(Output {
+                    summary: format!(
+                        "{} {:?} x{}: {} ({}, {} bytes, {:?})",
+                        input.title,
+                        input.tags,
+                        input.count,
+                        doc.name(),
+                        doc.mimetype(),
+                        doc.size(),
+                        String::from_utf8_lossy(doc.data())
+                    ),
+                })
+            });
+    let doc = || UploadedFile::new("d.txt", "text/plain", "abc");
+
+    // Body fields become text parts: strings as they are, lists repeated, numbers as text.
+    let request = TestRequest::post()
+        .body(json!({"title": "T", "tags": ["a", "b"], "count": 2}))
+        .file("doc", doc());
+    let outcome = test_endpoint(&endpoint, TestArgs::new(request)).await;
+    assert_eq!(outcome.response.status_code(), 200);
+    assert_eq!(
+        outcome.response.json_data().unwrap()["data"]["summary"],
+        r#"T ["a", "b"] x2: d.txt (text/plain, 3 bytes, "abc")"#
+    );
+
+    // A file under another name: the required one is missing.
+    let request = TestRequest::post()
+        .body(json!({"title": "T", "tags": ["x"], "count": 1}))
+        .file("other", doc());
+    let outcome = test_endpoint(&endpoint, TestArgs::new(request)).await;
+    assert_eq!(outcome.response.status_code(), 400);
+    let body = outcome.response.json_data().unwrap();
+    assert!(
+        body["error"]["message"].as_str().unwrap().contains("doc"),
+        "{body}"
+    );
+
+    // The test's own upload limits apply.
+    let request = TestRequest::post()
+        .body(json!({"title": "T", "tags": "a", "count": 1}))
+        .file("doc", doc());
+    let args = TestArgs::new(request).config(|c| c.upload(UploadLimits::new().file_size(2)));
+    let outcome = test_endpoint(&endpoint, args).await;
+    assert_eq!(outcome.response.status_code(), 413);
+}

@@ -420,6 +420,20 @@ mod tests {
         );
     }
 
+    #[test]
+    fn the_schema_is_a_binary_string() {
+        #[derive(schemars::JsonSchema)]
+        #[allow(dead_code)]
+        struct Form {
+            avatar: UploadedFile,
+            more: Vec<UploadedFile>,
+        }
+        let schema = schemars::schema_for!(Form);
+        let binary = serde_json::json!({"type": "string", "format": "binary"});
+        assert_eq!(schema.as_value()["properties"]["avatar"], binary);
+        assert_eq!(schema.as_value()["properties"]["more"]["items"], binary);
+    }
+
     #[tokio::test]
     async fn mv_writes_the_file_and_names_an_unwritable_target() {
         let dir = std::env::temp_dir().join(format!("strata-mv-{}", std::process::id()));
