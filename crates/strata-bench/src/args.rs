@@ -16,6 +16,13 @@ pub(crate) enum Command {
         scenario: Scenario,
         workers: usize,
     },
+    /// Only the load generator, against a server started elsewhere (for profiling).
+    Load {
+        addr: std::net::SocketAddr,
+        scenario: Scenario,
+        connections: usize,
+        duration: Duration,
+    },
     /// Print the usage.
     Help,
 }
@@ -69,6 +76,7 @@ strata-bench: Strata against plain hyper and axum over loopback
 USAGE:
     strata-bench [OPTIONS]
     strata-bench serve <hyper|axum|strata> <scenario> [--workers N]
+    strata-bench load <addr> <scenario> [--connections N] [--duration <time>]
 
 OPTIONS:
     --quick                 short rounds (the whole run in under a minute)
@@ -126,6 +134,29 @@ where
             server,
             scenario,
             workers,
+        });
+    }
+    if args.first().map(String::as_str) == Some("load") {
+        let addr = args.get(1).ok_or("load needs an address")?;
+        let addr = addr
+            .parse()
+            .map_err(|e| format!("bad address {addr:?}: {e}"))?;
+        let scenario = args.get(2).ok_or("load needs a scenario")?.parse()?;
+        let (mut connections, mut duration) = (64, Duration::from_secs(10));
+        let mut rest = args[3..].iter();
+        while let Some(flag) = rest.next() {
+            let value = rest.next().ok_or_else(|| format!("{flag} needs a value"))?;
+            match flag.as_str() {
+                "--connections" => connections = positive(flag, value)?,
+                "--duration" => duration = parse_duration(value)?,
+                other => return Err(format!("unknown argument {other:?}")),
+            }
+        }
+        return Ok(Command::Load {
+            addr,
+            scenario,
+            connections,
+            duration,
         });
     }
     let quick = args.iter().any(|a| a == "--quick");
@@ -244,6 +275,16 @@ mod tests {
                 workers: 2
             })
         );
+        assert_eq!(
+            parse(["load", "127.0.0.1:8090", "hello", "--duration", "30s"]),
+            Ok(Command::Load {
+                addr: std::net::SocketAddr::from(([127, 0, 0, 1], 8090)),
+                scenario: Scenario::Hello,
+                connections: 64,
+                duration: Duration::from_secs(30),
+            })
+        );
+        assert!(parse(["load", "localhost", "hello"]).is_err());
         assert_eq!(parse_duration("1.5"), Ok(Duration::from_millis(1500)));
         assert_eq!(parse_duration("3s"), Ok(Duration::from_secs(3)));
     }

@@ -41,6 +41,12 @@ fn main() -> ExitCode {
             scenario,
             workers,
         }) => child::serve(server, scenario, workers),
+        Ok(Command::Load {
+            addr,
+            scenario,
+            connections,
+            duration,
+        }) => load_only(addr, scenario, connections, duration),
         Ok(Command::Run(options)) => run(&options),
     };
     match outcome {
@@ -190,4 +196,32 @@ async fn load_once(
     .map_err(|e| format!("{scenario}: {}: {e}", child.kind))?;
     result.server_cpu = before.and_then(|before| Some(child.cpu_time()?.saturating_sub(before)));
     Ok(result)
+}
+
+/// `strata-bench load`: drives a server started elsewhere (e.g. `serve` under `perf record`).
+fn load_only(
+    addr: std::net::SocketAddr,
+    scenario: Scenario,
+    connections: usize,
+    duration: std::time::Duration,
+) -> Result<(), String> {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .map_err(|e| e.to_string())?;
+    let request: Arc<[u8]> = scenario.request().to_http1().into();
+    let expected = scenario.expected_status().as_u16();
+    let result = runtime
+        .block_on(load::run(addr, request, expected, connections, duration))
+        .map_err(|e| format!("{scenario}: {e}"))?;
+    println!(
+        "{scenario}: {} requests in {:.2} s, {:.0} req/s, p50 {:.0} µs, p99 {:.0} µs",
+        result.requests,
+        result.elapsed.as_secs_f64(),
+        result.throughput(),
+        stats::percentile(&result.latencies, 0.5).unwrap_or(0) / 1000,
+        stats::percentile(&result.latencies, 0.99).unwrap_or(0) / 1000,
+    );
+    Ok(())
 }
