@@ -1,0 +1,291 @@
+//! Command-line arguments.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use crate::scenario::{Scenario, ServerKind};
+
+/// What to do.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum Command {
+    /// Measure (the default).
+    Run(RunOptions),
+    /// Serve one server for one scenario until standard input closes (the child process).
+    Serve {
+        server: ServerKind,
+        scenario: Scenario,
+        workers: usize,
+    },
+    /// Only the load generator, against a server started elsewhere (for profiling).
+    Load {
+        addr: std::net::SocketAddr,
+        scenario: Scenario,
+        connections: usize,
+        duration: Duration,
+    },
+    /// Print the usage.
+    Help,
+}
+
+/// Options of a measuring run.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct RunOptions {
+    pub(crate) quick: bool,
+    pub(crate) scenarios: Vec<Scenario>,
+    pub(crate) connections: usize,
+    /// Length of one measured round.
+    pub(crate) duration: Duration,
+    /// Warm-up per server and scenario, before the rounds.
+    pub(crate) warmup: Duration,
+    pub(crate) rounds: usize,
+    /// Server runtime worker threads.
+    pub(crate) workers: usize,
+    /// Load generator runtime worker threads.
+    pub(crate) client_threads: usize,
+    pub(crate) json: PathBuf,
+    /// Pin servers and the load generator to different cores (with `taskset`).
+    pub(crate) pin: bool,
+}
+
+impl RunOptions {
+    fn defaults(quick: bool) -> Self {
+        let (duration, warmup, rounds) = if quick {
+            (Duration::from_millis(400), Duration::from_millis(300), 3)
+        } else {
+            (Duration::from_secs(2), Duration::from_secs(2), 5)
+        };
+        Self {
+            quick,
+            scenarios: Scenario::ALL.to_vec(),
+            connections: 64,
+            duration,
+            warmup,
+            rounds,
+            workers: 1,
+            client_threads: 1,
+            json: PathBuf::from("target/strata-bench.json"),
+            pin: true,
+        }
+    }
+}
+
+/// The usage text.
+pub(crate) const USAGE: &str = "\
+strata-bench: Strata against plain hyper and axum over loopback
+
+USAGE:
+    strata-bench [OPTIONS]
+    strata-bench serve <hyper|axum|strata> <scenario> [--workers N]
+    strata-bench load <addr> <scenario> [--connections N] [--duration <time>]
+
+OPTIONS:
+    --quick                 short rounds (the whole run in under a minute)
+    --scenario <names>      scenarios to run, repeatable or comma-separated (default: all):
+                            hello, validated-post, auth-param, invalid, not-found,
+                            wrong-method, routes-10k
+    --connections <N>       keep-alive connections of the load generator (default 64)
+    --duration <time>       one measured round, e.g. 2s or 500ms (default 2s, quick 400ms)
+    --warmup <time>         warm-up per server and scenario (default 2s, quick 300ms)
+    --rounds <N>            measured rounds per server (default 5, quick 3)
+    --workers <N>           server runtime worker threads (default 1)
+    --client-threads <N>    load generator worker threads (default 1)
+    --json <path>           where to write the results (default target/strata-bench.json)
+    --no-pin                do not pin servers and load generator to different cores
+";
+
+/// `2`, `2s`, `1.5s`, `500ms`.
+pub(crate) fn parse_duration(text: &str) -> Result<Duration, String> {
+    let bad = || format!("bad duration {text:?} (e.g. 2s, 500ms)");
+    let (number, scale) = if let Some(ms) = text.strip_suffix("ms") {
+        (ms, 1e-3)
+    } else {
+        (text.strip_suffix('s').unwrap_or(text), 1.0)
+    };
+    let value: f64 = number.parse().map_err(|_| bad())?;
+    if !(value.is_finite() && value > 0.0) {
+        return Err(bad());
+    }
+    Ok(Duration::from_secs_f64(value * scale))
+}
+
+fn positive(name: &str, text: &str) -> Result<usize, String> {
+    match text.parse::<usize>() {
+        Ok(n) if n > 0 => Ok(n),
+        _ => Err(format!("{name} needs a positive number, got {text:?}")),
+    }
+}
+
+/// Parses the arguments after the program name.
+pub(crate) fn parse<I, S>(args: I) -> Result<Command, String>
+where
+    I: IntoIterator<Item = S>,
+    S: Into<String>,
+{
+    let args: Vec<String> = args.into_iter().map(Into::into).collect();
+    if args.first().map(String::as_str) == Some("serve") {
+        let server = args.get(1).ok_or("serve needs a server")?.parse()?;
+        let scenario = args.get(2).ok_or("serve needs a scenario")?.parse()?;
+        let workers = match (args.get(3).map(String::as_str), args.get(4)) {
+            (None, _) => 1,
+            (Some("--workers"), Some(n)) if args.len() == 5 => positive("--workers", n)?,
+            _ => return Err(format!("unexpected arguments: {:?}", &args[3..])),
+        };
+        return Ok(Command::Serve {
+            server,
+            scenario,
+            workers,
+        });
+    }
+    if args.first().map(String::as_str) == Some("load") {
+        let addr = args.get(1).ok_or("load needs an address")?;
+        let addr = addr
+            .parse()
+            .map_err(|e| format!("bad address {addr:?}: {e}"))?;
+        let scenario = args.get(2).ok_or("load needs a scenario")?.parse()?;
+        let (mut connections, mut duration) = (64, Duration::from_secs(10));
+        let mut rest = args[3..].iter();
+        while let Some(flag) = rest.next() {
+            let value = rest.next().ok_or_else(|| format!("{flag} needs a value"))?;
+            match flag.as_str() {
+                "--connections" => connections = positive(flag, value)?,
+                "--duration" => duration = parse_duration(value)?,
+                other => return Err(format!("unknown argument {other:?}")),
+            }
+        }
+        return Ok(Command::Load {
+            addr,
+            scenario,
+            connections,
+            duration,
+        });
+    }
+    let quick = args.iter().any(|a| a == "--quick");
+    let mut options = RunOptions::defaults(quick);
+    let mut scenarios = Vec::new();
+    let mut iter = args.iter();
+    while let Some(arg) = iter.next() {
+        let (name, inline) = match arg.split_once('=') {
+            Some((name, value)) if name.starts_with("--") => (name, Some(value.to_owned())),
+            _ => (arg.as_str(), None),
+        };
+        let mut value = || {
+            inline
+                .clone()
+                .or_else(|| iter.next().cloned())
+                .ok_or_else(|| format!("{name} needs a value"))
+        };
+        match name {
+            "--quick" => {}
+            "-h" | "--help" => return Ok(Command::Help),
+            "--no-pin" => options.pin = false,
+            "--scenario" | "--scenarios" => {
+                for scenario in value()?.split(',').filter(|s| !s.is_empty()) {
+                    let scenario: Scenario = scenario.trim().parse()?;
+                    if !scenarios.contains(&scenario) {
+                        scenarios.push(scenario);
+                    }
+                }
+            }
+            "--connections" => options.connections = positive(name, &value()?)?,
+            "--duration" => options.duration = parse_duration(&value()?)?,
+            "--warmup" => options.warmup = parse_duration(&value()?)?,
+            "--rounds" => options.rounds = positive(name, &value()?)?,
+            "--workers" => options.workers = positive(name, &value()?)?,
+            "--client-threads" => options.client_threads = positive(name, &value()?)?,
+            "--json" => options.json = PathBuf::from(value()?),
+            other => return Err(format!("unknown argument {other:?}\n\n{USAGE}")),
+        }
+    }
+    if !scenarios.is_empty() {
+        scenarios.sort();
+        options.scenarios = scenarios;
+    }
+    Ok(Command::Run(options))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run(args: &[&str]) -> RunOptions {
+        match parse(args.iter().copied()) {
+            Ok(Command::Run(options)) => options,
+            other => panic!("{args:?}: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn defaults_and_quick() {
+        let full = run(&[]);
+        assert_eq!(full.scenarios, Scenario::ALL.to_vec());
+        assert_eq!((full.connections, full.rounds, full.workers), (64, 5, 1));
+        assert!(full.pin);
+        let quick = run(&["--quick"]);
+        assert!(quick.quick);
+        assert!(quick.duration < full.duration && quick.rounds <= full.rounds);
+    }
+
+    #[test]
+    fn options() {
+        let options = run(&[
+            "--scenario",
+            "routes-10k,hello",
+            "--scenario=invalid",
+            "--connections",
+            "8",
+            "--duration",
+            "250ms",
+            "--json",
+            "/tmp/x.json",
+            "--no-pin",
+            "--quick",
+        ]);
+        assert_eq!(
+            options.scenarios,
+            vec![Scenario::Hello, Scenario::Invalid, Scenario::Routes10k]
+        );
+        assert_eq!(options.connections, 8);
+        assert_eq!(options.duration, Duration::from_millis(250));
+        assert_eq!(options.json, PathBuf::from("/tmp/x.json"));
+        assert!(!options.pin && options.quick);
+    }
+
+    #[test]
+    fn mistakes_are_reported() {
+        for args in [
+            &["--scenario", "nope"][..],
+            &["--connections", "0"],
+            &["--connections"],
+            &["--duration", "fast"],
+            &["--frobnicate"],
+            &["serve", "rocket", "hello"],
+            &["serve", "strata"],
+        ] {
+            assert!(parse(args.iter().copied()).is_err(), "{args:?}");
+        }
+    }
+
+    #[test]
+    fn serve() {
+        assert_eq!(
+            parse(["serve", "axum", "routes-10k", "--workers", "2"]),
+            Ok(Command::Serve {
+                server: ServerKind::Axum,
+                scenario: Scenario::Routes10k,
+                workers: 2
+            })
+        );
+        assert_eq!(
+            parse(["load", "127.0.0.1:8090", "hello", "--duration", "30s"]),
+            Ok(Command::Load {
+                addr: std::net::SocketAddr::from(([127, 0, 0, 1], 8090)),
+                scenario: Scenario::Hello,
+                connections: 64,
+                duration: Duration::from_secs(30),
+            })
+        );
+        assert!(parse(["load", "localhost", "hello"]).is_err());
+        assert_eq!(parse_duration("1.5"), Ok(Duration::from_millis(1500)));
+        assert_eq!(parse_duration("3s"), Ok(Duration::from_secs(3)));
+    }
+}

@@ -1,0 +1,182 @@
+//! The plain hyper reference: a `service_fn` doing the work by hand (matchit routing,
+//! `serde_urlencoded` and `serde_json` parsing, garde validation, the same envelope).
+
+use std::convert::Infallible;
+use std::sync::Arc;
+
+use bytes::Bytes;
+use garde::Validate;
+use http::header::{
+    ACCESS_CONTROL_ALLOW_HEADERS, ACCESS_CONTROL_ALLOW_METHODS, ACCESS_CONTROL_ALLOW_ORIGIN, ALLOW,
+    CONTENT_TYPE,
+};
+use http::{HeaderValue, Method, Request, Response, StatusCode};
+use http_body_util::{BodyExt, Full, Limited};
+use hyper::body::Incoming;
+
+use crate::model::{
+    GENERATED_ROUTES, HelloInput, Order, Pong, UserInput, UserOutput, authenticate,
+    describe_report, error_body, generated_path, hello, success_body, summarize,
+};
+
+const JSON: HeaderValue = HeaderValue::from_static("application/json; charset=utf-8");
+const GET_METHODS: HeaderValue = HeaderValue::from_static("GET, HEAD, OPTIONS");
+const POST_METHODS: HeaderValue = HeaderValue::from_static("POST, OPTIONS");
+const BODY_LIMIT: usize = 1 << 20;
+
+#[derive(Debug, Clone, Copy)]
+enum Route {
+    Hello,
+    Orders,
+    User,
+    Generated,
+}
+
+impl Route {
+    fn allow(self) -> HeaderValue {
+        match self {
+            Route::Orders => POST_METHODS,
+            Route::Hello | Route::User | Route::Generated => GET_METHODS,
+        }
+    }
+}
+
+/// The hyper reference application.
+#[derive(Clone)]
+pub(crate) struct HyperApp {
+    router: Arc<matchit::Router<Route>>,
+}
+
+type Reply = Response<Full<Bytes>>;
+
+fn json(status: StatusCode, body: Vec<u8>) -> Reply {
+    let mut response = Response::new(Full::new(Bytes::from(body)));
+    *response.status_mut() = status;
+    response.headers_mut().insert(CONTENT_TYPE, JSON);
+    response
+}
+
+fn error(status: StatusCode, message: &str) -> Reply {
+    json(status, error_body(message))
+}
+
+impl HyperApp {
+    /// The routes of every scenario, plus the generated ones when `many_routes`.
+    pub(crate) fn new(many_routes: bool) -> Self {
+        let mut router = matchit::Router::new();
+        let mut insert = |path: &str, route| {
+            router
+                .insert(path, route)
+                .unwrap_or_else(|e| panic!("route {path}: {e}"));
+        };
+        insert("/v1/hello", Route::Hello);
+        insert("/v1/orders", Route::Orders);
+        insert("/v1/users/{id}", Route::User);
+        if many_routes {
+            for i in 0..GENERATED_ROUTES {
+                insert(&generated_path(i), Route::Generated);
+            }
+        }
+        Self {
+            router: Arc::new(router),
+        }
+    }
+
+    /// Answers one request.
+    pub(crate) async fn handle(self, request: Request<Incoming>) -> Result<Reply, Infallible> {
+        let path = request.uri().path();
+        let mut response = match self.router.at(path) {
+            Err(_) => error(
+                StatusCode::NOT_FOUND,
+                &format!("Can not {} {path}", request.method()),
+            ),
+            Ok(found) => {
+                let route = *found.value;
+                let id = found.params.get("id").map(str::to_owned);
+                let mut response = Self::route(route, id, request).await;
+                response
+                    .headers_mut()
+                    .insert(ACCESS_CONTROL_ALLOW_METHODS, route.allow());
+                response
+            }
+        };
+        let headers = response.headers_mut();
+        headers.insert(ACCESS_CONTROL_ALLOW_ORIGIN, HeaderValue::from_static("*"));
+        headers.insert(
+            ACCESS_CONTROL_ALLOW_HEADERS,
+            HeaderValue::from_static("content-type, authorization"),
+        );
+        Ok(response)
+    }
+
+    async fn route(route: Route, id: Option<String>, request: Request<Incoming>) -> Reply {
+        let method = request.method();
+        let allowed = match route {
+            Route::Orders => method == Method::POST,
+            _ => method == Method::GET || method == Method::HEAD,
+        };
+        if !allowed {
+            let mut response = error(
+                StatusCode::METHOD_NOT_ALLOWED,
+                &format!("{method} is not allowed"),
+            );
+            response.headers_mut().insert(ALLOW, route.allow());
+            return response;
+        }
+        match route {
+            Route::Hello => {
+                let query = request.uri().query().unwrap_or("");
+                match serde_urlencoded::from_str::<HelloInput>(query) {
+                    Err(e) => error(StatusCode::BAD_REQUEST, &e.to_string()),
+                    Ok(input) => match input.validate() {
+                        Err(report) => error(StatusCode::BAD_REQUEST, &describe_report(&report)),
+                        Ok(()) => json(StatusCode::OK, success_body(&hello(&input))),
+                    },
+                }
+            }
+            Route::Orders => {
+                let json_body = request
+                    .headers()
+                    .get(CONTENT_TYPE)
+                    .is_some_and(|v| v.as_bytes().starts_with(b"application/json"));
+                if !json_body {
+                    return error(StatusCode::UNSUPPORTED_MEDIA_TYPE, "expected JSON");
+                }
+                let body = match Limited::new(request.into_body(), BODY_LIMIT)
+                    .collect()
+                    .await
+                {
+                    Ok(collected) => collected.to_bytes(),
+                    Err(e) => return error(StatusCode::PAYLOAD_TOO_LARGE, &e.to_string()),
+                };
+                match serde_json::from_slice::<Order>(&body) {
+                    Err(e) => error(StatusCode::BAD_REQUEST, &e.to_string()),
+                    Ok(order) => match order.validate() {
+                        Err(report) => error(StatusCode::BAD_REQUEST, &describe_report(&report)),
+                        Ok(()) => json(StatusCode::OK, success_body(&summarize(order))),
+                    },
+                }
+            }
+            Route::User => {
+                let token = request.headers().get("token").map(HeaderValue::as_bytes);
+                let Some(user) = authenticate(token) else {
+                    return error(StatusCode::UNAUTHORIZED, "Invalid token");
+                };
+                let input = UserInput {
+                    id: id.unwrap_or_default(),
+                };
+                match input.validate() {
+                    Err(report) => error(StatusCode::BAD_REQUEST, &describe_report(&report)),
+                    Ok(()) => json(
+                        StatusCode::OK,
+                        success_body(&UserOutput {
+                            id: input.id,
+                            name: user.name,
+                        }),
+                    ),
+                }
+            }
+            Route::Generated => json(StatusCode::OK, success_body(&Pong { pong: true })),
+        }
+    }
+}

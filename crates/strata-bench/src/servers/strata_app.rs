@@ -1,0 +1,78 @@
+//! Strata: the quick start's hello, a validated POST, a middleware adding a user, CORS on.
+
+use std::net::SocketAddr;
+
+use strata::prelude::*;
+use strata::{Config, Level};
+
+use crate::model::{
+    GENERATED_ROUTES, HelloInput, HelloOutput, Order, Pong, User, UserInput, UserOutput,
+    authenticate, generated_path, summarize,
+};
+
+/// The routing of every scenario, plus the generated routes when `many_routes`.
+pub(crate) fn routing(many_routes: bool) -> Routing {
+    let factory = default_endpoints_factory();
+    // The quick start's endpoint, as written there.
+    let hello = factory
+        .get()
+        .tag("greetings")
+        .short_description("Says hello")
+        .handler(|input: HelloInput, _ctx, logger| async move {
+            let name = input.name.as_deref().unwrap_or("World");
+            logger.debug(format_args!("greeting {name}"));
+            Ok(HelloOutput {
+                greetings: format!("Hello, {name}"),
+            })
+        });
+    let orders = factory
+        .post()
+        .handler(|order: Order, _ctx, _logger| async move { Ok(summarize(order)) });
+    let auth = Middleware::new(|(): (), request, _logger| {
+        let user = authenticate(
+            request
+                .headers
+                .get("token")
+                .map(http::HeaderValue::as_bytes),
+        );
+        async move { user.ok_or_else(|| http_error!(401, "Invalid token")) }
+    })
+    .security(Security::header("token"));
+    let user =
+        factory
+            .add_middleware(auth)
+            .get()
+            .handler(|input: UserInput, ctx, _logger| async move {
+                let user: &User = ctx.get();
+                Ok(UserOutput {
+                    id: input.id,
+                    name: user.name.clone(),
+                })
+            });
+    let mut routing = routing! {
+        "v1" => {
+            "hello" => hello,
+            "orders" => orders,
+            "users" => { ":id" => user },
+        },
+    };
+    if many_routes {
+        let pong = factory
+            .get()
+            .handler(|(): (), _ctx, _logger| async move { Ok(Pong { pong: true }) });
+        for i in 0..GENERATED_ROUTES {
+            routing = routing.route(generated_path(i), pong.clone());
+        }
+    }
+    routing
+}
+
+/// What a production user would write: CORS on, production mode, the default logger at `warn`.
+pub(crate) fn config(addr: SocketAddr) -> Config {
+    create_config()
+        .cors(true)
+        .production()
+        .logger(Level::Warn, false)
+        .listen(addr)
+        .build()
+}
