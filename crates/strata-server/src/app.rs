@@ -1,10 +1,19 @@
 //! The tower service a server runs: request ids, compression, the router.
 
-use strata_core::{Config, Logger};
-use strata_routing::{Router, Routing};
+use std::convert::Infallible;
+use std::future::Future;
+use std::pin::Pin;
+use std::task::{Context, Poll, ready};
+
+use http::{Request, Response};
+use http_body::Body;
+use pin_project_lite::pin_project;
+use strata_core::{BoxError, Config, Logger, ResponseBody};
+use strata_routing::{Router, RouterFuture, Routing};
 use tower_http::compression::predicate::{And, NotForContentType, Predicate, SizeAbove};
-use tower_http::compression::{Compression, CompressionLayer};
+use tower_http::compression::{Compression, CompressionLayer, ResponseFuture as CompressionFuture};
 use tower_layer::Layer;
+use tower_service::Service;
 
 use crate::error::ServerError;
 use crate::request_id::{RequestId, RequestIdLayer};
@@ -29,7 +38,117 @@ impl Predicate for CompressionPredicate {
 
 /// The application service: request ids and per-request loggers, compression (when
 /// configured), then the router. It is `Clone + Send + Sync` and never fails.
-pub type App = RequestId<Compression<Router, CompressionPredicate>>;
+pub type App = RequestId<MaybeCompressed>;
+
+/// The router, behind tower-http's compression only when compression is configured; either way
+/// the response body is a [`ResponseBody`].
+///
+/// tower-http's `CompressionBody` holds its encoders' state inline, which makes every response
+/// hundreds of bytes larger, moved several times on its way to the socket; measured with the
+/// benchmark crate, that was the largest single cost of a small response. Without compression
+/// the router's responses pass untouched; with it, compressed bodies are boxed.
+#[derive(Clone)]
+pub struct MaybeCompressed {
+    inner: Compressing,
+}
+
+impl std::fmt::Debug for MaybeCompressed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let compression = matches!(self.inner, Compressing::On(_));
+        f.debug_struct("MaybeCompressed")
+            .field("compression", &compression)
+            .finish_non_exhaustive()
+    }
+}
+
+#[derive(Clone)]
+enum Compressing {
+    Off(Router),
+    On(Compression<Router, CompressionPredicate>),
+}
+
+impl MaybeCompressed {
+    fn new(router: Router, enabled: bool) -> Self {
+        let inner = if enabled {
+            let layer = CompressionLayer::new()
+                .gzip(true)
+                .br(true)
+                .compress_when(predicate(true));
+            Compressing::On(layer.layer(router))
+        } else {
+            Compressing::Off(router)
+        };
+        Self { inner }
+    }
+
+    /// The router.
+    pub fn get_ref(&self) -> &Router {
+        match &self.inner {
+            Compressing::Off(router) => router,
+            Compressing::On(compression) => compression.get_ref(),
+        }
+    }
+}
+
+impl<B> Service<Request<B>> for MaybeCompressed
+where
+    B: Body + Send + 'static,
+    B::Data: Send,
+    B::Error: Into<BoxError>,
+{
+    type Response = Response<ResponseBody>;
+    type Error = Infallible;
+    type Future = MaybeCompressedFuture;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
+        match &mut self.inner {
+            Compressing::Off(router) => Service::<Request<B>>::poll_ready(router, cx),
+            Compressing::On(compression) => Service::<Request<B>>::poll_ready(compression, cx),
+        }
+    }
+
+    fn call(&mut self, request: Request<B>) -> MaybeCompressedFuture {
+        let state = match &mut self.inner {
+            Compressing::Off(router) => FutureState::Off {
+                future: router.call(request),
+            },
+            Compressing::On(compression) => FutureState::On {
+                future: compression.call(request),
+            },
+        };
+        MaybeCompressedFuture { state }
+    }
+}
+
+pin_project! {
+    #[project = FutureStateProj]
+    enum FutureState {
+        Off { #[pin] future: RouterFuture },
+        On { #[pin] future: CompressionFuture<RouterFuture, CompressionPredicate> },
+    }
+}
+
+pin_project! {
+    /// Response future of [`MaybeCompressed`].
+    pub struct MaybeCompressedFuture {
+        #[pin]
+        state: FutureState,
+    }
+}
+
+impl Future for MaybeCompressedFuture {
+    type Output = Result<Response<ResponseBody>, Infallible>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        match self.project().state.project() {
+            FutureStateProj::Off { future } => future.poll(cx),
+            FutureStateProj::On { future } => {
+                let response = ready!(future.poll(cx))?;
+                Poll::Ready(Ok(response.map(ResponseBody::stream)))
+            }
+        }
+    }
+}
 
 fn predicate(enabled: bool) -> CompressionPredicate {
     CompressionPredicate {
@@ -47,10 +166,6 @@ pub(crate) fn build_app(
     logger: &Logger,
 ) -> Result<App, ServerError> {
     let router = Router::new(routing, config)?;
-    let enabled = config.compression();
-    let compression = CompressionLayer::new()
-        .gzip(enabled)
-        .br(enabled)
-        .compress_when(predicate(enabled));
-    Ok(RequestIdLayer::new(logger.clone()).layer(compression.layer(router)))
+    let app = MaybeCompressed::new(router, config.compression());
+    Ok(RequestIdLayer::new(logger.clone()).layer(app))
 }

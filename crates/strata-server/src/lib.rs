@@ -34,7 +34,9 @@ mod request_id;
 mod server;
 mod tls;
 
-pub use app::{App, COMPRESSION_THRESHOLD, CompressionPredicate};
+pub use app::{
+    App, COMPRESSION_THRESHOLD, CompressionPredicate, MaybeCompressed, MaybeCompressedFuture,
+};
 pub use attach::{Attached, attach_routing};
 pub use error::ServerError;
 pub use logging::install_default_subscriber;

@@ -30,15 +30,30 @@ fn is_sane(id: &[u8]) -> bool {
             .all(|b| b.is_ascii_alphanumeric() || b"-_.:".contains(b))
 }
 
+/// The longest generated id: 8 hex digits, a dash, 16 hex digits.
+const GENERATED_MAX: usize = 25;
+
 /// A new id: a random per-process prefix and a counter. Unique within a process, unguessable
 /// enough to not collide across restarts, and far cheaper than a random UUID per request.
-fn generate() -> String {
+/// Written into a stack buffer: the header and the logger each copy it once.
+fn generate(buffer: &mut [u8; GENERATED_MAX]) -> &str {
     static PREFIX: OnceLock<u32> = OnceLock::new();
     static COUNTER: AtomicU64 = AtomicU64::new(0);
     // RandomState is seeded from the OS: a cheap source of a random prefix.
     #[allow(clippy::cast_possible_truncation)] // 32 bits of a random hash are enough
     let prefix = *PREFIX.get_or_init(|| RandomState::new().hash_one(std::process::id()) as u32);
-    format!("{prefix:08x}-{:x}", COUNTER.fetch_add(1, Ordering::Relaxed))
+    let count = COUNTER.fetch_add(1, Ordering::Relaxed);
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    for (i, slot) in buffer[..8].iter_mut().enumerate() {
+        *slot = HEX[(prefix >> (28 - 4 * i) & 0xf) as usize];
+    }
+    buffer[8] = b'-';
+    // The counter in hex without leading zeros (at least one digit).
+    let digits = (64 - count.leading_zeros()).div_ceil(4).max(1) as usize;
+    for i in 0..digits {
+        buffer[9 + i] = HEX[(count >> (4 * (digits - 1 - i)) & 0xf) as usize];
+    }
+    std::str::from_utf8(&buffer[..9 + digits]).unwrap_or("invalid")
 }
 
 /// Applies [`RequestId`].
@@ -126,8 +141,9 @@ where
 }
 
 fn fresh() -> (HeaderValue, Arc<str>) {
-    let id = generate();
-    let header = HeaderValue::from_str(&id).unwrap_or_else(|_| HeaderValue::from_static("invalid"));
+    let mut buffer = [0; GENERATED_MAX];
+    let id = generate(&mut buffer);
+    let header = HeaderValue::from_str(id).unwrap_or_else(|_| HeaderValue::from_static("invalid"));
     (header, Arc::from(id))
 }
 
@@ -171,8 +187,13 @@ mod tests {
 
     #[test]
     fn generated_ids_differ_and_are_sane() {
-        let (a, b) = (generate(), generate());
+        let (mut x, mut y) = ([0; GENERATED_MAX], [0; GENERATED_MAX]);
+        let (a, b) = (generate(&mut x), generate(&mut y));
         assert_ne!(a, b);
         assert!(is_sane(a.as_bytes()));
+        let (prefix, count) = a.split_once('-').unwrap();
+        assert_eq!(prefix.len(), 8);
+        let next = u64::from_str_radix(b.split_once('-').unwrap().1, 16).unwrap();
+        assert!(next > u64::from_str_radix(count, 16).unwrap());
     }
 }
