@@ -37,13 +37,13 @@ const GENERATED_MAX: usize = 25;
 /// enough to not collide across restarts, and far cheaper than a random UUID per request.
 /// Written into a stack buffer: the header and the logger each copy it once.
 fn generate(buffer: &mut [u8; GENERATED_MAX]) -> &str {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
     static PREFIX: OnceLock<u32> = OnceLock::new();
     static COUNTER: AtomicU64 = AtomicU64::new(0);
     // RandomState is seeded from the OS: a cheap source of a random prefix.
     #[allow(clippy::cast_possible_truncation)] // 32 bits of a random hash are enough
     let prefix = *PREFIX.get_or_init(|| RandomState::new().hash_one(std::process::id()) as u32);
     let count = COUNTER.fetch_add(1, Ordering::Relaxed);
-    const HEX: &[u8; 16] = b"0123456789abcdef";
     for (i, slot) in buffer[..8].iter_mut().enumerate() {
         *slot = HEX[(prefix >> (28 - 4 * i) & 0xf) as usize];
     }
