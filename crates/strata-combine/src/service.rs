@@ -84,6 +84,21 @@ pub(crate) fn combine(
     parsed: &mut Parsed,
     header_map: &HeaderMap,
 ) -> Result<Input, ApiError> {
+    // A JSON object body that is the only input is handed over as it is: decoding reads it
+    // straight from its bytes (no values built in between).
+    let body_alone = sources.iter().all(|source| match source {
+        InputSource::Body => true,
+        InputSource::Query => parsed.query.is_empty(),
+        InputSource::Params => parsed.params.is_empty(),
+        InputSource::Files => parsed.files.is_empty(),
+        InputSource::Headers => header_map.is_empty(),
+    });
+    if body_alone
+        && matches!(parsed.body, ParsedBody::JsonObject(_))
+        && let ParsedBody::JsonObject(object) = std::mem::take(&mut parsed.body)
+    {
+        return Ok(Input::from(object));
+    }
     let mut input = Input::new();
     for source in sources {
         match source {
@@ -92,6 +107,12 @@ pub(crate) fn combine(
                 ParsedBody::Json(map) => {
                     input.merge(map.into_iter().map(|(k, v)| (k, InputValue::Json(v))));
                 }
+                ParsedBody::JsonObject(object) => input.merge(
+                    object
+                        .to_map()
+                        .into_iter()
+                        .map(|(k, v)| (k, InputValue::Json(v))),
+                ),
                 ParsedBody::Form(pairs) => input.merge(text(pairs)),
                 _ => {}
             },

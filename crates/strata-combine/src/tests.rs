@@ -1,8 +1,8 @@
 use http::{Method, Request};
 use serde_json::json;
 use strata_core::{
-    ApiError, HNil, Input, InputSource, InputSources, InputValue, Parsed, ParsedBody, PathParams,
-    Staged, TextValue, UploadedFile,
+    ApiError, HNil, Input, InputSource, InputSources, InputValue, JsonObject, Parsed, ParsedBody,
+    PathParams, Staged, TextValue, UploadedFile,
 };
 use tower::{ServiceExt, service_fn};
 
@@ -181,4 +181,35 @@ async fn post_merges_files_after_body_and_params() {
         input.get("avatar"),
         Some(&"a text field loses to the file".into())
     );
+}
+
+#[tokio::test]
+async fn a_json_body_alone_is_handed_over_as_bytes() {
+    let object = JsonObject::new(r#"{"id": 1}"#).unwrap();
+    let parsed = Parsed {
+        body: ParsedBody::JsonObject(object.clone()),
+        ..Parsed::default()
+    };
+    let input = combine(
+        CombineLayer::new(),
+        Request::post("/").body(parsed).unwrap(),
+    )
+    .await
+    .unwrap();
+    assert_eq!(input.as_json_object(), Some(&object));
+
+    // With a path parameter too, the members are merged like any source's.
+    let parsed = Parsed {
+        body: ParsedBody::JsonObject(object),
+        params: [("id", "7")].into_iter().collect::<PathParams>(),
+        ..Parsed::default()
+    };
+    let input = combine(
+        CombineLayer::new(),
+        Request::post("/").body(parsed).unwrap(),
+    )
+    .await
+    .unwrap();
+    assert!(input.as_json_object().is_none());
+    assert_eq!(input.get("id"), Some(&"7".into()));
 }

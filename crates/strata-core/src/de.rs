@@ -34,14 +34,31 @@ impl de::Error for DeError {
     }
 }
 
+/// `serde_json`'s message, without the position it adds when reading bytes: messages name the
+/// field instead (the same whether the input came as bytes or as values).
 fn from_json(error: &serde_json::Error) -> DeError {
-    DeError(error.to_string())
+    let mut message = error.to_string();
+    if error.line() > 0 {
+        let position = format!(" at line {} column {}", error.line(), error.column());
+        if message.ends_with(&position) {
+            message.truncate(message.len() - position.len());
+        }
+    }
+    DeError(message)
 }
 
 impl<'de> Deserializer<'de> for &'de Input {
     type Error = DeError;
 
     fn deserialize_any<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, DeError> {
+        if let Some(object) = self.as_json_object() {
+            // A JSON object body alone: straight from its bytes, as strictly as from values.
+            let mut json = serde_json::Deserializer::from_slice(object.as_bytes());
+            let value = serde::Deserializer::deserialize_any(&mut json, visitor)
+                .map_err(|e| from_json(&e))?;
+            json.end().map_err(|e| from_json(&e))?;
+            return Ok(value);
+        }
         visitor.visit_map(Entries {
             iter: self.iter(),
             value: None,

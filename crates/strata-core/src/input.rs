@@ -1,8 +1,11 @@
 //! The merged input object and its sources.
 
 use std::collections::HashMap;
+use std::fmt;
+use std::sync::OnceLock;
 
-use serde_json::Value;
+use bytes::Bytes;
+use serde_json::{Map, Value};
 
 use crate::upload::UploadedFile;
 
@@ -71,6 +74,116 @@ impl From<TextValue> for InputValue {
     }
 }
 
+/// A JSON object body, checked (well-formed, an object) but not parsed into values: when it is
+/// a request's only input, the typed input is deserialized straight from these bytes.
+#[derive(Clone, PartialEq, Eq)]
+pub struct JsonObject {
+    bytes: Bytes,
+}
+
+impl fmt::Debug for JsonObject {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_tuple("JsonObject")
+            .field(&String::from_utf8_lossy(&self.bytes))
+            .finish()
+    }
+}
+
+/// Why a body is not a [`JsonObject`].
+#[derive(Debug)]
+pub enum JsonObjectError {
+    /// The body is not well-formed JSON.
+    Syntax(serde_json::Error),
+    /// Well-formed JSON, but not an object: `"an array"`, `"a string"`, ...
+    NotAnObject(&'static str),
+}
+
+impl fmt::Display for JsonObjectError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Syntax(error) => write!(f, "Invalid JSON body: {error}"),
+            Self::NotAnObject(what) => write!(f, "JSON body must be an object, got {what}"),
+        }
+    }
+}
+
+impl std::error::Error for JsonObjectError {}
+
+impl JsonObject {
+    /// Checks that `bytes` hold one well-formed JSON object (a validating pass that builds
+    /// nothing).
+    ///
+    /// ```
+    /// use strata_core::input::JsonObject;
+    ///
+    /// assert!(JsonObject::new(r#"{"a": [1, 2]}"#).is_ok());
+    /// assert_eq!(JsonObject::new("[1]").unwrap_err().to_string(), "JSON body must be an object, got an array");
+    /// assert!(JsonObject::new("{").unwrap_err().to_string().starts_with("Invalid JSON body: EOF"));
+    /// ```
+    pub fn new(bytes: impl Into<Bytes>) -> Result<Self, JsonObjectError> {
+        let bytes = bytes.into();
+        let first = bytes.iter().find(|b| !b.is_ascii_whitespace()).copied();
+        if first == Some(b'{') {
+            // Through a map visitor, for serde_json's map errors ("trailing comma", ...).
+            let mut json = serde_json::Deserializer::from_slice(&bytes);
+            serde::Deserializer::deserialize_map(&mut json, MembersVisitor)
+                .and_then(|()| json.end())
+                .map_err(JsonObjectError::Syntax)?;
+            return Ok(Self { bytes });
+        }
+        serde_json::from_slice::<serde::de::IgnoredAny>(&bytes).map_err(JsonObjectError::Syntax)?;
+        match first {
+            Some(b'[') => Err(JsonObjectError::NotAnObject("an array")),
+            Some(b'"') => Err(JsonObjectError::NotAnObject("a string")),
+            Some(b't' | b'f') => Err(JsonObjectError::NotAnObject("a boolean")),
+            Some(b'n') => Err(JsonObjectError::NotAnObject("null")),
+            _ => Err(JsonObjectError::NotAnObject("a number")),
+        }
+    }
+
+    /// The body's bytes.
+    pub fn as_bytes(&self) -> &[u8] {
+        &self.bytes
+    }
+
+    /// The object's members, parsed.
+    pub fn to_map(&self) -> Map<String, Value> {
+        // Checked at construction: parsing cannot fail.
+        serde_json::from_slice(&self.bytes).unwrap_or_default()
+    }
+
+    fn entries(&self) -> Vec<(String, InputValue)> {
+        self.to_map()
+            .into_iter()
+            .map(|(k, v)| (k, InputValue::Json(v)))
+            .collect()
+    }
+}
+
+/// Reads past an object's members, checking them.
+struct MembersVisitor;
+
+impl<'de> serde::de::Visitor<'de> for MembersVisitor {
+    type Value = ();
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a JSON object")
+    }
+
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+        use serde::de::IgnoredAny;
+        while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
+        Ok(())
+    }
+}
+
+/// An input that is one JSON object body, and its members once someone asks for them by key.
+#[derive(Debug, Clone)]
+struct JsonInput {
+    object: JsonObject,
+    entries: OnceLock<Vec<(String, InputValue)>>,
+}
+
 /// The merged input of a request: the entries of every configured source, later sources
 /// overwriting earlier ones key by key.
 ///
@@ -87,9 +200,31 @@ impl From<TextValue> for InputValue {
 /// assert_eq!(input.len(), 1);
 /// assert_eq!(input.get("id"), Some(&"from params".into()));
 /// ```
-#[derive(Debug, Clone, Default, PartialEq)]
+#[derive(Debug, Clone, Default)]
 pub struct Input {
     entries: Vec<(String, InputValue)>,
+    /// Set when the whole input is one JSON object body (then `entries` is empty): decoding
+    /// reads the bytes directly instead of building values first.
+    json: Option<Box<JsonInput>>,
+}
+
+impl PartialEq for Input {
+    fn eq(&self, other: &Self) -> bool {
+        self.view() == other.view()
+    }
+}
+
+impl From<JsonObject> for Input {
+    /// An input that is this object's members.
+    fn from(object: JsonObject) -> Self {
+        Self {
+            entries: Vec::new(),
+            json: Some(Box::new(JsonInput {
+                object,
+                entries: OnceLock::new(),
+            })),
+        }
+    }
 }
 
 impl Input {
@@ -102,11 +237,33 @@ impl Input {
     pub fn with_capacity(capacity: usize) -> Self {
         Self {
             entries: Vec::with_capacity(capacity),
+            json: None,
+        }
+    }
+
+    /// The JSON object body this input is, when it is exactly that.
+    pub fn as_json_object(&self) -> Option<&JsonObject> {
+        self.json.as_ref().map(|json| &json.object)
+    }
+
+    fn view(&self) -> &[(String, InputValue)] {
+        match &self.json {
+            Some(json) => json.entries.get_or_init(|| json.object.entries()),
+            None => &self.entries,
+        }
+    }
+
+    /// Turns a JSON object input into entries, before a change.
+    fn materialize(&mut self) {
+        if let Some(json) = self.json.take() {
+            let JsonInput { object, entries } = *json;
+            self.entries = entries.into_inner().unwrap_or_else(|| object.entries());
         }
     }
 
     /// Sets `key`, replacing an earlier value of the same key.
     pub fn insert(&mut self, key: impl Into<String> + AsRef<str>, value: InputValue) {
+        self.materialize();
         if let Some(slot) = self.entries.iter_mut().find(|(k, _)| k == key.as_ref()) {
             slot.1 = value;
         } else {
@@ -117,6 +274,7 @@ impl Input {
     /// Adds the entries of one source. Keys repeated inside `entries` are assumed unique (every
     /// source is already a map); they replace values of earlier sources.
     pub fn merge(&mut self, entries: impl IntoIterator<Item = (String, InputValue)>) {
+        self.materialize();
         let earlier = self.entries.len();
         if earlier == 0 {
             self.entries.extend(entries);
@@ -153,28 +311,29 @@ impl Input {
 
     /// The value of `key`.
     pub fn get(&self, key: &str) -> Option<&InputValue> {
-        self.entries.iter().find(|(k, _)| k == key).map(|(_, v)| v)
+        self.view().iter().find(|(k, _)| k == key).map(|(_, v)| v)
     }
 
     /// Removes and returns the value of `key`.
     pub fn remove(&mut self, key: &str) -> Option<InputValue> {
+        self.materialize();
         let index = self.entries.iter().position(|(k, _)| k == key)?;
         Some(self.entries.remove(index).1)
     }
 
     /// The entries in insertion order.
     pub fn iter(&self) -> impl ExactSizeIterator<Item = (&str, &InputValue)> {
-        self.entries.iter().map(|(k, v)| (k.as_str(), v))
+        self.view().iter().map(|(k, v)| (k.as_str(), v))
     }
 
     /// Number of keys.
     pub fn len(&self) -> usize {
-        self.entries.len()
+        self.view().len()
     }
 
     /// Whether there are no keys.
     pub fn is_empty(&self) -> bool {
-        self.entries.is_empty()
+        self.view().is_empty()
     }
 }
 
@@ -238,5 +397,52 @@ mod tests {
         v.push("2".into());
         v.push("3".into());
         assert_eq!(v, TextValue::Many(vec!["1".into(), "2".into(), "3".into()]));
+    }
+}
+
+#[cfg(test)]
+mod json_tests {
+    use super::*;
+
+    #[test]
+    fn a_json_input_reads_like_entries_and_turns_into_them_on_change() {
+        let object = JsonObject::new(r#" {"a": 1, "b": "x"} "#).unwrap();
+        let mut input = Input::from(object.clone());
+        assert_eq!(input.as_json_object(), Some(&object));
+        assert_eq!(input.len(), 2);
+        assert_eq!(input.get("b"), Some(&InputValue::Json(Value::from("x"))));
+        let same: Input = [
+            ("a".to_owned(), InputValue::Json(Value::from(1))),
+            ("b".to_owned(), InputValue::Json(Value::from("x"))),
+        ]
+        .into_iter()
+        .collect();
+        assert_eq!(input, same);
+        input.insert("c", "text".into());
+        assert!(input.as_json_object().is_none());
+        assert_eq!(
+            input.iter().map(|(k, _)| k).collect::<Vec<_>>(),
+            ["a", "b", "c"]
+        );
+    }
+
+    #[test]
+    fn what_is_not_an_object_is_named() {
+        for (body, what) in [
+            ("[]", "an array"),
+            ("\"s\"", "a string"),
+            ("1", "a number"),
+            ("true", "a boolean"),
+            ("null", "null"),
+        ] {
+            match JsonObject::new(body) {
+                Err(JsonObjectError::NotAnObject(got)) => assert_eq!(got, what),
+                other => panic!("{body}: {other:?}"),
+            }
+        }
+        assert!(matches!(
+            JsonObject::new("{} x"),
+            Err(JsonObjectError::Syntax(_))
+        ));
     }
 }

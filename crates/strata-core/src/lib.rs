@@ -36,7 +36,7 @@ pub use endpoint::{
     AnyBody, Endpoint, EndpointMeta, EndpointService, ResponseDescription, Security,
 };
 pub use error::{ApiError, BoxError, ErrorKind};
-pub use input::{Input, InputSource, InputValue, TextValue};
+pub use input::{Input, InputSource, InputValue, JsonObject, JsonObjectError, TextValue};
 pub use logger::{Fields, Level, LogSink, Logger, Record};
 pub use payload::{Output, Parsed, ParsedBody, PathParams, RequestInfo, Staged, Validated};
 pub use upload::{MoveError, UploadLimits, UploadedFile};

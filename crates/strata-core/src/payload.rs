@@ -13,7 +13,7 @@ use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
 use crate::ctx::HNil;
-use crate::input::{Input, TextValue};
+use crate::input::{Input, JsonObject, TextValue};
 use crate::upload::UploadedFile;
 
 /// Path parameters found by routing. Routing inserts them into the request extensions; the parse
@@ -75,8 +75,11 @@ pub enum ParsedBody {
     /// No body, or a body the method does not read.
     #[default]
     Empty,
-    /// A JSON object.
+    /// A JSON object, as values.
     Json(Map<String, Value>),
+    /// A JSON object, checked but kept as bytes (what the parse stage gives): when it is the
+    /// only input, the typed input is read straight from it.
+    JsonObject(JsonObject),
     /// An urlencoded form, or the text parts of a multipart body; repeated keys are lists.
     Form(Vec<(String, TextValue)>),
 }

@@ -188,7 +188,11 @@ where
                                 this.state.set(State::Error { error: None });
                                 continue;
                             };
-                            let next = match parse_body(pending.kind, buffer, pending.max_fields) {
+                            let next = match parse_body(
+                                pending.kind,
+                                std::mem::take(buffer),
+                                pending.max_fields,
+                            ) {
                                 Ok(body) => {
                                     let parsed = Parsed {
                                         query: pending.query,

@@ -3,7 +3,8 @@
 //! [`ParseLayer`] turns `Request<B>` into `Request<Parsed>`: the query string (repeated keys
 //! become lists, strict UTF-8 percent-decoding), the path parameters routing put into the
 //! extensions ([`PathParams`](strata_core::PathParams)), and the body when the method reads one
-//! (per the configured input sources): JSON (`application/json`, `*/*+json`), urlencoded forms,
+//! (per the configured input sources): JSON (`application/json`, `*/*+json`; checked to be one
+//! object and kept as bytes, [`JsonObject`](strata_core::JsonObject)), urlencoded forms,
 //! and, when uploads are on ([`ParseLayer::upload`]), `multipart/form-data`, read as it streams
 //! by [`strata_upload`]: its text parts become a form body, its files
 //! [`Parsed::files`](strata_core::Parsed::files). Failures are
@@ -44,7 +45,7 @@
 //!     .unwrap();
 //! let parsed = service.clone().oneshot(request).await.unwrap();
 //! assert_eq!(parsed.query[0].1, TextValue::Many(vec!["a".into(), "b".into()]));
-//! assert!(matches!(parsed.body, ParsedBody::Json(ref map) if map["name"] == "x"));
+//! assert!(matches!(parsed.body, ParsedBody::JsonObject(ref json) if json.to_map()["name"] == "x"));
 //!
 //! let too_big = Request::post("/")
 //!     .header("content-type", "application/json")

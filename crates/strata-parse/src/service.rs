@@ -6,7 +6,9 @@ use http::request::Parts;
 use http::{HeaderMap, HeaderValue, Request, StatusCode};
 use http_body::Body;
 use strata_core::text::{DecodeTextError, parse_urlencoded};
-use strata_core::{ApiError, BoxError, ErrorKind, Parsed, ParsedBody, PathParams, TextValue};
+use strata_core::{
+    ApiError, BoxError, ErrorKind, JsonObject, Parsed, ParsedBody, PathParams, TextValue,
+};
 use tower_service::Service;
 
 use crate::future::{Pending, ResponseFuture};
@@ -113,34 +115,17 @@ fn text_error(what: &str, error: &DecodeTextError) -> ApiError {
 
 pub(crate) fn parse_body(
     kind: BodyKind,
-    bytes: &[u8],
+    bytes: Vec<u8>,
     max_fields: usize,
 ) -> Result<ParsedBody, ApiError> {
     if bytes.is_empty() {
         return Ok(ParsedBody::Empty);
     }
     match kind {
-        BodyKind::Json => match serde_json::from_slice::<serde_json::Value>(bytes) {
-            Ok(serde_json::Value::Object(map)) => Ok(ParsedBody::Json(map)),
-            Ok(other) => {
-                let what = match other {
-                    serde_json::Value::Array(_) => "an array",
-                    serde_json::Value::String(_) => "a string",
-                    serde_json::Value::Number(_) => "a number",
-                    serde_json::Value::Bool(_) => "a boolean",
-                    _ => "null",
-                };
-                Err(ApiError::bad_request(
-                    ErrorKind::Parse,
-                    format!("JSON body must be an object, got {what}"),
-                ))
-            }
-            Err(error) => Err(ApiError::bad_request(
-                ErrorKind::Parse,
-                format!("Invalid JSON body: {error}"),
-            )),
-        },
-        BodyKind::Form => parse_urlencoded(bytes, max_fields)
+        BodyKind::Json => JsonObject::new(bytes)
+            .map(ParsedBody::JsonObject)
+            .map_err(|error| ApiError::bad_request(ErrorKind::Parse, error.to_string())),
+        BodyKind::Form => parse_urlencoded(&bytes, max_fields)
             .map(ParsedBody::Form)
             .map_err(|e| text_error("form body", &e)),
         BodyKind::Multipart => Err(ApiError::internal(
