@@ -183,6 +183,10 @@ where
     B::Data: Send,
     B::Error: Into<BoxError>,
 {
+    // Most requests (GET, DELETE) have no body: nothing to keep, nothing to box.
+    if body.is_end_stream() {
+        return RequestBody::empty();
+    }
     let mut slot = Some(body);
     let any: &mut dyn Any = &mut slot;
     // These checks compare type ids known at compile time; the optimizer removes the losers.

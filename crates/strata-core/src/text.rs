@@ -119,7 +119,30 @@ pub fn parse_urlencoded(
     raw: &[u8],
     max_pairs: usize,
 ) -> Result<Vec<(String, TextValue)>, DecodeTextError> {
+    // Typical queries and forms have a few pairs: group them as they come, in one vector.
+    let segments = raw.iter().filter(|&&b| b == b'&').count() + 1;
+    if segments <= LINEAR_GROUPING_MAX {
+        let mut grouped: Vec<(String, TextValue)> = Vec::with_capacity(segments);
+        for_each_pair(raw, max_pairs, |key, value| {
+            match grouped.iter_mut().find(|(k, _)| *k == key) {
+                Some((_, existing)) => existing.push(value),
+                None => grouped.push((key, TextValue::One(value))),
+            }
+        })?;
+        return Ok(grouped);
+    }
     let mut pairs: Vec<(String, String)> = Vec::new();
+    for_each_pair(raw, max_pairs, |key, value| pairs.push((key, value)))?;
+    Ok(group_repeated(pairs))
+}
+
+/// Decodes the pairs of `raw`, at most `max_pairs` of them, handing each to `each`.
+fn for_each_pair(
+    raw: &[u8],
+    max_pairs: usize,
+    mut each: impl FnMut(String, String),
+) -> Result<(), DecodeTextError> {
+    let mut count = 0;
     let mut offset = 0usize;
     for segment in raw.split(|&b| b == b'&') {
         let start = offset;
@@ -127,18 +150,19 @@ pub fn parse_urlencoded(
         if segment.is_empty() {
             continue;
         }
-        if pairs.len() == max_pairs {
+        if count == max_pairs {
             return Err(DecodeTextError::TooManyPairs { limit: max_pairs });
         }
+        count += 1;
         let (key, value, value_start) = match segment.iter().position(|&b| b == b'=') {
             Some(eq) => (&segment[..eq], &segment[eq + 1..], start + eq + 1),
             None => (segment, &segment[segment.len()..], start + segment.len()),
         };
         let key = percent_decode(key, true, start)?.into_owned();
         let value = percent_decode(value, true, value_start)?.into_owned();
-        pairs.push((key, value));
+        each(key, value);
     }
-    Ok(group_repeated(pairs))
+    Ok(())
 }
 
 /// Up to this many pairs, grouping scans linearly: cheaper than sorting for typical inputs.

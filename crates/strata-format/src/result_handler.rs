@@ -102,7 +102,8 @@ impl ResultHandler for DefaultResultHandler {
         match result {
             Ok(output) => {
                 let data = output.data().get();
-                let mut body = Vec::with_capacity(data.len() + 29);
+                // Exactly the length: `Bytes` then takes the buffer over without allocating.
+                let mut body = Vec::with_capacity(data.len() + 28);
                 body.extend_from_slice(br#"{"status":"success","data":"#);
                 body.extend_from_slice(data.as_bytes());
                 body.push(b'}');
