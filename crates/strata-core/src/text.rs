@@ -120,7 +120,7 @@ pub fn parse_urlencoded(
     max_pairs: usize,
 ) -> Result<Vec<(String, TextValue)>, DecodeTextError> {
     // Typical queries and forms have a few pairs: group them as they come, in one vector.
-    let segments = raw.iter().filter(|&&b| b == b'&').count() + 1;
+    let segments = raw.split(|&b| b == b'&').count();
     if segments <= LINEAR_GROUPING_MAX {
         let mut grouped: Vec<(String, TextValue)> = Vec::with_capacity(segments);
         for_each_pair(raw, max_pairs, |key, value| {
