@@ -7,8 +7,10 @@
 use std::any::Any;
 use std::convert::Infallible;
 use std::fmt;
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::{Arc, OnceLock};
-use std::task::{Context, Poll};
+use std::task::{Context, Poll, Waker};
 
 use bytes::Bytes;
 use http::{Method, Request, Response, StatusCode};
@@ -106,11 +108,90 @@ impl EndpointMeta {
     }
 }
 
-/// The boxed service of an endpoint, as routing calls it.
+/// The boxed service of an endpoint, for tests and for mounting into other tower stacks.
 pub type EndpointService =
     BoxCloneSyncService<Request<RequestBody>, Response<ResponseBody>, Infallible>;
 
-type BuildFn = dyn Fn(&Config) -> EndpointService + Send + Sync;
+/// The future of a [`SharedService`] call.
+pub type EndpointFuture =
+    Pin<Box<dyn Future<Output = Result<Response<ResponseBody>, Infallible>> + Send>>;
+
+/// Calls a service through a shared reference.
+trait CallShared: Send + Sync {
+    fn call_shared(&self, request: Request<RequestBody>) -> EndpointFuture;
+}
+
+impl<S> CallShared for S
+where
+    S: Service<Request<RequestBody>, Response = Response<ResponseBody>, Error = Infallible>
+        + Clone
+        + Send
+        + Sync
+        + 'static,
+    S::Future: Send + 'static,
+{
+    fn call_shared(&self, request: Request<RequestBody>) -> EndpointFuture {
+        // Cloning the stack itself copies a few `Arc`s; boxing it (what cloning a
+        // `BoxCloneSyncService` does) would allocate on every request.
+        let mut service = self.clone();
+        let mut cx = Context::from_waker(Waker::noop());
+        match service.poll_ready(&mut cx) {
+            Poll::Ready(Ok(())) => Box::pin(service.call(request)),
+            Poll::Ready(Err(never)) => match never {},
+            // Not ready at once (no Strata stage does this): wait for it properly.
+            Poll::Pending => Box::pin(tower::ServiceExt::oneshot(service, request)),
+        }
+    }
+}
+
+/// An endpoint's service as routing holds it: called through a shared reference, with no
+/// per-request allocation but its future's.
+///
+/// It is also a tower service (always ready), so it can be stacked like any other.
+#[derive(Clone)]
+pub struct SharedService(Arc<dyn CallShared>);
+
+impl fmt::Debug for SharedService {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("SharedService").finish_non_exhaustive()
+    }
+}
+
+impl SharedService {
+    /// Shares `service`; each call works on a clone of it.
+    pub fn new<S>(service: S) -> Self
+    where
+        S: Service<Request<RequestBody>, Response = Response<ResponseBody>, Error = Infallible>
+            + Clone
+            + Send
+            + Sync
+            + 'static,
+        S::Future: Send + 'static,
+    {
+        Self(Arc::new(service))
+    }
+
+    /// Handles `request`.
+    pub fn call_shared(&self, request: Request<RequestBody>) -> EndpointFuture {
+        self.0.call_shared(request)
+    }
+}
+
+impl Service<Request<RequestBody>> for SharedService {
+    type Response = Response<ResponseBody>;
+    type Error = Infallible;
+    type Future = EndpointFuture;
+
+    fn poll_ready(&mut self, _cx: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
+        Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, request: Request<RequestBody>) -> EndpointFuture {
+        self.0.call_shared(request)
+    }
+}
+
+type BuildFn = dyn Fn(&Config) -> SharedService + Send + Sync;
 
 /// A built endpoint: its metadata and a way to make its service for a configuration.
 ///
@@ -138,6 +219,17 @@ impl Endpoint {
         meta: EndpointMeta,
         build: impl Fn(&Config) -> EndpointService + Send + Sync + 'static,
     ) -> Self {
+        Self::from_shared(meta, move |config: &Config| {
+            SharedService::new(build(config))
+        })
+    }
+
+    /// An endpoint from its metadata and a builder of its shared service (what routing calls;
+    /// cheaper per request than a boxed service).
+    pub fn from_shared(
+        meta: EndpointMeta,
+        build: impl Fn(&Config) -> SharedService + Send + Sync + 'static,
+    ) -> Self {
         Self {
             meta: Arc::new(meta),
             build: Arc::new(build),
@@ -157,6 +249,11 @@ impl Endpoint {
 
     /// Builds the boxed service for `config`.
     pub fn boxed_service(&self, config: &Config) -> EndpointService {
+        BoxCloneSyncService::new((self.build)(config))
+    }
+
+    /// Builds the shared service for `config` (routing calls this once per route).
+    pub fn shared_service(&self, config: &Config) -> SharedService {
         (self.build)(config)
     }
 
@@ -260,6 +357,61 @@ where
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Ready only on every other poll, like a service with a busy resource.
+    #[derive(Clone, Default)]
+    struct Hesitant {
+        polled: Arc<std::sync::atomic::AtomicUsize>,
+    }
+
+    impl Service<Request<RequestBody>> for Hesitant {
+        type Response = Response<ResponseBody>;
+        type Error = Infallible;
+        type Future = std::future::Ready<Result<Response<ResponseBody>, Infallible>>;
+
+        fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
+            let n = self
+                .polled
+                .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            if n % 2 == 0 {
+                cx.waker().wake_by_ref();
+                Poll::Pending
+            } else {
+                Poll::Ready(Ok(()))
+            }
+        }
+
+        fn call(&mut self, request: Request<RequestBody>) -> Self::Future {
+            std::future::ready(Ok(Response::new(ResponseBody::from(
+                request.uri().to_string(),
+            ))))
+        }
+    }
+
+    #[tokio::test]
+    async fn a_shared_service_is_called_through_a_reference_and_waits_for_readiness() {
+        use http_body_util::BodyExt;
+        let shared = SharedService::new(Hesitant::default());
+        let (a, b) = (
+            shared.call_shared(Request::new(RequestBody::empty())),
+            shared.call_shared(Request::get("/b").body(RequestBody::empty()).unwrap()),
+        );
+        let (a, b) = (a.await.unwrap(), b.await.unwrap());
+        assert_eq!(a.into_body().collect().await.unwrap().to_bytes(), "/");
+        assert_eq!(b.into_body().collect().await.unwrap().to_bytes(), "/b");
+        // A boxed service and a tower service from the same shared one.
+        let mut boxed = EndpointService::new(shared);
+        let response = tower::ServiceExt::ready(&mut boxed)
+            .await
+            .unwrap()
+            .call(Request::get("/c").body(RequestBody::empty()).unwrap())
+            .await
+            .unwrap();
+        assert_eq!(
+            response.into_body().collect().await.unwrap().to_bytes(),
+            "/c"
+        );
+    }
 
     #[test]
     fn undeclared_methods_serve_get() {

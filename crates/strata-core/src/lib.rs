@@ -33,7 +33,8 @@ pub use ctx::{Get, HCons, HNil};
 pub use de::DeError;
 pub use decode::Decoder;
 pub use endpoint::{
-    AnyBody, Endpoint, EndpointMeta, EndpointService, ResponseDescription, Security,
+    AnyBody, Endpoint, EndpointFuture, EndpointMeta, EndpointService, ResponseDescription,
+    Security, SharedService,
 };
 pub use error::{ApiError, BoxError, ErrorKind};
 pub use input::{Input, InputSource, InputValue, JsonObject, JsonObjectError, TextValue};

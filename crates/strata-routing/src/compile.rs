@@ -237,7 +237,7 @@ impl Flattener {
 /// What a path answers to one method.
 #[derive(Clone)]
 pub(crate) struct Target {
-    pub(crate) service: strata_core::EndpointService,
+    pub(crate) service: strata_core::SharedService,
     /// Parameter names in path order (the trie knows them by position).
     pub(crate) params: Arc<[Arc<str>]>,
     pub(crate) endpoint: Option<Endpoint>,
@@ -339,7 +339,7 @@ pub(crate) fn compile(routing: &Routing, config: &Config) -> Result<Compiled, Ro
             })
             .collect();
         let target = Target {
-            service: route.endpoint.boxed_service(config),
+            service: route.endpoint.shared_service(config),
             params,
             endpoint: Some(route.endpoint),
         };
@@ -368,7 +368,7 @@ pub(crate) fn compile(routing: &Routing, config: &Config) -> Result<Compiled, Ro
     for flat in flattener.statics {
         let prefix = display(&flat.segments);
         let prefix = if prefix == "/" { String::new() } else { prefix };
-        let service = StaticService::new(&flat.serve, &prefix).boxed();
+        let service = StaticService::new(&flat.serve, &prefix).shared();
         let target = Target {
             service,
             params: Arc::from([]),

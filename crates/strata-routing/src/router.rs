@@ -17,12 +17,10 @@ use http_body::Body;
 use strata_core::endpoint::into_request_body;
 use strata_core::text::percent_decode;
 use strata_core::{
-    ApiError, BoxError, Config, Cors, CorsFn, CorsFuture, CorsRequest, EndpointService, ErrorKind,
-    Logger, PathParams, RequestBody, ResponseBody, WrongMethodBehavior,
+    ApiError, BoxError, Config, Cors, CorsFn, CorsFuture, CorsRequest, EndpointFuture, ErrorKind,
+    Logger, PathParams, ResponseBody, WrongMethodBehavior,
 };
 use strata_format::error_response;
-use tower::ServiceExt;
-use tower::util::Oneshot;
 use tower_service::Service;
 
 use crate::compile::{ALLOW_HEADERS, ALLOW_ORIGIN_ANY, Compiled, PathTable, compile};
@@ -248,13 +246,13 @@ where
         let head = parts.method == Method::HEAD && table.statics.is_none();
         let cors = shared.cors_headers(&parts, Some(table), target.endpoint.as_ref());
         let request = Request::from_parts(parts, into_request_body(body));
-        RouterFuture::call(target.service.clone().oneshot(request), head, cors)
+        RouterFuture::call(target.service.call_shared(request), head, cors)
     }
 }
 
 enum State {
     Ready(Option<Response<ResponseBody>>),
-    Calling(Oneshot<EndpointService, Request<RequestBody>>),
+    Calling(EndpointFuture),
 }
 
 /// Response future of [`Router`].
@@ -273,11 +271,7 @@ impl RouterFuture {
         }
     }
 
-    fn call(
-        call: Oneshot<EndpointService, Request<RequestBody>>,
-        head: bool,
-        cors: CorsHeaders,
-    ) -> Self {
+    fn call(call: EndpointFuture, head: bool, cors: CorsHeaders) -> Self {
         Self {
             state: State::Calling(call),
             head,
@@ -292,7 +286,7 @@ impl Future for RouterFuture {
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let this = self.get_mut();
         if let State::Calling(call) = &mut this.state {
-            let response = match ready!(Pin::new(call).poll(cx)) {
+            let response = match ready!(call.as_mut().poll(cx)) {
                 Ok(response) => response,
                 Err(never) => match never {},
             };

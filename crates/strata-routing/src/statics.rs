@@ -10,8 +10,7 @@ use std::task::{Context, Poll};
 use http::header::LOCATION;
 use http::{HeaderValue, Request, Response, StatusCode, Uri};
 use strata_core::text::percent_decode;
-use strata_core::{EndpointService, RequestBody, ResponseBody};
-use tower::util::BoxCloneSyncService;
+use strata_core::{RequestBody, ResponseBody, SharedService};
 use tower_http::services::ServeDir;
 use tower_service::Service;
 
@@ -43,8 +42,8 @@ impl StaticService {
         }
     }
 
-    pub(crate) fn boxed(self) -> EndpointService {
-        BoxCloneSyncService::new(self)
+    pub(crate) fn shared(self) -> SharedService {
+        SharedService::new(self)
     }
 
     /// The path inside the directory and the file it names, or `None` when it must not be

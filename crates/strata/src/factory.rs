@@ -11,8 +11,7 @@ use schemars::{JsonSchema, Schema};
 use serde::de::DeserializeOwned;
 use strata_combine::CombineLayer;
 use strata_core::{
-    ApiError, Config, Endpoint, EndpointMeta, EndpointService, HCons, HNil, Logger, Output,
-    Security,
+    ApiError, Config, Endpoint, EndpointMeta, HCons, HNil, Logger, Output, Security, SharedService,
 };
 use strata_format::{DefaultResultHandler, FormatLayer, ResultHandler};
 use strata_handler::{Handler, HandlerService, handler_fn, handler_with_request};
@@ -22,7 +21,6 @@ use strata_middleware::{
 use strata_output::{HandlerOutput, OutputLayer, OutputService};
 use strata_parse::ParseLayer;
 use strata_validate::{ValidateLayer, ValidateService};
-use tower::util::BoxCloneSyncService;
 use tower_layer::Layer;
 
 /// Builds endpoints that share a result handler and a list of middleware.
@@ -289,13 +287,13 @@ where
         let validate = ValidateLayer::<I>::new();
         let output = OutputLayer::<O::Body>::new();
         let handler = HandlerService::new(handler);
-        Endpoint::from_parts(meta, move |config: &Config| -> EndpointService {
+        Endpoint::from_shared(meta, move |config: &Config| -> SharedService {
             let core = validate.layer(output.layer(handler.clone()));
             let service = FormatLayer::from_config(result_handler.clone(), config).layer(
                 ParseLayer::from_config(config)
                     .layer(CombineLayer::from_config(config).layer(layers.wrap(core))),
             );
-            BoxCloneSyncService::new(service)
+            SharedService::new(service)
         })
     }
 }

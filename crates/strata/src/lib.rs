@@ -61,11 +61,11 @@ mod factory;
 pub use factory::{EndpointBuilder, EndpointsFactory, default_endpoints_factory};
 pub use strata_core::{
     AnyBody, ApiError, BoxError, Config, ConfigBuilder, Cors, CorsRequest, Ctx, Decoder, Endpoint,
-    EndpointMeta, EndpointService, ErrorKind, Get, HCons, HNil, Https, Input, InputSource,
-    InputSources, InputValue, Level, Listen, Logger, LoggerOptions, MethodLikeRouteBehavior, Mode,
-    Output, Parsed, ParsedBody, PathParams, Pem, RequestBody, RequestInfo, ResponseBody,
-    ResponseDescription, Security, ServerLimits, Staged, TextValue, Validated, WrongMethodBehavior,
-    http_error,
+    EndpointFuture, EndpointMeta, EndpointService, ErrorKind, Get, HCons, HNil, Https, Input,
+    InputSource, InputSources, InputValue, Level, Listen, Logger, LoggerOptions,
+    MethodLikeRouteBehavior, Mode, Output, Parsed, ParsedBody, PathParams, Pem, RequestBody,
+    RequestInfo, ResponseBody, ResponseDescription, Security, ServerLimits, SharedService, Staged,
+    TextValue, Validated, WrongMethodBehavior, http_error,
 };
 pub use strata_format::{DefaultResultHandler, ResultHandler};
 pub use strata_middleware::{Middleware, MiddlewareChain};
