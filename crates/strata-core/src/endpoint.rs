@@ -373,7 +373,7 @@ mod tests {
             let n = self
                 .polled
                 .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-            if n % 2 == 0 {
+            if n.is_multiple_of(2) {
                 cx.waker().wake_by_ref();
                 Poll::Pending
             } else {
