@@ -79,6 +79,8 @@ impl From<TextValue> for InputValue {
 #[derive(Clone, PartialEq, Eq)]
 pub struct JsonObject {
     bytes: Bytes,
+    /// A top-level key appears more than once (the last value wins, as with `JSON.parse`).
+    repeated_keys: bool,
 }
 
 impl fmt::Debug for JsonObject {
@@ -126,10 +128,13 @@ impl JsonObject {
         if first == Some(b'{') {
             // Through a map visitor, for serde_json's map errors ("trailing comma", ...).
             let mut json = serde_json::Deserializer::from_slice(&bytes);
-            serde::Deserializer::deserialize_map(&mut json, MembersVisitor)
-                .and_then(|()| json.end())
+            let repeated_keys = serde::Deserializer::deserialize_map(&mut json, MembersVisitor)
+                .and_then(|repeated| json.end().map(|()| repeated))
                 .map_err(JsonObjectError::Syntax)?;
-            return Ok(Self { bytes });
+            return Ok(Self {
+                bytes,
+                repeated_keys,
+            });
         }
         serde_json::from_slice::<serde::de::IgnoredAny>(&bytes).map_err(JsonObjectError::Syntax)?;
         match first {
@@ -161,19 +166,72 @@ impl JsonObject {
 }
 
 /// Reads past an object's members, checking them.
+/// Reads past an object's members, checking them; tells whether a top-level key repeats.
 struct MembersVisitor;
 
+/// An object key, borrowed from the body unless it has escapes (serde's `Cow` always copies).
+struct Key<'de>(std::borrow::Cow<'de, str>);
+
+impl<'de> serde::Deserialize<'de> for Key<'de> {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct KeyVisitor;
+
+        impl<'de> serde::de::Visitor<'de> for KeyVisitor {
+            type Value = Key<'de>;
+
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a key")
+            }
+
+            fn visit_borrowed_str<E: serde::de::Error>(self, key: &'de str) -> Result<Key<'de>, E> {
+                Ok(Key(std::borrow::Cow::Borrowed(key)))
+            }
+
+            fn visit_str<E: serde::de::Error>(self, key: &str) -> Result<Key<'de>, E> {
+                Ok(Key(std::borrow::Cow::Owned(key.to_owned())))
+            }
+        }
+
+        deserializer.deserialize_str(KeyVisitor)
+    }
+}
+
+/// Up to this many keys, repeats are found by comparing; more keys are hashed.
+const LINEAR_KEYS_MAX: usize = 16;
+
 impl<'de> serde::de::Visitor<'de> for MembersVisitor {
-    type Value = ();
+    type Value = bool;
 
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str("a JSON object")
     }
 
-    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<bool, A::Error> {
+        use std::borrow::Cow;
+        use std::collections::HashSet;
+
         use serde::de::IgnoredAny;
-        while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
-        Ok(())
+        let mut keys: Vec<Cow<'de, str>> = Vec::new();
+        let mut hashed: Option<HashSet<Cow<'de, str>>> = None;
+        let mut repeated = false;
+        while let Some(Key(key)) = map.next_key::<Key<'de>>()? {
+            map.next_value::<IgnoredAny>()?;
+            if repeated {
+                continue;
+            }
+            if let Some(set) = &mut hashed {
+                repeated = !set.insert(key);
+            } else if keys.contains(&key) {
+                repeated = true;
+            } else if keys.len() == LINEAR_KEYS_MAX {
+                let mut set: HashSet<Cow<'de, str>> = keys.drain(..).collect();
+                set.insert(key);
+                hashed = Some(set);
+            } else {
+                keys.push(key);
+            }
+        }
+        Ok(repeated)
     }
 }
 
@@ -217,6 +275,14 @@ impl PartialEq for Input {
 impl From<JsonObject> for Input {
     /// An input that is this object's members.
     fn from(object: JsonObject) -> Self {
+        if object.repeated_keys {
+            // Read from bytes, a struct would refuse a repeated field; as members, the last
+            // value wins, as it always has for JSON bodies.
+            return Self {
+                entries: object.entries(),
+                json: None,
+            };
+        }
         Self {
             entries: Vec::new(),
             json: Some(Box::new(JsonInput {
@@ -423,6 +489,37 @@ mod json_tests {
         assert_eq!(
             input.iter().map(|(k, _)| k).collect::<Vec<_>>(),
             ["a", "b", "c"]
+        );
+    }
+
+    #[test]
+    fn a_repeated_key_keeps_its_last_value() {
+        #[derive(serde::Deserialize)]
+        struct Body {
+            a: u32,
+        }
+        let many = format!(
+            "{{{}, \"a\": 1, \"a\": 2}}",
+            (0..20)
+                .map(|i| format!("\"k{i}\": {i}"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+        for body in [r#"{"a": 1, "a": 2}"#, many.as_str()] {
+            let input = Input::from(JsonObject::new(body.to_owned()).unwrap());
+            assert!(input.as_json_object().is_none());
+            assert_eq!(
+                <Body as serde::Deserialize>::deserialize(&input).unwrap().a,
+                2
+            );
+        }
+        let input = Input::from(JsonObject::new(r#"{"a": 1, "b": {"a": 1}}"#).unwrap());
+        assert!(input.as_json_object().is_some());
+        // An escaped key is the same key.
+        let input = Input::from(JsonObject::new(r#"{"a": 1, "\u0061": 2}"#).unwrap());
+        assert_eq!(
+            <Body as serde::Deserialize>::deserialize(&input).unwrap().a,
+            2
         );
     }
 
