@@ -79,7 +79,7 @@ impl From<TextValue> for InputValue {
 #[derive(Clone, PartialEq, Eq)]
 pub struct JsonObject {
     bytes: Bytes,
-    /// A top-level key appears more than once (the last value wins, as with `JSON.parse`).
+    /// An object repeats a key (the last value wins, as with `JSON.parse`).
     repeated_keys: bool,
 }
 
@@ -112,8 +112,9 @@ impl fmt::Display for JsonObjectError {
 impl std::error::Error for JsonObjectError {}
 
 impl JsonObject {
-    /// Checks that `bytes` hold one well-formed JSON object (a validating pass that builds
-    /// nothing).
+    /// Checks that `bytes` hold one well-formed JSON object, as strictly as parsing it into a
+    /// `serde_json::Value` would (numbers in range, valid strings and escapes), in a pass that
+    /// builds nothing.
     ///
     /// ```
     /// use strata_core::input::JsonObject;
@@ -128,7 +129,7 @@ impl JsonObject {
         if first == Some(b'{') {
             // Through a map visitor, for serde_json's map errors ("trailing comma", ...).
             let mut json = serde_json::Deserializer::from_slice(&bytes);
-            let repeated_keys = serde::Deserializer::deserialize_map(&mut json, MembersVisitor)
+            let repeated_keys = serde::Deserializer::deserialize_map(&mut json, CheckVisitor)
                 .and_then(|repeated| json.end().map(|()| repeated))
                 .map_err(JsonObjectError::Syntax)?;
             return Ok(Self {
@@ -136,7 +137,7 @@ impl JsonObject {
                 repeated_keys,
             });
         }
-        serde_json::from_slice::<serde::de::IgnoredAny>(&bytes).map_err(JsonObjectError::Syntax)?;
+        serde_json::from_slice::<Checked>(&bytes).map_err(JsonObjectError::Syntax)?;
         match first {
             Some(b'[') => Err(JsonObjectError::NotAnObject("an array")),
             Some(b'"') => Err(JsonObjectError::NotAnObject("a string")),
@@ -165,10 +166,6 @@ impl JsonObject {
     }
 }
 
-/// Reads past an object's members, checking them.
-/// Reads past an object's members, checking them; tells whether a top-level key repeats.
-struct MembersVisitor;
-
 /// An object key, borrowed from the body unless it has escapes (serde's `Cow` always copies).
 struct Key<'de>(std::borrow::Cow<'de, str>);
 
@@ -196,39 +193,88 @@ impl<'de> serde::Deserialize<'de> for Key<'de> {
     }
 }
 
-/// Up to this many keys, repeats are found by comparing; more keys are hashed.
+/// Up to this many keys per object, repeats are found by comparing on the stack; more are hashed.
 const LINEAR_KEYS_MAX: usize = 16;
 
-impl<'de> serde::de::Visitor<'de> for MembersVisitor {
+/// Checks one JSON value the way parsing it into a `serde_json::Value` would (numbers in range,
+/// strings valid, escapes valid) without building it, and tells whether an object at any depth
+/// repeats a key.
+struct Checked(bool);
+
+impl<'de> serde::Deserialize<'de> for Checked {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer.deserialize_any(CheckVisitor).map(Checked)
+    }
+}
+
+struct CheckVisitor;
+
+impl<'de> serde::de::Visitor<'de> for CheckVisitor {
+    /// Whether a key repeats somewhere in the value.
     type Value = bool;
 
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("a JSON object")
+        f.write_str("a JSON value")
+    }
+
+    fn visit_bool<E>(self, _: bool) -> Result<bool, E> {
+        Ok(false)
+    }
+
+    fn visit_i64<E>(self, _: i64) -> Result<bool, E> {
+        Ok(false)
+    }
+
+    fn visit_u64<E>(self, _: u64) -> Result<bool, E> {
+        Ok(false)
+    }
+
+    fn visit_f64<E>(self, _: f64) -> Result<bool, E> {
+        Ok(false)
+    }
+
+    fn visit_str<E>(self, _: &str) -> Result<bool, E> {
+        Ok(false)
+    }
+
+    fn visit_unit<E>(self) -> Result<bool, E> {
+        Ok(false)
+    }
+
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<bool, A::Error> {
+        let mut repeated = false;
+        while let Some(Checked(inner)) = seq.next_element()? {
+            repeated |= inner;
+        }
+        Ok(repeated)
     }
 
     fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<bool, A::Error> {
-        use std::borrow::Cow;
-        use std::collections::HashSet;
-
-        use serde::de::IgnoredAny;
-        let mut keys: Vec<Cow<'de, str>> = Vec::new();
-        let mut hashed: Option<HashSet<Cow<'de, str>>> = None;
+        let mut keys: [Option<Key<'de>>; LINEAR_KEYS_MAX] = [const { None }; LINEAR_KEYS_MAX];
+        let mut count = 0;
+        let mut hashed: Option<std::collections::HashSet<std::borrow::Cow<'de, str>>> = None;
         let mut repeated = false;
         while let Some(Key(key)) = map.next_key::<Key<'de>>()? {
-            map.next_value::<IgnoredAny>()?;
+            let Checked(inner) = map.next_value()?;
+            repeated |= inner;
             if repeated {
                 continue;
             }
             if let Some(set) = &mut hashed {
                 repeated = !set.insert(key);
-            } else if keys.contains(&key) {
+            } else if keys[..count].iter().flatten().any(|k| k.0 == key) {
                 repeated = true;
-            } else if keys.len() == LINEAR_KEYS_MAX {
-                let mut set: HashSet<Cow<'de, str>> = keys.drain(..).collect();
+            } else if count == LINEAR_KEYS_MAX {
+                let mut set: std::collections::HashSet<_> = keys
+                    .iter_mut()
+                    .filter_map(Option::take)
+                    .map(|k| k.0)
+                    .collect();
                 set.insert(key);
                 hashed = Some(set);
             } else {
-                keys.push(key);
+                keys[count] = Some(Key(key));
+                count += 1;
             }
         }
         Ok(repeated)
@@ -515,6 +561,9 @@ mod json_tests {
         }
         let input = Input::from(JsonObject::new(r#"{"a": 1, "b": {"a": 1}}"#).unwrap());
         assert!(input.as_json_object().is_some());
+        // A repeat inside a nested object takes the members path too.
+        let input = Input::from(JsonObject::new(r#"{"b": [{"x": 1, "x": 2}]}"#).unwrap());
+        assert!(input.as_json_object().is_none());
         // An escaped key is the same key.
         let input = Input::from(JsonObject::new(r#"{"a": 1, "\u0061": 2}"#).unwrap());
         assert_eq!(
@@ -541,5 +590,21 @@ mod json_tests {
             JsonObject::new("{} x"),
             Err(JsonObjectError::Syntax(_))
         ));
+        // What a value parse refuses, the check refuses: numbers out of range, bad strings.
+        for body in [
+            &br#"{"a": 1e400, "b": 1}"#[..],
+            br#"{"a": "\ud800", "b": 1}"#,
+            b"{\"a\": \"\xff\", \"b\": 1}",
+            b"[1e400]",
+        ] {
+            assert!(
+                matches!(
+                    JsonObject::new(body.to_vec()),
+                    Err(JsonObjectError::Syntax(_))
+                ),
+                "{}",
+                String::from_utf8_lossy(body)
+            );
+        }
     }
 }

@@ -6,6 +6,10 @@
 //! parse stage when [`Config::upload`](crate::Config::upload) is set) puts the files of a request
 //! into the input; decoding hands them to the typed input without copying their bytes.
 //!
+//! Files reach fields of the input type itself (and of `Option`s and lists); through
+//! `#[serde(flatten)]` or an untagged or internally tagged enum, serde buffers values in its own
+//! form and the file is lost ("expected an uploaded file"): declare file fields directly.
+//!
 //! ```
 //! use serde::Deserialize;
 //! use strata_core::upload::UploadedFile;
@@ -176,10 +180,16 @@ where
     V: Visitor<'de>,
     E: de::Error,
 {
+    /// Empties the slot however the visit ends, a panic included.
+    struct Clear;
+    impl Drop for Clear {
+        fn drop(&mut self) {
+            HANDOFF.with(|slot| slot.borrow_mut().take());
+        }
+    }
     HANDOFF.with(|slot| *slot.borrow_mut() = Some(file.clone()));
-    let result = visitor.visit_newtype_struct(de::value::UnitDeserializer::<E>::new());
-    HANDOFF.with(|slot| slot.borrow_mut().take());
-    result
+    let _clear = Clear;
+    visitor.visit_newtype_struct(de::value::UnitDeserializer::<E>::new())
 }
 
 struct FileVisitor;

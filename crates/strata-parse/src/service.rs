@@ -7,7 +7,8 @@ use http::{HeaderMap, HeaderValue, Request, StatusCode};
 use http_body::Body;
 use strata_core::text::{DecodeTextError, parse_urlencoded};
 use strata_core::{
-    ApiError, BoxError, ErrorKind, JsonObject, Parsed, ParsedBody, PathParams, TextValue,
+    ApiError, BoxError, ErrorKind, InputSource, JsonObject, Parsed, ParsedBody, PathParams,
+    TextValue,
 };
 use tower_service::Service;
 
@@ -61,7 +62,16 @@ pub(crate) enum BodyKind {
     Multipart,
 }
 
-fn body_kind(headers: &HeaderMap, uploads: bool) -> Result<BodyKind, ApiError> {
+/// Whether a multipart body can be read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Uploads {
+    Off,
+    /// Uploads are on, but the method's input sources take no files.
+    NotForMethod,
+    On,
+}
+
+fn body_kind(headers: &HeaderMap, uploads: Uploads) -> Result<BodyKind, ApiError> {
     let Some(value) = headers.get(CONTENT_TYPE) else {
         return Err(unsupported("Request body has no Content-Type".into()));
     };
@@ -75,12 +85,15 @@ fn body_kind(headers: &HeaderMap, uploads: bool) -> Result<BodyKind, ApiError> {
     } else if essence.eq_ignore_ascii_case("application/x-www-form-urlencoded") {
         Ok(BodyKind::Form)
     } else if essence.eq_ignore_ascii_case("multipart/form-data") {
-        if uploads {
-            Ok(BodyKind::Multipart)
-        } else {
-            Err(unsupported(format!(
+        match uploads {
+            Uploads::On => Ok(BodyKind::Multipart),
+            Uploads::Off => Err(unsupported(format!(
                 "Unsupported Content-Type: {essence} (uploads are not enabled)"
-            )))
+            ))),
+            // Its files would be read and dropped: refuse it rather than buffer it.
+            Uploads::NotForMethod => Err(unsupported(format!(
+                "Unsupported Content-Type: {essence} (this method's input takes no files)"
+            ))),
         }
     } else {
         Err(unsupported(format!("Unsupported Content-Type: {essence}")))
@@ -188,7 +201,19 @@ where
             return ResponseFuture::inner(self.inner.call(Request::from_parts(parts, parsed)));
         }
         let declared = declared_length(&parts.headers).or(body.size_hint().exact());
-        let (kind, unreadable) = match body_kind(&parts.headers, options.upload.is_some()) {
+        let uploads = match &options.upload {
+            None => Uploads::Off,
+            Some(_)
+                if options
+                    .input_sources
+                    .for_method(&parts.method)
+                    .contains(&InputSource::Files) =>
+            {
+                Uploads::On
+            }
+            Some(_) => Uploads::NotForMethod,
+        };
+        let (kind, unreadable) = match body_kind(&parts.headers, uploads) {
             Ok(kind) => (kind, None),
             // A body of unknown length may still be empty: find out before refusing it.
             Err(error) if declared.is_none() => (BodyKind::Json, Some(error)),

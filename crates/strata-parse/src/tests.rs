@@ -196,6 +196,21 @@ async fn multipart_gives_text_fields_and_files_when_uploads_are_on() {
 }
 
 #[tokio::test]
+async fn multipart_is_refused_for_methods_whose_input_takes_no_files() {
+    let form = MultipartForm::new().text("title", "Trip");
+    let mut request = multipart(form);
+    *request.method_mut() = Method::PUT;
+    let error = parse(ParseLayer::new().upload(UploadLimits::new()), request)
+        .await
+        .unwrap_err();
+    assert_eq!(error.status(), 415);
+    assert_eq!(
+        error.message(),
+        "Unsupported Content-Type: multipart/form-data (this method's input takes no files)"
+    );
+}
+
+#[tokio::test]
 async fn multipart_limits_apply_before_and_while_reading() {
     let limits = UploadLimits::new().file_size(4).body_size(1000);
     let layer = ParseLayer::new().upload(limits);

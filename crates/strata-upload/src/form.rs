@@ -23,7 +23,6 @@ enum Part {
 /// let body = form.into_bytes();
 /// assert!(body.windows(8).any(|w| w == b"Holidays"));
 /// ```
-#[derive(Default)]
 #[must_use]
 pub struct MultipartForm {
     parts: Vec<Part>,
@@ -36,6 +35,12 @@ impl std::fmt::Debug for MultipartForm {
             .field("parts", &self.parts.len())
             .field("boundary", &self.boundary)
             .finish()
+    }
+}
+
+impl Default for MultipartForm {
+    fn default() -> Self {
+        Self::new()
     }
 }
 
@@ -124,7 +129,7 @@ impl MultipartForm {
                          Content-Type: {}\r\n\r\n",
                         quoted(name),
                         quoted(file.name()),
-                        file.mimetype()
+                        file.mimetype().replace(['\r', '\n'], " ")
                     );
                     out.put_slice(header.as_bytes());
                     out.put_slice(file.data());

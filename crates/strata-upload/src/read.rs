@@ -126,8 +126,9 @@ fn count_file(files: &mut usize, limits: &UploadLimits) -> Result<(), ApiError> 
 ///
 /// Parts with a file name are files; the others are text fields, which must be UTF-8. A file
 /// part with an empty file name and no content (what a browser sends for a file input left
-/// empty) is skipped. Parts without a name are read past and dropped. Every limit is checked as
-/// bytes arrive, so nothing beyond a limit is buffered:
+/// empty) is skipped. Parts without a name are read past and dropped. Limits are checked as each
+/// part's bytes are handed over; multer reads what the connection has ready ahead of that, so
+/// one request never holds more than `body_size` bytes:
 ///
 /// | problem | status and message |
 /// |---|---|

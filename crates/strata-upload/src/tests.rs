@@ -307,3 +307,14 @@ async fn a_written_form_reads_back() {
         TextValue::One("--strata-form- in a value".into())
     );
 }
+
+#[tokio::test]
+async fn a_default_form_works_and_header_values_cannot_add_headers() {
+    let form = MultipartForm::default().file(
+        "f",
+        UploadedFile::new("x", "text/plain\r\nX-Injected: 1", &b"1"[..]),
+    );
+    let body = form.into_bytes();
+    let text = String::from_utf8_lossy(&body);
+    assert!(!text.contains("\r\nX-Injected"), "{text}");
+}
