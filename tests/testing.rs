@@ -429,6 +429,17 @@ async fn files_are_sent_as_a_multipart_form() {
         "{body}"
     );
 
+    // The multipart type wins over a content type the test gave.
+    let request = TestRequest::post()
+        .header(
+            http::header::CONTENT_TYPE,
+            HeaderValue::from_static("application/json"),
+        )
+        .body(json!({"title": "T", "tags": "a", "count": 1}))
+        .file("doc", doc());
+    let outcome = test_endpoint(&endpoint, TestArgs::new(request)).await;
+    assert_eq!(outcome.response.status_code(), 200);
+
     // The test's own upload limits apply.
     let request = TestRequest::post()
         .body(json!({"title": "T", "tags": "a", "count": 1}))

@@ -104,8 +104,10 @@ impl TestRequest {
     ///
     /// A request with files is sent as `multipart/form-data`: the body's top-level fields become
     /// text parts (strings as they are, lists as repeated parts, other values as JSON text), as a
-    /// browser's form would send them. Uploads are turned on with the default
-    /// [`UploadLimits`] unless the test's config sets its own.
+    /// browser's form would send them; the body must then be an object (anything else is a
+    /// mistake in the test and panics), and the multipart `Content-Type` replaces any given.
+    /// Uploads are turned on with the default [`UploadLimits`] unless the test's config sets
+    /// its own.
     #[must_use]
     pub fn file(mut self, name: impl Into<String>, file: UploadedFile) -> Self {
         self.files.push((name.into(), file));
@@ -240,7 +242,12 @@ fn build(
         uri.push('=');
         uri.push_str(&encode(value));
     }
-    let (body, content_type) = if request.files.is_empty() {
+    let is_multipart = !request.files.is_empty();
+    let (body, content_type) = if is_multipart {
+        let form = multipart(request.body.as_ref(), request.files);
+        let content_type = HeaderValue::try_from(form.content_type()).ok();
+        (RequestBody::from(form.into_bytes()), content_type)
+    } else {
         match &request.body {
             Some(value) => (
                 RequestBody::from(serde_json::to_vec(value).unwrap_or_default()),
@@ -248,10 +255,6 @@ fn build(
             ),
             None => (RequestBody::empty(), None),
         }
-    } else {
-        let form = multipart(request.body.as_ref(), request.files);
-        let content_type = HeaderValue::try_from(form.content_type()).ok();
-        (RequestBody::from(form.into_bytes()), content_type)
     };
     let mut built = Request::new(body);
     *built.method_mut() = request.method;
@@ -260,8 +263,9 @@ fn build(
     });
     *built.headers_mut() = request.headers;
     if let Some(content_type) = content_type
-        && !built.headers().contains_key(CONTENT_TYPE)
+        && (is_multipart || !built.headers().contains_key(CONTENT_TYPE))
     {
+        // A multipart body is unreadable without its own boundary: its type always wins.
         built.headers_mut().insert(CONTENT_TYPE, content_type);
     }
     built.extensions_mut().extend(request.extensions);
@@ -281,6 +285,13 @@ fn build(
 /// The multipart form a browser would send for `body`'s fields and `files`.
 fn multipart(body: Option<&Value>, files: Vec<(String, UploadedFile)>) -> MultipartForm {
     let mut form = MultipartForm::new();
+    if let Some(body) = body
+        && !body.is_object()
+    {
+        panic!(
+            "TestRequest: with files, the body must be a JSON object of form fields, not {body}"
+        );
+    }
     if let Some(Value::Object(fields)) = body {
         for (name, value) in fields {
             let values = match value {
