@@ -21,22 +21,33 @@ mod attach_axum;
 #[path = "../examples/attach_hyper.rs"]
 mod attach_hyper;
 
-/// GETs `path` from a server on `addr` over HTTP/1.1.
-async fn fetch(addr: std::net::SocketAddr, path: &str) -> (u16, String) {
-    use http_body_util::{BodyExt, Empty};
+/// Sends `request` to a server on `addr` over HTTP/1.1; the status and the body.
+async fn exchange(
+    addr: std::net::SocketAddr,
+    request: http::Request<http_body_util::Full<hyper::body::Bytes>>,
+) -> (u16, hyper::body::Bytes) {
+    use http_body_util::BodyExt;
     let stream = tokio::net::TcpStream::connect(addr).await.unwrap();
     let (mut sender, connection) =
         hyper::client::conn::http1::handshake(hyper_util::rt::TokioIo::new(stream))
             .await
             .unwrap();
     tokio::spawn(connection);
-    let request = http::Request::get(path)
-        .header("host", "localhost")
-        .body(Empty::<hyper::body::Bytes>::new())
-        .unwrap();
     let response = sender.send_request(request).await.unwrap();
     let status = response.status().as_u16();
-    let body = response.into_body().collect().await.unwrap().to_bytes();
+    (
+        status,
+        response.into_body().collect().await.unwrap().to_bytes(),
+    )
+}
+
+/// GETs `path` from a server on `addr`; the status and the body as text.
+async fn fetch(addr: std::net::SocketAddr, path: &str) -> (u16, String) {
+    let request = http::Request::get(path)
+        .header("host", "localhost")
+        .body(http_body_util::Full::default())
+        .unwrap();
+    let (status, body) = exchange(addr, request).await;
     (status, String::from_utf8_lossy(&body).into_owned())
 }
 
@@ -153,21 +164,12 @@ async fn quick_start_answers_like_the_spec() {
 #[path = "../examples/library.rs"]
 mod library;
 
-/// Sends `request` to `addr` over HTTP/1.1; the status and the JSON body.
+/// Sends `request` to `addr`; the status and the JSON body.
 async fn send(
     addr: std::net::SocketAddr,
     request: http::Request<http_body_util::Full<hyper::body::Bytes>>,
 ) -> (u16, serde_json::Value) {
-    use http_body_util::BodyExt;
-    let stream = tokio::net::TcpStream::connect(addr).await.unwrap();
-    let (mut sender, connection) =
-        hyper::client::conn::http1::handshake(hyper_util::rt::TokioIo::new(stream))
-            .await
-            .unwrap();
-    tokio::spawn(connection);
-    let response = sender.send_request(request).await.unwrap();
-    let status = response.status().as_u16();
-    let body = response.into_body().collect().await.unwrap().to_bytes();
+    let (status, body) = exchange(addr, request).await;
     (status, serde_json::from_slice(&body).unwrap())
 }
 

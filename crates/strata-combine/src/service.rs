@@ -86,15 +86,17 @@ pub(crate) fn combine(
 ) -> Result<Input, ApiError> {
     // A JSON object body that is the only input is handed over as it is: decoding reads it
     // straight from its bytes (no values built in between).
-    let body_alone = sources.iter().all(|source| match source {
-        InputSource::Body => true,
-        InputSource::Query => parsed.query.is_empty(),
-        InputSource::Params => parsed.params.is_empty(),
-        InputSource::Files => parsed.files.is_empty(),
-        InputSource::Headers => header_map.is_empty(),
-    });
-    if body_alone
-        && matches!(parsed.body, ParsedBody::JsonObject(_))
+    let body_alone = || {
+        sources.iter().all(|source| match source {
+            InputSource::Body => true,
+            InputSource::Query => parsed.query.is_empty(),
+            InputSource::Params => parsed.params.is_empty(),
+            InputSource::Files => parsed.files.is_empty(),
+            InputSource::Headers => header_map.is_empty(),
+        })
+    };
+    if matches!(parsed.body, ParsedBody::JsonObject(_))
+        && body_alone()
         && let ParsedBody::JsonObject(object) = std::mem::take(&mut parsed.body)
     {
         return Ok(Input::from(object));

@@ -254,6 +254,28 @@ impl<'de> Deserializer<'de> for ValueDeserializer<'de> {
     }
 }
 
+/// Tuples of text or files are read as their lists.
+macro_rules! tuples_as_seq {
+    () => {
+        fn deserialize_tuple<V: Visitor<'de>>(
+            self,
+            _len: usize,
+            visitor: V,
+        ) -> Result<V::Value, DeError> {
+            self.deserialize_seq(visitor)
+        }
+
+        fn deserialize_tuple_struct<V: Visitor<'de>>(
+            self,
+            _name: &'static str,
+            _len: usize,
+            visitor: V,
+        ) -> Result<V::Value, DeError> {
+            self.deserialize_seq(visitor)
+        }
+    };
+}
+
 /// One text value, read leniently.
 struct Text<'a>(&'a str);
 
@@ -337,22 +359,7 @@ impl<'de> Deserializer<'de> for Text<'de> {
         })
     }
 
-    fn deserialize_tuple<V: Visitor<'de>>(
-        self,
-        _len: usize,
-        visitor: V,
-    ) -> Result<V::Value, DeError> {
-        self.deserialize_seq(visitor)
-    }
-
-    fn deserialize_tuple_struct<V: Visitor<'de>>(
-        self,
-        _name: &'static str,
-        _len: usize,
-        visitor: V,
-    ) -> Result<V::Value, DeError> {
-        self.deserialize_seq(visitor)
-    }
+    tuples_as_seq!();
 
     fn deserialize_map<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, DeError> {
         Err(de::Error::invalid_type(Unexpected::Str(self.0), &visitor))
@@ -415,22 +422,7 @@ impl<'de> Deserializer<'de> for TextList<'de> {
         self.deserialize_any(visitor)
     }
 
-    fn deserialize_tuple<V: Visitor<'de>>(
-        self,
-        _len: usize,
-        visitor: V,
-    ) -> Result<V::Value, DeError> {
-        self.deserialize_any(visitor)
-    }
-
-    fn deserialize_tuple_struct<V: Visitor<'de>>(
-        self,
-        _name: &'static str,
-        _len: usize,
-        visitor: V,
-    ) -> Result<V::Value, DeError> {
-        self.deserialize_any(visitor)
-    }
+    tuples_as_seq!();
 
     // Several values where one is expected: a clear type error rather than picking one silently.
     fn deserialize_bool<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, DeError> {
@@ -487,22 +479,7 @@ impl<'de> Deserializer<'de> for FileList<'de> {
         visitor.visit_seq(FileSeq(self.0.iter()))
     }
 
-    fn deserialize_tuple<V: Visitor<'de>>(
-        self,
-        _len: usize,
-        visitor: V,
-    ) -> Result<V::Value, DeError> {
-        self.deserialize_seq(visitor)
-    }
-
-    fn deserialize_tuple_struct<V: Visitor<'de>>(
-        self,
-        _name: &'static str,
-        _len: usize,
-        visitor: V,
-    ) -> Result<V::Value, DeError> {
-        self.deserialize_seq(visitor)
-    }
+    tuples_as_seq!();
 
     fn deserialize_ignored_any<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, DeError> {
         visitor.visit_unit()

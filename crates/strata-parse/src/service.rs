@@ -219,62 +219,53 @@ where
             Err(error) if declared.is_none() => (BodyKind::Json, Some(error)),
             Err(error) => return ResponseFuture::error(error),
         };
-        if let (BodyKind::Multipart, Some(limits)) = (kind, &options.upload) {
-            let boundary = match parts.headers.get(CONTENT_TYPE).map(HeaderValue::to_str) {
-                Some(Ok(content_type)) => strata_upload::boundary(content_type),
-                _ => strata_upload::boundary(""),
-            };
-            let boundary = match boundary {
-                Ok(boundary) => boundary,
-                Err(error) => return ResponseFuture::error(error),
-            };
-            let limit = limits.body_size_limit();
-            if declared.is_some_and(|n| n > limit) {
-                return ResponseFuture::error(multipart_too_large(limit));
+        let multipart = match (kind, &options.upload) {
+            (BodyKind::Multipart, Some(limits)) => Some(limits),
+            _ => None,
+        };
+        // Limits first, from the declared length: nothing is read from a body refused anyway.
+        let boundary = match multipart {
+            Some(limits) => {
+                let content_type = parts.headers.get(CONTENT_TYPE).map(HeaderValue::to_str);
+                let boundary = strata_upload::boundary(match content_type {
+                    Some(Ok(content_type)) => content_type,
+                    _ => "",
+                });
+                let limit = limits.body_size_limit();
+                match boundary {
+                    Err(error) => return ResponseFuture::error(error),
+                    Ok(_) if declared.is_some_and(|n| n > limit) => {
+                        return ResponseFuture::error(multipart_too_large(limit));
+                    }
+                    Ok(boundary) => Some(boundary),
+                }
             }
+            None if declared.is_some_and(|n| n > options.body_limit as u64) => {
+                return ResponseFuture::error(too_large(options.body_limit));
+            }
+            None => None,
+        };
+        let pending = Pending {
+            parts,
+            query,
+            params,
+            kind,
+            unreadable,
+            limit: options.body_limit,
+            max_fields: options.max_fields,
+            inner: take_ready(&mut self.inner),
+        };
+        if let (Some(limits), Some(boundary)) = (multipart, boundary) {
             let limits = limits.clone();
-            let read =
-                Box::pin(
-                    async move { strata_upload::read_multipart(body, boundary, &limits).await },
-                );
-            return ResponseFuture::multipart(
-                read,
-                Pending {
-                    parts,
-                    query,
-                    params,
-                    kind,
-                    unreadable,
-                    limit: options.body_limit,
-                    max_fields: options.max_fields,
-                    inner: take_ready(&mut self.inner),
-                },
-            );
+            let read = async move { strata_upload::read_multipart(body, boundary, &limits).await };
+            return ResponseFuture::multipart(Box::pin(read), pending);
         }
-        let limit = options.body_limit;
-        if declared.is_some_and(|n| n > limit as u64) {
-            return ResponseFuture::error(too_large(limit));
-        }
-        let inner = take_ready(&mut self.inner);
         // The declared length is the client's word: reserve no more than a modest amount up front.
         let capacity = declared
             .and_then(|n| usize::try_from(n).ok())
             .unwrap_or(0)
-            .min(limit)
+            .min(options.body_limit)
             .min(INITIAL_CAPACITY_MAX);
-        ResponseFuture::reading(
-            body,
-            capacity,
-            Pending {
-                parts,
-                query,
-                params,
-                kind,
-                unreadable,
-                limit,
-                max_fields: options.max_fields,
-                inner,
-            },
-        )
+        ResponseFuture::reading(body, capacity, pending)
     }
 }
