@@ -4,6 +4,10 @@
 //!
 //! `cargo run --example auth`, then
 //! `curl -H 'token: 456' 'localhost:8093/v1/profile?key=123'`.
+//!
+//! `/openapi.json` describes the API (the middleware's credentials as security schemes, its 401
+//! and the 429 of `/v1/limited` as responses);
+//! `cargo run --example auth -- --openapi auth.json` writes it and exits.
 
 use std::net::SocketAddr;
 
@@ -12,8 +16,11 @@ use http::HeaderValue;
 use http::header::RETRY_AFTER;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
+use strata::openapi::{Documentation, DocumentationError, OpenApi, openapi_endpoint};
 use strata::prelude::*;
-use strata::{Level, Output, RequestInfo, ResponseBody, ResponseDescription};
+use strata::{
+    DeclaredError, Level, Output, RequestInfo, ResponseBody, ResponseDescription, ResponseHeader,
+};
 
 /// Who is calling.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -49,9 +56,10 @@ pub(crate) fn auth_middleware()
         }
     })
     .security(Security::and([
-        Security::input("key"),
-        Security::header("token"),
+        Security::input("key").description("The account key"),
+        Security::header("token").description("The session token"),
     ]))
+    .error_response(http::StatusCode::UNAUTHORIZED, "Invalid key or token")
 }
 
 #[derive(Deserialize, Validate, JsonSchema)]
@@ -73,6 +81,7 @@ pub(crate) struct Profile {
 pub(crate) struct Endpoints {
     pub(crate) profile: Endpoint,
     pub(crate) limited: Endpoint,
+    #[allow(dead_code)] // shown by tests/testing.rs, not served
     pub(crate) broken: Endpoint,
     pub(crate) plain: Endpoint,
 }
@@ -82,16 +91,15 @@ pub(crate) struct Endpoints {
 pub(crate) struct PlainText;
 
 impl ResultHandler for PlainText {
-    fn positive(&self, output: &schemars::Schema) -> Vec<ResponseDescription> {
-        vec![ResponseDescription {
-            status: http::StatusCode::OK,
-            schema: output.clone(),
-            mime_types: vec!["text/plain".into()],
-        }]
+    // The body is text (`ok <json>`), so the output schema does not describe it.
+    fn positive(&self, _output: &schemars::Schema) -> Vec<ResponseDescription> {
+        let text = schemars::json_schema!({ "type": "string", "pattern": "^ok " });
+        vec![ResponseDescription::new(http::StatusCode::OK, text).mime_type("text/plain")]
     }
 
     fn negative(&self) -> Vec<ResponseDescription> {
-        Vec::new()
+        let text = schemars::json_schema!({ "type": "string", "pattern": "^failed: " });
+        vec![ResponseDescription::new(http::StatusCode::BAD_REQUEST, text).mime_type("text/plain")]
     }
 
     fn handle(
@@ -118,6 +126,8 @@ pub(crate) fn endpoints() -> Endpoints {
     let secured = default_endpoints_factory().add_middleware(auth_middleware());
     let profile = secured
         .get()
+        .tag("account")
+        .short_description("The caller's profile")
         .handler(|input: ProfileInput, ctx, logger| async move {
             let user: &User = ctx.get();
             logger.info(format_args!("profile of {}", user.name));
@@ -126,13 +136,21 @@ pub(crate) fn endpoints() -> Endpoints {
                 detail: input.detail.unwrap_or(1),
             })
         });
-    let limited = secured.get().handler(|(): (), _ctx, logger| async move {
-        logger.log_with(Level::Warn, "rate limit reached", &[("retry_after", &30)]);
-        Err::<Profile, _>(
-            http_error!(429, "Too many requests")
-                .with_header(RETRY_AFTER, HeaderValue::from_static("30")),
+    let limited = secured
+        .get()
+        .tag("account")
+        .short_description("Always rate-limited")
+        .declared_error(
+            DeclaredError::new(http::StatusCode::TOO_MANY_REQUESTS, "Too many requests")
+                .header(ResponseHeader::new("retry-after", "Seconds to wait")),
         )
-    });
+        .handler(|(): (), _ctx, logger| async move {
+            logger.log_with(Level::Warn, "rate limit reached", &[("retry_after", &30)]);
+            Err::<Profile, _>(
+                http_error!(429, "Too many requests")
+                    .with_header(RETRY_AFTER, HeaderValue::from_static("30")),
+            )
+        });
     let broken = secured.get().handler(|(): (), _ctx, logger| async move {
         logger.error("about to return an invalid profile");
         Ok(Profile {
@@ -143,6 +161,8 @@ pub(crate) fn endpoints() -> Endpoints {
     let plain = EndpointsFactory::new(PlainText)
         .add_middleware(auth_middleware())
         .get()
+        .tag("account")
+        .short_description("The caller's name as text")
         .handler(|(): (), ctx, _logger| async move {
             let user: &User = ctx.get();
             Ok(Profile {
@@ -158,24 +178,53 @@ pub(crate) fn endpoints() -> Endpoints {
     }
 }
 
-/// The routing of the example.
+/// The routing of the example. `broken` (an output that fails its own rules: a defect, a 500)
+/// is shown by the tests, not served.
 pub(crate) fn auth_routing() -> Routing {
     let Endpoints {
         profile,
         limited,
-        broken,
         plain,
+        ..
     } = endpoints();
-    routing! { "v1" => { "profile" => profile, "limited" => limited, "broken" => broken, "plain" => plain } }
+    routing! { "v1" => { "profile" => profile, "limited" => limited, "plain" => plain } }
+}
+
+/// The OpenAPI document of the example.
+pub(crate) fn auth_documentation(
+    routing: &Routing,
+    config: &Config,
+) -> Result<OpenApi, DocumentationError> {
+    Documentation::new(routing, config)
+        .title("Accounts")
+        .version("1.0.0")
+        .server_url("http://127.0.0.1:8093")
+        .tag_description("account", "The signed-in caller")
+        .build()
 }
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let port = match std::env::var("PORT") {
+        Ok(port) => port
+            .parse::<u16>()
+            .map_err(|e| format!("PORT={port:?} is not a port: {e}"))?,
+        Err(_) => 8093,
+    };
     let config = create_config()
         .cors(true)
-        .listen(SocketAddr::from(([127, 0, 0, 1], 8093)))
+        .listen(SocketAddr::from(([127, 0, 0, 1], port)))
         .logger(Level::Debug, true)
         .build();
-    create_server(&config, &auth_routing()).await?.run().await;
+    let routing = auth_routing();
+    let doc = auth_documentation(&routing, &config)?;
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    if let [flag, file] = args.as_slice()
+        && flag == "--openapi"
+    {
+        return Ok(doc.write_file(file)?);
+    }
+    let routing = routing.route("openapi.json", openapi_endpoint(&doc));
+    create_server(&config, &routing).await?.run().await;
     Ok(())
 }

@@ -9,6 +9,11 @@
 //! ```
 //!
 //! Covers are written to `COVERS_DIR` (a temporary directory by default), at most 1 MiB each.
+//!
+//! The API describes itself: `/openapi.json` is its OpenAPI document and `/docs` renders it
+//! (Swagger UI from its CDN, or from the `swagger-ui-dist` folder named by `SWAGGER_UI_DIR`).
+//! `cargo run --example library -- --openapi library.json` writes the document and exits
+//! (YAML for a `.yaml` file).
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -17,6 +22,7 @@ use garde::Validate;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use strata::Level;
+use strata::openapi::{DocsPage, Documentation, DocumentationError, OpenApi};
 use strata::paginate::{
     CursorInput, CursorPage, OffsetInput, OffsetPage, decode_cursor, encode_cursor, pagination,
 };
@@ -98,23 +104,33 @@ pub(crate) struct Cover {
 
 /// The routing; covers are saved in `covers`.
 pub(crate) fn library_routing(covers: PathBuf) -> Routing {
-    let list = default_endpoints_factory().get().tag("books").handler(
-        |input: OffsetInput<BookPages, BookFilters>, _ctx, _logger| async move {
-            let genre = input.filters.genre;
-            let matching: Vec<Book> = books()
-                .filter(|book| genre.is_none_or(|g| book.genre == g))
-                .collect();
-            let total = matching.len() as u64;
-            let page = matching
-                .into_iter()
-                .skip(usize::try_from(input.offset).unwrap_or(usize::MAX))
-                .take(input.limit as usize)
-                .collect();
-            Ok(OffsetPage::new(page, total, &input))
-        },
-    );
-    let feed = default_endpoints_factory().get().tag("books").handler(
-        |input: CursorInput<BookFeed>, _ctx, _logger| async move {
+    let list = default_endpoints_factory()
+        .get()
+        .tag("books")
+        .short_description("Lists books, a page at a time")
+        .description("Offset pages of the books, optionally of one genre.")
+        .operation_id("listBooks")
+        .handler(
+            |input: OffsetInput<BookPages, BookFilters>, _ctx, _logger| async move {
+                let genre = input.filters.genre;
+                let matching: Vec<Book> = books()
+                    .filter(|book| genre.is_none_or(|g| book.genre == g))
+                    .collect();
+                let total = matching.len() as u64;
+                let page = matching
+                    .into_iter()
+                    .skip(usize::try_from(input.offset).unwrap_or(usize::MAX))
+                    .take(input.limit as usize)
+                    .collect();
+                Ok(OffsetPage::new(page, total, &input))
+            },
+        );
+    let feed = default_endpoints_factory()
+        .get()
+        .tag("books")
+        .short_description("Walks all books with a cursor")
+        .operation_id("bookFeed")
+        .handler(|input: CursorInput<BookFeed>, _ctx, _logger| async move {
             // The cursor is the id of the next book; a tampered cursor is a 400.
             let after: u32 = input
                 .cursor
@@ -134,11 +150,14 @@ pub(crate) fn library_routing(covers: PathBuf) -> Routing {
                 None => (page, None),
             };
             Ok(CursorPage::new(page, next, &input))
-        },
-    );
+        });
     let covers = Arc::new(covers);
-    let upload = default_endpoints_factory().post().tag("books").handler(
-        move |input: CoverInput, _ctx, logger| {
+    let upload = default_endpoints_factory()
+        .post()
+        .tag("books")
+        .short_description("Sets the cover of a book")
+        .operation_id("uploadCover")
+        .handler(move |input: CoverInput, _ctx, logger| {
             let covers = Arc::clone(&covers);
             async move {
                 let cover = input.cover;
@@ -158,13 +177,26 @@ pub(crate) fn library_routing(covers: PathBuf) -> Routing {
                     caption: input.caption,
                 })
             }
-        },
-    );
+        });
     routing! {
         "v1" => {
             "books" => list.nest(routing! { "feed" => feed, ":id" => { "cover" => upload } }),
         }
     }
+}
+
+/// The OpenAPI document of the library's routing.
+pub(crate) fn library_documentation(
+    routing: &Routing,
+    config: &Config,
+) -> Result<OpenApi, DocumentationError> {
+    Documentation::new(routing, config)
+        .title("Library")
+        .version("1.0.0")
+        .description("Books in pages, a feed, and covers.")
+        .server_url("http://localhost:8091")
+        .tag_description("books", "The books of the library and their covers")
+        .build()
 }
 
 /// The configuration, but where to listen: uploads on, covers up to 1 MiB, one file per request.
@@ -185,16 +217,40 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     };
     let covers = std::env::var_os("COVERS_DIR")
         .map_or_else(|| std::env::temp_dir().join("strata-covers"), PathBuf::from);
+    let config = library_config().listen(port).build();
+    let routing = library_routing(covers.clone());
+    let doc = library_documentation(&routing, &config)?;
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    if let [flag, file] = args.as_slice()
+        && flag == "--openapi"
+    {
+        return Ok(doc.write_file(file)?);
+    }
     std::fs::create_dir_all(&covers)?;
     println!("Covers are saved in {}", covers.display());
-    let server = create_server(
-        &library_config().listen(port).build(),
-        &library_routing(covers),
-    )
-    .await?;
+    let server = create_server(&config, &with_docs(routing, &doc)).await?;
     for listening in server.servers() {
         println!("Listening on {:?}", listening.local_addr);
     }
     server.run().await;
     Ok(())
+}
+
+/// The API plus `/openapi.json` and `/docs` (Swagger UI from `SWAGGER_UI_DIR` when set).
+fn with_docs(routing: Routing, doc: &OpenApi) -> Routing {
+    let page = DocsPage::new("/openapi.json").title("Library");
+    let routing = routing.route("openapi.json", strata::openapi::openapi_endpoint(doc));
+    match std::env::var_os("SWAGGER_UI_DIR") {
+        Some(dir) => routing
+            .route(
+                "docs",
+                strata::openapi::docs_page(
+                    &page
+                        .script_url("/swagger-ui/swagger-ui-bundle.js")
+                        .stylesheet_url("/swagger-ui/swagger-ui.css"),
+                ),
+            )
+            .route("swagger-ui", ServeStatic::dir(dir)),
+        None => routing.route("docs", strata::openapi::docs_page(&page)),
+    }
 }

@@ -564,11 +564,7 @@ struct Plain;
 
 impl ResultHandler for Plain {
     fn positive(&self, output: &schemars::Schema) -> Vec<ResponseDescription> {
-        vec![ResponseDescription {
-            status: StatusCode::OK,
-            schema: output.clone(),
-            mime_types: vec!["text/plain".into()],
-        }]
+        vec![ResponseDescription::new(StatusCode::OK, output.clone()).mime_type("text/plain")]
     }
 
     fn negative(&self) -> Vec<ResponseDescription> {

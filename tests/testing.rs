@@ -304,7 +304,9 @@ async fn call(
     token_value: Option<&'static str>,
     config: &Config,
 ) -> (StatusCode, http::HeaderMap, String, LoggerMock) {
-    let router = Router::new(&auth::auth_routing(), config).unwrap();
+    // The example does not serve its broken endpoint; these tests show what it would answer.
+    let routing = auth::auth_routing().route("/v1/broken", auth::endpoints().broken);
+    let router = Router::new(&routing, config).unwrap();
     let logs = LoggerMock::default();
     let mut request = Request::get(uri);
     if let Some(value) = token_value {

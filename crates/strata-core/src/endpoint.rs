@@ -15,7 +15,7 @@ use std::task::{Context, Poll, Waker};
 use bytes::Bytes;
 use http::{Method, Request, Response, StatusCode};
 use http_body::Body;
-use schemars::Schema;
+use schemars::{Schema, SchemaGenerator};
 use tower::Service;
 use tower::util::BoxCloneSyncService;
 
@@ -26,16 +26,23 @@ use crate::error::BoxError;
 /// How a middleware authenticates, for generated API descriptions (spec section 5). It checks
 /// nothing by itself.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Security {
     /// A credential in the header `name` (lower-case).
+    #[non_exhaustive]
     Header {
         /// The header name.
         name: String,
+        /// What the credential is, for readers of the API description.
+        description: Option<String>,
     },
     /// A credential in the input field `name`.
+    #[non_exhaustive]
     Input {
         /// The input field.
         name: String,
+        /// What the credential is, for readers of the API description.
+        description: Option<String>,
     },
     /// All of these together.
     And(Vec<Security>),
@@ -46,29 +53,192 @@ impl Security {
     pub fn header(name: impl Into<String>) -> Self {
         Security::Header {
             name: name.into().to_ascii_lowercase(),
+            description: None,
         }
     }
 
     /// An input field credential.
     pub fn input(name: impl Into<String>) -> Self {
-        Security::Input { name: name.into() }
+        Security::Input {
+            name: name.into(),
+            description: None,
+        }
     }
 
     /// A combination.
     pub fn and(all: impl IntoIterator<Item = Security>) -> Self {
         Security::And(all.into_iter().collect())
     }
+
+    /// Describes the credential (`Header` and `Input`; a combination ignores it).
+    #[must_use]
+    pub fn description(mut self, text: impl Into<String>) -> Self {
+        match &mut self {
+            Security::Header { description, .. } | Security::Input { description, .. } => {
+                *description = Some(text.into());
+            }
+            Security::And(_) => {}
+        }
+        self
+    }
+
+    /// The single credentials this one stands for, in order (a combination's parts, flattened).
+    pub fn leaves(&self) -> Vec<&Security> {
+        match self {
+            Security::And(all) => all.iter().flat_map(Security::leaves).collect(),
+            leaf => vec![leaf],
+        }
+    }
 }
 
-/// One documented response of an endpoint: status, body schema and MIME types.
+/// A header of a documented response (for example `Retry-After`).
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct ResponseHeader {
+    /// The header name (lower-case).
+    pub name: String,
+    /// What the header says.
+    pub description: String,
+    /// The schema of its value.
+    pub schema: Schema,
+}
+
+impl ResponseHeader {
+    /// A header `name` described by `description`, whose value is a string.
+    pub fn new(name: impl Into<String>, description: impl Into<String>) -> Self {
+        Self {
+            name: name.into().to_ascii_lowercase(),
+            description: description.into(),
+            schema: schemars::json_schema!({ "type": "string" }),
+        }
+    }
+
+    /// Sets the schema of the value.
+    #[must_use]
+    pub fn schema(mut self, schema: Schema) -> Self {
+        self.schema = schema;
+        self
+    }
+}
+
+/// One documented response of an endpoint: status, body schema, MIME types, a description and
+/// headers.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub struct ResponseDescription {
     /// The status.
     pub status: StatusCode,
     /// The body schema.
     pub schema: Schema,
-    /// The MIME types the body may have.
+    /// The MIME types the body may have; none means no body.
     pub mime_types: Vec<String>,
+    /// What the response means (generated descriptions fall back to the status's reason).
+    pub description: Option<String>,
+    /// Headers the response carries.
+    pub headers: Vec<ResponseHeader>,
+}
+
+impl ResponseDescription {
+    /// A response with `status` and a body of `schema` (add its MIME types with
+    /// [`mime_type`](Self::mime_type)).
+    pub fn new(status: StatusCode, schema: Schema) -> Self {
+        Self {
+            status,
+            schema,
+            mime_types: Vec::new(),
+            description: None,
+            headers: Vec::new(),
+        }
+    }
+
+    /// Adds a MIME type of the body.
+    #[must_use]
+    pub fn mime_type(mut self, mime_type: impl Into<String>) -> Self {
+        self.mime_types.push(mime_type.into());
+        self
+    }
+
+    /// Sets the description.
+    #[must_use]
+    pub fn description(mut self, text: impl Into<String>) -> Self {
+        self.description = Some(text.into());
+        self
+    }
+
+    /// Adds a header.
+    #[must_use]
+    pub fn header(mut self, header: ResponseHeader) -> Self {
+        self.headers.push(header);
+        self
+    }
+}
+
+/// An error status an endpoint or a middleware declares it may answer with (for example 401 from
+/// an authentication middleware, 404 from a handler), for generated API descriptions. The body
+/// is the result handler's negative response.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct DeclaredError {
+    /// The status.
+    pub status: StatusCode,
+    /// When and why it is sent.
+    pub description: String,
+    /// Headers it carries (for example `Retry-After` with a 429).
+    pub headers: Vec<ResponseHeader>,
+}
+
+impl DeclaredError {
+    /// `status`, sent when `description` says.
+    pub fn new(status: StatusCode, description: impl Into<String>) -> Self {
+        Self {
+            status,
+            description: description.into(),
+            headers: Vec::new(),
+        }
+    }
+
+    /// Adds a header.
+    #[must_use]
+    pub fn header(mut self, header: ResponseHeader) -> Self {
+        self.headers.push(header);
+        self
+    }
+}
+
+/// Writes the JSON Schema of one type into a generator shared by a whole API description, so
+/// named types land once in its definitions and are referenced from everywhere else.
+pub type SchemaFn = fn(&mut SchemaGenerator) -> Schema;
+
+/// The success responses of a result handler for an output schema (its `positive`), kept so
+/// that a description generator can call it with the output schema of its own generator.
+#[derive(Clone)]
+pub struct PositiveFn(Arc<dyn Fn(&Schema) -> Vec<ResponseDescription> + Send + Sync>);
+
+impl PositiveFn {
+    /// Wraps `f`.
+    pub fn new(f: impl Fn(&Schema) -> Vec<ResponseDescription> + Send + Sync + 'static) -> Self {
+        Self(Arc::new(f))
+    }
+
+    /// The success responses for `output`.
+    pub fn call(&self, output: &Schema) -> Vec<ResponseDescription> {
+        (self.0)(output)
+    }
+}
+
+impl fmt::Debug for PositiveFn {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("PositiveFn")
+    }
+}
+
+/// The input schema of a middleware, with what it is called in messages.
+#[derive(Debug, Clone, Copy)]
+pub struct MiddlewareInput {
+    /// The Rust type name of the middleware's input.
+    pub type_name: &'static str,
+    /// Its JSON Schema, written inline (its properties are the middleware's fields).
+    pub schema: SchemaFn,
 }
 
 /// What is known about an endpoint without calling it.
@@ -83,16 +253,37 @@ pub struct EndpointMeta {
     pub short_description: Option<String>,
     /// Long text.
     pub description: Option<String>,
+    /// The operation id chosen for the API description (otherwise derived from method and path).
+    pub operation_id: Option<String>,
+    /// Whether the endpoint is deprecated.
+    pub deprecated: bool,
+    /// Left out of generated API descriptions (the description's own route, a docs page).
+    pub undocumented: bool,
     /// JSON Schema of the endpoint's input type.
     pub input_schema: Option<Schema>,
     /// JSON Schema of the endpoint's output type.
     pub output_schema: Option<Schema>,
+    /// The endpoint's input type for a shared generator, written inline (its properties are
+    /// the endpoint's fields; nested named types are referenced).
+    pub input: Option<SchemaFn>,
+    /// The endpoint's output type for a shared generator (a reference when the type is named).
+    pub output: Option<SchemaFn>,
+    /// The Rust type name of the input, for messages.
+    pub input_type: Option<&'static str>,
+    /// The inputs of the endpoint's middleware, in attachment order.
+    pub middleware_inputs: Vec<MiddlewareInput>,
     /// Security of the endpoint's middleware, in attachment order.
     pub security: Vec<Security>,
     /// Names of the input fields of the endpoint and its middleware (wire names).
     pub input_fields: Vec<String>,
+    /// Success statuses the handler answers with, when not the result handler's (200).
+    pub success_statuses: Vec<StatusCode>,
+    /// Error statuses declared by the endpoint and its middleware.
+    pub errors: Vec<DeclaredError>,
     /// Success responses.
     pub positive: Vec<ResponseDescription>,
+    /// The result handler's success responses for any output schema.
+    pub positive_fn: Option<PositiveFn>,
     /// Error responses.
     pub negative: Vec<ResponseDescription>,
 }
@@ -452,7 +643,8 @@ mod tests {
         assert_eq!(
             Security::header("X-Key"),
             Security::Header {
-                name: "x-key".into()
+                name: "x-key".into(),
+                description: None
             }
         );
     }

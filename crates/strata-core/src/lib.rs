@@ -33,8 +33,9 @@ pub use ctx::{Get, HCons, HNil};
 pub use de::DeError;
 pub use decode::Decoder;
 pub use endpoint::{
-    AnyBody, Endpoint, EndpointFuture, EndpointMeta, EndpointService, ResponseDescription,
-    Security, SharedService,
+    AnyBody, DeclaredError, Endpoint, EndpointFuture, EndpointMeta, EndpointService,
+    MiddlewareInput, PositiveFn, ResponseDescription, ResponseHeader, SchemaFn, Security,
+    SharedService,
 };
 pub use error::{ApiError, BoxError, ErrorKind};
 pub use input::{Input, InputSource, InputValue, JsonObject, JsonObjectError, TextValue};

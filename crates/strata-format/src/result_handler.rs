@@ -63,34 +63,38 @@ pub struct DefaultResultHandler;
 
 impl ResultHandler for DefaultResultHandler {
     fn positive(&self, output: &Schema) -> Vec<ResponseDescription> {
-        vec![ResponseDescription {
-            status: StatusCode::OK,
-            schema: json_schema!({
-                "type": "object",
-                "properties": { "status": { "const": "success" }, "data": output },
-                "required": ["status", "data"]
-            }),
-            mime_types: vec!["application/json".to_owned()],
-        }]
+        vec![
+            ResponseDescription::new(
+                StatusCode::OK,
+                json_schema!({
+                    "type": "object",
+                    "properties": { "status": { "const": "success" }, "data": output },
+                    "required": ["status", "data"]
+                }),
+            )
+            .mime_type("application/json"),
+        ]
     }
 
     fn negative(&self) -> Vec<ResponseDescription> {
-        vec![ResponseDescription {
-            status: StatusCode::BAD_REQUEST,
-            schema: json_schema!({
-                "type": "object",
-                "properties": {
-                    "status": { "const": "error" },
-                    "error": {
-                        "type": "object",
-                        "properties": { "message": { "type": "string" } },
-                        "required": ["message"]
-                    }
-                },
-                "required": ["status", "error"]
-            }),
-            mime_types: vec!["application/json".to_owned()],
-        }]
+        vec![
+            ResponseDescription::new(
+                StatusCode::BAD_REQUEST,
+                json_schema!({
+                    "type": "object",
+                    "properties": {
+                        "status": { "const": "error" },
+                        "error": {
+                            "type": "object",
+                            "properties": { "message": { "type": "string" } },
+                            "required": ["message"]
+                        }
+                    },
+                    "required": ["status", "error"]
+                }),
+            )
+            .mime_type("application/json"),
+        ]
     }
 
     fn handle(

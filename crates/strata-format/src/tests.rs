@@ -190,11 +190,7 @@ struct Custom;
 
 impl ResultHandler for Custom {
     fn positive(&self, output: &Schema) -> Vec<ResponseDescription> {
-        vec![ResponseDescription {
-            status: StatusCode::OK,
-            schema: output.clone(),
-            mime_types: vec!["application/json".into()],
-        }]
+        vec![ResponseDescription::new(StatusCode::OK, output.clone()).mime_type("application/json")]
     }
 
     fn negative(&self) -> Vec<ResponseDescription> {

@@ -1,9 +1,10 @@
 use std::fmt;
 use std::future::Future;
 
+use http::StatusCode;
 use http::request::Parts;
 use schemars::JsonSchema;
-use strata_core::{ApiError, Decoder, Logger, Security};
+use strata_core::{ApiError, DeclaredError, Decoder, Logger, MiddlewareInput, Security};
 
 /// The function of a middleware, for a context type `C`.
 ///
@@ -62,6 +63,7 @@ pub struct Middleware<I, H> {
     pub(crate) handler: H,
     pub(crate) decoder: Decoder<I>,
     security: Option<Security>,
+    errors: Vec<DeclaredError>,
 }
 
 impl<I, F> Middleware<I, Stateless<F>> {
@@ -75,6 +77,7 @@ impl<I, F> Middleware<I, Stateless<F>> {
             handler: Stateless(f),
             decoder: Decoder::new(),
             security: None,
+            errors: Vec::new(),
         }
     }
 }
@@ -91,6 +94,7 @@ impl<I, F> Middleware<I, WithContext<F>> {
             handler: WithContext(f),
             decoder: Decoder::new(),
             security: None,
+            errors: Vec::new(),
         }
     }
 }
@@ -108,6 +112,25 @@ impl<I, H> Middleware<I, H> {
         self.security.as_ref()
     }
 
+    /// Declares an error status the middleware may answer with (for example 401 when it
+    /// denies), for generated API descriptions; every endpoint behind it lists the status.
+    #[must_use]
+    pub fn error_response(self, status: StatusCode, description: impl Into<String>) -> Self {
+        self.declared_error(DeclaredError::new(status, description))
+    }
+
+    /// Declares an error response with headers (see [`error_response`](Self::error_response)).
+    #[must_use]
+    pub fn declared_error(mut self, error: DeclaredError) -> Self {
+        self.errors.push(error);
+        self
+    }
+
+    /// The declared error responses.
+    pub fn declared_errors(&self) -> &[DeclaredError] {
+        &self.errors
+    }
+
     /// The function.
     pub fn handler(&self) -> &H {
         &self.handler
@@ -119,6 +142,14 @@ impl<I: JsonSchema, H> Middleware<I, H> {
     pub fn input_schema(&self) -> schemars::Schema {
         schemars::SchemaGenerator::default().into_root_schema_for::<I>()
     }
+
+    /// The input type for a generator shared by a whole API description.
+    pub fn input_description(&self) -> MiddlewareInput {
+        MiddlewareInput {
+            type_name: std::any::type_name::<I>(),
+            schema: I::json_schema,
+        }
+    }
 }
 
 impl<I, H: Clone> Clone for Middleware<I, H> {
@@ -127,6 +158,7 @@ impl<I, H: Clone> Clone for Middleware<I, H> {
             handler: self.handler.clone(),
             decoder: self.decoder.clone(),
             security: self.security.clone(),
+            errors: self.errors.clone(),
         }
     }
 }

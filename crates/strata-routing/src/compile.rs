@@ -241,6 +241,8 @@ pub(crate) struct Target {
     /// Parameter names in path order (the trie knows them by position).
     pub(crate) params: Arc<[Arc<str>]>,
     pub(crate) endpoint: Option<Endpoint>,
+    /// The route as written (`/v1/users/:id`); for static files, the mount's path.
+    pub(crate) path: Arc<str>,
 }
 
 /// Everything a path answers, with its header values computed once.
@@ -292,6 +294,8 @@ pub(crate) struct Compiled {
     pub(crate) tables: Vec<PathTable>,
     /// The headers `cors: true` sends for unknown paths, given to CORS functions.
     pub(crate) not_found_cors_defaults: HeaderMap,
+    /// Static directories with the path they are served under.
+    pub(crate) mounts: Vec<(String, ServeStatic)>,
 }
 
 pub(crate) fn compile(routing: &Routing, config: &Config) -> Result<Compiled, RoutingError> {
@@ -342,6 +346,7 @@ pub(crate) fn compile(routing: &Routing, config: &Config) -> Result<Compiled, Ro
             service: route.endpoint.shared_service(config),
             params,
             endpoint: Some(route.endpoint),
+            path: Arc::from(path.as_str()),
         };
         if let Some(&index) = shapes.get(&pattern) {
             tables[index].methods.push((route.method, target));
@@ -365,20 +370,23 @@ pub(crate) fn compile(routing: &Routing, config: &Config) -> Result<Compiled, Ro
         table.cors_defaults = default_cors(Some(&allow));
         table.allow = Some(allow);
     }
+    let mut mounts = Vec::with_capacity(flattener.statics.len());
     for flat in flattener.statics {
         let prefix = display(&flat.segments);
         let prefix = if prefix == "/" { String::new() } else { prefix };
         let service = StaticService::new(&flat.serve, &prefix).shared();
-        let target = Target {
-            service,
-            params: Arc::from([]),
-            endpoint: None,
-        };
         let root = if prefix.is_empty() {
             "/".to_owned()
         } else {
             prefix.clone()
         };
+        let target = Target {
+            service,
+            params: Arc::from([]),
+            endpoint: None,
+            path: Arc::from(root.as_str()),
+        };
+        mounts.push((root.clone(), flat.serve.clone()));
         let shown = format!("static files under {root}");
         for pattern in [root.clone(), format!("{prefix}/{{*path}}")] {
             trie.insert(pattern.clone(), tables.len())
@@ -396,6 +404,7 @@ pub(crate) fn compile(routing: &Routing, config: &Config) -> Result<Compiled, Ro
         trie,
         tables,
         not_found_cors_defaults: default_cors(None),
+        mounts,
     })
 }
 

@@ -58,7 +58,9 @@ mod error;
 mod router;
 mod statics;
 mod tree;
+mod walk;
 
 pub use error::RoutingError;
 pub use router::{Router, RouterFuture};
 pub use tree::{Dotfiles, Nest, Route, Routing, ServeStatic, StaticOptions};
+pub use walk::{RouteInfo, StaticMount};

@@ -78,6 +78,10 @@ impl Router {
             }),
         })
     }
+
+    pub(crate) fn compiled(&self) -> &Compiled {
+        &self.shared.compiled
+    }
 }
 
 /// The CORS headers a response will get.

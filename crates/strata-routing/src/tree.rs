@@ -131,6 +131,16 @@ impl ServeStatic {
     pub fn dir(dir: impl Into<PathBuf>) -> Self {
         Self::new(dir, StaticOptions::default())
     }
+
+    /// The directory served.
+    pub fn directory(&self) -> &std::path::Path {
+        &self.dir
+    }
+
+    /// The options.
+    pub fn options(&self) -> StaticOptions {
+        self.options
+    }
 }
 
 /// Writes a [`Routing`] as nested braces, like the spec's routing objects.

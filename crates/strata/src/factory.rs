@@ -6,12 +6,13 @@ use std::future::Future;
 use std::marker::PhantomData;
 
 use garde::Validate;
-use http::Method;
+use http::{Method, StatusCode};
 use schemars::{JsonSchema, Schema};
 use serde::de::DeserializeOwned;
 use strata_combine::CombineLayer;
 use strata_core::{
-    ApiError, Config, Endpoint, EndpointMeta, HCons, HNil, Logger, Output, Security, SharedService,
+    ApiError, Config, DeclaredError, Endpoint, EndpointMeta, HCons, HNil, Logger, MiddlewareInput,
+    Output, PositiveFn, Security, SharedService,
 };
 use strata_format::{DefaultResultHandler, FormatLayer, ResultHandler};
 use strata_handler::{Handler, HandlerService, handler_fn, handler_with_request};
@@ -34,6 +35,8 @@ pub struct EndpointsFactory<C = HNil, L = NoMiddleware, R = DefaultResultHandler
     layers: L,
     security: Vec<Security>,
     middleware_fields: Vec<String>,
+    middleware_inputs: Vec<MiddlewareInput>,
+    errors: Vec<DeclaredError>,
     _ctx: PhantomData<fn() -> C>,
 }
 
@@ -44,6 +47,8 @@ impl<C, L: Clone, R: Clone> Clone for EndpointsFactory<C, L, R> {
             layers: self.layers.clone(),
             security: self.security.clone(),
             middleware_fields: self.middleware_fields.clone(),
+            middleware_inputs: self.middleware_inputs.clone(),
+            errors: self.errors.clone(),
             _ctx: PhantomData,
         }
     }
@@ -72,6 +77,8 @@ impl<R: ResultHandler> EndpointsFactory<HNil, NoMiddleware, R> {
             layers: NoMiddleware,
             security: Vec::new(),
             middleware_fields: Vec::new(),
+            middleware_inputs: Vec::new(),
+            errors: Vec::new(),
             _ctx: PhantomData,
         }
     }
@@ -106,11 +113,17 @@ impl<C, L: Clone, R: ResultHandler> EndpointsFactory<C, L, R> {
         security.extend(middleware.security_description().cloned());
         let mut middleware_fields = self.middleware_fields.clone();
         middleware_fields.extend(property_names(&middleware.input_schema()));
+        let mut middleware_inputs = self.middleware_inputs.clone();
+        middleware_inputs.push(middleware.input_description());
+        let mut errors = self.errors.clone();
+        errors.extend(middleware.declared_errors().iter().cloned());
         EndpointsFactory {
             result_handler: self.result_handler.clone(),
             layers: Chain::new(self.layers.clone(), middleware),
             security,
             middleware_fields,
+            middleware_inputs,
+            errors,
             _ctx: PhantomData,
         }
     }
@@ -214,6 +227,48 @@ impl<C, L, R> EndpointBuilder<C, L, R> {
         self.meta.description = Some(text.into());
         self
     }
+
+    /// Chooses the operation id of the API description (by default it is derived from the
+    /// method and path, like `getV1UsersId`). An endpoint serving several methods gets the
+    /// method appended (`bookPost`, `bookPut`); the HEAD operation of a GET gets `head`
+    /// prepended (`headListBooks`). Two operations with one id are a documentation error.
+    #[must_use]
+    pub fn operation_id(mut self, id: impl Into<String>) -> Self {
+        self.meta.operation_id = Some(id.into());
+        self
+    }
+
+    /// Marks the endpoint deprecated in the API description.
+    #[must_use]
+    pub fn deprecated(mut self) -> Self {
+        self.meta.deprecated = true;
+        self
+    }
+
+    /// Declares a success status the handler answers with (through
+    /// [`Reply`](strata_output::Reply)), for the API description: the first call replaces the
+    /// default 200, further calls add statuses.
+    #[must_use]
+    pub fn success_status(mut self, status: StatusCode) -> Self {
+        if !self.meta.success_statuses.contains(&status) {
+            self.meta.success_statuses.push(status);
+        }
+        self
+    }
+
+    /// Declares an error status the handler may answer with (for example 404 for an unknown
+    /// id), for the API description.
+    #[must_use]
+    pub fn error_response(self, status: StatusCode, description: impl Into<String>) -> Self {
+        self.declared_error(DeclaredError::new(status, description))
+    }
+
+    /// Declares an error response with headers (see [`error_response`](Self::error_response)).
+    #[must_use]
+    pub fn declared_error(mut self, error: DeclaredError) -> Self {
+        self.meta.errors.push(error);
+        self
+    }
 }
 
 impl<C, L, R> EndpointBuilder<C, L, R>
@@ -275,9 +330,19 @@ where
         }
         meta.input_fields = fields;
         meta.positive = factory.result_handler.positive(&output_schema);
+        let describer = factory.result_handler.clone();
+        meta.positive_fn = Some(PositiveFn::new(move |output| describer.positive(output)));
         meta.negative = factory.result_handler.negative();
         meta.input_schema = Some(input_schema);
         meta.output_schema = Some(output_schema);
+        meta.input = Some(I::json_schema);
+        meta.output = Some(schemars::SchemaGenerator::subschema_for::<O::Body>);
+        meta.input_type = Some(std::any::type_name::<I>());
+        meta.middleware_inputs = factory.middleware_inputs;
+        // The middleware's errors first: they happen before the handler's.
+        let mut errors = factory.errors;
+        errors.append(&mut meta.errors);
+        meta.errors = errors;
         meta.security = factory.security;
 
         let layers = factory.layers;

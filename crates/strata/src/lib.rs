@@ -60,12 +60,12 @@ mod factory;
 
 pub use factory::{EndpointBuilder, EndpointsFactory, default_endpoints_factory};
 pub use strata_core::{
-    AnyBody, ApiError, BoxError, Config, ConfigBuilder, Cors, CorsRequest, Ctx, Decoder, Endpoint,
-    EndpointFuture, EndpointMeta, EndpointService, ErrorKind, Get, HCons, HNil, Https, Input,
-    InputSource, InputSources, InputValue, Level, Listen, Logger, LoggerOptions,
+    AnyBody, ApiError, BoxError, Config, ConfigBuilder, Cors, CorsRequest, Ctx, DeclaredError,
+    Decoder, Endpoint, EndpointFuture, EndpointMeta, EndpointService, ErrorKind, Get, HCons, HNil,
+    Https, Input, InputSource, InputSources, InputValue, Level, Listen, Logger, LoggerOptions,
     MethodLikeRouteBehavior, Mode, Output, Parsed, ParsedBody, PathParams, Pem, RequestBody,
-    RequestInfo, ResponseBody, ResponseDescription, Security, ServerLimits, SharedService, Staged,
-    TextValue, Validated, WrongMethodBehavior, http_error,
+    RequestInfo, ResponseBody, ResponseDescription, ResponseHeader, Security, ServerLimits,
+    SharedService, Staged, TextValue, Validated, WrongMethodBehavior, http_error,
 };
 pub use strata_format::{DefaultResultHandler, ResultHandler};
 pub use strata_middleware::{Middleware, MiddlewareChain};
@@ -82,6 +82,8 @@ pub use strata_format as format;
 pub use strata_handler as handler;
 /// Stage 3: middleware.
 pub use strata_middleware as middleware;
+/// API descriptions: an OpenAPI 3.1 document from a routing, routes serving it.
+pub use strata_openapi as openapi;
 /// Stage 6: output checks.
 pub use strata_output as output;
 /// Pagination: offset and cursor page inputs and outputs.

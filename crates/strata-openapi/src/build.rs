@@ -1,0 +1,780 @@
+//! [`Documentation`]: walks a compiled routing and describes each operation.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+
+use http::{Method, StatusCode};
+use schemars::Schema;
+use serde_json::Value;
+use strata_core::{
+    Config, DeclaredError, EndpointMeta, InputSource, ResponseDescription, ResponseHeader, Security,
+};
+use strata_routing::{RouteInfo, Router, Routing};
+
+use crate::document::{
+    Components, Header, Info, MediaType, OPENAPI_VERSION, OpenApi, Operation, Parameter,
+    ParameterLocation, PathItem, RequestBody, Response, SecurityScheme, Server, Tag,
+};
+use crate::error::DocumentationError;
+use crate::schemas::{
+    Fields, Generators, is_array, is_file, multipart_file, object_fields, rewrite_refs,
+};
+
+/// Describes a routing as an OpenAPI 3.1 document, exactly as a server with the same
+/// configuration serves it.
+///
+/// ```no_run
+/// # use strata_core::Config;
+/// use strata_openapi::Documentation;
+/// # fn demo(routing: strata_routing::Routing, config: Config) -> Result<(), Box<dyn std::error::Error>> {
+/// let doc = Documentation::new(&routing, &config)
+///     .title("Example API")
+///     .version("1.2.0")
+///     .server_url("https://example.com")
+///     .tag_description("users", "Everything about users")
+///     .build()?;
+/// std::fs::write("openapi.yaml", doc.to_yaml())?;
+/// # Ok(()) }
+/// ```
+#[derive(Debug)]
+pub struct Documentation<'a> {
+    routing: &'a Routing,
+    config: &'a Config,
+    title: String,
+    version: String,
+    description: Option<String>,
+    servers: Vec<String>,
+    tag_descriptions: BTreeMap<String, String>,
+}
+
+impl<'a> Documentation<'a> {
+    /// Describes `routing` as served with `config` (its input sources, uploads, CORS).
+    pub fn new(routing: &'a Routing, config: &'a Config) -> Self {
+        Self {
+            routing,
+            config,
+            title: "API".to_owned(),
+            version: "0.1.0".to_owned(),
+            description: None,
+            servers: Vec::new(),
+            tag_descriptions: BTreeMap::new(),
+        }
+    }
+
+    /// The API's title (default `API`).
+    #[must_use]
+    pub fn title(mut self, title: impl Into<String>) -> Self {
+        self.title = title.into();
+        self
+    }
+
+    /// The API's version (default `0.1.0`).
+    #[must_use]
+    pub fn version(mut self, version: impl Into<String>) -> Self {
+        self.version = version.into();
+        self
+    }
+
+    /// A description of the whole API.
+    #[must_use]
+    pub fn description(mut self, text: impl Into<String>) -> Self {
+        self.description = Some(text.into());
+        self
+    }
+
+    /// Adds a server URL (repeatable).
+    #[must_use]
+    pub fn server_url(mut self, url: impl Into<String>) -> Self {
+        self.servers.push(url.into());
+        self
+    }
+
+    /// Describes a tag.
+    #[must_use]
+    pub fn tag_description(mut self, tag: impl Into<String>, text: impl Into<String>) -> Self {
+        self.tag_descriptions.insert(tag.into(), text.into());
+        self
+    }
+
+    /// Builds the document.
+    pub fn build(self) -> Result<OpenApi, DocumentationError> {
+        let router = Router::new(self.routing, self.config)?;
+        let mut generators = Generators::new();
+        let mut paths: BTreeMap<String, PathItem> = BTreeMap::new();
+        let mut security_schemes = BTreeMap::new();
+        let mut ids: HashMap<String, String> = HashMap::new();
+        let mut tags = BTreeSet::new();
+        for route in router.routes() {
+            let meta = route.endpoint().meta();
+            if meta.undocumented {
+                continue;
+            }
+            let described = Described::new(route, self.config, &mut generators)?;
+            let operation = described.operation(&mut generators, &mut security_schemes);
+            tags.extend(meta.tag.clone());
+            let path = openapi_path(route.path());
+            let item = paths.entry(path).or_default();
+            let mut operations = vec![(route.method().clone(), operation)];
+            if route.method() == Method::GET {
+                let id = match &meta.operation_id {
+                    Some(_) => format!("head{}", capitalize(&operations[0].1.operation_id)),
+                    None => derived_operation_id(&Method::HEAD, route.path()),
+                };
+                let head = head_operation(&operations[0].1, id);
+                operations.push((Method::HEAD, head));
+            }
+            for (method, operation) in operations {
+                let shown = format!("{method} {}", route.path());
+                if let Some(first) = ids.insert(operation.operation_id.clone(), shown.clone()) {
+                    return Err(DocumentationError::DuplicateOperationId {
+                        id: operation.operation_id,
+                        first,
+                        second: shown,
+                    });
+                }
+                if let Some(slot) = item.slot(&method) {
+                    *slot = Some(operation);
+                }
+            }
+        }
+        let merged = generators.finish();
+        for item in paths.values_mut() {
+            for operation in item.operations_mut() {
+                for parameter in &mut operation.parameters {
+                    rewrite_refs(&mut parameter.schema, &merged.input_names);
+                }
+                if let Some(body) = &mut operation.request_body {
+                    for media in body.content.values_mut() {
+                        rewrite_refs(&mut media.schema, &merged.input_names);
+                    }
+                }
+                for response in operation.responses.values_mut() {
+                    for media in response.content.values_mut() {
+                        rewrite_refs(&mut media.schema, &merged.output_names);
+                    }
+                    for header in response.headers.values_mut() {
+                        rewrite_refs(&mut header.schema, &merged.output_names);
+                    }
+                }
+            }
+        }
+        tags.extend(self.tag_descriptions.keys().cloned());
+        Ok(OpenApi {
+            openapi: OPENAPI_VERSION.to_owned(),
+            info: Info {
+                title: self.title,
+                version: self.version,
+                description: self.description,
+            },
+            servers: self.servers.into_iter().map(|url| Server { url }).collect(),
+            tags: tags
+                .into_iter()
+                .map(|name| Tag {
+                    description: self.tag_descriptions.get(&name).cloned(),
+                    name,
+                })
+                .collect(),
+            paths,
+            components: Components {
+                schemas: merged.schemas,
+                security_schemes,
+            },
+        })
+    }
+}
+
+/// `/v1/users/:id` → `/v1/users/{id}`.
+fn openapi_path(path: &str) -> String {
+    path.split('/')
+        .map(|segment| match segment.strip_prefix(':') {
+            Some(name) => format!("{{{name}}}"),
+            None => segment.to_owned(),
+        })
+        .collect::<Vec<_>>()
+        .join("/")
+}
+
+fn capitalize(word: &str) -> String {
+    let mut chars = word.chars();
+    chars.next().map_or_else(String::new, |first| {
+        first.to_ascii_uppercase().to_string() + chars.as_str()
+    })
+}
+
+/// `GET /v1/users/:id` → `getV1UsersId`.
+fn derived_operation_id(method: &Method, path: &str) -> String {
+    let mut id = method.as_str().to_ascii_lowercase();
+    for word in path.split(|c: char| !c.is_ascii_alphanumeric()) {
+        id.push_str(&capitalize(word));
+    }
+    id
+}
+
+fn operation_id(meta: &EndpointMeta, method: &Method, path: &str) -> String {
+    match &meta.operation_id {
+        Some(id) if meta.served_methods().len() > 1 => {
+            format!("{id}{}", capitalize(&method.as_str().to_ascii_lowercase()))
+        }
+        Some(id) => id.clone(),
+        None => derived_operation_id(method, path),
+    }
+}
+
+/// The HEAD operation of a GET: the same request, the same statuses and headers, no body.
+fn head_operation(get: &Operation, id: String) -> Operation {
+    let mut head = get.clone();
+    head.operation_id = id;
+    for response in head.responses.values_mut() {
+        response.content.clear();
+    }
+    head
+}
+
+/// Header names that are read from headers when the method's sources include them (besides
+/// `x-` names and the names of header credentials).
+const WELL_KNOWN_HEADERS: [&str; 12] = [
+    "accept",
+    "accept-encoding",
+    "accept-language",
+    "authorization",
+    "cache-control",
+    "content-language",
+    "cookie",
+    "if-match",
+    "if-modified-since",
+    "if-none-match",
+    "origin",
+    "user-agent",
+];
+
+/// Where one input field is read from for this operation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Place {
+    Path,
+    Query,
+    Header,
+    Body,
+    /// No source of the method provides it.
+    Nowhere,
+}
+
+/// One route with its input split by where each field is read from.
+struct Described<'r> {
+    route: RouteInfo<'r>,
+    fields: Vec<(String, Value, bool, Place)>,
+    files: bool,
+    reads_body: bool,
+}
+
+impl<'r> Described<'r> {
+    fn new(
+        route: RouteInfo<'r>,
+        config: &Config,
+        generators: &mut Generators,
+    ) -> Result<Self, DocumentationError> {
+        let meta = route.endpoint().meta();
+        let method = route.method();
+        let not_an_object = |type_name: &str, found: String| DocumentationError::NotAnObject {
+            method: method.clone(),
+            path: route.path().to_owned(),
+            type_name: type_name.to_owned(),
+            found,
+        };
+        let mut fields = Fields::new();
+        let inputs = meta
+            .middleware_inputs
+            .iter()
+            .map(|m| (m.type_name, m.schema))
+            .chain(meta.input.map(|f| (meta.input_type.unwrap_or("input"), f)));
+        for (type_name, schema_fn) in inputs {
+            let schema: Schema = schema_fn(&mut generators.input);
+            let found = object_fields(&schema, generators.input.definitions())
+                .map_err(|found| not_an_object(type_name, found))?;
+            for (name, schema, required) in found {
+                match fields.iter_mut().find(|(n, _, _)| *n == name) {
+                    // A field read by two types must satisfy both.
+                    Some(existing) => {
+                        if existing.1 != schema {
+                            existing.1 =
+                                serde_json::json!({ "allOf": [existing.1.clone(), schema] });
+                        }
+                        existing.2 |= required;
+                    }
+                    None => fields.push((name, schema, required)),
+                }
+            }
+        }
+        let params: Vec<&str> = route.params().collect();
+        for param in &params {
+            if !fields.iter().any(|(name, _, _)| name == param) {
+                return Err(DocumentationError::PathParam {
+                    method: method.clone(),
+                    path: route.path().to_owned(),
+                    param: (*param).to_owned(),
+                });
+            }
+        }
+        let sources = config.input_sources().for_method(method);
+        let has = |source| sources.contains(&source);
+        let header_credentials: Vec<&str> = meta
+            .security
+            .iter()
+            .flat_map(Security::leaves)
+            .filter_map(|leaf| match leaf {
+                Security::Header { name, .. } => Some(name.as_str()),
+                _ => None,
+            })
+            .collect();
+        let looks_like_header = |name: &str| {
+            let lower = name.to_ascii_lowercase();
+            lower.starts_with("x-")
+                || WELL_KNOWN_HEADERS.contains(&lower.as_str())
+                || header_credentials.contains(&lower.as_str())
+        };
+        let file_fields: Vec<String> = fields
+            .iter()
+            .filter(|(_, schema, _)| is_file(schema))
+            .map(|(name, _, _)| name.clone())
+            .collect();
+        let files = has(InputSource::Files) && !file_fields.is_empty();
+        if files && config.upload().is_none() {
+            return Err(DocumentationError::UploadsDisabled {
+                method: method.clone(),
+                path: route.path().to_owned(),
+                fields: file_fields,
+            });
+        }
+        let reads_body = has(InputSource::Body) || has(InputSource::Files);
+        let fields = fields
+            .into_iter()
+            .map(|(name, schema, required)| {
+                let place = if params.contains(&name.as_str()) && has(InputSource::Params) {
+                    Place::Path
+                } else if has(InputSource::Headers) && looks_like_header(&name) {
+                    Place::Header
+                } else if has(InputSource::Body) || (files && is_file(&schema)) {
+                    Place::Body
+                } else if has(InputSource::Query) {
+                    Place::Query
+                } else {
+                    Place::Nowhere
+                };
+                (name, schema, required, place)
+            })
+            .collect();
+        Ok(Self {
+            route,
+            fields,
+            files,
+            reads_body,
+        })
+    }
+
+    fn place_of(&self, field: &str) -> Place {
+        self.fields
+            .iter()
+            .find(|(name, ..)| name == field)
+            .map_or(Place::Nowhere, |field| field.3)
+    }
+
+    fn operation(
+        &self,
+        generators: &mut Generators,
+        schemes: &mut BTreeMap<String, SecurityScheme>,
+    ) -> Operation {
+        let meta = self.route.endpoint().meta();
+        let method = self.route.method();
+        let summary = meta.short_description.clone().or_else(|| {
+            meta.description.as_ref().map(|text| {
+                let mut chars = text.chars();
+                let short: String = chars.by_ref().take(50).collect();
+                if chars.next().is_some() {
+                    format!("{}…", short.trim_end())
+                } else {
+                    short
+                }
+            })
+        });
+        Operation {
+            operation_id: operation_id(meta, method, self.route.path()),
+            summary,
+            description: meta.description.clone(),
+            tags: meta.tag.iter().cloned().collect(),
+            deprecated: meta.deprecated,
+            parameters: self.parameters(),
+            request_body: self.request_body(),
+            responses: self.responses(generators),
+            security: self.security(schemes),
+        }
+    }
+
+    fn parameters(&self) -> Vec<Parameter> {
+        let mut parameters = Vec::new();
+        // Path parameters in path order, then the others in field order.
+        for param in self.route.params() {
+            if let Some((name, schema, _, Place::Path)) =
+                self.fields.iter().find(|(name, ..)| name == param)
+            {
+                parameters.push(parameter(name, schema, true, ParameterLocation::Path));
+            }
+        }
+        for (name, schema, required, place) in &self.fields {
+            let location = match place {
+                Place::Query => ParameterLocation::Query,
+                Place::Header => ParameterLocation::Header,
+                _ => continue,
+            };
+            parameters.push(parameter(name, schema, *required, location));
+        }
+        parameters
+    }
+
+    fn request_body(&self) -> Option<RequestBody> {
+        let body: Vec<&(String, Value, bool, Place)> = self
+            .fields
+            .iter()
+            .filter(|field| field.3 == Place::Body)
+            .collect();
+        if body.is_empty() {
+            return None;
+        }
+        let mut properties = serde_json::Map::new();
+        let mut required = Vec::new();
+        let mut example = serde_json::Map::new();
+        for (name, schema, is_required, _) in &body {
+            properties.insert(name.clone(), schema.clone());
+            if *is_required {
+                required.push(Value::from(name.as_str()));
+            }
+            if let Some(value) = first_example(schema) {
+                example.insert(name.clone(), value);
+            }
+        }
+        let mut schema = serde_json::json!({ "type": "object", "properties": properties });
+        if !required.is_empty() {
+            schema["required"] = Value::Array(required.clone());
+        }
+        let example = (!example.is_empty()).then_some(Value::Object(example));
+        let mut content = BTreeMap::new();
+        if self.files {
+            if let Some(properties) = schema["properties"].as_object_mut() {
+                properties.values_mut().for_each(multipart_file);
+            }
+            content.insert(
+                "multipart/form-data".to_owned(),
+                MediaType {
+                    schema,
+                    example: None,
+                },
+            );
+        } else {
+            for media in ["application/json", "application/x-www-form-urlencoded"] {
+                content.insert(
+                    media.to_owned(),
+                    MediaType {
+                        schema: schema.clone(),
+                        example: example.clone(),
+                    },
+                );
+            }
+        }
+        Some(RequestBody {
+            required: !required.is_empty(),
+            content,
+        })
+    }
+
+    fn responses(&self, generators: &mut Generators) -> BTreeMap<String, Response> {
+        let meta = self.route.endpoint().meta();
+        let mut responses = BTreeMap::new();
+        let positive = match (&meta.positive_fn, meta.output) {
+            (Some(positive), Some(output)) => positive.call(&output(&mut generators.output)),
+            _ => meta.positive.clone(),
+        };
+        let positive = with_success_statuses(positive, &meta.success_statuses);
+        for description in &positive {
+            responses.insert(
+                description.status.as_str().to_owned(),
+                response(description, description.description.clone(), &[]),
+            );
+        }
+        for (status, text, headers) in self.error_statuses() {
+            let described = meta
+                .negative
+                .iter()
+                .find(|d| d.status == status)
+                .or_else(|| meta.negative.first());
+            let text = Some(text);
+            let entry = match described {
+                Some(description) => {
+                    let mut description = description.clone();
+                    description.status = status;
+                    let mut entry = response(&description, text, &headers);
+                    let shared = generators.error_envelope(description.schema.as_value());
+                    for media in entry.content.values_mut() {
+                        media.schema = shared.clone();
+                    }
+                    entry
+                }
+                None => Response {
+                    description: text.unwrap_or_default(),
+                    headers: headers_of(&headers),
+                    content: BTreeMap::new(),
+                },
+            };
+            responses.entry(status.as_str().to_owned()).or_insert(entry);
+        }
+        responses
+    }
+
+    /// Every error status the pipeline can answer this operation with, with why.
+    fn error_statuses(&self) -> Vec<(StatusCode, String, Vec<ResponseHeader>)> {
+        let meta = self.route.endpoint().meta();
+        let mut statuses: Vec<(StatusCode, String, Vec<ResponseHeader>)> = vec![(
+            StatusCode::BAD_REQUEST,
+            "Bad request: the input fails validation, or a parameter or the body cannot be read"
+                .to_owned(),
+            Vec::new(),
+        )];
+        let mut add = |status: StatusCode, text: String, headers: Vec<ResponseHeader>| {
+            match statuses.iter_mut().find(|(s, ..)| *s == status) {
+                // Declared twice (two middleware): both reasons.
+                Some(existing) => {
+                    if !existing.1.contains(&text) {
+                        existing.1 = format!("{}; {text}", existing.1);
+                    }
+                    existing.2.extend(headers);
+                }
+                None => statuses.push((status, text, headers)),
+            }
+        };
+        for DeclaredError {
+            status,
+            description,
+            headers,
+            ..
+        } in &meta.errors
+        {
+            add(*status, description.clone(), headers.clone());
+        }
+        if self.route.params().len() > 0 && !meta.errors.iter().any(|e| e.status == 404) {
+            add(
+                StatusCode::NOT_FOUND,
+                "Not found: no route matches the path (for example an empty path parameter)"
+                    .to_owned(),
+                Vec::new(),
+            );
+        }
+        if self.reads_body {
+            add(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                "Content too large: the body or a file exceeds its limit".to_owned(),
+                Vec::new(),
+            );
+            add(
+                StatusCode::UNSUPPORTED_MEDIA_TYPE,
+                "Unsupported media type: the body's content type is not one this operation reads"
+                    .to_owned(),
+                Vec::new(),
+            );
+        }
+        add(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "Internal server error".to_owned(),
+            Vec::new(),
+        );
+        statuses
+    }
+
+    fn security(
+        &self,
+        schemes: &mut BTreeMap<String, SecurityScheme>,
+    ) -> Vec<BTreeMap<String, Vec<String>>> {
+        let meta = self.route.endpoint().meta();
+        let mut requirement = BTreeMap::new();
+        for leaf in meta.security.iter().flat_map(Security::leaves) {
+            let (name, scheme) = match leaf {
+                Security::Header {
+                    name, description, ..
+                } => (
+                    format!("header_{name}"),
+                    SecurityScheme {
+                        kind: "apiKey".to_owned(),
+                        name: name.clone(),
+                        location: "header".to_owned(),
+                        description: description.clone(),
+                        actual_location: None,
+                    },
+                ),
+                Security::Input {
+                    name, description, ..
+                } => {
+                    let (location, actual) = match self.place_of(name) {
+                        Place::Header => ("header", None),
+                        Place::Query | Place::Nowhere => ("query", None),
+                        Place::Path => ("query", Some("path")),
+                        Place::Body => ("query", Some("body")),
+                    };
+                    let key = actual.unwrap_or(location);
+                    (
+                        format!("{key}_{name}"),
+                        SecurityScheme {
+                            kind: "apiKey".to_owned(),
+                            name: name.clone(),
+                            location: location.to_owned(),
+                            description: description.clone().or_else(|| {
+                                actual.map(|actual| {
+                                    format!("The input field `{name}`, sent in the {actual}")
+                                })
+                            }),
+                            actual_location: actual.map(str::to_owned),
+                        },
+                    )
+                }
+                // `leaves` flattens combinations.
+                _ => continue,
+            };
+            let name = scheme_name(&name);
+            schemes.entry(name.clone()).or_insert(scheme);
+            requirement.insert(name, Vec::new());
+        }
+        if requirement.is_empty() {
+            Vec::new()
+        } else {
+            vec![requirement]
+        }
+    }
+}
+
+fn scheme_name(raw: &str) -> String {
+    raw.chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-') {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect()
+}
+
+fn first_example(schema: &Value) -> Option<Value> {
+    schema
+        .get("examples")
+        .and_then(Value::as_array)
+        .and_then(|examples| examples.first())
+        .or_else(|| schema.get("example"))
+        .cloned()
+}
+
+fn parameter(name: &str, schema: &Value, required: bool, location: ParameterLocation) -> Parameter {
+    let array = is_array(schema);
+    Parameter {
+        name: name.to_owned(),
+        location,
+        required,
+        description: schema
+            .get("description")
+            .and_then(Value::as_str)
+            .map(str::to_owned),
+        schema: schema.clone(),
+        style: (array && location == ParameterLocation::Query).then(|| "form".to_owned()),
+        explode: (array && location == ParameterLocation::Query).then_some(true),
+        example: first_example(schema),
+    }
+}
+
+/// The result handler's success responses, one per declared status (the first call of
+/// `success_status` replaces the default).
+fn with_success_statuses(
+    positive: Vec<ResponseDescription>,
+    statuses: &[StatusCode],
+) -> Vec<ResponseDescription> {
+    if statuses.is_empty() {
+        return positive;
+    }
+    let Some(template) = positive.first().cloned() else {
+        return positive;
+    };
+    statuses
+        .iter()
+        .map(|status| {
+            let mut description = positive
+                .iter()
+                .find(|d| d.status == *status)
+                .cloned()
+                .unwrap_or_else(|| template.clone());
+            description.status = *status;
+            description
+        })
+        .collect()
+}
+
+fn headers_of(headers: &[ResponseHeader]) -> BTreeMap<String, Header> {
+    headers
+        .iter()
+        .map(|header| {
+            (
+                header.name.clone(),
+                Header {
+                    description: header.description.clone(),
+                    schema: header.schema.as_value().clone(),
+                },
+            )
+        })
+        .collect()
+}
+
+fn response(
+    description: &ResponseDescription,
+    text: Option<String>,
+    extra_headers: &[ResponseHeader],
+) -> Response {
+    let mut headers = headers_of(&description.headers);
+    headers.extend(headers_of(extra_headers));
+    let text = text
+        .or_else(|| description.description.clone())
+        .unwrap_or_else(|| {
+            description
+                .status
+                .canonical_reason()
+                .unwrap_or("Response")
+                .to_owned()
+        });
+    Response {
+        description: text,
+        headers,
+        content: description
+            .mime_types
+            .iter()
+            .map(|mime| {
+                (
+                    mime.clone(),
+                    MediaType {
+                        schema: description.schema.as_value().clone(),
+                        example: None,
+                    },
+                )
+            })
+            .collect(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn paths_use_braces_and_ids_camel_case() {
+        assert_eq!(openapi_path("/v1/users/:id"), "/v1/users/{id}");
+        assert_eq!(openapi_path("/"), "/");
+        assert_eq!(
+            derived_operation_id(&Method::GET, "/v1/users/:id"),
+            "getV1UsersId"
+        );
+        assert_eq!(
+            derived_operation_id(&Method::POST, "/v1/book-covers/:book_id"),
+            "postV1BookCoversBookId"
+        );
+        assert_eq!(derived_operation_id(&Method::GET, "/"), "get");
+    }
+}

@@ -1,0 +1,314 @@
+//! The OpenAPI 3.1 document model: the parts Strata writes, serialized in the specification's
+//! field order.
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+use serde_json::Value;
+
+/// The OpenAPI version written.
+pub const OPENAPI_VERSION: &str = "3.1.0";
+
+/// An OpenAPI 3.1 document.
+///
+/// Built by [`Documentation::build`](crate::Documentation::build); fields are public so that an
+/// application can add what Strata does not know (contact, license, extensions) before writing
+/// it out.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[non_exhaustive]
+pub struct OpenApi {
+    /// `3.1.0`.
+    pub openapi: String,
+    /// Title, version, description.
+    pub info: Info,
+    /// Where the API is served.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub servers: Vec<Server>,
+    /// The tags used by operations, with their descriptions.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub tags: Vec<Tag>,
+    /// Operations by path (`/v1/users/{id}`).
+    pub paths: BTreeMap<String, PathItem>,
+    /// Named schemas and security schemes.
+    pub components: Components,
+}
+
+impl OpenApi {
+    /// The document as pretty-printed JSON.
+    pub fn to_json_pretty(&self) -> String {
+        // The model holds strings, maps and JSON values only: serializing cannot fail.
+        serde_json::to_string_pretty(self).unwrap_or_default()
+    }
+
+    /// The document as compact JSON.
+    pub fn to_json(&self) -> String {
+        serde_json::to_string(self).unwrap_or_default()
+    }
+
+    /// The document as a JSON value.
+    pub fn to_value(&self) -> Value {
+        serde_json::to_value(self).unwrap_or_default()
+    }
+
+    /// The document as YAML.
+    pub fn to_yaml(&self) -> String {
+        serde_norway::to_string(self).unwrap_or_default()
+    }
+
+    /// Writes the document to `path`: YAML when the name ends in `.yaml` or `.yml`, otherwise
+    /// pretty JSON with a final newline.
+    pub fn write_file(&self, path: impl AsRef<std::path::Path>) -> std::io::Result<()> {
+        let path = path.as_ref();
+        let yaml = path
+            .extension()
+            .is_some_and(|e| e.eq_ignore_ascii_case("yaml") || e.eq_ignore_ascii_case("yml"));
+        let text = if yaml {
+            self.to_yaml()
+        } else {
+            self.to_json_pretty() + "\n"
+        };
+        std::fs::write(path, text)
+    }
+}
+
+/// The document's `info`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[non_exhaustive]
+pub struct Info {
+    /// The API's name.
+    pub title: String,
+    /// The API's version (not OpenAPI's).
+    pub version: String,
+    /// A longer text.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+}
+
+/// One server URL.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[non_exhaustive]
+pub struct Server {
+    /// The URL.
+    pub url: String,
+}
+
+/// A tag and its description.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[non_exhaustive]
+pub struct Tag {
+    /// The name operations refer to.
+    pub name: String,
+    /// What the tag groups.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+}
+
+/// The operations of one path.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[non_exhaustive]
+#[allow(missing_docs)] // one field per method
+pub struct PathItem {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub get: Option<Operation>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub put: Option<Operation>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub post: Option<Operation>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub delete: Option<Operation>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub head: Option<Operation>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub patch: Option<Operation>,
+}
+
+impl PathItem {
+    /// The operation slot of `method` (`None` for methods Strata does not route).
+    pub fn slot(&mut self, method: &http::Method) -> Option<&mut Option<Operation>> {
+        Some(match method.as_str() {
+            "GET" => &mut self.get,
+            "PUT" => &mut self.put,
+            "POST" => &mut self.post,
+            "DELETE" => &mut self.delete,
+            "HEAD" => &mut self.head,
+            "PATCH" => &mut self.patch,
+            _ => return None,
+        })
+    }
+
+    /// The operations with their lower-case methods, in the document's order.
+    pub fn operations(&self) -> impl Iterator<Item = (&'static str, &Operation)> {
+        [
+            ("get", &self.get),
+            ("put", &self.put),
+            ("post", &self.post),
+            ("delete", &self.delete),
+            ("head", &self.head),
+            ("patch", &self.patch),
+        ]
+        .into_iter()
+        .filter_map(|(method, operation)| operation.as_ref().map(|o| (method, o)))
+    }
+
+    pub(crate) fn operations_mut(&mut self) -> impl Iterator<Item = &mut Operation> {
+        [
+            &mut self.get,
+            &mut self.put,
+            &mut self.post,
+            &mut self.delete,
+            &mut self.head,
+            &mut self.patch,
+        ]
+        .into_iter()
+        .filter_map(Option::as_mut)
+    }
+}
+
+/// One operation.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+#[non_exhaustive]
+pub struct Operation {
+    /// Unique in the document.
+    pub operation_id: String,
+    /// The endpoint's short description.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub summary: Option<String>,
+    /// The endpoint's long description.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    /// The endpoint's tag.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub tags: Vec<String>,
+    /// Whether the endpoint is deprecated.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub deprecated: bool,
+    /// Path, query and header parameters.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub parameters: Vec<Parameter>,
+    /// The body, for methods that read one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub request_body: Option<RequestBody>,
+    /// Responses by status.
+    pub responses: BTreeMap<String, Response>,
+    /// Security requirements: one object listing every credential the middleware need.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub security: Vec<BTreeMap<String, Vec<String>>>,
+}
+
+/// Where a parameter is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ParameterLocation {
+    /// A path segment.
+    Path,
+    /// The query string.
+    Query,
+    /// A request header.
+    Header,
+}
+
+/// One parameter.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[non_exhaustive]
+pub struct Parameter {
+    /// The name.
+    pub name: String,
+    /// Where it is.
+    #[serde(rename = "in")]
+    pub location: ParameterLocation,
+    /// Whether the request must carry it (always for path parameters).
+    pub required: bool,
+    /// Its description (from the schema's).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    /// Its schema.
+    pub schema: Value,
+    /// Serialization style (`form` for query arrays).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub style: Option<String>,
+    /// Repeated keys for arrays.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub explode: Option<bool>,
+    /// An example value.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub example: Option<Value>,
+}
+
+/// A request body.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[non_exhaustive]
+pub struct RequestBody {
+    /// Whether a body is required.
+    pub required: bool,
+    /// Schemas by media type.
+    pub content: BTreeMap<String, MediaType>,
+}
+
+/// A body of one media type.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[non_exhaustive]
+pub struct MediaType {
+    /// Its schema.
+    pub schema: Value,
+    /// An example.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub example: Option<Value>,
+}
+
+/// A response.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[non_exhaustive]
+pub struct Response {
+    /// What it means (required by OpenAPI).
+    pub description: String,
+    /// Its headers.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub headers: BTreeMap<String, Header>,
+    /// Its body by media type; empty for no body.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub content: BTreeMap<String, MediaType>,
+}
+
+/// A response header.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[non_exhaustive]
+pub struct Header {
+    /// What it says.
+    pub description: String,
+    /// Its value's schema.
+    pub schema: Value,
+}
+
+/// Reusable parts.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+#[non_exhaustive]
+pub struct Components {
+    /// Named schemas, referenced as `#/components/schemas/<name>`.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub schemas: BTreeMap<String, Value>,
+    /// Credentials, referenced by operations' security requirements.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub security_schemes: BTreeMap<String, SecurityScheme>,
+}
+
+/// A credential (always an API key: a header, or an input field).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[non_exhaustive]
+pub struct SecurityScheme {
+    /// `apiKey`.
+    #[serde(rename = "type")]
+    pub kind: String,
+    /// The header or field name.
+    pub name: String,
+    /// `header` or `query`.
+    #[serde(rename = "in")]
+    pub location: String,
+    /// What the credential is.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    /// Where the credential really is when OpenAPI has no word for it (`body`).
+    #[serde(rename = "x-in", skip_serializing_if = "Option::is_none")]
+    pub actual_location: Option<String>,
+}

@@ -1,0 +1,114 @@
+use std::fmt;
+
+use http::Method;
+use strata_routing::RoutingError;
+
+/// Why a routing cannot be described. Each names the route and the problem.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum DocumentationError {
+    /// The routing itself is invalid (the server would refuse it too).
+    Routing(RoutingError),
+    /// A `:param` of the path is not a field of the input.
+    PathParam {
+        /// The method.
+        method: Method,
+        /// The route.
+        path: String,
+        /// The parameter.
+        param: String,
+    },
+    /// Two operations have one id.
+    DuplicateOperationId {
+        /// The id.
+        id: String,
+        /// The first operation (`GET /v1/users`).
+        first: String,
+        /// The second one.
+        second: String,
+    },
+    /// An input type whose fields are expected is not an object.
+    NotAnObject {
+        /// The method.
+        method: Method,
+        /// The route.
+        path: String,
+        /// The Rust type.
+        type_name: String,
+        /// What its schema is instead.
+        found: String,
+    },
+    /// The input takes files but the configuration does not enable uploads.
+    UploadsDisabled {
+        /// The method.
+        method: Method,
+        /// The route.
+        path: String,
+        /// The file fields.
+        fields: Vec<String>,
+    },
+}
+
+impl fmt::Display for DocumentationError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Routing(error) => write!(f, "the routing is invalid: {error}"),
+            Self::PathParam {
+                method,
+                path,
+                param,
+            } => write!(
+                f,
+                "{method} {path}: the path parameter `{param}` is not a field of the input"
+            ),
+            Self::DuplicateOperationId { id, first, second } => write!(
+                f,
+                "{second}: the operation id `{id}` is already used by {first}; choose another with `.operation_id(..)`"
+            ),
+            Self::NotAnObject {
+                method,
+                path,
+                type_name,
+                found,
+            } => write!(
+                f,
+                "{method} {path}: the input `{type_name}` must be an object with fields, its schema is {found}"
+            ),
+            Self::UploadsDisabled {
+                method,
+                path,
+                fields,
+            } => write!(
+                f,
+                "{method} {path}: the input takes files ({}) but uploads are not enabled in the config",
+                fields.join(", ")
+            ),
+        }
+    }
+}
+
+impl std::error::Error for DocumentationError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            Self::Routing(error) => Some(error),
+            _ => None,
+        }
+    }
+}
+
+impl From<RoutingError> for DocumentationError {
+    fn from(error: RoutingError) -> Self {
+        match error {
+            RoutingError::UnknownParam {
+                param,
+                method,
+                path,
+            } => Self::PathParam {
+                method,
+                path,
+                param,
+            },
+            other => Self::Routing(other),
+        }
+    }
+}

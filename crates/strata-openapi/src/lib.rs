@@ -1,0 +1,69 @@
+//! API descriptions for Strata: an [OpenAPI 3.1](https://spec.openapis.org/oas/v3.1.0) document
+//! from a routing, routes that serve it, and a page that renders it.
+//!
+//! [`Documentation`] walks the compiled routing (the router's own walk, so the document cannot
+//! drift from what the server serves) and describes each operation:
+//!
+//! - every (method, path) the router serves, paths as `{id}`; each GET also as `head` (no body);
+//!   OPTIONS is the router's and is not listed;
+//! - inputs where the configuration reads them for the method: path parameters (required),
+//!   query parameters (GET, DELETE; arrays `style: form, explode: true`), header parameters when
+//!   the method's sources include headers, a JSON and urlencoded body (POST, PUT, PATCH), or a
+//!   `multipart/form-data` body when the input takes files; middleware inputs alike;
+//! - the result handler's success responses (with the statuses an endpoint declares) and an
+//!   error response for every status the pipeline can answer with: 400, the statuses declared by
+//!   middleware and endpoints, 404 for routes with parameters, 413 and 415 when a body is read,
+//!   500;
+//! - middleware security as `apiKey` schemes, one requirement per operation;
+//! - named types once under `components/schemas`, referenced everywhere.
+//!
+//! A 405 is not listed: it answers methods that have no operation on the path.
+//!
+//! # Example
+//!
+//! ```
+//! use http::Method;
+//! use strata_core::{Config, Endpoint, EndpointMeta};
+//! use strata_openapi::{Documentation, openapi_endpoint};
+//! use strata_routing::routing;
+//!
+//! # let endpoint = || {
+//! #     let mut meta = EndpointMeta::default();
+//! #     meta.methods = vec![Method::GET];
+//! #     Endpoint::from_parts(meta, |_| tower::util::BoxCloneSyncService::new(tower::service_fn(|_| async {
+//! #         Ok::<_, std::convert::Infallible>(http::Response::new(strata_core::ResponseBody::empty()))
+//! #     })))
+//! # };
+//! let api = routing! { "v1" => { "hello" => endpoint() } };
+//! let config = Config::builder().cors(true).build();
+//! let doc = Documentation::new(&api, &config)
+//!     .title("Example API")
+//!     .version("1.2.0")
+//!     .build()
+//!     .expect("a describable routing");
+//! let json = doc.to_value();
+//! assert_eq!(json["openapi"], "3.1.0");
+//! assert_eq!(json["paths"]["/v1/hello"]["get"]["operationId"], "getV1Hello");
+//! assert_eq!(json["paths"]["/v1/hello"]["head"]["operationId"], "headV1Hello");
+//!
+//! // Serve it next to the API.
+//! let served = routing! { "openapi.json" => openapi_endpoint(&doc) };
+//! # let _ = served;
+//! ```
+
+mod build;
+mod document;
+mod error;
+mod schemas;
+mod serve;
+
+pub use build::Documentation;
+pub use document::{
+    Components, Header, Info, MediaType, OPENAPI_VERSION, OpenApi, Operation, Parameter,
+    ParameterLocation, PathItem, RequestBody, Response, SecurityScheme, Server, Tag,
+};
+pub use error::DocumentationError;
+pub use serve::{
+    DocsPage, SWAGGER_UI_SCRIPT, SWAGGER_UI_STYLESHEET, docs_page, openapi_endpoint,
+    openapi_yaml_endpoint,
+};

@@ -1,0 +1,170 @@
+//! Routes serving the document and a page that renders it.
+
+use std::convert::Infallible;
+use std::fmt::Write as _;
+
+use bytes::Bytes;
+use http::header::{CACHE_CONTROL, CONTENT_TYPE};
+use http::{HeaderValue, Method, Response};
+use strata_core::{Endpoint, EndpointMeta, ResponseBody};
+use tower::util::BoxCloneSyncService;
+
+use crate::document::OpenApi;
+
+/// An endpoint left out of API descriptions that answers GET with `body` as `content_type`.
+fn fixed(body: Bytes, content_type: &'static str) -> Endpoint {
+    let mut meta = EndpointMeta::default();
+    meta.methods = vec![Method::GET];
+    meta.undocumented = true;
+    Endpoint::from_parts(meta, move |_config| {
+        let body = body.clone();
+        BoxCloneSyncService::new(tower::service_fn(move |_request| {
+            let mut response = Response::new(ResponseBody::from(body.clone()));
+            response
+                .headers_mut()
+                .insert(CONTENT_TYPE, HeaderValue::from_static(content_type));
+            response
+                .headers_mut()
+                .insert(CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+            std::future::ready(Ok::<_, Infallible>(response))
+        }))
+    })
+}
+
+/// An endpoint serving `doc` as JSON (`application/json`), for a routing key such as
+/// `"openapi.json"`. It is not itself described in documents.
+///
+/// ```
+/// # fn demo(doc: strata_openapi::OpenApi, api: strata_routing::Routing) {
+/// use strata_openapi::openapi_endpoint;
+/// use strata_routing::routing;
+///
+/// let routing = routing! { "api" => api, "openapi.json" => openapi_endpoint(&doc) };
+/// # }
+/// ```
+pub fn openapi_endpoint(doc: &OpenApi) -> Endpoint {
+    fixed(Bytes::from(doc.to_json()), "application/json")
+}
+
+/// An endpoint serving `doc` as YAML (`application/yaml`).
+pub fn openapi_yaml_endpoint(doc: &OpenApi) -> Endpoint {
+    fixed(Bytes::from(doc.to_yaml()), "application/yaml")
+}
+
+/// The default Swagger UI script (its public CDN build).
+pub const SWAGGER_UI_SCRIPT: &str =
+    "https://cdn.jsdelivr.net/npm/swagger-ui-dist@5/swagger-ui-bundle.js";
+/// The default Swagger UI style sheet (its public CDN build).
+pub const SWAGGER_UI_STYLESHEET: &str =
+    "https://cdn.jsdelivr.net/npm/swagger-ui-dist@5/swagger-ui.css";
+
+/// A page rendering a document with [Swagger UI](https://swagger.io/tools/swagger-ui/), served by
+/// [`docs_page`].
+///
+/// The viewer's script and style come from its public CDN build unless set: to serve them
+/// offline, install the `swagger-ui-dist` package, serve its folder with `ServeStatic` and point
+/// [`script_url`](Self::script_url) and [`stylesheet_url`](Self::stylesheet_url) at it.
+#[derive(Debug, Clone)]
+pub struct DocsPage {
+    document_url: String,
+    title: String,
+    script_url: String,
+    stylesheet_url: String,
+}
+
+impl DocsPage {
+    /// A page rendering the document at `document_url` (for example `/openapi.json`).
+    pub fn new(document_url: impl Into<String>) -> Self {
+        Self {
+            document_url: document_url.into(),
+            title: "API documentation".to_owned(),
+            script_url: SWAGGER_UI_SCRIPT.to_owned(),
+            stylesheet_url: SWAGGER_UI_STYLESHEET.to_owned(),
+        }
+    }
+
+    /// The page's title.
+    #[must_use]
+    pub fn title(mut self, title: impl Into<String>) -> Self {
+        self.title = title.into();
+        self
+    }
+
+    /// Where the browser loads `swagger-ui-bundle.js` from.
+    #[must_use]
+    pub fn script_url(mut self, url: impl Into<String>) -> Self {
+        self.script_url = url.into();
+        self
+    }
+
+    /// Where the browser loads `swagger-ui.css` from.
+    #[must_use]
+    pub fn stylesheet_url(mut self, url: impl Into<String>) -> Self {
+        self.stylesheet_url = url.into();
+        self
+    }
+
+    /// The page's HTML.
+    pub fn html(&self) -> String {
+        let mut html = String::with_capacity(1024);
+        let _ = write!(
+            html,
+            "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n\
+             <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n\
+             <title>{title}</title>\n<link rel=\"stylesheet\" href=\"{css}\">\n</head>\n<body>\n\
+             <div id=\"swagger-ui\"></div>\n<script src=\"{js}\"></script>\n<script>\n\
+             window.ui = SwaggerUIBundle({{ url: {url}, dom_id: \"#swagger-ui\", deepLinking: true }});\n\
+             </script>\n</body>\n</html>\n",
+            title = escape_html(&self.title),
+            css = escape_html(&self.stylesheet_url),
+            js = escape_html(&self.script_url),
+            url = script_string(&self.document_url),
+        );
+        html
+    }
+}
+
+fn escape_html(text: &str) -> String {
+    let mut escaped = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '&' => escaped.push_str("&amp;"),
+            '<' => escaped.push_str("&lt;"),
+            '>' => escaped.push_str("&gt;"),
+            '"' => escaped.push_str("&quot;"),
+            '\'' => escaped.push_str("&#39;"),
+            other => escaped.push(other),
+        }
+    }
+    escaped
+}
+
+/// A JavaScript string literal that cannot close the script element.
+fn script_string(text: &str) -> String {
+    serde_json::to_string(text)
+        .unwrap_or_default()
+        .replace("</", "<\\/")
+}
+
+/// An endpoint serving `page` as `text/html`, for a routing key such as `"docs"`. It is not
+/// itself described in documents.
+pub fn docs_page(page: &DocsPage) -> Endpoint {
+    fixed(Bytes::from(page.html()), "text/html; charset=utf-8")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_page_escapes_what_it_embeds() {
+        let html = DocsPage::new("/a\"</script>")
+            .title("<API>")
+            .script_url("/s.js?a=1&b=2")
+            .html();
+        assert!(html.contains("<title>&lt;API&gt;</title>"));
+        assert!(html.contains("src=\"/s.js?a=1&amp;b=2\""));
+        assert!(html.contains(r#"url: "/a\"<\/script>""#));
+        assert!(html.contains(SWAGGER_UI_STYLESHEET));
+    }
+}
