@@ -1,0 +1,799 @@
+//! The OpenAPI document through the facade: one test per promise of the document, snapshots of
+//! the examples' documents, and the routes that serve it.
+
+#![allow(clippy::unwrap_used)] // tests fail loudly by design
+
+use std::collections::BTreeSet;
+
+use garde::Validate;
+use http::{Method, Request, StatusCode};
+use http_body_util::BodyExt;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+use strata::openapi::{DocsPage, Documentation, DocumentationError, docs_page, openapi_endpoint};
+use strata::paginate::{OffsetInput, OffsetPage, pagination};
+use strata::prelude::*;
+use strata::{DeclaredError, ResponseHeader};
+use tower::ServiceExt;
+
+#[allow(dead_code)]
+#[path = "../examples/library.rs"]
+mod library;
+
+#[allow(dead_code)]
+#[path = "../examples/auth.rs"]
+mod auth;
+
+#[derive(Clone, Serialize, Deserialize, Validate, JsonSchema)]
+#[garde(allow_unvalidated)]
+struct User {
+    id: u32,
+    name: String,
+}
+
+#[derive(Deserialize, Validate, JsonSchema)]
+struct UserId {
+    #[garde(range(min = 1))]
+    id: u32,
+}
+
+#[derive(Deserialize, Validate, JsonSchema)]
+struct NewUser {
+    /// The name shown to others.
+    #[garde(length(chars, min = 1))]
+    #[schemars(example = &"Ada")]
+    name: String,
+    #[garde(range(max = 150))]
+    age: Option<u8>,
+    #[garde(skip)]
+    #[serde(default)]
+    #[allow(dead_code)] // documented, not read
+    tags: Vec<String>,
+}
+
+#[derive(Deserialize, Validate, JsonSchema)]
+struct Search {
+    #[garde(skip)]
+    #[schemars(example = &["a", "b"])]
+    tags: Vec<String>,
+    #[garde(skip)]
+    #[serde(rename = "x-trace")]
+    trace: Option<String>,
+}
+
+fn doc_of(routing: &Routing, config: &Config) -> Value {
+    Documentation::new(routing, config)
+        .title("Test API")
+        .version("1.2.0")
+        .server_url("https://example.com")
+        .server_url("http://localhost:8090")
+        .tag_description("users", "Everything about users")
+        .build()
+        .unwrap()
+        .to_value()
+}
+
+fn config() -> Config {
+    create_config().cors(true).build()
+}
+
+fn get_user() -> Endpoint {
+    default_endpoints_factory()
+        .get()
+        .tag("users")
+        .short_description("One user")
+        .description("The user with this id, or a 404.")
+        .error_response(StatusCode::NOT_FOUND, "No such user")
+        .handler(|input: UserId, _ctx, _logger| async move {
+            Ok(User {
+                id: input.id,
+                name: "Ada".into(),
+            })
+        })
+}
+
+fn create_user() -> Endpoint {
+    default_endpoints_factory()
+        .post()
+        .tag("users")
+        .success_status(StatusCode::CREATED)
+        .handler(|input: NewUser, _ctx, _logger| async move {
+            Ok(Reply::created(User {
+                id: 1,
+                name: input.name,
+            }))
+        })
+}
+
+fn users_routing() -> Routing {
+    routing! {
+        "v1" => {
+            "users" => {
+                "post" => create_user(),
+                ":id" => get_user(),
+            },
+        },
+    }
+}
+
+/// Every `$ref` of `value` (the document) resolves.
+fn assert_refs_resolve(doc: &Value, value: &Value) {
+    match value {
+        Value::Object(object) => {
+            for (key, inner) in object {
+                if key == "$ref" {
+                    let target = inner.as_str().unwrap();
+                    let name = target.strip_prefix("#/components/schemas/").unwrap();
+                    assert!(
+                        doc["components"]["schemas"].get(name).is_some(),
+                        "{target} does not resolve"
+                    );
+                } else {
+                    assert_refs_resolve(doc, inner);
+                }
+            }
+        }
+        Value::Array(items) => items.iter().for_each(|item| assert_refs_resolve(doc, item)),
+        _ => {}
+    }
+}
+
+#[test]
+fn every_route_is_an_operation_with_head_for_get_and_no_options() {
+    let doc = doc_of(&users_routing(), &config());
+    assert_eq!(doc["openapi"], "3.1.0");
+    assert_eq!(
+        doc["info"],
+        json!({ "title": "Test API", "version": "1.2.0" })
+    );
+    assert_eq!(
+        doc["servers"],
+        json!([{ "url": "https://example.com" }, { "url": "http://localhost:8090" }])
+    );
+    let paths: BTreeSet<&String> = doc["paths"].as_object().unwrap().keys().collect();
+    assert_eq!(
+        paths,
+        BTreeSet::from([&"/v1/users".to_owned(), &"/v1/users/{id}".to_owned()])
+    );
+    let methods = |path: &str| -> Vec<String> {
+        doc["paths"][path]
+            .as_object()
+            .unwrap()
+            .keys()
+            .cloned()
+            .collect()
+    };
+    assert_eq!(methods("/v1/users"), ["post"]);
+    assert_eq!(methods("/v1/users/{id}"), ["get", "head"]);
+    let head = &doc["paths"]["/v1/users/{id}"]["head"];
+    assert_eq!(head["operationId"], "headV1UsersId");
+    for (status, response) in head["responses"].as_object().unwrap() {
+        assert!(
+            response.get("content").is_none(),
+            "HEAD {status} has no body"
+        );
+        assert!(response["description"].is_string());
+    }
+    assert_refs_resolve(&doc, &doc);
+}
+
+#[test]
+fn tags_descriptions_and_deprecation() {
+    let old = default_endpoints_factory()
+        .get()
+        .tag("legacy")
+        .description("A long description of an endpoint that is kept only for old clients.")
+        .deprecated()
+        .handler(|(): (), _ctx, _logger| async move {
+            Ok(User {
+                id: 1,
+                name: "x".into(),
+            })
+        });
+    let routing = users_routing().route("old", old);
+    let doc = doc_of(&routing, &config());
+    let get = &doc["paths"]["/v1/users/{id}"]["get"];
+    assert_eq!(get["tags"], json!(["users"]));
+    assert_eq!(get["summary"], "One user");
+    assert_eq!(get["description"], "The user with this id, or a 404.");
+    assert!(get.get("deprecated").is_none());
+    let old = &doc["paths"]["/old"]["get"];
+    assert_eq!(old["deprecated"], true);
+    // Without a short description the summary is the description, cut at 50 characters.
+    assert_eq!(
+        old["summary"],
+        "A long description of an endpoint that is kept onl…"
+    );
+    assert_eq!(
+        doc["tags"],
+        json!([
+            { "name": "legacy" },
+            { "name": "users", "description": "Everything about users" },
+        ])
+    );
+}
+
+#[test]
+fn operation_ids_are_derived_overridable_and_unique() {
+    let doc = doc_of(&users_routing(), &config());
+    assert_eq!(
+        doc["paths"]["/v1/users/{id}"]["get"]["operationId"],
+        "getV1UsersId"
+    );
+    assert_eq!(
+        doc["paths"]["/v1/users"]["post"]["operationId"],
+        "postV1Users"
+    );
+    let named = default_endpoints_factory()
+        .get()
+        .operation_id("findUser")
+        .handler(|input: UserId, _ctx, _logger| async move {
+            Ok(User {
+                id: input.id,
+                name: String::new(),
+            })
+        });
+    let doc = doc_of(&routing! { "/users/:id" => named.clone() }, &config());
+    assert_eq!(
+        doc["paths"]["/users/{id}"]["get"]["operationId"],
+        "findUser"
+    );
+    assert_eq!(
+        doc["paths"]["/users/{id}"]["head"]["operationId"],
+        "headFindUser"
+    );
+    // The same id on two routes is an error naming both.
+    let clash = routing! { "/users/:id" => named.clone(), "/people/:id" => named };
+    let error = Documentation::new(&clash, &config()).build().unwrap_err();
+    assert!(matches!(
+        error,
+        DocumentationError::DuplicateOperationId { .. }
+    ));
+    assert_eq!(
+        error.to_string(),
+        "GET /people/:id: the operation id `findUser` is already used by GET /users/:id; choose another with `.operation_id(..)`"
+    );
+    // Several methods: the method is appended.
+    let both = default_endpoints_factory()
+        .endpoint()
+        .methods([Method::PUT, Method::PATCH])
+        .operation_id("saveUser")
+        .handler(|input: UserId, _ctx, _logger| async move {
+            Ok(User {
+                id: input.id,
+                name: String::new(),
+            })
+        });
+    let doc = doc_of(&routing! { "/users/:id" => both }, &config());
+    assert_eq!(
+        doc["paths"]["/users/{id}"]["put"]["operationId"],
+        "saveUserPut"
+    );
+    assert_eq!(
+        doc["paths"]["/users/{id}"]["patch"]["operationId"],
+        "saveUserPatch"
+    );
+}
+
+#[tokio::test]
+async fn inputs_are_where_the_config_reads_them_and_required_as_validated() {
+    let search =
+        default_endpoints_factory()
+            .get()
+            .handler(|input: Search, _ctx, _logger| async move {
+                Ok(User {
+                    id: input.tags.len() as u32,
+                    name: input.trace.unwrap_or_default(),
+                })
+            });
+    let routing = users_routing().route("search", search);
+    let config = create_config()
+        .cors(true)
+        .input_sources(
+            &Method::GET,
+            [
+                InputSource::Query,
+                InputSource::Params,
+                InputSource::Headers,
+            ],
+        )
+        .build();
+    let doc = doc_of(&routing, &config);
+
+    let get = &doc["paths"]["/v1/users/{id}"]["get"];
+    assert_eq!(
+        get["parameters"],
+        json!([{ "name": "id", "in": "path", "required": true,
+                 "schema": { "type": "integer", "format": "uint32", "minimum": 1 } }])
+    );
+    assert!(get.get("requestBody").is_none());
+
+    let search = &doc["paths"]["/search"]["get"];
+    assert_eq!(search["parameters"][0]["name"], "tags");
+    assert_eq!(search["parameters"][0]["in"], "query");
+    assert_eq!(search["parameters"][0]["required"], true);
+    assert_eq!(search["parameters"][0]["style"], "form");
+    assert_eq!(search["parameters"][0]["explode"], true);
+    assert_eq!(search["parameters"][0]["example"], json!(["a", "b"]));
+    // A header-like name is a header when the method reads headers.
+    assert_eq!(search["parameters"][1]["name"], "x-trace");
+    assert_eq!(search["parameters"][1]["in"], "header");
+    assert_eq!(search["parameters"][1]["required"], false);
+
+    let post = &doc["paths"]["/v1/users"]["post"];
+    assert!(post.get("parameters").is_none());
+    let body = &post["requestBody"];
+    assert_eq!(body["required"], true);
+    let content = body["content"].as_object().unwrap();
+    assert_eq!(
+        content.keys().collect::<Vec<_>>(),
+        ["application/json", "application/x-www-form-urlencoded"]
+    );
+    let schema = &body["content"]["application/json"]["schema"];
+    assert_eq!(schema["required"], json!(["name"]));
+    assert_eq!(schema["properties"]["name"]["minLength"], 1);
+    assert_eq!(
+        schema["properties"]["name"]["description"],
+        "The name shown to others."
+    );
+    assert_eq!(
+        body["content"]["application/json"]["example"],
+        json!({ "name": "Ada" })
+    );
+
+    // What the document requires is what the server requires.
+    let router = Router::new(&routing, &config).unwrap();
+    let post = |body: &'static str| {
+        Request::post("/v1/users")
+            .header("content-type", "application/json")
+            .body(body.to_owned())
+            .unwrap()
+    };
+    let only_required = router
+        .clone()
+        .oneshot(post(r#"{"name":"Ada"}"#))
+        .await
+        .unwrap();
+    assert_eq!(only_required.status(), StatusCode::CREATED);
+    let missing = router.oneshot(post(r#"{"age":3}"#)).await.unwrap();
+    assert_eq!(missing.status(), StatusCode::BAD_REQUEST);
+}
+
+#[derive(Deserialize, Validate, JsonSchema)]
+struct Avatar {
+    #[garde(range(min = 1))]
+    id: u32,
+    #[garde(skip)]
+    avatar: UploadedFile,
+    #[garde(skip)]
+    #[allow(dead_code)] // documented, not read
+    extra: Vec<UploadedFile>,
+    #[garde(length(chars, max = 20))]
+    note: Option<String>,
+}
+
+fn avatar_endpoint() -> Endpoint {
+    default_endpoints_factory()
+        .post()
+        .handler(|input: Avatar, _ctx, _logger| async move {
+            Ok(User {
+                id: input.id,
+                name: input.avatar.name().to_owned(),
+            })
+        })
+}
+
+#[test]
+fn file_inputs_are_multipart_and_need_uploads() {
+    let routing = routing! { "/users/:id/avatar" => avatar_endpoint() };
+    let config = create_config()
+        .cors(false)
+        .upload(UploadLimits::new())
+        .build();
+    let doc = doc_of(&routing, &config);
+    let body = &doc["paths"]["/users/{id}/avatar"]["post"]["requestBody"];
+    let content = body["content"].as_object().unwrap();
+    assert_eq!(content.keys().collect::<Vec<_>>(), ["multipart/form-data"]);
+    let schema = &content["multipart/form-data"]["schema"];
+    assert_eq!(schema["required"], json!(["avatar", "extra"]));
+    assert_eq!(
+        schema["properties"]["avatar"],
+        json!({ "type": "string", "format": "binary", "contentMediaType": "application/octet-stream" })
+    );
+    assert_eq!(
+        schema["properties"]["extra"]["items"]["contentMediaType"],
+        "application/octet-stream"
+    );
+    assert!(
+        schema["properties"].get("id").is_none(),
+        "the path parameter is not in the body"
+    );
+
+    let error = Documentation::new(&routing, &create_config().cors(false).build())
+        .build()
+        .unwrap_err();
+    assert_eq!(
+        error.to_string(),
+        "POST /users/:id/avatar: the input takes files (avatar, extra) but uploads are not enabled in the config"
+    );
+}
+
+#[derive(Deserialize, Validate, JsonSchema)]
+struct Credentials {
+    #[garde(length(min = 1))]
+    key: String,
+}
+
+struct Account;
+
+fn secured() -> EndpointsFactory<Ctx![Account], impl MiddlewareChain<Ctx![Account]>> {
+    let auth = Middleware::new(|_input: Credentials, _request, _logger| async move { Ok(Account) })
+        .security(Security::and([
+            Security::input("key"),
+            Security::header("X-Token").description("A session token"),
+        ]))
+        .error_response(StatusCode::UNAUTHORIZED, "Invalid credentials")
+        .declared_error(
+            DeclaredError::new(StatusCode::TOO_MANY_REQUESTS, "Slow down")
+                .header(ResponseHeader::new("retry-after", "Seconds to wait")),
+        );
+    default_endpoints_factory().add_middleware(auth)
+}
+
+#[test]
+fn middleware_inputs_security_and_declared_errors() {
+    let read = secured()
+        .get()
+        .handler(|input: UserId, _ctx, _logger| async move {
+            Ok(User {
+                id: input.id,
+                name: String::new(),
+            })
+        });
+    let write = secured()
+        .patch()
+        .handler(|input: UserId, _ctx, _logger| async move {
+            Ok(User {
+                id: input.id,
+                name: String::new(),
+            })
+        });
+    let routing = routing! { "/users/:id" => { "get" => read, "patch" => write } };
+    let doc = doc_of(&routing, &config());
+
+    let get = &doc["paths"]["/users/{id}"]["get"];
+    // The middleware's field is documented like the endpoint's: a required query parameter.
+    assert_eq!(
+        get["parameters"][1],
+        json!({ "name": "key", "in": "query", "required": true, "schema": { "type": "string", "minLength": 1 } })
+    );
+    assert_eq!(
+        get["security"],
+        json!([{ "header_x-token": [], "query_key": [] }])
+    );
+    // In a PATCH the key is a body field.
+    let patch = &doc["paths"]["/users/{id}"]["patch"];
+    assert_eq!(
+        patch["requestBody"]["content"]["application/json"]["schema"]["required"],
+        json!(["key"])
+    );
+    assert_eq!(
+        patch["security"],
+        json!([{ "body_key": [], "header_x-token": [] }])
+    );
+    assert_eq!(
+        doc["components"]["securitySchemes"],
+        json!({
+            "body_key": { "type": "apiKey", "name": "key", "in": "query", "x-in": "body",
+                          "description": "The input field `key`, sent in the body" },
+            "header_x-token": { "type": "apiKey", "name": "x-token", "in": "header",
+                                "description": "A session token" },
+            "query_key": { "type": "apiKey", "name": "key", "in": "query" },
+        })
+    );
+    let responses = &get["responses"];
+    assert_eq!(responses["401"]["description"], "Invalid credentials");
+    assert_eq!(
+        responses["429"]["headers"]["retry-after"]["description"],
+        "Seconds to wait"
+    );
+    assert_eq!(
+        responses["429"]["content"]["application/json"]["schema"],
+        json!({ "$ref": "#/components/schemas/ErrorResponse" })
+    );
+}
+
+#[test]
+fn responses_cover_success_statuses_and_every_pipeline_error() {
+    let doc = doc_of(&users_routing(), &config());
+    let post = &doc["paths"]["/v1/users"]["post"]["responses"];
+    let statuses: Vec<&String> = post.as_object().unwrap().keys().collect();
+    // 201 replaces the default 200; a body is read: 413 and 415; no path parameter: no 404.
+    assert_eq!(statuses, ["201", "400", "413", "415", "500"]);
+    assert_eq!(
+        post["201"]["content"]["application/json"]["schema"],
+        json!({
+            "type": "object",
+            "properties": { "status": { "const": "success" }, "data": { "$ref": "#/components/schemas/User" } },
+            "required": ["status", "data"],
+        })
+    );
+    let get = &doc["paths"]["/v1/users/{id}"]["get"]["responses"];
+    let statuses: Vec<&String> = get.as_object().unwrap().keys().collect();
+    assert_eq!(statuses, ["200", "400", "404", "500"]);
+    assert_eq!(get["404"]["description"], "No such user");
+    for (status, response) in get.as_object().unwrap() {
+        assert!(
+            !response["description"].as_str().unwrap().is_empty(),
+            "{status}"
+        );
+        if status != "200" {
+            assert_eq!(
+                response["content"]["application/json"]["schema"]["$ref"],
+                "#/components/schemas/ErrorResponse"
+            );
+        }
+    }
+    assert_eq!(
+        doc["components"]["schemas"]["ErrorResponse"]["properties"]["status"],
+        json!({ "const": "error" })
+    );
+}
+
+pagination! { Pages: offset { items_name: "users", max_limit: 50, default_limit: 10 } }
+
+#[test]
+fn pagination_inputs_and_pages() {
+    let list = default_endpoints_factory().get().handler(
+        |input: OffsetInput<Pages>, _ctx, _logger| async move {
+            Ok(OffsetPage::new(Vec::<User>::new(), 0, &input))
+        },
+    );
+    let doc = doc_of(&routing! { "users" => list }, &config());
+    let parameters = &doc["paths"]["/users"]["get"]["parameters"];
+    assert_eq!(
+        parameters,
+        &json!([
+            { "name": "limit", "in": "query", "required": false,
+              "schema": { "type": "integer", "minimum": 1, "maximum": 50, "default": 10 } },
+            { "name": "offset", "in": "query", "required": false,
+              "schema": { "type": "integer", "minimum": 0, "default": 0 } },
+        ])
+    );
+    let data = &doc["paths"]["/users"]["get"]["responses"]["200"]["content"]["application/json"]["schema"]
+        ["properties"]["data"]["$ref"];
+    let name = data.as_str().unwrap().rsplit('/').next().unwrap();
+    let page = &doc["components"]["schemas"][name];
+    assert_eq!(
+        page["properties"]["users"]["items"]["$ref"],
+        "#/components/schemas/User"
+    );
+    assert_eq!(
+        page["required"],
+        json!(["users", "total", "limit", "offset"])
+    );
+}
+
+mod one {
+    #[derive(serde::Serialize, garde::Validate, schemars::JsonSchema)]
+    #[garde(allow_unvalidated)]
+    pub(crate) struct Item {
+        pub(crate) a: u32,
+    }
+}
+
+mod two {
+    #[derive(serde::Serialize, garde::Validate, schemars::JsonSchema)]
+    #[garde(allow_unvalidated)]
+    pub(crate) struct Item {
+        pub(crate) b: String,
+    }
+}
+
+#[derive(Serialize, Validate, JsonSchema)]
+#[garde(allow_unvalidated)]
+struct Both {
+    first: one::Item,
+    second: two::Item,
+    users: Vec<User>,
+}
+
+#[test]
+fn named_types_are_components_once_and_clashes_get_stable_names() {
+    let both = default_endpoints_factory()
+        .get()
+        .handler(|(): (), _ctx, _logger| async move {
+            Ok(Both {
+                first: one::Item { a: 1 },
+                second: two::Item { b: String::new() },
+                users: Vec::new(),
+            })
+        });
+    let routing = users_routing().route("both", both);
+    let first = Documentation::new(&routing, &config())
+        .build()
+        .unwrap()
+        .to_json_pretty();
+    let doc: Value = serde_json::from_str(&first).unwrap();
+    let schemas = doc["components"]["schemas"].as_object().unwrap();
+    assert_eq!(
+        schemas.keys().collect::<Vec<_>>(),
+        ["Both", "ErrorResponse", "Item", "Item2", "User"]
+    );
+    assert_eq!(schemas["Item"]["required"], json!(["a"]));
+    assert_eq!(schemas["Item2"]["required"], json!(["b"]));
+    assert_eq!(
+        schemas["Both"]["properties"]["users"]["items"]["$ref"],
+        "#/components/schemas/User"
+    );
+    assert_refs_resolve(&doc, &doc);
+    // The same routing gives the same document.
+    let again = Documentation::new(&routing, &config())
+        .build()
+        .unwrap()
+        .to_json_pretty();
+    assert_eq!(first, again);
+}
+
+#[derive(Deserialize, Serialize, Validate, JsonSchema)]
+#[garde(allow_unvalidated)]
+struct Note {
+    text: String,
+    /// Optional when read, always written.
+    #[serde(default)]
+    stars: u8,
+}
+
+#[test]
+fn a_type_read_and_written_differently_has_an_input_and_an_output_schema() {
+    #[derive(Deserialize, Validate, JsonSchema)]
+    struct Wrapper {
+        #[garde(dive)]
+        note: Note,
+    }
+    let echo = default_endpoints_factory()
+        .post()
+        .handler(|input: Wrapper, _ctx, _logger| async move { Ok(input.note) });
+    let doc = doc_of(&routing! { "notes" => echo }, &config());
+    let schemas = &doc["components"]["schemas"];
+    let body =
+        &doc["paths"]["/notes"]["post"]["requestBody"]["content"]["application/json"]["schema"];
+    assert_eq!(
+        body["properties"]["note"]["$ref"],
+        "#/components/schemas/Note"
+    );
+    assert_eq!(
+        doc["paths"]["/notes"]["post"]["responses"]["200"]["content"]["application/json"]["schema"]
+            ["properties"]["data"]["$ref"],
+        "#/components/schemas/NoteOutput"
+    );
+    assert_eq!(schemas["Note"]["required"], json!(["text"]));
+    assert_eq!(schemas["NoteOutput"]["required"], json!(["text", "stars"]));
+}
+
+#[derive(Deserialize, Validate, JsonSchema)]
+#[serde(untagged)]
+#[allow(dead_code)] // only described
+enum Choice {
+    Id {
+        #[garde(skip)]
+        id: u32,
+    },
+    Name {
+        #[garde(skip)]
+        name: String,
+    },
+}
+
+#[test]
+fn documentation_errors_name_the_route_and_the_problem() {
+    // An input that is a choice, not an object.
+    let choice = default_endpoints_factory()
+        .get()
+        .handler(|_: Choice, _ctx, _logger| async move {
+            Ok(User {
+                id: 1,
+                name: String::new(),
+            })
+        });
+    let error = Documentation::new(&routing! { "find" => choice }, &config())
+        .build()
+        .unwrap_err();
+    assert!(
+        matches!(error, DocumentationError::NotAnObject { .. }),
+        "{error}"
+    );
+    assert!(
+        error
+            .to_string()
+            .starts_with("GET /find: the input `openapi::Choice` must be an object"),
+        "{error}"
+    );
+    // A path parameter that is not an input field.
+    let error = Documentation::new(&routing! { "/users/:slug" => get_user() }, &config())
+        .build()
+        .unwrap_err();
+    assert!(
+        matches!(error, DocumentationError::PathParam { .. }),
+        "{error}"
+    );
+    assert_eq!(
+        error.to_string(),
+        "GET /users/:slug: the path parameter `slug` is not a field of the input"
+    );
+}
+
+#[tokio::test]
+async fn the_document_and_its_page_are_served() {
+    let doc = Documentation::new(&users_routing(), &config())
+        .build()
+        .unwrap();
+    let routing = users_routing()
+        .route("openapi.json", openapi_endpoint(&doc))
+        .route(
+            "docs",
+            docs_page(&DocsPage::new("/openapi.json").title("Users")),
+        );
+    let router = Router::new(&routing, &config()).unwrap();
+    let get = |path: &str| Request::get(path).body(String::new()).unwrap();
+
+    let response = router.clone().oneshot(get("/openapi.json")).await.unwrap();
+    assert_eq!(response.status(), 200);
+    assert_eq!(response.headers()["content-type"], "application/json");
+    let body = response.into_body().collect().await.unwrap().to_bytes();
+    assert_eq!(
+        serde_json::from_slice::<Value>(&body).unwrap(),
+        doc.to_value()
+    );
+
+    let response = router.clone().oneshot(get("/docs")).await.unwrap();
+    assert_eq!(
+        response.headers()["content-type"],
+        "text/html; charset=utf-8"
+    );
+    let body = response.into_body().collect().await.unwrap().to_bytes();
+    let html = std::str::from_utf8(&body).unwrap();
+    assert!(html.contains("<title>Users</title>") && html.contains(r#"url: "/openapi.json""#));
+
+    // Serving them leaves the document unchanged: they describe nothing.
+    let again = Documentation::new(&routing, &config()).build().unwrap();
+    assert_eq!(again.to_value(), doc.to_value());
+
+    let yaml = doc.to_yaml();
+    assert!(yaml.starts_with("openapi: 3.1.0\n"), "{yaml}");
+    assert!(yaml.contains("operationId: getV1UsersId"));
+}
+
+/// Compares `doc` with the committed snapshot; `UPDATE_SNAPSHOTS=1` rewrites it.
+fn snapshot(name: &str, doc: &strata::openapi::OpenApi) {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/snapshots")
+        .join(name);
+    let actual = doc.to_json_pretty() + "\n";
+    if std::env::var_os("UPDATE_SNAPSHOTS").is_some() {
+        std::fs::write(&path, &actual).unwrap();
+    }
+    let expected = std::fs::read_to_string(&path)
+        .unwrap_or_else(|e| panic!("{}: {e} (UPDATE_SNAPSHOTS=1 writes it)", path.display()));
+    assert!(
+        actual == expected,
+        "the document of {name} changed; review the diff of UPDATE_SNAPSHOTS=1 cargo test --test openapi"
+    );
+}
+
+#[test]
+fn the_examples_documents_match_their_snapshots() {
+    let config = library::library_config().listen(8091).build();
+    let routing = library::library_routing(std::env::temp_dir());
+    let doc = library::library_documentation(&routing, &config).unwrap();
+    snapshot("library.openapi.json", &doc);
+    let value = doc.to_value();
+    assert_refs_resolve(&value, &value);
+
+    let config = create_config().cors(true).build();
+    let doc = auth::auth_documentation(&auth::auth_routing(), &config).unwrap();
+    snapshot("auth.openapi.json", &doc);
+    let value = doc.to_value();
+    assert_refs_resolve(&value, &value);
+}
