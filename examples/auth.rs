@@ -31,6 +31,7 @@ pub(crate) struct User {
 #[derive(Debug, Deserialize, Validate, JsonSchema)]
 pub(crate) struct AuthInput {
     #[garde(length(min = 1))]
+    #[schemars(example = &"123")]
     key: String,
 }
 

@@ -283,7 +283,7 @@ async fn inputs_are_where_the_config_reads_them_and_required_as_validated() {
             .get()
             .handler(|input: Search, _ctx, _logger| async move {
                 Ok(User {
-                    id: input.tags.len() as u32,
+                    id: u32::try_from(input.tags.len()).unwrap_or(0),
                     name: input.trace.unwrap_or_default(),
                 })
             });
@@ -361,7 +361,7 @@ async fn inputs_are_where_the_config_reads_them_and_required_as_validated() {
 }
 
 #[derive(Deserialize, Validate, JsonSchema)]
-struct Avatar {
+struct AvatarUpload {
     #[garde(range(min = 1))]
     id: u32,
     #[garde(skip)]
@@ -376,7 +376,7 @@ struct Avatar {
 fn avatar_endpoint() -> Endpoint {
     default_endpoints_factory()
         .post()
-        .handler(|input: Avatar, _ctx, _logger| async move {
+        .handler(|input: AvatarUpload, _ctx, _logger| async move {
             Ok(User {
                 id: input.id,
                 name: input.avatar.name().to_owned(),

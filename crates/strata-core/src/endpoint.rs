@@ -212,7 +212,9 @@ pub type SchemaFn = fn(&mut SchemaGenerator) -> Schema;
 /// The success responses of a result handler for an output schema (its `positive`), kept so
 /// that a description generator can call it with the output schema of its own generator.
 #[derive(Clone)]
-pub struct PositiveFn(Arc<dyn Fn(&Schema) -> Vec<ResponseDescription> + Send + Sync>);
+pub struct PositiveFn(Arc<DescribePositive>);
+
+type DescribePositive = dyn Fn(&Schema) -> Vec<ResponseDescription> + Send + Sync;
 
 impl PositiveFn {
     /// Wraps `f`.

@@ -503,12 +503,11 @@ impl<'r> Described<'r> {
                 .iter()
                 .find(|d| d.status == status)
                 .or_else(|| meta.negative.first());
-            let text = Some(text);
             let entry = match described {
                 Some(description) => {
                     let mut description = description.clone();
                     description.status = status;
-                    let mut entry = response(&description, text, &headers);
+                    let mut entry = response(&description, Some(text), &headers);
                     let shared = generators.error_envelope(description.schema.as_value());
                     for media in entry.content.values_mut() {
                         media.schema = shared.clone();
@@ -516,7 +515,7 @@ impl<'r> Described<'r> {
                     entry
                 }
                 None => Response {
-                    description: text.unwrap_or_default(),
+                    description: text,
                     headers: headers_of(&headers),
                     content: BTreeMap::new(),
                 },

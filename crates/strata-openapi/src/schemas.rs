@@ -9,6 +9,7 @@
 //! component names. Both steps are deterministic, so the document is stable.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::fmt::Write as _;
 
 use schemars::generate::SchemaSettings;
 use schemars::{Schema, SchemaGenerator};
@@ -40,13 +41,14 @@ impl Generators {
 
     /// A reference to `schema`, an error envelope, kept once under `components/schemas`.
     pub(crate) fn error_envelope(&mut self, schema: &Value) -> Value {
-        let index = match self.errors.iter().position(|known| known == schema) {
-            Some(index) => index,
-            None => {
+        let index = self
+            .errors
+            .iter()
+            .position(|known| known == schema)
+            .unwrap_or_else(|| {
                 self.errors.push(schema.clone());
                 self.errors.len() - 1
-            }
-        };
+            });
         serde_json::json!({ "$ref": format!("{PREFIX}{}", placeholder(index)) })
     }
 
@@ -57,16 +59,12 @@ impl Generators {
         let mut output = self.output.take_definitions(true);
         let mut placeholders = Vec::new();
         for (index, schema) in self.errors.into_iter().enumerate() {
-            let name = (1..)
-                .map(|n| {
-                    if n == 1 {
-                        "ErrorResponse".to_owned()
-                    } else {
-                        format!("ErrorResponse{n}")
-                    }
-                })
-                .find(|name| !input.contains_key(name) && !output.contains_key(name))
-                .unwrap_or_default();
+            let mut name = "ErrorResponse".to_owned();
+            let mut n = 1;
+            while input.contains_key(&name) || output.contains_key(&name) {
+                n += 1;
+                name = format!("ErrorResponse{n}");
+            }
             output.insert(name.clone(), schema);
             placeholders.push((placeholder(index), name));
         }
@@ -160,20 +158,22 @@ fn target_of(name: &str) -> String {
             b'!' | b'$' | b'&'..=b';' | b'=' | b'?'..=b'Z' | b'_' | b'a'..=b'z' => {
                 target.push(char::from(byte));
             }
-            other => target.push_str(&format!("%{other:02X}")),
+            other => {
+                let _ = write!(target, "%{other:02X}");
+            }
         }
     }
     target
 }
 
-fn unique(base: String, used: &mut BTreeSet<String>) -> String {
-    if used.insert(base.clone()) {
-        return base;
+fn unique(base: &str, used: &mut BTreeSet<String>) -> String {
+    let mut candidate = base.to_owned();
+    let mut n = 1;
+    while !used.insert(candidate.clone()) {
+        n += 1;
+        candidate = format!("{base}{n}");
     }
-    (2..)
-        .map(|i| format!("{base}{i}"))
-        .find(|candidate| used.insert(candidate.clone()))
-        .unwrap_or(base)
+    candidate
 }
 
 fn merge(input: Map<String, Value>, output: Map<String, Value>) -> Merged {
@@ -222,7 +222,7 @@ fn merge(input: Map<String, Value>, output: Map<String, Value>) -> Merged {
     let mut output_names = HashMap::new();
     let mut input_final = BTreeMap::new();
     for name in input.keys() {
-        let component = unique(component_name(name), &mut used);
+        let component = unique(&component_name(name), &mut used);
         input_names.insert(target_of(name), component.clone());
         input_final.insert(name.clone(), component);
     }
@@ -230,8 +230,8 @@ fn merge(input: Map<String, Value>, output: Map<String, Value>) -> Merged {
     for name in output.keys() {
         let component = match input_final.get(name) {
             Some(shared) if !differing.contains(name) => shared.clone(),
-            Some(_) => unique(format!("{}Output", component_name(name)), &mut used),
-            None => unique(component_name(name), &mut used),
+            Some(_) => unique(&format!("{}Output", component_name(name)), &mut used),
+            None => unique(&component_name(name), &mut used),
         };
         output_names.insert(target_of(name), component.clone());
         output_final.insert(name.clone(), component);
@@ -379,7 +379,10 @@ mod tests {
     use super::*;
 
     fn defs(value: Value) -> Map<String, Value> {
-        value.as_object().cloned().unwrap_or_default()
+        match value {
+            Value::Object(map) => map,
+            _ => Map::new(),
+        }
     }
 
     #[test]

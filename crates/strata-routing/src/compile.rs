@@ -288,6 +288,18 @@ fn allow_header(methods: &[Method], cors: bool) -> HeaderValue {
     HeaderValue::from_str(&names.join(", ")).unwrap_or_else(|_| HeaderValue::from_static(""))
 }
 
+fn conflict(
+    displays: &HashMap<String, String>,
+    route: String,
+    error: matchit::InsertError,
+) -> RoutingError {
+    let with = match error {
+        matchit::InsertError::Conflict { with } => displays.get(&with).cloned().unwrap_or(with),
+        other => other.to_string(),
+    };
+    RoutingError::Conflict { route, with }
+}
+
 /// The compiled routing.
 pub(crate) struct Compiled {
     pub(crate) trie: matchit::Router<usize>,
@@ -315,15 +327,6 @@ pub(crate) fn compile(routing: &Routing, config: &Config) -> Result<Compiled, Ro
     let mut shapes: HashMap<String, usize> = HashMap::new();
     // The trie's patterns, shown to users as routes.
     let mut displays: HashMap<String, String> = HashMap::new();
-    let conflict = |displays: &HashMap<String, String>,
-                    route: String,
-                    error: matchit::InsertError| {
-        let with = match error {
-            matchit::InsertError::Conflict { with } => displays.get(&with).cloned().unwrap_or(with),
-            other => other.to_string(),
-        };
-        RoutingError::Conflict { route, with }
-    };
     let mut seen = HashSet::new();
     for route in flattener.routes {
         let path = display(&route.segments);
@@ -370,8 +373,24 @@ pub(crate) fn compile(routing: &Routing, config: &Config) -> Result<Compiled, Ro
         table.cors_defaults = default_cors(Some(&allow));
         table.allow = Some(allow);
     }
-    let mut mounts = Vec::with_capacity(flattener.statics.len());
-    for flat in flattener.statics {
+    let mounts = add_statics(flattener.statics, &mut trie, &mut tables, &mut displays)?;
+    Ok(Compiled {
+        trie,
+        tables,
+        not_found_cors_defaults: default_cors(None),
+        mounts,
+    })
+}
+
+/// Inserts the static directories after the endpoints (a path both serve is a conflict).
+fn add_statics(
+    statics: Vec<FlatStatic>,
+    trie: &mut matchit::Router<usize>,
+    tables: &mut Vec<PathTable>,
+    displays: &mut HashMap<String, String>,
+) -> Result<Vec<(String, ServeStatic)>, RoutingError> {
+    let mut mounts = Vec::with_capacity(statics.len());
+    for flat in statics {
         let prefix = display(&flat.segments);
         let prefix = if prefix == "/" { String::new() } else { prefix };
         let service = StaticService::new(&flat.serve, &prefix).shared();
@@ -390,7 +409,7 @@ pub(crate) fn compile(routing: &Routing, config: &Config) -> Result<Compiled, Ro
         let shown = format!("static files under {root}");
         for pattern in [root.clone(), format!("{prefix}/{{*path}}")] {
             trie.insert(pattern.clone(), tables.len())
-                .map_err(|e| conflict(&displays, shown.clone(), e))?;
+                .map_err(|e| conflict(displays, shown.clone(), e))?;
             displays.insert(pattern, shown.clone());
             tables.push(PathTable {
                 methods: Vec::new(),
@@ -400,12 +419,7 @@ pub(crate) fn compile(routing: &Routing, config: &Config) -> Result<Compiled, Ro
             });
         }
     }
-    Ok(Compiled {
-        trie,
-        tables,
-        not_found_cors_defaults: default_cors(None),
-        mounts,
-    })
+    Ok(mounts)
 }
 
 pub(crate) const ALLOW_ORIGIN_ANY: HeaderValue = HeaderValue::from_static("*");

@@ -149,12 +149,12 @@ mod tests {
             "files" => crate::ServeStatic::dir("."),
         };
         let router = Router::new(&tree, &Config::builder().cors(true).build()).unwrap();
-        let routes: Vec<(String, &str, Vec<&str>)> = router
+        let walked: Vec<(String, &str, Vec<&str>)> = router
             .routes()
             .map(|r| (r.method().to_string(), r.path(), r.params().collect()))
             .collect();
         assert_eq!(
-            routes,
+            walked,
             [
                 ("GET".to_owned(), "/v1/users", vec![]),
                 ("GET".to_owned(), "/v1/users/:id", vec!["id"]),
