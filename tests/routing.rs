@@ -751,6 +751,41 @@ async fn static_files_never_escape_their_directory() {
 }
 
 #[tokio::test]
+async fn static_paths_the_os_cannot_take_are_json_errors() {
+    let dir = static_fixture("long");
+    let tree = routing! { "public" => ServeStatic::dir(&dir) };
+    let router = build(&tree, &cors_config(false));
+    let long_name = format!("/public/{}", "n".repeat(300));
+    let deep = format!("/public{}", "/a".repeat(10_000));
+    for (uri, status, message) in [
+        (
+            long_name.as_str(),
+            400,
+            "The path segment is too long: at most 255 bytes",
+        ),
+        (
+            deep.as_str(),
+            400,
+            "The path is too long: at most 2048 bytes",
+        ),
+        // Within the limits: the usual 404, whatever the OS says.
+        (&*format!("/public/{}", "n".repeat(255)), 404, ""),
+        ("/public/hello.txt/below", 404, ""),
+    ] {
+        let response = send(&router, Method::GET, uri).await;
+        assert_eq!(response.status(), status, "{}", &uri[..40.min(uri.len())]);
+        assert_eq!(
+            response.headers()[CONTENT_TYPE],
+            "application/json; charset=utf-8"
+        );
+        let (_, body) = json_of(response).await;
+        if !message.is_empty() {
+            assert_eq!(body["error"]["message"], message);
+        }
+    }
+}
+
+#[tokio::test]
 async fn static_options_dotfiles_index_redirect() {
     let dir = static_fixture("options");
     let allow = StaticOptions {

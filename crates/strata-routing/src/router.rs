@@ -29,11 +29,26 @@ use crate::tree::Routing;
 
 const ACCESS_CONTROL_REQUEST_METHOD: &str = "access-control-request-method";
 
-/// The JSON 404 of routing: `Can not <METHOD> <path>`.
+/// The most characters of a method or path echoed in a message: a client may send kilobytes,
+/// the message needs enough to recognize the request.
+pub(crate) const ECHO_LIMIT: usize = 100;
+
+/// `text`, cut to [`ECHO_LIMIT`] characters with `…` when longer.
+pub(crate) fn echoed(text: &str) -> std::borrow::Cow<'_, str> {
+    match text.char_indices().nth(ECHO_LIMIT) {
+        None => text.into(),
+        Some((end, _)) => format!("{}…", &text[..end]).into(),
+    }
+}
+
+/// The JSON 404 of routing: `Can not <METHOD> <path>` (each cut to 100 characters).
 pub(crate) fn not_found(method: &Method, path: &str) -> Response<ResponseBody> {
     error_response(
-        ApiError::new(StatusCode::NOT_FOUND, format!("Can not {method} {path}"))
-            .with_kind(ErrorKind::Routing),
+        ApiError::new(
+            StatusCode::NOT_FOUND,
+            format!("Can not {} {}", echoed(method.as_str()), echoed(path)),
+        )
+        .with_kind(ErrorKind::Routing),
     )
 }
 
@@ -223,7 +238,7 @@ where
             };
             let error = ApiError::new(
                 StatusCode::METHOD_NOT_ALLOWED,
-                format!("{} is not allowed", parts.method),
+                format!("{} is not allowed", echoed(parts.method.as_str())),
             )
             .with_kind(ErrorKind::Routing)
             .with_header(ALLOW, allow.clone());

@@ -10,12 +10,26 @@ use std::task::{Context, Poll};
 use http::header::LOCATION;
 use http::{HeaderValue, Request, Response, StatusCode, Uri};
 use strata_core::text::percent_decode;
-use strata_core::{RequestBody, ResponseBody, SharedService};
+use strata_core::{ApiError, ErrorKind, Logger, RequestBody, ResponseBody, SharedService};
+use strata_format::error_response;
 use tower_http::services::ServeDir;
 use tower_service::Service;
 
 use crate::router::not_found;
 use crate::tree::{Dotfiles, ServeStatic, StaticOptions};
+
+/// The longest file name the common file systems accept (`NAME_MAX`).
+const MAX_SEGMENT_BYTES: usize = 255;
+/// The longest path below a mount served (well under `PATH_MAX`).
+const MAX_PATH_BYTES: usize = 2048;
+
+/// Why a path is not looked up.
+enum Refused {
+    /// A dotfile, an escape, a bad escape: the JSON 404, as if it did not exist.
+    NotFound,
+    /// Longer than a file system takes: a 400 naming the limit.
+    TooLong(&'static str, usize),
+}
 
 #[derive(Clone)]
 pub(crate) struct StaticService {
@@ -46,25 +60,31 @@ impl StaticService {
         SharedService::new(self)
     }
 
-    /// The path inside the directory and the file it names, or `None` when it must not be
-    /// served (a dotfile, an escape, a bad escape).
-    fn inner_path<'a>(&self, path: &'a str) -> Option<(&'a str, PathBuf)> {
-        let rest = path.strip_prefix(&*self.prefix)?;
+    /// The path inside the directory and the file it names, or why it must not be served.
+    fn inner_path<'a>(&self, path: &'a str) -> Result<(&'a str, PathBuf), Refused> {
+        let rest = path.strip_prefix(&*self.prefix).ok_or(Refused::NotFound)?;
         let rest = if rest.is_empty() { "/" } else { rest };
+        if rest.len() > MAX_PATH_BYTES {
+            return Err(Refused::TooLong("path", MAX_PATH_BYTES));
+        }
         let mut relative = PathBuf::new();
         for segment in rest.split('/') {
-            let decoded = percent_decode(segment.as_bytes(), false, 0).ok()?;
+            let decoded =
+                percent_decode(segment.as_bytes(), false, 0).map_err(|_| Refused::NotFound)?;
+            if decoded.len() > MAX_SEGMENT_BYTES {
+                return Err(Refused::TooLong("path segment", MAX_SEGMENT_BYTES));
+            }
             if decoded.contains(['/', '\\', '\0']) || decoded == ".." {
-                return None;
+                return Err(Refused::NotFound);
             }
             if decoded.starts_with('.') && self.options.dotfiles != Dotfiles::Allow {
-                return None;
+                return Err(Refused::NotFound);
             }
             if !decoded.is_empty() && decoded != "." {
                 relative.push(&*decoded);
             }
         }
-        Some((rest, self.root.join(relative)))
+        Ok((rest, self.root.join(relative)))
     }
 }
 
@@ -140,11 +160,23 @@ impl Service<Request<RequestBody>> for StaticService {
                 Some(query) => format!("{rest}?{query}"),
                 None => rest.to_owned(),
             };
-            Some((target.parse::<Uri>().ok()?, file))
+            Ok((target.parse::<Uri>().map_err(|_| Refused::NotFound)?, file))
         });
-        let Some((uri, file)) = inner else {
-            return Box::pin(std::future::ready(Ok(not_found_here(&parts.method))));
+        let (uri, file) = match inner {
+            Ok(found) => found,
+            Err(Refused::NotFound) => {
+                return Box::pin(std::future::ready(Ok(not_found_here(&parts.method))));
+            }
+            Err(Refused::TooLong(what, limit)) => {
+                let error = ApiError::new(
+                    StatusCode::BAD_REQUEST,
+                    format!("The {what} is too long: at most {limit} bytes"),
+                )
+                .with_kind(ErrorKind::Routing);
+                return Box::pin(std::future::ready(Ok(error_response(error))));
+            }
         };
+        let logger = Logger::from_extensions(&parts.extensions);
         parts.uri = uri;
         let method = parts.method.clone();
         let mut dir = self.dir.clone();
@@ -159,11 +191,28 @@ impl Service<Request<RequestBody>> for StaticService {
                 Ok(response) => response,
                 Err(never) => match never {},
             };
-            Ok(match response.status() {
+            let status = response.status();
+            Ok(match status {
                 StatusCode::NOT_FOUND | StatusCode::METHOD_NOT_ALLOWED => {
                     not_found(&method, original.path())
                 }
-                _ => response.map(ResponseBody::stream),
+                // What a file server answers on purpose: files, ranges, caching, redirects.
+                _ if status.is_success()
+                    || status.is_redirection()
+                    || status == StatusCode::PRECONDITION_FAILED
+                    || status == StatusCode::RANGE_NOT_SATISFIABLE =>
+                {
+                    response.map(ResponseBody::stream)
+                }
+                // Anything else is an OS error passed through (a name too long, a directory
+                // that became unreadable): not the client's business.
+                _ => {
+                    logger.debug(format_args!(
+                        "static files: {status} for {}, answered 404",
+                        original.path()
+                    ));
+                    not_found(&method, original.path())
+                }
             })
         })
     }

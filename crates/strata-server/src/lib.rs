@@ -29,6 +29,7 @@ mod app;
 mod attach;
 mod deadline;
 mod error;
+mod host;
 mod logging;
 mod request_id;
 mod server;

@@ -20,6 +20,7 @@ use tokio_rustls::TlsAcceptor;
 use crate::app::{App, build_app};
 use crate::deadline::FirstByteDeadline;
 use crate::error::ServerError;
+use crate::host::HostChecked;
 use crate::logging::install_default_subscriber;
 use crate::tls::acceptor;
 
@@ -233,6 +234,8 @@ fn connection_builder(limits: &ServerLimits) -> auto::Builder<TokioExecutor> {
         .http1()
         .timer(TokioTimer::new())
         .header_read_timeout(limits.header_read_timeout)
+        // A client that shuts its sending side after the request still gets the response.
+        .half_close(true)
         // hyper refuses buffers under 8 KiB.
         .max_buf_size(limits.max_header_bytes.max(8192));
     builder
@@ -286,7 +289,7 @@ impl Serving {
     where
         IO: AsyncRead + AsyncWrite + Unpin + Send + 'static,
     {
-        let service = TowerToHyperService::new(self.app.clone());
+        let service = TowerToHyperService::new(HostChecked::new(self.app.clone()));
         let connection = self
             .builder
             .serve_connection_with_upgrades(TokioIo::new(io), service)
