@@ -8,8 +8,8 @@ use std::time::Duration;
 use garde::Validate;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use strata::LocalAddr;
 use strata::prelude::*;
+use strata::{LocalAddr, ServerLimits};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
@@ -25,6 +25,18 @@ struct Done {
     waited: u64,
 }
 
+#[derive(Deserialize, Validate, JsonSchema)]
+#[garde(allow_unvalidated)]
+struct Note {
+    text: String,
+}
+
+#[derive(Deserialize, Validate, JsonSchema)]
+#[garde(allow_unvalidated)]
+struct Upload {
+    file: UploadedFile,
+}
+
 fn routing() -> Routing {
     let wait = default_endpoints_factory()
         .get()
@@ -33,12 +45,39 @@ fn routing() -> Routing {
             tokio::time::sleep(Duration::from_millis(ms)).await;
             Ok(Done { waited: ms })
         });
-    routing! { "wait" => wait }
+    let note =
+        default_endpoints_factory()
+            .post()
+            .handler(|input: Note, _ctx, _logger| async move {
+                Ok(Done {
+                    waited: input.text.len() as u64,
+                })
+            });
+    let upload =
+        default_endpoints_factory()
+            .post()
+            .handler(|input: Upload, _ctx, _logger| async move {
+                Ok(Done {
+                    waited: input.file.size() as u64,
+                })
+            });
+    routing! { "wait" => wait, "note" => note, "upload" => upload }
+}
+
+/// Small body deadlines, so that each attack takes well under a second.
+fn limits() -> ServerLimits {
+    ServerLimits {
+        body_idle_timeout: Duration::from_millis(300),
+        body_read_timeout: Duration::from_secs(1),
+        ..ServerLimits::default()
+    }
 }
 
 async fn start() -> (strata::Server, std::net::SocketAddr) {
     let config = create_config()
         .cors(false)
+        .server_limits(limits())
+        .upload(UploadLimits::new())
         .listen(std::net::SocketAddr::from(([127, 0, 0, 1], 0)))
         .build();
     let server = create_server(&config, &routing()).await.unwrap();
@@ -133,4 +172,128 @@ async fn methods_and_paths_are_echoed_cut_short() {
         "the 404 does not echo 5 KB: {} bytes",
         answer.len()
     );
+}
+
+/// Sends `head` and `first` body bytes, then trickles `byte` every `every` (never, when `None`)
+/// until the server answers; returns the answer and how long it took.
+async fn stall(
+    addr: std::net::SocketAddr,
+    head: &str,
+    first: &[u8],
+    every: Option<Duration>,
+) -> (String, Duration) {
+    let started = std::time::Instant::now();
+    let mut stream = TcpStream::connect(addr).await.unwrap();
+    stream.write_all(head.as_bytes()).await.unwrap();
+    stream.write_all(first).await.unwrap();
+    let (mut reader, mut writer) = stream.into_split();
+    let trickle = tokio::spawn(async move {
+        // Holding the writing half open: dropping it would send a FIN (a different attack).
+        let Some(every) = every else {
+            let _writer = writer;
+            return std::future::pending::<()>().await;
+        };
+        // Bounded: 100 bytes at most, whatever the server does.
+        for _ in 0..100 {
+            tokio::time::sleep(every).await;
+            if writer.write_all(b"a").await.is_err() {
+                return;
+            }
+        }
+    });
+    let mut answer = Vec::new();
+    let read = tokio::time::timeout(Duration::from_secs(5), reader.read_to_end(&mut answer)).await;
+    trickle.abort();
+    assert!(
+        read.is_ok(),
+        "the server neither answered nor closed within 5 s"
+    );
+    (
+        String::from_utf8_lossy(&answer).into_owned(),
+        started.elapsed(),
+    )
+}
+
+#[tokio::test]
+async fn a_body_that_stops_arriving_gets_a_408_and_the_connection_closes() {
+    let (_server, addr) = start().await;
+    let head = "POST /note HTTP/1.1\r\nHost: a\r\nContent-Type: application/json\r\nContent-Length: 1000000\r\n\r\n";
+    let (answer, took) = stall(addr, head, br#"{"text":"abc"#, None).await;
+    assert!(answer.starts_with("HTTP/1.1 408"), "{answer}");
+    assert!(
+        answer.to_ascii_lowercase().contains("connection: close"),
+        "{answer}"
+    );
+    assert!(
+        answer.contains("no part of the request body arrived for 300ms"),
+        "{answer}"
+    );
+    assert!(took < Duration::from_secs(2), "{took:?}");
+}
+
+#[tokio::test]
+async fn a_body_trickled_slower_than_the_deadline_gets_a_408() {
+    let (_server, addr) = start().await;
+    let head = "POST /note HTTP/1.1\r\nHost: a\r\nContent-Type: application/json\r\nContent-Length: 1000000\r\n\r\n";
+    // A byte every 100 ms never trips the idle timeout; the whole-body deadline ends it.
+    let (answer, took) = stall(addr, head, b"{", Some(Duration::from_millis(100))).await;
+    assert!(answer.starts_with("HTTP/1.1 408"), "{answer}");
+    assert!(answer.contains("did not arrive within 1s"), "{answer}");
+    assert!(
+        took >= Duration::from_millis(900) && took < Duration::from_secs(3),
+        "{took:?}"
+    );
+}
+
+#[tokio::test]
+async fn a_stalled_multipart_upload_gets_a_408() {
+    let (_server, addr) = start().await;
+    let head = "POST /upload HTTP/1.1\r\nHost: a\r\nContent-Type: multipart/form-data; boundary=XyZ\r\nContent-Length: 100000\r\n\r\n";
+    let first = b"--XyZ\r\nContent-Disposition: form-data; name=\"file\"; filename=\"a.bin\"\r\n\r\nsome bytes";
+    let (answer, took) = stall(addr, head, first, None).await;
+    assert!(answer.starts_with("HTTP/1.1 408"), "{answer}");
+    assert!(took < Duration::from_secs(2), "{took:?}");
+}
+
+#[tokio::test]
+async fn at_the_connection_cap_new_clients_wait_and_current_ones_are_served() {
+    let config = create_config()
+        .cors(false)
+        .server_limits(ServerLimits {
+            max_connections: Some(2),
+            ..limits()
+        })
+        .listen(std::net::SocketAddr::from(([127, 0, 0, 1], 0)))
+        .build();
+    let server = create_server(&config, &routing()).await.unwrap();
+    let LocalAddr::Tcp(addr) = server.servers()[0].local_addr.clone() else {
+        panic!("TCP")
+    };
+    let request = b"GET /wait HTTP/1.1\r\nHost: a\r\n\r\n";
+    // Two keep-alive connections take the two places.
+    let mut first = TcpStream::connect(addr).await.unwrap();
+    let mut second = TcpStream::connect(addr).await.unwrap();
+    for stream in [&mut first, &mut second] {
+        stream.write_all(request).await.unwrap();
+        let mut buffer = [0; 512];
+        let n = stream.read(&mut buffer).await.unwrap();
+        assert!(buffer[..n].starts_with(b"HTTP/1.1 200"));
+    }
+    // A third client connects (the kernel's backlog) but is not served...
+    let mut third = TcpStream::connect(addr).await.unwrap();
+    third.write_all(request).await.unwrap();
+    let mut buffer = [0; 512];
+    let waited = tokio::time::timeout(Duration::from_millis(300), third.read(&mut buffer)).await;
+    assert!(waited.is_err(), "served beyond the cap");
+    // ...while the connections it has are still served.
+    second.write_all(request).await.unwrap();
+    let n = second.read(&mut buffer).await.unwrap();
+    assert!(buffer[..n].starts_with(b"HTTP/1.1 200"));
+    // When one leaves, the waiting client gets its place.
+    drop(first);
+    let n = tokio::time::timeout(Duration::from_secs(2), third.read(&mut buffer))
+        .await
+        .expect("served once a place is free")
+        .unwrap();
+    assert!(buffer[..n].starts_with(b"HTTP/1.1 200"));
 }

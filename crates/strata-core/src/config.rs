@@ -275,6 +275,16 @@ pub struct ServerLimits {
     pub max_header_bytes: usize,
     /// How long graceful shutdown waits for requests in flight (default 10 s).
     pub shutdown_timeout: Duration,
+    /// How long a request body may pause between two pieces (default 10 s); then the request
+    /// gets a 408 and its connection is closed.
+    pub body_idle_timeout: Duration,
+    /// How long a whole request body may take to arrive (default 60 s; at the default 1 MiB
+    /// body limit, about 17 KiB/s); then the request gets a 408 and its connection is closed.
+    pub body_read_timeout: Duration,
+    /// The most connections served at once, over all listeners; at the cap the server stops
+    /// accepting (new clients wait in the kernel's backlog) and keeps serving the ones it has.
+    /// `None` (the default): the process's open-file limit less 64, at least 16.
+    pub max_connections: Option<usize>,
 }
 
 impl Default for ServerLimits {
@@ -283,6 +293,9 @@ impl Default for ServerLimits {
             header_read_timeout: Duration::from_secs(10),
             max_header_bytes: 64 * 1024,
             shutdown_timeout: Duration::from_secs(10),
+            body_idle_timeout: Duration::from_secs(10),
+            body_read_timeout: Duration::from_secs(60),
+            max_connections: None,
         }
     }
 }

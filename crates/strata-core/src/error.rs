@@ -260,3 +260,58 @@ mod tests {
         assert_eq!(err.message(), "invalid digit found in string");
     }
 }
+
+/// A request body that stopped arriving in time: the error a server's body deadline gives the
+/// body reader. [`ApiError::from_body_error`] makes it a 408 that closes the connection.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BodyTimeout {
+    idle: bool,
+    after: std::time::Duration,
+}
+
+impl BodyTimeout {
+    /// No piece of the body arrived for `after`.
+    pub fn idle(after: std::time::Duration) -> Self {
+        Self { idle: true, after }
+    }
+
+    /// The whole body did not arrive within `after`.
+    pub fn total(after: std::time::Duration) -> Self {
+        Self { idle: false, after }
+    }
+}
+
+impl fmt::Display for BodyTimeout {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.idle {
+            write!(
+                f,
+                "no part of the request body arrived for {:?}",
+                self.after
+            )
+        } else {
+            write!(f, "the request body did not arrive within {:?}", self.after)
+        }
+    }
+}
+
+impl std::error::Error for BodyTimeout {}
+
+impl ApiError {
+    /// The error for a body that failed with a [`BodyTimeout`]: a 408 whose response closes the
+    /// connection (the rest of the body will not be read); `None` for any other failure.
+    pub fn from_body_timeout(error: &BoxError) -> Option<Self> {
+        let timeout = error.downcast_ref::<BodyTimeout>()?;
+        Some(
+            ApiError::new(
+                StatusCode::REQUEST_TIMEOUT,
+                format!("Request timeout: {timeout}"),
+            )
+            .with_kind(ErrorKind::Parse)
+            .with_header(
+                http::header::CONNECTION,
+                http::HeaderValue::from_static("close"),
+            ),
+        )
+    }
+}

@@ -12,10 +12,13 @@ use tower_service::Service;
 
 use crate::service::{BodyKind, parse_body, too_large};
 
-/// An error of the body itself: a limit applied by an outer layer (tower-http's
-/// `RequestBodyLimit`) is a 413; anything else (a reset connection, a malformed chunk) a 400
+/// An error of the body itself: a server's body deadline is a 408; a limit applied by an outer
+/// layer (tower-http's `RequestBodyLimit`) is a 413; anything else (a reset connection, a malformed chunk) a 400
 /// whose detail is shown in development only.
 fn read_error(error: BoxError) -> ApiError {
+    if let Some(timeout) = ApiError::from_body_timeout(&error) {
+        return timeout.with_source(error);
+    }
     if error
         .downcast_ref::<http_body_util::LengthLimitError>()
         .is_some()

@@ -1,4 +1,4 @@
-//! A deadline for a connection's first bytes.
+//! Deadlines: for a connection's first bytes, and for request bodies.
 //!
 //! hyper's HTTP/1 header-read timeout starts once it knows the protocol; before that (and for
 //! HTTP/2, which has none) a client that connects and sends nothing, or half a preface, would
@@ -13,6 +13,7 @@ use std::task::{Context, Poll};
 use std::time::Duration;
 
 use pin_project_lite::pin_project;
+use strata_core::{BodyTimeout, BoxError};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::time::Sleep;
 
@@ -96,5 +97,84 @@ impl<IO: AsyncWrite> AsyncWrite for FirstByteDeadline<IO> {
 
     fn is_write_vectored(&self) -> bool {
         self.io.is_write_vectored()
+    }
+}
+
+pin_project! {
+    /// A request body with deadlines: no piece for `idle`, or not all within `total`, and the
+    /// body fails with a [`BodyTimeout`] (the body readers answer 408 and close the connection).
+    ///
+    /// The timers start at the first poll: a body nobody reads (most GETs) costs nothing.
+    pub(crate) struct BodyDeadline<B> {
+        #[pin]
+        inner: B,
+        idle_after: Duration,
+        total_after: Duration,
+        idle: Option<Pin<Box<Sleep>>>,
+        total: Option<Pin<Box<Sleep>>>,
+    }
+}
+
+impl<B> BodyDeadline<B> {
+    pub(crate) fn new(inner: B, idle_after: Duration, total_after: Duration) -> Self {
+        Self {
+            inner,
+            idle_after,
+            total_after,
+            idle: None,
+            total: None,
+        }
+    }
+}
+
+impl<B> http_body::Body for BodyDeadline<B>
+where
+    B: http_body::Body,
+    B::Error: Into<BoxError>,
+{
+    type Data = B::Data;
+    type Error = BoxError;
+
+    fn poll_frame(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<http_body::Frame<Self::Data>, Self::Error>>> {
+        let this = self.project();
+        let total_after = *this.total_after;
+        let total = this
+            .total
+            .get_or_insert_with(|| Box::pin(tokio::time::sleep(total_after)));
+        match this.inner.poll_frame(cx) {
+            Poll::Ready(Some(Ok(frame))) => {
+                if let Some(idle) = this.idle {
+                    idle.as_mut()
+                        .reset(tokio::time::Instant::now() + *this.idle_after);
+                }
+                Poll::Ready(Some(Ok(frame)))
+            }
+            Poll::Ready(Some(Err(error))) => Poll::Ready(Some(Err(error.into()))),
+            Poll::Ready(None) => Poll::Ready(None),
+            Poll::Pending => {
+                if total.as_mut().poll(cx).is_ready() {
+                    return Poll::Ready(Some(Err(Box::new(BodyTimeout::total(total_after)))));
+                }
+                let idle_after = *this.idle_after;
+                let idle = this
+                    .idle
+                    .get_or_insert_with(|| Box::pin(tokio::time::sleep(idle_after)));
+                if idle.as_mut().poll(cx).is_ready() {
+                    return Poll::Ready(Some(Err(Box::new(BodyTimeout::idle(idle_after)))));
+                }
+                Poll::Pending
+            }
+        }
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.inner.is_end_stream()
+    }
+
+    fn size_hint(&self) -> http_body::SizeHint {
+        self.inner.size_hint()
     }
 }

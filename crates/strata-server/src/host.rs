@@ -1,29 +1,41 @@
-//! RFC 9112 section 3.2: an HTTP/1.1 request carries exactly one `Host` header; a server answers
-//! any other with a 400. Checked per connection by the server, not by the router, so that the
-//! router stays usable with requests built in tests and inside other servers.
+//! What the server checks of each request before the application sees it, and not the router
+//! (which stays usable with requests built in tests and inside other servers):
+//!
+//! - RFC 9112 section 3.2: an HTTP/1.1 request carries exactly one `Host` header; any other
+//!   gets a 400;
+//! - the body gets the server's deadlines ([`BodyDeadline`]).
 
 use std::convert::Infallible;
 use std::future::{Future, Ready};
 use std::pin::Pin;
 use std::task::{Context, Poll};
+use std::time::Duration;
 
 use http::header::HOST;
 use http::{Request, Response, StatusCode, Version};
 use pin_project_lite::pin_project;
-use strata_core::{ApiError, ResponseBody};
+use strata_core::{ApiError, ResponseBody, ServerLimits};
 use strata_format::error_response;
 use tower_service::Service;
 
+use crate::deadline::BodyDeadline;
+
 /// Answers HTTP/1.1 requests without a `Host` header, or with several, with a JSON 400; passes
-/// the others to `S`.
+/// the others to `S` with deadlines on their body.
 #[derive(Debug, Clone)]
 pub(crate) struct HostChecked<S> {
     inner: S,
+    body_idle: Duration,
+    body_total: Duration,
 }
 
 impl<S> HostChecked<S> {
-    pub(crate) fn new(inner: S) -> Self {
-        Self { inner }
+    pub(crate) fn new(inner: S, limits: &ServerLimits) -> Self {
+        Self {
+            inner,
+            body_idle: limits.body_idle_timeout,
+            body_total: limits.body_read_timeout,
+        }
     }
 }
 
@@ -42,7 +54,7 @@ fn host_problem<B>(request: &Request<B>) -> Option<&'static str> {
 
 impl<S, B> Service<Request<B>> for HostChecked<S>
 where
-    S: Service<Request<B>, Response = Response<ResponseBody>, Error = Infallible>,
+    S: Service<Request<BodyDeadline<B>>, Response = Response<ResponseBody>, Error = Infallible>,
 {
     type Response = Response<ResponseBody>;
     type Error = Infallible;
@@ -54,9 +66,14 @@ where
 
     fn call(&mut self, request: Request<B>) -> Self::Future {
         match host_problem(&request) {
-            None => HostCheckedFuture::Inner {
-                future: self.inner.call(request),
-            },
+            None => {
+                let (idle, total) = (self.body_idle, self.body_total);
+                HostCheckedFuture::Inner {
+                    future: self
+                        .inner
+                        .call(request.map(|body| BodyDeadline::new(body, idle, total))),
+                }
+            }
             Some(problem) => HostCheckedFuture::Refused {
                 response: std::future::ready(Ok(error_response(ApiError::new(
                     StatusCode::BAD_REQUEST,

@@ -13,7 +13,7 @@ use strata_core::{Config, Listen, Logger, ServerLimits};
 use strata_routing::Routing;
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::{TcpListener, UnixListener};
-use tokio::sync::watch;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore, watch};
 use tokio::task::{JoinHandle, JoinSet};
 use tokio_rustls::TlsAcceptor;
 
@@ -255,16 +255,24 @@ struct Serving {
     builder: Arc<auto::Builder<TokioExecutor>>,
     tls: Option<TlsAcceptor>,
     header_timeout: Duration,
+    limits: ServerLimits,
     logger: Logger,
 }
 
 impl Serving {
-    fn spawn<IO>(&self, io: IO, watcher: Watcher, connections: &mut JoinSet<()>)
-    where
+    fn spawn<IO>(
+        &self,
+        io: IO,
+        watcher: Watcher,
+        slot: OwnedSemaphorePermit,
+        connections: &mut JoinSet<()>,
+    ) where
         IO: AsyncRead + AsyncWrite + Unpin + Send + 'static,
     {
         let serving = self.clone();
         connections.spawn(async move {
+            // The connection's place under the cap, given back when it ends.
+            let _slot = slot;
             let io = FirstByteDeadline::new(io, serving.header_timeout);
             match &serving.tls {
                 None => serving.serve(io, watcher).await,
@@ -289,7 +297,7 @@ impl Serving {
     where
         IO: AsyncRead + AsyncWrite + Unpin + Send + 'static,
     {
-        let service = TowerToHyperService::new(HostChecked::new(self.app.clone()));
+        let service = TowerToHyperService::new(HostChecked::new(self.app.clone(), &self.limits));
         let connection = self
             .builder
             .serve_connection_with_upgrades(TokioIo::new(io), service)
@@ -300,15 +308,86 @@ impl Serving {
     }
 }
 
+/// The default connection cap: the open-file limit (read from `/proc/self/limits`, 1024 when
+/// it cannot be read) less 64 for listeners, files and logs, at least 16.
+fn default_max_connections() -> usize {
+    let soft = std::fs::read_to_string("/proc/self/limits")
+        .ok()
+        .and_then(|limits| {
+            let line = limits.lines().find(|l| l.starts_with("Max open files"))?;
+            line["Max open files".len()..]
+                .split_whitespace()
+                .next()?
+                .parse::<usize>()
+                .ok()
+        })
+        .unwrap_or(1024);
+    soft.saturating_sub(64).max(16)
+}
+
+/// Accept errors are logged at most once per this period, with the count of the others.
+const ACCEPT_LOG_PERIOD: Duration = Duration::from_secs(5);
+
+/// Logs accept failures without flooding the log: the first, then one line per period.
+struct AcceptErrors {
+    last_logged: Option<tokio::time::Instant>,
+    suppressed: u64,
+}
+
+impl AcceptErrors {
+    fn record(&mut self, error: &std::io::Error, logger: &Logger) {
+        let now = tokio::time::Instant::now();
+        if self
+            .last_logged
+            .is_some_and(|last| now.duration_since(last) < ACCEPT_LOG_PERIOD)
+        {
+            self.suppressed += 1;
+            return;
+        }
+        logger.warn(format_args!(
+            "accept failed: {error} ({} more since the last report); backing off",
+            self.suppressed
+        ));
+        self.last_logged = Some(now);
+        self.suppressed = 0;
+    }
+}
+
+/// Whether an accept error is about the server's resources (back off) rather than one
+/// connection that went away before it was accepted (go on at once).
+fn is_resource_error(error: &std::io::Error) -> bool {
+    !matches!(
+        error.kind(),
+        std::io::ErrorKind::ConnectionAborted
+            | std::io::ErrorKind::ConnectionReset
+            | std::io::ErrorKind::Interrupted
+            | std::io::ErrorKind::WouldBlock
+    )
+}
+
 async fn accept_loop(
     bound: Bound,
     serving: Serving,
     mut stop: watch::Receiver<bool>,
     shutdown_timeout: Duration,
+    slots: Arc<Semaphore>,
 ) {
     let graceful = GracefulShutdown::new();
     let mut connections = JoinSet::new();
+    let mut errors = AcceptErrors {
+        last_logged: None,
+        suppressed: 0,
+    };
     loop {
+        // At the cap, wait for a connection to end before accepting another: clients queue in
+        // the kernel's backlog instead of costing memory and file descriptors here.
+        let slot = tokio::select! {
+            _ = stop.wait_for(|stop| *stop) => break,
+            slot = Arc::clone(&slots).acquire_owned() => match slot {
+                Ok(slot) => slot,
+                Err(_) => break,
+            },
+        };
         let accepted = tokio::select! {
             // A dropped `Server` (closed channel) stops too.
             _ = stop.wait_for(|stop| *stop) => break,
@@ -319,15 +398,18 @@ async fn accept_loop(
         match accepted {
             Ok(Accepted::Tcp(stream)) => {
                 let _ = stream.set_nodelay(true);
-                serving.spawn(stream, graceful.watcher(), &mut connections);
+                serving.spawn(stream, graceful.watcher(), slot, &mut connections);
             }
             Ok(Accepted::Unix(stream)) => {
-                serving.spawn(stream, graceful.watcher(), &mut connections);
+                serving.spawn(stream, graceful.watcher(), slot, &mut connections);
             }
             Err(error) => {
-                // Out of file descriptors and the like: back off instead of spinning.
-                serving.logger.warn(format_args!("accept failed: {error}"));
-                tokio::time::sleep(Duration::from_millis(50)).await;
+                errors.record(&error, &serving.logger);
+                if is_resource_error(&error) {
+                    // Out of file descriptors and the like: back off instead of spinning, as
+                    // the well-known servers do.
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                }
             }
         }
     }
@@ -401,6 +483,12 @@ pub async fn create_server(config: &Config, routing: &Routing) -> Result<Server,
     let limits = config.server_limits();
     let builder = Arc::new(connection_builder(limits));
     let (sender, receiver) = watch::channel(false);
+    let slots = Arc::new(Semaphore::new(
+        limits
+            .max_connections
+            .unwrap_or_else(default_max_connections)
+            .clamp(1, Semaphore::MAX_PERMITS),
+    ));
     let mut servers = Vec::new();
     let mut tasks = Vec::new();
     let listeners = [
@@ -420,6 +508,7 @@ pub async fn create_server(config: &Config, routing: &Routing) -> Result<Server,
             builder: Arc::clone(&builder),
             tls,
             header_timeout: limits.header_read_timeout,
+            limits: *limits,
             logger: logger.clone(),
         };
         tasks.push(tokio::spawn(accept_loop(
@@ -427,6 +516,7 @@ pub async fn create_server(config: &Config, routing: &Routing) -> Result<Server,
             serving,
             receiver.clone(),
             limits.shutdown_timeout,
+            Arc::clone(&slots),
         )));
     }
     Ok(Server {

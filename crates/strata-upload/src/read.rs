@@ -88,6 +88,9 @@ fn multer_error(error: multer::Error) -> ApiError {
             too_large(format!("Multipart body exceeds the limit of {limit} bytes"))
         }
         multer::Error::StreamReadFailed(source) => {
+            if let Some(timeout) = ApiError::from_body_timeout(&source) {
+                return timeout.with_source(source);
+            }
             if source
                 .downcast_ref::<http_body_util::LengthLimitError>()
                 .is_some()
