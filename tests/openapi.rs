@@ -509,8 +509,8 @@ fn responses_cover_success_statuses_and_every_pipeline_error() {
     let doc = doc_of(&users_routing(), &config());
     let post = &doc["paths"]["/v1/users"]["post"]["responses"];
     let statuses: Vec<&String> = post.as_object().unwrap().keys().collect();
-    // 201 replaces the default 200; a body is read: 413 and 415; no path parameter: no 404.
-    assert_eq!(statuses, ["201", "400", "413", "415", "500"]);
+    // 201 replaces the default 200; a body is read: 408, 413 and 415; no path parameter: no 404.
+    assert_eq!(statuses, ["201", "400", "408", "413", "415", "500"]);
     assert_eq!(
         post["201"]["content"]["application/json"]["schema"],
         json!({
@@ -522,7 +522,13 @@ fn responses_cover_success_statuses_and_every_pipeline_error() {
     let get = &doc["paths"]["/v1/users/{id}"]["get"]["responses"];
     let statuses: Vec<&String> = get.as_object().unwrap().keys().collect();
     assert_eq!(statuses, ["200", "400", "404", "500"]);
-    assert_eq!(get["404"]["description"], "No such user");
+    // Declared by the handler, and also the router's answer to an unmatched path.
+    assert!(
+        get["404"]["description"]
+            .as_str()
+            .unwrap()
+            .starts_with("No such user; Not found")
+    );
     for (status, response) in get.as_object().unwrap() {
         assert!(
             !response["description"].as_str().unwrap().is_empty(),
@@ -796,4 +802,252 @@ fn the_examples_documents_match_their_snapshots() {
     snapshot("auth.openapi.json", &doc);
     let value = doc.to_value();
     assert_refs_resolve(&value, &value);
+}
+
+#[derive(Deserialize, Validate, JsonSchema)]
+struct Nested {
+    #[garde(dive)]
+    user: UserId,
+}
+
+fn nested_endpoint(method: Method) -> Endpoint {
+    default_endpoints_factory()
+        .endpoint()
+        .method(method)
+        .handler(|input: Nested, _ctx, _logger| async move {
+            Ok(User {
+                id: input.user.id,
+                name: String::new(),
+            })
+        })
+}
+
+#[test]
+fn fields_that_cannot_be_read_where_the_config_puts_them_are_errors() {
+    // An object in the query string.
+    let error = Documentation::new(
+        &routing! { "find" => nested_endpoint(Method::GET) },
+        &config(),
+    )
+    .build()
+    .unwrap_err();
+    assert_eq!(
+        error.to_string(),
+        "GET /find: the input field `user` is an object, which a query parameter cannot carry"
+    );
+    // As JSON it is fine, but not as a form.
+    let doc = doc_of(
+        &routing! { "find" => nested_endpoint(Method::POST) },
+        &config(),
+    );
+    let content = doc["paths"]["/find"]["post"]["requestBody"]["content"]
+        .as_object()
+        .unwrap();
+    assert_eq!(content.keys().collect::<Vec<_>>(), ["application/json"]);
+    // A file on a method whose sources take no files.
+    let put_file = default_endpoints_factory().put().handler(
+        |input: AvatarUpload, _ctx, _logger| async move {
+            Ok(User {
+                id: input.id,
+                name: String::new(),
+            })
+        },
+    );
+    let error = Documentation::new(
+        &routing! { "/users/:id/avatar" => put_file },
+        &create_config()
+            .cors(false)
+            .upload(UploadLimits::new())
+            .build(),
+    )
+    .build()
+    .unwrap_err();
+    assert_eq!(
+        error.to_string(),
+        "PUT /users/:id/avatar: the input field `avatar` is a file, but the config's input sources for this method take no files"
+    );
+    // A required field no source of the method provides.
+    let only_params = create_config()
+        .cors(false)
+        .input_sources(&Method::POST, [InputSource::Params])
+        .build();
+    let error = Documentation::new(&routing! { "users" => create_user() }, &only_params)
+        .build()
+        .unwrap_err();
+    assert_eq!(
+        error.to_string(),
+        "POST /users: the input field `name` is required, but no input source of this method provides it"
+    );
+    // Parameters of one shape with two names.
+    let by_slug =
+        default_endpoints_factory()
+            .delete()
+            .handler(|_: Choice2, _ctx, _logger| async move {
+                Ok(User {
+                    id: 1,
+                    name: String::new(),
+                })
+            });
+    let error = Documentation::new(
+        &routing! { "/users/:id" => get_user(), "/users/:slug" => by_slug },
+        &config(),
+    )
+    .build()
+    .unwrap_err();
+    assert!(
+        matches!(error, DocumentationError::ParamNames { .. }),
+        "{error}"
+    );
+    assert!(
+        error.to_string().starts_with(
+            "DELETE /users/:slug: its path parameters are named differently from GET /users/:id's"
+        ),
+        "{error}"
+    );
+}
+
+#[derive(Deserialize, Validate, JsonSchema)]
+struct Choice2 {
+    #[garde(skip)]
+    #[allow(dead_code)] // only described
+    slug: String,
+}
+
+#[test]
+fn delete_reads_the_query_and_other_sources_follow_the_config() {
+    let remove =
+        default_endpoints_factory()
+            .delete()
+            .handler(|input: Search, _ctx, _logger| async move {
+                Ok(User {
+                    id: 1,
+                    name: input.trace.unwrap_or_default(),
+                })
+            });
+    let patch =
+        default_endpoints_factory()
+            .patch()
+            .handler(|input: Search, _ctx, _logger| async move {
+                Ok(User {
+                    id: 1,
+                    name: input.trace.unwrap_or_default(),
+                })
+            });
+    let config = create_config()
+        .cors(false)
+        .input_sources(&Method::PATCH, [InputSource::Query, InputSource::Params])
+        .build();
+    let doc = doc_of(
+        &routing! { "things" => { "delete" => remove, "patch" => patch } },
+        &config,
+    );
+    for method in ["delete", "patch"] {
+        let operation = &doc["paths"]["/things"][method];
+        let places: Vec<(&str, &str)> = operation["parameters"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|p| (p["name"].as_str().unwrap(), p["in"].as_str().unwrap()))
+            .collect();
+        assert_eq!(
+            places,
+            [("tags", "query"), ("x-trace", "query")],
+            "{method}"
+        );
+        assert!(operation.get("requestBody").is_none(), "{method}");
+        // No body is read: no 408, 413 or 415.
+        assert!(operation["responses"].get("415").is_none(), "{method}");
+    }
+}
+
+#[test]
+fn several_success_statuses_and_security_on_head() {
+    let upsert = secured()
+        .get()
+        .success_status(StatusCode::OK)
+        .success_status(StatusCode::ACCEPTED)
+        .handler(|input: UserId, _ctx, _logger| async move {
+            Ok(User {
+                id: input.id,
+                name: String::new(),
+            })
+        });
+    let doc = doc_of(&routing! { "/users/:id" => upsert }, &config());
+    let get = &doc["paths"]["/users/{id}"]["get"];
+    assert_eq!(
+        get["responses"]["200"]["content"],
+        get["responses"]["202"]["content"]
+    );
+    let head = &doc["paths"]["/users/{id}"]["head"];
+    assert_eq!(head["security"], get["security"]);
+    assert!(head["responses"]["202"].get("content").is_none());
+}
+
+/// Errors as `422` text, successes as JSON.
+#[derive(Clone, Debug)]
+struct Unprocessable;
+
+impl ResultHandler for Unprocessable {
+    fn positive(&self, output: &schemars::Schema) -> Vec<strata::ResponseDescription> {
+        vec![
+            strata::ResponseDescription::new(StatusCode::OK, output.clone())
+                .mime_type("application/json"),
+        ]
+    }
+
+    fn negative(&self) -> Vec<strata::ResponseDescription> {
+        vec![
+            strata::ResponseDescription::new(
+                StatusCode::UNPROCESSABLE_ENTITY,
+                schemars::json_schema!({ "type": "string" }),
+            )
+            .mime_type("text/plain")
+            .description("Anything wrong with the request"),
+        ]
+    }
+
+    fn handle(
+        &self,
+        result: Result<strata::Output, ApiError>,
+        _: &strata::RequestInfo,
+        _: &Logger,
+    ) -> http::Response<strata::ResponseBody> {
+        let (status, body) = match result {
+            Ok(output) => (StatusCode::OK, output.data().get().to_owned()),
+            Err(error) => (StatusCode::UNPROCESSABLE_ENTITY, error.message().to_owned()),
+        };
+        let mut response = http::Response::new(strata::ResponseBody::from(body));
+        *response.status_mut() = status;
+        response
+    }
+}
+
+#[test]
+fn a_custom_result_handler_is_described_by_its_own_statuses_and_the_routers_by_the_default() {
+    let endpoint = EndpointsFactory::new(Unprocessable).get().handler(
+        |input: UserId, _ctx, _logger| async move {
+            Ok(User {
+                id: input.id,
+                name: String::new(),
+            })
+        },
+    );
+    let doc = doc_of(&routing! { "/users/:id" => endpoint }, &config());
+    let responses = &doc["paths"]["/users/{id}"]["get"]["responses"];
+    assert_eq!(
+        responses["422"]["description"],
+        "Anything wrong with the request"
+    );
+    assert!(responses["422"]["content"]["text/plain"].is_object());
+    // The 404 of an unmatched path comes from the router, in the default envelope.
+    let not_found = responses["404"]["content"].as_object().unwrap();
+    assert_eq!(not_found.keys().collect::<Vec<_>>(), ["application/json"]);
+    let envelope = not_found["application/json"]["schema"]["$ref"]
+        .as_str()
+        .unwrap();
+    let name = envelope.rsplit('/').next().unwrap();
+    assert_eq!(
+        doc["components"]["schemas"][name]["properties"]["status"],
+        json!({ "const": "error" })
+    );
 }

@@ -8,6 +8,7 @@ use serde_json::Value;
 use strata_core::{
     Config, DeclaredError, EndpointMeta, InputSource, ResponseDescription, ResponseHeader, Security,
 };
+use strata_format::{DefaultResultHandler, ResultHandler};
 use strata_routing::{RouteInfo, Router, Routing};
 
 use crate::document::{
@@ -16,7 +17,7 @@ use crate::document::{
 };
 use crate::error::DocumentationError;
 use crate::schemas::{
-    Fields, Generators, is_array, is_file, multipart_file, object_fields, rewrite_refs,
+    Fields, Generators, is_array, is_file, is_text, multipart_file, object_fields, rewrite_refs,
 };
 
 /// Describes a routing as an OpenAPI 3.1 document, exactly as a server with the same
@@ -47,7 +48,8 @@ pub struct Documentation<'a> {
 }
 
 impl<'a> Documentation<'a> {
-    /// Describes `routing` as served with `config` (its input sources, uploads, CORS).
+    /// Describes `routing` as served with `config` (its input sources per method, uploads, the
+    /// routing behaviours).
     pub fn new(routing: &'a Routing, config: &'a Config) -> Self {
         Self {
             routing,
@@ -103,6 +105,8 @@ impl<'a> Documentation<'a> {
         let mut security_schemes = BTreeMap::new();
         let mut ids: HashMap<String, String> = HashMap::new();
         let mut tags = BTreeSet::new();
+        // Path shapes (`/users/{}`) → the first route documented with that shape.
+        let mut shapes: HashMap<String, (String, String)> = HashMap::new();
         for route in router.routes() {
             let meta = route.endpoint().meta();
             if meta.undocumented {
@@ -112,6 +116,16 @@ impl<'a> Documentation<'a> {
             let operation = described.operation(&mut generators, &mut security_schemes);
             tags.extend(meta.tag.clone());
             let path = openapi_path(route.path());
+            let shown = format!("{} {}", route.method(), route.path());
+            let (first_path, first_shown) = shapes
+                .entry(shape_of(route.path()))
+                .or_insert_with(|| (path.clone(), shown.clone()));
+            if *first_path != path {
+                return Err(DocumentationError::ParamNames {
+                    first: first_shown.clone(),
+                    second: shown,
+                });
+            }
             let item = paths.entry(path).or_default();
             let mut operations = vec![(route.method().clone(), operation)];
             if route.method() == Method::GET {
@@ -193,6 +207,20 @@ fn openapi_path(path: &str) -> String {
         .join("/")
 }
 
+/// `/users/:id` → `/users/{}`: routes of one shape are one OpenAPI path.
+fn shape_of(path: &str) -> String {
+    path.split('/')
+        .map(|segment| {
+            if segment.starts_with(':') {
+                "{}"
+            } else {
+                segment
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("/")
+}
+
 fn capitalize(word: &str) -> String {
     let mut chars = word.chars();
     chars.next().map_or_else(String::new, |first| {
@@ -246,6 +274,123 @@ const WELL_KNOWN_HEADERS: [&str; 12] = [
     "user-agent",
 ];
 
+/// One error status of an operation: why, its headers, and who may send it (the endpoint's
+/// result handler, the router with the default envelope, or both).
+struct ErrorEntry {
+    status: StatusCode,
+    text: String,
+    headers: Vec<ResponseHeader>,
+    handler: bool,
+    router: bool,
+}
+
+/// The fields of the middleware's and the endpoint's inputs, merged by name, and whether any
+/// of them refuses unknown fields.
+fn gather_fields(
+    route: RouteInfo<'_>,
+    generators: &mut Generators,
+) -> Result<(Fields, bool), DocumentationError> {
+    let meta = route.endpoint().meta();
+    let method = route.method();
+    let not_an_object = |type_name: &str, found: String| DocumentationError::NotAnObject {
+        method: method.clone(),
+        path: route.path().to_owned(),
+        type_name: type_name.to_owned(),
+        found,
+    };
+    let mut fields = Fields::new();
+    let inputs = meta
+        .middleware_inputs
+        .iter()
+        .map(|m| (m.type_name, m.schema))
+        .chain(meta.input.map(|f| (meta.input_type.unwrap_or("input"), f)));
+    let mut closed = false;
+    for (type_name, schema_fn) in inputs {
+        let schema: Schema = schema_fn(&mut generators.input);
+        closed |= schema.get("additionalProperties") == Some(&Value::Bool(false));
+        let found = object_fields(&schema, generators.input.definitions())
+            .map_err(|found| not_an_object(type_name, found))?;
+        for (name, schema, required) in found {
+            match fields.iter_mut().find(|(n, _, _)| *n == name) {
+                // A field read by two types must satisfy both.
+                Some(existing) => {
+                    if existing.1 != schema {
+                        existing.1 = serde_json::json!({ "allOf": [existing.1.clone(), schema] });
+                    }
+                    existing.2 |= required;
+                }
+                None => fields.push((name, schema, required)),
+            }
+        }
+    }
+    Ok((fields, closed))
+}
+
+/// Where the field `name` is read from: `special` says where a path parameter, a file or a
+/// header-like name goes (`Some(Body)` for a file the method takes; `None` for a file it does
+/// not take is caught here), otherwise the body, then the query, by the method's `sources`.
+fn place_field(
+    name: &str,
+    schema: &Value,
+    required: bool,
+    has: &dyn Fn(InputSource) -> bool,
+    special: &dyn Fn(&str) -> Option<Place>,
+) -> Result<Place, &'static str> {
+    if special(name) == Some(Place::Path) {
+        return if has(InputSource::Params) {
+            Ok(Place::Path)
+        } else {
+            Err(
+                "is a path parameter, but the config's input sources for this method leave out params",
+            )
+        };
+    }
+    if is_file(schema) {
+        return special(name)
+            .ok_or("is a file, but the config's input sources for this method take no files");
+    }
+    if has(InputSource::Headers) && special(name) == Some(Place::Header) {
+        return Ok(Place::Header);
+    }
+    if has(InputSource::Body) {
+        Ok(Place::Body)
+    } else if has(InputSource::Query) {
+        Ok(Place::Query)
+    } else if required {
+        Err("is required, but no input source of this method provides it")
+    } else {
+        Ok(Place::Nowhere)
+    }
+}
+
+/// Adds `status` (or, when listed, its reason and headers) to `statuses`.
+fn add_status(
+    statuses: &mut Vec<ErrorEntry>,
+    status: StatusCode,
+    text: &str,
+    headers: &[ResponseHeader],
+    router: bool,
+) {
+    match statuses.iter_mut().find(|s| s.status == status) {
+        // Declared twice (two middleware, or a handler and the router): both reasons.
+        Some(existing) => {
+            if !existing.text.contains(text) {
+                existing.text = format!("{}; {text}", existing.text);
+            }
+            existing.headers.extend_from_slice(headers);
+            existing.handler |= !router;
+            existing.router |= router;
+        }
+        None => statuses.push(ErrorEntry {
+            status,
+            text: text.to_owned(),
+            headers: headers.to_vec(),
+            handler: !router,
+            router,
+        }),
+    }
+}
+
 /// Where one input field is read from for this operation.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Place {
@@ -261,8 +406,21 @@ enum Place {
 struct Described<'r> {
     route: RouteInfo<'r>,
     fields: Vec<(String, Value, bool, Place)>,
-    files: bool,
+    media: BodyMedia,
     reads_body: bool,
+    /// The input refuses fields it does not know (`deny_unknown_fields`).
+    closed: bool,
+}
+
+/// The media types a body of the operation may have.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum BodyMedia {
+    /// `multipart/form-data`: the input takes files.
+    Multipart,
+    /// JSON or a urlencoded form: every body field can be written as text.
+    JsonOrForm,
+    /// JSON only: some field is an object, which a form cannot carry.
+    Json,
 }
 
 impl<'r> Described<'r> {
@@ -273,36 +431,7 @@ impl<'r> Described<'r> {
     ) -> Result<Self, DocumentationError> {
         let meta = route.endpoint().meta();
         let method = route.method();
-        let not_an_object = |type_name: &str, found: String| DocumentationError::NotAnObject {
-            method: method.clone(),
-            path: route.path().to_owned(),
-            type_name: type_name.to_owned(),
-            found,
-        };
-        let mut fields = Fields::new();
-        let inputs = meta
-            .middleware_inputs
-            .iter()
-            .map(|m| (m.type_name, m.schema))
-            .chain(meta.input.map(|f| (meta.input_type.unwrap_or("input"), f)));
-        for (type_name, schema_fn) in inputs {
-            let schema: Schema = schema_fn(&mut generators.input);
-            let found = object_fields(&schema, generators.input.definitions())
-                .map_err(|found| not_an_object(type_name, found))?;
-            for (name, schema, required) in found {
-                match fields.iter_mut().find(|(n, _, _)| *n == name) {
-                    // A field read by two types must satisfy both.
-                    Some(existing) => {
-                        if existing.1 != schema {
-                            existing.1 =
-                                serde_json::json!({ "allOf": [existing.1.clone(), schema] });
-                        }
-                        existing.2 |= required;
-                    }
-                    None => fields.push((name, schema, required)),
-                }
-            }
-        }
+        let (fields, closed) = gather_fields(route, generators)?;
         let params: Vec<&str> = route.params().collect();
         for param in &params {
             if !fields.iter().any(|(name, _, _)| name == param) {
@@ -324,11 +453,12 @@ impl<'r> Described<'r> {
                 _ => None,
             })
             .collect();
+        // Headers reach the input under lower-case names: a name with capitals is never one.
         let looks_like_header = |name: &str| {
-            let lower = name.to_ascii_lowercase();
-            lower.starts_with("x-")
-                || WELL_KNOWN_HEADERS.contains(&lower.as_str())
-                || header_credentials.contains(&lower.as_str())
+            !name.bytes().any(|b| b.is_ascii_uppercase())
+                && (name.starts_with("x-")
+                    || WELL_KNOWN_HEADERS.contains(&name)
+                    || header_credentials.contains(&name))
         };
         let file_fields: Vec<String> = fields
             .iter()
@@ -344,28 +474,62 @@ impl<'r> Described<'r> {
             });
         }
         let reads_body = has(InputSource::Body) || has(InputSource::Files);
-        let fields = fields
-            .into_iter()
-            .map(|(name, schema, required)| {
-                let place = if params.contains(&name.as_str()) && has(InputSource::Params) {
-                    Place::Path
-                } else if has(InputSource::Headers) && looks_like_header(&name) {
-                    Place::Header
-                } else if has(InputSource::Body) || (files && is_file(&schema)) {
-                    Place::Body
-                } else if has(InputSource::Query) {
-                    Place::Query
+        let definitions = generators.input.definitions();
+        let problem = |field: &str, problem: String| DocumentationError::Field {
+            method: method.clone(),
+            path: route.path().to_owned(),
+            field: field.to_owned(),
+            problem,
+        };
+        let mut placed = Vec::with_capacity(fields.len());
+        for (name, schema, required) in fields {
+            let place = place_field(&name, &schema, required, &|source| has(source), &|name| {
+                if params.contains(&name) {
+                    Some(Place::Path)
+                } else if is_file(&schema) {
+                    files.then_some(Place::Body)
+                } else if looks_like_header(name) {
+                    Some(Place::Header)
                 } else {
-                    Place::Nowhere
-                };
-                (name, schema, required, place)
+                    None
+                }
             })
-            .collect();
+            .map_err(|text| problem(&name, text.to_owned()))?;
+            // Text sources (path, query, headers) give text values, read by the field's type;
+            // an object cannot be written there.
+            let carrier = match place {
+                Place::Path => "path parameter",
+                Place::Header => "header",
+                Place::Query => "query parameter",
+                Place::Body | Place::Nowhere => "",
+            };
+            if !carrier.is_empty() && !is_text(&schema, definitions) {
+                return Err(problem(
+                    &name,
+                    format!("is an object, which a {carrier} cannot carry"),
+                ));
+            }
+            placed.push((name, schema, required, place));
+        }
+        let fields = placed;
+        let definitions = generators.input.definitions();
+        let media = if files {
+            BodyMedia::Multipart
+        } else if fields
+            .iter()
+            .filter(|field| field.3 == Place::Body)
+            .all(|(_, schema, _, _)| is_text(schema, definitions))
+        {
+            BodyMedia::JsonOrForm
+        } else {
+            BodyMedia::Json
+        };
         Ok(Self {
             route,
             fields,
-            files,
+            media,
             reads_body,
+            closed,
         })
     }
 
@@ -453,9 +617,12 @@ impl<'r> Described<'r> {
         if !required.is_empty() {
             schema["required"] = Value::Array(required.clone());
         }
+        if self.closed {
+            schema["additionalProperties"] = Value::Bool(false);
+        }
         let example = (!example.is_empty()).then_some(Value::Object(example));
         let mut content = BTreeMap::new();
-        if self.files {
+        if self.media == BodyMedia::Multipart {
             if let Some(properties) = schema["properties"].as_object_mut() {
                 properties.values_mut().for_each(multipart_file);
             }
@@ -467,9 +634,15 @@ impl<'r> Described<'r> {
                 },
             );
         } else {
-            for media in ["application/json", "application/x-www-form-urlencoded"] {
+            let media_types: &[&str] = if self.media == BodyMedia::JsonOrForm {
+                &["application/json", "application/x-www-form-urlencoded"]
+            } else {
+                // A form's values are text: an object field can only come as JSON.
+                &["application/json"]
+            };
+            for media in media_types {
                 content.insert(
-                    media.to_owned(),
+                    (*media).to_owned(),
                     MediaType {
                         schema: schema.clone(),
                         example: example.clone(),
@@ -497,55 +670,65 @@ impl<'r> Described<'r> {
                 response(description, description.description.clone(), &[]),
             );
         }
-        for (status, text, headers) in self.error_statuses() {
-            let described = meta
-                .negative
-                .iter()
-                .find(|d| d.status == status)
-                .or_else(|| meta.negative.first());
-            let entry = match described {
-                Some(description) => {
-                    let mut description = description.clone();
-                    description.status = status;
-                    let mut entry = response(&description, Some(text), &headers);
-                    let shared = generators.error_envelope(description.schema.as_value());
-                    for media in entry.content.values_mut() {
-                        media.schema = shared.clone();
-                    }
-                    entry
-                }
-                None => Response {
-                    description: text,
-                    headers: headers_of(&headers),
-                    content: BTreeMap::new(),
-                },
+        let router_envelope = DefaultResultHandler.negative();
+        for ErrorEntry {
+            status,
+            text,
+            headers,
+            handler,
+            router,
+        } in self.error_statuses()
+        {
+            let mut entry = Response {
+                description: text.clone(),
+                headers: headers_of(&headers),
+                content: BTreeMap::new(),
             };
+            // What the endpoint's result handler sends, and what the router sends for its own
+            // errors (always the default envelope).
+            let handler = handler.then(|| {
+                meta.negative
+                    .iter()
+                    .find(|d| d.status == status)
+                    .or_else(|| meta.negative.first())
+            });
+            let router = router.then(|| router_envelope.first());
+            for description in [handler, router].into_iter().flatten().flatten() {
+                let mut description = description.clone();
+                description.status = status;
+                let mut part = response(&description, Some(text.clone()), &headers);
+                let shared = generators.error_envelope(description.schema.as_value());
+                for (mime, mut media) in std::mem::take(&mut part.content) {
+                    media.schema = shared.clone();
+                    match entry.content.get_mut(&mime) {
+                        Some(existing) if existing.schema != media.schema => {
+                            existing.schema = serde_json::json!({
+                                "anyOf": [existing.schema.take(), media.schema]
+                            });
+                        }
+                        Some(_) => {}
+                        None => {
+                            entry.content.insert(mime, media);
+                        }
+                    }
+                }
+            }
             responses.entry(status.as_str().to_owned()).or_insert(entry);
         }
         responses
     }
 
     /// Every error status the pipeline can answer this operation with, with why.
-    fn error_statuses(&self) -> Vec<(StatusCode, String, Vec<ResponseHeader>)> {
+    fn error_statuses(&self) -> Vec<ErrorEntry> {
         let meta = self.route.endpoint().meta();
-        let mut statuses: Vec<(StatusCode, String, Vec<ResponseHeader>)> = vec![(
+        let mut statuses: Vec<ErrorEntry> = Vec::new();
+        add_status(
+            &mut statuses,
             StatusCode::BAD_REQUEST,
-            "Bad request: the input fails validation, or a parameter or the body cannot be read"
-                .to_owned(),
-            Vec::new(),
-        )];
-        let mut add = |status: StatusCode, text: String, headers: Vec<ResponseHeader>| {
-            match statuses.iter_mut().find(|(s, ..)| *s == status) {
-                // Declared twice (two middleware): both reasons.
-                Some(existing) => {
-                    if !existing.1.contains(&text) {
-                        existing.1 = format!("{}; {text}", existing.1);
-                    }
-                    existing.2.extend(headers);
-                }
-                None => statuses.push((status, text, headers)),
-            }
-        };
+            "Bad request: the input fails validation, or a parameter or the body cannot be read",
+            &[],
+            false,
+        );
         for DeclaredError {
             status,
             description,
@@ -553,33 +736,62 @@ impl<'r> Described<'r> {
             ..
         } in &meta.errors
         {
-            add(*status, description.clone(), headers.clone());
+            add_status(&mut statuses, *status, description, headers, false);
         }
-        if self.route.params().len() > 0 && !meta.errors.iter().any(|e| e.status == 404) {
-            add(
+        // Statuses the result handler itself says it answers with.
+        for description in &meta.negative {
+            // A status already listed keeps its reason unless the handler gives its own.
+            let text = match &description.description {
+                Some(text) => text.as_str(),
+                None if statuses.iter().any(|s| s.status == description.status) => continue,
+                None => description.status.canonical_reason().unwrap_or("Error"),
+            };
+            add_status(
+                &mut statuses,
+                description.status,
+                text,
+                &description.headers,
+                false,
+            );
+        }
+        if self.route.params().len() > 0 {
+            add_status(
+                &mut statuses,
                 StatusCode::NOT_FOUND,
-                "Not found: no route matches the path (for example an empty path parameter)"
-                    .to_owned(),
-                Vec::new(),
+                "Not found: no route matches the path (for example an empty path parameter)",
+                &[],
+                true,
             );
         }
         if self.reads_body {
-            add(
-                StatusCode::PAYLOAD_TOO_LARGE,
-                "Content too large: the body or a file exceeds its limit".to_owned(),
-                Vec::new(),
+            add_status(
+                &mut statuses,
+                StatusCode::REQUEST_TIMEOUT,
+                "Request timeout: the body did not arrive in time (the connection is closed)",
+                &[],
+                false,
             );
-            add(
+            add_status(
+                &mut statuses,
+                StatusCode::PAYLOAD_TOO_LARGE,
+                "Content too large: the body or a file exceeds its limit",
+                &[],
+                false,
+            );
+            add_status(
+                &mut statuses,
                 StatusCode::UNSUPPORTED_MEDIA_TYPE,
-                "Unsupported media type: the body's content type is not one this operation reads"
-                    .to_owned(),
-                Vec::new(),
+                "Unsupported media type: the body's content type is not one this operation reads",
+                &[],
+                false,
             );
         }
-        add(
+        add_status(
+            &mut statuses,
             StatusCode::INTERNAL_SERVER_ERROR,
-            "Internal server error".to_owned(),
-            Vec::new(),
+            "Internal server error",
+            &[],
+            false,
         );
         statuses
     }

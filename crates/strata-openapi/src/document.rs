@@ -12,8 +12,8 @@ pub const OPENAPI_VERSION: &str = "3.1.0";
 /// An OpenAPI 3.1 document.
 ///
 /// Built by [`Documentation::build`](crate::Documentation::build); fields are public so that an
-/// application can add what Strata does not know (contact, license, extensions) before writing
-/// it out.
+/// application can adjust what was generated (a summary, a server, a schema) before writing it
+/// out.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[non_exhaustive]
 pub struct OpenApi {

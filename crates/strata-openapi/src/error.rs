@@ -38,6 +38,26 @@ pub enum DocumentationError {
         /// What its schema is instead.
         found: String,
     },
+    /// An input field cannot be read where the configuration puts it (an object in the query,
+    /// a file on a method that takes no files, a required field no source provides).
+    Field {
+        /// The method.
+        method: Method,
+        /// The route.
+        path: String,
+        /// The field (wire name).
+        field: String,
+        /// What is wrong.
+        problem: String,
+    },
+    /// Two routes of one path shape name its parameters differently (`/users/:id` and
+    /// `/users/:slug`): the router serves them, but an OpenAPI document cannot say so.
+    ParamNames {
+        /// One route (`GET /users/:id`).
+        first: String,
+        /// The other.
+        second: String,
+    },
     /// The input takes files but the configuration does not enable uploads.
     UploadsDisabled {
         /// The method.
@@ -73,6 +93,16 @@ impl fmt::Display for DocumentationError {
             } => write!(
                 f,
                 "{method} {path}: the input `{type_name}` must be an object with fields, its schema is {found}"
+            ),
+            Self::Field {
+                method,
+                path,
+                field,
+                problem,
+            } => write!(f, "{method} {path}: the input field `{field}` {problem}"),
+            Self::ParamNames { first, second } => write!(
+                f,
+                "{second}: its path parameters are named differently from {first}'s at the same places; OpenAPI needs one name per place"
             ),
             Self::UploadsDisabled {
                 method,

@@ -17,7 +17,16 @@
 //! - middleware security as `apiKey` schemes, one requirement per operation;
 //! - named types once under `components/schemas`, referenced everywhere.
 //!
-//! A 405 is not listed: it answers methods that have no operation on the path.
+//! A 405 is not listed: it answers methods that have no operation on the path, and an
+//! operation is one method. Static mounts ([`Router::static_mounts`](strata_routing::Router))
+//! are files, not operations, and are left out. Statuses hyper answers before any route is
+//! known (431 for oversized headers, 414 for an oversized URI) are not listed either.
+//!
+//! What the document cannot say truthfully is a [`DocumentationError`] naming the route: a
+//! path parameter that is not an input field, two operations with one id, an input that is not
+//! an object, file fields without uploads or on a method that takes no files, an object where
+//! only text can be sent (query, header, path), a required field no source of the method
+//! provides, and parameters of one path shape named differently by two routes.
 //!
 //! # Example
 //!

@@ -363,6 +363,56 @@ pub(crate) fn multipart_file(schema: &mut Value) {
     }
 }
 
+/// Whether a value of `schema` can be written as text (a query or form value, or a list of
+/// them): not an object. References are followed; a schema that says nothing counts as text.
+pub(crate) fn is_text(schema: &Value, definitions: &Map<String, Value>) -> bool {
+    text_like(schema, definitions, 0, true)
+}
+
+fn text_like(schema: &Value, definitions: &Map<String, Value>, depth: usize, top: bool) -> bool {
+    let Some(object) = schema.as_object() else {
+        return true;
+    };
+    if depth > 16 {
+        return true;
+    }
+    if let Some(target) = object
+        .get("$ref")
+        .and_then(Value::as_str)
+        .and_then(|r| r.strip_prefix(PREFIX))
+        && let Some((_, resolved)) = definitions
+            .iter()
+            .find(|(name, _)| target_of(name) == target)
+    {
+        return text_like(resolved, definitions, depth + 1, top);
+    }
+    for key in ["anyOf", "oneOf", "allOf"] {
+        if let Some(choices) = object.get(key).and_then(Value::as_array)
+            && !choices
+                .iter()
+                .all(|c| text_like(c, definitions, depth + 1, top))
+        {
+            return false;
+        }
+    }
+    let kinds: Vec<&str> = match object.get("type") {
+        Some(Value::String(kind)) => vec![kind.as_str()],
+        Some(Value::Array(kinds)) => kinds.iter().filter_map(Value::as_str).collect(),
+        _ => Vec::new(),
+    };
+    if kinds.contains(&"object") {
+        return false;
+    }
+    // One level of list: repeated keys. A list of lists has no text form.
+    if kinds.contains(&"array") {
+        return top
+            && object
+                .get("items")
+                .is_none_or(|items| text_like(items, definitions, depth + 1, false));
+    }
+    true
+}
+
 /// Whether `schema` is an array (or an optional array).
 pub(crate) fn is_array(schema: &Value) -> bool {
     match schema.get("type") {
