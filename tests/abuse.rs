@@ -297,3 +297,47 @@ async fn at_the_connection_cap_new_clients_wait_and_current_ones_are_served() {
         .unwrap();
     assert!(buffer[..n].starts_with(b"HTTP/1.1 200"));
 }
+
+#[tokio::test]
+async fn the_applications_own_layers_wrap_the_app() {
+    let config = create_config()
+        .cors(false)
+        .production()
+        .listen(std::net::SocketAddr::from(([127, 0, 0, 1], 0)))
+        .build();
+    // A per-request timeout of 300 ms and at most one request at a time.
+    let layers = tower::ServiceBuilder::new()
+        .timeout(Duration::from_millis(300))
+        .concurrency_limit(1);
+    let server = strata::create_server_with(&config, &routing(), layers)
+        .await
+        .unwrap();
+    let LocalAddr::Tcp(addr) = server.servers()[0].local_addr.clone() else {
+        panic!("TCP")
+    };
+    let get = |path: &str| format!("GET {path} HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n");
+    let quick = exchange(addr, get("/wait?ms=10").as_bytes(), false).await;
+    assert!(quick.starts_with("HTTP/1.1 200"), "{quick}");
+    let slow = exchange(addr, get("/wait?ms=1000").as_bytes(), false).await;
+    assert!(slow.starts_with("HTTP/1.1 504"), "{slow}");
+    assert!(
+        slow.ends_with(r#"{"status":"error","error":{"message":"The request took too long"}}"#),
+        "{slow}"
+    );
+    // With one place, a second request waits for the first (the limit holds it, not an error).
+    let started = std::time::Instant::now();
+    let request = get("/wait?ms=200");
+    let (a, b) = tokio::join!(
+        exchange(addr, request.as_bytes(), false),
+        exchange(addr, request.as_bytes(), false),
+    );
+    assert!(
+        a.starts_with("HTTP/1.1 200") && b.starts_with("HTTP/1.1 200"),
+        "{a}\n{b}"
+    );
+    assert!(
+        started.elapsed() >= Duration::from_millis(400),
+        "{:?}",
+        started.elapsed()
+    );
+}

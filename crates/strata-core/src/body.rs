@@ -134,13 +134,24 @@ impl ResponseBody {
         Self(ResponseKind::Full(None))
     }
 
-    /// A streamed body.
+    /// A streamed body (a `ResponseBody` is kept as it is, not boxed again).
     pub fn stream<B>(body: B) -> Self
     where
         B: Body<Data = Bytes> + Send + 'static,
         B::Error: Into<BoxError>,
     {
-        Self(ResponseKind::Boxed(body.map_err(Into::into).boxed_unsync()))
+        let mut slot = Some(body);
+        // A type-id comparison known at compile time: the optimizer removes the loser.
+        if let Some(body) = (&mut slot as &mut dyn std::any::Any)
+            .downcast_mut::<Option<ResponseBody>>()
+            .and_then(Option::take)
+        {
+            return body;
+        }
+        match slot {
+            Some(body) => Self(ResponseKind::Boxed(body.map_err(Into::into).boxed_unsync())),
+            None => Self::empty(),
+        }
     }
 
     /// The bytes not yet sent, when the body is in memory.

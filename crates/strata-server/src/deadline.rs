@@ -100,12 +100,16 @@ impl<IO: AsyncWrite> AsyncWrite for FirstByteDeadline<IO> {
     }
 }
 
+/// The request body the server hands to the application's layers and the app: hyper's body
+/// with the body deadlines of [`ServerLimits`](strata_core::ServerLimits).
+pub type ServerBody = BodyDeadline<hyper::body::Incoming>;
+
 pin_project! {
     /// A request body with deadlines: no piece for `idle`, or not all within `total`, and the
     /// body fails with a [`BodyTimeout`] (the body readers answer 408 and close the connection).
     ///
     /// The timers start at the first poll: a body nobody reads (most GETs) costs nothing.
-    pub(crate) struct BodyDeadline<B> {
+    pub struct BodyDeadline<B> {
         #[pin]
         inner: B,
         idle_after: Duration,
@@ -116,7 +120,9 @@ pin_project! {
 }
 
 impl<B> BodyDeadline<B> {
-    pub(crate) fn new(inner: B, idle_after: Duration, total_after: Duration) -> Self {
+    /// `inner` failing with a [`BodyTimeout`] after `idle_after` without data or `total_after`
+    /// in all.
+    pub fn new(inner: B, idle_after: Duration, total_after: Duration) -> Self {
         Self {
             inner,
             idle_after,

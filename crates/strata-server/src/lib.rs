@@ -30,6 +30,7 @@ mod attach;
 mod deadline;
 mod error;
 mod host;
+mod layered;
 mod logging;
 mod request_id;
 mod server;
@@ -39,7 +40,10 @@ pub use app::{
     App, COMPRESSION_THRESHOLD, CompressionPredicate, MaybeCompressed, MaybeCompressedFuture,
 };
 pub use attach::{Attached, attach_routing};
+pub use deadline::{BodyDeadline, ServerBody};
 pub use error::ServerError;
 pub use logging::install_default_subscriber;
 pub use request_id::{RequestId, RequestIdLayer, X_REQUEST_ID};
-pub use server::{ListeningServer, LocalAddr, Protocol, Server, ShutdownHandle, create_server};
+pub use server::{
+    ListeningServer, LocalAddr, Protocol, Server, ShutdownHandle, create_server, create_server_with,
+};

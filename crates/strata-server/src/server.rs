@@ -9,18 +9,25 @@ use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use hyper_util::server::conn::auto;
 use hyper_util::server::graceful::{GracefulShutdown, Watcher};
 use hyper_util::service::TowerToHyperService;
-use strata_core::{Config, Listen, Logger, ServerLimits};
+use std::convert::Infallible;
+
+use http::{Request, Response};
+use strata_core::{BoxError, Config, Listen, Logger, ResponseBody, ServerLimits};
 use strata_routing::Routing;
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::{TcpListener, UnixListener};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, watch};
 use tokio::task::{JoinHandle, JoinSet};
 use tokio_rustls::TlsAcceptor;
+use tower::layer::util::Identity;
+use tower_layer::Layer;
+use tower_service::Service;
 
 use crate::app::{App, build_app};
-use crate::deadline::FirstByteDeadline;
+use crate::deadline::{FirstByteDeadline, ServerBody};
 use crate::error::ServerError;
 use crate::host::HostChecked;
+use crate::layered::Layered;
 use crate::logging::install_default_subscriber;
 use crate::tls::acceptor;
 
@@ -248,10 +255,37 @@ fn connection_builder(limits: &ServerLimits) -> auto::Builder<TokioExecutor> {
     builder
 }
 
+/// What a connection runs: the app in the application's layers, answering every request.
+pub(crate) trait ConnectionService:
+    Service<
+        Request<ServerBody>,
+        Response = Response<ResponseBody>,
+        Error = Infallible,
+        Future: Send + 'static,
+    > + Clone
+    + Send
+    + Sync
+    + 'static
+{
+}
+
+impl<S> ConnectionService for S where
+    S: Service<
+            Request<ServerBody>,
+            Response = Response<ResponseBody>,
+            Error = Infallible,
+            Future: Send + 'static,
+        > + Clone
+        + Send
+        + Sync
+        + 'static
+{
+}
+
 /// Everything a connection task needs.
 #[derive(Clone)]
-struct Serving {
-    app: App,
+struct Serving<S> {
+    app: S,
     builder: Arc<auto::Builder<TokioExecutor>>,
     tls: Option<TlsAcceptor>,
     header_timeout: Duration,
@@ -259,7 +293,7 @@ struct Serving {
     logger: Logger,
 }
 
-impl Serving {
+impl<S: ConnectionService> Serving<S> {
     fn spawn<IO>(
         &self,
         io: IO,
@@ -365,9 +399,9 @@ fn is_resource_error(error: &std::io::Error) -> bool {
     )
 }
 
-async fn accept_loop(
+async fn accept_loop<S: ConnectionService>(
     bound: Bound,
-    serving: Serving,
+    serving: Serving<S>,
     mut stop: watch::Receiver<bool>,
     shutdown_timeout: Duration,
     slots: Arc<Semaphore>,
@@ -454,6 +488,47 @@ async fn accept(bound: &Bound) -> std::io::Result<Accepted> {
 /// Errors are reported before anything is served: no listener, HTTPS without a key, unreadable
 /// TLS material, an invalid routing, an address in use.
 pub async fn create_server(config: &Config, routing: &Routing) -> Result<Server, ServerError> {
+    create_server_with(config, routing, Identity::new()).await
+}
+
+/// [`create_server`] with the application's own tower layers around the app: a timeout, a
+/// concurrency or rate limit, anything `tower` or `tower-http` offers.
+///
+/// The layers see every request after the server's checks (`Host`, body deadlines) and before
+/// request ids and routing. Their errors become JSON responses: tower's `Timeout` a 504, its
+/// `LoadShed` a 503 with `Retry-After: 1`, anything else a 500.
+///
+/// ```no_run
+/// use std::time::Duration;
+/// use strata_core::Config;
+/// use strata_routing::Routing;
+/// use strata_server::create_server_with;
+/// use tower::ServiceBuilder;
+///
+/// # async fn demo(routing: Routing) -> Result<(), strata_server::ServerError> {
+/// let config = Config::builder().cors(true).listen(8090).build();
+/// let layers = ServiceBuilder::new()
+///     .timeout(Duration::from_secs(30))  // a 504 for a request that takes longer
+///     .concurrency_limit(512);           // at most 512 requests at once
+/// let server = create_server_with(&config, &routing, layers).await?;
+/// server.run().await;
+/// # Ok(())
+/// # }
+/// ```
+pub async fn create_server_with<L, B>(
+    config: &Config,
+    routing: &Routing,
+    layers: L,
+) -> Result<Server, ServerError>
+where
+    L: Layer<App>,
+    L::Service:
+        Service<Request<ServerBody>, Response = Response<B>> + Clone + Send + Sync + 'static,
+    <L::Service as Service<Request<ServerBody>>>::Error: Into<BoxError>,
+    <L::Service as Service<Request<ServerBody>>>::Future: Send + 'static,
+    B: http_body::Body<Data = bytes::Bytes> + Send + 'static,
+    B::Error: Into<BoxError>,
+{
     let https = config.https();
     if https.listen.is_some() && (https.cert.is_none() || https.key.is_none()) {
         return Err(ServerError::Config(
@@ -504,7 +579,7 @@ pub async fn create_server(config: &Config, routing: &Routing) -> Result<Server,
             local_addr,
         });
         let serving = Serving {
-            app: app.clone(),
+            app: Layered::new(layers.layer(app.clone()), config.mode()),
             builder: Arc::clone(&builder),
             tls,
             header_timeout: limits.header_read_timeout,

@@ -98,8 +98,8 @@ pub use strata_routing::{
 /// Running a routing: `create_server`, `attach_routing`.
 pub use strata_server as server;
 pub use strata_server::{
-    Attached, ListeningServer, LocalAddr, Server, ServerError, ShutdownHandle, attach_routing,
-    create_server,
+    Attached, ListeningServer, LocalAddr, Server, ServerBody, ServerError, ShutdownHandle,
+    attach_routing, create_server, create_server_with,
 };
 /// Test utilities: `test_endpoint`, `test_middleware` (feature `testing`).
 #[cfg(feature = "testing")]
