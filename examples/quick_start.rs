@@ -6,6 +6,9 @@
 //! cargo run --example quick_start
 //! curl 'http://localhost:8090/v1/hello?name=Strata'
 //! ```
+//!
+//! It runs in production mode, the default: 5xx messages are the status's reason phrase.
+//! `STRATA_MODE=development cargo run --example quick_start` shows every message.
 
 use garde::Validate;
 use schemars::JsonSchema;
@@ -58,6 +61,11 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     for listening in server.servers() {
         println!("Listening on {:?}", listening.local_addr);
     }
+    println!(
+        "Mode: {:?} ({}=development shows internal error messages to clients)",
+        config.mode(),
+        strata::core::MODE_VARIABLE
+    );
     server.run().await;
     Ok(())
 }

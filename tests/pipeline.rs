@@ -17,6 +17,11 @@ use strata::prelude::*;
 use strata::{Output, RequestInfo, ResponseBody, ResponseDescription};
 use tower::{Service, ServiceExt};
 
+/// Development mode: the tests read internal messages (production is the default).
+fn dev() -> Config {
+    create_config().development().build()
+}
+
 async fn call(
     endpoint: &Endpoint,
     config: &Config,
@@ -87,7 +92,7 @@ fn echo() -> Endpoint {
 
 #[tokio::test]
 async fn parse_json_form_query_and_empty_bodies() {
-    let config = Config::default();
+    let config = dev();
     let (status, body) = call(
         &echo(),
         &config,
@@ -174,7 +179,7 @@ async fn parse_errors_are_clear_4xx() {
 
 #[tokio::test]
 async fn combine_follows_the_method_table_and_later_sources_win() {
-    let config = Config::default();
+    let config = dev();
     let with_param = |mut request: Request<String>| {
         request
             .extensions_mut()
@@ -235,7 +240,7 @@ async fn configured_sources_replace_defaults_and_headers_can_be_added() {
 
 #[tokio::test]
 async fn text_is_lenient_json_is_strict() {
-    let config = Config::default();
+    let config = dev();
     assert_eq!(
         call(&echo(), &config, get("/?n=5&flag=false")).await.1["data"]["n"],
         5
@@ -300,14 +305,14 @@ async fn validation_lists_every_violation() {
         "/",
         r#"{"name":"","age":151,"items":[{"name":"a"},{"name":""}]}"#,
     );
-    let (status, body) = call(&person(), &Config::default(), request).await;
+    let (status, body) = call(&person(), &dev(), request).await;
     assert_eq!(status, 400);
     assert_eq!(
         message(&body),
         "age: greater than 150; items[1].name: length is lower than 1; name: length is lower than 1"
     );
     let request = json_request(Method::POST, "/", r#"{"age":1,"items":[{"name":7}]}"#);
-    let (_, body) = call(&person(), &Config::default(), request).await;
+    let (_, body) = call(&person(), &dev(), request).await;
     assert_eq!(
         message(&body),
         "items[0].name: invalid type: integer `7`, expected a string"
@@ -322,7 +327,7 @@ async fn output_rules_failure_is_500_naming_the_field() {
         "/",
         &json!({"age": 1, "items": items}).to_string(),
     );
-    let (status, body) = call(&person(), &Config::default(), request).await;
+    let (status, body) = call(&person(), &dev(), request).await;
     assert_eq!(status, 500);
     assert_eq!(message(&body), "output.count: greater than 10");
     // production hides it
@@ -363,10 +368,14 @@ fn faulty() -> Endpoint {
 
 #[tokio::test]
 async fn handler_errors_keep_status_message_and_headers() {
-    let config = Config::default();
+    let config = dev();
     let (status, body) = call(&faulty(), &config, get("/?mode=401")).await;
     assert_eq!((status.as_u16(), message(&body)), (401, "Who are you?"));
-    let response = faulty().service().oneshot(get("/?mode=429")).await.unwrap();
+    let response = faulty()
+        .service_with(&dev())
+        .oneshot(get("/?mode=429"))
+        .await
+        .unwrap();
     assert_eq!(response.headers()[RETRY_AFTER], "30");
     let (status, body) = split(response).await;
     assert_eq!((status.as_u16(), message(&body)), (429, "Slow down"));
@@ -386,7 +395,7 @@ async fn handler_errors_keep_status_message_and_headers() {
 
 #[tokio::test]
 async fn a_panic_is_a_500_and_the_service_keeps_serving() {
-    let mut service = faulty().service();
+    let mut service = faulty().service_with(&dev());
     let response = ServiceExt::<Request<String>>::ready(&mut service)
         .await
         .unwrap()
@@ -499,7 +508,7 @@ async fn middleware_grant_deny_and_context() {
                 can: permissions.0.clone(),
             })
         });
-    let config = Config::default();
+    let config = dev();
     let request = Request::get("/?key=123&greeting=Hi")
         .header("token", "456")
         .body(String::new())
@@ -686,7 +695,7 @@ async fn endpoint_metadata() {
     assert_eq!(several.methods(), [Method::POST, Method::PUT]);
 
     // a boxed service for a config, as routing builds it once per route
-    let boxed = endpoint.boxed_service(&Config::default());
+    let boxed = endpoint.boxed_service(&dev());
     let response = boxed
         .clone()
         .oneshot(
@@ -709,7 +718,7 @@ async fn handlers_may_answer_another_2xx() {
                 }))
             });
     let request = json_request(Method::POST, "/", r#"{"greeting":"hello"}"#);
-    let (status, body) = call(&create, &Config::default(), request).await;
+    let (status, body) = call(&create, &dev(), request).await;
     assert_eq!(
         (status, body),
         (
@@ -739,10 +748,10 @@ async fn a_middleware_panic_is_a_500_too() {
         ("sync", "Panic: sync part exploded"),
         ("async", "Panic: async part exploded"),
     ] {
-        let (status, body) = call(&endpoint, &Config::default(), get(&format!("/?{query}"))).await;
+        let (status, body) = call(&endpoint, &dev(), get(&format!("/?{query}"))).await;
         assert_eq!((status.as_u16(), message(&body)), (500, text));
     }
-    assert_eq!(call(&endpoint, &Config::default(), get("/")).await.0, 200);
+    assert_eq!(call(&endpoint, &dev(), get("/")).await.0, 200);
 }
 
 #[tokio::test]

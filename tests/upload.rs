@@ -89,6 +89,7 @@ fn routing(saved: PathBuf) -> Routing {
 async fn start(uploads: bool, saved: PathBuf) -> (Server, SocketAddr) {
     let mut config = create_config()
         .cors(false)
+        .development()
         .listen(SocketAddr::from(([127, 0, 0, 1], 0)));
     if uploads {
         config = config.upload(UploadLimits::new().file_size(LIMIT as u64).files(3));

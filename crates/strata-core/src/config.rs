@@ -18,13 +18,41 @@ use crate::upload::UploadLimits;
 
 /// Development shows every error message; production hides the messages of 5xx errors and of
 /// errors marked not exposed behind the status's reason phrase.
+///
+/// Production is the default, so that internal details (a database error's text, a panic
+/// message) never reach clients unless development was chosen: with
+/// [`ConfigBuilder::development`], or the environment variable `STRATA_MODE=development` read
+/// when a builder is created.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub enum Mode {
-    /// Show every message (the default).
-    #[default]
+    /// Show every message.
     Development,
-    /// Hide internal messages.
+    /// Hide internal messages (the default).
+    #[default]
     Production,
+}
+
+/// The environment variable choosing the mode when the code does not (`development` or
+/// `production`).
+pub const MODE_VARIABLE: &str = "STRATA_MODE";
+
+impl Mode {
+    /// The mode `STRATA_MODE` names, if it names one.
+    pub fn from_env() -> Option<Self> {
+        Self::from_name(&std::env::var(MODE_VARIABLE).ok()?)
+    }
+
+    /// `development` or `production` (surrounding spaces and case ignored).
+    pub fn from_name(name: &str) -> Option<Self> {
+        let name = name.trim();
+        if name.eq_ignore_ascii_case("development") {
+            Some(Self::Development)
+        } else if name.eq_ignore_ascii_case("production") {
+            Some(Self::Production)
+        } else {
+            None
+        }
+    }
 }
 
 /// Which sources are merged into the input, per method (spec table 2.2).
@@ -326,7 +354,7 @@ impl Default for Config {
             input_sources: InputSources::default(),
             body_limit: DEFAULT_BODY_LIMIT,
             max_fields: DEFAULT_MAX_FIELDS,
-            mode: Mode::Development,
+            mode: Mode::Production,
             cors: None,
             wrong_method_behavior: WrongMethodBehavior::default(),
             method_like_route_behavior: MethodLikeRouteBehavior::default(),
@@ -343,9 +371,11 @@ impl Default for Config {
 impl Config {
     /// A builder starting from the defaults.
     pub fn builder() -> ConfigBuilder {
-        ConfigBuilder {
-            config: Config::default(),
+        let mut config = Config::default();
+        if let Some(mode) = Mode::from_env() {
+            config.mode = mode;
         }
+        ConfigBuilder { config }
     }
 
     /// Input sources per method.
@@ -468,9 +498,15 @@ impl ConfigBuilder {
         self
     }
 
-    /// Production mode: internal error messages are hidden.
+    /// Production mode (the default): internal error messages are hidden.
     pub fn production(self) -> Self {
         self.mode(Mode::Production)
+    }
+
+    /// Development mode: every error message, 5xx and panics included, reaches the client.
+    /// For local work only.
+    pub fn development(self) -> Self {
+        self.mode(Mode::Development)
     }
 
     /// Turns CORS on (`true`: the default headers, `OPTIONS` answered) or off.
@@ -564,6 +600,19 @@ impl ConfigBuilder {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn production_is_the_default_and_development_is_chosen() {
+        assert_eq!(Config::default().mode(), Mode::Production);
+        assert_eq!(Mode::default(), Mode::Production);
+        assert_eq!(
+            Config::builder().development().build().mode(),
+            Mode::Development
+        );
+        assert_eq!(Mode::from_name(" Development\n"), Some(Mode::Development));
+        assert_eq!(Mode::from_name("production"), Some(Mode::Production));
+        assert_eq!(Mode::from_name("dev"), None);
+    }
 
     #[test]
     fn only_the_five_methods_have_their_own_sources() {

@@ -27,7 +27,8 @@ pub mod upload;
 pub use body::{RequestBody, ResponseBody};
 pub use config::{
     Config, ConfigBuilder, Cors, CorsFn, CorsFuture, CorsRequest, Https, InputSources, Listen,
-    LoggerOptions, MethodLikeRouteBehavior, Mode, Pem, ServerLimits, WrongMethodBehavior,
+    LoggerOptions, MODE_VARIABLE, MethodLikeRouteBehavior, Mode, Pem, ServerLimits,
+    WrongMethodBehavior,
 };
 pub use ctx::{Get, HCons, HNil};
 pub use de::DeError;

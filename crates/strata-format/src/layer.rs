@@ -11,11 +11,12 @@ pub struct FormatLayer<R> {
 }
 
 impl<R> FormatLayer<R> {
-    /// A layer formatting with `result_handler`, in development mode.
+    /// A layer formatting with `result_handler`, in production mode (internal messages
+    /// hidden; see [`mode`](Self::mode)).
     pub fn new(result_handler: R) -> Self {
         Self {
             result_handler,
-            mode: Mode::Development,
+            mode: Mode::Production,
         }
     }
 

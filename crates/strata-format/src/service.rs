@@ -27,9 +27,9 @@ impl<S: Clone, R: Clone> Clone for FormatService<S, R> {
 }
 
 impl<S, R> FormatService<S, R> {
-    /// Wraps `inner`, in development mode.
+    /// Wraps `inner`, in production mode (internal messages hidden).
     pub fn new(inner: S, result_handler: R) -> Self {
-        Self::from_parts(inner, result_handler, Mode::Development)
+        Self::from_parts(inner, result_handler, Mode::Production)
     }
 
     pub(crate) fn from_parts(inner: S, result_handler: R, mode: Mode) -> Self {

@@ -362,7 +362,7 @@ impl Service<Request<()>> for NotReadyOnce {
 #[tokio::test]
 async fn an_inner_readiness_error_answers_the_next_request() {
     let mut service = tower_layer::Layer::layer(
-        &FormatLayer::new(DefaultResultHandler),
+        &FormatLayer::new(DefaultResultHandler).mode(Mode::Development),
         NotReadyOnce(Arc::new(std::sync::atomic::AtomicBool::new(true))),
     );
     let response = service

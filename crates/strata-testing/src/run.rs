@@ -141,7 +141,8 @@ impl TestRequest {
 /// CORS is routing's business: an endpoint tested alone sends no CORS headers whatever the
 /// config; test CORS with `oneshot` on a `Router`.
 pub fn test_config() -> ConfigBuilder {
-    Config::builder().cors(false)
+    // Development: a test wants to read why a request failed.
+    Config::builder().cors(false).development()
 }
 
 /// Everything a test run takes besides the endpoint or middleware (the spec's `requestProps`,

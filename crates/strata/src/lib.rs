@@ -109,8 +109,8 @@ pub use strata_upload as upload;
 /// Stage 4: input validation.
 pub use strata_validate as validate;
 
-/// Starts a [`ConfigBuilder`] with the defaults: development mode, 1 MiB body limit, the input
-/// sources of spec table 2.2.
+/// Starts a [`ConfigBuilder`] with the defaults: production mode (or the one `STRATA_MODE`
+/// names), 1 MiB body limit, the input sources of spec table 2.2.
 ///
 /// ```
 /// use strata::{InputSource, Mode, create_config};
