@@ -341,3 +341,56 @@ async fn the_applications_own_layers_wrap_the_app() {
         started.elapsed()
     );
 }
+
+#[tokio::test]
+async fn bodies_over_the_memory_budget_wait_their_turn_with_a_503() {
+    let config = create_config()
+        .cors(false)
+        .server_limits(limits())
+        .body_budget(3000)
+        .listen(std::net::SocketAddr::from(([127, 0, 0, 1], 0)))
+        .build();
+    let server = create_server(&config, &routing()).await.unwrap();
+    let LocalAddr::Tcp(addr) = server.servers()[0].local_addr.clone() else {
+        panic!("TCP")
+    };
+    let head = |length: usize| {
+        format!(
+            "POST /note HTTP/1.1\r\nHost: a\r\nContent-Type: application/json\r\nContent-Length: {length}\r\nConnection: close\r\n\r\n"
+        )
+    };
+    // A stalled request holds 2000 bytes of the 3000 until its body deadline ends it.
+    let stalled = tokio::spawn(async move { stall(addr, &head(2000), b"{", None).await });
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let refused = exchange(
+        addr,
+        format!("{}{}", head(2000), "x".repeat(2000)).as_bytes(),
+        false,
+    )
+    .await;
+    assert!(refused.starts_with("HTTP/1.1 503"), "{refused}");
+    assert!(
+        refused.to_ascii_lowercase().contains("retry-after: 1"),
+        "{refused}"
+    );
+    // A small body still fits beside it.
+    let body = r#"{"text":"fits"}"#;
+    let small = exchange(
+        addr,
+        format!("{}{body}", head(body.len())).as_bytes(),
+        false,
+    )
+    .await;
+    assert!(small.starts_with("HTTP/1.1 200"), "{small}");
+    // Once the stalled request is answered (408), its share is back.
+    let (answer, _) = stalled.await.unwrap();
+    assert!(answer.starts_with("HTTP/1.1 408"), "{answer}");
+    let body = format!(r#"{{"text":"{}"}}"#, "y".repeat(1980));
+    let big = exchange(
+        addr,
+        format!("{}{body}", head(body.len())).as_bytes(),
+        false,
+    )
+    .await;
+    assert!(big.starts_with("HTTP/1.1 200"), "{big}");
+}

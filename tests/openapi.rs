@@ -509,8 +509,13 @@ fn responses_cover_success_statuses_and_every_pipeline_error() {
     let doc = doc_of(&users_routing(), &config());
     let post = &doc["paths"]["/v1/users"]["post"]["responses"];
     let statuses: Vec<&String> = post.as_object().unwrap().keys().collect();
-    // 201 replaces the default 200; a body is read: 408, 413 and 415; no path parameter: no 404.
-    assert_eq!(statuses, ["201", "400", "408", "413", "415", "500"]);
+    // 201 replaces the default 200; a body is read: 408, 413, 415 and 503 (the memory budget);
+    // no path parameter: no 404.
+    assert_eq!(statuses, ["201", "400", "408", "413", "415", "500", "503"]);
+    assert_eq!(
+        post["503"]["headers"]["retry-after"]["description"],
+        "Seconds to wait before retrying"
+    );
     assert_eq!(
         post["201"]["content"]["application/json"]["schema"],
         json!({

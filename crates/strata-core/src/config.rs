@@ -11,6 +11,7 @@ use std::time::Duration;
 use http::request::Parts;
 use http::{HeaderMap, Method};
 
+use crate::budget::{BodyBudget, DEFAULT_BODY_BUDGET};
 use crate::endpoint::EndpointMeta;
 use crate::input::InputSource;
 use crate::logger::{Level, Logger};
@@ -346,6 +347,7 @@ pub struct Config {
     compression: bool,
     server_limits: ServerLimits,
     upload: Option<UploadLimits>,
+    body_budget: Arc<BodyBudget>,
 }
 
 impl Default for Config {
@@ -363,6 +365,7 @@ impl Default for Config {
             logger: None,
             compression: false,
             server_limits: ServerLimits::default(),
+            body_budget: BodyBudget::new(DEFAULT_BODY_BUDGET),
             upload: None,
         }
     }
@@ -381,6 +384,12 @@ impl Config {
     /// Input sources per method.
     pub fn input_sources(&self) -> &InputSources {
         &self.input_sources
+    }
+
+    /// The budget of request bodies held in memory at once, shared by everything built from
+    /// this configuration (default 256 MiB).
+    pub fn body_budget(&self) -> &Arc<BodyBudget> {
+        &self.body_budget
     }
 
     /// The most body bytes read for one request.
@@ -483,6 +492,14 @@ impl ConfigBuilder {
     /// (merged for POST by default). Without it such bodies are refused with 415.
     pub fn upload(mut self, limits: UploadLimits) -> Self {
         self.config.upload = Some(limits);
+        self
+    }
+
+    /// Sets the budget of request bodies held in memory at once, over all requests (default
+    /// 256 MiB): a request whose body would go over it gets a 503 with `Retry-After` before any
+    /// of it is read.
+    pub fn body_budget(mut self, bytes: usize) -> Self {
+        self.config.body_budget = BodyBudget::new(bytes);
         self
     }
 

@@ -11,6 +11,7 @@
 //! - [`Logger`], [`Config`], the body types, and [`Endpoint`], the seam to routing.
 
 pub mod body;
+pub mod budget;
 pub mod config;
 pub mod ctx;
 mod de;
@@ -25,6 +26,7 @@ pub mod text;
 pub mod upload;
 
 pub use body::{RequestBody, ResponseBody};
+pub use budget::{BodyBudget, BodyReservation, DEFAULT_BODY_BUDGET};
 pub use config::{
     Config, ConfigBuilder, Cors, CorsFn, CorsFuture, CorsRequest, Https, InputSources, Listen,
     LoggerOptions, MODE_VARIABLE, MethodLikeRouteBehavior, Mode, Pem, ServerLimits,

@@ -780,6 +780,16 @@ impl<'r> Described<'r> {
             );
             add_status(
                 &mut statuses,
+                StatusCode::SERVICE_UNAVAILABLE,
+                "Service unavailable: the server holds too many request bodies; retry shortly",
+                &[ResponseHeader::new(
+                    "retry-after",
+                    "Seconds to wait before retrying",
+                )],
+                false,
+            );
+            add_status(
+                &mut statuses,
                 StatusCode::UNSUPPORTED_MEDIA_TYPE,
                 "Unsupported media type: the body's content type is not one this operation reads",
                 &[],

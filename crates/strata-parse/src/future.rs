@@ -7,7 +7,10 @@ use http::request::Parts;
 use http::{Request, StatusCode};
 use http_body::Body;
 use pin_project_lite::pin_project;
-use strata_core::{ApiError, BoxError, ErrorKind, Parsed, ParsedBody, PathParams, TextValue};
+use strata_core::{
+    ApiError, BodyReservation, BoxError, ErrorKind, Parsed, ParsedBody, PathParams, TextValue,
+    UploadedFile,
+};
 use tower_service::Service;
 
 use crate::service::{BodyKind, parse_body, too_large};
@@ -50,6 +53,29 @@ pub(crate) struct Pending<S> {
     pub(crate) limit: usize,
     pub(crate) max_fields: usize,
     pub(crate) inner: S,
+    /// The body's share of the budget, held until the request is answered.
+    pub(crate) reservation: Option<BodyReservation>,
+}
+
+impl<S: Service<Request<Parsed>>> Pending<S> {
+    /// Calls the inner service with the parsed request; the body's reservation lives on until
+    /// it answers.
+    fn forward<B>(
+        mut self,
+        body: ParsedBody,
+        files: Vec<(String, Vec<UploadedFile>)>,
+    ) -> State<B, S, S::Future> {
+        let parsed = Parsed {
+            query: self.query,
+            body,
+            params: self.params,
+            files,
+        };
+        State::Inner {
+            future: self.inner.call(Request::from_parts(self.parts, parsed)),
+            reservation: self.reservation,
+        }
+    }
 }
 
 /// The multipart read (`strata_upload::read_multipart`, an `async fn`), boxed to be stored.
@@ -61,7 +87,7 @@ pin_project! {
     enum State<B, S, F> {
         Reading { #[pin] body: B, buffer: Vec<u8>, pending: Option<Pending<S>> },
         Multipart { read: ReadMultipart, pending: Option<Pending<S>> },
-        Inner { #[pin] future: F },
+        Inner { #[pin] future: F, reservation: Option<BodyReservation> },
         Error { error: Option<ApiError> },
     }
 }
@@ -83,7 +109,10 @@ impl<B, S: Service<Request<Parsed>>> ResponseFuture<B, S> {
 
     pub(crate) fn inner(future: S::Future) -> Self {
         Self {
-            state: State::Inner { future },
+            state: State::Inner {
+                future,
+                reservation: None,
+            },
         }
     }
 
@@ -119,26 +148,17 @@ where
         let mut this = self.project();
         loop {
             match this.state.as_mut().project() {
-                StateProj::Inner { future } => return future.poll(cx),
+                StateProj::Inner { future, .. } => return future.poll(cx),
                 StateProj::Multipart { read, pending } => {
                     let result = ready!(read.as_mut().poll(cx));
                     let next = match (result, pending.take()) {
-                        (Ok(multipart), Some(mut pending)) => {
+                        (Ok(multipart), Some(pending)) => {
                             let body = if multipart.fields.is_empty() {
                                 ParsedBody::Empty
                             } else {
                                 ParsedBody::Form(multipart.fields)
                             };
-                            let parsed = Parsed {
-                                query: pending.query,
-                                body,
-                                params: pending.params,
-                                files: multipart.files,
-                            };
-                            let future = pending
-                                .inner
-                                .call(Request::from_parts(pending.parts, parsed));
-                            State::Inner { future }
+                            pending.forward(body, multipart.files)
                         }
                         (Err(error), _) => State::Error { error: Some(error) },
                         (Ok(_), None) => State::Error { error: None },
@@ -187,7 +207,7 @@ where
                             this.state.set(State::Error { error: Some(error) });
                         }
                         None => {
-                            let Some(mut pending) = pending.take() else {
+                            let Some(pending) = pending.take() else {
                                 this.state.set(State::Error { error: None });
                                 continue;
                             };
@@ -196,18 +216,7 @@ where
                                 std::mem::take(buffer),
                                 pending.max_fields,
                             ) {
-                                Ok(body) => {
-                                    let parsed = Parsed {
-                                        query: pending.query,
-                                        body,
-                                        params: pending.params,
-                                        files: Vec::new(),
-                                    };
-                                    let future = pending
-                                        .inner
-                                        .call(Request::from_parts(pending.parts, parsed));
-                                    State::Inner { future }
-                                }
+                                Ok(body) => pending.forward(body, Vec::new()),
                                 Err(error) => State::Error { error: Some(error) },
                             };
                             this.state.set(next);

@@ -1,7 +1,7 @@
 use std::sync::Arc;
 
 use strata_core::config::{DEFAULT_BODY_LIMIT, DEFAULT_MAX_FIELDS};
-use strata_core::{Config, InputSources, UploadLimits};
+use strata_core::{BodyBudget, Config, InputSources, UploadLimits};
 use tower_layer::Layer;
 
 use crate::service::ParseService;
@@ -12,6 +12,8 @@ pub(crate) struct Options {
     pub(crate) max_fields: usize,
     pub(crate) input_sources: InputSources,
     pub(crate) upload: Option<UploadLimits>,
+    /// Shared by every service built from one config; `None`: no global budget.
+    pub(crate) budget: Option<Arc<BodyBudget>>,
 }
 
 /// Applies [`ParseService`]: parses query, path parameters and body.
@@ -35,6 +37,7 @@ impl ParseLayer {
                 max_fields: DEFAULT_MAX_FIELDS,
                 input_sources: InputSources::default(),
                 upload: None,
+                budget: None,
             }),
         }
     }
@@ -47,8 +50,18 @@ impl ParseLayer {
                 max_fields: config.max_fields(),
                 input_sources: config.input_sources().clone(),
                 upload: config.upload().cloned(),
+                budget: Some(Arc::clone(config.body_budget())),
             }),
         }
+    }
+
+    /// Shares `budget` of bodies held in memory with every service of this layer (and others
+    /// given the same budget): a request that would go over it gets a 503 before its body is
+    /// read.
+    #[must_use]
+    pub fn body_budget(mut self, budget: Arc<BodyBudget>) -> Self {
+        Arc::make_mut(&mut self.options).budget = Some(budget);
+        self
     }
 
     /// Sets the most body bytes read.

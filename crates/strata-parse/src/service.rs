@@ -7,8 +7,8 @@ use http::{HeaderMap, HeaderValue, Request, StatusCode};
 use http_body::Body;
 use strata_core::text::{DecodeTextError, parse_urlencoded};
 use strata_core::{
-    ApiError, BoxError, ErrorKind, InputSource, JsonObject, Parsed, ParsedBody, PathParams,
-    TextValue,
+    ApiError, BodyBudget, BoxError, ErrorKind, InputSource, JsonObject, Parsed, ParsedBody,
+    PathParams, TextValue,
 };
 use tower_service::Service;
 
@@ -245,7 +245,24 @@ where
             }
             None => None,
         };
+        // What the body may come to in memory, from the declared length or the limit, reserved
+        // from the shared budget before a byte is read.
+        let most = match multipart {
+            Some(limits) => limits.body_size_limit(),
+            None => options.body_limit as u64,
+        };
+        let expected = declared.map_or(most, |n| n.min(most));
+        let reservation = match &options.budget {
+            None => None,
+            Some(budget) => {
+                match budget.try_reserve(usize::try_from(expected).unwrap_or(usize::MAX)) {
+                    Some(reservation) => Some(reservation),
+                    None => return ResponseFuture::error(BodyBudget::exhausted()),
+                }
+            }
+        };
         let pending = Pending {
+            reservation,
             parts,
             query,
             params,
