@@ -25,6 +25,15 @@ struct Done {
     waited: u64,
 }
 
+/// The size of `/big`: more than the socket buffers of both ends hold.
+const BIG: usize = 16 * 1024 * 1024;
+
+#[derive(Serialize, Validate, JsonSchema)]
+#[garde(allow_unvalidated)]
+struct Padding {
+    padding: String,
+}
+
 #[derive(Deserialize, Validate, JsonSchema)]
 #[garde(allow_unvalidated)]
 struct Note {
@@ -61,7 +70,14 @@ fn routing() -> Routing {
                     waited: input.file.size() as u64,
                 })
             });
-    routing! { "wait" => wait, "note" => note, "upload" => upload }
+    let big = default_endpoints_factory()
+        .get()
+        .handler(|(): (), _ctx, _logger| async move {
+            Ok(Padding {
+                padding: "x".repeat(BIG),
+            })
+        });
+    routing! { "wait" => wait, "note" => note, "upload" => upload, "big" => big }
 }
 
 /// Small body deadlines, so that each attack takes well under a second.
@@ -228,7 +244,7 @@ async fn a_body_that_stops_arriving_gets_a_408_and_the_connection_closes() {
         answer.contains("no part of the request body arrived for 300ms"),
         "{answer}"
     );
-    assert!(took < Duration::from_secs(2), "{took:?}");
+    assert!(took < Duration::from_secs(4), "{took:?}");
 }
 
 #[tokio::test]
@@ -240,7 +256,7 @@ async fn a_body_trickled_slower_than_the_deadline_gets_a_408() {
     assert!(answer.starts_with("HTTP/1.1 408"), "{answer}");
     assert!(answer.contains("did not arrive within 1s"), "{answer}");
     assert!(
-        took >= Duration::from_millis(900) && took < Duration::from_secs(3),
+        took >= Duration::from_millis(900) && took < Duration::from_secs(4),
         "{took:?}"
     );
 }
@@ -252,7 +268,7 @@ async fn a_stalled_multipart_upload_gets_a_408() {
     let first = b"--XyZ\r\nContent-Disposition: form-data; name=\"file\"; filename=\"a.bin\"\r\n\r\nsome bytes";
     let (answer, took) = stall(addr, head, first, None).await;
     assert!(answer.starts_with("HTTP/1.1 408"), "{answer}");
-    assert!(took < Duration::from_secs(2), "{took:?}");
+    assert!(took < Duration::from_secs(4), "{took:?}");
 }
 
 #[tokio::test]
@@ -393,4 +409,120 @@ async fn bodies_over_the_memory_budget_wait_their_turn_with_a_503() {
     )
     .await;
     assert!(big.starts_with("HTTP/1.1 200"), "{big}");
+}
+
+/// Short connection timeouts: header read, idle and write progress.
+async fn start_with_short_timeouts() -> (strata::Server, std::net::SocketAddr) {
+    let config = create_config()
+        .cors(false)
+        .server_limits(ServerLimits {
+            header_read_timeout: Duration::from_millis(300),
+            idle_timeout: Duration::from_millis(400),
+            write_timeout: Duration::from_millis(400),
+            ..limits()
+        })
+        .listen(std::net::SocketAddr::from(([127, 0, 0, 1], 0)))
+        .build();
+    let server = create_server(&config, &routing()).await.unwrap();
+    let LocalAddr::Tcp(addr) = server.servers()[0].local_addr.clone() else {
+        panic!("TCP")
+    };
+    (server, addr)
+}
+
+#[tokio::test]
+async fn an_idle_http1_keep_alive_connection_is_closed() {
+    let (_server, addr) = start_with_short_timeouts().await;
+    let mut stream = TcpStream::connect(addr).await.unwrap();
+    stream
+        .write_all(b"GET /wait HTTP/1.1\r\nHost: a\r\n\r\n")
+        .await
+        .unwrap();
+    let mut buffer = [0; 512];
+    assert!(stream.read(&mut buffer).await.unwrap() > 0);
+    let closed = tokio::time::timeout(Duration::from_secs(3), stream.read(&mut buffer)).await;
+    assert!(matches!(closed, Ok(Ok(0))), "{closed:?}");
+}
+
+#[tokio::test]
+async fn an_idle_http2_connection_is_closed_even_while_it_answers_pings() {
+    use http_body_util::{BodyExt, Empty};
+    let (_server, addr) = start_with_short_timeouts().await;
+    let stream = TcpStream::connect(addr).await.unwrap();
+    let (mut sender, connection) =
+        hyper::client::conn::http2::Builder::new(hyper_util::rt::TokioExecutor::new())
+            .timer(hyper_util::rt::TokioTimer::new())
+            // The client pings too: the connection is never silent.
+            .keep_alive_interval(Duration::from_millis(100))
+            .keep_alive_while_idle(true)
+            .handshake::<_, Empty<hyper::body::Bytes>>(hyper_util::rt::TokioIo::new(stream))
+            .await
+            .unwrap();
+    let connection = tokio::spawn(connection);
+    let request = http::Request::get("http://a/wait")
+        .body(Empty::new())
+        .unwrap();
+    let response = sender.send_request(request).await.unwrap();
+    assert_eq!(response.status(), 200);
+    let _ = response.into_body().collect().await.unwrap();
+    let started = std::time::Instant::now();
+    let ended = tokio::time::timeout(Duration::from_secs(3), connection).await;
+    assert!(
+        ended.is_ok(),
+        "the idle HTTP/2 connection is still open after 3 s"
+    );
+    assert!(
+        started.elapsed() >= Duration::from_millis(300),
+        "{:?}",
+        started.elapsed()
+    );
+}
+
+#[tokio::test]
+async fn a_client_that_never_reads_its_response_is_dropped() {
+    let (_server, addr) = start_with_short_timeouts().await;
+    let mut stream = TcpStream::connect(addr).await.unwrap();
+    stream
+        .write_all(b"GET /big HTTP/1.1\r\nHost: a\r\n\r\n")
+        .await
+        .unwrap();
+    // Read nothing while the server's writes block, then see what is left.
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    let mut received = Vec::new();
+    let read =
+        tokio::time::timeout(Duration::from_secs(5), stream.read_to_end(&mut received)).await;
+    assert!(read.is_ok(), "the connection was not closed");
+    assert!(
+        received.len() < BIG,
+        "the whole response was sent: {} bytes",
+        received.len()
+    );
+}
+
+#[tokio::test]
+async fn an_http2_stream_without_window_is_dropped() {
+    use http_body_util::Empty;
+    let (_server, addr) = start_with_short_timeouts().await;
+    let stream = TcpStream::connect(addr).await.unwrap();
+    let (mut sender, connection) =
+        hyper::client::conn::http2::Builder::new(hyper_util::rt::TokioExecutor::new())
+            .timer(hyper_util::rt::TokioTimer::new())
+            // No flow-control window: the server cannot send a byte of any body.
+            .initial_stream_window_size(0)
+            .handshake::<_, Empty<hyper::body::Bytes>>(hyper_util::rt::TokioIo::new(stream))
+            .await
+            .unwrap();
+    let connection = tokio::spawn(connection);
+    let request = http::Request::get("http://a/big")
+        .body(Empty::new())
+        .unwrap();
+    let response = sender.send_request(request).await.unwrap();
+    assert_eq!(response.status(), 200);
+    // Never read the body (never grant a window); the server gives up on the connection.
+    let ended = tokio::time::timeout(Duration::from_secs(3), connection).await;
+    assert!(
+        ended.is_ok(),
+        "the stalled HTTP/2 connection is still open after 3 s"
+    );
+    drop(response);
 }

@@ -314,6 +314,13 @@ pub struct ServerLimits {
     /// accepting (new clients wait in the kernel's backlog) and keeps serving the ones it has.
     /// `None` (the default): the process's open-file limit less 64, at least 16.
     pub max_connections: Option<usize>,
+    /// How long a connection may go without a request before it is closed gracefully (HTTP/2:
+    /// GOAWAY, even while it answers pings; default 60 s). An idle HTTP/1 keep-alive connection
+    /// is closed sooner, by the header-read timeout.
+    pub idle_timeout: Duration,
+    /// How long responses may wait without a byte written (a client that does not read, or
+    /// gives no HTTP/2 window) before the connection is dropped (default 30 s).
+    pub write_timeout: Duration,
 }
 
 impl Default for ServerLimits {
@@ -325,6 +332,8 @@ impl Default for ServerLimits {
             body_idle_timeout: Duration::from_secs(10),
             body_read_timeout: Duration::from_secs(60),
             max_connections: None,
+            idle_timeout: Duration::from_secs(60),
+            write_timeout: Duration::from_secs(30),
         }
     }
 }

@@ -25,6 +25,7 @@
 //! # }
 //! ```
 
+mod activity;
 mod app;
 mod attach;
 mod deadline;

@@ -7,7 +7,6 @@ use std::time::Duration;
 
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use hyper_util::server::conn::auto;
-use hyper_util::server::graceful::{GracefulShutdown, Watcher};
 use hyper_util::service::TowerToHyperService;
 use std::convert::Infallible;
 
@@ -23,6 +22,7 @@ use tower::layer::util::Identity;
 use tower_layer::Layer;
 use tower_service::Service;
 
+use crate::activity::{Activity, ActivityIo, Tracked, Verdict};
 use crate::app::{App, build_app};
 use crate::deadline::{FirstByteDeadline, ServerBody};
 use crate::error::ServerError;
@@ -297,7 +297,7 @@ impl<S: ConnectionService> Serving<S> {
     fn spawn<IO>(
         &self,
         io: IO,
-        watcher: Watcher,
+        stop: watch::Receiver<bool>,
         slot: OwnedSemaphorePermit,
         connections: &mut JoinSet<()>,
     ) where
@@ -309,13 +309,13 @@ impl<S: ConnectionService> Serving<S> {
             let _slot = slot;
             let io = FirstByteDeadline::new(io, serving.header_timeout);
             match &serving.tls {
-                None => serving.serve(io, watcher).await,
+                None => serving.serve(io, stop).await,
                 Some(tls) => {
                     match tokio::time::timeout(serving.header_timeout, tls.accept(io)).await {
                         // The handshake used the first deadline; the request gets its own.
                         Ok(Ok(stream)) => {
                             let stream = FirstByteDeadline::new(stream, serving.header_timeout);
-                            serving.serve(stream, watcher).await;
+                            serving.serve(stream, stop).await;
                         }
                         Ok(Err(error)) => serving
                             .logger
@@ -327,16 +327,58 @@ impl<S: ConnectionService> Serving<S> {
         });
     }
 
-    async fn serve<IO>(&self, io: IO, watcher: Watcher)
+    async fn serve<IO>(&self, io: IO, mut stop: watch::Receiver<bool>)
     where
         IO: AsyncRead + AsyncWrite + Unpin + Send + 'static,
     {
-        let service = TowerToHyperService::new(HostChecked::new(self.app.clone(), &self.limits));
+        let activity = Arc::new(Activity::default());
+        let service = Tracked::new(
+            HostChecked::new(self.app.clone(), &self.limits),
+            Arc::clone(&activity),
+        );
+        let io = ActivityIo::new(io, Arc::clone(&activity));
         let connection = self
             .builder
-            .serve_connection_with_upgrades(TokioIo::new(io), service)
+            .serve_connection_with_upgrades(TokioIo::new(io), TowerToHyperService::new(service))
             .into_owned();
-        if let Err(error) = watcher.watch(connection).await {
+        let mut connection = std::pin::pin!(connection);
+        let watch = activity.watch(self.limits.idle_timeout, self.limits.write_timeout);
+        let mut watch = std::pin::pin!(watch);
+        let mut closing = false;
+        // An idle connection closing gracefully still has its streams to finish; one that
+        // cannot (a stream without window) is dropped after the write timeout.
+        let give_up = tokio::time::sleep(Duration::MAX);
+        let mut give_up = std::pin::pin!(give_up);
+        let result = loop {
+            tokio::select! {
+                result = connection.as_mut() => break result,
+                // Server shutdown: finish what is in flight, take nothing new.
+                _ = stop.wait_for(|stop| *stop), if !closing => {
+                    connection.as_mut().graceful_shutdown();
+                    closing = true;
+                }
+                verdict = watch.as_mut(), if !closing => match verdict {
+                    Verdict::Idle => {
+                        connection.as_mut().graceful_shutdown();
+                        closing = true;
+                        give_up
+                            .as_mut()
+                            .reset(tokio::time::Instant::now() + self.limits.write_timeout);
+                    }
+                    Verdict::Stalled => {
+                        self.logger.debug(
+                            "connection closed: its responses made no write progress",
+                        );
+                        return;
+                    }
+                },
+                () = give_up.as_mut() => {
+                    self.logger.debug("idle connection closed: its streams did not finish");
+                    return;
+                }
+            }
+        };
+        if let Err(error) = result {
             self.logger.debug(format_args!("connection ended: {error}"));
         }
     }
@@ -406,7 +448,6 @@ async fn accept_loop<S: ConnectionService>(
     shutdown_timeout: Duration,
     slots: Arc<Semaphore>,
 ) {
-    let graceful = GracefulShutdown::new();
     let mut connections = JoinSet::new();
     let mut errors = AcceptErrors {
         last_logged: None,
@@ -432,10 +473,10 @@ async fn accept_loop<S: ConnectionService>(
         match accepted {
             Ok(Accepted::Tcp(stream)) => {
                 let _ = stream.set_nodelay(true);
-                serving.spawn(stream, graceful.watcher(), slot, &mut connections);
+                serving.spawn(stream, stop.clone(), slot, &mut connections);
             }
             Ok(Accepted::Unix(stream)) => {
-                serving.spawn(stream, graceful.watcher(), slot, &mut connections);
+                serving.spawn(stream, stop.clone(), slot, &mut connections);
             }
             Err(error) => {
                 errors.record(&error, &serving.logger);
@@ -451,7 +492,9 @@ async fn accept_loop<S: ConnectionService>(
         socket.remove_if_ours();
     }
     drop(bound);
-    if tokio::time::timeout(shutdown_timeout, graceful.shutdown())
+    // Each connection saw the stop signal and is closing gracefully; wait for them.
+    let drained = async { while connections.join_next().await.is_some() {} };
+    if tokio::time::timeout(shutdown_timeout, drained)
         .await
         .is_err()
     {
