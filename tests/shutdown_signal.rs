@@ -1,30 +1,87 @@
-//! SIGTERM stops a running server gracefully. Alone in its test binary: it signals the process.
+//! SIGTERM stops a running server gracefully, under load: the requests in flight when the
+//! signal arrives all complete. Alone in its test binary: it signals the process.
 
 #![allow(clippy::unwrap_used)] // tests fail loudly by design
 
 use std::time::Duration;
 
+use garde::Validate;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
 use strata::prelude::*;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+#[derive(Deserialize, Validate, JsonSchema)]
+#[garde(allow_unvalidated)]
+struct Wait {
+    ms: u64,
+}
+
+#[derive(Serialize, Validate, JsonSchema)]
+#[garde(allow_unvalidated)]
+struct Waited {
+    ms: u64,
+}
+
+/// How many requests are in flight when the signal arrives.
+const IN_FLIGHT: usize = 50;
 
 #[cfg(unix)]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn sigterm_shuts_the_server_down() {
+async fn sigterm_lets_every_request_in_flight_finish() {
+    let wait = default_endpoints_factory()
+        .get()
+        .handler(|input: Wait, _ctx, _logger| async move {
+            tokio::time::sleep(Duration::from_millis(input.ms)).await;
+            Ok(Waited { ms: input.ms })
+        });
     let config = create_config()
         .cors(true)
         .listen(std::net::SocketAddr::from(([127, 0, 0, 1], 0)))
         .build();
-    let server = create_server(&config, &Routing::new()).await.unwrap();
+    let server = create_server(&config, &routing! { "wait" => wait })
+        .await
+        .unwrap();
     let strata::LocalAddr::Tcp(addr) = server.servers()[0].local_addr.clone() else {
         panic!("TCP")
     };
     let running = tokio::spawn(server.run());
     // Let `run` install its signal handlers before the signal is sent.
     tokio::time::sleep(Duration::from_millis(500)).await;
+    let requests: Vec<_> = (0..IN_FLIGHT)
+        .map(|_| {
+            tokio::spawn(async move {
+                let mut stream = tokio::net::TcpStream::connect(addr).await.unwrap();
+                stream
+                    .write_all(b"GET /wait?ms=800 HTTP/1.1\r\nHost: a\r\n\r\n")
+                    .await
+                    .unwrap();
+                let mut answer = Vec::new();
+                // The server closes the connection after the answer (it is shutting down).
+                let _ = tokio::time::timeout(
+                    Duration::from_secs(5),
+                    stream.read_to_end(&mut answer),
+                )
+                .await;
+                String::from_utf8_lossy(&answer).into_owned()
+            })
+        })
+        .collect();
+    // Every request is in the handler when the signal arrives.
+    tokio::time::sleep(Duration::from_millis(300)).await;
     let status = std::process::Command::new("kill")
         .args(["-TERM", &std::process::id().to_string()])
         .status()
         .unwrap();
     assert!(status.success());
+    let mut completed = 0;
+    for request in requests {
+        let answer = request.await.unwrap();
+        assert!(answer.starts_with("HTTP/1.1 200"), "lost: {answer:?}");
+        assert!(answer.ends_with(r#"{"status":"success","data":{"ms":800}}"#), "{answer}");
+        completed += 1;
+    }
+    assert_eq!(completed, IN_FLIGHT);
     tokio::time::timeout(Duration::from_secs(5), running)
         .await
         .unwrap()
