@@ -9,7 +9,7 @@ use garde::Validate;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use strata::prelude::*;
-use strata::{LocalAddr, ServerLimits};
+use strata::{LocalAddr, MultipartForm, ServerLimits};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
@@ -77,7 +77,26 @@ fn routing() -> Routing {
                 padding: "x".repeat(BIG),
             })
         });
-    routing! { "wait" => wait, "note" => note, "upload" => upload, "big" => big }
+    let cover =
+        default_endpoints_factory()
+            .post()
+            .handler(|input: Upload, _ctx, _logger| async move {
+                input.file.mv(scratch().join("cover")).await?;
+                Ok(Done {
+                    waited: input.file.size() as u64,
+                })
+            });
+    routing! {
+        "wait" => wait, "note" => note, "upload" => upload, "big" => big, "cover" => cover,
+        "public" => ServeStatic::dir(scratch()),
+    }
+}
+
+/// A directory of this test process: covers are moved there, and it is served as `/public`.
+fn scratch() -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("strata-abuse-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
 }
 
 /// Small body deadlines, so that each attack takes well under a second.
@@ -93,7 +112,7 @@ async fn start() -> (strata::Server, std::net::SocketAddr) {
     let config = create_config()
         .cors(false)
         .server_limits(limits())
-        .upload(UploadLimits::new())
+        .upload(UploadLimits::new().file_size(2 * 1024 * 1024))
         .listen(std::net::SocketAddr::from(([127, 0, 0, 1], 0)))
         .build();
     let server = create_server(&config, &routing()).await.unwrap();
@@ -525,4 +544,70 @@ async fn an_http2_stream_without_window_is_dropped() {
         "the stalled HTTP/2 connection is still open after 3 s"
     );
     drop(response);
+}
+
+#[tokio::test]
+async fn concurrent_uploads_to_one_file_never_leave_a_mix_on_disk() {
+    let (_server, addr) = start().await;
+    let sizes: Vec<(u8, usize)> = (0..16)
+        .map(|i| {
+            if i % 2 == 0 {
+                (b'A', 1024 * 1024)
+            } else {
+                (b'b', 16)
+            }
+        })
+        .collect();
+    let uploads = sizes.into_iter().map(|(byte, size)| {
+        tokio::spawn(async move {
+            let form = MultipartForm::new().file(
+                "file",
+                UploadedFile::new("cover.bin", "application/octet-stream", vec![byte; size]),
+            );
+            let content_type = form.content_type();
+            let body = form.into_bytes();
+            let head = format!(
+                "POST /cover HTTP/1.1\r\nHost: a\r\nContent-Type: {content_type}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+                body.len()
+            );
+            let mut request = head.into_bytes();
+            request.extend_from_slice(&body);
+            exchange(addr, &request, false).await
+        })
+    });
+    for upload in uploads.collect::<Vec<_>>() {
+        let answer = upload.await.unwrap();
+        assert!(
+            answer.starts_with("HTTP/1.1 200"),
+            "{}",
+            &answer[..answer.len().min(300)]
+        );
+    }
+    let on_disk = std::fs::read(scratch().join("cover")).unwrap();
+    let whole_big = on_disk.len() == 1024 * 1024 && on_disk.iter().all(|b| *b == b'A');
+    let whole_small = on_disk == [b'b'; 16];
+    assert!(
+        whole_big || whole_small,
+        "a file nobody sent: {} bytes",
+        on_disk.len()
+    );
+}
+
+#[tokio::test]
+async fn static_paths_the_os_refuses_are_json_errors_over_the_wire() {
+    let (_server, addr) = start().await;
+    let get = |path: String| format!("GET {path} HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n");
+    for path in [
+        format!("/public/{}", "n".repeat(300)),
+        format!("/public{}", "/a".repeat(10_000)),
+    ] {
+        let answer = exchange(addr, get(path).as_bytes(), false).await;
+        assert!(
+            answer.starts_with("HTTP/1.1 400"),
+            "{}",
+            &answer[..answer.len().min(300)]
+        );
+        assert!(answer.contains("application/json"), "{answer}");
+        assert!(answer.contains("is too long"), "{answer}");
+    }
 }
