@@ -58,11 +58,9 @@ async fn sigterm_lets_every_request_in_flight_finish() {
                     .unwrap();
                 let mut answer = Vec::new();
                 // The server closes the connection after the answer (it is shutting down).
-                let _ = tokio::time::timeout(
-                    Duration::from_secs(5),
-                    stream.read_to_end(&mut answer),
-                )
-                .await;
+                let _ =
+                    tokio::time::timeout(Duration::from_secs(5), stream.read_to_end(&mut answer))
+                        .await;
                 String::from_utf8_lossy(&answer).into_owned()
             })
         })
@@ -78,7 +76,10 @@ async fn sigterm_lets_every_request_in_flight_finish() {
     for request in requests {
         let answer = request.await.unwrap();
         assert!(answer.starts_with("HTTP/1.1 200"), "lost: {answer:?}");
-        assert!(answer.ends_with(r#"{"status":"success","data":{"ms":800}}"#), "{answer}");
+        assert!(
+            answer.ends_with(r#"{"status":"success","data":{"ms":800}}"#),
+            "{answer}"
+        );
         completed += 1;
     }
     assert_eq!(completed, IN_FLIGHT);
