@@ -228,7 +228,12 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     }
     std::fs::create_dir_all(&covers)?;
     println!("Covers are saved in {}", covers.display());
-    let server = create_server(&config, &with_docs(routing, &doc)).await?;
+    // The application's own layers around the app: a 504 for a request that takes more than
+    // 30 s, and at most 1024 requests at once.
+    let layers = tower::ServiceBuilder::new()
+        .timeout(std::time::Duration::from_secs(30))
+        .concurrency_limit(1024);
+    let server = strata::create_server_with(&config, &with_docs(routing, &doc), layers).await?;
     for listening in server.servers() {
         println!("Listening on {:?}", listening.local_addr);
     }
