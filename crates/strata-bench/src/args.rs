@@ -16,6 +16,10 @@ pub(crate) enum Command {
         scenario: Scenario,
         workers: usize,
     },
+    /// Serve the soak server until standard input closes (the soak's child process).
+    ServeSoak { workers: usize },
+    /// Mixed traffic against one Strata server for a long time, its memory sampled.
+    Soak(SoakOptions),
     /// Only the load generator, against a server started elsewhere (for profiling).
     Load {
         addr: std::net::SocketAddr,
@@ -69,6 +73,36 @@ impl RunOptions {
     }
 }
 
+/// Options of `strata-bench soak`.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct SoakOptions {
+    /// How long the load runs.
+    pub(crate) duration: Duration,
+    /// Keep-alive connections of the load generator.
+    pub(crate) connections: usize,
+    /// How often the server's RSS is sampled.
+    pub(crate) sample: Duration,
+    /// Server runtime worker threads.
+    pub(crate) workers: usize,
+    /// Load generator runtime worker threads.
+    pub(crate) client_threads: usize,
+    /// Where to write the summary as JSON, if anywhere.
+    pub(crate) json: Option<PathBuf>,
+}
+
+impl Default for SoakOptions {
+    fn default() -> Self {
+        Self {
+            duration: Duration::from_secs(600),
+            connections: 32,
+            sample: Duration::from_secs(10),
+            workers: 1,
+            client_threads: 1,
+            json: None,
+        }
+    }
+}
+
 /// The usage text.
 pub(crate) const USAGE: &str = "\
 strata-bench: Strata against plain hyper and axum over loopback
@@ -77,6 +111,9 @@ USAGE:
     strata-bench [OPTIONS]
     strata-bench serve <hyper|axum|strata> <scenario> [--workers N]
     strata-bench load <addr> <scenario> [--connections N] [--duration <time>]
+    strata-bench soak [--duration <time>] [--connections N] [--sample <time>] [--workers N]
+                      [--client-threads N] [--json <path>]
+    strata-bench serve soak [--workers N]
 
 OPTIONS:
     --quick                 short rounds (the whole run in under a minute)
@@ -91,6 +128,17 @@ OPTIONS:
     --client-threads <N>    load generator worker threads (default 1)
     --json <path>           where to write the results (default target/strata-bench.json)
     --no-pin                do not pin servers and load generator to different cores
+
+SOAK: mixed traffic (200s, 400s, 404s, 413s, uploads) against one Strata server in production
+mode (16 KiB body limit, 64 KiB file limit), its RSS sampled; fails on any wrong status or
+transport error, or when RSS grows more than 10 % (at least 2 MiB) from the first sample under
+load to the last.
+    --duration <time>       how long the load runs (default 600s)
+    --connections <N>       keep-alive connections (default 32)
+    --sample <time>         RSS sampling interval (default 10s)
+    --workers <N>           server runtime worker threads (default 1)
+    --client-threads <N>    load generator worker threads (default 1)
+    --json <path>           also write the summary as JSON
 ";
 
 /// `2`, `2s`, `1.5s`, `500ms`.
@@ -122,6 +170,19 @@ where
     S: Into<String>,
 {
     let args: Vec<String> = args.into_iter().map(Into::into).collect();
+    if args.first().map(String::as_str) == Some("soak") {
+        return parse_soak(&args[1..]);
+    }
+    if args.first().map(String::as_str) == Some("serve")
+        && args.get(1).map(String::as_str) == Some("soak")
+    {
+        let workers = match (args.get(2).map(String::as_str), args.get(3)) {
+            (None, _) => 1,
+            (Some("--workers"), Some(n)) if args.len() == 4 => positive("--workers", n)?,
+            _ => return Err(format!("unexpected arguments: {:?}", &args[2..])),
+        };
+        return Ok(Command::ServeSoak { workers });
+    }
     if args.first().map(String::as_str) == Some("serve") {
         let server = args.get(1).ok_or("serve needs a server")?.parse()?;
         let scenario = args.get(2).ok_or("serve needs a scenario")?.parse()?;
@@ -203,6 +264,36 @@ where
     Ok(Command::Run(options))
 }
 
+/// `soak`'s options (after `soak`): `--flag value` or `--flag=value`.
+fn parse_soak(args: &[String]) -> Result<Command, String> {
+    let mut options = SoakOptions::default();
+    let mut iter = args.iter();
+    while let Some(arg) = iter.next() {
+        let (name, inline) = match arg.split_once('=') {
+            Some((name, value)) if name.starts_with("--") => (name, Some(value.to_owned())),
+            _ => (arg.as_str(), None),
+        };
+        match name {
+            "-h" | "--help" => return Ok(Command::Help),
+            "--duration" | "--connections" | "--sample" | "--workers" | "--client-threads"
+            | "--json" => {}
+            other => return Err(format!("unknown soak argument {other:?}\n\n{USAGE}")),
+        }
+        let value = inline
+            .or_else(|| iter.next().cloned())
+            .ok_or_else(|| format!("{name} needs a value"))?;
+        match name {
+            "--duration" => options.duration = parse_duration(&value)?,
+            "--connections" => options.connections = positive(name, &value)?,
+            "--sample" => options.sample = parse_duration(&value)?,
+            "--workers" => options.workers = positive(name, &value)?,
+            "--client-threads" => options.client_threads = positive(name, &value)?,
+            _ => options.json = Some(PathBuf::from(value)),
+        }
+    }
+    Ok(Command::Soak(options))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -260,6 +351,58 @@ mod tests {
             &["--frobnicate"],
             &["serve", "rocket", "hello"],
             &["serve", "strata"],
+        ] {
+            assert!(parse(args.iter().copied()).is_err(), "{args:?}");
+        }
+    }
+
+    #[test]
+    fn soak() {
+        assert_eq!(
+            parse(["soak"]),
+            Ok(Command::Soak(SoakOptions {
+                duration: Duration::from_secs(600),
+                connections: 32,
+                sample: Duration::from_secs(10),
+                workers: 1,
+                client_threads: 1,
+                json: None,
+            }))
+        );
+        assert_eq!(
+            parse([
+                "soak",
+                "--duration",
+                "30",
+                "--connections=4",
+                "--sample",
+                "2s",
+                "--workers",
+                "2",
+                "--json",
+                "/tmp/soak.json",
+            ]),
+            Ok(Command::Soak(SoakOptions {
+                duration: Duration::from_secs(30),
+                connections: 4,
+                sample: Duration::from_secs(2),
+                workers: 2,
+                client_threads: 1,
+                json: Some(PathBuf::from("/tmp/soak.json")),
+            }))
+        );
+        assert_eq!(parse(["soak", "--help"]), Ok(Command::Help));
+        assert_eq!(
+            parse(["serve", "soak", "--workers", "3"]),
+            Ok(Command::ServeSoak { workers: 3 })
+        );
+        for args in [
+            &["soak", "--connections", "0"][..],
+            &["soak", "--sample"],
+            &["soak", "--duration", "forever"],
+            &["soak", "--quick"],
+            &["soak", "600"],
+            &["serve", "soak", "--threads", "2"],
         ] {
             assert!(parse(args.iter().copied()).is_err(), "{args:?}");
         }

@@ -56,6 +56,22 @@ impl ChildServer {
         workers: usize,
         pin: bool,
     ) -> Result<Self, String> {
+        let args = ["serve", kind.name(), scenario.name(), "--workers"];
+        Self::start(kind, &args, workers, pin)
+    }
+
+    /// Starts the soak server (`serve soak`, Strata) and waits until it listens.
+    pub(crate) fn spawn_soak(workers: usize, pin: bool) -> Result<Self, String> {
+        Self::start(
+            ServerKind::Strata,
+            &["serve", "soak", "--workers"],
+            workers,
+            pin,
+        )
+    }
+
+    /// Runs this program with `args` and `workers` after them; reads the address it listens on.
+    fn start(kind: ServerKind, args: &[&str], workers: usize, pin: bool) -> Result<Self, String> {
         let exe = std::env::current_exe().map_err(|e| format!("current_exe: {e}"))?;
         let mut command = if pin {
             let mut command = Command::new("taskset");
@@ -65,7 +81,7 @@ impl ChildServer {
             Command::new(&exe)
         };
         command
-            .args(["serve", kind.name(), scenario.name(), "--workers"])
+            .args(args)
             .arg(workers.to_string())
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
@@ -99,10 +115,20 @@ impl ChildServer {
 
     /// The process's peak resident set size (`VmHWM`), in KiB.
     pub(crate) fn peak_rss_kib(&self) -> Option<u64> {
+        self.status_kib("VmHWM:")
+    }
+
+    /// The process's resident set size now (`VmRSS`), in KiB.
+    pub(crate) fn rss_kib(&self) -> Option<u64> {
+        self.status_kib("VmRSS:")
+    }
+
+    /// A `kB` field of `/proc/<pid>/status`.
+    fn status_kib(&self, field: &str) -> Option<u64> {
         let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id())).ok()?;
         status
             .lines()
-            .find_map(|line| line.strip_prefix("VmHWM:"))
+            .find_map(|line| line.strip_prefix(field))
             .and_then(|rest| rest.trim().trim_end_matches("kB").trim().parse().ok())
     }
 
@@ -140,14 +166,31 @@ impl ChildServer {
 
 /// The child's side: serves until standard input closes.
 pub(crate) fn serve(kind: ServerKind, scenario: Scenario, workers: usize) -> Result<(), String> {
+    serve_until_closed(
+        kind.name(),
+        workers,
+        crate::servers::start(kind, scenario.many_routes()),
+    )
+}
+
+/// The soak server's side (`serve soak`): serves until standard input closes.
+pub(crate) fn serve_soak(workers: usize) -> Result<(), String> {
+    serve_until_closed("soak", workers, crate::servers::start_soak())
+}
+
+fn serve_until_closed(
+    name: &str,
+    workers: usize,
+    start: impl Future<Output = std::io::Result<crate::servers::Running>>,
+) -> Result<(), String> {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(workers)
         .enable_all()
         .build()
         .map_err(|e| e.to_string())?;
     let running = runtime
-        .block_on(crate::servers::start(kind, scenario.many_routes()))
-        .map_err(|e| format!("{kind}: {e}"))?;
+        .block_on(start)
+        .map_err(|e| format!("{name}: {e}"))?;
     println!("listening {}", running.addr);
     // Block until the parent closes our standard input (or goes away).
     let mut sink = String::new();

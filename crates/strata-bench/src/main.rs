@@ -6,6 +6,10 @@
 //! scenario is measured, every server must answer its request with the same status and JSON
 //! body. Then each server gets a warm-up, and measured rounds alternate between the servers
 //! (hyper, axum, Strata, hyper, ...) so that drift of the machine hits all three alike.
+//!
+//! `strata-bench soak` is a different run: mixed traffic (successes, 400s, 404s, 413s, uploads)
+//! against one Strata server (`strata-bench serve soak`) for ten minutes, its RSS sampled every
+//! ten seconds, every status checked (see `soak.rs`).
 
 mod args;
 mod child;
@@ -15,6 +19,7 @@ mod preflight;
 mod report;
 mod scenario;
 mod servers;
+mod soak;
 mod stats;
 
 use std::fmt::Write as _;
@@ -41,6 +46,8 @@ fn main() -> ExitCode {
             scenario,
             workers,
         }) => child::serve(server, scenario, workers),
+        Ok(Command::ServeSoak { workers }) => child::serve_soak(workers),
+        Ok(Command::Soak(options)) => soak::run(&options),
         Ok(Command::Load {
             addr,
             scenario,

@@ -2,6 +2,7 @@
 
 mod axum_ref;
 mod hyper_ref;
+pub(crate) mod soak_app;
 mod strata_app;
 
 use std::io;
@@ -93,22 +94,35 @@ pub(crate) async fn start(kind: ServerKind, many_routes: bool) -> io::Result<Run
             })
         }
         ServerKind::Strata => {
-            let config = strata_app::config(loopback());
-            let server = strata::create_server(&config, &strata_app::routing(many_routes))
-                .await
-                .map_err(io::Error::other)?;
-            let addr = server
-                .servers()
-                .iter()
-                .find_map(|listening| match &listening.local_addr {
-                    strata::LocalAddr::Tcp(addr) => Some(*addr),
-                    strata::LocalAddr::Unix(_) => None,
-                })
-                .ok_or_else(|| io::Error::other("Strata listens on no TCP address"))?;
-            Ok(Running {
-                addr,
-                handle: Handle::Strata(Box::new(server)),
-            })
+            start_strata(
+                &strata_app::config(loopback()),
+                &strata_app::routing(many_routes),
+            )
+            .await
         }
     }
+}
+
+/// Starts the server of `strata-bench soak` on 127.0.0.1 and a port the system picks. Call from
+/// a tokio runtime.
+pub(crate) async fn start_soak() -> io::Result<Running> {
+    start_strata(&soak_app::config(loopback()), &soak_app::routing()).await
+}
+
+async fn start_strata(config: &strata::Config, routing: &strata::Routing) -> io::Result<Running> {
+    let server = strata::create_server(config, routing)
+        .await
+        .map_err(io::Error::other)?;
+    let addr = server
+        .servers()
+        .iter()
+        .find_map(|listening| match &listening.local_addr {
+            strata::LocalAddr::Tcp(addr) => Some(*addr),
+            strata::LocalAddr::Unix(_) => None,
+        })
+        .ok_or_else(|| io::Error::other("Strata listens on no TCP address"))?;
+    Ok(Running {
+        addr,
+        handle: Handle::Strata(Box::new(server)),
+    })
 }
