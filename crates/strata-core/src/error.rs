@@ -262,7 +262,7 @@ mod tests {
 }
 
 /// A request body that stopped arriving in time: the error a server's body deadline gives the
-/// body reader. [`ApiError::from_body_error`] makes it a 408 that closes the connection.
+/// body reader. [`ApiError::from_body_timeout`] makes it a 408 that closes the connection.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct BodyTimeout {
     idle: bool,
