@@ -7,7 +7,9 @@
 //!
 //! `/openapi.json` describes the API (the middleware's credentials as security schemes, its 401
 //! and the 429 of `/v1/limited` as responses);
-//! `cargo run --example auth -- --openapi auth.json` writes it and exits.
+//! `cargo run --example auth -- --openapi auth.json` writes it and exits; `-- --client auth.ts`
+//! writes the typed TypeScript client (credentials go in with a custom implementation or per
+//! call: see `tests/client/auth.test.ts`).
 
 use std::net::SocketAddr;
 
@@ -18,6 +20,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use strata::openapi::{Documentation, DocumentationError, OpenApi, openapi_endpoint};
 use strata::prelude::*;
+use strata::typescript::{Integration, IntegrationError, TypeScript};
 use strata::{
     DeclaredError, Level, Output, RequestInfo, ResponseBody, ResponseDescription, ResponseHeader,
 };
@@ -204,6 +207,16 @@ pub(crate) fn auth_documentation(
         .build()
 }
 
+/// The typed TypeScript client of the example.
+pub(crate) fn auth_client(
+    routing: &Routing,
+    config: &Config,
+) -> Result<TypeScript, IntegrationError> {
+    Integration::new(routing, config)
+        .server_url("http://127.0.0.1:8093")
+        .build()
+}
+
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let port = match std::env::var("PORT") {
@@ -220,10 +233,12 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let routing = auth_routing();
     let doc = auth_documentation(&routing, &config)?;
     let args: Vec<String> = std::env::args().skip(1).collect();
-    if let [flag, file] = args.as_slice()
-        && flag == "--openapi"
-    {
-        return Ok(doc.write_file(file)?);
+    match args.as_slice() {
+        [flag, file] if flag == "--openapi" => return Ok(doc.write_file(file)?),
+        [flag, file] if flag == "--client" => {
+            return Ok(auth_client(&routing, &config)?.write_file(file)?);
+        }
+        _ => {}
     }
     let routing = routing.route("openapi.json", openapi_endpoint(&doc));
     create_server(&config, &routing).await?.run().await;

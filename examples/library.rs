@@ -1,22 +1,28 @@
-//! A small library API: a paginated list of books (offset pages with a filter), a feed of the
-//! same books (cursor pages), and a cover upload that saves the file to disk.
+//! A small library API: books to add, read and remove, a paginated list of them (offset pages
+//! with a filter), a feed of the same books (cursor pages), and a cover upload that saves the
+//! file to disk.
 //!
 //! ```sh
 //! cargo run --example library
 //! curl 'http://localhost:8091/v1/books?genre=poetry&limit=2'
 //! curl 'http://localhost:8091/v1/books/feed?limit=3'
+//! curl -H 'content-type: application/json' -d '{"title":"Emma","genre":"novel"}' \
+//!     'http://localhost:8091/v1/books'
+//! curl -X DELETE 'http://localhost:8091/v1/books/8'
 //! curl -F caption=Front -F cover=@cover.png 'http://localhost:8091/v1/books/2/cover'
 //! ```
 //!
-//! Covers are written to `COVERS_DIR` (a temporary directory by default), at most 1 MiB each.
+//! Books live in memory (seven to start with, at most 100); covers are written to `COVERS_DIR`
+//! (a temporary directory by default), at most 1 MiB each.
 //!
 //! The API describes itself: `/openapi.json` is its OpenAPI document and `/docs` renders it
 //! (Swagger UI from its CDN, or from the `swagger-ui-dist` folder named by `SWAGGER_UI_DIR`).
-//! `cargo run --example library -- --openapi library.json` writes the document and exits
-//! (YAML for a `.yaml` file).
+//! `cargo run --example library -- --openapi library.json` writes the document and
+//! `-- --client library.ts` its typed TypeScript client, and exit (YAML for a `.yaml` file).
 
+use std::collections::BTreeMap;
 use std::path::PathBuf;
-use std::sync::Arc;
+use std::sync::{Arc, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use garde::Validate;
 use schemars::JsonSchema;
@@ -27,6 +33,8 @@ use strata::paginate::{
     CursorInput, CursorPage, OffsetInput, OffsetPage, decode_cursor, encode_cursor, pagination,
 };
 use strata::prelude::*;
+use strata::typescript::{Integration, IntegrationError};
+use strata::{DeclaredError, Reply};
 
 pagination! {
     /// Offset pages of books: `limit` 1..=10 (default 3), `offset`.
@@ -49,7 +57,7 @@ pub(crate) struct Book {
     #[garde(skip)]
     id: u32,
     #[garde(skip)]
-    title: &'static str,
+    title: String,
     #[garde(skip)]
     genre: Genre,
 }
@@ -64,10 +72,93 @@ const BOOKS: [(&str, Genre); 7] = [
     ("Beloved", Genre::Novel),
 ];
 
-fn books() -> impl Iterator<Item = Book> {
-    (1..)
-        .zip(BOOKS)
-        .map(|(id, (title, genre))| Book { id, title, genre })
+/// The most books the library holds: a client cannot grow it without bound.
+const MAX_BOOKS: usize = 100;
+
+/// The books, by id, and the next id to give.
+struct Shelf {
+    books: BTreeMap<u32, Book>,
+    next_id: u32,
+}
+
+/// The library's books, shared by the endpoints.
+#[derive(Clone)]
+struct Library(Arc<RwLock<Shelf>>);
+
+impl Library {
+    fn new() -> Self {
+        let books = (1..)
+            .zip(BOOKS)
+            .map(|(id, (title, genre))| {
+                let title = title.to_owned();
+                (id, Book { id, title, genre })
+            })
+            .collect();
+        Self(Arc::new(RwLock::new(Shelf { books, next_id: 8 })))
+    }
+
+    fn read(&self) -> RwLockReadGuard<'_, Shelf> {
+        self.0.read().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn write(&self) -> RwLockWriteGuard<'_, Shelf> {
+        self.0.write().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The books (of `genre`), in id order, from id `from` on.
+    fn books(&self, genre: Option<Genre>, from: u32) -> Vec<Book> {
+        self.read()
+            .books
+            .range(from..)
+            .map(|(_, book)| book)
+            .filter(|book| genre.is_none_or(|g| book.genre == g))
+            .cloned()
+            .collect()
+    }
+
+    fn get(&self, id: u32) -> Result<Book, ApiError> {
+        self.read()
+            .books
+            .get(&id)
+            .cloned()
+            .ok_or_else(|| no_book(id))
+    }
+
+    fn add(&self, title: String, genre: Genre) -> Result<Book, ApiError> {
+        let mut held = self.write();
+        if held.books.len() >= MAX_BOOKS {
+            return Err(http_error!(409, "The library is full: 100 books at most"));
+        }
+        let id = held.next_id;
+        held.next_id += 1;
+        let book = Book { id, title, genre };
+        held.books.insert(id, book.clone());
+        Ok(book)
+    }
+
+    fn remove(&self, id: u32) -> Result<Book, ApiError> {
+        self.write().books.remove(&id).ok_or_else(|| no_book(id))
+    }
+}
+
+fn no_book(id: u32) -> ApiError {
+    http_error!(404, "No book has the id {}", id)
+}
+
+/// A book to add.
+#[derive(Deserialize, Validate, JsonSchema)]
+pub(crate) struct NewBook {
+    #[garde(length(chars, min = 1, max = 100))]
+    title: String,
+    #[garde(skip)]
+    genre: Genre,
+}
+
+/// A book by its id, from the path.
+#[derive(Deserialize, Validate, JsonSchema)]
+pub(crate) struct BookId {
+    #[garde(skip)]
+    id: u32,
 }
 
 /// The list's own filter, validated together with `limit` and `offset`.
@@ -80,7 +171,7 @@ pub(crate) struct BookFilters {
 /// A cover upload: the book from the path, the file and an optional caption from the form.
 #[derive(Deserialize, Validate, JsonSchema)]
 pub(crate) struct CoverInput {
-    #[garde(range(min = 1, max = 7))]
+    #[garde(skip)]
     id: u32,
     #[garde(skip)]
     cover: UploadedFile,
@@ -104,6 +195,25 @@ pub(crate) struct Cover {
 
 /// The routing; covers are saved in `covers`.
 pub(crate) fn library_routing(covers: PathBuf) -> Routing {
+    let library = Library::new();
+    let (list, feed) = page_endpoints(&library);
+    let (create, read, remove) = book_endpoints(&library);
+    let upload = cover_endpoint(library, covers);
+    routing! {
+        "v1" => {
+            "books" => {
+                "get" => list,
+                "post" => create,
+                "feed" => feed,
+                ":id" => { "get" => read, "delete" => remove, "cover" => upload },
+            },
+        }
+    }
+}
+
+/// The list (offset pages) and the feed (cursor pages).
+fn page_endpoints(library: &Library) -> (Endpoint, Endpoint) {
+    let shelf = library.clone();
     let list = default_endpoints_factory()
         .get()
         .tag("books")
@@ -111,55 +221,112 @@ pub(crate) fn library_routing(covers: PathBuf) -> Routing {
         .description("Offset pages of the books, optionally of one genre.")
         .operation_id("listBooks")
         .handler(
-            |input: OffsetInput<BookPages, BookFilters>, _ctx, _logger| async move {
-                let genre = input.filters.genre;
-                let matching: Vec<Book> = books()
-                    .filter(|book| genre.is_none_or(|g| book.genre == g))
-                    .collect();
-                let total = matching.len() as u64;
-                let page = matching
-                    .into_iter()
-                    .skip(usize::try_from(input.offset).unwrap_or(usize::MAX))
-                    .take(input.limit as usize)
-                    .collect();
-                Ok(OffsetPage::new(page, total, &input))
+            move |input: OffsetInput<BookPages, BookFilters>, _ctx, _logger| {
+                let matching = shelf.books(input.filters.genre, 0);
+                async move {
+                    let total = matching.len() as u64;
+                    let page = matching
+                        .into_iter()
+                        .skip(usize::try_from(input.offset).unwrap_or(usize::MAX))
+                        .take(input.limit as usize)
+                        .collect();
+                    Ok(OffsetPage::new(page, total, &input))
+                }
             },
         );
+    let shelf = library.clone();
     let feed = default_endpoints_factory()
         .get()
         .tag("books")
         .short_description("Walks all books with a cursor")
         .operation_id("bookFeed")
-        .handler(|input: CursorInput<BookFeed>, _ctx, _logger| async move {
-            // The cursor is the id of the next book; a tampered cursor is a 400.
-            let after: u32 = input
-                .cursor
-                .as_deref()
-                .map(decode_cursor)
-                .transpose()?
-                .unwrap_or(1);
-            let page: Vec<Book> = books()
-                .skip_while(|book| book.id < after)
-                .take(input.limit as usize + 1)
-                .collect();
-            let (page, next) = match page.get(input.limit as usize) {
-                Some(next) => (
-                    page[..input.limit as usize].to_vec(),
-                    Some(encode_cursor(&next.id)),
-                ),
-                None => (page, None),
-            };
-            Ok(CursorPage::new(page, next, &input))
+        .handler(move |input: CursorInput<BookFeed>, _ctx, _logger| {
+            let shelf = shelf.clone();
+            async move {
+                // The cursor is the id of the next book; a tampered cursor is a 400.
+                let after: u32 = input
+                    .cursor
+                    .as_deref()
+                    .map(decode_cursor)
+                    .transpose()?
+                    .unwrap_or(1);
+                let mut page = shelf.books(None, after);
+                page.truncate(input.limit as usize + 1);
+                let next = page
+                    .get(input.limit as usize)
+                    .map(|next| encode_cursor(&next.id));
+                page.truncate(input.limit as usize);
+                Ok(CursorPage::new(page, next, &input))
+            }
         });
+    (list, feed)
+}
+
+/// Adding, reading and removing one book.
+fn book_endpoints(library: &Library) -> (Endpoint, Endpoint, Endpoint) {
+    let shelf = library.clone();
+    let create = default_endpoints_factory()
+        .post()
+        .tag("books")
+        .short_description("Adds a book")
+        .operation_id("createBook")
+        .success_status(http::StatusCode::CREATED)
+        .declared_error(DeclaredError::new(
+            http::StatusCode::CONFLICT,
+            "The library is full",
+        ))
+        .handler(move |input: NewBook, _ctx, _logger| {
+            let added = shelf.add(input.title, input.genre);
+            async move { Ok(Reply::created(added?)) }
+        });
+    let shelf = library.clone();
+    let read = default_endpoints_factory()
+        .get()
+        .tag("books")
+        .short_description("One book")
+        .operation_id("getBook")
+        .declared_error(DeclaredError::new(
+            http::StatusCode::NOT_FOUND,
+            "No such book",
+        ))
+        .handler(move |input: BookId, _ctx, _logger| {
+            let found = shelf.get(input.id);
+            async move { found }
+        });
+    let shelf = library.clone();
+    let remove = default_endpoints_factory()
+        .delete()
+        .tag("books")
+        .short_description("Removes a book; answers with it")
+        .operation_id("deleteBook")
+        .declared_error(DeclaredError::new(
+            http::StatusCode::NOT_FOUND,
+            "No such book",
+        ))
+        .handler(move |input: BookId, _ctx, _logger| {
+            let removed = shelf.remove(input.id);
+            async move { removed }
+        });
+    (create, read, remove)
+}
+
+/// The cover upload, saving into `covers`.
+fn cover_endpoint(library: Library, covers: PathBuf) -> Endpoint {
     let covers = Arc::new(covers);
-    let upload = default_endpoints_factory()
+    default_endpoints_factory()
         .post()
         .tag("books")
         .short_description("Sets the cover of a book")
         .operation_id("uploadCover")
+        .declared_error(DeclaredError::new(
+            http::StatusCode::NOT_FOUND,
+            "No such book",
+        ))
         .handler(move |input: CoverInput, _ctx, logger| {
             let covers = Arc::clone(&covers);
+            let known = library.get(input.id);
             async move {
+                known?;
                 let cover = input.cover;
                 // The client's file name is not trusted as a path.
                 let target = covers.join(format!("book-{}.cover", input.id));
@@ -177,12 +344,7 @@ pub(crate) fn library_routing(covers: PathBuf) -> Routing {
                     caption: input.caption,
                 })
             }
-        });
-    routing! {
-        "v1" => {
-            "books" => list.nest(routing! { "feed" => feed, ":id" => { "cover" => upload } }),
-        }
-    }
+        })
 }
 
 /// The OpenAPI document of the library's routing.
@@ -196,6 +358,16 @@ pub(crate) fn library_documentation(
         .description("Books in pages, a feed, and covers.")
         .server_url("http://localhost:8091")
         .tag_description("books", "The books of the library and their covers")
+        .build()
+}
+
+/// The typed TypeScript client of the library's routing.
+pub(crate) fn library_client(
+    routing: &Routing,
+    config: &Config,
+) -> Result<strata::typescript::TypeScript, IntegrationError> {
+    Integration::new(routing, config)
+        .server_url("http://localhost:8091")
         .build()
 }
 
@@ -221,10 +393,12 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let routing = library_routing(covers.clone());
     let doc = library_documentation(&routing, &config)?;
     let args: Vec<String> = std::env::args().skip(1).collect();
-    if let [flag, file] = args.as_slice()
-        && flag == "--openapi"
-    {
-        return Ok(doc.write_file(file)?);
+    match args.as_slice() {
+        [flag, file] if flag == "--openapi" => return Ok(doc.write_file(file)?),
+        [flag, file] if flag == "--client" => {
+            return Ok(library_client(&routing, &config)?.write_file(file)?);
+        }
+        _ => {}
     }
     std::fs::create_dir_all(&covers)?;
     println!("Covers are saved in {}", covers.display());

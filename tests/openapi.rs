@@ -25,6 +25,8 @@ mod library;
 #[path = "../examples/auth.rs"]
 mod auth;
 
+mod common;
+
 #[derive(Clone, Serialize, Deserialize, Validate, JsonSchema)]
 #[garde(allow_unvalidated)]
 struct User {
@@ -778,19 +780,7 @@ async fn the_document_and_its_page_are_served() {
 
 /// Compares `doc` with the committed snapshot; `UPDATE_SNAPSHOTS=1` rewrites it.
 fn snapshot(name: &str, doc: &strata::openapi::OpenApi) {
-    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/snapshots")
-        .join(name);
-    let actual = doc.to_json_pretty() + "\n";
-    if std::env::var_os("UPDATE_SNAPSHOTS").is_some() {
-        std::fs::write(&path, &actual).unwrap();
-    }
-    let expected = std::fs::read_to_string(&path)
-        .unwrap_or_else(|e| panic!("{}: {e} (UPDATE_SNAPSHOTS=1 writes it)", path.display()));
-    assert!(
-        actual == expected,
-        "the document of {name} changed; review the diff of UPDATE_SNAPSHOTS=1 cargo test --test openapi"
-    );
+    common::compare_snapshot(name, &(doc.to_json_pretty() + "\n"), "openapi");
 }
 
 #[test]

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# install.sh — installs the outside tools that judge generated OpenAPI documents:
-#   * npm packages from package-lock.json into tests/tools/node_modules (npm ci)
+# install.sh — installs the outside tools that judge generated OpenAPI documents and clients:
+#   * npm packages from package-lock.json into tests/tools/node_modules (npm ci):
+#     redocly, swagger-ui-dist, typescript, @types/node
 #   * a Python venv at tests/tools/.venv with requirements.txt (fully pinned)
 #   * Debian's chromium (apt) if /usr/bin/chromium is missing
 # Idempotent and fast when everything is already there: each step is skipped
@@ -44,6 +45,9 @@ else
         || die "npm ci failed in $here"
     [ -f "$here/node_modules/@redocly/cli/bin/cli.js" ] || die "npm ci did not install @redocly/cli"
     [ -f "$here/node_modules/swagger-ui-dist/swagger-ui-bundle.js" ] || die "npm ci did not install swagger-ui-dist"
+    [ -f "$here/node_modules/@types/node/package.json" ] || die "npm ci did not install @types/node"
+    # typescript 7 is a native binary from a per-platform optional package.
+    "$here/node_modules/.bin/tsc" --version >/dev/null || die "npm ci did not install a working tsc (typescript)"
     printf '%s\n' "$npm_want" >"$npm_stamp"
 fi
 

@@ -7,6 +7,9 @@
 #   3. docs-page.sh finds the operations of fixtures/valid.json in Swagger UI
 #      (fixtures/swagger-ui.html, assets from node_modules/swagger-ui-dist)
 #      and reports a missing string
+#   4. tsc (client settings) accepts fixtures/ts/good.ts and rejects a type
+#      error and a stale `@ts-expect-error` (the compile-fail checks rely on it)
+#   5. `node --test` fails on a failing test (fixtures/failing.test.mjs)
 # Servers bind 127.0.0.1 on free ports and are killed on exit.
 # Run install.sh first. Takes about a minute (SCHEMATHESIS_MAX_EXAMPLES=10).
 set -euo pipefail
@@ -79,6 +82,15 @@ expect 0 "docs-page.sh finds the operations in Swagger UI" ./docs-page.sh \
     '<span class="opblock-summary-method">GET</span>' '<span class="opblock-summary-method">POST</span>' \
     '<span class="opblock-summary-method">DELETE</span>' 'id="operations-users-getUser"'
 expect nonzero "docs-page.sh reports a missing string" ./docs-page.sh "$page" 'data-path="/v1/nope"'
+
+tsc_strict() {
+    ./node_modules/.bin/tsc --noEmit --strict --noUncheckedIndexedAccess --exactOptionalPropertyTypes \
+        --target es2022 --lib es2022,dom "$@"
+}
+expect 0 "tsc accepts fixtures/ts/good.ts" tsc_strict "$fx/ts/good.ts"
+expect nonzero "tsc rejects a type error" tsc_strict "$fx/ts/type-error.ts"
+expect nonzero "tsc rejects a stale @ts-expect-error" tsc_strict "$fx/ts/stale-expect-error.ts"
+expect nonzero "node --test fails on a failing test" node --test "$fx/failing.test.mjs"
 
 echo "selftest: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]

@@ -104,6 +104,8 @@ pub use strata_server::{
 /// Test utilities: `test_endpoint`, `test_middleware` (feature `testing`).
 #[cfg(feature = "testing")]
 pub use strata_testing as testing;
+/// The generated TypeScript client: typed requests and responses, `provide` and `hasMore`.
+pub use strata_typescript as typescript;
 /// File uploads: multipart reading with limits, [`UploadedFile`], [`MultipartForm`].
 pub use strata_upload as upload;
 /// Stage 4: input validation.

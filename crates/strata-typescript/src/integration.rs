@@ -1,0 +1,691 @@
+//! [`Integration`]: a routing's OpenAPI description turned into one TypeScript file.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt::{self, Write as _};
+use std::path::Path;
+
+use serde_json::Value;
+use strata_core::Config;
+use strata_openapi::{Documentation, OpenApi, Operation, ParameterLocation};
+use strata_routing::Routing;
+
+use crate::error::IntegrationError;
+use crate::runtime::{BodyKind, Placement, Styles, runtime};
+use crate::schema::{Converter, Problem, doc_of};
+use crate::ts::{Doc, Object, Property, Ts, is_identifier, string_literal};
+
+/// What the generated file holds.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Variant {
+    /// The types and a `Client` class with `provide` and `hasMore` (the default).
+    #[default]
+    Client,
+    /// Only the types: for a project with its own HTTP code.
+    Types,
+}
+
+/// Generates a typed TypeScript client for a routing, from the same description as its
+/// OpenAPI document (so the two cannot disagree).
+///
+/// ```no_run
+/// # use strata_core::Config;
+/// use strata_typescript::{Integration, Variant};
+/// # fn demo(routing: strata_routing::Routing, config: Config) -> Result<(), Box<dyn std::error::Error>> {
+/// let ts = Integration::new(&routing, &config)
+///     .server_url("http://localhost:8090")
+///     .variant(Variant::Client)
+///     .build()?
+///     .to_string();
+/// std::fs::write("client.ts", ts)?;
+/// # Ok(()) }
+/// ```
+#[derive(Debug)]
+pub struct Integration<'a> {
+    routing: &'a Routing,
+    config: &'a Config,
+    server_url: String,
+    variant: Variant,
+}
+
+impl<'a> Integration<'a> {
+    /// A client for `routing` as served with `config` (its input sources per method, uploads).
+    pub fn new(routing: &'a Routing, config: &'a Config) -> Self {
+        Self {
+            routing,
+            config,
+            server_url: String::new(),
+            variant: Variant::Client,
+        }
+    }
+
+    /// The URL the default implementation sends to (default: none, so paths stay relative,
+    /// which only browsers resolve).
+    #[must_use]
+    pub fn server_url(mut self, url: impl Into<String>) -> Self {
+        self.server_url = url.into();
+        self
+    }
+
+    /// The client (default) or only the types.
+    #[must_use]
+    pub fn variant(mut self, variant: Variant) -> Self {
+        self.variant = variant;
+        self
+    }
+
+    /// Generates the file.
+    pub fn build(self) -> Result<TypeScript, IntegrationError> {
+        let document = Documentation::new(self.routing, self.config).build()?;
+        generate(&document, &self.server_url, self.variant)
+    }
+}
+
+/// A generated TypeScript file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TypeScript {
+    code: String,
+}
+
+impl TypeScript {
+    /// The code.
+    pub fn as_str(&self) -> &str {
+        &self.code
+    }
+
+    /// Writes the code to `path`.
+    pub fn write_file(&self, path: impl AsRef<Path>) -> std::io::Result<()> {
+        std::fs::write(path, &self.code)
+    }
+}
+
+impl fmt::Display for TypeScript {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.code)
+    }
+}
+
+/// Names the file declares itself, and names TypeScript and the DOM already use: a schema or
+/// an operation by one of these names gets a suffix.
+const RESERVED: [&str; 63] = [
+    // The file's own.
+    "Client",
+    "Implementation",
+    "Input",
+    "Method",
+    "PaginatedRequest",
+    "Placement",
+    "PreparedRequest",
+    "Request",
+    "RequestOptions",
+    "Response",
+    // Globals a generated file uses or a reader expects.
+    "AbortSignal",
+    "Array",
+    "Awaited",
+    "BigInt",
+    "Blob",
+    "Boolean",
+    "Date",
+    "Error",
+    "Exclude",
+    "Extract",
+    "File",
+    "FormData",
+    "Function",
+    "Headers",
+    "JSON",
+    "Map",
+    "Math",
+    "NonNullable",
+    "Number",
+    "Object",
+    "Omit",
+    "Partial",
+    "Pick",
+    "Promise",
+    "Readonly",
+    "ReadonlyArray",
+    "Record",
+    "RegExp",
+    "Required",
+    "ReturnType",
+    "Set",
+    "String",
+    "Symbol",
+    "URL",
+    "URLSearchParams",
+    // Keywords that cannot name a type.
+    "any",
+    "bigint",
+    "boolean",
+    "never",
+    "null",
+    "number",
+    "object",
+    "string",
+    "symbol",
+    "undefined",
+    "unknown",
+    "void",
+    "type",
+    "interface",
+    "class",
+    "enum",
+    "this",
+    "true",
+];
+
+/// One operation of the document, as the client sees it.
+struct Request<'d> {
+    /// `get /v1/books/:id`.
+    key: String,
+    /// `GetV1BooksId`: the prefix of its types.
+    base: String,
+    operation: &'d Operation,
+}
+
+/// A name for the types of `operation_id`: `listBooks` → `ListBooks`, `get-user` → `GetUser`.
+fn pascal_case(id: &str) -> String {
+    let mut name = String::new();
+    for word in id.split(|c: char| !c.is_ascii_alphanumeric()) {
+        let mut chars = word.chars();
+        if let Some(first) = chars.next() {
+            name.push(first.to_ascii_uppercase());
+            name.push_str(chars.as_str());
+        }
+    }
+    if name.is_empty() || name.starts_with(|c: char| c.is_ascii_digit()) {
+        name.insert_str(0, "Operation");
+    }
+    name
+}
+
+/// A type name for a component name (`^[a-zA-Z0-9._-]+$`).
+fn type_name(component: &str) -> String {
+    let name: String = component
+        .chars()
+        .map(|c| if is_identifier_char(c) { c } else { '_' })
+        .collect();
+    if is_identifier(&name) {
+        name
+    } else {
+        format!("T{name}")
+    }
+}
+
+fn is_identifier_char(c: char) -> bool {
+    c.is_ascii_alphanumeric() || c == '_' || c == '$'
+}
+
+/// `name`, or `name2`, `name3`, … when taken; the result is taken.
+fn unique(
+    name: &str,
+    used: &mut BTreeSet<String>,
+    taken: impl Fn(&str, &BTreeSet<String>) -> bool,
+) -> String {
+    let mut candidate = name.to_owned();
+    let mut n = 1;
+    while taken(&candidate, used) {
+        n += 1;
+        candidate = format!("{name}{n}");
+    }
+    used.insert(candidate.clone());
+    candidate
+}
+
+/// The operation's types' suffixes: a base is free when none of its names is taken.
+const SUFFIXES: [&str; 4] = ["Input", "PositiveResponse", "NegativeResponse", "Response"];
+
+fn generate(
+    document: &OpenApi,
+    server_url: &str,
+    variant: Variant,
+) -> Result<TypeScript, IntegrationError> {
+    let mut used: BTreeSet<String> = RESERVED.iter().map(|&s| s.to_owned()).collect();
+    let requests = requests_of(document, &mut used);
+    let components = &document.components.schemas;
+    let names: BTreeMap<String, String> = components
+        .keys()
+        .map(|component| {
+            let name = unique(&type_name(component), &mut used, |n, used| used.contains(n));
+            (component.clone(), name)
+        })
+        .collect();
+    let mut converter = Converter::new(components, &names);
+    // Which request first reached a component, to name it in errors.
+    let mut origin: BTreeMap<String, String> = BTreeMap::new();
+    let mut described = Vec::with_capacity(requests.len());
+    for request in &requests {
+        described.push(describe(request, &mut converter)?);
+        for component in &converter.reached {
+            origin
+                .entry(component.clone())
+                .or_insert_with(|| request.key.clone());
+        }
+    }
+    let aliases = component_types(&mut converter, components, &names, &mut origin)?;
+    let mut styles = Styles::default();
+    let mut paginated = Vec::new();
+    for request in &requests {
+        match pagination(request.operation, &converter) {
+            Some(Style::Offset) => styles.offset = true,
+            Some(Style::Cursor) => styles.cursor = true,
+            None => continue,
+        }
+        paginated.push(request.key.as_str());
+    }
+
+    let mut out = String::new();
+    out.push_str(match variant {
+        Variant::Client => {
+            "// A typed client for the API, generated by Strata from its routing.\n\
+             // Do not edit: generate it again when the API changes.\n"
+        }
+        Variant::Types => {
+            "// The types of the API's requests and responses, generated by Strata from its routing.\n\
+             // Do not edit: generate it again when the API changes.\n"
+        }
+    });
+    for (name, (ty, doc)) in &aliases {
+        out.push('\n');
+        out.push_str(&ty.alias(name, doc));
+    }
+    for (request, described) in requests.iter().zip(&described) {
+        print_operation(&mut out, request, described);
+    }
+    print_maps(&mut out, &requests, &paginated);
+    if variant == Variant::Client {
+        out.push('\n');
+        let placements: Vec<(String, Placement)> = requests
+            .iter()
+            .zip(&described)
+            .map(|(request, described)| (request.key.clone(), described.placement.clone()))
+            .collect();
+        out.push_str(&runtime(server_url, &placements, styles));
+    }
+    Ok(TypeScript { code: out })
+}
+
+/// The operations a client calls (HEAD answers with no body: nothing to read from it), named.
+fn requests_of<'d>(document: &'d OpenApi, used: &mut BTreeSet<String>) -> Vec<Request<'d>> {
+    let mut requests = Vec::new();
+    for (path, item) in &document.paths {
+        let route = path
+            .split('/')
+            .map(
+                |segment| match segment.strip_prefix('{').and_then(|s| s.strip_suffix('}')) {
+                    Some(name) => format!(":{name}"),
+                    None => segment.to_owned(),
+                },
+            )
+            .collect::<Vec<_>>()
+            .join("/");
+        for (method, operation) in [
+            ("get", &item.get),
+            ("post", &item.post),
+            ("put", &item.put),
+            ("patch", &item.patch),
+            ("delete", &item.delete),
+        ] {
+            let Some(operation) = operation else { continue };
+            let base = unique(&pascal_case(&operation.operation_id), used, |base, used| {
+                used.contains(base)
+                    || SUFFIXES
+                        .iter()
+                        .any(|suffix| used.contains(&format!("{base}{suffix}")))
+            });
+            for suffix in SUFFIXES {
+                used.insert(format!("{base}{suffix}"));
+            }
+            requests.push(Request {
+                key: format!("{method} {route}"),
+                base,
+                operation,
+            });
+        }
+    }
+    requests
+}
+
+/// The types of the components the requests reach, and of those they reach, by type name.
+fn component_types(
+    converter: &mut Converter<'_>,
+    components: &BTreeMap<String, Value>,
+    names: &BTreeMap<String, String>,
+    origin: &mut BTreeMap<String, String>,
+) -> Result<BTreeMap<String, (Ts, Doc)>, IntegrationError> {
+    let mut aliases = BTreeMap::new();
+    loop {
+        let next: Vec<String> = converter
+            .reached
+            .iter()
+            .filter(|c| !aliases.contains_key(&names[*c]))
+            .cloned()
+            .collect();
+        if next.is_empty() {
+            return Ok(aliases);
+        }
+        for component in next {
+            let schema = &components[&component];
+            let request = origin.get(&component).cloned().unwrap_or_default();
+            let ty = converter.convert(schema).map_err(|problem| {
+                schema_error(
+                    &request,
+                    &format!("#/components/schemas/{component}"),
+                    problem,
+                )
+            })?;
+            for reached in &converter.reached {
+                origin
+                    .entry(reached.clone())
+                    .or_insert_with(|| request.clone());
+            }
+            aliases.insert(names[&component].clone(), (ty, doc_of(schema)));
+        }
+    }
+}
+
+/// The four types of an operation.
+fn print_operation(out: &mut String, request: &Request<'_>, described: &Described) {
+    let base = &request.base;
+    let both = Ts::union([
+        Ts::Name(format!("{base}PositiveResponse")),
+        Ts::Name(format!("{base}NegativeResponse")),
+    ]);
+    for (ty, suffix, doc) in [
+        (&described.input, "Input", operation_doc(request)),
+        (&described.positive, "PositiveResponse", Doc::default()),
+        (&described.negative, "NegativeResponse", Doc::default()),
+        (&both, "Response", Doc::default()),
+    ] {
+        out.push('\n');
+        out.push_str(&ty.alias(&format!("{base}{suffix}"), &doc));
+    }
+}
+
+/// `Request`, the maps keyed by it, and `PaginatedRequest`.
+fn print_maps(out: &mut String, requests: &[Request<'_>], paginated: &[&str]) {
+    out.push('\n');
+    let keys = Ts::union(requests.iter().map(|r| Ts::Literal(string_literal(&r.key))));
+    out.push_str(&keys.alias(
+        "Request",
+        &Doc::text(Some(
+            "Every request of the API: `<method> <path>`.".to_owned(),
+        )),
+    ));
+    for (map, text) in [
+        ("Input", "The input of each request."),
+        (
+            "Response",
+            "The response body of each request: `status` tells success from error.",
+        ),
+    ] {
+        out.push('\n');
+        out.push_str(&Doc::text(Some(text.to_owned())).print(0));
+        let _ = writeln!(out, "export interface {map} {{");
+        for request in requests {
+            let doc = Doc {
+                text: None,
+                deprecated: request.operation.deprecated,
+            };
+            out.push_str(&doc.print(2));
+            let _ = writeln!(
+                out,
+                "  {}: {}{map};",
+                string_literal(&request.key),
+                request.base
+            );
+        }
+        out.push_str("}\n");
+    }
+    out.push('\n');
+    let paginated = Ts::union(paginated.iter().map(|key| Ts::Literal(string_literal(key))));
+    out.push_str(&paginated.alias(
+        "PaginatedRequest",
+        &Doc::text(Some(
+            "The requests that answer with pages (see `Client.hasMore`).".to_owned(),
+        )),
+    ));
+}
+
+/// An operation's types and where its fields go.
+struct Described {
+    input: Ts,
+    positive: Ts,
+    negative: Ts,
+    placement: Placement,
+}
+
+fn schema_error(request: &str, schema: &str, problem: Problem) -> IntegrationError {
+    IntegrationError::Schema {
+        request: request.to_owned(),
+        schema: schema.to_owned(),
+        at: problem.at,
+        problem: problem.problem,
+    }
+}
+
+fn describe(
+    request: &Request<'_>,
+    converter: &mut Converter<'_>,
+) -> Result<Described, IntegrationError> {
+    let operation = request.operation;
+    let mut properties = Vec::new();
+    let mut headers = Vec::new();
+    for parameter in &operation.parameters {
+        let ty = converter.convert(&parameter.schema).map_err(|problem| {
+            schema_error(
+                &request.key,
+                &format!("the input field {}", string_literal(&parameter.name)),
+                problem,
+            )
+        })?;
+        if parameter.location == ParameterLocation::Header {
+            headers.push(parameter.name.clone());
+        }
+        let mut doc = doc_of(&parameter.schema);
+        if parameter.description.is_some() {
+            doc.text.clone_from(&parameter.description);
+        }
+        properties.push(Property {
+            name: parameter.name.clone(),
+            ty,
+            optional: !parameter.required,
+            doc,
+        });
+    }
+    let mut index = None;
+    let body = match &operation.request_body {
+        None => BodyKind::Query,
+        Some(body) => {
+            let (kind, media) = if let Some(media) = body.content.get("multipart/form-data") {
+                (BodyKind::Multipart, media)
+            } else if let Some(media) = body.content.get("application/json") {
+                (BodyKind::Json, media)
+            } else {
+                return Err(IntegrationError::Body {
+                    request: request.key.clone(),
+                    media_types: body.content.keys().cloned().collect(),
+                });
+            };
+            let ty = converter
+                .convert(&media.schema)
+                .map_err(|problem| schema_error(&request.key, "the request body", problem))?;
+            match ty {
+                Ts::Object(object) => {
+                    properties.extend(object.properties);
+                    index = object.index;
+                }
+                // The document writes bodies as objects of the input's fields.
+                _ => {
+                    return Err(schema_error(
+                        &request.key,
+                        "the request body",
+                        Problem {
+                            at: "/".to_owned(),
+                            problem: "it is not an object of fields".to_owned(),
+                        },
+                    ));
+                }
+            }
+            kind
+        }
+    };
+    let mut positive = Vec::new();
+    let mut negative = Vec::new();
+    for (status, response) in &operation.responses {
+        let success = status.starts_with('2');
+        let mut members = Vec::new();
+        if response.content.is_empty() {
+            members.push(Ts::name("undefined"));
+        }
+        for (mime, media) in &response.content {
+            members.push(if is_json(mime) {
+                converter.convert(&media.schema).map_err(|problem| {
+                    schema_error(
+                        &request.key,
+                        &format!("the response {status} ({mime})"),
+                        problem,
+                    )
+                })?
+            } else if mime.starts_with("text/") {
+                // The default implementation reads text bodies as text.
+                Ts::name("string")
+            } else {
+                Ts::name("Blob")
+            });
+        }
+        if success {
+            positive.extend(members);
+        } else {
+            negative.extend(members);
+        }
+    }
+    Ok(Described {
+        input: Ts::Object(Object { properties, index }),
+        positive: Ts::union(positive),
+        negative: Ts::union(negative),
+        placement: Placement { headers, body },
+    })
+}
+
+fn is_json(mime: &str) -> bool {
+    let essence = mime.split(';').next().unwrap_or_default().trim();
+    essence.eq_ignore_ascii_case("application/json")
+        || (essence.starts_with("application/") && essence.ends_with("+json"))
+}
+
+/// The comment of an operation's input type: the request, its summary and description.
+fn operation_doc(request: &Request<'_>) -> Doc {
+    let operation = request.operation;
+    let mut text = format!("`{}`", request.key);
+    let summary = operation.summary.as_deref();
+    let description = operation.description.as_deref();
+    // A summary cut from the description adds nothing to it.
+    let cut = summary.is_some_and(|s| {
+        description.is_some_and(|d| d.starts_with(s.trim_end_matches('…').trim_end()))
+    });
+    if let Some(summary) = summary.filter(|_| !cut) {
+        let _ = write!(text, ": {summary}");
+    }
+    if let Some(description) = description {
+        let _ = write!(text, "\n\n{description}");
+    }
+    Doc {
+        text: Some(text),
+        deprecated: operation.deprecated,
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Style {
+    Offset,
+    Cursor,
+}
+
+/// The pagination style of an operation whose every success is a default envelope around a
+/// page (`{status: "success", data: {…, nextCursor}}` or `{…, offset, limit, total}`) and whose
+/// every error has a `status` other than `"success"`: what `hasMore` needs to tell them apart.
+fn pagination(operation: &Operation, converter: &Converter<'_>) -> Option<Style> {
+    let mut style = None;
+    for (status, response) in &operation.responses {
+        if response.content.is_empty() {
+            return None;
+        }
+        for (mime, media) in &response.content {
+            if !is_json(mime) {
+                return None;
+            }
+            let envelope = converter.resolve(&media.schema)?;
+            let status_literal = envelope
+                .get("properties")?
+                .get("status")
+                .and_then(|s| converter.resolve(s))?
+                .get("const")?;
+            if !required(envelope).contains("status") {
+                return None;
+            }
+            let success = *status_literal == "success";
+            if success != status.starts_with('2') {
+                return None;
+            }
+            if !success {
+                continue;
+            }
+            if !required(envelope).contains("data") {
+                return None;
+            }
+            let page = converter.resolve(envelope.get("properties")?.get("data")?)?;
+            let fields = required(page);
+            let numeric = |name: &str| {
+                page.get("properties")
+                    .and_then(|p| p.get(name))
+                    .and_then(|s| converter.resolve(s))
+                    .and_then(|s| s.get("type"))
+                    .is_some_and(|t| *t == "integer" || *t == "number")
+            };
+            let this = if fields.contains("nextCursor") {
+                Style::Cursor
+            } else if ["offset", "limit", "total"]
+                .iter()
+                .all(|name| fields.contains(*name) && numeric(name))
+            {
+                Style::Offset
+            } else {
+                return None;
+            };
+            if style.is_some_and(|known| known != this) {
+                return None;
+            }
+            style = Some(this);
+        }
+    }
+    style
+}
+
+fn required(schema: &serde_json::Map<String, Value>) -> BTreeSet<&str> {
+    schema
+        .get("required")
+        .and_then(Value::as_array)
+        .map(|names| names.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_come_from_operation_ids_and_components() {
+        assert_eq!(pascal_case("listBooks"), "ListBooks");
+        assert_eq!(pascal_case("get-v1.users_id"), "GetV1UsersId");
+        assert_eq!(pascal_case("9lives"), "Operation9lives");
+        assert_eq!(type_name("OffsetPage_books_Book"), "OffsetPage_books_Book");
+        assert_eq!(type_name("a.b-c"), "a_b_c");
+        assert_eq!(type_name("1x"), "T1x");
+        let mut used = BTreeSet::from(["Book".to_owned()]);
+        assert_eq!(unique("Book", &mut used, |n, u| u.contains(n)), "Book2");
+        assert_eq!(unique("Book", &mut used, |n, u| u.contains(n)), "Book3");
+    }
+}

@@ -1,0 +1,291 @@
+//! The client's runtime: the code after the types in [`Variant::Client`](crate::Variant)
+//! files. It has no dependencies: `fetch`, `FormData`, `Blob` and `URLSearchParams` are in
+//! every browser and in Node 18+.
+
+use std::fmt::Write as _;
+
+use crate::ts::string_literal;
+
+/// Where `provide` puts the fields of one request's input.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Placement {
+    /// Fields sent as headers.
+    pub(crate) headers: Vec<String>,
+    pub(crate) body: BodyKind,
+}
+
+/// How the fields that are neither path parameters nor headers travel.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum BodyKind {
+    /// In the query string.
+    Query,
+    /// A JSON body.
+    Json,
+    /// A `multipart/form-data` body (the input has files).
+    Multipart,
+}
+
+/// The pagination styles the API's paginated requests use.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct Styles {
+    pub(crate) offset: bool,
+    pub(crate) cursor: bool,
+}
+
+/// The runtime for `requests` (request key, placement), in order.
+pub(crate) fn runtime(
+    server_url: &str,
+    requests: &[(String, Placement)],
+    styles: Styles,
+) -> String {
+    let mut placements = String::new();
+    for (request, placement) in requests {
+        let headers: Vec<String> = placement
+            .headers
+            .iter()
+            .map(|h| string_literal(h))
+            .collect();
+        let body = match placement.body {
+            BodyKind::Query => "\"query\"",
+            BodyKind::Json => "\"json\"",
+            BodyKind::Multipart => "\"multipart\"",
+        };
+        let _ = writeln!(
+            placements,
+            "  {}: {{ headers: [{}], body: {body} }},",
+            string_literal(request),
+            headers.join(", ")
+        );
+    }
+    let has_more = match (styles.offset, styles.cursor) {
+        (false, false) => HAS_MORE_NONE,
+        (true, false) => HAS_MORE_OFFSET,
+        (false, true) => HAS_MORE_CURSOR,
+        (true, true) => HAS_MORE_BOTH,
+    };
+    RUNTIME
+        .replace("{server_url}", &string_literal(server_url))
+        .replace("{placements}\n", &placements)
+        .replace("{has_more}", has_more)
+}
+
+const HAS_MORE_NONE: &str =
+    "  /** Whether another page follows: no request of this API is paginated. */
+  public static hasMore(_response: never): boolean {
+    return false;
+  }
+";
+
+const HAS_MORE_OFFSET: &str =
+    "  /** Whether another page follows a successful page: `offset + limit < total`. */
+  public static hasMore(response: Response[PaginatedRequest]): boolean {
+    if (response.status !== \"success\") return false;
+    const page = response.data;
+    return page.offset + page.limit < page.total;
+  }
+";
+
+const HAS_MORE_CURSOR: &str =
+    "  /** Whether another page follows a successful page: `nextCursor !== null`. */
+  public static hasMore(response: Response[PaginatedRequest]): boolean {
+    if (response.status !== \"success\") return false;
+    return response.data.nextCursor !== null;
+  }
+";
+
+const HAS_MORE_BOTH: &str = "  /**
+   * Whether another page follows a successful page: `nextCursor !== null` for cursor pages,
+   * `offset + limit < total` for offset pages.
+   */
+  public static hasMore(response: Response[PaginatedRequest]): boolean {
+    if (response.status !== \"success\") return false;
+    const page = response.data;
+    return \"nextCursor\" in page
+      ? page.nextCursor !== null
+      : page.offset + page.limit < page.total;
+  }
+";
+
+const RUNTIME: &str = r#"/** The server the default implementation sends requests to. */
+export const serverUrl = {server_url};
+
+export type Method = "GET" | "POST" | "PUT" | "PATCH" | "DELETE";
+
+/** A request ready to send: every input field is in the path, the query, a header or the body. */
+export interface PreparedRequest {
+  method: Method;
+  /** The path with its query string, percent-encoded: `/v1/books/7?genre=novel`. */
+  path: string;
+  headers: Record<string, string>;
+  body: string | FormData | undefined;
+  signal: AbortSignal | undefined;
+}
+
+/**
+ * Sends a prepared request; resolves with the response body: parsed JSON, text for `text/*`,
+ * `undefined` for no content, a `Blob` otherwise.
+ */
+export type Implementation = (request: PreparedRequest) => Promise<unknown>;
+
+/** An implementation with `fetch`, sending to `baseUrl` (an absolute URL outside browsers). */
+export const createDefaultImplementation =
+  (baseUrl: string = serverUrl): Implementation =>
+  async ({ method, path, headers, body, signal }) => {
+    const response = await fetch(baseUrl.replace(/\/+$/, "") + path, {
+      method,
+      headers,
+      body: body ?? null,
+      signal: signal ?? null,
+    });
+    if ([204, 205, 304].includes(response.status)) return undefined;
+    const type = response.headers.get("content-type") ?? "";
+    if (/^application\/([\w.-]+\+)?json\b/i.test(type)) return response.json() as Promise<unknown>;
+    if (/^text\//i.test(type)) return response.text();
+    return response.blob();
+  };
+
+/** Per call: more headers (credentials, say) and a signal to abort. */
+export interface RequestOptions {
+  headers?: Record<string, string>;
+  signal?: AbortSignal;
+}
+
+interface Placement {
+  readonly headers: readonly string[];
+  readonly body: "query" | "json" | "multipart";
+}
+
+const placements: { readonly [K in Request]: Placement } = {
+{placements}
+};
+
+/** Adds `value` under `name`: a list as repeated names, `undefined` and `null` as nothing. */
+const appendValue = (
+  append: (name: string, value: string | Blob) => void,
+  name: string,
+  value: unknown,
+): void => {
+  if (value === undefined || value === null) return;
+  if (Array.isArray(value)) {
+    for (const item of value) appendValue(append, name, item);
+  } else if (value instanceof Blob) {
+    append(name, value);
+  } else {
+    append(name, typeof value === "object" ? JSON.stringify(value) : String(value));
+  }
+};
+
+export class Client {
+  readonly #implementation: Implementation;
+
+  public constructor(implementation: Implementation = createDefaultImplementation()) {
+    this.#implementation = implementation;
+  }
+
+  /**
+   * Sends `request` (`"get /v1/books/:id"`) with its input: path parameters substituted and
+   * percent-encoded, the other fields in the query (GET, DELETE), as JSON, or as a form with
+   * files, as the server reads them.
+   */
+  public provide<K extends Request>(
+    request: K,
+    params: Input[K],
+    options: RequestOptions = {},
+  ): Promise<Response[K]> {
+    const space = request.indexOf(" ");
+    const method = request.slice(0, space).toUpperCase() as Method;
+    const placement = placements[request];
+    const rest: Record<string, unknown> = { ...params };
+    const path = request.slice(space + 1).replace(/:([^/]+)/g, (_, name: string) => {
+      const value = rest[name];
+      delete rest[name];
+      return encodeURIComponent(String(value));
+    });
+    const headers: Record<string, string> = { ...options.headers };
+    for (const name of placement.headers) {
+      const value = rest[name];
+      delete rest[name];
+      if (value !== undefined && value !== null) headers[name] = String(value);
+    }
+    let query = "";
+    let body: string | FormData | undefined;
+    if (placement.body === "json") {
+      headers["content-type"] = "application/json";
+      body = JSON.stringify(rest);
+    } else if (placement.body === "multipart") {
+      const form = new FormData();
+      for (const [name, value] of Object.entries(rest)) {
+        appendValue((n, v) => form.append(n, v), name, value);
+      }
+      body = form;
+    } else {
+      const search = new URLSearchParams();
+      for (const [name, value] of Object.entries(rest)) {
+        // Files travel only in forms: the document puts them nowhere else.
+        appendValue(
+          (n, v) => {
+            if (typeof v === "string") search.append(n, v);
+          },
+          name,
+          value,
+        );
+      }
+      const text = search.toString();
+      query = text === "" ? "" : `?${text}`;
+    }
+    return this.#implementation({
+      method,
+      path: path + query,
+      headers,
+      body,
+      signal: options.signal,
+    }) as Promise<Response[K]>;
+  }
+
+{has_more}}
+"#;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn placements_and_the_pagination_rule_are_filled_in() {
+        let requests = [
+            (
+                "get /v1/books/:id".to_owned(),
+                Placement {
+                    headers: vec!["x-trace".to_owned()],
+                    body: BodyKind::Query,
+                },
+            ),
+            (
+                "post /v1/books/:id/cover".to_owned(),
+                Placement {
+                    headers: Vec::new(),
+                    body: BodyKind::Multipart,
+                },
+            ),
+        ];
+        let code = runtime(
+            "http://localhost:8091",
+            &requests,
+            Styles {
+                offset: true,
+                cursor: false,
+            },
+        );
+        assert!(code.contains("export const serverUrl = \"http://localhost:8091\";"));
+        assert!(code.contains(
+            "  \"get /v1/books/:id\": { headers: [\"x-trace\"], body: \"query\" },\n  \"post /v1/books/:id/cover\": { headers: [], body: \"multipart\" },\n};"
+        ));
+        assert!(code.contains("page.offset + page.limit < page.total"));
+        assert!(!code.contains("nextCursor"));
+        for placeholder in ["{server_url}", "{placements}", "{has_more}"] {
+            assert!(!code.contains(placeholder), "{placeholder}");
+        }
+        let none = runtime("", &[], Styles::default());
+        assert!(none.contains("hasMore(_response: never)"));
+        assert!(none.contains("const placements: { readonly [K in Request]: Placement } = {\n};"));
+    }
+}

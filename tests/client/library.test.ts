@@ -1,0 +1,130 @@
+// The library example's generated client against the running example (LIBRARY_URL): every
+// call goes through `provide`, and every value read from a response is typed by the client.
+import assert from "node:assert/strict";
+import { test } from "node:test";
+
+import {
+  Client,
+  createDefaultImplementation,
+  type Book,
+  type PreparedRequest,
+} from "../snapshots/library.client.js";
+
+const base = process.env["LIBRARY_URL"];
+if (base === undefined) throw new Error("LIBRARY_URL is not set");
+const client = new Client(createDefaultImplementation(base));
+
+test("creates, reads, lists and deletes a book", async () => {
+  const created = await client.provide("post /v1/books", { title: "Emma & co", genre: "novel" });
+  assert.equal(created.status, "success");
+  if (created.status !== "success") return;
+  const book: Book = created.data;
+  assert.equal(book.title, "Emma & co");
+
+  const read = await client.provide("get /v1/books/:id", { id: book.id });
+  assert.deepEqual(read, { status: "success", data: book });
+
+  const novels = await client.provide("get /v1/books", { genre: "novel", limit: 10 });
+  assert.equal(novels.status, "success");
+  if (novels.status !== "success") return;
+  assert.ok(novels.data.books.some((b) => b.id === book.id));
+  assert.ok(novels.data.books.every((b) => b.genre === "novel"));
+
+  const removed = await client.provide("delete /v1/books/:id", { id: book.id });
+  assert.deepEqual(removed, { status: "success", data: book });
+  const gone = await client.provide("get /v1/books/:id", { id: book.id });
+  assert.equal(gone.status, "error");
+  if (gone.status === "error") assert.equal(gone.error.message, `No book has the id ${book.id}`);
+});
+
+test("a validation error is a typed error envelope", async () => {
+  const refused = await client.provide("post /v1/books", { title: "", genre: "poetry" });
+  assert.equal(refused.status, "error");
+  if (refused.status !== "error") return;
+  assert.match(refused.error.message, /title/);
+});
+
+test("walks every offset page with hasMore", async () => {
+  const ids: number[] = [];
+  let total = -1;
+  let pages = 0;
+  for (let offset = 0; ; pages += 1) {
+    const page = await client.provide("get /v1/books", { limit: 2, offset });
+    assert.equal(page.status, "success");
+    if (page.status !== "success") return;
+    ids.push(...page.data.books.map((b) => b.id));
+    total = page.data.total;
+    if (!Client.hasMore(page)) break;
+    offset += page.data.limit;
+  }
+  assert.ok(total >= 7, `total ${total}`);
+  assert.equal(ids.length, total);
+  assert.equal(new Set(ids).size, total);
+  assert.equal(pages, Math.ceil(total / 2) - 1);
+});
+
+test("walks every cursor page with hasMore", async () => {
+  const everything = await client.provide("get /v1/books", { limit: 10 });
+  assert.equal(everything.status, "success");
+  if (everything.status !== "success") return;
+  const ids: number[] = [];
+  let cursor: string | undefined;
+  for (;;) {
+    const page = await client.provide(
+      "get /v1/books/feed",
+      cursor === undefined ? { limit: 3 } : { limit: 3, cursor },
+    );
+    assert.equal(page.status, "success");
+    if (page.status !== "success") return;
+    ids.push(...page.data.books.map((b) => b.id));
+    if (!Client.hasMore(page)) {
+      assert.equal(page.data.nextCursor, null);
+      break;
+    }
+    cursor = page.data.nextCursor ?? undefined;
+  }
+  assert.equal(ids.length, everything.data.total);
+  assert.deepEqual(ids, [...ids].sort((a, b) => a - b));
+});
+
+test("uploads a file as multipart/form-data", async () => {
+  const bytes = new Uint8Array(4096).fill(0x89);
+  const cover = new Blob([bytes], { type: "image/png" });
+  const saved = await client.provide("post /v1/books/:id/cover", { id: 2, cover, caption: "Front" });
+  assert.equal(saved.status, "success");
+  if (saved.status !== "success") return;
+  assert.deepEqual(
+    { ...saved.data, name: undefined },
+    { book: 2, size: 4096, mimetype: "image/png", caption: "Front", name: undefined },
+  );
+  const missing = await client.provide("post /v1/books/:id/cover", { id: 999, cover });
+  assert.equal(missing.status, "error");
+});
+
+test("places every field: path parameters encoded and removed, lists repeated, nulls left out", async () => {
+  const seen: PreparedRequest[] = [];
+  const recorder = new Client(async (request) => {
+    seen.push(request);
+    return { status: "success", data: null };
+  });
+  // A path parameter the server would refuse, to see the encoding.
+  await recorder.provide("get /v1/books/:id", { id: "a/b c?" as unknown as number });
+  await recorder.provide("get /v1/books", { genre: null, limit: 2 });
+  // The library has no list field; a list where one would be, to see repeated keys.
+  await recorder.provide("get /v1/books", { genre: ["novel", "poetry"] as unknown as "novel" });
+  await recorder.provide("post /v1/books", { title: "Ode", genre: "poetry" });
+  await recorder.provide("delete /v1/books/:id", { id: 7 }, { headers: { "x-request-id": "abc" } });
+  const [read, list, repeated, create, remove] = seen;
+  assert.equal(read?.path, "/v1/books/a%2Fb%20c%3F");
+  assert.equal(read?.method, "GET");
+  assert.equal(read?.body, undefined);
+  assert.equal(list?.path, "/v1/books?limit=2");
+  assert.equal(repeated?.path, "/v1/books?genre=novel&genre=poetry");
+  assert.equal(create?.method, "POST");
+  assert.equal(create?.path, "/v1/books");
+  assert.equal(create?.headers["content-type"], "application/json");
+  assert.deepEqual(JSON.parse(String(create?.body)), { title: "Ode", genre: "poetry" });
+  assert.equal(remove?.method, "DELETE");
+  assert.equal(remove?.path, "/v1/books/7");
+  assert.equal(remove?.headers["x-request-id"], "abc");
+});

@@ -1,0 +1,313 @@
+//! The generated TypeScript client through the facade: snapshots of the examples' clients
+//! (compiled by `tsc` and run against the live examples by `.ci/client-checks`), where each
+//! input field goes, the response unions, and the errors for what has no type.
+
+#![allow(clippy::unwrap_used)] // tests fail loudly by design
+
+use std::borrow::Cow;
+
+use garde::Validate;
+use http::{Method, StatusCode};
+use schemars::{JsonSchema, Schema, SchemaGenerator, json_schema};
+use serde::{Deserialize, Serialize};
+use strata::openapi::DocumentationError;
+use strata::prelude::*;
+use strata::typescript::{Integration, IntegrationError, Variant};
+
+#[allow(dead_code)]
+#[path = "../examples/library.rs"]
+mod library;
+
+#[allow(dead_code)]
+#[path = "../examples/auth.rs"]
+mod auth;
+
+mod common;
+
+fn snapshot(name: &str, code: &str) {
+    common::compare_snapshot(name, code, "typescript");
+}
+
+#[test]
+fn the_examples_clients_match_their_snapshots() {
+    let config = library::library_config().listen(8091).build();
+    let routing = library::library_routing(std::env::temp_dir());
+    let client = library::library_client(&routing, &config)
+        .unwrap()
+        .to_string();
+    snapshot("library.client.ts", &client);
+    let types = Integration::new(&routing, &config)
+        .variant(Variant::Types)
+        .build()
+        .unwrap()
+        .to_string();
+    snapshot("library.types.ts", &types);
+    // The types are the client's, without the runtime.
+    let runtime_start = client.find("/** The server the default").unwrap();
+    assert_eq!(
+        types
+            .split_once('\n')
+            .unwrap()
+            .1
+            .split_once('\n')
+            .unwrap()
+            .1,
+        client[..runtime_start]
+            .split_once('\n')
+            .unwrap()
+            .1
+            .split_once('\n')
+            .unwrap()
+            .1
+            .trim_end_matches('\n')
+            .to_owned()
+            + "\n"
+    );
+    assert!(!types.contains("class Client") && !types.contains("fetch("));
+
+    let config = create_config().cors(true).build();
+    let client = auth::auth_client(&auth::auth_routing(), &config)
+        .unwrap()
+        .to_string();
+    snapshot("auth.client.ts", &client);
+    // The plain-text endpoint answers text: its responses are strings.
+    assert!(client.contains("export type GetV1PlainPositiveResponse = string;"));
+    assert!(client.contains("export type GetV1PlainNegativeResponse = string;"));
+}
+
+#[derive(Clone, Serialize, Validate, JsonSchema)]
+#[garde(allow_unvalidated)]
+struct User {
+    id: u32,
+    name: String,
+}
+
+#[derive(Deserialize, Validate, JsonSchema)]
+#[allow(dead_code)] // only the schema matters here
+struct UserId {
+    #[garde(skip)]
+    id: u32,
+}
+
+#[derive(Deserialize, Validate, JsonSchema)]
+#[allow(dead_code)] // only the schema matters here
+struct Search {
+    /// Users with all of these tags.
+    #[garde(skip)]
+    tags: Vec<String>,
+    #[garde(skip)]
+    #[serde(rename = "x-trace")]
+    trace: Option<String>,
+    #[garde(skip)]
+    active: Option<bool>,
+}
+
+#[derive(Deserialize, Validate, JsonSchema)]
+#[allow(dead_code)] // only the schema matters here
+struct NewUser {
+    #[garde(length(chars, min = 1))]
+    name: String,
+    #[garde(skip)]
+    #[serde(default)]
+    roles: Vec<Role>,
+}
+
+#[derive(Clone, Copy, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+enum Role {
+    Admin,
+    Reader,
+}
+
+fn user() -> User {
+    User {
+        id: 1,
+        name: "Ada".into(),
+    }
+}
+
+fn users_routing() -> Routing {
+    let one = default_endpoints_factory()
+        .get()
+        .handler(|_: UserId, _ctx, _logger| async move { Ok(user()) });
+    let search = default_endpoints_factory()
+        .get()
+        .deprecated()
+        .description("Finds users by tags.\nSlowly.")
+        .handler(|_: Search, _ctx, _logger| async move { Ok(vec![user()]) });
+    let create = default_endpoints_factory()
+        .post()
+        .operation_id("addUser")
+        .success_status(StatusCode::CREATED)
+        .success_status(StatusCode::ACCEPTED)
+        .handler(|_: NewUser, _ctx, _logger| async move { Ok(Reply::created(user())) });
+    routing! {
+        "v1" => { "users" => { "get" => search, "post" => create, ":id" => one } }
+    }
+}
+
+#[test]
+fn each_field_goes_where_the_server_reads_it_and_is_typed_as_it_reads_it() {
+    let config = create_config()
+        .cors(true)
+        .input_sources(
+            &Method::GET,
+            [
+                InputSource::Query,
+                InputSource::Params,
+                InputSource::Headers,
+            ],
+        )
+        .build();
+    let code = Integration::new(&users_routing(), &config)
+        .build()
+        .unwrap()
+        .to_string();
+    // Query fields typed as the server's types (a list, a boolean), a header field by its name.
+    assert!(
+        code.contains(
+            "export type GetV1UsersInput = {\n  active?: boolean | null;\n  /** Users with all of these tags. */\n  tags: string[];\n  \"x-trace\"?: string | null;\n};"
+        ),
+        "{code}"
+    );
+    assert!(code.contains(
+        "  \"get /v1/users\": { headers: [\"x-trace\"], body: \"query\" },\n  \"post /v1/users\": { headers: [], body: \"json\" },\n  \"get /v1/users/:id\": { headers: [], body: \"query\" },"
+    ));
+    // A path parameter is a field of the input, typed as the server reads it.
+    assert!(code.contains("export type GetV1UsersIdInput = {\n  id: number;\n};"));
+    // Enums become unions of literals, named once.
+    assert!(code.contains("export type Role = \"admin\" | \"reader\";"));
+    assert!(code.contains("  roles?: Role[];"));
+    // A custom operation id names the types; two success statuses share one type.
+    assert!(code.contains(
+        "export type AddUserPositiveResponse = {\n  data: User;\n  status: \"success\";\n};"
+    ));
+    assert!(code.contains(
+        "export type AddUserResponse = AddUserPositiveResponse | AddUserNegativeResponse;"
+    ));
+    // Deprecation and descriptions reach the editor.
+    assert!(code.contains(
+        "/**\n * `get /v1/users`\n *\n * Finds users by tags.\n * Slowly.\n * @deprecated\n */\nexport type GetV1UsersInput"
+    ));
+    assert!(code.contains("  /** @deprecated */\n  \"get /v1/users\": GetV1UsersInput;"));
+    assert!(code.contains("export type PaginatedRequest = never;"));
+    assert!(code.contains("public static hasMore(_response: never): boolean"));
+    // Nothing is `any`.
+    assert!(!code.contains("any"), "{code}");
+}
+
+/// A string type whose schema says `not`: TypeScript has no type for "a string but not ''".
+struct NotEmpty;
+
+impl JsonSchema for NotEmpty {
+    fn schema_name() -> Cow<'static, str> {
+        "NotEmpty".into()
+    }
+
+    fn json_schema(_: &mut SchemaGenerator) -> Schema {
+        json_schema!({ "type": "string", "not": { "const": "" } })
+    }
+}
+
+impl<'de> Deserialize<'de> for NotEmpty {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        String::deserialize(deserializer).map(|_| Self)
+    }
+}
+
+#[derive(Deserialize, Validate, JsonSchema)]
+struct Tagged {
+    #[garde(skip)]
+    #[allow(dead_code)] // only its schema matters here
+    tag: NotEmpty,
+}
+
+/// An output whose schema points outside the document (`#/$defs/..`).
+#[derive(Serialize, Validate)]
+#[garde(allow_unvalidated)]
+struct Detached {
+    value: u8,
+}
+
+impl JsonSchema for Detached {
+    fn schema_name() -> Cow<'static, str> {
+        "Detached".into()
+    }
+
+    fn inline_schema() -> bool {
+        true
+    }
+
+    fn json_schema(_: &mut SchemaGenerator) -> Schema {
+        json_schema!({ "$ref": "#/$defs/Inner" })
+    }
+}
+
+/// The parts of an `IntegrationError::Schema`: request, schema, place, problem.
+fn schema_error(error: &IntegrationError) -> [&str; 4] {
+    match error {
+        IntegrationError::Schema {
+            request,
+            schema,
+            at,
+            problem,
+        } => [request, schema, at, problem],
+        other => panic!("not a schema error: {other}"),
+    }
+}
+
+#[test]
+fn a_schema_without_a_type_is_an_error_naming_the_request_and_the_place() {
+    let config = create_config().cors(true).build();
+    let tagged = default_endpoints_factory()
+        .post()
+        .handler(|_: Tagged, _ctx, _logger| async move { Ok(user()) });
+    let error = Integration::new(&routing! { "tags" => tagged }, &config)
+        .build()
+        .unwrap_err();
+    let [request, schema, at, problem] = schema_error(&error);
+    assert_eq!(request, "post /tags");
+    assert_eq!(schema, "#/components/schemas/NotEmpty");
+    assert_eq!(at, "/");
+    assert!(problem.contains("`not`"), "{problem}");
+    assert_eq!(
+        error.to_string(),
+        format!("post /tags: #/components/schemas/NotEmpty has no TypeScript type at /: {problem}")
+    );
+
+    let detached = default_endpoints_factory()
+        .get()
+        .handler(|(): (), _ctx, _logger| async move { Ok(Detached { value: 1 }) });
+    let error = Integration::new(&routing! { "detached" => detached }, &config)
+        .build()
+        .unwrap_err();
+    let [request, schema, at, problem] = schema_error(&error);
+    assert_eq!(request, "get /detached");
+    assert_eq!(schema, "the response 200 (application/json)");
+    assert_eq!(at, "/properties/data");
+    assert!(problem.contains("#/$defs/Inner"), "{problem}");
+}
+
+#[test]
+fn what_the_document_cannot_describe_the_client_cannot_either() {
+    let config = create_config().cors(true).build();
+    let first = default_endpoints_factory()
+        .get()
+        .operation_id("same")
+        .handler(|(): (), _ctx, _logger| async move { Ok(user()) });
+    let second = default_endpoints_factory()
+        .get()
+        .operation_id("same")
+        .handler(|(): (), _ctx, _logger| async move { Ok(user()) });
+    let error = Integration::new(&routing! { "a" => first, "b" => second }, &config)
+        .build()
+        .unwrap_err();
+    assert!(
+        matches!(
+            &error,
+            IntegrationError::Documentation(DocumentationError::DuplicateOperationId { id, .. }) if id == "same"
+        ),
+        "{error}"
+    );
+    assert!(std::error::Error::source(&error).is_some());
+}
