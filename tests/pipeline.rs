@@ -254,13 +254,13 @@ async fn text_is_lenient_json_is_strict() {
     assert_eq!(status, 400);
     assert_eq!(
         message(&body),
-        "n: invalid type: string \"5\", expected u32"
+        "n: expected integer or null, received string \"5\""
     );
     let (status, body) = call(&echo(), &config, get("/?n=five")).await;
     assert_eq!(status, 400);
     assert_eq!(
         message(&body),
-        "n: invalid type: string \"five\", expected u32"
+        "n: expected integer, received string \"five\""
     );
 }
 
@@ -315,7 +315,7 @@ async fn validation_lists_every_violation() {
     let (_, body) = call(&person(), &dev(), request).await;
     assert_eq!(
         message(&body),
-        "items[0].name: invalid type: integer `7`, expected a string"
+        "items[0].name: expected string, received number 7"
     );
 }
 

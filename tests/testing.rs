@@ -107,7 +107,7 @@ async fn middleware_grant_has_output() {
     assert_eq!(outcome.response.status_code(), 400);
     assert_eq!(
         outcome.response.json_data().unwrap()["error"]["message"],
-        "missing field `key`"
+        "key: required"
     );
 }
 

@@ -10,6 +10,7 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 use crate::error::{ApiError, ErrorKind};
+use crate::explain::{explain, plain_words, render};
 use crate::input::Input;
 
 /// Maps the Rust field names in garde's paths to the names used on the wire (as serde reads and
@@ -142,6 +143,42 @@ impl WireNames {
     }
 }
 
+/// Reads an optional field that may be left out but not sent as `null`.
+///
+/// serde (and so Strata) reads `null` as `None` for an `Option<T>` field, which is what most
+/// JSON clients mean. For a field where `null` must be refused (zod's `optional()`), pair this
+/// with `#[serde(default)]` and tell schemars the field's type, so the document and the error
+/// say `null` is not allowed:
+///
+/// ```
+/// use garde::Validate;
+/// use schemars::JsonSchema;
+/// use serde::Deserialize;
+/// use strata_core::{Decoder, Input, InputValue};
+///
+/// #[derive(Debug, Deserialize, Validate, JsonSchema)]
+/// struct Patch {
+///     #[garde(skip)]
+///     #[serde(default, deserialize_with = "strata_core::not_null")]
+///     #[schemars(with = "String")]
+///     nickname: Option<String>,
+/// }
+///
+/// let decoder = Decoder::<Patch>::new();
+/// assert_eq!(decoder.decode(&Input::new()).unwrap().nickname, None);
+/// let mut input = Input::new();
+/// input.insert("nickname", InputValue::Json(serde_json::Value::Null));
+/// let err = decoder.decode(&input).unwrap_err();
+/// assert_eq!(err.message(), "nickname: expected string, received null");
+/// ```
+pub fn not_null<'de, D, T>(deserializer: D) -> Result<Option<T>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: serde::Deserialize<'de>,
+{
+    T::deserialize(deserializer).map(Some)
+}
+
 /// `userName`, `UserName`, `user-name`, `USER_NAME` → `user_name`.
 fn to_snake_case(name: &str) -> String {
     let mut out = String::with_capacity(name.len() + 4);
@@ -164,28 +201,27 @@ fn to_snake_case(name: &str) -> String {
     out
 }
 
-/// Renders a garde report as `path: message; path: message`, with wire names and an optional
-/// path prefix (`output`).
+/// Renders a garde report as `path: message; path: message` (at most 100), with wire names and
+/// an optional path prefix (`output`).
 fn describe_report(report: &garde::Report, names: &WireNames, prefix: Option<&str>) -> String {
-    let mut out = String::new();
-    for (path, error) in report.iter() {
-        if !out.is_empty() {
-            out.push_str("; ");
-        }
-        if let Some(prefix) = prefix {
-            out.push_str(prefix);
-        }
-        if names.write_path(path, &mut out, prefix.is_some()) {
-            out.push_str(": ");
-        }
-        out.push_str(error.message());
-    }
-    out
+    let issues: Vec<(String, String)> = report
+        .iter()
+        .map(|(path, error)| {
+            let mut at = prefix.unwrap_or_default().to_owned();
+            names.write_path(path, &mut at, prefix.is_some());
+            (at, error.message().to_owned())
+        })
+        .collect();
+    render(issues.into_iter())
 }
 
 /// Decodes the merged [`Input`] into `T` (serde, lenient for text values) and runs `T`'s garde
 /// rules; every failure is a 400 [`ApiError`] whose message lists the problems as
-/// `path: message; ...`.
+/// `path: message; ...`, at most 100 of them (then `… and N more`).
+///
+/// When decoding fails, the input is checked against `T`'s JSON Schema to name every problem
+/// at once in JSON's words: each missing required field (`age: required`), each value of the
+/// wrong type (`id: expected integer, received string "abc"`), each rule a present value breaks.
 ///
 /// Cloning is cheap; clones share the lazily built map of wire names.
 ///
@@ -273,6 +309,25 @@ where
     T: DeserializeOwned + JsonSchema + Validate,
     T::Context: Default,
 {
+    /// Every problem of `input`, which `T` failed to decode from with serde's message `plain`.
+    fn explain(&self, input: &Input, plain: &str) -> String {
+        let issues = explain(&self.names().schema, input.view());
+        if !issues.is_empty() {
+            return render(issues.into_iter().map(|issue| (issue.path, issue.message)));
+        }
+        // Nothing the schema shows (a custom deserializer, say): serde's one problem.
+        match serde_path_to_error::deserialize::<_, T>(input) {
+            Err(tracked) if tracked.path().iter().next().is_some() => {
+                format!(
+                    "{}: {}",
+                    tracked.path(),
+                    plain_words(&tracked.inner().to_string())
+                )
+            }
+            _ => plain_words(plain),
+        }
+    }
+
     /// Decodes and validates.
     pub fn decode(&self, input: &Input) -> Result<T, ApiError> {
         // The fast path deserializes without tracking paths; only a failure pays for a second,
@@ -280,12 +335,7 @@ where
         let value = match T::deserialize(input) {
             Ok(value) => value,
             Err(plain) => {
-                let message = match serde_path_to_error::deserialize::<_, T>(input) {
-                    Err(tracked) if tracked.path().iter().next().is_some() => {
-                        format!("{}: {}", tracked.path(), tracked.inner())
-                    }
-                    _ => plain.to_string(),
-                };
+                let message = self.explain(input, &plain.to_string());
                 return Err(ApiError::bad_request(ErrorKind::InputValidation, message));
             }
         };
@@ -341,7 +391,7 @@ mod tests {
         let err = Decoder::<Order>::new().decode(&input).unwrap_err();
         assert_eq!(
             err.message(),
-            "items[0].name: invalid type: integer `5`, expected a string"
+            "items[0].name: expected string, received number 5"
         );
     }
 
@@ -349,7 +399,7 @@ mod tests {
     fn missing_field_is_named() {
         let input = Input::new();
         let err = Decoder::<Order>::new().decode(&input).unwrap_err();
-        assert_eq!(err.message(), "missing field `items`");
+        assert_eq!(err.message(), "count: required; items: required");
     }
 
     #[test]

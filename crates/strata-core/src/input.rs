@@ -358,7 +358,8 @@ impl Input {
         self.json.as_ref().map(|json| &json.object)
     }
 
-    fn view(&self) -> &[(String, InputValue)] {
+    /// The entries, by key (a JSON object input's members, read once).
+    pub(crate) fn view(&self) -> &[(String, InputValue)] {
         match &self.json {
             Some(json) => json.entries.get_or_init(|| json.object.entries()),
             None => &self.entries,

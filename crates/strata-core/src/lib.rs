@@ -18,6 +18,7 @@ mod de;
 mod decode;
 pub mod endpoint;
 mod error;
+mod explain;
 pub mod future;
 pub mod input;
 pub mod logger;
@@ -34,7 +35,7 @@ pub use config::{
 };
 pub use ctx::{Get, HCons, HNil};
 pub use de::DeError;
-pub use decode::Decoder;
+pub use decode::{Decoder, not_null};
 pub use endpoint::{
     AnyBody, DeclaredError, Endpoint, EndpointFuture, EndpointMeta, EndpointService,
     MiddlewareInput, PositiveFn, ResponseDescription, ResponseHeader, SchemaFn, Security,

@@ -93,7 +93,7 @@ async fn own_input_is_validated_first() {
         .oneshot(Request::new(Staged::default()))
         .await
         .unwrap_err();
-    assert_eq!(error.message(), "missing field `key`");
+    assert_eq!(error.message(), "key: required");
 }
 
 #[tokio::test]

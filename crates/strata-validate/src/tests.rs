@@ -106,7 +106,7 @@ async fn json_values_are_strict() {
     let error = validate(input, HNil).await.unwrap_err();
     assert_eq!(
         error.message(),
-        "age: invalid type: string \"5\", expected u8"
+        "age: expected integer, received string \"5\""
     );
 }
 
@@ -124,7 +124,8 @@ async fn type_errors_name_the_nested_path() {
     let error = validate(input, HNil).await.unwrap_err();
     assert_eq!(
         error.message(),
-        "pets[1].petName: invalid type: integer `3`, expected a string"
+        "newsletter: expected boolean, received string \"nope\"; \
+         pets[1].petName: expected string, received number 3"
     );
 }
 
@@ -139,6 +140,6 @@ async fn lenient_bool_rejects_other_words() {
     let error = validate(input, HNil).await.unwrap_err();
     assert_eq!(
         error.message(),
-        "newsletter: invalid type: string \"nope\", expected a boolean"
+        "newsletter: expected boolean, received string \"nope\""
     );
 }

@@ -65,7 +65,7 @@ pub use strata_core::{
     Https, Input, InputSource, InputSources, InputValue, Level, Listen, Logger, LoggerOptions,
     MethodLikeRouteBehavior, Mode, Output, Parsed, ParsedBody, PathParams, Pem, RequestBody,
     RequestInfo, ResponseBody, ResponseDescription, ResponseHeader, Security, ServerLimits,
-    SharedService, Staged, TextValue, Validated, WrongMethodBehavior, http_error,
+    SharedService, Staged, TextValue, Validated, WrongMethodBehavior, http_error, not_null,
 };
 pub use strata_format::{DefaultResultHandler, ResultHandler};
 pub use strata_middleware::{Middleware, MiddlewareChain};

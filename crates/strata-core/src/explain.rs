@@ -1,0 +1,861 @@
+//! Why an input does not decode, every reason at once, in JSON's words.
+//!
+//! serde stops at the first problem and names Rust types (`expected i64`). When decoding fails,
+//! the input is walked once more against the type's JSON Schema (what schemars emits, garde's
+//! rules included), and every problem found is reported with its wire path: each missing
+//! required field, each value of the wrong JSON type, each rule a present value breaks.
+//!
+//! serde stays the judge of what is valid: this only explains a failure it found. So the walk
+//! covers the keywords schemars writes for serde types and garde rules (`type`, `properties`,
+//! `required`, `additionalProperties`, `items`, `prefixItems`, `enum`, `const`, `anyOf`,
+//! `oneOf`, `allOf`, `$ref`, the length, range and pattern keywords, the `email` and IP
+//! formats); a keyword it does not know never invents a problem, and when it finds nothing the
+//! caller falls back to serde's message, reworded. Text values (query, path, headers, forms)
+//! are read as leniently as the deserializer reads them: `"5"` is an integer where one is
+//! wanted.
+
+use std::collections::HashMap;
+use std::fmt::Write as _;
+
+use regex::Regex;
+use serde_json::{Map, Number, Value};
+
+use crate::input::{InputValue, TextValue};
+use crate::upload::UploadedFile;
+
+/// One problem: where (wire path, empty for the whole input) and what.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Issue {
+    pub(crate) path: String,
+    pub(crate) message: String,
+}
+
+/// At most this many issues are listed; the rest are counted.
+pub(crate) const MAX_ISSUES: usize = 100;
+
+/// Values shown in messages are cut to this many characters.
+const MAX_SHOWN_CHARS: usize = 40;
+
+/// Bound on nesting (`$ref` chains, deep values), against cyclic schemas.
+const MAX_DEPTH: usize = 64;
+
+/// A value being explained: JSON, or text read leniently, or files.
+#[derive(Clone, Copy)]
+enum Node<'a> {
+    Json(&'a Value),
+    Text(&'a str),
+    TextList(&'a [String]),
+    Files(&'a [UploadedFile]),
+    /// The merged input: its entries by wire name.
+    Entries(&'a [(String, InputValue)]),
+}
+
+impl<'a> Node<'a> {
+    fn of(value: &'a InputValue) -> Self {
+        match value {
+            InputValue::Json(value) => Node::Json(value),
+            InputValue::Text(TextValue::One(text)) => Node::Text(text),
+            InputValue::Text(TextValue::Many(texts)) => Node::TextList(texts),
+            InputValue::Files(files) => Node::Files(files),
+        }
+    }
+
+    /// How the value is named after `received`.
+    fn received(self) -> String {
+        match self {
+            Node::Json(Value::Null) => "null".to_owned(),
+            Node::Json(Value::Bool(b)) => format!("boolean {b}"),
+            Node::Json(Value::Number(n)) => format!("number {n}"),
+            Node::Json(Value::String(s)) => format!("string {}", shown(s)),
+            Node::Text(s) => format!("string {}", shown(s)),
+            Node::Json(Value::Array(_)) | Node::TextList(_) => "array".to_owned(),
+            Node::Json(Value::Object(_)) | Node::Entries(_) => "object".to_owned(),
+            Node::Files(files) if files.len() > 1 => "files".to_owned(),
+            Node::Files(_) => "a file".to_owned(),
+        }
+    }
+}
+
+/// `"abc"`, cut to a readable length.
+fn shown(text: &str) -> String {
+    let mut chars = text.chars();
+    let head: String = chars.by_ref().take(MAX_SHOWN_CHARS).collect();
+    let quoted = Value::from(head).to_string();
+    if chars.next().is_some() {
+        format!("{}…\"", &quoted[..quoted.len() - 1])
+    } else {
+        quoted
+    }
+}
+
+/// Every problem of `entries` (a merged input) against `schema`, a root schema with its
+/// `$defs`, sorted by path.
+pub(crate) fn explain(schema: &Value, entries: &[(String, InputValue)]) -> Vec<Issue> {
+    let mut walker = Walker {
+        root: schema,
+        issues: Vec::new(),
+        patterns: HashMap::new(),
+    };
+    let mut path = String::new();
+    walker.check(Node::Entries(entries), schema, &mut path, 0);
+    let mut issues = walker.issues;
+    // Stable: problems of one place keep the order they were found in.
+    issues.sort_by(|a, b| a.path.cmp(&b.path));
+    issues.dedup();
+    issues
+}
+
+/// `path: message; path: message`, at most [`MAX_ISSUES`] of them, then `… and N more`.
+pub(crate) fn render(issues: impl ExactSizeIterator<Item = (String, String)>) -> String {
+    let total = issues.len();
+    let mut out = String::new();
+    for (path, message) in issues.take(MAX_ISSUES) {
+        if !out.is_empty() {
+            out.push_str("; ");
+        }
+        if !path.is_empty() {
+            out.push_str(&path);
+            out.push_str(": ");
+        }
+        out.push_str(&message);
+    }
+    if total > MAX_ISSUES {
+        let _ = write!(out, "; … and {} more", total - MAX_ISSUES);
+    }
+    out
+}
+
+struct Walker<'s> {
+    root: &'s Value,
+    issues: Vec<Issue>,
+    /// Compiled `pattern`s (`None` for a pattern the regex crate cannot compile).
+    patterns: HashMap<&'s str, Option<Regex>>,
+}
+
+/// JSON's type names, in the order a text value is tried against them.
+const TEXT_ORDER: [&str; 5] = ["string", "integer", "number", "boolean", "array"];
+
+impl<'s> Walker<'s> {
+    fn push(&mut self, path: &str, message: String) {
+        self.issues.push(Issue {
+            path: path.to_owned(),
+            message,
+        });
+    }
+
+    /// Follows `$ref`s to the root's `$defs`.
+    fn resolve(&self, mut schema: &'s Value) -> &'s Value {
+        for _ in 0..MAX_DEPTH {
+            let Some(target) = schema.get("$ref").and_then(Value::as_str) else {
+                return schema;
+            };
+            let found = target
+                .strip_prefix("#/$defs/")
+                .and_then(|name| self.root.get("$defs")?.get(name))
+                .or_else(|| (target == "#").then_some(self.root));
+            match found {
+                Some(next) => schema = next,
+                // A reference the walk cannot follow says nothing it can check.
+                None => return &Value::Bool(true),
+            }
+        }
+        &Value::Bool(true)
+    }
+
+    fn check(&mut self, node: Node<'_>, schema: &'s Value, path: &mut String, depth: usize) {
+        if depth > MAX_DEPTH {
+            return;
+        }
+        let schema = self.resolve(schema);
+        let Some(object) = schema.as_object() else {
+            if *schema == Value::Bool(false) {
+                self.push(path, "not allowed".to_owned());
+            }
+            return;
+        };
+        if let Some(Value::Array(members)) = object.get("allOf") {
+            for member in members {
+                self.check(node, member, path, depth + 1);
+            }
+        }
+        for key in ["anyOf", "oneOf"] {
+            if let Some(Value::Array(members)) = object.get(key) {
+                self.choice(node, members, path, depth);
+            }
+        }
+        if let Some(expected) = object.get("const") {
+            if !matches_literal(node, expected) {
+                let message = format!("expected {expected}, received {}", node.received());
+                self.push(path, message);
+            }
+            return;
+        }
+        if let Some(Value::Array(options)) = object.get("enum") {
+            if !options.iter().any(|option| matches_literal(node, option)) {
+                let message = format!(
+                    "expected one of {}, received {}",
+                    one_of(options),
+                    node.received()
+                );
+                self.push(path, message);
+            }
+            return;
+        }
+        let kinds = kinds_of(object);
+        let Some(kind) = Self::kind(node, object, &kinds) else {
+            // A text value is never null: offering it would confuse.
+            let text = matches!(node, Node::Text(_) | Node::TextList(_));
+            let expected: Vec<&str> = kinds
+                .iter()
+                .copied()
+                .filter(|kind| !text || *kind != "null")
+                .collect();
+            let message = format!(
+                "expected {}, received {}",
+                expected.join(" or "),
+                node.received()
+            );
+            self.push(path, message);
+            return;
+        };
+        match (kind, node) {
+            (Kind::Object, Node::Json(Value::Object(members))) => {
+                let entries: Vec<(&str, Node<'_>)> = members
+                    .iter()
+                    .map(|(k, v)| (k.as_str(), Node::Json(v)))
+                    .collect();
+                self.object(&entries, object, path, depth);
+            }
+            (Kind::Object, Node::Entries(entries)) => {
+                let entries: Vec<(&str, Node<'_>)> = entries
+                    .iter()
+                    .map(|(k, v)| (k.as_str(), Node::of(v)))
+                    .collect();
+                self.object(&entries, object, path, depth);
+            }
+            (Kind::Array, Node::Json(Value::Array(items))) => {
+                let items: Vec<Node<'_>> = items.iter().map(Node::Json).collect();
+                self.array(&items, object, path, depth);
+            }
+            (Kind::Array, Node::TextList(texts)) => {
+                let items: Vec<Node<'_>> = texts.iter().map(|t| Node::Text(t)).collect();
+                self.array(&items, object, path, depth);
+            }
+            // One text value where a list is wanted: a list of one.
+            (Kind::Array, Node::Text(_)) => self.array(&[node], object, path, depth),
+            (Kind::String, Node::Json(Value::String(text))) => self.string(text, object, path),
+            (Kind::String, Node::Text(text)) => self.string(text, object, path),
+            (Kind::Number(number), _) => self.number(&number, object, path),
+            _ => {}
+        }
+    }
+
+    /// The JSON type `node` is read as under `kinds` (every type when empty), `None` when it
+    /// fits none of them.
+    fn kind(node: Node<'_>, schema: &Map<String, Value>, kinds: &[&str]) -> Option<Kind> {
+        let allows = |kind: &str| kinds.is_empty() || kinds.contains(&kind);
+        match node {
+            Node::Json(value) => {
+                let kind = match value {
+                    Value::Null => "null",
+                    Value::Bool(_) => "boolean",
+                    // Integers are what serde reads as integers: `1.0` is not one.
+                    Value::Number(n) if n.is_f64() => "number",
+                    Value::Number(_) => {
+                        if allows("integer") {
+                            "integer"
+                        } else {
+                            "number"
+                        }
+                    }
+                    Value::String(_) => "string",
+                    Value::Array(_) => "array",
+                    Value::Object(_) => "object",
+                };
+                if !allows(kind) {
+                    return None;
+                }
+                Some(match value {
+                    Value::Number(n) => Kind::Number(n.clone()),
+                    Value::Array(_) => Kind::Array,
+                    Value::Object(_) => Kind::Object,
+                    Value::String(_) => Kind::String,
+                    _ => Kind::Other,
+                })
+            }
+            Node::Text(text) => TEXT_ORDER
+                .iter()
+                .filter(|kind| kinds.contains(kind))
+                .find_map(|kind| match *kind {
+                    "string" => Some(Kind::String),
+                    "integer" => integer(text).map(Kind::Number),
+                    "number" => text
+                        .parse::<f64>()
+                        .ok()
+                        .and_then(Number::from_f64)
+                        .map(Kind::Number),
+                    "boolean" => matches!(text, "true" | "false").then_some(Kind::Other),
+                    _ => Some(Kind::Array),
+                })
+                .or_else(|| kinds.is_empty().then_some(Kind::String)),
+            Node::TextList(_) => allows("array").then_some(Kind::Array),
+            // One file where a file is wanted, or files where a list is (of files, as the
+            // schema of `Vec<UploadedFile>` says).
+            Node::Files(files) => {
+                ((is_file(schema) && files.len() == 1) || allows("array") || kinds.is_empty())
+                    .then_some(Kind::Other)
+            }
+            Node::Entries(_) => allows("object").then_some(Kind::Object),
+        }
+    }
+
+    /// `anyOf` / `oneOf`: fine when one member fits. An optional value (`T` or `null`) is
+    /// explained as `T`; otherwise the member that fits best is.
+    fn choice(&mut self, node: Node<'_>, members: &'s [Value], path: &mut String, depth: usize) {
+        let is_null = |m: &Value| self.resolve(m).get("type") == Some(&Value::from("null"));
+        if matches!(node, Node::Json(Value::Null)) && members.iter().any(is_null) {
+            return;
+        }
+        let candidates: Vec<&'s Value> = members.iter().filter(|m| !is_null(m)).collect();
+        if let [only] = candidates.as_slice()
+            && candidates.len() < members.len()
+        {
+            let before = self.issues.len();
+            self.check(node, only, path, depth + 1);
+            // `T` refused a null it was never offered: say `null` is fine too.
+            if matches!(node, Node::Json(_)) && self.issues.len() > before {
+                for issue in &mut self.issues[before..] {
+                    if issue.path == *path && issue.message.starts_with("expected ") {
+                        issue.message =
+                            issue
+                                .message
+                                .replacen(", received", " or null, received", 1);
+                    }
+                }
+            }
+            return;
+        }
+        // The best member is one whose type fits (its problems are deeper inside), then the
+        // one with the fewest problems.
+        let mut best: Option<((bool, usize), Vec<Issue>)> = None;
+        for member in members {
+            let saved = std::mem::take(&mut self.issues);
+            self.check(node, member, path, depth + 1);
+            let found = std::mem::replace(&mut self.issues, saved);
+            if found.is_empty() {
+                return;
+            }
+            let rank = (found.iter().any(|i| i.path == *path), found.len());
+            if best.as_ref().is_none_or(|(known, _)| rank < *known) {
+                best = Some((rank, found));
+            }
+        }
+        let best = best.map(|(_, issues)| issues);
+        // A choice of literals (a documented enum): one message naming them all.
+        let literals: Option<Vec<&Value>> = members
+            .iter()
+            .map(|m| self.resolve(m).get("const"))
+            .collect();
+        match literals {
+            Some(literals) if !literals.is_empty() => {
+                let options: Vec<Value> = literals.into_iter().cloned().collect();
+                let message = format!(
+                    "expected one of {}, received {}",
+                    one_of(&options),
+                    node.received()
+                );
+                self.push(path, message);
+            }
+            _ => self.issues.extend(best.unwrap_or_default()),
+        }
+    }
+
+    fn object(
+        &mut self,
+        entries: &[(&str, Node<'_>)],
+        schema: &'s Map<String, Value>,
+        path: &mut String,
+        depth: usize,
+    ) {
+        let properties = schema.get("properties").and_then(Value::as_object);
+        if let Some(Value::Array(required)) = schema.get("required") {
+            for name in required.iter().filter_map(Value::as_str) {
+                if !entries.iter().any(|(key, _)| *key == name) {
+                    let at = joined(path, name);
+                    self.push(&at, "required".to_owned());
+                }
+            }
+        }
+        let extra = schema.get("additionalProperties");
+        for (key, value) in entries {
+            let known = properties.and_then(|p| p.get(*key));
+            let len = path.len();
+            if !path.is_empty() {
+                path.push('.');
+            }
+            path.push_str(key);
+            match (known, extra) {
+                (Some(property), _) => self.check(*value, property, path, depth + 1),
+                (None, Some(Value::Bool(false))) => self.push(path, "unknown field".to_owned()),
+                (None, Some(extra)) => self.check(*value, extra, path, depth + 1),
+                (None, None) => {}
+            }
+            path.truncate(len);
+        }
+    }
+
+    fn array(
+        &mut self,
+        items: &[Node<'_>],
+        schema: &'s Map<String, Value>,
+        path: &mut String,
+        depth: usize,
+    ) {
+        self.length(items.len(), schema, "minItems", "maxItems", path);
+        let prefix = schema.get("prefixItems").and_then(Value::as_array);
+        for (index, item) in items.iter().enumerate() {
+            let item_schema = prefix
+                .and_then(|p| p.get(index))
+                .or_else(|| schema.get("items"));
+            if let Some(item_schema) = item_schema {
+                let len = path.len();
+                let _ = write!(path, "[{index}]");
+                self.check(*item, item_schema, path, depth + 1);
+                path.truncate(len);
+            }
+        }
+        if schema.get("uniqueItems") == Some(&Value::Bool(true)) {
+            let json: Vec<&Value> = items
+                .iter()
+                .filter_map(|item| match item {
+                    Node::Json(value) => Some(*value),
+                    _ => None,
+                })
+                .collect();
+            if json.iter().enumerate().any(|(i, a)| json[..i].contains(a)) {
+                self.push(path, "items are not unique".to_owned());
+            }
+        }
+    }
+
+    fn length(
+        &mut self,
+        len: usize,
+        schema: &Map<String, Value>,
+        min: &str,
+        max: &str,
+        path: &str,
+    ) {
+        let bound = |key: &str| schema.get(key).and_then(Value::as_u64);
+        let len = len as u64;
+        if let Some(min) = bound(min)
+            && len < min
+        {
+            self.push(path, format!("length is lower than {min}"));
+        }
+        if let Some(max) = bound(max)
+            && len > max
+        {
+            self.push(path, format!("length is greater than {max}"));
+        }
+    }
+
+    fn string(&mut self, text: &str, schema: &'s Map<String, Value>, path: &str) {
+        self.length(text.chars().count(), schema, "minLength", "maxLength", path);
+        if let Some(pattern) = schema.get("pattern").and_then(Value::as_str) {
+            let compiled = self
+                .patterns
+                .entry(pattern)
+                .or_insert_with(|| Regex::new(pattern).ok());
+            if compiled.as_ref().is_some_and(|re| !re.is_match(text)) {
+                self.push(path, format!("does not match pattern /{pattern}/"));
+            }
+        }
+        let invalid = match schema.get("format").and_then(Value::as_str) {
+            Some("email") => garde::rules::email::parse_email(text)
+                .err()
+                .map(|e| format!("not a valid email: {e}")),
+            Some("ipv4") => text
+                .parse::<std::net::Ipv4Addr>()
+                .is_err()
+                .then(|| "not a valid IPv4 address".to_owned()),
+            Some("ipv6") => text
+                .parse::<std::net::Ipv6Addr>()
+                .is_err()
+                .then(|| "not a valid IPv6 address".to_owned()),
+            _ => None,
+        };
+        if let Some(message) = invalid {
+            self.push(path, message);
+        }
+    }
+
+    fn number(&mut self, number: &Number, schema: &Map<String, Value>, path: &str) {
+        let value = number.as_f64().unwrap_or(f64::NAN);
+        let bound = |key: &str| schema.get(key).filter(|b| b.is_number());
+        if let Some(min) = bound("minimum")
+            && value < min.as_f64().unwrap_or(f64::NEG_INFINITY)
+        {
+            self.push(path, format!("lower than {min}"));
+        }
+        if let Some(max) = bound("maximum")
+            && value > max.as_f64().unwrap_or(f64::INFINITY)
+        {
+            self.push(path, format!("greater than {max}"));
+        }
+        if let Some(min) = bound("exclusiveMinimum")
+            && value <= min.as_f64().unwrap_or(f64::NEG_INFINITY)
+        {
+            self.push(path, format!("not greater than {min}"));
+        }
+        if let Some(max) = bound("exclusiveMaximum")
+            && value >= max.as_f64().unwrap_or(f64::INFINITY)
+        {
+            self.push(path, format!("not lower than {max}"));
+        }
+        if let Some(step) = bound("multipleOf").and_then(Value::as_f64)
+            && step > 0.0
+            && (value / step).fract().abs() > f64::EPSILON
+        {
+            self.push(path, format!("not a multiple of {step}"));
+        }
+    }
+}
+
+/// What a value was read as, with what the checks after the type need.
+enum Kind {
+    Object,
+    Array,
+    String,
+    Number(Number),
+    /// A boolean, a null, files: nothing more to check.
+    Other,
+}
+
+/// The schema's `type`s (none: any type).
+fn kinds_of(schema: &Map<String, Value>) -> Vec<&str> {
+    match schema.get("type") {
+        Some(Value::String(kind)) => vec![kind.as_str()],
+        Some(Value::Array(kinds)) => kinds.iter().filter_map(Value::as_str).collect(),
+        _ => Vec::new(),
+    }
+}
+
+/// A file schema: `{"type": "string", "format": "binary"}`.
+fn is_file(schema: &Map<String, Value>) -> bool {
+    schema.get("format").and_then(Value::as_str) == Some("binary")
+}
+
+/// `text` as an integer, as the deserializer parses it for an integer type.
+fn integer(text: &str) -> Option<Number> {
+    text.parse::<i64>()
+        .map(Number::from)
+        .or_else(|_| text.parse::<u64>().map(Number::from))
+        .ok()
+}
+
+/// Whether `node` is the literal `expected` (a text value by its text, or as a number).
+fn matches_literal(node: Node<'_>, expected: &Value) -> bool {
+    match (node, expected) {
+        (Node::Json(value), _) => value == expected,
+        (Node::Text(text), Value::String(s)) => text == s,
+        (Node::Text(text), Value::Number(n)) => {
+            integer(text).is_some_and(|i| i == *n) || text.parse::<f64>().ok() == n.as_f64()
+        }
+        (Node::Text(text), Value::Bool(b)) => text == if *b { "true" } else { "false" },
+        _ => false,
+    }
+}
+
+/// `"a" | "b" | 3`.
+fn one_of(options: &[Value]) -> String {
+    options
+        .iter()
+        .map(Value::to_string)
+        .collect::<Vec<_>>()
+        .join(" | ")
+}
+
+fn joined(path: &str, name: &str) -> String {
+    if path.is_empty() {
+        name.to_owned()
+    } else {
+        format!("{path}.{name}")
+    }
+}
+
+/// serde's message in JSON's words, for the failures the schema does not explain:
+/// `invalid type: string "abc", expected i64` → `expected integer, received string "abc"`.
+pub(crate) fn plain_words(message: &str) -> String {
+    // serde_json appends where in the text the problem is; the path says it better.
+    let message = match message.rfind(" at line ") {
+        Some(at) if message[at..].contains(" column ") => &message[..at],
+        _ => message,
+    };
+    if let Some(rest) = message.strip_prefix("missing field `")
+        && rest.ends_with('`')
+    {
+        return format!("{}: required", &rest[..rest.len() - 1]);
+    }
+    for prefix in ["invalid type: ", "invalid value: "] {
+        if let Some(rest) = message.strip_prefix(prefix)
+            && let Some((received, expected)) = rest.rsplit_once(", expected ")
+        {
+            return format!(
+                "expected {}, received {}",
+                json_expected(expected),
+                json_received(received)
+            );
+        }
+    }
+    if let Some(rest) = message.strip_prefix("unknown variant ")
+        && let Some((variant, expected)) = rest.split_once(", expected ")
+    {
+        let options = expected
+            .trim_start_matches("one of ")
+            .replace('`', "\"")
+            .replace(", ", " | ")
+            .replace(" or ", " | ");
+        return format!(
+            "expected one of {options}, received string {}",
+            shown(variant.trim_matches('`'))
+        );
+    }
+    if let Some(rest) = message.strip_prefix("unknown field `")
+        && let Some((field, _)) = rest.split_once('`')
+    {
+        return format!("{field}: unknown field");
+    }
+    message.to_owned()
+}
+
+/// serde's `expected` phrase as a JSON type.
+fn json_expected(expected: &str) -> String {
+    let bare = expected.trim_start_matches("a ").trim_start_matches("an ");
+    let kind = match bare {
+        "i8" | "i16" | "i32" | "i64" | "i128" | "isize" | "u8" | "u16" | "u32" | "u64" | "u128"
+        | "usize" | "integer" => "integer",
+        "f32" | "f64" | "number" | "floating point number" => "number",
+        "string" | "borrowed string" | "char" | "character" | "str" => "string",
+        "boolean" | "bool" => "boolean",
+        "sequence" | "seq" | "vec" | "list" => "array",
+        "map" | "object" => "object",
+        "unit" | "null" => "null",
+        other if other.starts_with("struct ") || other.starts_with("map ") => "object",
+        other if other.starts_with("tuple") || other.starts_with("array") => "array",
+        other => return other.to_owned(),
+    };
+    kind.to_owned()
+}
+
+/// serde's `Unexpected` as JSON's words: ``integer `5` `` → `number 5`.
+fn json_received(received: &str) -> String {
+    let value = |rest: &str| rest.trim_matches('`').to_owned();
+    if let Some(rest) = received
+        .strip_prefix("integer ")
+        .or_else(|| received.strip_prefix("floating point "))
+    {
+        return format!("number {}", value(rest));
+    }
+    if let Some(rest) = received.strip_prefix("boolean ") {
+        return format!("boolean {}", value(rest));
+    }
+    if let Some(rest) = received.strip_prefix("string ") {
+        let text: String = serde_json::from_str(rest).unwrap_or_else(|_| rest.to_owned());
+        return format!("string {}", shown(&text));
+    }
+    match received {
+        "sequence" => "array".to_owned(),
+        "map" => "object".to_owned(),
+        "unit value" | "null" => "null".to_owned(),
+        other => other.to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn entries(value: Value) -> Vec<(String, InputValue)> {
+        match value {
+            Value::Object(map) => map
+                .into_iter()
+                .map(|(k, v)| (k, InputValue::Json(v)))
+                .collect(),
+            _ => Vec::new(),
+        }
+    }
+
+    fn messages(schema: &Value, input: &[(String, InputValue)]) -> String {
+        let issues = explain(schema, input);
+        render(issues.into_iter().map(|i| (i.path, i.message)))
+    }
+
+    fn user_schema() -> Value {
+        json!({
+            "type": "object",
+            "properties": {
+                "name": { "type": "string", "minLength": 1 },
+                "age": { "type": "integer", "format": "int64", "minimum": 0 },
+                "role": { "$ref": "#/$defs/Role" },
+                "nick": { "type": ["string", "null"], "maxLength": 3 },
+                "tags": { "type": "array", "items": { "type": "string", "pattern": "^[a-z]+$" }, "maxItems": 2 },
+                "email": { "type": "string", "format": "email" }
+            },
+            "required": ["name", "age"],
+            "$defs": { "Role": { "type": "string", "enum": ["admin", "reader"] } }
+        })
+    }
+
+    #[test]
+    fn every_problem_of_a_json_input_with_its_path() {
+        let schema = user_schema();
+        assert_eq!(
+            messages(&schema, &entries(json!({ "name": "Dan" }))),
+            "age: required"
+        );
+        assert_eq!(
+            messages(&schema, &entries(json!({}))),
+            "age: required; name: required"
+        );
+        assert_eq!(
+            messages(&schema, &entries(json!({ "name": "", "age": -1.5 }))),
+            "age: expected integer, received number -1.5; name: length is lower than 1"
+        );
+        assert_eq!(
+            messages(
+                &schema,
+                &entries(json!({
+                    "name": 5, "age": 1.0, "role": "owner", "nick": "toolong",
+                    "tags": ["ok", "NO", "x"], "email": "nope"
+                }))
+            ),
+            "age: expected integer, received number 1.0; \
+             email: not a valid email: value is missing `@`; \
+             name: expected string, received number 5; \
+             nick: length is greater than 3; \
+             role: expected one of \"admin\" | \"reader\", received string \"owner\"; \
+             tags: length is greater than 2; \
+             tags[1]: does not match pattern /^[a-z]+$/"
+        );
+        assert_eq!(
+            messages(
+                &schema,
+                &entries(json!({ "name": null, "age": [1], "nick": 3 }))
+            ),
+            "age: expected integer, received array; \
+             name: expected string, received null; \
+             nick: expected string or null, received number 3"
+        );
+    }
+
+    #[test]
+    fn text_values_are_read_as_leniently_as_the_deserializer_reads_them() {
+        let schema = user_schema();
+        let text = |pairs: &[(&str, &str)]| -> Vec<(String, InputValue)> {
+            pairs
+                .iter()
+                .map(|(k, v)| ((*k).to_owned(), InputValue::from(*v)))
+                .collect()
+        };
+        assert_eq!(
+            messages(&schema, &text(&[("name", "Dan"), ("age", "42")])),
+            ""
+        );
+        assert_eq!(
+            messages(
+                &schema,
+                &text(&[("name", "Dan"), ("age", "abc"), ("tags", "UP")])
+            ),
+            "age: expected integer, received string \"abc\"; tags[0]: does not match pattern /^[a-z]+$/"
+        );
+        let mut many = text(&[("name", "Dan")]);
+        many.push((
+            "age".into(),
+            InputValue::Text(TextValue::Many(vec!["1".into(), "2".into()])),
+        ));
+        assert_eq!(
+            messages(&schema, &many),
+            "age: expected integer, received array"
+        );
+    }
+
+    #[test]
+    fn choices_unknown_fields_and_long_values() {
+        let schema = json!({
+            "type": "object",
+            "properties": {
+                "kind": { "oneOf": [{ "const": "a", "description": "A" }, { "const": "b" }] },
+                "inner": { "anyOf": [{ "$ref": "#/$defs/Inner" }, { "type": "null" }] },
+                "either": { "anyOf": [{ "type": "integer" }, { "type": "array", "items": { "type": "integer" } }] }
+            },
+            "additionalProperties": false,
+            "$defs": { "Inner": { "type": "object", "properties": { "x": { "type": "integer", "maximum": 9 } }, "required": ["x"] } }
+        });
+        let long = "y".repeat(100);
+        assert_eq!(
+            messages(
+                &schema,
+                &entries(
+                    json!({ "kind": long, "inner": { "x": 10 }, "either": ["z"], "other": 1 })
+                )
+            ),
+            format!(
+                "either[0]: expected integer, received string \"z\"; inner.x: greater than 9; \
+                 kind: expected one of \"a\" | \"b\", received string \"{}…\"; other: unknown field",
+                "y".repeat(40)
+            )
+        );
+        assert_eq!(
+            messages(&schema, &entries(json!({ "inner": null, "either": 3 }))),
+            ""
+        );
+        assert_eq!(
+            messages(&schema, &entries(json!({ "inner": {} }))),
+            "inner.x: required"
+        );
+    }
+
+    #[test]
+    fn the_message_lists_at_most_a_hundred_issues() {
+        let schema = json!({ "type": "object", "properties": { "items": { "type": "array", "items": { "type": "integer" } } } });
+        let items: Vec<Value> = (0..250).map(|i| json!(format!("v{i}"))).collect();
+        let message = messages(&schema, &entries(json!({ "items": items })));
+        assert_eq!(message.matches("expected integer").count(), 100);
+        assert!(message.ends_with("; … and 150 more"), "{message}");
+        assert!(message.len() < 6_000);
+    }
+
+    #[test]
+    fn serde_messages_in_json_words() {
+        for (serde, plain) in [
+            (
+                "invalid type: string \"abc\", expected i64",
+                "expected integer, received string \"abc\"",
+            ),
+            (
+                "invalid type: floating point `1.0`, expected u8 at line 1 column 9",
+                "expected integer, received number 1.0",
+            ),
+            (
+                "invalid type: sequence, expected a string",
+                "expected string, received array",
+            ),
+            (
+                "invalid type: map, expected struct Inner",
+                "expected object, received object",
+            ),
+            ("missing field `age`", "age: required"),
+            (
+                "unknown variant `c`, expected `a` or `b`",
+                "expected one of \"a\" | \"b\", received string \"c\"",
+            ),
+            ("unknown field `x`, expected `a`", "x: unknown field"),
+            ("something else", "something else"),
+        ] {
+            assert_eq!(plain_words(serde), plain, "{serde}");
+        }
+    }
+}
