@@ -10,7 +10,7 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 use crate::error::{ApiError, ErrorKind};
-use crate::explain::{explain, plain_words, render};
+use crate::explain::{MAX_ISSUES, explain, plain_words, render};
 use crate::input::Input;
 
 /// Maps the Rust field names in garde's paths to the names used on the wire (as serde reads and
@@ -201,18 +201,32 @@ fn to_snake_case(name: &str) -> String {
     out
 }
 
-/// Renders a garde report as `path: message; path: message` (at most 100), with wire names and
-/// an optional path prefix (`output`).
+/// Renders a garde report as `path: message; path: message` (at most [`MAX_ISSUES`], then
+/// `… and N more`), with wire names and an optional path prefix (`output`).
 fn describe_report(report: &garde::Report, names: &WireNames, prefix: Option<&str>) -> String {
-    let issues: Vec<(String, String)> = report
-        .iter()
-        .map(|(path, error)| {
-            let mut at = prefix.unwrap_or_default().to_owned();
-            names.write_path(path, &mut at, prefix.is_some());
-            (at, error.message().to_owned())
-        })
-        .collect();
-    render(issues.into_iter())
+    let mut out = String::new();
+    let mut count = 0;
+    // Written in place: an invalid input is a common answer, not a rare one.
+    for (path, error) in report.iter() {
+        count += 1;
+        if count > MAX_ISSUES {
+            continue;
+        }
+        if !out.is_empty() {
+            out.push_str("; ");
+        }
+        if let Some(prefix) = prefix {
+            out.push_str(prefix);
+        }
+        if names.write_path(path, &mut out, prefix.is_some()) {
+            out.push_str(": ");
+        }
+        out.push_str(error.message());
+    }
+    if count > MAX_ISSUES {
+        let _ = write!(out, "; … and {} more", count - MAX_ISSUES);
+    }
+    out
 }
 
 /// Decodes the merged [`Input`] into `T` (serde, lenient for text values) and runs `T`'s garde
@@ -393,6 +407,22 @@ mod tests {
             err.message(),
             "items[0].name: expected string, received number 5"
         );
+    }
+
+    #[test]
+    fn rule_violations_are_capped_too() {
+        let mut input = Input::new();
+        let items: Vec<serde_json::Value> = (0..150).map(|_| json!({"name": ""})).collect();
+        input.insert("items", InputValue::Json(json!(items)));
+        input.insert("count", InputValue::Json(json!(1)));
+        let message = Decoder::<Order>::new()
+            .decode(&input)
+            .unwrap_err()
+            .message()
+            .to_owned();
+        assert_eq!(message.matches("length is lower than 1").count(), 100);
+        assert!(message.starts_with("items[0].name: length is lower than 1; items[1].name"));
+        assert!(message.ends_with("; … and 50 more"), "{message}");
     }
 
     #[test]
