@@ -18,6 +18,12 @@ start() {
     env PORT="$port" "$@" "$examples/$name" >"$work/$name.log" 2>&1 &
     pids+=("$!")
     for _ in $(seq 1 100); do
+        # Ours, not another server that took the port first.
+        if ! kill -0 "${pids[-1]}" 2>/dev/null; then
+            echo "the $name example exited:" >&2
+            cat "$work/$name.log" >&2
+            return 1
+        fi
         if python3 -c "import urllib.request, sys; urllib.request.urlopen('http://127.0.0.1:$port/openapi.json', timeout=1)" 2>/dev/null; then
             return 0
         fi

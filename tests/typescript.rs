@@ -146,9 +146,9 @@ fn users_routing() -> Routing {
     }
 }
 
-#[test]
-fn each_field_goes_where_the_server_reads_it_and_is_typed_as_it_reads_it() {
-    let config = create_config()
+/// The config of the shapes: GET reads headers too.
+fn headers_config() -> Config {
+    create_config()
         .cors(true)
         .input_sources(
             &Method::GET,
@@ -158,7 +158,141 @@ fn each_field_goes_where_the_server_reads_it_and_is_typed_as_it_reads_it() {
                 InputSource::Headers,
             ],
         )
-        .build();
+        .build()
+}
+
+#[derive(Deserialize, Validate, JsonSchema)]
+#[allow(dead_code)] // only the schema matters here
+struct Rename {
+    #[garde(skip)]
+    id: u32,
+    #[garde(length(chars, min = 1))]
+    name: String,
+}
+
+/// Named fields and other keys beside them (`#[serde(flatten)]` of a map).
+#[derive(Serialize, Validate, JsonSchema)]
+#[garde(allow_unvalidated)]
+struct Stats {
+    count: u32,
+    label: Option<String>,
+    #[serde(flatten)]
+    more: std::collections::BTreeMap<String, String>,
+}
+
+/// A type whose schema name is a reserved word of JavaScript.
+#[derive(Serialize, Validate)]
+#[garde(allow_unvalidated)]
+struct Reserved {
+    value: u8,
+}
+
+impl JsonSchema for Reserved {
+    fn schema_name() -> Cow<'static, str> {
+        "default".into()
+    }
+
+    fn json_schema(generator: &mut SchemaGenerator) -> Schema {
+        json_schema!({
+            "type": "object",
+            "properties": { "value": generator.subschema_for::<u8>() },
+            "required": ["value"]
+        })
+    }
+}
+
+strata::paginate::pagination! {
+    Events: cursor { items_name: "events", max_limit: 5, default_limit: 2 }
+}
+strata::paginate::pagination! {
+    Rows: offset { items_name: "rows", max_limit: 5, default_limit: 2 }
+}
+
+/// The users, plus more shapes: a map beside fields, a reserved type name, a 204, cursor pages.
+fn shapes_routing() -> Routing {
+    use strata::paginate::{CursorInput, CursorPage};
+    let stats = default_endpoints_factory()
+        .get()
+        .handler(|(): (), _ctx, _logger| async move {
+            Ok(Stats {
+                count: 1,
+                label: None,
+                more: std::collections::BTreeMap::new(),
+            })
+        });
+    let reserved = default_endpoints_factory()
+        .get()
+        .handler(|(): (), _ctx, _logger| async move { Ok(Reserved { value: 1 }) });
+    let forget = default_endpoints_factory()
+        .delete()
+        .success_status(StatusCode::NO_CONTENT)
+        .handler(|_: UserId, _ctx, _logger| async move {
+            Ok(Reply::new(user()).status(StatusCode::NO_CONTENT))
+        });
+    let events = default_endpoints_factory().get().handler(
+        |input: CursorInput<Events>, _ctx, _logger| async move {
+            Ok(CursorPage::<Events, User>::new(Vec::new(), None, &input))
+        },
+    );
+    let rename = default_endpoints_factory()
+        .patch()
+        .handler(|_: Rename, _ctx, _logger| async move { Ok(user()) });
+    users_routing()
+        .route("patch /v1/users/:id", rename)
+        .route("stats", stats)
+        .route("reserved", reserved)
+        .route("delete /v1/users/:id", forget)
+        .route("events", events)
+}
+
+#[test]
+fn more_shapes_compile_too() {
+    // Each file is compiled by tsc in `.ci/client-checks` (tests/client/tsconfig.clients.json)
+    // and `shapes.client.ts` is used by tests/client/shapes.test.ts.
+    let config = headers_config();
+    let shapes = Integration::new(&shapes_routing(), &config)
+        .build()
+        .unwrap()
+        .to_string();
+    snapshot("shapes.client.ts", &shapes);
+    // Every property fits the index signature beside them.
+    assert!(
+        shapes.contains("  [key: string]: string | number | null;"),
+        "{shapes}"
+    );
+    // A reserved word is not a type name.
+    assert!(shapes.contains("export type default2 = {"));
+    // 204 has no body.
+    assert!(shapes.contains("export type DeleteV1UsersIdPositiveResponse = undefined;"));
+    assert!(shapes.contains("    return response.data.nextCursor !== null;"));
+
+    let empty = Integration::new(&Routing::default(), &config)
+        .build()
+        .unwrap()
+        .to_string();
+    snapshot("empty.client.ts", &empty);
+    assert!(empty.contains("export type Request = never;"));
+
+    let rows = default_endpoints_factory().get().handler(
+        |input: strata::paginate::OffsetInput<Rows>, _ctx, _logger| async move {
+            Ok(strata::paginate::OffsetPage::<Rows, User>::new(
+                Vec::new(),
+                0,
+                &input,
+            ))
+        },
+    );
+    let paged = Integration::new(&routing! { "rows" => rows }, &config)
+        .build()
+        .unwrap()
+        .to_string();
+    snapshot("paged.client.ts", &paged);
+    assert!(paged.contains("    return page.offset + page.limit < page.total;"));
+}
+
+#[test]
+fn each_field_goes_where_the_server_reads_it_and_is_typed_as_it_reads_it() {
+    let config = headers_config();
     let code = Integration::new(&users_routing(), &config)
         .build()
         .unwrap()

@@ -114,7 +114,8 @@ test("places every field: path parameters encoded and removed, lists repeated, n
   await recorder.provide("get /v1/books", { genre: ["novel", "poetry"] as unknown as "novel" });
   await recorder.provide("post /v1/books", { title: "Ode", genre: "poetry" });
   await recorder.provide("delete /v1/books/:id", { id: 7 }, { headers: { "x-request-id": "abc" } });
-  const [read, list, repeated, create, remove] = seen;
+  await recorder.provide("post /v1/books/:id/cover", { id: 3, cover: new Blob(["x"]), caption: "c" });
+  const [read, list, repeated, create, remove, upload] = seen;
   assert.equal(read?.path, "/v1/books/a%2Fb%20c%3F");
   assert.equal(read?.method, "GET");
   assert.equal(read?.body, undefined);
@@ -127,4 +128,10 @@ test("places every field: path parameters encoded and removed, lists repeated, n
   assert.equal(remove?.method, "DELETE");
   assert.equal(remove?.path, "/v1/books/7");
   assert.equal(remove?.headers["x-request-id"], "abc");
+  assert.equal(upload?.path, "/v1/books/3/cover");
+  const form = upload?.body;
+  assert.ok(form instanceof FormData);
+  assert.deepEqual([...form.keys()].sort(), ["caption", "cover"]);
+  // The form sets its own content type, with its boundary.
+  assert.equal(upload?.headers["content-type"], undefined);
 });

@@ -90,7 +90,7 @@ export interface PreparedRequest {
 
 /**
  * Sends a prepared request; resolves with the response body: parsed JSON, text for `text/*`,
- * `undefined` for no content, a `Blob` otherwise.
+ * `undefined` for an empty body, a `Blob` otherwise.
  */
 export type Implementation = (request: PreparedRequest) => Promise<unknown>;
 
@@ -106,9 +106,13 @@ export const createDefaultImplementation =
     });
     if ([204, 205, 304].includes(response.status)) return undefined;
     const type = response.headers.get("content-type") ?? "";
-    if (/^application\/([\w.-]+\+)?json\b/i.test(type)) return response.json() as Promise<unknown>;
+    if (/^application\/([\w.-]+\+)?json\s*(;|$)/i.test(type)) {
+      const text = await response.text();
+      return text === "" ? undefined : (JSON.parse(text) as unknown);
+    }
     if (/^text\//i.test(type)) return response.text();
-    return response.blob();
+    const blob = await response.blob();
+    return blob.size === 0 ? undefined : blob;
   };
 
 /** Per call: more headers (credentials, say) and a signal to abort. */
@@ -161,14 +165,18 @@ export class Client {
     params: Input[K],
     options: RequestOptions = {},
   ): Promise<Response[K]> {
-    const space = request.indexOf(" ");
-    const method = request.slice(0, space).toUpperCase() as Method;
-    const placement = placements[request];
-    const rest: Record<string, unknown> = { ...params };
-    const path = request.slice(space + 1).replace(/:([^/]+)/g, (_, name: string) => {
+    // (Typed wider, so that an API without requests still compiles.)
+    const key: string = request;
+    const placement: Placement = placements[request];
+    const space = key.indexOf(" ");
+    const method = key.slice(0, space).toUpperCase() as Method;
+    const rest: Record<string, unknown> = { ...(params as object) };
+    const path = key.slice(space + 1).replace(/:([^/]+)/g, (_, name: string) => {
       const value = rest[name];
       delete rest[name];
-      return encodeURIComponent(String(value));
+      // `.` and `..` would be resolved away as path segments: escape them.
+      const text = String(value);
+      return /^\.{1,2}$/.test(text) ? text.replace(/\./g, "%2E") : encodeURIComponent(text);
     });
     const headers: Record<string, string> = { ...options.headers };
     for (const name of placement.headers) {
@@ -178,6 +186,12 @@ export class Client {
     }
     let query = "";
     let body: string | FormData | undefined;
+    if (placement.body !== "query") {
+      // The body sets its own content type (and a form's boundary): none from the options.
+      for (const name of Object.keys(headers)) {
+        if (name.toLowerCase() === "content-type") delete headers[name];
+      }
+    }
     if (placement.body === "json") {
       headers["content-type"] = "application/json";
       body = JSON.stringify(rest);

@@ -961,12 +961,15 @@ fn response(
                 .unwrap_or("Response")
                 .to_owned()
         });
+    // These statuses have no body (RFC 9110): hyper sends none whatever the handler wrote.
+    let bodiless = matches!(description.status.as_u16(), 204 | 205 | 304);
     Response {
         description: text,
         headers,
         content: description
             .mime_types
             .iter()
+            .filter(|_| !bodiless)
             .map(|mime| {
                 (
                     mime.clone(),

@@ -107,7 +107,7 @@ impl fmt::Display for TypeScript {
 
 /// Names the file declares itself, and names TypeScript and the DOM already use: a schema or
 /// an operation by one of these names gets a suffix.
-const RESERVED: [&str; 63] = [
+const RESERVED: &[&str] = &[
     // The file's own.
     "Client",
     "Implementation",
@@ -155,25 +155,84 @@ const RESERVED: [&str; 63] = [
     "Symbol",
     "URL",
     "URLSearchParams",
-    // Keywords that cannot name a type.
+    // Words that cannot name a type: JavaScript's reserved words (strict mode included) and
+    // TypeScript's type keywords.
+    "abstract",
     "any",
+    "as",
+    "asserts",
+    "async",
+    "await",
     "bigint",
     "boolean",
+    "break",
+    "case",
+    "catch",
+    "class",
+    "const",
+    "continue",
+    "debugger",
+    "declare",
+    "default",
+    "delete",
+    "do",
+    "else",
+    "enum",
+    "export",
+    "extends",
+    "false",
+    "finally",
+    "for",
+    "from",
+    "function",
+    "get",
+    "global",
+    "if",
+    "implements",
+    "import",
+    "in",
+    "infer",
+    "instanceof",
+    "interface",
+    "is",
+    "keyof",
+    "let",
+    "module",
+    "namespace",
     "never",
+    "new",
     "null",
     "number",
     "object",
+    "of",
+    "package",
+    "private",
+    "protected",
+    "public",
+    "readonly",
+    "require",
+    "return",
+    "satisfies",
+    "set",
+    "static",
     "string",
+    "super",
+    "switch",
     "symbol",
-    "undefined",
-    "unknown",
-    "void",
-    "type",
-    "interface",
-    "class",
-    "enum",
     "this",
+    "throw",
     "true",
+    "try",
+    "type",
+    "typeof",
+    "undefined",
+    "unique",
+    "unknown",
+    "var",
+    "void",
+    "while",
+    "with",
+    "yield",
 ];
 
 /// One operation of the document, as the client sees it.
@@ -423,6 +482,10 @@ fn print_maps(out: &mut String, requests: &[Request<'_>], paginated: &[&str]) {
     ] {
         out.push('\n');
         out.push_str(&Doc::text(Some(text.to_owned())).print(0));
+        if requests.is_empty() {
+            let _ = writeln!(out, "export interface {map} {{}}");
+            continue;
+        }
         let _ = writeln!(out, "export interface {map} {{");
         for request in requests {
             let doc = Doc {
@@ -537,10 +600,12 @@ fn describe(
     for (status, response) in &operation.responses {
         let success = status.starts_with('2');
         let mut members = Vec::new();
-        if response.content.is_empty() {
+        // No body (and none is read for these statuses, whatever a document says).
+        let bodiless = matches!(status.as_str(), "204" | "205" | "304");
+        if response.content.is_empty() || bodiless {
             members.push(Ts::name("undefined"));
         }
-        for (mime, media) in &response.content {
+        for (mime, media) in response.content.iter().filter(|_| !bodiless) {
             members.push(if is_json(mime) {
                 converter.convert(&media.schema).map_err(|problem| {
                     schema_error(

@@ -131,15 +131,22 @@ impl<'a> Converter<'a> {
             let Value::Array(values) = values else {
                 return Err(problem(at, "`enum` is not a list".to_owned()));
             };
+            // Values the schema's `type` rules out can never be sent.
+            let kinds = kinds_of(schema);
             Some(Ts::union(
-                values.iter().map(|value| Ts::Literal(value.to_string())),
+                values
+                    .iter()
+                    .filter(|value| {
+                        let kind = json_kind(value);
+                        kinds.is_empty()
+                            || kinds.contains(&kind)
+                            || (kind == "integer" && kinds.contains(&"number"))
+                    })
+                    .map(|value| Ts::Literal(value.to_string())),
             ))
         } else {
             self.by_type(schema, at)?
         };
-        if schema.get("nullable") == Some(&Value::Bool(true)) {
-            choice = choice.map(|ty| Ts::union([ty, Ts::name("null")]));
-        }
         let mut composed = Vec::new();
         for key in ["anyOf", "oneOf"] {
             if let Some(members) = schema.get(key) {
@@ -172,13 +179,20 @@ impl<'a> Converter<'a> {
         // enums): leave it out for readability.
         if let Some(base) = &choice
             && !composed.is_empty()
+            && !composed.contains(&Ts::unknown())
             && is_vague(base)
         {
             choice = None;
         }
         parts.extend(choice);
         parts.extend(composed);
-        Ok(Ts::intersection(parts))
+        let ty = Ts::intersection(parts);
+        // OpenAPI 3.0's `nullable`, wherever the type came from.
+        Ok(if schema.get("nullable") == Some(&Value::Bool(true)) {
+            Ts::union([ty, Ts::name("null")])
+        } else {
+            ty
+        })
     }
 
     fn reference(&mut self, reference: &Value, at: &str) -> Result<Ts, Problem> {
@@ -308,7 +322,43 @@ impl<'a> Converter<'a> {
             }
             None => None,
         };
+        // Every property must fit the index signature too: widen it to them all.
+        let index = index.map(|index| {
+            if properties.is_empty() {
+                return index;
+            }
+            let mut members = vec![*index];
+            for property in &properties {
+                members.push(property.ty.clone());
+                if property.optional {
+                    members.push(Ts::name("undefined"));
+                }
+            }
+            Box::new(Ts::union(members))
+        });
         Ok(Ts::Object(Object { properties, index }))
+    }
+}
+
+/// The schema's `type`s (none: any).
+fn kinds_of(schema: &Map<String, Value>) -> Vec<&str> {
+    match schema.get("type") {
+        Some(Value::String(kind)) => vec![kind.as_str()],
+        Some(Value::Array(kinds)) => kinds.iter().filter_map(Value::as_str).collect(),
+        _ => Vec::new(),
+    }
+}
+
+/// The JSON Schema type of a value (`integer` for whole numbers).
+fn json_kind(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "boolean",
+        Value::Number(n) if n.is_f64() => "number",
+        Value::Number(_) => "integer",
+        Value::String(_) => "string",
+        Value::Array(_) => "array",
+        Value::Object(_) => "object",
     }
 }
 
@@ -418,6 +468,20 @@ mod tests {
                 json!({ "type": "object", "oneOf": [{ "properties": { "kind": { "const": "a" } }, "required": ["kind"] }] }),
                 "{\n  kind: \"a\";\n}",
             ),
+            // Choices that say nothing keep the base type.
+            (
+                json!({ "type": "string", "anyOf": [{ "format": "date" }, { "format": "date-time" }] }),
+                "string",
+            ),
+            (
+                json!({ "allOf": [{ "$ref": "#/components/schemas/User" }], "nullable": true }),
+                "User | null",
+            ),
+            (json!({ "type": "string", "enum": ["a", 1, null] }), "\"a\""),
+            (
+                json!({ "type": "number", "enum": [1, 1.5, "x"] }),
+                "1 | 1.5",
+            ),
         ] {
             assert_eq!(convert(&schema).unwrap(), expected, "{schema}");
         }
@@ -463,7 +527,7 @@ mod tests {
                     "required": ["id"],
                     "additionalProperties": { "type": "string" }
                 }),
-                "{\n  extra?: Page_User_;\n  /** The id */\n  id: number;\n  /** @deprecated */\n  \"x-tag\"?: string;\n  [key: string]: string;\n}",
+                "{\n  extra?: Page_User_;\n  /** The id */\n  id: number;\n  /** @deprecated */\n  \"x-tag\"?: string;\n  [key: string]: string | Page_User_ | undefined | number;\n}",
             ),
         ] {
             assert_eq!(convert(&schema).unwrap(), expected, "{schema}");

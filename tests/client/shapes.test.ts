@@ -1,0 +1,92 @@
+// The runtime of a generated client on shapes the examples do not have: header fields, lists
+// in the query, a JSON body beside a path parameter, `.`/`..` as a path parameter, a caller's
+// content type, cursor-only `hasMore`; and the default implementation against a small Node
+// server answering JSON, an empty JSON body, no content (204), text and another media type.
+import assert from "node:assert/strict";
+import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
+import { test } from "node:test";
+
+import {
+  Client,
+  createDefaultImplementation,
+  type GetEventsResponse,
+  type PreparedRequest,
+} from "../snapshots/shapes.client.js";
+
+test("each field goes where the server reads it", async () => {
+  const seen: PreparedRequest[] = [];
+  const client = new Client(async (request) => {
+    seen.push(request);
+    return undefined;
+  });
+  await client.provide("get /v1/users", { tags: ["a", "b c"], active: true, "x-trace": "t-1" });
+  await client.provide(
+    "patch /v1/users/:id",
+    { id: 7, name: "Ada" },
+    { headers: { "Content-Type": "text/plain", authorization: "Bearer x" } },
+  );
+  await client.provide("get /v1/users/:id", { id: ".." as unknown as number });
+  await client.provide("get /v1/users/:id", { id: "." as unknown as number });
+  const [search, rename, up, here] = seen;
+  assert.equal(search?.method, "GET");
+  assert.equal(search?.path, "/v1/users?tags=a&tags=b+c&active=true");
+  assert.deepEqual(search?.headers, { "x-trace": "t-1" });
+  assert.equal(search?.body, undefined);
+  assert.equal(rename?.method, "PATCH");
+  assert.equal(rename?.path, "/v1/users/7");
+  assert.deepEqual(JSON.parse(String(rename?.body)), { name: "Ada" });
+  // The body's content type replaces the caller's, whatever its case; other headers stay.
+  assert.deepEqual(rename?.headers, {
+    authorization: "Bearer x",
+    "content-type": "application/json",
+  });
+  assert.equal(up?.path, "/v1/users/%2E%2E");
+  assert.equal(here?.path, "/v1/users/%2E");
+});
+
+test("hasMore on cursor pages", () => {
+  const page = (nextCursor: string | null): GetEventsResponse => ({
+    status: "success",
+    data: { events: [], nextCursor, limit: 2 },
+  });
+  assert.equal(Client.hasMore(page("abc")), true);
+  assert.equal(Client.hasMore(page(null)), false);
+  assert.equal(Client.hasMore({ status: "error", error: { message: "no" } }), false);
+});
+
+test("the default implementation reads JSON, text, no content and other bodies", async () => {
+  const server = createServer((request, response) => {
+    const answers: Record<string, [number, Record<string, string>, string]> = {
+      "DELETE /v1/users/1": [204, {}, ""],
+      "GET /stats": [
+        200,
+        { "content-type": "application/json; charset=utf-8" },
+        '{"status":"success","data":{"count":2,"label":null}}',
+      ],
+      "GET /reserved": [200, { "content-type": "application/json" }, ""],
+      "GET /events": [200, { "content-type": "application/json-seq" }, "\u001e{}\n"],
+      "GET /v1/users/2": [200, { "content-type": "text/plain; charset=utf-8" }, "hello"],
+    };
+    const [status, headers, body] = answers[`${request.method} ${request.url}`] ?? [404, {}, ""];
+    response.writeHead(status, headers).end(body);
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const { port } = server.address() as AddressInfo;
+  // A trailing slash on the base URL is fine.
+  const client = new Client(createDefaultImplementation(`http://127.0.0.1:${port}/`));
+  try {
+    assert.equal(await client.provide("delete /v1/users/:id", { id: 1 }), undefined);
+    assert.deepEqual(await client.provide("get /stats", {}), {
+      status: "success",
+      data: { count: 2, label: null },
+    });
+    assert.equal(await client.provide("get /reserved", {}), undefined);
+    const sequence: unknown = await client.provide("get /events", {});
+    assert.ok(sequence instanceof Blob);
+    const text: unknown = await client.provide("get /v1/users/:id", { id: 2 });
+    assert.equal(text, "hello");
+  } finally {
+    server.close();
+  }
+});
