@@ -667,7 +667,10 @@ async fn static_files_are_served_with_http_semantics() {
     let router = build(&tree, &cors_config(true));
     let response = send(&router, Method::GET, "/public/hello.txt").await;
     assert_eq!(response.status(), 200);
-    assert_eq!(response.headers()[CONTENT_TYPE], "text/plain");
+    assert_eq!(
+        response.headers()[CONTENT_TYPE],
+        "text/plain; charset=utf-8"
+    );
     assert!(response.headers().contains_key("last-modified"));
     assert_eq!(response.headers()["access-control-allow-origin"], "*");
     assert_eq!(text_of(response).await, "hello, static world");
@@ -786,12 +789,56 @@ async fn static_paths_the_os_cannot_take_are_json_errors() {
 }
 
 #[tokio::test]
+async fn static_files_send_cache_control_and_a_charset_on_text() {
+    let dir = static_fixture("caching");
+    let tree = routing! { "files" => ServeStatic::dir(&dir) };
+    let router = build(&tree, &cors_config(false));
+    let text = send(&router, Method::GET, "/files/hello.txt").await;
+    assert_eq!(text.status(), StatusCode::OK);
+    assert_eq!(text.headers()["cache-control"], "public, max-age=0");
+    assert_eq!(text.headers()["content-type"], "text/plain; charset=utf-8");
+    let page = send(&router, Method::GET, "/files/docs/").await;
+    assert_eq!(page.headers()["content-type"], "text/html; charset=utf-8");
+    // Revalidation keeps the header (a 304 from the file's ETag).
+    let tag = page.headers()["etag"].clone();
+    let request = Request::get("/files/docs/")
+        .header("if-none-match", tag)
+        .body(String::new())
+        .unwrap();
+    let cached = router.clone().oneshot(request).await.unwrap();
+    assert_eq!(cached.status(), StatusCode::NOT_MODIFIED);
+    assert_eq!(cached.headers()["cache-control"], "public, max-age=0");
+
+    let custom = StaticOptions {
+        cache_control: Some(http::HeaderValue::from_static("public, max-age=3600")),
+        ..StaticOptions::default()
+    };
+    let tree = routing! { "files" => ServeStatic::new(&dir, custom) };
+    let router = build(&tree, &cors_config(false));
+    let page = send(&router, Method::GET, "/files/docs/").await;
+    assert_eq!(page.headers()["cache-control"], "public, max-age=3600");
+    let none = StaticOptions {
+        cache_control: None,
+        ..StaticOptions::default()
+    };
+    let tree = routing! { "files" => ServeStatic::new(&dir, none) };
+    let router = build(&tree, &cors_config(false));
+    let page = send(&router, Method::GET, "/files/docs/").await;
+    assert!(page.headers().get("cache-control").is_none());
+    // Not found is the JSON 404, without the file headers.
+    let missing = send(&router, Method::GET, "/files/nope.txt").await;
+    assert_eq!(missing.status(), StatusCode::NOT_FOUND);
+    assert!(missing.headers().get("cache-control").is_none());
+}
+
+#[tokio::test]
 async fn static_options_dotfiles_index_redirect() {
     let dir = static_fixture("options");
     let allow = StaticOptions {
         dotfiles: Dotfiles::Allow,
         index: true,
         redirect: false,
+        ..StaticOptions::default()
     };
     let tree = routing! { "files" => ServeStatic::new(&dir, allow) };
     let router = build(&tree, &cors_config(false));
@@ -809,6 +856,7 @@ async fn static_options_dotfiles_index_redirect() {
         dotfiles: Dotfiles::Deny,
         index: false,
         redirect: false,
+        ..StaticOptions::default()
     };
     let tree = routing! { "files" => ServeStatic::new(&dir, deny) };
     let router = build(&tree, &cors_config(false));

@@ -354,6 +354,8 @@ pub struct Config {
     https: Https,
     logger: Option<LoggerOptions>,
     compression: bool,
+    request_id_echo: bool,
+    etag: bool,
     server_limits: ServerLimits,
     upload: Option<UploadLimits>,
     body_budget: Arc<BodyBudget>,
@@ -373,6 +375,8 @@ impl Default for Config {
             https: Https::default(),
             logger: None,
             compression: false,
+            request_id_echo: true,
+            etag: false,
             server_limits: ServerLimits::default(),
             body_budget: BodyBudget::new(DEFAULT_BODY_BUDGET),
             upload: None,
@@ -454,6 +458,17 @@ impl Config {
     /// Whether responses are compressed.
     pub fn compression(&self) -> bool {
         self.compression
+    }
+
+    /// Whether responses carry the request's id in `x-request-id` (default: yes).
+    pub fn request_id_echo(&self) -> bool {
+        self.request_id_echo
+    }
+
+    /// Whether successful GET responses carry a weak `ETag` and `If-None-Match` is answered
+    /// with 304 (default: no).
+    pub fn etag(&self) -> bool {
+        self.etag
     }
 
     /// Limits against slow or greedy clients.
@@ -608,6 +623,22 @@ impl ConfigBuilder {
     /// Compresses responses (gzip or brotli, by `Accept-Encoding`).
     pub fn compression(mut self, enabled: bool) -> Self {
         self.config.compression = enabled;
+        self
+    }
+
+    /// Echoes each request's id in the response's `x-request-id` (default: on). Turn it off
+    /// where a proxy sets the header; the id still reaches the request's logger.
+    pub fn request_id_echo(mut self, enabled: bool) -> Self {
+        self.config.request_id_echo = enabled;
+        self
+    }
+
+    /// Gives successful GET responses with a body in memory (JSON, text) a weak `ETag` over
+    /// their bytes, and answers a matching `If-None-Match` with 304 and no body, as express
+    /// does (default: off; hashing every body costs a little on every response). Static files
+    /// have their own `ETag`.
+    pub fn etag(mut self, enabled: bool) -> Self {
+        self.config.etag = enabled;
         self
     }
 

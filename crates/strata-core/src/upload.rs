@@ -290,6 +290,8 @@ pub struct UploadLimits {
     fields: usize,
     field_size: u64,
     body_size: Option<u64>,
+    /// The answer to a file over `file_size` (the spec's `limitError`), instead of the 413.
+    limit_error: Option<(http::StatusCode, String)>,
 }
 
 impl Default for UploadLimits {
@@ -300,6 +302,7 @@ impl Default for UploadLimits {
             fields: 100,
             field_size: 1024 * 1024,
             body_size: None,
+            limit_error: None,
         }
     }
 }
@@ -340,6 +343,34 @@ impl UploadLimits {
     pub fn body_size(mut self, bytes: u64) -> Self {
         self.body_size = Some(bytes);
         self
+    }
+
+    /// The error answered when a file exceeds [`file_size`](Self::file_size) (the spec's
+    /// `limitError`), instead of the default 413 `File "<field>" exceeds the size limit of N
+    /// bytes`. A status that is not an error status becomes a 500.
+    ///
+    /// ```
+    /// use http::StatusCode;
+    /// use strata_core::UploadLimits;
+    ///
+    /// let limits = UploadLimits::new()
+    ///     .file_size(1024)
+    ///     .limit_error(StatusCode::BAD_REQUEST, "Covers are 1 KiB at most");
+    /// assert_eq!(
+    ///     limits.file_size_error(),
+    ///     Some((StatusCode::BAD_REQUEST, "Covers are 1 KiB at most"))
+    /// );
+    /// ```
+    pub fn limit_error(mut self, status: http::StatusCode, message: impl Into<String>) -> Self {
+        self.limit_error = Some((status, message.into()));
+        self
+    }
+
+    /// See [`limit_error`](Self::limit_error).
+    pub fn file_size_error(&self) -> Option<(http::StatusCode, &str)> {
+        self.limit_error
+            .as_ref()
+            .map(|(status, message)| (*status, message.as_str()))
     }
 
     /// See [`file_size`](Self::file_size).

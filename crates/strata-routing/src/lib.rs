@@ -62,5 +62,5 @@ mod walk;
 
 pub use error::RoutingError;
 pub use router::{Router, RouterFuture};
-pub use tree::{Dotfiles, Nest, Route, Routing, ServeStatic, StaticOptions};
+pub use tree::{DEFAULT_CACHE_CONTROL, Dotfiles, Nest, Route, Routing, ServeStatic, StaticOptions};
 pub use walk::{RouteInfo, StaticMount};

@@ -7,7 +7,7 @@ use std::pin::Pin;
 use std::sync::{Arc, OnceLock};
 use std::task::{Context, Poll};
 
-use http::header::LOCATION;
+use http::header::{CACHE_CONTROL, CONTENT_TYPE, LOCATION};
 use http::{HeaderValue, Request, Response, StatusCode, Uri};
 use strata_core::text::percent_decode;
 use strata_core::{ApiError, ErrorKind, Logger, RequestBody, ResponseBody, SharedService};
@@ -52,7 +52,7 @@ impl StaticService {
             root: Arc::new(serve.dir.clone()),
             real_root: Arc::default(),
             prefix: Arc::from(prefix),
-            options: serve.options,
+            options: serve.options.clone(),
         }
     }
 
@@ -116,6 +116,27 @@ async fn stays_inside(
         return real_index.starts_with(&root);
     }
     true
+}
+
+/// What express's static files send and `ServeDir` does not: `Cache-Control`, and a charset on
+/// text (files are served as they are; UTF-8 is the web's text encoding).
+fn finish_headers(headers: &mut http::HeaderMap, cache_control: Option<HeaderValue>) {
+    if let Some(value) = cache_control {
+        headers.entry(CACHE_CONTROL).or_insert(value);
+    }
+    let with_charset = headers.get(CONTENT_TYPE).and_then(|value| {
+        let text = value.to_str().ok()?;
+        let essence = text.split(';').next()?.trim().to_ascii_lowercase();
+        let textual = essence.starts_with("text/")
+            || essence == "application/javascript"
+            || essence == "application/json";
+        (textual && !text.to_ascii_lowercase().contains("charset="))
+            .then(|| HeaderValue::from_str(&format!("{text}; charset=utf-8")).ok())
+            .flatten()
+    });
+    if let Some(value) = with_charset {
+        headers.insert(CONTENT_TYPE, value);
+    }
 }
 
 type BoxedFuture = Pin<Box<dyn Future<Output = Result<Response<ResponseBody>, Infallible>> + Send>>;
@@ -183,6 +204,7 @@ impl Service<Request<RequestBody>> for StaticService {
         let root = Arc::clone(&self.root);
         let real_root = Arc::clone(&self.real_root);
         let index = self.options.index;
+        let cache_control = self.options.cache_control.clone();
         Box::pin(async move {
             if !stays_inside(&root, &real_root, file, index).await {
                 return Ok(not_found(&method, original.path()));
@@ -202,7 +224,9 @@ impl Service<Request<RequestBody>> for StaticService {
                     || status == StatusCode::PRECONDITION_FAILED
                     || status == StatusCode::RANGE_NOT_SATISFIABLE =>
                 {
-                    response.map(ResponseBody::stream)
+                    let mut response = response.map(ResponseBody::stream);
+                    finish_headers(response.headers_mut(), cache_control);
+                    response
                 }
                 // Anything else is an OS error passed through (a name too long, a directory
                 // that became unreadable): not the client's business.

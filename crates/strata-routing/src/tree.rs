@@ -1,3 +1,4 @@
+use http::HeaderValue;
 use std::path::PathBuf;
 
 use strata_core::Endpoint;
@@ -89,7 +90,7 @@ pub enum Dotfiles {
 }
 
 /// Options of [`ServeStatic`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct StaticOptions {
     /// Dotfile handling (default: ignore).
     pub dotfiles: Dotfiles,
@@ -97,6 +98,10 @@ pub struct StaticOptions {
     pub index: bool,
     /// Redirect a directory without a trailing slash to the path with one (default: true).
     pub redirect: bool,
+    /// The `Cache-Control` of files, redirects and 304s (default `public, max-age=0`, as
+    /// express's static files: caches keep them but revalidate through `ETag` and
+    /// `Last-Modified`); `None` sends none.
+    pub cache_control: Option<HeaderValue>,
 }
 
 impl Default for StaticOptions {
@@ -105,9 +110,13 @@ impl Default for StaticOptions {
             dotfiles: Dotfiles::default(),
             index: true,
             redirect: true,
+            cache_control: Some(HeaderValue::from_static(DEFAULT_CACHE_CONTROL)),
         }
     }
 }
+
+/// The default `Cache-Control` of static files.
+pub const DEFAULT_CACHE_CONTROL: &str = "public, max-age=0";
 
 /// The files of a directory, served under the key's path (GET and HEAD), with ranges, `ETag`
 /// and `Last-Modified` and content types, by tower-http's `ServeDir`. Missing files, refused
@@ -138,8 +147,8 @@ impl ServeStatic {
     }
 
     /// The options.
-    pub fn options(&self) -> StaticOptions {
-        self.options
+    pub fn options(&self) -> &StaticOptions {
+        &self.options
     }
 }
 

@@ -87,7 +87,7 @@ impl<'a> StaticMount<'a> {
     }
 
     /// The options.
-    pub fn options(&self) -> StaticOptions {
+    pub fn options(&self) -> &StaticOptions {
         self.serve.options()
     }
 }

@@ -16,6 +16,7 @@ use tower_layer::Layer;
 use tower_service::Service;
 
 use crate::error::ServerError;
+use crate::etag::{ETag, ETagFuture};
 use crate::request_id::{RequestId, RequestIdLayer};
 
 /// Smaller bodies are sent as they are: compressing them costs more than it saves.
@@ -54,29 +55,36 @@ pub struct MaybeCompressed {
 
 impl std::fmt::Debug for MaybeCompressed {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let compression = matches!(self.inner, Compressing::On(_));
+        let compression = matches!(self.inner, Compressing::On(_) | Compressing::OnTagged(_));
         f.debug_struct("MaybeCompressed")
             .field("compression", &compression)
             .finish_non_exhaustive()
     }
 }
 
+/// The four stacks, so that the default one (no compression, no `ETag`) pays for neither.
 #[derive(Clone)]
 enum Compressing {
     Off(Router),
     On(Compression<Router, CompressionPredicate>),
+    /// `ETag`s over the uncompressed bytes.
+    OffTagged(ETag<Router>),
+    OnTagged(Compression<ETag<Router>, CompressionPredicate>),
 }
 
 impl MaybeCompressed {
-    fn new(router: Router, enabled: bool) -> Self {
-        let inner = if enabled {
-            let layer = CompressionLayer::new()
+    fn new(router: Router, compression: bool, etag: bool) -> Self {
+        let layer = || {
+            CompressionLayer::new()
                 .gzip(true)
                 .br(true)
-                .compress_when(predicate(true));
-            Compressing::On(layer.layer(router))
-        } else {
-            Compressing::Off(router)
+                .compress_when(predicate(true))
+        };
+        let inner = match (compression, etag) {
+            (false, false) => Compressing::Off(router),
+            (true, false) => Compressing::On(layer().layer(router)),
+            (false, true) => Compressing::OffTagged(ETag::new(router)),
+            (true, true) => Compressing::OnTagged(layer().layer(ETag::new(router))),
         };
         Self { inner }
     }
@@ -86,6 +94,8 @@ impl MaybeCompressed {
         match &self.inner {
             Compressing::Off(router) => router,
             Compressing::On(compression) => compression.get_ref(),
+            Compressing::OffTagged(tagged) => tagged.get_ref(),
+            Compressing::OnTagged(compression) => compression.get_ref().get_ref(),
         }
     }
 }
@@ -104,6 +114,10 @@ where
         match &mut self.inner {
             Compressing::Off(router) => Service::<Request<B>>::poll_ready(router, cx),
             Compressing::On(compression) => Service::<Request<B>>::poll_ready(compression, cx),
+            Compressing::OffTagged(tagged) => Service::<Request<B>>::poll_ready(tagged, cx),
+            Compressing::OnTagged(compression) => {
+                Service::<Request<B>>::poll_ready(compression, cx)
+            }
         }
     }
 
@@ -113,6 +127,12 @@ where
                 future: router.call(request),
             },
             Compressing::On(compression) => FutureState::On {
+                future: compression.call(request),
+            },
+            Compressing::OffTagged(tagged) => FutureState::OffTagged {
+                future: tagged.call(request),
+            },
+            Compressing::OnTagged(compression) => FutureState::OnTagged {
                 future: compression.call(request),
             },
         };
@@ -125,6 +145,11 @@ pin_project! {
     enum FutureState {
         Off { #[pin] future: RouterFuture },
         On { #[pin] future: CompressionFuture<RouterFuture, CompressionPredicate> },
+        OffTagged { #[pin] future: ETagFuture<RouterFuture> },
+        OnTagged {
+            #[pin]
+            future: CompressionFuture<ETagFuture<RouterFuture>, CompressionPredicate>,
+        },
     }
 }
 
@@ -143,6 +168,11 @@ impl Future for MaybeCompressedFuture {
         match self.project().state.project() {
             FutureStateProj::Off { future } => future.poll(cx),
             FutureStateProj::On { future } => {
+                let response = ready!(future.poll(cx))?;
+                Poll::Ready(Ok(response.map(ResponseBody::stream)))
+            }
+            FutureStateProj::OffTagged { future } => future.poll(cx),
+            FutureStateProj::OnTagged { future } => {
                 let response = ready!(future.poll(cx))?;
                 Poll::Ready(Ok(response.map(ResponseBody::stream)))
             }
@@ -166,6 +196,8 @@ pub(crate) fn build_app(
     logger: &Logger,
 ) -> Result<App, ServerError> {
     let router = Router::new(routing, config)?;
-    let app = MaybeCompressed::new(router, config.compression());
-    Ok(RequestIdLayer::new(logger.clone()).layer(app))
+    let app = MaybeCompressed::new(router, config.compression(), config.etag());
+    Ok(RequestIdLayer::new(logger.clone())
+        .echo(config.request_id_echo())
+        .layer(app))
 }

@@ -30,6 +30,7 @@ mod app;
 mod attach;
 mod deadline;
 mod error;
+mod etag;
 mod host;
 mod layered;
 mod logging;
@@ -43,6 +44,7 @@ pub use app::{
 pub use attach::{Attached, attach_routing};
 pub use deadline::{BodyDeadline, ServerBody};
 pub use error::ServerError;
+pub use etag::{ETag, ETagFuture, ETagLayer};
 pub use logging::install_default_subscriber;
 pub use request_id::{RequestId, RequestIdLayer, X_REQUEST_ID};
 pub use server::{

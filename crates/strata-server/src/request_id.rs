@@ -57,15 +57,29 @@ fn generate(buffer: &mut [u8; GENERATED_MAX]) -> &str {
 }
 
 /// Applies [`RequestId`].
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct RequestIdLayer {
     logger: Logger,
+    echo: bool,
+}
+
+impl Default for RequestIdLayer {
+    fn default() -> Self {
+        Self::new(Logger::default())
+    }
 }
 
 impl RequestIdLayer {
-    /// Request loggers derive from `logger`.
+    /// Request loggers derive from `logger`; ids are echoed.
     pub fn new(logger: Logger) -> Self {
-        Self { logger }
+        Self { logger, echo: true }
+    }
+
+    /// Whether responses carry the id in `x-request-id` (default: yes); the logger gets it
+    /// either way.
+    pub fn echo(mut self, enabled: bool) -> Self {
+        self.echo = enabled;
+        self
     }
 }
 
@@ -76,6 +90,7 @@ impl<S> Layer<S> for RequestIdLayer {
         RequestId {
             inner,
             logger: self.logger.clone(),
+            echo: self.echo,
         }
     }
 }
@@ -85,6 +100,7 @@ impl<S> Layer<S> for RequestIdLayer {
 pub struct RequestId<S> {
     inner: S,
     logger: Logger,
+    echo: bool,
 }
 
 impl<S> RequestId<S> {
@@ -135,7 +151,7 @@ where
             .insert(self.logger.with_request_id(id));
         ResponseFuture {
             inner: self.inner.call(request),
-            header: Some(header),
+            header: self.echo.then_some(header),
         }
     }
 }

@@ -135,7 +135,7 @@ fn count_file(files: &mut usize, limits: &UploadLimits) -> Result<(), ApiError> 
 ///
 /// | problem | status and message |
 /// |---|---|
-/// | a file over `file_size` | 413 `File "<field>" exceeds the size limit of N bytes` |
+/// | a file over `file_size` | 413 `File "<field>" exceeds the size limit of N bytes`, or the `limit_error` |
 /// | more than `files` files | 413 `Too many files: the limit is N` |
 /// | more than `fields` text fields | 413 `Too many fields: the limit is N` |
 /// | a text field over `field_size` | 413 `Field "<field>" exceeds the size limit of N bytes` |
@@ -188,6 +188,15 @@ where
         let mut data = BytesMut::new();
         while let Some(chunk) = part.chunk().await.map_err(multer_error)? {
             if (data.len() + chunk.len()) as u64 > limit {
+                if is_file && let Some((status, message)) = limits.file_size_error() {
+                    let status = if status.is_client_error() || status.is_server_error() {
+                        status
+                    } else {
+                        http::StatusCode::INTERNAL_SERVER_ERROR
+                    };
+                    return Err(ApiError::new(status, message.to_owned())
+                        .with_kind(ErrorKind::PayloadTooLarge));
+                }
                 let what = if is_file { "File" } else { "Field" };
                 return Err(too_large(format!(
                     "{what} {:?} exceeds the size limit of {limit} bytes",
