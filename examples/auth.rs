@@ -148,26 +148,28 @@ pub(crate) fn endpoints() -> Endpoints {
             DeclaredError::new(http::StatusCode::TOO_MANY_REQUESTS, "Too many requests")
                 .header(ResponseHeader::new("retry-after", "Seconds to wait")),
         )
-        .handler(|(): (), _ctx, logger| async move {
+        .handler_without_input(|_ctx, logger| async move {
             logger.log_with(Level::Warn, "rate limit reached", &[("retry_after", &30)]);
             Err::<Profile, _>(
                 http_error!(429, "Too many requests")
                     .with_header(RETRY_AFTER, HeaderValue::from_static("30")),
             )
         });
-    let broken = secured.get().handler(|(): (), _ctx, logger| async move {
-        logger.error("about to return an invalid profile");
-        Ok(Profile {
-            name: String::new(),
-            detail: 9,
-        })
-    });
+    let broken = secured
+        .get()
+        .handler_without_input(|_ctx, logger| async move {
+            logger.error("about to return an invalid profile");
+            Ok(Profile {
+                name: String::new(),
+                detail: 9,
+            })
+        });
     let plain = EndpointsFactory::new(PlainText)
         .add_middleware(auth_middleware())
         .get()
         .tag("account")
         .short_description("The caller's name as text")
-        .handler(|(): (), ctx, _logger| async move {
+        .handler_without_input(|ctx, _logger| async move {
             let user: &User = ctx.get();
             Ok(Profile {
                 name: user.name.clone(),

@@ -28,6 +28,7 @@ use garde::Validate;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use strata::Level;
+use strata::middleware::{Chain, NoMiddleware, State};
 use strata::openapi::{DocsPage, Documentation, DocumentationError, OpenApi};
 use strata::paginate::{
     CursorInput, CursorPage, OffsetInput, OffsetPage, decode_cursor, encode_cursor, pagination,
@@ -53,12 +54,10 @@ pub(crate) enum Genre {
 }
 
 #[derive(Clone, Serialize, Validate, JsonSchema)]
+#[garde(allow_unvalidated)]
 pub(crate) struct Book {
-    #[garde(skip)]
     id: u32,
-    #[garde(skip)]
     title: String,
-    #[garde(skip)]
     genre: Genre,
 }
 
@@ -81,12 +80,16 @@ struct Shelf {
     next_id: u32,
 }
 
-/// The library's books, shared by the endpoints.
+/// The library: its books and where covers go, the state every endpoint shares (cheap to
+/// clone).
 #[derive(Clone)]
-struct Library(Arc<RwLock<Shelf>>);
+struct Library {
+    shelf: Arc<RwLock<Shelf>>,
+    covers: Arc<PathBuf>,
+}
 
 impl Library {
-    fn new() -> Self {
+    fn new(covers: PathBuf) -> Self {
         let books = (1..)
             .zip(BOOKS)
             .map(|(id, (title, genre))| {
@@ -94,15 +97,18 @@ impl Library {
                 (id, Book { id, title, genre })
             })
             .collect();
-        Self(Arc::new(RwLock::new(Shelf { books, next_id: 8 })))
+        Self {
+            shelf: Arc::new(RwLock::new(Shelf { books, next_id: 8 })),
+            covers: Arc::new(covers),
+        }
     }
 
     fn read(&self) -> RwLockReadGuard<'_, Shelf> {
-        self.0.read().unwrap_or_else(PoisonError::into_inner)
+        self.shelf.read().unwrap_or_else(PoisonError::into_inner)
     }
 
     fn write(&self) -> RwLockWriteGuard<'_, Shelf> {
-        self.0.write().unwrap_or_else(PoisonError::into_inner)
+        self.shelf.write().unwrap_or_else(PoisonError::into_inner)
     }
 
     /// The books (of `genre`), in id order, from id `from` on.
@@ -142,63 +148,59 @@ impl Library {
 }
 
 fn no_book(id: u32) -> ApiError {
-    http_error!(404, "No book has the id {}", id)
+    http_error!(404, "No book has the id {id}")
 }
 
 /// A book to add.
 #[derive(Deserialize, Validate, JsonSchema)]
+#[garde(allow_unvalidated)]
 pub(crate) struct NewBook {
     #[garde(length(chars, min = 1, max = 100))]
     title: String,
-    #[garde(skip)]
     genre: Genre,
 }
 
 /// A book by its id, from the path.
 #[derive(Deserialize, Validate, JsonSchema)]
+#[garde(allow_unvalidated)]
 pub(crate) struct BookId {
-    #[garde(skip)]
     id: u32,
 }
 
 /// The list's own filter, validated together with `limit` and `offset`.
 #[derive(Deserialize, Validate, JsonSchema)]
+#[garde(allow_unvalidated)]
 pub(crate) struct BookFilters {
-    #[garde(skip)]
     genre: Option<Genre>,
 }
 
 /// A cover upload: the book from the path, the file and an optional caption from the form.
 #[derive(Deserialize, Validate, JsonSchema)]
+#[garde(allow_unvalidated)]
 pub(crate) struct CoverInput {
-    #[garde(skip)]
     id: u32,
-    #[garde(skip)]
     cover: UploadedFile,
     #[garde(length(chars, max = 80))]
     caption: Option<String>,
 }
 
 #[derive(Serialize, Validate, JsonSchema)]
+#[garde(allow_unvalidated)]
 pub(crate) struct Cover {
-    #[garde(skip)]
     book: u32,
-    #[garde(skip)]
     name: String,
-    #[garde(skip)]
     size: usize,
-    #[garde(skip)]
     mimetype: String,
-    #[garde(skip)]
     caption: Option<String>,
 }
 
 /// The routing; covers are saved in `covers`.
 pub(crate) fn library_routing(covers: PathBuf) -> Routing {
-    let library = Library::new();
-    let (list, feed) = page_endpoints(&library);
-    let (create, read, remove) = book_endpoints(&library);
-    let upload = cover_endpoint(library, covers);
+    // Every endpoint finds the library in its context: `let library: &Library = ctx.get();`.
+    let books = default_endpoints_factory().with_state(Library::new(covers));
+    let (list, feed) = page_endpoints(&books);
+    let (create, read, remove) = book_endpoints(&books);
+    let upload = cover_endpoint(&books);
     routing! {
         "v1" => {
             "books" => {
@@ -211,61 +213,58 @@ pub(crate) fn library_routing(covers: PathBuf) -> Routing {
     }
 }
 
+/// The factory of the library's endpoints: the library as their state.
+type Books = EndpointsFactory<Ctx![Library], Chain<(), State<Library>, NoMiddleware>>;
+
 /// The list (offset pages) and the feed (cursor pages).
-fn page_endpoints(library: &Library) -> (Endpoint, Endpoint) {
-    let shelf = library.clone();
-    let list = default_endpoints_factory()
+fn page_endpoints(books: &Books) -> (Endpoint, Endpoint) {
+    let list = books
         .get()
         .tag("books")
         .short_description("Lists books, a page at a time")
         .description("Offset pages of the books, optionally of one genre.")
         .operation_id("listBooks")
         .handler(
-            move |input: OffsetInput<BookPages, BookFilters>, _ctx, _logger| {
-                let matching = shelf.books(input.filters.genre, 0);
-                async move {
-                    let total = matching.len() as u64;
-                    let page = matching
-                        .into_iter()
-                        .skip(usize::try_from(input.offset).unwrap_or(usize::MAX))
-                        .take(input.limit as usize)
-                        .collect();
-                    Ok(OffsetPage::new(page, total, &input))
-                }
+            |input: OffsetInput<BookPages, BookFilters>, ctx, _logger| async move {
+                let library: &Library = ctx.get();
+                let matching = library.books(input.filters.genre, 0);
+                let total = matching.len() as u64;
+                let page = matching
+                    .into_iter()
+                    .skip(usize::try_from(input.offset).unwrap_or(usize::MAX))
+                    .take(input.limit as usize)
+                    .collect();
+                Ok(OffsetPage::new(page, total, &input))
             },
         );
-    let shelf = library.clone();
-    let feed = default_endpoints_factory()
+    let feed = books
         .get()
         .tag("books")
         .short_description("Walks all books with a cursor")
         .operation_id("bookFeed")
-        .handler(move |input: CursorInput<BookFeed>, _ctx, _logger| {
-            let shelf = shelf.clone();
-            async move {
-                // The cursor is the id of the next book; a tampered cursor is a 400.
-                let after: u32 = input
-                    .cursor
-                    .as_deref()
-                    .map(decode_cursor)
-                    .transpose()?
-                    .unwrap_or(1);
-                let mut page = shelf.books(None, after);
-                page.truncate(input.limit as usize + 1);
-                let next = page
-                    .get(input.limit as usize)
-                    .map(|next| encode_cursor(&next.id));
-                page.truncate(input.limit as usize);
-                Ok(CursorPage::new(page, next, &input))
-            }
+        .handler(|input: CursorInput<BookFeed>, ctx, _logger| async move {
+            let library: &Library = ctx.get();
+            // The cursor is the id of the next book; a tampered cursor is a 400.
+            let after: u32 = input
+                .cursor
+                .as_deref()
+                .map(decode_cursor)
+                .transpose()?
+                .unwrap_or(1);
+            let mut page = library.books(None, after);
+            page.truncate(input.limit as usize + 1);
+            let next = page
+                .get(input.limit as usize)
+                .map(|next| encode_cursor(&next.id));
+            page.truncate(input.limit as usize);
+            Ok(CursorPage::new(page, next, &input))
         });
     (list, feed)
 }
 
 /// Adding, reading and removing one book.
-fn book_endpoints(library: &Library) -> (Endpoint, Endpoint, Endpoint) {
-    let shelf = library.clone();
-    let create = default_endpoints_factory()
+fn book_endpoints(books: &Books) -> (Endpoint, Endpoint, Endpoint) {
+    let create = books
         .post()
         .tag("books")
         .short_description("Adds a book")
@@ -275,12 +274,11 @@ fn book_endpoints(library: &Library) -> (Endpoint, Endpoint, Endpoint) {
             http::StatusCode::CONFLICT,
             "The library is full",
         ))
-        .handler(move |input: NewBook, _ctx, _logger| {
-            let added = shelf.add(input.title, input.genre);
-            async move { Ok(Reply::created(added?)) }
+        .handler(|input: NewBook, ctx, _logger| async move {
+            let library: &Library = ctx.get();
+            Ok(Reply::created(library.add(input.title, input.genre)?))
         });
-    let shelf = library.clone();
-    let read = default_endpoints_factory()
+    let read = books
         .get()
         .tag("books")
         .short_description("One book")
@@ -289,12 +287,11 @@ fn book_endpoints(library: &Library) -> (Endpoint, Endpoint, Endpoint) {
             http::StatusCode::NOT_FOUND,
             "No such book",
         ))
-        .handler(move |input: BookId, _ctx, _logger| {
-            let found = shelf.get(input.id);
-            async move { found }
+        .handler(|input: BookId, ctx, _logger| async move {
+            let library: &Library = ctx.get();
+            library.get(input.id)
         });
-    let shelf = library.clone();
-    let remove = default_endpoints_factory()
+    let remove = books
         .delete()
         .tag("books")
         .short_description("Removes a book; answers with it")
@@ -303,17 +300,16 @@ fn book_endpoints(library: &Library) -> (Endpoint, Endpoint, Endpoint) {
             http::StatusCode::NOT_FOUND,
             "No such book",
         ))
-        .handler(move |input: BookId, _ctx, _logger| {
-            let removed = shelf.remove(input.id);
-            async move { removed }
+        .handler(|input: BookId, ctx, _logger| async move {
+            let library: &Library = ctx.get();
+            library.remove(input.id)
         });
     (create, read, remove)
 }
 
-/// The cover upload, saving into `covers`.
-fn cover_endpoint(library: Library, covers: PathBuf) -> Endpoint {
-    let covers = Arc::new(covers);
-    default_endpoints_factory()
+/// The cover upload, saving into the library's covers directory.
+fn cover_endpoint(books: &Books) -> Endpoint {
+    books
         .post()
         .tag("books")
         .short_description("Sets the cover of a book")
@@ -322,14 +318,13 @@ fn cover_endpoint(library: Library, covers: PathBuf) -> Endpoint {
             http::StatusCode::NOT_FOUND,
             "No such book",
         ))
-        .handler(move |input: CoverInput, _ctx, logger| {
-            let covers = Arc::clone(&covers);
-            let known = library.get(input.id);
+        .handler(|input: CoverInput, ctx, logger| {
             async move {
-                known?;
+                let library: &Library = ctx.get();
+                library.get(input.id)?;
                 let cover = input.cover;
                 // The client's file name is not trusted as a path.
-                let target = covers.join(format!("book-{}.cover", input.id));
+                let target = library.covers.join(format!("book-{}.cover", input.id));
                 cover.mv(&target).await?;
                 logger.info(format_args!(
                     "saved {} bytes to {}",

@@ -23,8 +23,8 @@ struct HelloInput {
 }
 
 #[derive(Serialize, Validate, JsonSchema)]
+#[garde(allow_unvalidated)]
 struct HelloOutput {
-    #[garde(skip)]
     greetings: String,
 }
 

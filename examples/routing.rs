@@ -25,10 +25,9 @@ struct NewUser {
 }
 
 #[derive(Serialize, Validate, JsonSchema)]
+#[garde(allow_unvalidated)]
 struct User {
-    #[garde(skip)]
     id: u32,
-    #[garde(skip)]
     name: String,
 }
 
@@ -48,7 +47,7 @@ fn user(id: u32) -> User {
 /// The application's routing.
 pub(crate) fn app_routing() -> Routing {
     let factory = default_endpoints_factory();
-    let list = factory.get().handler(|(): (), _ctx, _logger| async {
+    let list = factory.get().handler_without_input(|_ctx, _logger| async {
         Ok(Users {
             users: vec![user(1), user(2)],
         })

@@ -25,8 +25,8 @@ struct Sum {
 }
 
 #[derive(Serialize, Validate, JsonSchema)]
+#[garde(allow_unvalidated)]
 struct Total {
-    #[garde(skip)]
     total: i64,
 }
 

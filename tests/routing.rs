@@ -13,9 +13,9 @@ use http_body_util::BodyExt;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
+use strata::Dotfiles;
 use strata::core::logger::{Level, LogSink};
 use strata::prelude::*;
-use strata::routing::Dotfiles;
 use strata::{
     MethodLikeRouteBehavior, ResponseBody, RoutingError, StaticOptions, WrongMethodBehavior,
 };

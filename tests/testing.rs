@@ -450,3 +450,53 @@ async fn files_are_sent_as_a_multipart_form() {
     let outcome = test_endpoint(&endpoint, args).await;
     assert_eq!(outcome.response.status_code(), 413);
 }
+
+#[derive(Debug, serde::Deserialize, garde::Validate, schemars::JsonSchema)]
+#[garde(allow_unvalidated)]
+struct Upload {
+    file: strata::UploadedFile,
+}
+
+#[derive(serde::Serialize, garde::Validate, schemars::JsonSchema)]
+#[garde(allow_unvalidated)]
+struct Saved {
+    saved: bool,
+}
+
+#[tokio::test]
+async fn a_server_error_logs_its_whole_source_chain() {
+    // `mv` into a directory that does not exist: the handler's `?` makes a 500 whose log
+    // record names the file, the path and the I/O error.
+    let target = std::env::temp_dir()
+        .join(format!("strata-missing-{}", std::process::id()))
+        .join("nested")
+        .join("file.bin");
+    let endpoint = default_endpoints_factory().post().handler({
+        let target = target.clone();
+        move |input: Upload, _ctx, _logger| {
+            let target = target.clone();
+            async move {
+                input.file.mv(&target).await?;
+                Ok(Saved { saved: true })
+            }
+        }
+    });
+    let request = TestRequest::post().file(
+        "file",
+        strata::UploadedFile::new("a.bin", "application/octet-stream", vec![1, 2, 3]),
+    );
+    let args = TestArgs::new(request).config(|config| config.upload(strata::UploadLimits::new()));
+    let outcome = test_endpoint(&endpoint, args).await;
+    assert_eq!(outcome.response.status_code(), 500);
+    let errors = outcome.logger.logs().error;
+    assert_eq!(errors.len(), 1, "{errors:?}");
+    assert!(
+        errors[0]
+            .message
+            .starts_with("POST /: 500 cannot write the uploaded file")
+    );
+    let (name, sources) = &errors[0].fields[0];
+    assert_eq!(name, "sources");
+    assert!(sources.contains(&target.display().to_string()), "{sources}");
+    assert!(sources.contains("No such file or directory"), "{sources}");
+}

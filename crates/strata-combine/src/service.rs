@@ -35,20 +35,7 @@ impl<S> CombineService<S> {
         CombineLayer::new()
     }
 
-    /// The inner service.
-    pub fn get_ref(&self) -> &S {
-        &self.inner
-    }
-
-    /// The inner service, mutably.
-    pub fn get_mut(&mut self) -> &mut S {
-        &mut self.inner
-    }
-
-    /// Unwraps the inner service.
-    pub fn into_inner(self) -> S {
-        self.inner
-    }
+    strata_core::inner_service_accessors!();
 }
 
 fn text(entries: Vec<(String, TextValue)>) -> impl Iterator<Item = (String, InputValue)> {

@@ -220,14 +220,32 @@ where
 ///     .with_header(http::header::RETRY_AFTER, http::HeaderValue::from_static("30"));
 /// assert_eq!(limited.message(), "Slow down, friend");
 /// assert_eq!(limited.headers().unwrap()["retry-after"], "30");
+///
+/// // Variables named in the literal, and messages made at runtime.
+/// let id = 7;
+/// assert_eq!(http_error!(404, "No book {id}").message(), "No book 7");
+/// let reason = format!("Book {id} is out");
+/// assert_eq!(http_error!(409, reason).message(), "Book 7 is out");
+/// let borrowed: &str = &String::from("Gone");
+/// assert_eq!(http_error!(410, borrowed).status(), 410);
 /// ```
 #[macro_export]
 macro_rules! http_error {
+    // A literal: borrowed as it is, or formatted when it names variables (`"No user {id}"`).
     ($status:expr, $message:literal $(,)?) => {
-        $crate::ApiError::from_code($status, $message)
+        match ::std::format_args!($message).as_str() {
+            ::std::option::Option::Some(text) => $crate::ApiError::from_code($status, text),
+            ::std::option::Option::None => {
+                $crate::ApiError::from_code($status, ::std::format!($message))
+            }
+        }
     };
-    ($status:expr, $($arg:tt)+) => {
-        $crate::ApiError::from_code($status, ::std::format!($($arg)+))
+    ($status:expr, $format:literal, $($arg:tt)+) => {
+        $crate::ApiError::from_code($status, ::std::format!($format, $($arg)+))
+    };
+    // Any other message: a `String`, a `&str`, anything `Display`.
+    ($status:expr, $message:expr $(,)?) => {
+        $crate::ApiError::from_code($status, ::std::string::ToString::to_string(&$message))
     };
 }
 

@@ -46,3 +46,41 @@ pub use input::{Input, InputSource, InputValue, JsonObject, JsonObjectError, Tex
 pub use logger::{Fields, Level, LogSink, Logger, Record};
 pub use payload::{Output, Parsed, ParsedBody, PathParams, RequestInfo, Staged, Validated};
 pub use upload::{MoveError, UploadLimits, UploadedFile};
+
+/// Writes a layer's service accessors, `get_ref`, `get_mut` and `into_inner`, for a struct
+/// whose inner service is the field `inner` of type `S` (as tower-http's services have them).
+///
+/// ```
+/// pub struct Counted<S> {
+///     inner: S,
+///     count: usize,
+/// }
+///
+/// impl<S> Counted<S> {
+///     strata_core::inner_service_accessors!();
+/// }
+///
+/// let mut counted = Counted { inner: 5_u8, count: 0 };
+/// *counted.get_mut() += 1;
+/// assert_eq!(*counted.get_ref(), 6);
+/// assert_eq!(counted.into_inner(), 6);
+/// ```
+#[macro_export]
+macro_rules! inner_service_accessors {
+    () => {
+        /// The inner service.
+        pub fn get_ref(&self) -> &S {
+            &self.inner
+        }
+
+        /// The inner service, mutably.
+        pub fn get_mut(&mut self) -> &mut S {
+            &mut self.inner
+        }
+
+        /// Unwraps the inner service.
+        pub fn into_inner(self) -> S {
+            self.inner
+        }
+    };
+}

@@ -7,7 +7,7 @@ use std::task::{Context, Poll};
 
 use http::Response;
 use pin_project_lite::pin_project;
-use strata_core::{ApiError, Logger, Mode, Output, RequestInfo, ResponseBody};
+use strata_core::{ApiError, Level, Logger, Mode, Output, RequestInfo, ResponseBody};
 
 use crate::result_handler::ResultHandler;
 
@@ -23,13 +23,22 @@ impl<R: ResultHandler> Finish<R> {
     fn respond(self, result: Result<Output, ApiError>) -> Response<ResponseBody> {
         let mut result = result.map_err(|mut error| {
             if error.status().is_server_error() {
-                self.logger.error(format_args!(
+                let line = format_args!(
                     "{} {}: {} {}",
                     self.info.method,
                     self.info.uri.path(),
                     error.status().as_u16(),
                     error.message()
-                ));
+                );
+                // The causes, innermost last: what the message alone does not say.
+                match error.source() {
+                    Some(source) => self.logger.log_with(
+                        Level::Error,
+                        line,
+                        &[("sources", &SourceChain(source))],
+                    ),
+                    None => self.logger.error(line),
+                }
             }
             if self.mode == Mode::Production
                 && (error.status().is_server_error() || !error.expose())
@@ -55,6 +64,23 @@ impl<R: ResultHandler> Finish<R> {
             response.headers_mut().extend(headers);
         }
         response
+    }
+}
+
+/// An error and its sources, `; `-separated.
+struct SourceChain<'a>(&'a (dyn std::error::Error + 'static));
+
+impl std::fmt::Display for SourceChain<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}", self.0)?;
+        let mut next = self.0.source();
+        // Bounded, against a source chain that loops.
+        for _ in 0..16 {
+            let Some(source) = next else { break };
+            write!(f, "; {source}")?;
+            next = source.source();
+        }
+        Ok(())
     }
 }
 

@@ -46,20 +46,7 @@ impl<S, R> FormatService<S, R> {
         FormatLayer::new(result_handler)
     }
 
-    /// The inner service.
-    pub fn get_ref(&self) -> &S {
-        &self.inner
-    }
-
-    /// The inner service, mutably.
-    pub fn get_mut(&mut self) -> &mut S {
-        &mut self.inner
-    }
-
-    /// Unwraps the inner service.
-    pub fn into_inner(self) -> S {
-        self.inner
-    }
+    strata_core::inner_service_accessors!();
 }
 
 impl<S, R, B> Service<Request<B>> for FormatService<S, R>

@@ -42,6 +42,37 @@ where
     }
 }
 
+/// A middleware that always grants a clone of one value: the application's shared state (a
+/// store, a client pool), put in the context for every handler; see [`Middleware::state`].
+#[derive(Clone)]
+pub struct State<T>(T);
+
+impl<T, C> MiddlewareHandler<(), C> for State<T>
+where
+    T: Clone + Send + Sync + 'static,
+{
+    type Output = T;
+    type Future = std::future::Ready<Result<T, ApiError>>;
+
+    fn call(&self, (): (), _request: &Parts, _ctx: &C, _logger: &Logger) -> Self::Future {
+        std::future::ready(Ok(self.0.clone()))
+    }
+}
+
+impl<T> Middleware<(), State<T>> {
+    /// A middleware that puts a clone of `value` in the context of every request: shared
+    /// state (keep it cheap to clone, an `Arc` or a pool handle). It reads no input and never
+    /// denies.
+    pub fn state(value: T) -> Self {
+        Self {
+            handler: State(value),
+            decoder: Decoder::new(),
+            security: None,
+            errors: Vec::new(),
+        }
+    }
+}
+
 impl<F, Fut, I, C, O> MiddlewareHandler<I, C> for WithContext<F>
 where
     F: Fn(I, &Parts, &C, &Logger) -> Fut + Clone + Send + Sync + 'static,

@@ -35,20 +35,7 @@ impl<S, I, H> MiddlewareService<S, I, H> {
         MiddlewareLayer::new(middleware)
     }
 
-    /// The inner service.
-    pub fn get_ref(&self) -> &S {
-        &self.inner
-    }
-
-    /// The inner service, mutably.
-    pub fn get_mut(&mut self) -> &mut S {
-        &mut self.inner
-    }
-
-    /// Unwraps the inner service.
-    pub fn into_inner(self) -> S {
-        self.inner
-    }
+    strata_core::inner_service_accessors!();
 }
 
 impl<S: Clone, I, H> Clone for MiddlewareService<S, I, H> {

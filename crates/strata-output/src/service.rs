@@ -33,20 +33,7 @@ impl<S, O> OutputService<S, O> {
         OutputLayer::new()
     }
 
-    /// The inner service.
-    pub fn get_ref(&self) -> &S {
-        &self.inner
-    }
-
-    /// The inner service, mutably.
-    pub fn get_mut(&mut self) -> &mut S {
-        &mut self.inner
-    }
-
-    /// Unwraps the inner service.
-    pub fn into_inner(self) -> S {
-        self.inner
-    }
+    strata_core::inner_service_accessors!();
 }
 
 impl<S: Clone, O> Clone for OutputService<S, O> {

@@ -104,20 +104,7 @@ pub struct RequestId<S> {
 }
 
 impl<S> RequestId<S> {
-    /// The inner service.
-    pub fn get_ref(&self) -> &S {
-        &self.inner
-    }
-
-    /// The inner service, mutably.
-    pub fn get_mut(&mut self) -> &mut S {
-        &mut self.inner
-    }
-
-    /// Unwraps the inner service.
-    pub fn into_inner(self) -> S {
-        self.inner
-    }
+    strata_core::inner_service_accessors!();
 }
 
 impl<S, B, RB> Service<Request<B>> for RequestId<S>

@@ -17,7 +17,7 @@ use strata_core::{
 use strata_format::{DefaultResultHandler, FormatLayer, ResultHandler};
 use strata_handler::{Handler, HandlerService, handler_fn, handler_with_request};
 use strata_middleware::{
-    Chain, Middleware, MiddlewareChain, MiddlewareHandler, NoMiddleware, StagedService,
+    Chain, Middleware, MiddlewareChain, MiddlewareHandler, NoMiddleware, StagedService, State,
 };
 use strata_output::{HandlerOutput, OutputLayer, OutputService};
 use strata_parse::ParseLayer;
@@ -126,6 +126,39 @@ impl<C, L: Clone, R: ResultHandler> EndpointsFactory<C, L, R> {
             errors,
             _ctx: PhantomData,
         }
+    }
+
+    /// A factory whose handlers (and later middleware) find `state` in their context, a clone
+    /// per request: `let store: &Store = ctx.get();`. Keep it cheap to clone (an `Arc`, a pool
+    /// handle); it is typed like any context entry, and nothing is cloned before the handler's
+    /// `async move`.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use strata::prelude::*;
+    /// # #[derive(serde::Serialize, garde::Validate, schemars::JsonSchema)]
+    /// # #[garde(allow_unvalidated)]
+    /// # struct Count { count: usize }
+    ///
+    /// #[derive(Clone, Default)]
+    /// struct Store(Arc<std::sync::Mutex<Vec<String>>>);
+    ///
+    /// let factory = default_endpoints_factory().with_state(Store::default());
+    /// let count = factory.get().handler(|(): (), ctx, _logger| async move {
+    ///     let store: &Store = ctx.get();
+    ///     Ok(Count { count: store.0.lock().map(|v| v.len()).unwrap_or(0) })
+    /// });
+    /// # let _ = count;
+    /// ```
+    #[allow(clippy::type_complexity)] // the type is the documentation: context and chain grow
+    pub fn with_state<T>(
+        &self,
+        state: T,
+    ) -> EndpointsFactory<HCons<T, C>, Chain<(), State<T>, L>, R>
+    where
+        T: Clone + Send + Sync + 'static,
+    {
+        self.add_middleware(Middleware::state(state))
     }
 
     /// Starts an endpoint without a declared method (it serves GET).
@@ -292,6 +325,31 @@ where
         L: MiddlewareChain<C>,
     {
         self.build_with(handler_fn(f))
+    }
+
+    /// Builds an endpoint that reads no input, with an async handler of `(ctx, logger)`: the
+    /// same as [`handler`](Self::handler) with `()` as the input (any input is ignored).
+    ///
+    /// ```
+    /// use strata::prelude::*;
+    /// # #[derive(serde::Serialize, garde::Validate, schemars::JsonSchema)]
+    /// # #[garde(allow_unvalidated)]
+    /// # struct Status { up: bool }
+    ///
+    /// let health = default_endpoints_factory()
+    ///     .get()
+    ///     .handler_without_input(|_ctx, _logger| async move { Ok(Status { up: true }) });
+    /// # let _ = health;
+    /// ```
+    pub fn handler_without_input<F, Fut, O>(self, f: F) -> Endpoint
+    where
+        F: Fn(C, Logger) -> Fut + Clone + Send + Sync + 'static,
+        Fut: Future<Output = Result<O, ApiError>> + Send + 'static,
+        O: HandlerOutput,
+        <O::Body as Validate>::Context: Default,
+        L: MiddlewareChain<C>,
+    {
+        self.build_with(handler_fn(move |(): (), ctx, logger| f(ctx, logger)))
     }
 
     /// Builds the endpoint with an async handler of `(input, ctx, logger, request parts)`.

@@ -93,13 +93,13 @@ pub use strata_parse as parse;
 /// Routing: the tree, the trie, method dispatch, CORS, static files.
 pub use strata_routing as routing;
 pub use strata_routing::{
-    Nest, Route, Router, Routing, RoutingError, ServeStatic, StaticOptions, routing,
+    Dotfiles, Nest, Route, Router, Routing, RoutingError, ServeStatic, StaticOptions, routing,
 };
 /// Running a routing: `create_server`, `attach_routing`.
 pub use strata_server as server;
 pub use strata_server::{
-    Attached, ListeningServer, LocalAddr, Server, ServerBody, ServerError, ShutdownHandle,
-    attach_routing, create_server, create_server_with,
+    Attached, ETagLayer, ListeningServer, LocalAddr, Server, ServerBody, ServerError,
+    ShutdownHandle, attach_routing, create_server, create_server_with,
 };
 /// Test utilities: `test_endpoint`, `test_middleware` (feature `testing`).
 #[cfg(feature = "testing")]
