@@ -67,7 +67,11 @@ async fn state_reaches_every_handler_and_later_middleware() {
     for (method, expected) in [("GET", 1), ("POST", 2), ("GET", 3)] {
         let request = Request::builder()
             .method(method)
-            .uri(if method == "GET" { "/a?ignored=1" } else { "/b" })
+            .uri(if method == "GET" {
+                "/a?ignored=1"
+            } else {
+                "/b"
+            })
             .body(String::new())
             .unwrap();
         let response = router.clone().oneshot(request).await.unwrap();

@@ -64,3 +64,6 @@ pub use error::RoutingError;
 pub use router::{Router, RouterFuture};
 pub use tree::{DEFAULT_CACHE_CONTROL, Dotfiles, Nest, Route, Routing, ServeStatic, StaticOptions};
 pub use walk::{RouteInfo, StaticMount};
+
+#[doc(hidden)]
+pub use strata_macros::routing_impl as __routing_impl;

@@ -174,14 +174,9 @@ impl ServeStatic {
 /// ```
 #[macro_export]
 macro_rules! routing {
-    (@entries $routing:expr ;) => { $routing };
-    (@entries $routing:expr ; $key:literal => { $($inner:tt)* } $(, $($rest:tt)*)?) => {
-        $crate::routing!(@entries $routing.route($key, $crate::routing!{ $($inner)* }) ; $($($rest)*)?)
-    };
-    (@entries $routing:expr ; $key:literal => $value:expr $(, $($rest:tt)*)?) => {
-        $crate::routing!(@entries $routing.route($key, $value) ; $($($rest)*)?)
-    };
+    // The entries are read by a procedural macro (any number of keys); it is given this
+    // crate's path so that the expansion finds `Routing` from wherever `routing!` was reached.
     ($($body:tt)*) => {
-        $crate::routing!(@entries $crate::Routing::new() ; $($body)*)
+        $crate::__routing_impl!($crate; $($body)*)
     };
 }
