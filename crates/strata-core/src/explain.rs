@@ -288,7 +288,10 @@ impl<'s> Walker<'s> {
                 .filter(|kind| kinds.contains(kind))
                 .find_map(|kind| match *kind {
                     "string" => Some(Kind::String),
-                    "integer" => integer(text).map(Kind::Number),
+                    // Rust's unsigned parsers refuse any sign but `+`: `-0` is no `u32`.
+                    "integer" => integer(text)
+                        .filter(|_| !(text.starts_with("-0") && is_unsigned(schema)))
+                        .map(Kind::Number),
                     "number" => text
                         .parse::<f64>()
                         .ok()
@@ -491,6 +494,26 @@ impl<'s> Walker<'s> {
     }
 
     fn number(&mut self, number: &Number, schema: &Map<String, Value>, path: &str) {
+        // The integer's Rust type, by the `format` schemars writes: its range is a rule too
+        // (schemars writes `minimum: 0` for unsigned types, not always the maximum).
+        if let Some((min, max)) = schema
+            .get("format")
+            .and_then(Value::as_str)
+            .and_then(integer_range)
+        {
+            let whole = number
+                .as_i64()
+                .map(i128::from)
+                .or_else(|| number.as_u64().map(i128::from));
+            if let Some(whole) = whole {
+                if whole > max && schema.get("maximum").is_none() {
+                    self.push(path, format!("greater than {max}"));
+                }
+                if whole < min && schema.get("minimum").is_none() {
+                    self.push(path, format!("lower than {min}"));
+                }
+            }
+        }
         let value = number.as_f64().unwrap_or(f64::NAN);
         let bound = |key: &str| schema.get(key).filter(|b| b.is_number());
         if let Some(min) = bound("minimum")
@@ -539,6 +562,31 @@ fn kinds_of(schema: &Map<String, Value>) -> Vec<&str> {
         Some(Value::Array(kinds)) => kinds.iter().filter_map(Value::as_str).collect(),
         _ => Vec::new(),
     }
+}
+
+/// The range of an integer `format` as schemars writes them for Rust's integer types.
+fn integer_range(format: &str) -> Option<(i128, i128)> {
+    Some(match format {
+        "int8" => (i8::MIN.into(), i8::MAX.into()),
+        "int16" => (i16::MIN.into(), i16::MAX.into()),
+        "int32" => (i32::MIN.into(), i32::MAX.into()),
+        // `isize` (`int`) is 64 bits on the targets Strata serves from.
+        "int64" | "int" => (i64::MIN.into(), i64::MAX.into()),
+        "uint8" => (0, u8::MAX.into()),
+        "uint16" => (0, u16::MAX.into()),
+        "uint32" => (0, u32::MAX.into()),
+        // `usize` (`uint`) likewise.
+        "uint64" | "uint" => (0, u64::MAX.into()),
+        _ => return None,
+    })
+}
+
+/// Whether the schema is of an unsigned Rust integer (`format: uint32`, ...).
+fn is_unsigned(schema: &Map<String, Value>) -> bool {
+    schema
+        .get("format")
+        .and_then(Value::as_str)
+        .is_some_and(|format| format.starts_with("uint"))
 }
 
 /// A file schema: `{"type": "string", "format": "binary"}`.
@@ -815,6 +863,32 @@ mod tests {
         assert_eq!(
             messages(&schema, &entries(json!({ "inner": {} }))),
             "inner.x: required"
+        );
+    }
+
+    #[test]
+    fn integers_out_of_their_rust_type_s_range() {
+        let schema = json!({
+            "type": "object",
+            "properties": {
+                "small": { "type": "integer", "format": "uint32", "minimum": 0 },
+                "signed": { "type": "integer", "format": "int8" },
+                "capped": { "type": "integer", "format": "uint32", "minimum": 0, "maximum": 9 }
+            }
+        });
+        assert_eq!(
+            messages(
+                &schema,
+                &entries(json!({ "small": 4_294_967_296_u64, "signed": -129, "capped": 10 }))
+            ),
+            "capped: greater than 9; signed: lower than -128; small: greater than 4294967295"
+        );
+        assert_eq!(
+            messages(
+                &schema,
+                &entries(json!({ "small": 4_294_967_295_u64, "signed": -128 }))
+            ),
+            ""
         );
     }
 
