@@ -212,3 +212,92 @@ async fn a_file_over_the_limit_gets_the_configured_error() {
     let response = call(&custom, &routing, request(16)).await;
     assert_eq!(response.status(), StatusCode::OK);
 }
+
+#[allow(dead_code)]
+#[path = "../examples/auth.rs"]
+mod auth;
+
+#[derive(Deserialize, Validate, JsonSchema)]
+#[garde(allow_unvalidated)]
+struct UserId {
+    id: String,
+}
+
+/// The text of a response.
+async fn text_of(response: Response<ResponseBody>) -> String {
+    let bytes = response.into_body().collect().await.unwrap().to_bytes();
+    String::from_utf8(bytes.to_vec()).unwrap()
+}
+
+#[tokio::test]
+async fn routing_errors_go_through_the_configured_result_handler() {
+    let dir = std::env::temp_dir().join(format!("strata-errors-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("a.txt"), "a").unwrap();
+    let user = EndpointsFactory::new(auth::PlainText)
+        .get()
+        .handler(|input: UserId, _ctx, _logger| async move { Ok(Greeting { text: input.id }) });
+    let routing = hello_routing()
+        .route("users", routing! { ":id" => user })
+        .route("files", ServeStatic::dir(&dir));
+    let config = create_config()
+        .cors(true)
+        .error_handler(auth::PlainText)
+        .build();
+    let cases = [
+        ("GET", "/nope", 404, "failed: Can not GET /nope"),
+        ("PUT", "/hello", 405, "failed: PUT is not allowed"),
+        (
+            "GET",
+            "/users/%zz",
+            400,
+            "failed: Invalid path parameter :id: malformed percent-encoding at byte 0",
+        ),
+        (
+            "GET",
+            "/files/missing.txt",
+            404,
+            "failed: Can not GET /files/missing.txt",
+        ),
+        (
+            "GET",
+            "/files/.hidden",
+            404,
+            "failed: Can not GET /files/.hidden",
+        ),
+    ];
+    for (method, path, status, text) in cases {
+        let request = Request::builder()
+            .method(method)
+            .uri(path)
+            .body(String::new())
+            .unwrap();
+        let response = call(&config, &routing, request).await;
+        assert_eq!(response.status(), status, "{method} {path}");
+        assert_eq!(
+            response.headers()[CONTENT_TYPE],
+            "text/plain; charset=utf-8"
+        );
+        // The error's own headers (the 405's Allow) and the routing's (CORS) still come.
+        if status == 405 {
+            assert_eq!(response.headers()["allow"], "GET, POST, HEAD, OPTIONS");
+        }
+        assert_eq!(response.headers()["access-control-allow-origin"], "*");
+        assert_eq!(text_of(response).await, text, "{method} {path}");
+    }
+    // Without one, the default envelope.
+    let plain = create_config().cors(true).build();
+    let response = call(&plain, &routing, get("/nope").body(String::new()).unwrap()).await;
+    assert_eq!(
+        json_of(response).await["error"]["message"],
+        "Can not GET /nope"
+    );
+    // The document says so: a route with parameters lists the router's 404 as text.
+    let doc = strata::openapi::Documentation::new(&routing, &config)
+        .build()
+        .unwrap()
+        .to_value();
+    let not_found = &doc["paths"]["/users/{id}"]["get"]["responses"]["404"]["content"];
+    assert!(not_found.get("text/plain").is_some(), "{not_found}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -15,6 +15,7 @@ use crate::budget::{BodyBudget, DEFAULT_BODY_BUDGET};
 use crate::endpoint::EndpointMeta;
 use crate::input::InputSource;
 use crate::logger::{Level, Logger};
+use crate::result_handler::{ErrorHandler, ResultHandler};
 use crate::upload::UploadLimits;
 
 /// Development shows every error message; production hides the messages of 5xx errors and of
@@ -356,6 +357,7 @@ pub struct Config {
     compression: bool,
     request_id_echo: bool,
     etag: bool,
+    error_handler: Option<ErrorHandler>,
     server_limits: ServerLimits,
     upload: Option<UploadLimits>,
     body_budget: Arc<BodyBudget>,
@@ -377,6 +379,7 @@ impl Default for Config {
             compression: false,
             request_id_echo: true,
             etag: false,
+            error_handler: None,
             server_limits: ServerLimits::default(),
             body_budget: BodyBudget::new(DEFAULT_BODY_BUDGET),
             upload: None,
@@ -458,6 +461,12 @@ impl Config {
     /// Whether responses are compressed.
     pub fn compression(&self) -> bool {
         self.compression
+    }
+
+    /// The result handler of errors outside endpoints (404, 405, bad path parameters); `None`
+    /// (the default): the default envelope.
+    pub fn error_handler(&self) -> Option<&ErrorHandler> {
+        self.error_handler.as_ref()
     }
 
     /// Whether responses carry the request's id in `x-request-id` (default: yes).
@@ -623,6 +632,15 @@ impl ConfigBuilder {
     /// Compresses responses (gzip or brotli, by `Accept-Encoding`).
     pub fn compression(mut self, enabled: bool) -> Self {
         self.config.compression = enabled;
+        self
+    }
+
+    /// Formats errors that happen outside any endpoint (the router's 404 and 405, a malformed
+    /// path parameter, a refused static path) with `handler`, as endpoints built with it
+    /// format theirs (the spec's `errorHandler`): an application with its own envelope has it
+    /// everywhere. Default: the default envelope.
+    pub fn error_handler<R: ResultHandler>(mut self, handler: R) -> Self {
+        self.config.error_handler = Some(ErrorHandler::new(handler));
         self
     }
 

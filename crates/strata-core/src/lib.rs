@@ -23,6 +23,7 @@ pub mod future;
 pub mod input;
 pub mod logger;
 pub mod payload;
+mod result_handler;
 pub mod text;
 pub mod upload;
 
@@ -45,6 +46,7 @@ pub use error::{ApiError, BodyTimeout, BoxError, ErrorKind};
 pub use input::{Input, InputSource, InputValue, JsonObject, JsonObjectError, TextValue};
 pub use logger::{Fields, Level, LogSink, Logger, Record};
 pub use payload::{Output, Parsed, ParsedBody, PathParams, RequestInfo, Staged, Validated};
+pub use result_handler::{ErrorHandler, ResultHandler};
 pub use upload::{MoveError, UploadLimits, UploadedFile};
 
 /// Writes a layer's service accessors, `get_ref`, `get_mut` and `into_inner`, for a struct

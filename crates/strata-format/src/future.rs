@@ -9,7 +9,7 @@ use http::Response;
 use pin_project_lite::pin_project;
 use strata_core::{ApiError, Level, Logger, Mode, Output, RequestInfo, ResponseBody};
 
-use crate::result_handler::ResultHandler;
+use strata_core::ResultHandler;
 
 /// What is needed to build the response once the outcome is known.
 pub(crate) struct Finish<R> {

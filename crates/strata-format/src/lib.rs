@@ -54,8 +54,10 @@ mod service;
 
 pub use future::ResponseFuture;
 pub use layer::FormatLayer;
-pub use result_handler::{DefaultResultHandler, ResultHandler, error_response, json_response};
+pub use result_handler::{DefaultResultHandler, error_response, json_response};
 pub use service::FormatService;
+/// Defined in `strata-core` (the configuration keeps one for errors outside endpoints).
+pub use strata_core::ResultHandler;
 
 #[cfg(test)]
 mod tests;

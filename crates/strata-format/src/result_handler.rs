@@ -2,32 +2,9 @@ use bytes::Bytes;
 use http::header::CONTENT_TYPE;
 use http::{HeaderValue, Response, StatusCode};
 use schemars::{Schema, json_schema};
-use strata_core::{ApiError, Logger, Output, RequestInfo, ResponseBody, ResponseDescription};
-
-/// Turns the outcome of an endpoint into a response, and describes the responses it produces.
-///
-/// Descriptions are kept in the endpoint's metadata for API description generation. Headers
-/// carried by the error ([`ApiError::with_header`]) or the output (a handler's `Reply`) are added
-/// to the response by the format layer after `handle`; `handle` does not see them.
-pub trait ResultHandler: Clone + Send + Sync + 'static {
-    /// Whether `handle` reads the request headers: when `true`, the format layer copies them
-    /// into [`RequestInfo::headers`] (a copy per request, so it is off by default).
-    const REQUEST_HEADERS: bool = false;
-
-    /// Success responses, given the schema of the endpoint's output.
-    fn positive(&self, output: &Schema) -> Vec<ResponseDescription>;
-
-    /// Error responses.
-    fn negative(&self) -> Vec<ResponseDescription>;
-
-    /// Builds the response. When `result` is an error, its status is usually the response's.
-    fn handle(
-        &self,
-        result: Result<Output, ApiError>,
-        request: &RequestInfo,
-        logger: &Logger,
-    ) -> Response<ResponseBody>;
-}
+use strata_core::{
+    ApiError, Logger, Output, RequestInfo, ResponseBody, ResponseDescription, ResultHandler,
+};
 
 const JSON: &str = "application/json; charset=utf-8";
 

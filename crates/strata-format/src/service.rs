@@ -8,7 +8,7 @@ use tower_service::Service;
 
 use crate::future::{Finish, ResponseFuture, panic_error};
 use crate::layer::FormatLayer;
-use crate::result_handler::ResultHandler;
+use strata_core::ResultHandler;
 
 /// Formats the inner service's outcome with a result handler; see the [crate docs](crate).
 #[derive(Debug)]

@@ -275,7 +275,8 @@ const WELL_KNOWN_HEADERS: [&str; 12] = [
 ];
 
 /// One error status of an operation: why, its headers, and who may send it (the endpoint's
-/// result handler, the router with the default envelope, or both).
+/// result handler, the router (with the config's error handler or the default envelope), or
+/// both).
 struct ErrorEntry {
     status: StatusCode,
     text: String,
@@ -410,6 +411,9 @@ struct Described<'r> {
     reads_body: bool,
     /// The input refuses fields it does not know (`deny_unknown_fields`).
     closed: bool,
+    /// What the router answers its own errors with (the config's error handler, or the
+    /// default envelope).
+    router_negative: Vec<ResponseDescription>,
 }
 
 /// The media types a body of the operation may have.
@@ -530,6 +534,7 @@ impl<'r> Described<'r> {
             media,
             reads_body,
             closed,
+            router_negative: router_negative(config),
         })
     }
 
@@ -670,7 +675,7 @@ impl<'r> Described<'r> {
                 response(description, description.description.clone(), &[]),
             );
         }
-        let router_envelope = DefaultResultHandler.negative();
+        let router_envelope = &self.router_negative;
         for ErrorEntry {
             status,
             text,
@@ -685,7 +690,7 @@ impl<'r> Described<'r> {
                 content: BTreeMap::new(),
             };
             // What the endpoint's result handler sends, and what the router sends for its own
-            // errors (always the default envelope).
+            // errors (the config's error handler, or the default envelope).
             let handler = handler.then(|| {
                 meta.negative
                     .iter()
@@ -864,6 +869,14 @@ impl<'r> Described<'r> {
             vec![requirement]
         }
     }
+}
+
+/// What the router answers its own errors with.
+fn router_negative(config: &Config) -> Vec<ResponseDescription> {
+    config.error_handler().map_or_else(
+        || DefaultResultHandler.negative(),
+        strata_core::ErrorHandler::negative,
+    )
 }
 
 fn scheme_name(raw: &str) -> String {

@@ -373,7 +373,13 @@ pub(crate) fn compile(routing: &Routing, config: &Config) -> Result<Compiled, Ro
         table.cors_defaults = default_cors(Some(&allow));
         table.allow = Some(allow);
     }
-    let mounts = add_statics(flattener.statics, &mut trie, &mut tables, &mut displays)?;
+    let mounts = add_statics(
+        flattener.statics,
+        config.error_handler(),
+        &mut trie,
+        &mut tables,
+        &mut displays,
+    )?;
     Ok(Compiled {
         trie,
         tables,
@@ -385,6 +391,7 @@ pub(crate) fn compile(routing: &Routing, config: &Config) -> Result<Compiled, Ro
 /// Inserts the static directories after the endpoints (a path both serve is a conflict).
 fn add_statics(
     statics: Vec<FlatStatic>,
+    errors: Option<&strata_core::ErrorHandler>,
     trie: &mut matchit::Router<usize>,
     tables: &mut Vec<PathTable>,
     displays: &mut HashMap<String, String>,
@@ -393,7 +400,7 @@ fn add_statics(
     for flat in statics {
         let prefix = display(&flat.segments);
         let prefix = if prefix == "/" { String::new() } else { prefix };
-        let service = StaticService::new(&flat.serve, &prefix).shared();
+        let service = StaticService::new(&flat.serve, &prefix, errors.cloned()).shared();
         let root = if prefix.is_empty() {
             "/".to_owned()
         } else {

@@ -17,8 +17,8 @@ use http_body::Body;
 use strata_core::endpoint::into_request_body;
 use strata_core::text::percent_decode;
 use strata_core::{
-    ApiError, BoxError, Config, Cors, CorsFn, CorsFuture, CorsRequest, EndpointFuture, ErrorKind,
-    Logger, PathParams, ResponseBody, WrongMethodBehavior,
+    ApiError, BoxError, Config, Cors, CorsFn, CorsFuture, CorsRequest, EndpointFuture,
+    ErrorHandler, ErrorKind, Logger, PathParams, ResponseBody, WrongMethodBehavior,
 };
 use strata_format::error_response;
 use tower_service::Service;
@@ -41,21 +41,52 @@ pub(crate) fn echoed(text: &str) -> std::borrow::Cow<'_, str> {
     }
 }
 
-/// The JSON 404 of routing: `Can not <METHOD> <path>` (each cut to 100 characters).
-pub(crate) fn not_found(method: &Method, path: &str) -> Response<ResponseBody> {
-    error_response(
-        ApiError::new(
-            StatusCode::NOT_FOUND,
-            format!("Can not {} {}", echoed(method.as_str()), echoed(path)),
-        )
-        .with_kind(ErrorKind::Routing),
+/// The 404 of routing: `Can not <METHOD> <path>` (each cut to 100 characters).
+pub(crate) fn not_found(method: &Method, path: &str) -> ApiError {
+    ApiError::new(
+        StatusCode::NOT_FOUND,
+        format!("Can not {} {}", echoed(method.as_str()), echoed(path)),
     )
+    .with_kind(ErrorKind::Routing)
+}
+
+/// The response to an error of routing (not of an endpoint): the configured error handler's,
+/// or the default envelope.
+pub(crate) fn respond(
+    errors: Option<&ErrorHandler>,
+    error: ApiError,
+    method: &Method,
+    uri: &http::Uri,
+    headers: &HeaderMap,
+    extensions: &http::Extensions,
+) -> Response<ResponseBody> {
+    match errors {
+        None => error_response(error),
+        Some(handler) => {
+            let logger = Logger::from_extensions(extensions);
+            handler.respond(error, method, uri, headers, &logger)
+        }
+    }
 }
 
 struct Shared {
     compiled: Compiled,
     cors: Cors,
     wrong_method: WrongMethodBehavior,
+    errors: Option<ErrorHandler>,
+}
+
+impl Shared {
+    fn error(&self, error: ApiError, parts: &http::request::Parts) -> Response<ResponseBody> {
+        respond(
+            self.errors.as_ref(),
+            error,
+            &parts.method,
+            &parts.uri,
+            &parts.headers,
+            &parts.extensions,
+        )
+    }
 }
 
 /// A compiled [`Routing`]: one tower service for every route, with `Error = Infallible`.
@@ -90,6 +121,7 @@ impl Router {
                 compiled,
                 cors,
                 wrong_method: config.wrong_method_behavior(),
+                errors: config.error_handler().cloned(),
             }),
         })
     }
@@ -210,7 +242,7 @@ where
         let (mut parts, body) = request.into_parts();
         let path = parts.uri.path();
         let Ok(found) = shared.compiled.trie.at(trim_trailing_slash(path)) else {
-            let response = not_found(&parts.method, path);
+            let response = shared.error(not_found(&parts.method, path), &parts);
             return RouterFuture::ready(response, shared.cors_headers(&parts, None, None));
         };
         let table = &shared.compiled.tables[*found.value];
@@ -234,7 +266,8 @@ where
             let (Some(allow), WrongMethodBehavior::MethodNotAllowed) =
                 (&table.allow, shared.wrong_method)
             else {
-                return RouterFuture::ready(not_found(&parts.method, path), cors);
+                let response = shared.error(not_found(&parts.method, path), &parts);
+                return RouterFuture::ready(response, cors);
             };
             let error = ApiError::new(
                 StatusCode::METHOD_NOT_ALLOWED,
@@ -242,7 +275,7 @@ where
             )
             .with_kind(ErrorKind::Routing)
             .with_header(ALLOW, allow.clone());
-            return RouterFuture::ready(error_response(error), cors);
+            return RouterFuture::ready(shared.error(error, &parts), cors);
         };
         if !target.params.is_empty() {
             let mut params = PathParams::with_capacity(target.params.len());
@@ -256,7 +289,7 @@ where
                         );
                         let cors =
                             shared.cors_headers(&parts, Some(table), target.endpoint.as_ref());
-                        return RouterFuture::ready(error_response(error), cors);
+                        return RouterFuture::ready(shared.error(error, &parts), cors);
                     }
                 }
             }

@@ -8,14 +8,16 @@ use std::sync::{Arc, OnceLock};
 use std::task::{Context, Poll};
 
 use http::header::{CACHE_CONTROL, CONTENT_TYPE, LOCATION};
-use http::{HeaderValue, Request, Response, StatusCode, Uri};
+use http::{HeaderMap, HeaderValue, Method, Request, Response, StatusCode, Uri};
 use strata_core::text::percent_decode;
-use strata_core::{ApiError, ErrorKind, Logger, RequestBody, ResponseBody, SharedService};
+use strata_core::{
+    ApiError, ErrorHandler, ErrorKind, Logger, RequestBody, ResponseBody, SharedService,
+};
 use strata_format::error_response;
 use tower_http::services::ServeDir;
 use tower_service::Service;
 
-use crate::router::not_found;
+use crate::router::{not_found, respond};
 use crate::tree::{Dotfiles, ServeStatic, StaticOptions};
 
 /// The longest file name the common file systems accept (`NAME_MAX`).
@@ -39,10 +41,66 @@ pub(crate) struct StaticService {
     real_root: Arc<OnceLock<PathBuf>>,
     prefix: Arc<str>,
     options: StaticOptions,
+    /// The configuration's handler of errors outside endpoints.
+    errors: Option<ErrorHandler>,
+}
+
+/// `ServeDir`'s answer as the routing gives it: files, ranges, caching and redirects with
+/// express's headers; anything else the 404 of the error handler.
+fn answer(
+    response: Response<tower_http::services::fs::ServeFileSystemResponseBody>,
+    context: &ErrorContext,
+    cache_control: Option<HeaderValue>,
+    path: &str,
+) -> Response<ResponseBody> {
+    let status = response.status();
+    match status {
+        StatusCode::NOT_FOUND | StatusCode::METHOD_NOT_ALLOWED => {
+            context.respond(not_found(&context.method, path))
+        }
+        // What a file server answers on purpose: files, ranges, caching, redirects.
+        _ if status.is_success()
+            || status.is_redirection()
+            || status == StatusCode::PRECONDITION_FAILED
+            || status == StatusCode::RANGE_NOT_SATISFIABLE =>
+        {
+            let mut response = response.map(ResponseBody::stream);
+            finish_headers(response.headers_mut(), cache_control);
+            response
+        }
+        // Anything else is an OS error passed through (a name too long, a directory that
+        // became unreadable): not the client's business.
+        _ => {
+            context.logger.debug(format_args!(
+                "static files: {status} for {path}, answered 404"
+            ));
+            context.respond(not_found(&context.method, path))
+        }
+    }
+}
+
+/// What an error answer needs once the request went to `ServeDir`.
+struct ErrorContext {
+    errors: Option<ErrorHandler>,
+    method: Method,
+    uri: Uri,
+    headers: HeaderMap,
+    logger: Logger,
+}
+
+impl ErrorContext {
+    fn respond(&self, error: ApiError) -> Response<ResponseBody> {
+        match &self.errors {
+            None => error_response(error),
+            Some(handler) => {
+                handler.respond(error, &self.method, &self.uri, &self.headers, &self.logger)
+            }
+        }
+    }
 }
 
 impl StaticService {
-    pub(crate) fn new(serve: &ServeStatic, prefix: &str) -> Self {
+    pub(crate) fn new(serve: &ServeStatic, prefix: &str, errors: Option<ErrorHandler>) -> Self {
         let dir = ServeDir::new(&serve.dir)
             .append_index_html_on_directories(serve.options.index)
             .redirect_to_trailing_slash(serve.options.redirect)
@@ -53,6 +111,7 @@ impl StaticService {
             real_root: Arc::default(),
             prefix: Arc::from(prefix),
             options: serve.options.clone(),
+            errors,
         }
     }
 
@@ -154,7 +213,16 @@ impl Service<Request<RequestBody>> for StaticService {
         let (mut parts, body) = request.into_parts();
         let original = parts.uri.clone();
         let path = original.path();
-        let not_found_here = |method: &http::Method| not_found(method, original.path());
+        let respond = |error: ApiError, parts: &http::request::Parts| {
+            respond(
+                self.errors.as_ref(),
+                error,
+                &parts.method,
+                &original,
+                &parts.headers,
+                &parts.extensions,
+            )
+        };
         if path == &*self.prefix
             && !self.prefix.is_empty()
             && self.options.redirect
@@ -166,7 +234,7 @@ impl Service<Request<RequestBody>> for StaticService {
                 None => format!("{path}/"),
             };
             let response = HeaderValue::from_str(&location).map_or_else(
-                |_| not_found_here(&parts.method),
+                |_| respond(not_found(&parts.method, original.path()), &parts),
                 |location| {
                     let mut response = Response::new(ResponseBody::empty());
                     *response.status_mut() = StatusCode::TEMPORARY_REDIRECT;
@@ -186,7 +254,8 @@ impl Service<Request<RequestBody>> for StaticService {
         let (uri, file) = match inner {
             Ok(found) => found,
             Err(Refused::NotFound) => {
-                return Box::pin(std::future::ready(Ok(not_found_here(&parts.method))));
+                let response = respond(not_found(&parts.method, original.path()), &parts);
+                return Box::pin(std::future::ready(Ok(response)));
             }
             Err(Refused::TooLong(what, limit)) => {
                 let error = ApiError::new(
@@ -194,12 +263,27 @@ impl Service<Request<RequestBody>> for StaticService {
                     format!("The {what} is too long: at most {limit} bytes"),
                 )
                 .with_kind(ErrorKind::Routing);
-                return Box::pin(std::future::ready(Ok(error_response(error))));
+                return Box::pin(std::future::ready(Ok(respond(error, &parts))));
             }
         };
         let logger = Logger::from_extensions(&parts.extensions);
+        let context = ErrorContext {
+            errors: self.errors.clone(),
+            method: parts.method.clone(),
+            uri: original.clone(),
+            // A copy only for a handler that reads them.
+            headers: if self
+                .errors
+                .as_ref()
+                .is_some_and(ErrorHandler::reads_headers)
+            {
+                parts.headers.clone()
+            } else {
+                HeaderMap::new()
+            },
+            logger: logger.clone(),
+        };
         parts.uri = uri;
-        let method = parts.method.clone();
         let mut dir = self.dir.clone();
         let root = Arc::clone(&self.root);
         let real_root = Arc::clone(&self.real_root);
@@ -207,37 +291,13 @@ impl Service<Request<RequestBody>> for StaticService {
         let cache_control = self.options.cache_control.clone();
         Box::pin(async move {
             if !stays_inside(&root, &real_root, file, index).await {
-                return Ok(not_found(&method, original.path()));
+                return Ok(context.respond(not_found(&context.method, original.path())));
             }
             let response = match dir.call(Request::from_parts(parts, body)).await {
                 Ok(response) => response,
                 Err(never) => match never {},
             };
-            let status = response.status();
-            Ok(match status {
-                StatusCode::NOT_FOUND | StatusCode::METHOD_NOT_ALLOWED => {
-                    not_found(&method, original.path())
-                }
-                // What a file server answers on purpose: files, ranges, caching, redirects.
-                _ if status.is_success()
-                    || status.is_redirection()
-                    || status == StatusCode::PRECONDITION_FAILED
-                    || status == StatusCode::RANGE_NOT_SATISFIABLE =>
-                {
-                    let mut response = response.map(ResponseBody::stream);
-                    finish_headers(response.headers_mut(), cache_control);
-                    response
-                }
-                // Anything else is an OS error passed through (a name too long, a directory
-                // that became unreadable): not the client's business.
-                _ => {
-                    logger.debug(format_args!(
-                        "static files: {status} for {}, answered 404",
-                        original.path()
-                    ));
-                    not_found(&method, original.path())
-                }
-            })
+            Ok(answer(response, &context, cache_control, original.path()))
         })
     }
 }

@@ -1,0 +1,154 @@
+//! [`ResultHandler`]: how outcomes become responses; and [`ErrorHandler`], the one the
+//! configuration keeps for errors that happen outside any endpoint.
+
+use std::any::Any;
+use std::fmt;
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::Arc;
+
+use http::header::{CONTENT_TYPE, HeaderValue};
+use http::{HeaderMap, Method, Response, StatusCode, Uri};
+use schemars::Schema;
+
+use crate::{ApiError, Logger, Output, RequestInfo, ResponseBody, ResponseDescription};
+
+/// Turns the outcome of an endpoint into a response, and describes the responses it produces.
+///
+/// Descriptions are kept in the endpoint's metadata for API description generation. Headers
+/// carried by the error ([`ApiError::with_header`]) or the output (a handler's `Reply`) are added
+/// to the response by the format layer after `handle`; `handle` does not see them.
+pub trait ResultHandler: Clone + Send + Sync + 'static {
+    /// Whether `handle` reads the request headers: when `true`, the format layer copies them
+    /// into [`RequestInfo::headers`] (a copy per request, so it is off by default).
+    const REQUEST_HEADERS: bool = false;
+
+    /// Success responses, given the schema of the endpoint's output.
+    fn positive(&self, output: &Schema) -> Vec<ResponseDescription>;
+
+    /// Error responses.
+    fn negative(&self) -> Vec<ResponseDescription>;
+
+    /// Builds the response. When `result` is an error, its status is usually the response's.
+    fn handle(
+        &self,
+        result: Result<Output, ApiError>,
+        request: &RequestInfo,
+        logger: &Logger,
+    ) -> Response<ResponseBody>;
+}
+
+/// The configuration's result handler for errors outside endpoints: a 404 or 405 of the
+/// router, a malformed path parameter, a refused static path (the spec: every error goes
+/// through the result handler). Set with
+/// [`ConfigBuilder::error_handler`](crate::ConfigBuilder::error_handler); without one, those
+/// errors use the default envelope. Cloning is cheap.
+#[derive(Clone)]
+pub struct ErrorHandler(Arc<dyn FormatsErrors>);
+
+impl fmt::Debug for ErrorHandler {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_tuple("ErrorHandler").field(&self.0.name()).finish()
+    }
+}
+
+/// What an [`ErrorHandler`] needs of a [`ResultHandler`], without its generic parts.
+trait FormatsErrors: Send + Sync + 'static {
+    fn respond(
+        &self,
+        error: ApiError,
+        request: &RequestInfo,
+        logger: &Logger,
+    ) -> Response<ResponseBody>;
+    fn negative(&self) -> Vec<ResponseDescription>;
+    fn reads_headers(&self) -> bool;
+    fn name(&self) -> &'static str;
+}
+
+impl<R: ResultHandler> FormatsErrors for R {
+    fn respond(
+        &self,
+        error: ApiError,
+        request: &RequestInfo,
+        logger: &Logger,
+    ) -> Response<ResponseBody> {
+        self.handle(Err(error), request, logger)
+    }
+
+    fn negative(&self) -> Vec<ResponseDescription> {
+        ResultHandler::negative(self)
+    }
+
+    fn reads_headers(&self) -> bool {
+        R::REQUEST_HEADERS
+    }
+
+    fn name(&self) -> &'static str {
+        std::any::type_name::<R>()
+    }
+}
+
+impl ErrorHandler {
+    /// Formats errors outside endpoints with `handler`.
+    pub fn new<R: ResultHandler>(handler: R) -> Self {
+        Self(Arc::new(handler))
+    }
+
+    /// The handler's response to `error` for a request of `method` to `uri`, with the headers
+    /// the error carries (`Allow` of a 405) added after, as the format stage does. A handler
+    /// that panics gives a plain 500 (logged), never a dropped connection.
+    pub fn respond(
+        &self,
+        mut error: ApiError,
+        method: &Method,
+        uri: &Uri,
+        headers: &HeaderMap,
+        logger: &Logger,
+    ) -> Response<ResponseBody> {
+        let extra = error.take_headers();
+        let info = RequestInfo {
+            method: method.clone(),
+            uri: uri.clone(),
+            headers: if self.0.reads_headers() {
+                headers.clone()
+            } else {
+                HeaderMap::new()
+            },
+        };
+        let handled = catch_unwind(AssertUnwindSafe(|| self.0.respond(error, &info, logger)));
+        let mut response = handled.unwrap_or_else(|payload| {
+            logger.error(format_args!(
+                "the error handler panicked: {}",
+                panic_text(&*payload)
+            ));
+            let mut response = Response::new(ResponseBody::from("Internal Server Error"));
+            *response.status_mut() = StatusCode::INTERNAL_SERVER_ERROR;
+            response.headers_mut().insert(
+                CONTENT_TYPE,
+                HeaderValue::from_static("text/plain; charset=utf-8"),
+            );
+            response
+        });
+        if let Some(extra) = extra {
+            response.headers_mut().extend(extra);
+        }
+        response
+    }
+
+    /// Whether the handler reads request headers (so callers keep them for it).
+    pub fn reads_headers(&self) -> bool {
+        self.0.reads_headers()
+    }
+
+    /// The handler's error responses, for API descriptions.
+    pub fn negative(&self) -> Vec<ResponseDescription> {
+        self.0.negative()
+    }
+}
+
+fn panic_text(payload: &(dyn Any + Send)) -> &str {
+    payload
+        .downcast_ref::<&str>()
+        .copied()
+        .or_else(|| payload.downcast_ref::<String>().map(String::as_str))
+        .unwrap_or("unknown cause")
+}
