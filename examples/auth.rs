@@ -42,23 +42,21 @@ pub(crate) struct AuthInput {
 pub(crate) fn auth_middleware()
 -> Middleware<AuthInput, impl strata::middleware::MiddlewareHandler<AuthInput, HNil, Output = User>>
 {
-    Middleware::new(|input: AuthInput, request, logger| {
-        let token = request.headers.get("token").cloned();
-        logger.debug("checking credentials");
-        let granted = input.key == "123" && token.is_some_and(|t| t == "456");
-        if !granted {
-            logger.warn("invalid credentials");
-        }
-        async move {
-            if granted {
+    // `owned`: the request and the logger are the async block's own.
+    Middleware::owned(
+        |input: AuthInput, request: RequestInfo, logger| async move {
+            logger.debug("checking credentials");
+            let token = request.headers.get("token");
+            if input.key == "123" && token.is_some_and(|t| t == "456") {
                 Ok(User {
                     name: "Jane".into(),
                 })
             } else {
+                logger.warn("invalid credentials");
                 Err(http_error!(401, "Invalid key"))
             }
-        }
-    })
+        },
+    )
     .security(Security::and([
         Security::input("key").description("The account key"),
         Security::header("token").description("The session token"),

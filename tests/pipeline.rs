@@ -770,3 +770,74 @@ async fn replies_carry_headers() {
     assert_eq!(response.headers()[LOCATION], "/greetings/hi");
     assert_eq!(split(response).await.0, StatusCode::CREATED);
 }
+
+// ---- stages over services that are not Strata's ----------------------------------------------
+
+#[derive(Debug, Deserialize, Validate, JsonSchema)]
+struct Named {
+    #[garde(length(chars, min = 1))]
+    name: String,
+}
+
+/// A stage stacks on any tower service whose error converts into an `ApiError`: here a
+/// `service_fn` failing with an `io::Error`, which becomes a 500 carrying it as its source.
+#[tokio::test]
+async fn stages_stack_on_foreign_services() {
+    use strata::format::FormatLayer;
+    use strata::validate::ValidateLayer;
+    use tower::ServiceBuilder;
+
+    let foreign = tower::service_fn(
+        |request: Request<strata::Validated<Named, HNil>>| async move {
+            let name = &request.body().input.name;
+            if name == "disk" {
+                Err(std::io::Error::other("the disk is full"))
+            } else {
+                Ok(format!("hello {name}"))
+            }
+        },
+    );
+    let mut validate = ServiceBuilder::new()
+        .layer(ValidateLayer::<Named>::new())
+        .service(foreign);
+    let staged = |name: &str| {
+        let mut input = strata::Input::new();
+        input.insert("name", name.into());
+        Request::new(strata::Staged { input, ctx: HNil })
+    };
+    let ok = validate
+        .ready()
+        .await
+        .unwrap()
+        .call(staged("ada"))
+        .await
+        .unwrap();
+    assert_eq!(ok, "hello ada");
+    let refused = validate
+        .ready()
+        .await
+        .unwrap()
+        .call(staged(""))
+        .await
+        .unwrap_err();
+    assert_eq!(refused.status(), StatusCode::BAD_REQUEST);
+    let failed = validate
+        .ready()
+        .await
+        .unwrap()
+        .call(staged("disk"))
+        .await
+        .unwrap_err();
+    assert_eq!(failed.status(), StatusCode::INTERNAL_SERVER_ERROR);
+    assert_eq!(failed.source().unwrap().to_string(), "the disk is full");
+
+    // The format stage too: a foreign error is a formatted 500, never a failed service.
+    let failing = tower::service_fn(|_: Request<String>| async {
+        Err::<Output, _>(std::io::Error::other("no"))
+    });
+    let format = ServiceBuilder::new()
+        .layer(FormatLayer::new(DefaultResultHandler))
+        .service(failing);
+    let response = format.oneshot(Request::new(String::new())).await.unwrap();
+    assert_eq!(response.status(), StatusCode::INTERNAL_SERVER_ERROR);
+}

@@ -10,6 +10,7 @@ fn context_entries_are_checked_at_compile_time() {
     cases.compile_fail("tests/ui/context_entry_not_provided.rs");
     cases.compile_fail("tests/ui/context_entry_of_other_type.rs");
     cases.compile_fail("tests/ui/state_not_given.rs");
+    cases.compile_fail("tests/ui/middleware_borrowed_request.rs");
 }
 
 use std::sync::Arc;

@@ -128,14 +128,15 @@ pub(crate) fn combine(
 
 impl<S> Service<Request<Parsed>> for CombineService<S>
 where
-    S: Service<Request<Staged<HNil>>, Error = ApiError>,
+    S: Service<Request<Staged<HNil>>>,
+    S::Error: Into<ApiError>,
 {
     type Response = S::Response;
     type Error = ApiError;
     type Future = ResponseFuture<S::Future>;
 
     fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
-        self.inner.poll_ready(cx)
+        self.inner.poll_ready(cx).map_err(Into::into)
     }
 
     fn call(&mut self, request: Request<Parsed>) -> Self::Future {

@@ -40,15 +40,18 @@ impl<F> ShortCircuit<F> {
     }
 }
 
-impl<F, T> Future for ShortCircuit<F>
+/// The inner service's error, whatever its type, becomes an [`ApiError`] (a foreign error is a
+/// 500 carrying it as its source).
+impl<F, T, E> Future for ShortCircuit<F>
 where
-    F: Future<Output = Result<T, ApiError>>,
+    F: Future<Output = Result<T, E>>,
+    E: Into<ApiError>,
 {
     type Output = Result<T, ApiError>;
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         match self.project().state.project() {
-            StateProj::Inner { future } => future.poll(cx),
+            StateProj::Inner { future } => future.poll(cx).map_err(Into::into),
             StateProj::Error { error } => Poll::Ready(Err(error
                 .take()
                 .unwrap_or_else(|| ApiError::internal("polled after completion")))),

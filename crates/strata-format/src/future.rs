@@ -126,9 +126,10 @@ impl<F, R> ResponseFuture<F, R> {
     }
 }
 
-impl<F, R> Future for ResponseFuture<F, R>
+impl<F, E, R> Future for ResponseFuture<F, R>
 where
-    F: Future<Output = Result<Output, ApiError>>,
+    F: Future<Output = Result<Output, E>>,
+    E: Into<ApiError>,
     R: ResultHandler,
 {
     type Output = Result<Response<ResponseBody>, Infallible>;
@@ -139,7 +140,7 @@ where
             StateProj::Running { future } => {
                 match catch_unwind(AssertUnwindSafe(|| future.poll(cx))) {
                     Ok(Poll::Pending) => return Poll::Pending,
-                    Ok(Poll::Ready(result)) => result,
+                    Ok(Poll::Ready(result)) => result.map_err(Into::into),
                     Err(payload) => Err(panic_error(&*payload)),
                 }
             }

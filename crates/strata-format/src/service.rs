@@ -51,7 +51,8 @@ impl<S, R> FormatService<S, R> {
 
 impl<S, R, B> Service<Request<B>> for FormatService<S, R>
 where
-    S: Service<Request<B>, Response = Output, Error = ApiError>,
+    S: Service<Request<B>, Response = Output>,
+    S::Error: Into<ApiError>,
     R: ResultHandler,
 {
     type Response = Response<ResponseBody>;
@@ -63,7 +64,7 @@ where
         if self.not_ready.is_none()
             && let Err(error) = ready!(self.inner.poll_ready(cx))
         {
-            self.not_ready = Some(error);
+            self.not_ready = Some(error.into());
         }
         Poll::Ready(Ok(()))
     }

@@ -65,7 +65,8 @@ where
 impl<M, S, C, O> Future for ResponseFuture<M, S, C>
 where
     M: Future<Output = Result<O, ApiError>>,
-    S: Service<Request<Staged<HCons<O, C>>>, Error = ApiError>,
+    S: Service<Request<Staged<HCons<O, C>>>>,
+    S::Error: Into<ApiError>,
 {
     type Output = Result<S::Response, ApiError>;
 
@@ -73,7 +74,7 @@ where
         let mut this = self.project();
         loop {
             match this.state.as_mut().project() {
-                StateProj::Inner { future } => return future.poll(cx),
+                StateProj::Inner { future } => return future.poll(cx).map_err(Into::into),
                 StateProj::Error { error } => {
                     let error = error
                         .take()

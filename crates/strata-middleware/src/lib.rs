@@ -75,7 +75,7 @@ mod service;
 pub use chain::{Chain, MiddlewareChain, NoMiddleware, StagedService};
 pub use future::ResponseFuture;
 pub use layer::MiddlewareLayer;
-pub use middleware::{Middleware, MiddlewareHandler, State, Stateless, WithContext};
+pub use middleware::{Middleware, MiddlewareHandler, Owned, State, Stateless, WithContext};
 pub use service::MiddlewareService;
 
 #[cfg(test)]

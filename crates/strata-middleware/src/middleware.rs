@@ -4,7 +4,9 @@ use std::future::Future;
 use http::StatusCode;
 use http::request::Parts;
 use schemars::JsonSchema;
-use strata_core::{ApiError, DeclaredError, Decoder, Logger, MiddlewareInput, Security};
+use strata_core::{
+    ApiError, DeclaredError, Decoder, Logger, MiddlewareInput, RequestInfo, Security,
+};
 
 /// The function of a middleware, for a context type `C`.
 ///
@@ -39,6 +41,29 @@ where
 
     fn call(&self, input: I, request: &Parts, _ctx: &C, logger: &Logger) -> Fut {
         (self.0)(input, request, logger)
+    }
+}
+
+/// A middleware function of `(input, owned request, logger)`: see [`Middleware::owned`].
+#[derive(Clone, Copy)]
+pub struct Owned<F>(F);
+
+impl<F, Fut, I, C, O> MiddlewareHandler<I, C> for Owned<F>
+where
+    F: Fn(I, RequestInfo, Logger) -> Fut + Clone + Send + Sync + 'static,
+    Fut: Future<Output = Result<O, ApiError>> + Send + 'static,
+    O: Send + 'static,
+{
+    type Output = O;
+    type Future = Fut;
+
+    fn call(&self, input: I, request: &Parts, _ctx: &C, logger: &Logger) -> Fut {
+        let request = RequestInfo {
+            method: request.method.clone(),
+            uri: request.uri.clone(),
+            headers: request.headers.clone(),
+        };
+        (self.0)(input, request, logger.clone())
     }
 }
 
@@ -97,8 +122,48 @@ pub struct Middleware<I, H> {
     errors: Vec<DeclaredError>,
 }
 
+impl<I, F> Middleware<I, Owned<F>> {
+    /// A middleware from a function of `(input, request, logger)` that owns its copy of the
+    /// request (method, URI, headers) and logger, so its `async move` block can read them:
+    ///
+    /// ```
+    /// use strata_core::{ApiError, RequestInfo, Logger, http_error};
+    /// use strata_middleware::Middleware;
+    ///
+    /// struct User(String);
+    ///
+    /// let auth = Middleware::owned(|(): (), request: RequestInfo, logger: Logger| async move {
+    ///     logger.debug("checking the token");
+    ///     match request.headers.get("token") {
+    ///         Some(token) if token == "456" => Ok(User("Jane".into())),
+    ///         _ => Err(http_error!(401, "Invalid token")),
+    ///     }
+    /// });
+    /// # let _ = auth;
+    /// ```
+    ///
+    /// It costs a copy of the headers per request; [`Middleware::new`] borrows them instead, and
+    /// then its async part can only use what was copied out before it (a borrowed `request`
+    /// inside `async move` is the compiler's "lifetime may not live long enough": use this).
+    pub fn owned<Fut, O>(f: F) -> Self
+    where
+        F: Fn(I, RequestInfo, Logger) -> Fut + Clone + Send + Sync + 'static,
+        Fut: Future<Output = Result<O, ApiError>> + Send + 'static,
+    {
+        Self {
+            handler: Owned(f),
+            decoder: Decoder::new(),
+            security: None,
+            errors: Vec::new(),
+        }
+    }
+}
+
 impl<I, F> Middleware<I, Stateless<F>> {
-    /// A middleware from a function of `(input, request parts, logger)`.
+    /// A middleware from a function of `(input, request parts, logger)`. The parts are
+    /// borrowed: copy what the `async` part needs before it (or use [`Middleware::owned`]);
+    /// reading `request` inside `async move` does not compile ("lifetime may not live long
+    /// enough").
     pub fn new<Fut, O>(f: F) -> Self
     where
         F: Fn(I, &Parts, &Logger) -> Fut + Clone + Send + Sync + 'static,

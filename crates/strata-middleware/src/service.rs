@@ -58,7 +58,8 @@ impl<S: fmt::Debug, I, H> fmt::Debug for MiddlewareService<S, I, H> {
 
 impl<S, I, H, C> Service<Request<Staged<C>>> for MiddlewareService<S, I, H>
 where
-    S: Service<Request<Staged<HCons<H::Output, C>>>, Error = ApiError> + Clone,
+    S: Service<Request<Staged<HCons<H::Output, C>>>> + Clone,
+    S::Error: Into<ApiError>,
     H: MiddlewareHandler<I, C>,
     I: DeserializeOwned + JsonSchema + Validate,
     I::Context: Default,
@@ -68,7 +69,7 @@ where
     type Future = ResponseFuture<H::Future, S, C>;
 
     fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
-        self.inner.poll_ready(cx)
+        self.inner.poll_ready(cx).map_err(Into::into)
     }
 
     fn call(&mut self, request: Request<Staged<C>>) -> Self::Future {

@@ -25,9 +25,10 @@ impl<F, O> ResponseFuture<F, O> {
     }
 }
 
-impl<F, T, O> Future for ResponseFuture<F, O>
+impl<F, T, E, O> Future for ResponseFuture<F, O>
 where
-    F: Future<Output = Result<T, ApiError>>,
+    F: Future<Output = Result<T, E>>,
+    E: Into<ApiError>,
     T: HandlerOutput<Body = O>,
     O: Serialize + Validate + JsonSchema,
     O::Context: Default,
@@ -36,7 +37,9 @@ where
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let this = self.project();
-        let (status, headers, body) = ready!(this.inner.poll(cx))?.into_parts();
+        let (status, headers, body) = ready!(this.inner.poll(cx))
+            .map_err(Into::into)?
+            .into_parts();
         if !status.is_success() {
             return Poll::Ready(Err(ApiError::internal(format!(
                 "A handler answered success with status {status}; errors are ApiErrors"

@@ -56,7 +56,8 @@ impl<S: fmt::Debug, O> fmt::Debug for OutputService<S, O> {
 
 impl<S, O, R> Service<R> for OutputService<S, O>
 where
-    S: Service<R, Error = ApiError>,
+    S: Service<R>,
+    S::Error: Into<ApiError>,
     S::Response: HandlerOutput<Body = O>,
     O::Context: Default,
     O: Serialize + Validate + JsonSchema,
@@ -66,7 +67,7 @@ where
     type Future = ResponseFuture<S::Future, O>;
 
     fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
-        self.inner.poll_ready(cx)
+        self.inner.poll_ready(cx).map_err(Into::into)
     }
 
     fn call(&mut self, request: R) -> Self::Future {

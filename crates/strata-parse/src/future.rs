@@ -138,7 +138,8 @@ impl<B, S: Service<Request<Parsed>>> ResponseFuture<B, S> {
 
 impl<B, S> Future for ResponseFuture<B, S>
 where
-    S: Service<Request<Parsed>, Error = ApiError>,
+    S: Service<Request<Parsed>>,
+    S::Error: Into<ApiError>,
     B: Body,
     B::Error: Into<BoxError>,
 {
@@ -148,7 +149,7 @@ where
         let mut this = self.project();
         loop {
             match this.state.as_mut().project() {
-                StateProj::Inner { future, .. } => return future.poll(cx),
+                StateProj::Inner { future, .. } => return future.poll(cx).map_err(Into::into),
                 StateProj::Multipart { read, pending } => {
                     let result = ready!(read.as_mut().poll(cx));
                     let next = match (result, pending.take()) {

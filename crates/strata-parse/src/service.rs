@@ -157,7 +157,8 @@ fn take_ready<S: Clone>(inner: &mut S) -> S {
 
 impl<S, B> Service<Request<B>> for ParseService<S>
 where
-    S: Service<Request<Parsed>, Error = ApiError> + Clone,
+    S: Service<Request<Parsed>> + Clone,
+    S::Error: Into<ApiError>,
     B: Body + Send + 'static,
     B::Error: Into<BoxError>,
 {
@@ -166,7 +167,7 @@ where
     type Future = ResponseFuture<B, S>;
 
     fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
-        self.inner.poll_ready(cx)
+        self.inner.poll_ready(cx).map_err(Into::into)
     }
 
     fn call(&mut self, request: Request<B>) -> Self::Future {

@@ -56,7 +56,8 @@ impl<S: fmt::Debug, I> fmt::Debug for ValidateService<S, I> {
 
 impl<S, I, C> Service<Request<Staged<C>>> for ValidateService<S, I>
 where
-    S: Service<Request<Validated<I, C>>, Error = ApiError>,
+    S: Service<Request<Validated<I, C>>>,
+    S::Error: Into<ApiError>,
     I: DeserializeOwned + JsonSchema + Validate,
     I::Context: Default,
 {
@@ -65,7 +66,7 @@ where
     type Future = ResponseFuture<S::Future>;
 
     fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
-        self.inner.poll_ready(cx)
+        self.inner.poll_ready(cx).map_err(Into::into)
     }
 
     fn call(&mut self, request: Request<Staged<C>>) -> Self::Future {

@@ -132,8 +132,8 @@ pub mod prelude {
     pub use crate::{
         ApiError, Config, CorsRequest, Ctx, DefaultResultHandler, Endpoint, EndpointsFactory, Get,
         HCons, HNil, InputSource, Level, Logger, Middleware, MiddlewareChain, Mode, Nest, Reply,
-        ResultHandler, Router, Routing, Security, ServeStatic, UploadLimits, UploadedFile,
-        attach_routing, create_config, create_server, default_endpoints_factory, http_error,
-        routing,
+        RequestInfo, ResultHandler, Router, Routing, Security, ServeStatic, UploadLimits,
+        UploadedFile, attach_routing, create_config, create_server, default_endpoints_factory,
+        http_error, routing,
     };
 }
