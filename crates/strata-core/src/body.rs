@@ -10,9 +10,37 @@ use http_body_util::combinators::UnsyncBoxBody;
 
 use crate::error::BoxError;
 
-enum RequestKind {
+/// What both body types hold: bytes in memory (sent in one frame), or any body, boxed.
+enum Kind {
     Full(Option<Bytes>),
     Boxed(UnsyncBoxBody<Bytes, BoxError>),
+}
+
+impl Kind {
+    fn poll_frame(&mut self, cx: &mut Context<'_>) -> Poll<Option<Result<Frame<Bytes>, BoxError>>> {
+        match self {
+            Kind::Full(data) => Poll::Ready(data.take().map(|d| Ok(Frame::data(d)))),
+            Kind::Boxed(body) => Pin::new(body).poll_frame(cx),
+        }
+    }
+
+    fn is_end_stream(&self) -> bool {
+        match self {
+            Kind::Full(data) => data.is_none(),
+            Kind::Boxed(body) => body.is_end_stream(),
+        }
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        match self {
+            Kind::Full(data) => SizeHint::with_exact(data.as_ref().map_or(0, |d| d.len() as u64)),
+            Kind::Boxed(body) => body.size_hint(),
+        }
+    }
+
+    fn from_bytes(data: Bytes) -> Self {
+        Kind::Full((!data.is_empty()).then_some(data))
+    }
 }
 
 /// The request body an endpoint service reads: any `http_body::Body`, boxed only when it is not
@@ -25,7 +53,7 @@ enum RequestKind {
 /// assert_eq!(RequestBody::from("{}").size_hint().exact(), Some(2));
 /// assert!(RequestBody::empty().is_end_stream());
 /// ```
-pub struct RequestBody(RequestKind);
+pub struct RequestBody(Kind);
 
 impl std::fmt::Debug for RequestBody {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -47,7 +75,7 @@ impl RequestBody {
         B::Data: Send,
         B::Error: Into<BoxError>,
     {
-        Self(RequestKind::Boxed(
+        Self(Kind::Boxed(
             body.map_frame(|frame| frame.map_data(|mut data| data.copy_to_bytes(data.remaining())))
                 .map_err(Into::into)
                 .boxed_unsync(),
@@ -56,7 +84,7 @@ impl RequestBody {
 
     /// An empty body.
     pub fn empty() -> Self {
-        Self(RequestKind::Full(None))
+        Self(Kind::Full(None))
     }
 }
 
@@ -64,8 +92,7 @@ macro_rules! full_from {
     ($($ty:ty),*) => {$(
         impl From<$ty> for RequestBody {
             fn from(data: $ty) -> Self {
-                let data = Bytes::from(data);
-                Self(RequestKind::Full((!data.is_empty()).then_some(data)))
+                Self(Kind::from_bytes(Bytes::from(data)))
             }
         }
     )*};
@@ -81,43 +108,27 @@ impl Body for RequestBody {
         mut self: Pin<&mut Self>,
         cx: &mut Context<'_>,
     ) -> Poll<Option<Result<Frame<Bytes>, BoxError>>> {
-        match &mut self.0 {
-            RequestKind::Full(data) => Poll::Ready(data.take().map(|d| Ok(Frame::data(d)))),
-            RequestKind::Boxed(body) => Pin::new(body).poll_frame(cx),
-        }
+        self.0.poll_frame(cx)
     }
 
     fn is_end_stream(&self) -> bool {
-        match &self.0 {
-            RequestKind::Full(data) => data.is_none(),
-            RequestKind::Boxed(body) => body.is_end_stream(),
-        }
+        self.0.is_end_stream()
     }
 
     fn size_hint(&self) -> SizeHint {
-        match &self.0 {
-            RequestKind::Full(data) => {
-                SizeHint::with_exact(data.as_ref().map_or(0, |d| d.len() as u64))
-            }
-            RequestKind::Boxed(body) => body.size_hint(),
-        }
+        self.0.size_hint()
     }
-}
-
-enum ResponseKind {
-    Full(Option<Bytes>),
-    Boxed(UnsyncBoxBody<Bytes, BoxError>),
 }
 
 /// The response body of endpoints and routing: bytes in memory (what result handlers produce),
 /// or a stream (static files).
-pub struct ResponseBody(ResponseKind);
+pub struct ResponseBody(Kind);
 
 impl std::fmt::Debug for ResponseBody {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match &self.0 {
-            ResponseKind::Full(data) => f.debug_tuple("ResponseBody").field(data).finish(),
-            ResponseKind::Boxed(_) => f.write_str("ResponseBody(stream)"),
+            Kind::Full(data) => f.debug_tuple("ResponseBody").field(data).finish(),
+            Kind::Boxed(_) => f.write_str("ResponseBody(stream)"),
         }
     }
 }
@@ -131,7 +142,7 @@ impl Default for ResponseBody {
 impl ResponseBody {
     /// An empty body.
     pub fn empty() -> Self {
-        Self(ResponseKind::Full(None))
+        Self(Kind::Full(None))
     }
 
     /// A streamed body (a `ResponseBody` is kept as it is, not boxed again).
@@ -149,7 +160,7 @@ impl ResponseBody {
             return body;
         }
         match slot {
-            Some(body) => Self(ResponseKind::Boxed(body.map_err(Into::into).boxed_unsync())),
+            Some(body) => Self(Kind::Boxed(body.map_err(Into::into).boxed_unsync())),
             None => Self::empty(),
         }
     }
@@ -157,16 +168,15 @@ impl ResponseBody {
     /// The bytes not yet sent, when the body is in memory.
     pub fn bytes(&self) -> Option<&[u8]> {
         match &self.0 {
-            ResponseKind::Full(data) => Some(data.as_deref().unwrap_or_default()),
-            ResponseKind::Boxed(_) => None,
+            Kind::Full(data) => Some(data.as_deref().unwrap_or_default()),
+            Kind::Boxed(_) => None,
         }
     }
 }
 
 impl<T: Into<Bytes>> From<T> for ResponseBody {
     fn from(data: T) -> Self {
-        let data = data.into();
-        Self(ResponseKind::Full((!data.is_empty()).then_some(data)))
+        Self(Kind::from_bytes(data.into()))
     }
 }
 
@@ -178,26 +188,15 @@ impl Body for ResponseBody {
         mut self: Pin<&mut Self>,
         cx: &mut Context<'_>,
     ) -> Poll<Option<Result<Frame<Bytes>, BoxError>>> {
-        match &mut self.0 {
-            ResponseKind::Full(data) => Poll::Ready(data.take().map(|d| Ok(Frame::data(d)))),
-            ResponseKind::Boxed(body) => Pin::new(body).poll_frame(cx),
-        }
+        self.0.poll_frame(cx)
     }
 
     fn is_end_stream(&self) -> bool {
-        match &self.0 {
-            ResponseKind::Full(data) => data.is_none(),
-            ResponseKind::Boxed(body) => body.is_end_stream(),
-        }
+        self.0.is_end_stream()
     }
 
     fn size_hint(&self) -> SizeHint {
-        match &self.0 {
-            ResponseKind::Full(data) => {
-                SizeHint::with_exact(data.as_ref().map_or(0, |d| d.len() as u64))
-            }
-            ResponseKind::Boxed(body) => body.size_hint(),
-        }
+        self.0.size_hint()
     }
 }
 
