@@ -5,7 +5,9 @@
 //! - An endpoint without a declared method serves GET; GET endpoints answer HEAD (same status
 //!   and headers, `Content-Length` of the body GET would send, no body).
 //! - Unknown path: 404 `Can not <METHOD> <path>`. Known path, other method: 405 with `Allow`
-//!   (or 404 with `WrongMethodBehavior::NotFound`), message `<METHOD> is not allowed`.
+//!   (or 404 with `WrongMethodBehavior::NotFound`), message `<METHOD> is not allowed`. These
+//!   errors use the config's error handler (`ConfigBuilder::error_handler`), or the default
+//!   envelope.
 //! - A trailing slash matches the same route; matching is case-sensitive; path parameters are
 //!   percent-decoded (a malformed escape is a 400).
 //! - CORS (must be chosen in the config): `true` adds `Access-Control-Allow-Origin: *`, the
