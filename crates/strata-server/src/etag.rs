@@ -1,31 +1,4 @@
 //! Weak `ETag`s for responses held in memory, and 304s for a matching `If-None-Match`.
-//!
-//! As express does for every response (Strata only when asked: `create_config().etag(true)`,
-//! or this layer in any tower stack): a successful GET whose body is in memory (JSON, text)
-//! gets `ETag: W/"<length>-<hash>"`; a request whose `If-None-Match` names that tag gets a 304
-//! with the same headers and no body. Streamed bodies (files, compressed bodies) are left alone;
-//! static files carry their own `ETag`.
-//!
-//! ```
-//! use http::{Request, Response, StatusCode};
-//! use strata_core::ResponseBody;
-//! use strata_server::ETagLayer;
-//! use tower::{ServiceBuilder, ServiceExt, service_fn};
-//!
-//! # #[tokio::main(flavor = "current_thread")]
-//! # async fn main() {
-//! let app = ServiceBuilder::new().layer(ETagLayer::new()).service(service_fn(|_: Request<()>| async {
-//!     Ok::<_, std::convert::Infallible>(Response::new(ResponseBody::from(r#"{"a":1}"#)))
-//! }));
-//! let first = app.clone().oneshot(Request::new(())).await.unwrap();
-//! let tag = first.headers()["etag"].clone();
-//! assert!(tag.to_str().unwrap().starts_with("W/\""));
-//!
-//! let again = Request::builder().header("if-none-match", tag).body(()).unwrap();
-//! let cached = app.oneshot(again).await.unwrap();
-//! assert_eq!(cached.status(), StatusCode::NOT_MODIFIED);
-//! # }
-//! ```
 
 use std::future::Future;
 use std::hash::{DefaultHasher, Hasher as _};
@@ -39,7 +12,35 @@ use strata_core::ResponseBody;
 use tower_layer::Layer;
 use tower_service::Service;
 
-/// Applies [`ETag`].
+/// Applies [`ETag`]: weak `ETag`s for responses held in memory, and 304s for a matching
+/// `If-None-Match`.
+///
+/// As express does for every response (Strata only when asked: `create_config().etag(true)`,
+/// or this layer in any tower stack): a successful GET whose body is in memory (JSON, text)
+/// gets `ETag: W/"<length>-<hash>"`; a request whose `If-None-Match` names that tag gets a 304
+/// with the same headers and no body. Streamed bodies are left alone (static files carry their
+/// own `ETag`); with compression on, the server takes the tag before compressing.
+///
+/// ```
+/// use http::{Request, Response, StatusCode};
+/// use strata_core::ResponseBody;
+/// use strata_server::ETagLayer;
+/// use tower::{ServiceBuilder, ServiceExt, service_fn};
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() {
+/// let app = ServiceBuilder::new().layer(ETagLayer::new()).service(service_fn(|_: Request<()>| async {
+///     Ok::<_, std::convert::Infallible>(Response::new(ResponseBody::from(r#"{"a":1}"#)))
+/// }));
+/// let first = app.clone().oneshot(Request::new(())).await.unwrap();
+/// let tag = first.headers()["etag"].clone();
+/// assert!(tag.to_str().unwrap().starts_with("W/\""));
+///
+/// let again = Request::builder().header("if-none-match", tag).body(()).unwrap();
+/// let cached = app.oneshot(again).await.unwrap();
+/// assert_eq!(cached.status(), StatusCode::NOT_MODIFIED);
+/// # }
+/// ```
 #[derive(Debug, Clone, Copy, Default)]
 pub struct ETagLayer {
     _priv: (),
@@ -61,7 +62,7 @@ impl<S> Layer<S> for ETagLayer {
 }
 
 /// Gives successful GET responses held in memory a weak `ETag`, and answers a matching
-/// `If-None-Match` with 304; see the [module docs](self).
+/// `If-None-Match` with 304; see [`ETagLayer`].
 #[derive(Debug, Clone)]
 pub struct ETag<S> {
     inner: S,
