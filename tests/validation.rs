@@ -277,6 +277,21 @@ async fn multipart_fields_list_every_problem_too() {
         "caption: length is greater than 5; image: required; \
          page: expected integer, received string \"ten\""
     );
+    // A text field where a file is wanted: the schema cannot tell, serde can; both speak.
+    let form = MultipartForm::new()
+        .text("caption", "far too long")
+        .text("image", "not a file");
+    let request = Request::post("/covers")
+        .header(CONTENT_TYPE, form.content_type())
+        .body(String::from_utf8(form.into_bytes().to_vec()).unwrap())
+        .unwrap();
+    let (_, body) = send(&routing, &config, request).await;
+    let message = body["error"]["message"].as_str().unwrap();
+    assert!(
+        message.starts_with("caption: length is greater than 5; image: "),
+        "{message}"
+    );
+    assert!(message.contains("page: required"), "{message}");
 }
 
 #[derive(Debug, Deserialize, Validate, JsonSchema)]

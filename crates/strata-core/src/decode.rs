@@ -10,7 +10,7 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 use crate::error::{ApiError, ErrorKind};
-use crate::explain::{MAX_ISSUES, explain, plain_words, render};
+use crate::explain::{Issue, MAX_ISSUES, explain, joined, natural_order, plain_words, render};
 use crate::input::Input;
 
 /// Maps the Rust field names in garde's paths to the names used on the wire (as serde reads and
@@ -323,23 +323,45 @@ where
     T: DeserializeOwned + JsonSchema + Validate,
     T::Context: Default,
 {
-    /// Every problem of `input`, which `T` failed to decode from with serde's message `plain`.
+    /// Every problem of `input`, which `T` failed to decode from with serde's message `plain`:
+    /// the schema's explanation, and serde's own problem when no explained one is at its place
+    /// (what a schema cannot show: a custom deserializer, a `flatten`, a file sent as text).
     fn explain(&self, input: &Input, plain: &str) -> String {
-        let issues = explain(&self.names().schema, input.view());
-        if !issues.is_empty() {
-            return render(issues.into_iter().map(|issue| (issue.path, issue.message)));
-        }
-        // Nothing the schema shows (a custom deserializer, say): serde's one problem.
-        match serde_path_to_error::deserialize::<_, T>(input) {
-            Err(tracked) if tracked.path().iter().next().is_some() => {
-                format!(
-                    "{}: {}",
-                    tracked.path(),
-                    plain_words(&tracked.inner().to_string())
-                )
+        let explained = explain(&self.names().schema, input.view());
+        let (mut issues, mut total) = (explained.issues, explained.total);
+        let (path, message) = match serde_path_to_error::deserialize::<_, T>(input) {
+            Err(tracked) => {
+                let path = if tracked.path().iter().next().is_some() {
+                    tracked.path().to_string()
+                } else {
+                    String::new()
+                };
+                (path, tracked.inner().to_string())
             }
-            _ => plain_words(plain),
+            Ok(_) => (String::new(), plain.to_owned()),
+        };
+        let (field, message) = plain_words(&message);
+        let path = match field {
+            Some(field) => joined(&path, &field),
+            None => path,
+        };
+        let at_or_under = |outer: &str, inner: &str| {
+            inner == outer
+                || (inner.starts_with(outer)
+                    && (outer.is_empty() || matches!(inner.as_bytes()[outer.len()], b'.' | b'[')))
+        };
+        let covered = issues
+            .iter()
+            .any(|issue| at_or_under(&path, &issue.path) || at_or_under(&issue.path, &path));
+        if !covered || issues.is_empty() {
+            issues.insert(0, Issue { path, message });
+            total += 1;
+            issues.sort_by(|a, b| natural_order(&a.path, &b.path));
         }
+        render(
+            issues.into_iter().map(|issue| (issue.path, issue.message)),
+            total,
+        )
     }
 
     /// Decodes and validates.

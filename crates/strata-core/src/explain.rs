@@ -36,8 +36,9 @@ pub(crate) const MAX_ISSUES: usize = 100;
 /// Values shown in messages are cut to this many characters.
 const MAX_SHOWN_CHARS: usize = 40;
 
-/// Bound on nesting (`$ref` chains, deep values), against cyclic schemas.
-const MAX_DEPTH: usize = 64;
+/// Bound on nesting (`$ref` chains, deep values), against cyclic schemas. A JSON body nests at
+/// most 128 levels (`serde_json`'s limit) and the walk takes a few steps per level.
+const MAX_DEPTH: usize = 384;
 
 /// A value being explained: JSON, or text read leniently, or files.
 #[derive(Clone, Copy)]
@@ -88,26 +89,78 @@ fn shown(text: &str) -> String {
     }
 }
 
+/// What the walk found: the first problems (sorted by path, indices by number) and how many
+/// there were in all. When its visit budget ran out, only what it had found.
+pub(crate) struct Explained {
+    pub(crate) issues: Vec<Issue>,
+    pub(crate) total: usize,
+    /// Schema nodes visited (the budget is [`MAX_VISITS`]).
+    #[cfg_attr(not(test), allow(dead_code))]
+    pub(crate) visits: usize,
+}
+
+/// At most this many schema nodes are visited per explanation: choices (`anyOf`, tagged enums)
+/// walk every member, which nested choices could make exponential on a small hostile input.
+const MAX_VISITS: usize = 50_000;
+
+/// Problems kept for sorting; the rest are only counted.
+const MAX_KEPT: usize = 1_000;
+
 /// Every problem of `entries` (a merged input) against `schema`, a root schema with its
-/// `$defs`, sorted by path.
-pub(crate) fn explain(schema: &Value, entries: &[(String, InputValue)]) -> Vec<Issue> {
+/// `$defs`.
+pub(crate) fn explain(schema: &Value, entries: &[(String, InputValue)]) -> Explained {
     let mut walker = Walker {
         root: schema,
         issues: Vec::new(),
+        counted: 0,
+        visits: 0,
         patterns: HashMap::new(),
     };
     let mut path = String::new();
     walker.check(Node::Entries(entries), schema, &mut path, 0);
     let mut issues = walker.issues;
     // Stable: problems of one place keep the order they were found in.
-    issues.sort_by(|a, b| a.path.cmp(&b.path));
+    issues.sort_by(|a, b| natural_order(&a.path, &b.path));
     issues.dedup();
-    issues
+    Explained {
+        total: walker.counted + issues.len(),
+        visits: walker.visits,
+        issues,
+    }
 }
 
-/// `path: message; path: message`, at most [`MAX_ISSUES`] of them, then `… and N more`.
-pub(crate) fn render(issues: impl ExactSizeIterator<Item = (String, String)>) -> String {
-    let total = issues.len();
+/// Paths in reading order: `ids[2]` before `ids[10]`.
+pub(crate) fn natural_order(a: &str, b: &str) -> std::cmp::Ordering {
+    let (mut a, mut b) = (a.as_bytes(), b.as_bytes());
+    loop {
+        match (a.first(), b.first()) {
+            (None, None) => return std::cmp::Ordering::Equal,
+            (None, Some(_)) => return std::cmp::Ordering::Less,
+            (Some(_), None) => return std::cmp::Ordering::Greater,
+            (Some(x), Some(y)) if x.is_ascii_digit() && y.is_ascii_digit() => {
+                let digits = |s: &[u8]| s.iter().take_while(|c| c.is_ascii_digit()).count();
+                let (da, db) = (digits(a), digits(b));
+                let (na, nb) = (&a[..da], &b[..db]);
+                // Without leading zeros, a longer number is larger.
+                let order = na.len().cmp(&nb.len()).then_with(|| na.cmp(nb));
+                if order != std::cmp::Ordering::Equal {
+                    return order;
+                }
+                (a, b) = (&a[da..], &b[db..]);
+            }
+            (Some(x), Some(y)) => {
+                if x != y {
+                    return x.cmp(y);
+                }
+                (a, b) = (&a[1..], &b[1..]);
+            }
+        }
+    }
+}
+
+/// `path: message; path: message`, at most [`MAX_ISSUES`] of them, then `… and N more` for the
+/// rest of `total`.
+pub(crate) fn render(issues: impl Iterator<Item = (String, String)>, total: usize) -> String {
     let mut out = String::new();
     for (path, message) in issues.take(MAX_ISSUES) {
         if !out.is_empty() {
@@ -128,15 +181,37 @@ pub(crate) fn render(issues: impl ExactSizeIterator<Item = (String, String)>) ->
 struct Walker<'s> {
     root: &'s Value,
     issues: Vec<Issue>,
+    /// Problems found beyond [`MAX_KEPT`].
+    counted: usize,
+    /// Schema nodes visited, against [`MAX_VISITS`].
+    visits: usize,
     /// Compiled `pattern`s (`None` for a pattern the regex crate cannot compile).
     patterns: HashMap<&'s str, Option<Regex>>,
 }
+
+/// Keywords that say nothing about a value (beside a `$ref`).
+const ANNOTATIONS: [&str; 10] = [
+    "$ref",
+    "$comment",
+    "description",
+    "title",
+    "default",
+    "examples",
+    "example",
+    "deprecated",
+    "readOnly",
+    "writeOnly",
+];
 
 /// JSON's type names, in the order a text value is tried against them.
 const TEXT_ORDER: [&str; 5] = ["string", "integer", "number", "boolean", "array"];
 
 impl<'s> Walker<'s> {
     fn push(&mut self, path: &str, message: String) {
+        if self.issues.len() >= MAX_KEPT {
+            self.counted += 1;
+            return;
+        }
         self.issues.push(Issue {
             path: path.to_owned(),
             message,
@@ -163,16 +238,34 @@ impl<'s> Walker<'s> {
     }
 
     fn check(&mut self, node: Node<'_>, schema: &'s Value, path: &mut String, depth: usize) {
-        if depth > MAX_DEPTH {
+        self.visits += 1;
+        if depth > MAX_DEPTH || self.visits > MAX_VISITS {
             return;
         }
-        let schema = self.resolve(schema);
         let Some(object) = schema.as_object() else {
             if *schema == Value::Bool(false) {
                 self.push(path, "not allowed".to_owned());
             }
             return;
         };
+        if object.contains_key("$ref") {
+            // The target, then any keyword beside the reference (schemars puts an internally
+            // tagged variant's tag there).
+            let target = self.resolve(schema);
+            if !std::ptr::eq(target, schema) {
+                self.check(node, target, path, depth + 1);
+            }
+            if object.keys().all(|key| ANNOTATIONS.contains(&key.as_str())) {
+                return;
+            }
+        }
+        if let Node::Files(files) = node
+            && files.len() > 1
+            && is_file(object)
+        {
+            self.push(path, format!("expected one file, received {}", files.len()));
+            return;
+        }
         if let Some(Value::Array(members)) = object.get("allOf") {
             for member in members {
                 self.check(node, member, path, depth + 1);
@@ -210,11 +303,12 @@ impl<'s> Walker<'s> {
                 .copied()
                 .filter(|kind| !text || *kind != "null")
                 .collect();
-            let message = format!(
-                "expected {}, received {}",
-                expected.join(" or "),
-                node.received()
-            );
+            let expected = if expected.is_empty() {
+                "null".to_owned()
+            } else {
+                expected.join(" or ")
+            };
+            let message = format!("expected {expected}, received {}", node.received());
             self.push(path, message);
             return;
         };
@@ -289,14 +383,21 @@ impl<'s> Walker<'s> {
                 .find_map(|kind| match *kind {
                     "string" => Some(Kind::String),
                     // Rust's unsigned parsers refuse any sign but `+`: `-0` is no `u32`.
-                    "integer" => integer(text)
-                        .filter(|_| !(text.starts_with("-0") && is_unsigned(schema)))
-                        .map(Kind::Number),
+                    "integer" => match integer(text) {
+                        Some(n) if !(text.starts_with("-0") && is_unsigned(schema)) => {
+                            Some(Kind::Number(n))
+                        }
+                        Some(_) => None,
+                        // Beyond 64 bits: only a 128-bit type takes it; nothing to check.
+                        None => (text.parse::<i128>().is_ok() || text.parse::<u128>().is_ok())
+                            .then_some(Kind::Other),
+                    },
+                    // `NaN`, `inf`, `1e400` are `f64`s to Rust, not JSON numbers: accepted,
+                    // nothing to check.
                     "number" => text
                         .parse::<f64>()
                         .ok()
-                        .and_then(Number::from_f64)
-                        .map(Kind::Number),
+                        .map(|f| Number::from_f64(f).map_or(Kind::Other, Kind::Number)),
                     "boolean" => matches!(text, "true" | "false").then_some(Kind::Other),
                     _ => Some(Kind::Array),
                 })
@@ -338,10 +439,20 @@ impl<'s> Walker<'s> {
             }
             return;
         }
+        // A tagged choice: only the members whose tag the input names are candidates.
+        let tagged: Vec<&'s Value> = members
+            .iter()
+            .filter(|member| self.tag_fits(node, member) == Some(true))
+            .collect();
+        let walked: Vec<&'s Value> = if tagged.is_empty() {
+            members.iter().collect()
+        } else {
+            tagged
+        };
         // The best member is one whose type fits (its problems are deeper inside), then the
         // one with the fewest problems.
         let mut best: Option<((bool, usize), Vec<Issue>)> = None;
-        for member in members {
+        for member in walked {
             let saved = std::mem::take(&mut self.issues);
             self.check(node, member, path, depth + 1);
             let found = std::mem::replace(&mut self.issues, saved);
@@ -373,6 +484,29 @@ impl<'s> Walker<'s> {
         }
     }
 
+    /// Whether `node` names the tag of `member` (a property with a `const`, as tagged enums
+    /// have): `None` when the member has no tag or the node is not an object.
+    fn tag_fits(&self, node: Node<'_>, member: &'s Value) -> Option<bool> {
+        let properties = self.resolve(member).get("properties")?.as_object()?;
+        let mut tagged = None;
+        for (name, property) in properties {
+            let Some(expected) = self.resolve(property).get("const") else {
+                continue;
+            };
+            let given = match node {
+                Node::Json(Value::Object(members)) => members.get(name).map(Node::Json),
+                Node::Entries(entries) => entries
+                    .iter()
+                    .find(|(key, _)| key == name)
+                    .map(|(_, value)| Node::of(value)),
+                _ => return None,
+            };
+            let fits = given.is_some_and(|given| matches_literal(given, expected));
+            tagged = Some(tagged.unwrap_or(true) && fits);
+        }
+        tagged
+    }
+
     fn object(
         &mut self,
         entries: &[(&str, Node<'_>)],
@@ -390,15 +524,27 @@ impl<'s> Walker<'s> {
             }
         }
         let extra = schema.get("additionalProperties");
+        let patterned = schema.get("patternProperties").and_then(Value::as_object);
         for (key, value) in entries {
             let known = properties.and_then(|p| p.get(*key));
             let len = path.len();
             if !path.is_empty() {
                 path.push('.');
             }
-            path.push_str(key);
+            path.push_str(&short_key(key));
+            // Keys a pattern describes (maps with non-string keys) are not additional.
+            let mut matched = false;
+            if known.is_none() {
+                for (pattern, property) in patterned.into_iter().flatten() {
+                    if self.pattern(pattern).is_some_and(|re| re.is_match(key)) {
+                        matched = true;
+                        self.check(*value, property, path, depth + 1);
+                    }
+                }
+            }
             match (known, extra) {
                 (Some(property), _) => self.check(*value, property, path, depth + 1),
+                _ if matched => {}
                 (None, Some(Value::Bool(false))) => self.push(path, "unknown field".to_owned()),
                 (None, Some(extra)) => self.check(*value, extra, path, depth + 1),
                 (None, None) => {}
@@ -427,18 +573,7 @@ impl<'s> Walker<'s> {
                 path.truncate(len);
             }
         }
-        if schema.get("uniqueItems") == Some(&Value::Bool(true)) {
-            let json: Vec<&Value> = items
-                .iter()
-                .filter_map(|item| match item {
-                    Node::Json(value) => Some(*value),
-                    _ => None,
-                })
-                .collect();
-            if json.iter().enumerate().any(|(i, a)| json[..i].contains(a)) {
-                self.push(path, "items are not unique".to_owned());
-            }
-        }
+        // `uniqueItems` (sets) is not checked: serde merges repeats into a set.
     }
 
     fn length(
@@ -463,16 +598,32 @@ impl<'s> Walker<'s> {
         }
     }
 
+    fn pattern(&mut self, pattern: &'s str) -> Option<&Regex> {
+        self.patterns
+            .entry(pattern)
+            .or_insert_with(|| Regex::new(pattern).ok())
+            .as_ref()
+    }
+
     fn string(&mut self, text: &str, schema: &'s Map<String, Value>, path: &str) {
-        self.length(text.chars().count(), schema, "minLength", "maxLength", path);
-        if let Some(pattern) = schema.get("pattern").and_then(Value::as_str) {
-            let compiled = self
-                .patterns
-                .entry(pattern)
-                .or_insert_with(|| Regex::new(pattern).ok());
-            if compiled.as_ref().is_some_and(|re| !re.is_match(text)) {
-                self.push(path, format!("does not match pattern /{pattern}/"));
-            }
+        // garde counts bytes unless told `chars`, and schemars writes the same keyword for
+        // both: a length too short in bytes is too short in characters too, and one too long
+        // in characters too long in bytes, so neither check refuses what garde accepts.
+        let bound = |key: &str| schema.get(key).and_then(Value::as_u64);
+        if let Some(min) = bound("minLength")
+            && (text.len() as u64) < min
+        {
+            self.push(path, format!("length is lower than {min}"));
+        }
+        if let Some(max) = bound("maxLength")
+            && text.chars().count() as u64 > max
+        {
+            self.push(path, format!("length is greater than {max}"));
+        }
+        if let Some(pattern) = schema.get("pattern").and_then(Value::as_str)
+            && self.pattern(pattern).is_some_and(|re| !re.is_match(text))
+        {
+            self.push(path, format!("does not match pattern /{pattern}/"));
         }
         let invalid = match schema.get("format").and_then(Value::as_str) {
             Some("email") => garde::rules::email::parse_email(text)
@@ -624,7 +775,15 @@ fn one_of(options: &[Value]) -> String {
         .join(" | ")
 }
 
-fn joined(path: &str, name: &str) -> String {
+/// A key as shown in a path: cut like values (a client may send a long one).
+fn short_key(key: &str) -> std::borrow::Cow<'_, str> {
+    match key.char_indices().nth(MAX_SHOWN_CHARS) {
+        None => key.into(),
+        Some((end, _)) => format!("{}…", &key[..end]).into(),
+    }
+}
+
+pub(crate) fn joined(path: &str, name: &str) -> String {
     if path.is_empty() {
         name.to_owned()
     } else {
@@ -633,48 +792,67 @@ fn joined(path: &str, name: &str) -> String {
 }
 
 /// serde's message in JSON's words, for the failures the schema does not explain:
-/// `invalid type: string "abc", expected i64` → `expected integer, received string "abc"`.
-pub(crate) fn plain_words(message: &str) -> String {
+/// `invalid type: string "abc", expected i64` → `expected integer, received string "abc"`;
+/// with the field it names, when it names one (``missing field `age` `` → `age`, `required`).
+pub(crate) fn plain_words(message: &str) -> (Option<String>, String) {
     // serde_json appends where in the text the problem is; the path says it better.
-    let message = match message.rfind(" at line ") {
-        Some(at) if message[at..].contains(" column ") => &message[..at],
-        _ => message,
-    };
+    let message = strip_position(message);
     if let Some(rest) = message.strip_prefix("missing field `")
         && rest.ends_with('`')
     {
-        return format!("{}: required", &rest[..rest.len() - 1]);
+        let field = short_key(&rest[..rest.len() - 1]).into_owned();
+        return (Some(field), "required".to_owned());
     }
     for prefix in ["invalid type: ", "invalid value: "] {
         if let Some(rest) = message.strip_prefix(prefix)
             && let Some((received, expected)) = rest.rsplit_once(", expected ")
         {
-            return format!(
+            let text = format!(
                 "expected {}, received {}",
                 json_expected(expected),
                 json_received(received)
             );
+            return (None, text);
         }
     }
     if let Some(rest) = message.strip_prefix("unknown variant ")
-        && let Some((variant, expected)) = rest.split_once(", expected ")
+        && let Some((variant, expected)) = rest.rsplit_once(", expected ")
     {
         let options = expected
             .trim_start_matches("one of ")
             .replace('`', "\"")
             .replace(", ", " | ")
             .replace(" or ", " | ");
-        return format!(
+        let text = format!(
             "expected one of {options}, received string {}",
             shown(variant.trim_matches('`'))
         );
+        return (None, text);
     }
     if let Some(rest) = message.strip_prefix("unknown field `")
         && let Some((field, _)) = rest.split_once('`')
     {
-        return format!("{field}: unknown field");
+        return (
+            Some(short_key(field).into_owned()),
+            "unknown field".to_owned(),
+        );
     }
-    message.to_owned()
+    (None, message.to_owned())
+}
+
+/// `message` without `serde_json`'s trailing ` at line N column M`.
+fn strip_position(message: &str) -> &str {
+    let Some(at) = message.rfind(" at line ") else {
+        return message;
+    };
+    let tail = &message[at + " at line ".len()..];
+    let numbers: Vec<&str> = tail.split(" column ").collect();
+    let all_digits = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
+    if numbers.len() == 2 && numbers.iter().all(|n| all_digits(n)) {
+        &message[..at]
+    } else {
+        message
+    }
 }
 
 /// serde's `expected` phrase as a JSON type.
@@ -737,8 +915,11 @@ mod tests {
     }
 
     fn messages(schema: &Value, input: &[(String, InputValue)]) -> String {
-        let issues = explain(schema, input);
-        render(issues.into_iter().map(|i| (i.path, i.message)))
+        let explained = explain(schema, input);
+        render(
+            explained.issues.into_iter().map(|i| (i.path, i.message)),
+            explained.total,
+        )
     }
 
     fn user_schema() -> Value {
@@ -893,6 +1074,121 @@ mod tests {
     }
 
     #[test]
+    fn what_serde_accepts_is_not_reported() {
+        let schema = json!({
+            "type": "object",
+            "properties": {
+                "set": { "type": "array", "items": { "type": "string" }, "uniqueItems": true },
+                "by_id": {
+                    "type": "object",
+                    "additionalProperties": false,
+                    "patternProperties": { "^\\d+$": { "type": "integer" } }
+                },
+                "word": { "type": "string", "minLength": 4, "maxLength": 4 },
+                "ratio": { "type": "number" },
+                "huge": { "type": "integer", "format": "int128" },
+                "unit": { "type": "null" }
+            }
+        });
+        let input = entries(json!({ "set": ["a", "a"], "by_id": { "1": 5 }, "word": "éé" }));
+        assert_eq!(messages(&schema, &input), "");
+        let mut text = Vec::new();
+        for (key, value) in [
+            ("ratio", "NaN"),
+            ("huge", "170141183460469231731687303715884105727"),
+        ] {
+            text.push((key.to_owned(), InputValue::from(value)));
+        }
+        assert_eq!(messages(&schema, &text), "");
+        // The map's values are checked, its other keys refused.
+        let input = entries(json!({ "by_id": { "1": "x", "a": 1 } }));
+        assert_eq!(
+            messages(&schema, &input),
+            "by_id.1: expected integer, received string \"x\"; by_id.a: unknown field"
+        );
+        let unit = vec![("unit".to_owned(), InputValue::from("x"))];
+        assert_eq!(
+            messages(&schema, &unit),
+            "unit: expected null, received string \"x\""
+        );
+    }
+
+    /// `#[serde(tag = "kind")] enum Shape { Circle { r: f64 }, Rect { w: f64, h: f64 } }`, and a
+    /// recursive one.
+    fn shapes_schema() -> Value {
+        json!({
+            "type": "object",
+            "properties": {
+                "shape": { "oneOf": [
+                    { "type": "object", "properties": { "kind": { "const": "Circle" }, "r": { "type": "number" } }, "required": ["kind", "r"] },
+                    { "type": "object", "properties": { "kind": { "const": "Rect" }, "w": { "type": "number" }, "h": { "type": "number" } }, "required": ["kind", "w", "h"] }
+                ] },
+                "expr": { "$ref": "#/$defs/Expr" }
+            },
+            "$defs": { "Expr": { "oneOf": [
+                { "type": "object", "properties": { "op": { "const": "add" }, "l": { "$ref": "#/$defs/Expr" }, "r": { "$ref": "#/$defs/Expr" } }, "required": ["op", "l", "r"] },
+                { "type": "object", "properties": { "op": { "const": "mul" }, "l": { "$ref": "#/$defs/Expr" }, "r": { "$ref": "#/$defs/Expr" } }, "required": ["op", "l", "r"] },
+                { "type": "object", "properties": { "op": { "const": "lit" }, "v": { "type": "number" } }, "required": ["op", "v"] }
+            ] } }
+        })
+    }
+
+    #[test]
+    fn a_tagged_choice_is_explained_by_the_member_its_tag_names() {
+        let schema = shapes_schema();
+        let input = entries(json!({ "shape": { "kind": "Rect", "w": "a", "h": "b" } }));
+        assert_eq!(
+            messages(&schema, &input),
+            "shape.h: expected number, received string \"b\"; \
+             shape.w: expected number, received string \"a\""
+        );
+    }
+
+    #[test]
+    fn nested_choices_stay_bounded() {
+        // 40 levels of `add` (a naive walk of both untagged branches would be 2^40 visits).
+        let mut expr = json!({ "op": "lit", "v": "x" });
+        for _ in 0..40 {
+            expr = json!({ "op": "add", "l": expr, "r": { "op": "lit", "v": 1 } });
+        }
+        let schema = shapes_schema();
+        let input = entries(json!({ "expr": expr }));
+        let message = messages(&schema, &input);
+        assert!(
+            message.ends_with(".v: expected number, received string \"x\""),
+            "{message}"
+        );
+        // Untagged (the tags removed), the visit budget ends the walk.
+        let mut untagged = json!({ "v": "x" });
+        for _ in 0..40 {
+            untagged = json!({ "l": untagged, "r": { "v": 1 } });
+        }
+        let explained = explain(&schema, &entries(json!({ "expr": untagged })));
+        assert!(explained.visits > MAX_VISITS, "the budget ended it");
+        assert!(explained.visits < 2 * MAX_VISITS, "{}", explained.visits);
+    }
+
+    #[test]
+    fn long_keys_are_cut_and_paths_sort_by_index() {
+        let schema = json!({ "type": "object", "additionalProperties": false, "properties": {
+            "ids": { "type": "array", "items": { "type": "integer" } } } });
+        let key = "k".repeat(200);
+        let input = entries(json!({ key.clone(): 1 }));
+        assert_eq!(
+            messages(&schema, &input),
+            format!("{}…: unknown field", "k".repeat(40))
+        );
+        let ids: Vec<Value> = (0..12).map(|_| json!("x")).collect();
+        let message = messages(&schema, &entries(json!({ "ids": ids })));
+        let order: Vec<&str> = message
+            .split("; ")
+            .map(|p| p.split(':').next().unwrap())
+            .collect();
+        assert_eq!(order[..3], ["ids[0]", "ids[1]", "ids[2]"]);
+        assert_eq!(order[11], "ids[11]");
+    }
+
+    #[test]
     fn the_message_lists_at_most_a_hundred_issues() {
         let schema = json!({ "type": "object", "properties": { "items": { "type": "array", "items": { "type": "integer" } } } });
         let items: Vec<Value> = (0..250).map(|i| json!(format!("v{i}"))).collect();
@@ -929,7 +1225,12 @@ mod tests {
             ("unknown field `x`, expected `a`", "x: unknown field"),
             ("something else", "something else"),
         ] {
-            assert_eq!(plain_words(serde), plain, "{serde}");
+            let (field, text) = plain_words(serde);
+            let got = match field {
+                Some(field) => format!("{field}: {text}"),
+                None => text,
+            };
+            assert_eq!(got, plain, "{serde}");
         }
     }
 }
