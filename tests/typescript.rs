@@ -176,6 +176,8 @@ struct Rename {
 struct Stats {
     count: u32,
     label: Option<String>,
+    /// A map with numeric keys: schemars writes `patternProperties`.
+    by_id: std::collections::HashMap<u32, String>,
     #[serde(flatten)]
     more: std::collections::BTreeMap<String, String>,
 }
@@ -217,6 +219,7 @@ fn shapes_routing() -> Routing {
             Ok(Stats {
                 count: 1,
                 label: None,
+                by_id: std::collections::HashMap::new(),
                 more: std::collections::BTreeMap::new(),
             })
         });
@@ -255,9 +258,11 @@ fn more_shapes_compile_too() {
         .unwrap()
         .to_string();
     snapshot("shapes.client.ts", &shapes);
-    // Every property fits the index signature beside them.
+    // Every property fits the index signature beside them; numeric-key maps are records.
     assert!(
-        shapes.contains("  [key: string]: string | number | null;"),
+        shapes.contains(
+            "  by_id: Record<string, string>;\n  count: number;\n  label: string | null;\n  [key: string]: string | Record<string, string> | number | null;"
+        ),
         "{shapes}"
     );
     // A reserved word is not a type name.

@@ -18,9 +18,11 @@ export type Role = "admin" | "reader";
 
 /** Named fields and other keys beside them (`#[serde(flatten)]` of a map). */
 export type Stats = {
+  /** A map with numeric keys: schemars writes `patternProperties`. */
+  by_id: Record<string, string>;
   count: number;
   label: string | null;
-  [key: string]: string | number | null;
+  [key: string]: string | Record<string, string> | number | null;
 };
 
 export type User = {

@@ -2,8 +2,9 @@
 //!
 //! Types are what a value may be, so keywords that only narrow a value (`minimum`,
 //! `maxLength`, `pattern`, `format` except `binary`) are left to the server; keywords that
-//! change the shape in ways TypeScript cannot say (`not`, `if`/`then`/`else`,
-//! `patternProperties`, …) are a [`Problem`], never a silent `any`.
+//! change the shape in ways TypeScript cannot say (`not`, `if`/`then`/`else`, …) are a
+//! [`Problem`], never a silent `any`. `patternProperties` (schemars writes them for maps with
+//! non-string keys) join the index signature: TypeScript keys are strings.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -14,12 +15,11 @@ use crate::ts::{Doc, Object, Property, Ts};
 const PREFIX: &str = "#/components/schemas/";
 
 /// Keywords that shape a value in a way no TypeScript type expresses.
-const UNSUPPORTED: [&str; 9] = [
+const UNSUPPORTED: [&str; 8] = [
     "not",
     "if",
     "then",
     "else",
-    "patternProperties",
     "dependentSchemas",
     "$dynamicRef",
     "$recursiveRef",
@@ -230,7 +230,8 @@ impl<'a> Converter<'a> {
                 .collect::<Result<_, _>>()?,
             Some(other) => return Err(problem(at, format!("`type` is {other}"))),
             None if schema.contains_key("properties")
-                || schema.contains_key("additionalProperties") =>
+                || schema.contains_key("additionalProperties")
+                || schema.contains_key("patternProperties") =>
             {
                 vec!["object"]
             }
@@ -307,7 +308,26 @@ impl<'a> Converter<'a> {
                 });
             }
         }
+        // Keys matching a pattern (schemars' maps with non-string keys, `HashMap<u32, V>`):
+        // TypeScript keys are strings, so they join the index signature.
+        let mut patterned = Vec::new();
+        if let Some(patterns) = schema.get("patternProperties") {
+            let Value::Object(patterns) = patterns else {
+                return Err(problem(
+                    at,
+                    "`patternProperties` is not an object".to_owned(),
+                ));
+            };
+            for (pattern, value) in patterns {
+                patterned.push(self.at(at, "patternProperties", |this, at| {
+                    this.at(at, pattern, |t, at| t.value(value, at))
+                })?);
+            }
+        }
         let index = match schema.get("additionalProperties") {
+            Some(Value::Bool(false)) if !patterned.is_empty() => {
+                Some(Box::new(Ts::union(patterned.clone())))
+            }
             Some(Value::Bool(false)) => None,
             Some(other) => Some(Box::new(self.at(
                 at,
@@ -320,7 +340,15 @@ impl<'a> Converter<'a> {
             {
                 Some(Box::new(Ts::unknown()))
             }
+            None if !patterned.is_empty() => Some(Box::new(Ts::union(patterned.clone()))),
             None => None,
+        };
+        // A schema beside the patterns: either may type a key.
+        let index = match (index, patterned.is_empty()) {
+            (Some(index), false) => Some(Box::new(Ts::union(
+                std::iter::once(*index).chain(patterned),
+            ))),
+            (index, _) => index,
         };
         // Every property must fit the index signature too: widen it to them all.
         let index = index.map(|index| {
@@ -512,6 +540,11 @@ mod tests {
                 "Record<string, number>",
             ),
             (json!({ "type": "object" }), "Record<string, unknown>"),
+            // `HashMap<u32, String>`: keys by pattern.
+            (
+                json!({ "type": "object", "additionalProperties": false, "patternProperties": { "^\\d+$": { "type": "string" } } }),
+                "Record<string, string>",
+            ),
             (
                 json!({ "type": "object", "additionalProperties": false }),
                 "Record<string, never>",
@@ -551,7 +584,7 @@ mod tests {
         assert!(err.problem.contains("names no component"));
         assert!(convert(&json!({ "type": "date" })).is_err());
         assert!(convert(&json!(3)).is_err());
-        assert!(convert(&json!({ "patternProperties": {} })).is_err());
+        assert!(convert(&json!({ "patternProperties": [] })).is_err());
         assert!(convert(&json!({ "unevaluatedProperties": { "type": "string" } })).is_err());
     }
 
