@@ -371,7 +371,7 @@ pub(crate) fn library_config() -> strata::ConfigBuilder {
     create_config()
         .cors(true)
         .logger(Level::Info, true)
-        .upload(UploadLimits::new().file_size(1024 * 1024).files(1))
+        .upload(UploadLimits::builder().file_size(1024 * 1024).files(1))
 }
 
 #[tokio::main]

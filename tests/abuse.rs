@@ -112,7 +112,7 @@ async fn start() -> (strata::Server, std::net::SocketAddr) {
     let config = create_config()
         .cors(false)
         .server_limits(limits())
-        .upload(UploadLimits::new().file_size(2 * 1024 * 1024))
+        .upload(UploadLimits::builder().file_size(2 * 1024 * 1024))
         .listen(std::net::SocketAddr::from(([127, 0, 0, 1], 0)))
         .build();
     let server = create_server(&config, &routing()).await.unwrap();

@@ -187,7 +187,7 @@ async fn a_file_over_the_limit_gets_the_configured_error() {
     };
     let default = create_config()
         .cors(true)
-        .upload(UploadLimits::new().file_size(16))
+        .upload(UploadLimits::builder().file_size(16))
         .build();
     let response = call(&default, &routing, request(17)).await;
     assert_eq!(response.status(), StatusCode::PAYLOAD_TOO_LARGE);
@@ -198,7 +198,7 @@ async fn a_file_over_the_limit_gets_the_configured_error() {
 
     let custom = create_config()
         .cors(true)
-        .upload(UploadLimits::new().file_size(16).limit_error(
+        .upload(UploadLimits::builder().file_size(16).limit_error(
             StatusCode::UNPROCESSABLE_ENTITY,
             "Avatars are 16 bytes at most",
         ))

@@ -446,7 +446,7 @@ async fn files_are_sent_as_a_multipart_form() {
     let request = TestRequest::post()
         .body(json!({"title": "T", "tags": "a", "count": 1}))
         .file("doc", doc());
-    let args = TestArgs::new(request).config(|c| c.upload(UploadLimits::new().file_size(2)));
+    let args = TestArgs::new(request).config(|c| c.upload(UploadLimits::builder().file_size(2)));
     let outcome = test_endpoint(&endpoint, args).await;
     assert_eq!(outcome.response.status_code(), 413);
 }

@@ -92,7 +92,7 @@ async fn start(uploads: bool, saved: PathBuf) -> (Server, SocketAddr) {
         .development()
         .listen(SocketAddr::from(([127, 0, 0, 1], 0)));
     if uploads {
-        config = config.upload(UploadLimits::new().file_size(LIMIT as u64).files(3));
+        config = config.upload(UploadLimits::builder().file_size(LIMIT as u64).files(3));
     }
     let server = create_server(&config.build(), &routing(saved))
         .await

@@ -523,8 +523,8 @@ impl ConfigBuilder {
     /// Turns file uploads on with these limits (spec 2.3 `upload`): `multipart/form-data` bodies
     /// are then read, their text parts as a form and their files into the `files` input source
     /// (merged for POST by default). Without it such bodies are refused with 415.
-    pub fn upload(mut self, limits: UploadLimits) -> Self {
-        self.config.upload = Some(limits);
+    pub fn upload(mut self, limits: impl Into<UploadLimits>) -> Self {
+        self.config.upload = Some(limits.into());
         self
     }
 

@@ -47,7 +47,7 @@ pub use input::{Input, InputSource, InputValue, JsonObject, JsonObjectError, Tex
 pub use logger::{Fields, Level, LogSink, Logger, Record};
 pub use payload::{Output, Parsed, ParsedBody, PathParams, RequestInfo, Staged, Validated};
 pub use result_handler::{ErrorHandler, ResultHandler};
-pub use upload::{MoveError, UploadLimits, UploadedFile};
+pub use upload::{MoveError, UploadLimits, UploadLimitsBuilder, UploadedFile};
 
 /// Writes a layer's service accessors, `get_ref`, `get_mut` and `into_inner`, for a struct
 /// whose inner service is the field `inner` of type `S` (as tower-http's services have them).

@@ -270,17 +270,18 @@ impl JsonSchema for UploadedFile {
 }
 
 /// Limits of `multipart/form-data` bodies; setting them
-/// ([`ConfigBuilder::upload`](crate::ConfigBuilder::upload)) turns uploads on.
+/// ([`ConfigBuilder::upload`](crate::ConfigBuilder::upload)) turns uploads on. Built with
+/// [`UploadLimits::builder`]; read with the getters named like the setters.
 ///
 /// Going over any of them is a 413 whose message names the limit.
 ///
 /// ```
 /// use strata_core::upload::UploadLimits;
 ///
-/// let limits = UploadLimits::new().file_size(5 * 1024 * 1024).files(3);
-/// assert_eq!(limits.file_size_limit(), 5 * 1024 * 1024);
+/// let limits = UploadLimits::builder().file_size(5 * 1024 * 1024).files(3).build();
+/// assert_eq!(limits.file_size(), 5 * 1024 * 1024);
 /// // The whole body: every file at its limit plus room for the text fields.
-/// assert_eq!(limits.body_size_limit(), 3 * 5 * 1024 * 1024 + 1024 * 1024);
+/// assert_eq!(limits.body_size(), 3 * 5 * 1024 * 1024 + 1024 * 1024);
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[must_use]
@@ -314,34 +315,88 @@ impl UploadLimits {
         Self::default()
     }
 
+    /// Starts from the defaults to set some limits.
+    pub fn builder() -> UploadLimitsBuilder {
+        UploadLimitsBuilder {
+            limits: Self::default(),
+        }
+    }
+
+    /// The largest file accepted, in bytes (the spec's `limits.fileSize`).
+    pub fn file_size(&self) -> u64 {
+        self.file_size
+    }
+
+    /// The most file parts in one request.
+    pub fn files(&self) -> usize {
+        self.files
+    }
+
+    /// The most text (non-file) parts in one request.
+    pub fn fields(&self) -> usize {
+        self.fields
+    }
+
+    /// The largest text part, in bytes.
+    pub fn field_size(&self) -> u64 {
+        self.field_size
+    }
+
+    /// The largest whole body, in bytes (default: `files × file_size + 1 MiB`).
+    pub fn body_size(&self) -> u64 {
+        self.body_size.unwrap_or_else(|| {
+            (self.files as u64)
+                .saturating_mul(self.file_size)
+                .saturating_add(1024 * 1024)
+        })
+    }
+
+    /// The error answered when a file exceeds [`file_size`](Self::file_size), if one is set
+    /// ([`UploadLimitsBuilder::limit_error`]).
+    pub fn limit_error(&self) -> Option<(http::StatusCode, &str)> {
+        self.limit_error
+            .as_ref()
+            .map(|(status, message)| (*status, message.as_str()))
+    }
+}
+
+/// Sets [`UploadLimits`]; `ConfigBuilder::upload` takes it as it is (or call
+/// [`build`](Self::build)).
+#[derive(Debug, Clone)]
+#[must_use]
+pub struct UploadLimitsBuilder {
+    limits: UploadLimits,
+}
+
+impl UploadLimitsBuilder {
     /// The largest file accepted, in bytes (the spec's `limits.fileSize`): a file of exactly this
     /// size is accepted, one byte more is not.
     pub fn file_size(mut self, bytes: u64) -> Self {
-        self.file_size = bytes;
+        self.limits.file_size = bytes;
         self
     }
 
     /// The most file parts in one request.
     pub fn files(mut self, count: usize) -> Self {
-        self.files = count;
+        self.limits.files = count;
         self
     }
 
     /// The most text (non-file) parts in one request.
     pub fn fields(mut self, count: usize) -> Self {
-        self.fields = count;
+        self.limits.fields = count;
         self
     }
 
     /// The largest text part, in bytes.
     pub fn field_size(mut self, bytes: u64) -> Self {
-        self.field_size = bytes;
+        self.limits.field_size = bytes;
         self
     }
 
     /// The largest whole body, in bytes (default: `files × file_size + 1 MiB`).
     pub fn body_size(mut self, bytes: u64) -> Self {
-        self.body_size = Some(bytes);
+        self.limits.body_size = Some(bytes);
         self
     }
 
@@ -353,53 +408,29 @@ impl UploadLimits {
     /// use http::StatusCode;
     /// use strata_core::UploadLimits;
     ///
-    /// let limits = UploadLimits::new()
+    /// let limits = UploadLimits::builder()
     ///     .file_size(1024)
-    ///     .limit_error(StatusCode::BAD_REQUEST, "Covers are 1 KiB at most");
+    ///     .limit_error(StatusCode::BAD_REQUEST, "Covers are 1 KiB at most")
+    ///     .build();
     /// assert_eq!(
-    ///     limits.file_size_error(),
+    ///     limits.limit_error(),
     ///     Some((StatusCode::BAD_REQUEST, "Covers are 1 KiB at most"))
     /// );
     /// ```
     pub fn limit_error(mut self, status: http::StatusCode, message: impl Into<String>) -> Self {
-        self.limit_error = Some((status, message.into()));
+        self.limits.limit_error = Some((status, message.into()));
         self
     }
 
-    /// See [`limit_error`](Self::limit_error).
-    pub fn file_size_error(&self) -> Option<(http::StatusCode, &str)> {
-        self.limit_error
-            .as_ref()
-            .map(|(status, message)| (*status, message.as_str()))
+    /// The limits.
+    pub fn build(self) -> UploadLimits {
+        self.limits
     }
+}
 
-    /// See [`file_size`](Self::file_size).
-    pub fn file_size_limit(&self) -> u64 {
-        self.file_size
-    }
-
-    /// See [`files`](Self::files).
-    pub fn files_limit(&self) -> usize {
-        self.files
-    }
-
-    /// See [`fields`](Self::fields).
-    pub fn fields_limit(&self) -> usize {
-        self.fields
-    }
-
-    /// See [`field_size`](Self::field_size).
-    pub fn field_size_limit(&self) -> u64 {
-        self.field_size
-    }
-
-    /// See [`body_size`](Self::body_size).
-    pub fn body_size_limit(&self) -> u64 {
-        self.body_size.unwrap_or_else(|| {
-            (self.files as u64)
-                .saturating_mul(self.file_size)
-                .saturating_add(1024 * 1024)
-        })
+impl From<UploadLimitsBuilder> for UploadLimits {
+    fn from(builder: UploadLimitsBuilder) -> Self {
+        builder.limits
     }
 }
 

@@ -88,8 +88,8 @@ impl ParseLayer {
     /// Turns uploads on: `multipart/form-data` bodies are read within `limits` (see
     /// [`strata_upload::read_multipart`]); without it they are refused with 415.
     #[must_use]
-    pub fn upload(mut self, limits: UploadLimits) -> Self {
-        Arc::make_mut(&mut self.options).upload = Some(limits);
+    pub fn upload(mut self, limits: impl Into<UploadLimits>) -> Self {
+        Arc::make_mut(&mut self.options).upload = Some(limits.into());
         self
     }
 }

@@ -219,7 +219,7 @@ where
                     Some(Ok(content_type)) => content_type,
                     _ => "",
                 });
-                let limit = limits.body_size_limit();
+                let limit = limits.body_size();
                 match boundary {
                     Err(error) => return ResponseFuture::error(error),
                     Ok(_) if declared.is_some_and(|n| n > limit) => {
@@ -236,7 +236,7 @@ where
         // What the body may come to in memory, from the declared length or the limit, reserved
         // from the shared budget before a byte is read.
         let most = match multipart {
-            Some(limits) => limits.body_size_limit(),
+            Some(limits) => limits.body_size(),
             None => options.body_limit as u64,
         };
         let expected = declared.map_or(most, |n| n.min(most));

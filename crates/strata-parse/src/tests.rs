@@ -212,7 +212,7 @@ async fn multipart_is_refused_for_methods_whose_input_takes_no_files() {
 
 #[tokio::test]
 async fn multipart_limits_apply_before_and_while_reading() {
-    let limits = UploadLimits::new().file_size(4).body_size(1000);
+    let limits = UploadLimits::builder().file_size(4).body_size(1000).build();
     let layer = ParseLayer::new().upload(limits);
     let form = MultipartForm::new().file("photo", UploadedFile::new("a.jpg", "", &b"12345"[..]));
     let error = parse(layer.clone(), multipart(form)).await.unwrap_err();

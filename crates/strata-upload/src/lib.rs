@@ -24,7 +24,7 @@
 //! let content_type = form.content_type();
 //! let body = Full::new(form.into_bytes());
 //!
-//! let limits = UploadLimits::new().file_size(512);
+//! let limits = UploadLimits::builder().file_size(512).build();
 //! let parts = read_multipart(body, boundary(&content_type).unwrap(), &limits).await.unwrap();
 //! let (field, files) = &parts.files[0];
 //! assert_eq!((field.as_str(), files[0].name(), files[0].size()), ("avatar", "me.png", 512));

@@ -115,10 +115,10 @@ fn name_for_message(name: &str) -> &str {
 
 fn count_file(files: &mut usize, limits: &UploadLimits) -> Result<(), ApiError> {
     *files += 1;
-    if *files > limits.files_limit() {
+    if *files > limits.files() {
         return Err(too_large(format!(
             "Too many files: the limit is {}",
-            limits.files_limit()
+            limits.files()
         )));
     }
     Ok(())
@@ -152,7 +152,7 @@ where
     B::Error: Into<BoxError>,
 {
     let constraints = multer::Constraints::new()
-        .size_limit(multer::SizeLimit::new().whole_stream(limits.body_size_limit()));
+        .size_limit(multer::SizeLimit::new().whole_stream(limits.body_size()));
     let mut reader =
         multer::Multipart::with_constraints(DataStream { body }, boundary, constraints);
     let mut out = Multipart::default();
@@ -173,22 +173,22 @@ where
             if file_name.as_deref().is_some_and(|f| !f.is_empty()) {
                 count_file(&mut files, limits)?;
             }
-            limits.file_size_limit()
+            limits.file_size()
         } else {
             fields += 1;
-            if fields > limits.fields_limit() {
+            if fields > limits.fields() {
                 return Err(too_large(format!(
                     "Too many fields: the limit is {}",
-                    limits.fields_limit()
+                    limits.fields()
                 )));
             }
-            limits.field_size_limit()
+            limits.field_size()
         };
         let mimetype = part.content_type().map(ToString::to_string);
         let mut data = BytesMut::new();
         while let Some(chunk) = part.chunk().await.map_err(multer_error)? {
             if (data.len() + chunk.len()) as u64 > limit {
-                if is_file && let Some((status, message)) = limits.file_size_error() {
+                if is_file && let Some((status, message)) = limits.limit_error() {
                     let status = if status.is_client_error() || status.is_server_error() {
                         status
                     } else {

@@ -79,7 +79,7 @@ pub(crate) fn config(addr: SocketAddr) -> Config {
         .logger(Level::Warn, false)
         .body_limit(BODY_LIMIT)
         .upload(
-            UploadLimits::new()
+            UploadLimits::builder()
                 .file_size(FILE_LIMIT)
                 .files(1)
                 .body_size(MULTIPART_LIMIT),
