@@ -170,18 +170,18 @@ fn check(result: &Result<Multipart, ApiError>, limits: &UploadLimits, body: &[u8
             files += 1;
             let size = file.size() as u64;
             assert!(
-                size <= limits.file_size_limit(),
+                size <= limits.file_size(),
                 "file of {size} bytes accepted under a limit of {}",
-                limits.file_size_limit()
+                limits.file_size()
             );
             assert!(contains(body, file.data()), "file bytes not in the body");
             total += size;
         }
     }
     assert!(
-        files <= limits.files_limit(),
+        files <= limits.files(),
         "{files} files accepted, limit {}",
-        limits.files_limit()
+        limits.files()
     );
     let mut fields = 0;
     for (i, (name, value)) in parts.fields.iter().enumerate() {
@@ -193,7 +193,7 @@ fn check(result: &Result<Multipart, ApiError>, limits: &UploadLimits, body: &[u8
             fields += 1;
             let size = text.len() as u64;
             assert!(
-                size <= limits.field_size_limit(),
+                size <= limits.field_size(),
                 "field of {size} bytes accepted"
             );
             assert!(
@@ -204,14 +204,14 @@ fn check(result: &Result<Multipart, ApiError>, limits: &UploadLimits, body: &[u8
         }
     }
     assert!(
-        fields <= limits.fields_limit(),
+        fields <= limits.fields(),
         "{fields} fields accepted, limit {}",
-        limits.fields_limit()
+        limits.fields()
     );
     assert!(
-        total <= limits.body_size_limit(),
+        total <= limits.body_size(),
         "{total} bytes accepted, body limit {}",
-        limits.body_size_limit()
+        limits.body_size()
     );
     assert!(total <= body.len() as u64);
 }
@@ -293,14 +293,15 @@ fn raw(flags: u8, data: &[u8]) {
     else {
         return;
     };
-    let mut limits = UploadLimits::new()
+    let mut builder = UploadLimits::builder()
         .file_size(u64::from(*file_size))
         .files(usize::from(files % 8))
         .fields(usize::from(fields % 8))
         .field_size(u64::from(*field_size));
     if *body_size != 0 {
-        limits = limits.body_size(u64::from(*body_size) * 16);
+        builder = builder.body_size(u64::from(*body_size) * 16);
     }
+    let limits = builder.build();
     let (content_type, body) = match rest.iter().position(|&b| b == b'\n') {
         Some(end) => (&rest[..end], &rest[end + 1..]),
         None => (rest, &b""[..]),
@@ -437,7 +438,7 @@ fn round_trip(data: &[u8]) {
         .iter()
         .map(|(_, values)| text_values(values).len())
         .sum();
-    if files > limits.files_limit() || fields > limits.fields_limit() {
+    if files > limits.files() || fields > limits.fields() {
         return;
     }
     let content_type = form.content_type();
