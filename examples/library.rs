@@ -367,7 +367,7 @@ pub(crate) fn library_client(
 }
 
 /// The configuration, but where to listen: uploads on, covers up to 1 MiB, one file per request.
-pub(crate) fn library_config() -> strata::ConfigBuilder {
+pub(crate) fn library_config() -> strata::ServerConfigBuilder {
     create_config()
         .cors(true)
         .logger(Level::Info, true)

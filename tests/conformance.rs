@@ -47,7 +47,7 @@ fn hello_routing() -> Routing {
 }
 
 async fn call(
-    config: &Config,
+    config: &ServerConfig,
     routing: &Routing,
     request: Request<String>,
 ) -> Response<ResponseBody> {

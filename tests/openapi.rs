@@ -77,7 +77,7 @@ fn doc_of(routing: &Routing, config: &Config) -> Value {
 }
 
 fn config() -> Config {
-    create_config().cors(true).build()
+    Config::builder().cors(true).build()
 }
 
 fn get_user() -> Endpoint {

@@ -19,7 +19,7 @@ use tower::{Service, ServiceExt};
 
 /// Development mode: the tests read internal messages (production is the default).
 fn dev() -> Config {
-    create_config().development().build()
+    Config::builder().development().build()
 }
 
 async fn call(

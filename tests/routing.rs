@@ -66,7 +66,7 @@ fn get_endpoint(label: &'static str) -> Endpoint {
 }
 
 fn cors_config(enabled: bool) -> Config {
-    create_config().cors(enabled).build()
+    Config::builder().cors(enabled).build()
 }
 
 fn build(tree: &Routing, config: &Config) -> Router {

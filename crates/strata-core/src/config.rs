@@ -2,11 +2,8 @@
 
 use std::fmt;
 use std::future::Future;
-use std::net::{Ipv4Addr, SocketAddr};
-use std::path::PathBuf;
 use std::pin::Pin;
 use std::sync::Arc;
-use std::time::Duration;
 
 use http::request::Parts;
 use http::{HeaderMap, Method};
@@ -14,7 +11,7 @@ use http::{HeaderMap, Method};
 use crate::budget::{BodyBudget, DEFAULT_BODY_BUDGET};
 use crate::endpoint::EndpointMeta;
 use crate::input::InputSource;
-use crate::logger::{Level, Logger};
+use crate::logger::Logger;
 use crate::result_handler::{ErrorHandler, ResultHandler};
 use crate::upload::UploadLimits;
 
@@ -213,132 +210,6 @@ impl Cors {
     }
 }
 
-/// Where a server listens.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Listen {
-    /// A TCP port on all IPv4 interfaces (`0` picks a free one).
-    Port(u16),
-    /// A TCP socket address.
-    Addr(SocketAddr),
-    /// A UNIX domain socket at this path.
-    Unix(PathBuf),
-}
-
-impl From<u16> for Listen {
-    fn from(port: u16) -> Self {
-        Listen::Port(port)
-    }
-}
-
-impl From<SocketAddr> for Listen {
-    fn from(addr: SocketAddr) -> Self {
-        Listen::Addr(addr)
-    }
-}
-
-impl Listen {
-    /// The TCP address, `None` for a UNIX socket.
-    pub fn socket_addr(&self) -> Option<SocketAddr> {
-        match self {
-            Listen::Port(port) => Some(SocketAddr::from((Ipv4Addr::UNSPECIFIED, *port))),
-            Listen::Addr(addr) => Some(*addr),
-            Listen::Unix(_) => None,
-        }
-    }
-}
-
-/// PEM material: a file to read at startup, or the bytes themselves.
-#[derive(Clone, PartialEq, Eq)]
-pub enum Pem {
-    /// A file path.
-    File(PathBuf),
-    /// The PEM text.
-    Bytes(Vec<u8>),
-}
-
-impl fmt::Debug for Pem {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Pem::File(path) => f.debug_tuple("File").field(path).finish(),
-            // Never print key material.
-            Pem::Bytes(bytes) => write!(f, "Bytes({} bytes)", bytes.len()),
-        }
-    }
-}
-
-/// The HTTPS part of the config (spec `https.options` and `https.listen`).
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Https {
-    /// The certificate chain.
-    pub cert: Option<Pem>,
-    /// The private key.
-    pub key: Option<Pem>,
-    /// Where to listen.
-    pub listen: Option<Listen>,
-}
-
-/// The default logger's setup (spec `logger`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct LoggerOptions {
-    /// The lowest level recorded.
-    pub level: Level,
-    /// Colored output.
-    pub color: bool,
-}
-
-impl Default for LoggerOptions {
-    fn default() -> Self {
-        Self {
-            level: Level::Info,
-            color: false,
-        }
-    }
-}
-
-/// Limits that protect a server from slow or greedy clients.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct ServerLimits {
-    /// How long a client may take to send a request's headers (default 10 s).
-    pub header_read_timeout: Duration,
-    /// The most bytes of request headers accepted (default 64 KiB). HTTP/1 cannot go below
-    /// 8 KiB (hyper's smallest read buffer); smaller values apply to HTTP/2 only.
-    pub max_header_bytes: usize,
-    /// How long graceful shutdown waits for requests in flight (default 10 s).
-    pub shutdown_timeout: Duration,
-    /// How long a request body may pause between two pieces (default 10 s); then the request
-    /// gets a 408 and its connection is closed.
-    pub body_idle_timeout: Duration,
-    /// How long a whole request body may take to arrive (default 60 s; at the default 1 MiB
-    /// body limit, about 17 KiB/s); then the request gets a 408 and its connection is closed.
-    pub body_read_timeout: Duration,
-    /// The most connections served at once, over all listeners; at the cap the server stops
-    /// accepting (new clients wait in the kernel's backlog) and keeps serving the ones it has.
-    /// `None` (the default): the process's open-file limit less 64, at least 16.
-    pub max_connections: Option<usize>,
-    /// How long a connection may go without a request before it is closed gracefully (HTTP/2:
-    /// GOAWAY, even while it answers pings; default 60 s). An idle HTTP/1 keep-alive connection
-    /// is closed sooner, by the header-read timeout.
-    pub idle_timeout: Duration,
-    /// How long responses may wait without a byte written (a client that does not read, or
-    /// gives no HTTP/2 window) before the connection is dropped (default 30 s).
-    pub write_timeout: Duration,
-}
-
-impl Default for ServerLimits {
-    fn default() -> Self {
-        Self {
-            header_read_timeout: Duration::from_secs(10),
-            max_header_bytes: 64 * 1024,
-            shutdown_timeout: Duration::from_secs(10),
-            body_idle_timeout: Duration::from_secs(10),
-            body_read_timeout: Duration::from_secs(60),
-            max_connections: None,
-            idle_timeout: Duration::from_secs(60),
-            write_timeout: Duration::from_secs(30),
-        }
-    }
-}
-
 /// The configuration shared by the stages of every endpoint and by routing.
 ///
 /// Build it with [`Config::builder`] (the facade's `create_config()`).
@@ -351,14 +222,7 @@ pub struct Config {
     cors: Option<Cors>,
     wrong_method_behavior: WrongMethodBehavior,
     method_like_route_behavior: MethodLikeRouteBehavior,
-    http: Option<Listen>,
-    https: Https,
-    logger: Option<LoggerOptions>,
-    compression: bool,
-    request_id_echo: bool,
-    etag: bool,
     error_handler: Option<ErrorHandler>,
-    server_limits: ServerLimits,
     upload: Option<UploadLimits>,
     body_budget: Arc<BodyBudget>,
 }
@@ -373,14 +237,7 @@ impl Default for Config {
             cors: None,
             wrong_method_behavior: WrongMethodBehavior::default(),
             method_like_route_behavior: MethodLikeRouteBehavior::default(),
-            http: None,
-            https: Https::default(),
-            logger: None,
-            compression: false,
-            request_id_echo: true,
-            etag: false,
             error_handler: None,
-            server_limits: ServerLimits::default(),
             body_budget: BodyBudget::new(DEFAULT_BODY_BUDGET),
             upload: None,
         }
@@ -443,46 +300,10 @@ impl Config {
         self.method_like_route_behavior
     }
 
-    /// Where the HTTP server listens.
-    pub fn http(&self) -> Option<&Listen> {
-        self.http.as_ref()
-    }
-
-    /// The HTTPS server's TLS material and listener.
-    pub fn https(&self) -> &Https {
-        &self.https
-    }
-
-    /// The default logger's setup, when configured.
-    pub fn logger(&self) -> Option<&LoggerOptions> {
-        self.logger.as_ref()
-    }
-
-    /// Whether responses are compressed.
-    pub fn compression(&self) -> bool {
-        self.compression
-    }
-
     /// The result handler of errors outside endpoints (404, 405, bad path parameters); `None`
     /// (the default): the default envelope.
     pub fn error_handler(&self) -> Option<&ErrorHandler> {
         self.error_handler.as_ref()
-    }
-
-    /// Whether responses carry the request's id in `x-request-id` (default: yes).
-    pub fn request_id_echo(&self) -> bool {
-        self.request_id_echo
-    }
-
-    /// Whether successful GET responses carry a weak `ETag` and `If-None-Match` is answered
-    /// with 304 (default: no).
-    pub fn etag(&self) -> bool {
-        self.etag
-    }
-
-    /// Limits against slow or greedy clients.
-    pub fn server_limits(&self) -> &ServerLimits {
-        &self.server_limits
     }
 }
 
@@ -601,68 +422,12 @@ impl ConfigBuilder {
         self
     }
 
-    /// Serves HTTP on `listen`: a port, a socket address, or `Listen::Unix(path)`.
-    pub fn listen(mut self, listen: impl Into<Listen>) -> Self {
-        self.config.http = Some(listen.into());
-        self
-    }
-
-    /// Serves HTTPS on `listen` with the certificate chain `cert` and private key `key`.
-    pub fn https(mut self, cert: Pem, key: Pem, listen: impl Into<Listen>) -> Self {
-        self.config.https = Https {
-            cert: Some(cert),
-            key: Some(key),
-            listen: Some(listen.into()),
-        };
-        self
-    }
-
-    /// Sets the HTTPS part field by field (checked when the server starts).
-    pub fn https_options(mut self, https: Https) -> Self {
-        self.config.https = https;
-        self
-    }
-
-    /// Sets up the default logger (installed only when the application has none).
-    pub fn logger(mut self, level: Level, color: bool) -> Self {
-        self.config.logger = Some(LoggerOptions { level, color });
-        self
-    }
-
-    /// Compresses responses (gzip or brotli, by `Accept-Encoding`).
-    pub fn compression(mut self, enabled: bool) -> Self {
-        self.config.compression = enabled;
-        self
-    }
-
     /// Formats errors that happen outside any endpoint (the router's 404 and 405, a malformed
     /// path parameter, a refused static path) with `handler`, as endpoints built with it
     /// format theirs (the spec's `errorHandler`): an application with its own envelope has it
     /// everywhere. Default: the default envelope.
     pub fn error_handler<R: ResultHandler>(mut self, handler: R) -> Self {
         self.config.error_handler = Some(ErrorHandler::new(handler));
-        self
-    }
-
-    /// Echoes each request's id in the response's `x-request-id` (default: on). Turn it off
-    /// where a proxy sets the header; the id still reaches the request's logger.
-    pub fn request_id_echo(mut self, enabled: bool) -> Self {
-        self.config.request_id_echo = enabled;
-        self
-    }
-
-    /// Gives successful GET responses with a body in memory (JSON, text) a weak `ETag` over
-    /// their bytes, and answers a matching `If-None-Match` with 304 and no body, as express
-    /// does (default: off; hashing every body costs a little on every response). Static files
-    /// have their own `ETag`.
-    pub fn etag(mut self, enabled: bool) -> Self {
-        self.config.etag = enabled;
-        self
-    }
-
-    /// Sets the limits against slow or greedy clients.
-    pub fn server_limits(mut self, limits: ServerLimits) -> Self {
-        self.config.server_limits = limits;
         self
     }
 

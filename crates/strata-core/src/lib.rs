@@ -30,9 +30,8 @@ pub mod upload;
 pub use body::{RequestBody, ResponseBody};
 pub use budget::{BodyBudget, BodyReservation, DEFAULT_BODY_BUDGET};
 pub use config::{
-    Config, ConfigBuilder, Cors, CorsFn, CorsFuture, CorsRequest, Https, InputSources, Listen,
-    LoggerOptions, MODE_VARIABLE, MethodLikeRouteBehavior, Mode, Pem, ServerLimits,
-    WrongMethodBehavior,
+    Config, ConfigBuilder, Cors, CorsFn, CorsFuture, CorsRequest, InputSources, MODE_VARIABLE,
+    MethodLikeRouteBehavior, Mode, WrongMethodBehavior,
 };
 pub use ctx::{Get, HCons, HNil};
 pub use de::DeError;
@@ -47,7 +46,7 @@ pub use input::{Input, InputSource, InputValue, JsonObject, JsonObjectError, Tex
 pub use logger::{Fields, Level, LogSink, Logger, Record};
 pub use payload::{Output, Parsed, ParsedBody, PathParams, RequestInfo, Staged, Validated};
 pub use result_handler::{ErrorHandler, ResultHandler};
-pub use upload::{MoveError, UploadLimits, UploadLimitsBuilder, UploadedFile};
+pub use upload::{UploadLimits, UploadLimitsBuilder, UploadedFile};
 
 /// Writes a layer's service accessors, `get_ref`, `get_mut` and `into_inner`, for a struct
 /// whose inner service is the field `inner` of type `S` (as tower-http's services have them).

@@ -8,7 +8,9 @@ use std::task::{Context, Poll, ready};
 use http::{Request, Response};
 use http_body::Body;
 use pin_project_lite::pin_project;
-use strata_core::{BoxError, Config, Logger, ResponseBody};
+use strata_core::{BoxError, Logger, ResponseBody};
+
+use crate::config::ServerConfig;
 use strata_routing::{Router, RouterFuture, Routing};
 use tower_http::compression::predicate::{And, NotForContentType, Predicate, SizeAbove};
 use tower_http::compression::{Compression, CompressionLayer, ResponseFuture as CompressionFuture};
@@ -191,7 +193,7 @@ fn predicate(enabled: bool) -> CompressionPredicate {
 
 /// Builds the application service for `routing`.
 pub(crate) fn build_app(
-    config: &Config,
+    config: &ServerConfig,
     routing: &Routing,
     logger: &Logger,
 ) -> Result<App, ServerError> {

@@ -1,6 +1,8 @@
 //! `attach_routing`: the routing as a tower service for an application that runs its own server.
 
-use strata_core::{Config, Logger};
+use strata_core::Logger;
+
+use crate::config::ServerConfig;
 use strata_routing::{Router, Routing};
 
 use crate::app::{App, build_app};
@@ -21,7 +23,12 @@ pub struct Attached {
 }
 
 /// Prepares `routing` for an existing application: synchronous, binds nothing.
-pub fn attach_routing(config: &Config, routing: &Routing) -> Result<Attached, ServerError> {
+///
+/// The listeners of `config` are ignored; compression, `ETag`s, the request-id echo and the
+/// logger apply. From a pipeline [`Config`](strata_core::Config) alone, pass
+/// `&ServerConfig::from(config)` (the server's defaults). A `&Config` is not accepted here, so
+/// that a `ServerConfig` passed through a `&Config` (by deref) cannot lose its settings silently.
+pub fn attach_routing(config: &ServerConfig, routing: &Routing) -> Result<Attached, ServerError> {
     if let Some(options) = config.logger() {
         install_default_subscriber(options);
     }

@@ -14,7 +14,9 @@ use std::time::Duration;
 use http::header::HOST;
 use http::{Request, Response, StatusCode, Version};
 use pin_project_lite::pin_project;
-use strata_core::{ApiError, ResponseBody, ServerLimits};
+use strata_core::{ApiError, ResponseBody};
+
+use crate::config::ServerLimits;
 use strata_format::error_response;
 use tower_service::Service;
 

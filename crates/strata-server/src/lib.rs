@@ -12,12 +12,11 @@
 //! # Example
 //!
 //! ```no_run
-//! use strata_core::Config;
 //! use strata_routing::Routing;
-//! use strata_server::create_server;
+//! use strata_server::{ServerConfig, create_server};
 //!
 //! # async fn demo(routing: Routing) -> Result<(), strata_server::ServerError> {
-//! let config = Config::builder().cors(true).listen(8090).build();
+//! let config = ServerConfig::builder().cors(true).listen(8090).build();
 //! let server = create_server(&config, &routing).await?;
 //! println!("listening on {:?}", server.servers()[0].local_addr);
 //! server.run().await; // until SIGINT/SIGTERM or the shutdown handle
@@ -28,6 +27,7 @@
 mod activity;
 mod app;
 mod attach;
+pub mod config;
 mod deadline;
 mod error;
 mod etag;
@@ -42,6 +42,9 @@ pub use app::{
     App, COMPRESSION_THRESHOLD, CompressionPredicate, MaybeCompressed, MaybeCompressedFuture,
 };
 pub use attach::{Attached, attach_routing};
+pub use config::{
+    Https, Listen, LoggerOptions, Pem, ServerConfig, ServerConfigBuilder, ServerLimits,
+};
 pub use deadline::{BodyDeadline, ServerBody};
 pub use error::ServerError;
 pub use etag::{ETag, ETagFuture, ETagLayer};

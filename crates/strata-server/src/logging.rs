@@ -1,6 +1,8 @@
 //! The default `tracing` subscriber, installed only when the application has none.
 
-use strata_core::{Level, LoggerOptions};
+use strata_core::Level;
+
+use crate::config::LoggerOptions;
 
 fn tracing_level(level: Level) -> tracing::Level {
     match level {

@@ -11,7 +11,7 @@ use hyper_util::service::TowerToHyperService;
 use std::convert::Infallible;
 
 use http::{Request, Response};
-use strata_core::{BoxError, Config, Listen, Logger, ResponseBody, ServerLimits};
+use strata_core::{BoxError, Logger, ResponseBody};
 use strata_routing::Routing;
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::{TcpListener, UnixListener};
@@ -24,6 +24,7 @@ use tower_service::Service;
 
 use crate::activity::{Activity, ActivityIo, Tracked, Verdict};
 use crate::app::{App, build_app};
+use crate::config::{Listen, ServerConfig, ServerLimits};
 use crate::deadline::{FirstByteDeadline, ServerBody};
 use crate::error::ServerError;
 use crate::host::HostChecked;
@@ -530,7 +531,10 @@ async fn accept(bound: &Bound) -> std::io::Result<Accepted> {
 ///
 /// Errors are reported before anything is served: no listener, HTTPS without a key, unreadable
 /// TLS material, an invalid routing, an address in use.
-pub async fn create_server(config: &Config, routing: &Routing) -> Result<Server, ServerError> {
+pub async fn create_server(
+    config: &ServerConfig,
+    routing: &Routing,
+) -> Result<Server, ServerError> {
     create_server_with(config, routing, Identity::new()).await
 }
 
@@ -543,13 +547,12 @@ pub async fn create_server(config: &Config, routing: &Routing) -> Result<Server,
 ///
 /// ```no_run
 /// use std::time::Duration;
-/// use strata_core::Config;
 /// use strata_routing::Routing;
-/// use strata_server::create_server_with;
+/// use strata_server::{ServerConfig, create_server_with};
 /// use tower::ServiceBuilder;
 ///
 /// # async fn demo(routing: Routing) -> Result<(), strata_server::ServerError> {
-/// let config = Config::builder().cors(true).listen(8090).build();
+/// let config = ServerConfig::builder().cors(true).listen(8090).build();
 /// let layers = ServiceBuilder::new()
 ///     .timeout(Duration::from_secs(30))  // a 504 for a request that takes longer
 ///     .concurrency_limit(512);           // at most 512 requests at once
@@ -559,7 +562,7 @@ pub async fn create_server(config: &Config, routing: &Routing) -> Result<Server,
 /// # }
 /// ```
 pub async fn create_server_with<L, B>(
-    config: &Config,
+    config: &ServerConfig,
     routing: &Routing,
     layers: L,
 ) -> Result<Server, ServerError>
@@ -583,7 +586,7 @@ where
             "https has a certificate but no `listen`".into(),
         ));
     }
-    if config.http().is_none() && https.listen.is_none() {
+    if config.listen().is_none() && https.listen.is_none() {
         return Err(ServerError::Config(
             "no listener: set `listen` (http) and/or `https` in the config".into(),
         ));
@@ -610,7 +613,7 @@ where
     let mut servers = Vec::new();
     let mut tasks = Vec::new();
     let listeners = [
-        (Protocol::Http, config.http(), None),
+        (Protocol::Http, config.listen(), None),
         (Protocol::Https, https.listen.as_ref(), tls),
     ];
     for (protocol, listen, tls) in listeners {

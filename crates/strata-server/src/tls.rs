@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use strata_core::{Https, Pem};
+use crate::config::{Https, Pem};
 use tokio_rustls::TlsAcceptor;
 use tokio_rustls::rustls::ServerConfig;
 use tokio_rustls::rustls::crypto::ring;

@@ -44,10 +44,12 @@
 
 mod form;
 mod read;
+mod save;
 
 pub use form::MultipartForm;
 pub use read::{Multipart, boundary, read_multipart};
-pub use strata_core::upload::{MoveError, UploadLimits, UploadedFile};
+pub use save::{MoveError, UploadedFileExt};
+pub use strata_core::upload::{UploadLimits, UploadedFile};
 
 #[cfg(test)]
 mod tests;

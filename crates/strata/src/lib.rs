@@ -62,15 +62,15 @@ pub use factory::{EndpointBuilder, EndpointsFactory, default_endpoints_factory};
 pub use strata_core::{
     AnyBody, ApiError, BoxError, Config, ConfigBuilder, Cors, CorsRequest, Ctx, DeclaredError,
     Decoder, Endpoint, EndpointFuture, EndpointMeta, EndpointService, ErrorKind, Get, HCons, HNil,
-    Https, Input, InputSource, InputSources, InputValue, Level, Listen, Logger, LoggerOptions,
-    MethodLikeRouteBehavior, Mode, Output, Parsed, ParsedBody, PathParams, Pem, RequestBody,
-    RequestInfo, ResponseBody, ResponseDescription, ResponseHeader, Security, ServerLimits,
-    SharedService, Staged, TextValue, Validated, WrongMethodBehavior, http_error, not_null,
+    Input, InputSource, InputSources, InputValue, Level, Logger, MethodLikeRouteBehavior, Mode,
+    Output, Parsed, ParsedBody, PathParams, RequestBody, RequestInfo, ResponseBody,
+    ResponseDescription, ResponseHeader, Security, SharedService, Staged, TextValue, Validated,
+    WrongMethodBehavior, http_error, not_null,
 };
 pub use strata_format::{DefaultResultHandler, ResultHandler};
 pub use strata_middleware::{Middleware, MiddlewareChain};
 pub use strata_output::{HandlerOutput, Reply};
-pub use strata_upload::{MoveError, MultipartForm, UploadLimits, UploadedFile};
+pub use strata_upload::{MoveError, MultipartForm, UploadLimits, UploadedFile, UploadedFileExt};
 
 /// Stage 2: combine input sources.
 pub use strata_combine as combine;
@@ -98,8 +98,9 @@ pub use strata_routing::{
 /// Running a routing: `create_server`, `attach_routing`.
 pub use strata_server as server;
 pub use strata_server::{
-    Attached, ETagLayer, ListeningServer, LocalAddr, Server, ServerBody, ServerError,
-    ShutdownHandle, attach_routing, create_server, create_server_with,
+    Attached, ETagLayer, Https, Listen, ListeningServer, LocalAddr, LoggerOptions, Pem, Server,
+    ServerBody, ServerConfig, ServerConfigBuilder, ServerError, ServerLimits, ShutdownHandle,
+    attach_routing, create_server, create_server_with,
 };
 /// Test utilities: `test_endpoint`, `test_middleware` (feature `testing`).
 #[cfg(feature = "testing")]
@@ -111,8 +112,10 @@ pub use strata_upload as upload;
 /// Stage 4: input validation.
 pub use strata_validate as validate;
 
-/// Starts a [`ConfigBuilder`] with the defaults: production mode (or the one `STRATA_MODE`
-/// names), 1 MiB body limit, the input sources of spec table 2.2.
+/// Starts a [`ServerConfigBuilder`] with the defaults: production mode (or the one
+/// `STRATA_MODE` names), 1 MiB body limit, the input sources of spec table 2.2, no listener.
+/// It sets the pipeline's [`Config`] and the server's settings in one chain; the
+/// [`ServerConfig`] it builds is passed wherever a `&Config` is expected.
 ///
 /// ```
 /// use strata::{InputSource, Mode, create_config};
@@ -123,8 +126,8 @@ pub use strata_validate as validate;
 ///     .build();
 /// assert_eq!(config.mode(), Mode::Production);
 /// ```
-pub fn create_config() -> ConfigBuilder {
-    Config::builder()
+pub fn create_config() -> ServerConfigBuilder {
+    ServerConfig::builder()
 }
 
 /// The names most endpoints need.
@@ -132,8 +135,8 @@ pub mod prelude {
     pub use crate::{
         ApiError, Config, CorsRequest, Ctx, DefaultResultHandler, Endpoint, EndpointsFactory, Get,
         HCons, HNil, InputSource, Level, Logger, Middleware, MiddlewareChain, Mode, Nest, Reply,
-        RequestInfo, ResultHandler, Router, Routing, Security, ServeStatic, UploadLimits,
-        UploadedFile, attach_routing, create_config, create_server, default_endpoints_factory,
-        http_error, routing,
+        RequestInfo, ResultHandler, Router, Routing, Security, ServeStatic, ServerConfig,
+        UploadLimits, UploadedFile, UploadedFileExt, attach_routing, create_config, create_server,
+        default_endpoints_factory, http_error, routing,
     };
 }

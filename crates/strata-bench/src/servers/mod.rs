@@ -109,7 +109,10 @@ pub(crate) async fn start_soak() -> io::Result<Running> {
     start_strata(&soak_app::config(loopback()), &soak_app::routing()).await
 }
 
-async fn start_strata(config: &strata::Config, routing: &strata::Routing) -> io::Result<Running> {
+async fn start_strata(
+    config: &strata::ServerConfig,
+    routing: &strata::Routing,
+) -> io::Result<Running> {
     let server = strata::create_server(config, routing)
         .await
         .map_err(io::Error::other)?;

@@ -6,8 +6,8 @@ use std::net::SocketAddr;
 use garde::Validate;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
+use strata::Level;
 use strata::prelude::*;
-use strata::{Config, Level};
 
 use crate::model::{HelloInput, Order, hello, summarize};
 
@@ -72,7 +72,7 @@ pub(crate) fn routing() -> Routing {
 }
 
 /// Production mode, no CORS, the default logger at `warn`, uploads on with the small limits above.
-pub(crate) fn config(addr: SocketAddr) -> Config {
+pub(crate) fn config(addr: SocketAddr) -> ServerConfig {
     create_config()
         .cors(false)
         .production()

@@ -2,8 +2,8 @@
 
 use std::net::SocketAddr;
 
+use strata::Level;
 use strata::prelude::*;
-use strata::{Config, Level};
 
 use crate::model::{
     GENERATED_ROUTES, HelloInput, HelloOutput, Order, Pong, User, UserInput, UserOutput,
@@ -68,7 +68,7 @@ pub(crate) fn routing(many_routes: bool) -> Routing {
 }
 
 /// What a production user would write: CORS on, production mode, the default logger at `warn`.
-pub(crate) fn config(addr: SocketAddr) -> Config {
+pub(crate) fn config(addr: SocketAddr) -> ServerConfig {
     create_config()
         .cors(true)
         .production()
