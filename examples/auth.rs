@@ -146,12 +146,11 @@ pub(crate) fn endpoints() -> Endpoints {
             DeclaredError::new(http::StatusCode::TOO_MANY_REQUESTS, "Too many requests")
                 .header(ResponseHeader::new("retry-after", "Seconds to wait")),
         )
-        .handler_without_input(|_ctx, logger| async move {
+        // Only fails: the async closure's return type names the output for the document.
+        .handler_without_input(async |_ctx, logger| -> ApiResult<Profile> {
             logger.log_with(Level::Warn, "rate limit reached", &[("retry_after", &30)]);
-            Err::<Profile, _>(
-                http_error!(429, "Too many requests")
-                    .with_header(RETRY_AFTER, HeaderValue::from_static("30")),
-            )
+            Err(http_error!(429, "Too many requests")
+                .with_header(RETRY_AFTER, HeaderValue::from_static("30")))
         });
     let broken = secured
         .get()

@@ -85,3 +85,34 @@ async fn state_reaches_every_handler_and_later_middleware() {
     // The one counter behind every clone.
     assert_eq!(hits.0.load(Ordering::SeqCst), 3);
 }
+
+/// A handler that only fails names its output with an async closure's return type (no
+/// `Err::<T, _>`); the output still describes the positive response.
+#[tokio::test]
+async fn an_error_only_handler_needs_no_turbofish() {
+    let refuse = default_endpoints_factory()
+        .with_state(Hits::default())
+        .get()
+        .handler_without_input(async |ctx, _logger| -> ApiResult<Count> {
+            let hits: &Hits = ctx.get();
+            let seen = hits.0.load(Ordering::SeqCst);
+            Err(http_error!(429, "Slow down after {seen} hits"))
+        });
+    let config = create_config().cors(true).build();
+    let routing = routing! { "refuse" => refuse };
+    let document = strata::openapi::Documentation::new(&routing, &config)
+        .build()
+        .unwrap()
+        .to_value();
+    let positive = &document["paths"]["/refuse"]["get"]["responses"]["200"];
+    let schema = positive["content"]["application/json"]["schema"].to_string();
+    assert!(schema.contains("Count") || schema.contains("hits"), "{schema}");
+
+    let router = Router::new(&routing, &config).unwrap();
+    let request = Request::get("/refuse").body(String::new()).unwrap();
+    let response = router.oneshot(request).await.unwrap();
+    assert_eq!(response.status(), StatusCode::TOO_MANY_REQUESTS);
+    let body = response.into_body().collect().await.unwrap().to_bytes();
+    let json: serde_json::Value = serde_json::from_slice(&body).unwrap();
+    assert_eq!(json["error"]["message"], "Slow down after 0 hits");
+}

@@ -9,6 +9,23 @@ use http::{HeaderMap, StatusCode};
 /// The boxed error type used for sources and body errors.
 pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
+/// What handlers and middleware return: an output or an [`ApiError`].
+///
+/// It names the output type where nothing else does, as in a handler that only fails, written
+/// as an async closure with a return type (an async closure is `Fn` when it captures nothing;
+/// shared state reaches it through the context):
+///
+/// ```
+/// use strata_core::{ApiResult, http_error};
+///
+/// struct Profile;
+/// let rate_limited = async |retry_after: u32| -> ApiResult<Profile> {
+///     Err(http_error!(429, "Too many requests, retry in {retry_after} s"))
+/// };
+/// # let _ = rate_limited;
+/// ```
+pub type ApiResult<T> = Result<T, ApiError>;
+
 /// Which stage or situation produced an [`ApiError`].
 ///
 /// Result handlers and loggers may branch on it; the status code alone decides the response of the

@@ -41,7 +41,7 @@ pub use endpoint::{
     MiddlewareInput, PositiveFn, ResponseDescription, ResponseHeader, SchemaFn, Security,
     SharedService,
 };
-pub use error::{ApiError, BodyTimeout, BoxError, ErrorKind};
+pub use error::{ApiError, ApiResult, BodyTimeout, BoxError, ErrorKind};
 pub use input::{Input, InputSource, InputValue, JsonObject, JsonObjectError, TextValue};
 pub use logger::{Fields, Level, LogSink, Logger, Record};
 pub use payload::{Output, Parsed, ParsedBody, PathParams, RequestInfo, Staged, Validated};

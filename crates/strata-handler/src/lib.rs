@@ -257,12 +257,12 @@ mod tests {
 
     #[tokio::test]
     async fn errors_keep_status_and_headers() {
-        let service = HandlerService::new(handler_fn(|(): (), _: HNil, _: Logger| async {
-            Err::<(), _>(
-                http_error!(429, "Too many")
-                    .with_header(RETRY_AFTER, HeaderValue::from_static("5")),
-            )
-        }));
+        let service = HandlerService::new(handler_fn(
+            async |(): (), _: HNil, _: Logger| -> strata_core::ApiResult<()> {
+                Err(http_error!(429, "Too many")
+                    .with_header(RETRY_AFTER, HeaderValue::from_static("5")))
+            },
+        ));
         let error = service
             .oneshot(Request::new(Validated {
                 input: (),

@@ -60,12 +60,12 @@ mod factory;
 
 pub use factory::{EndpointBuilder, EndpointsFactory, default_endpoints_factory};
 pub use strata_core::{
-    AnyBody, ApiError, BoxError, Config, ConfigBuilder, Cors, CorsRequest, Ctx, DeclaredError,
-    Decoder, Endpoint, EndpointFuture, EndpointMeta, EndpointService, ErrorKind, Get, HCons, HNil,
-    Input, InputSource, InputSources, InputValue, Level, Logger, MethodLikeRouteBehavior, Mode,
-    Output, Parsed, ParsedBody, PathParams, RequestBody, RequestInfo, ResponseBody,
-    ResponseDescription, ResponseHeader, Security, SharedService, Staged, TextValue, Validated,
-    WrongMethodBehavior, http_error, not_null,
+    AnyBody, ApiError, ApiResult, BoxError, Config, ConfigBuilder, Cors, CorsRequest, Ctx,
+    DeclaredError, Decoder, Endpoint, EndpointFuture, EndpointMeta, EndpointService, ErrorKind,
+    Get, HCons, HNil, Input, InputSource, InputSources, InputValue, Level, Logger,
+    MethodLikeRouteBehavior, Mode, Output, Parsed, ParsedBody, PathParams, RequestBody,
+    RequestInfo, ResponseBody, ResponseDescription, ResponseHeader, Security, SharedService,
+    Staged, TextValue, Validated, WrongMethodBehavior, http_error, not_null,
 };
 pub use strata_format::{DefaultResultHandler, ResultHandler};
 pub use strata_middleware::{Middleware, MiddlewareChain};
@@ -133,10 +133,10 @@ pub fn create_config() -> ServerConfigBuilder {
 /// The names most endpoints need.
 pub mod prelude {
     pub use crate::{
-        ApiError, Config, CorsRequest, Ctx, DefaultResultHandler, Endpoint, EndpointsFactory, Get,
-        HCons, HNil, InputSource, Level, Logger, Middleware, MiddlewareChain, Mode, Nest, Reply,
-        RequestInfo, ResultHandler, Router, Routing, Security, ServeStatic, ServerConfig,
-        UploadLimits, UploadedFile, UploadedFileExt, attach_routing, create_config, create_server,
-        default_endpoints_factory, http_error, routing,
+        ApiError, ApiResult, Config, CorsRequest, Ctx, DefaultResultHandler, Endpoint,
+        EndpointsFactory, Get, HCons, HNil, InputSource, Level, Logger, Middleware,
+        MiddlewareChain, Mode, Nest, Reply, RequestInfo, ResultHandler, Router, Routing, Security,
+        ServeStatic, ServerConfig, UploadLimits, UploadedFile, UploadedFileExt, attach_routing,
+        create_config, create_server, default_endpoints_factory, http_error, routing,
     };
 }
