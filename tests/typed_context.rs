@@ -106,7 +106,10 @@ async fn an_error_only_handler_needs_no_turbofish() {
         .to_value();
     let positive = &document["paths"]["/refuse"]["get"]["responses"]["200"];
     let schema = positive["content"]["application/json"]["schema"].to_string();
-    assert!(schema.contains("Count") || schema.contains("hits"), "{schema}");
+    assert!(
+        schema.contains("Count") || schema.contains("hits"),
+        "{schema}"
+    );
 
     let router = Router::new(&routing, &config).unwrap();
     let request = Request::get("/refuse").body(String::new()).unwrap();

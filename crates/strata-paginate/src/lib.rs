@@ -9,6 +9,9 @@
 //! | offset | [`OffsetInput<P, F>`]: `limit`, `offset`, filters `F` | [`OffsetPage<P, T>`]: `<items>`, `total`, `limit`, `offset` |
 //! | cursor | [`CursorInput<P, F>`]: `cursor`, `limit`, filters `F` | [`CursorPage<P, T>`]: `<items>`, `nextCursor`, `limit` |
 //!
+//! Both outputs are one type, [`Page<P, T, M>`], whose metadata `M` ([`Offset`], [`Cursor`])
+//! follows the style.
+//!
 //! A `limit` outside `1..=max_limit` or not a number, or a negative `offset`, is a 400 naming
 //! the field (rejected, like express-zod-api, not clamped). The filters are read from the same
 //! input, validated together with the page fields, and appear in the input's JSON Schema.
@@ -66,7 +69,7 @@ mod output;
 pub use config::{CursorConfig, OffsetConfig, PageConfig};
 pub use cursor::{decode_cursor, encode_cursor};
 pub use input::{CursorInput, NoFilters, OffsetInput};
-pub use output::{CursorPage, OffsetPage};
+pub use output::{Cursor, CursorPage, Offset, OffsetPage, Page, PageMeta};
 
 #[cfg(test)]
 mod tests;

@@ -1,4 +1,5 @@
-//! Page outputs: the items under the configured name, with the page's metadata.
+//! Page outputs: one [`Page`] type, the items under the configured name with the metadata of
+//! its style ([`Offset`] or [`Cursor`]).
 
 use std::borrow::Cow;
 use std::fmt;
@@ -7,180 +8,174 @@ use std::marker::PhantomData;
 use garde::Validate;
 use schemars::{JsonSchema, Schema, SchemaGenerator, json_schema};
 use serde::ser::{Serialize, SerializeMap, Serializer};
+use serde_json::{Value, json};
 
 use crate::config::{CursorConfig, OffsetConfig, PageConfig};
 use crate::input::{CursorInput, OffsetInput, limit_schema};
 
-/// The schema of a page: the items under `P::ITEMS_NAME`, then `fields`, all required.
-fn page_schema<P: PageConfig, T: JsonSchema>(
-    generator: &mut SchemaGenerator,
-    fields: &[(&str, serde_json::Value)],
-) -> Schema {
-    let items = generator.subschema_for::<T>();
-    let mut properties = serde_json::Map::new();
-    properties.insert(
-        P::ITEMS_NAME.into(),
-        serde_json::json!({ "type": "array", "items": items }),
-    );
-    let mut required = vec![P::ITEMS_NAME];
-    for (name, schema) in fields {
-        properties.insert((*name).into(), schema.clone());
-        required.push(name);
-    }
-    json_schema!({ "type": "object", "properties": properties, "required": required })
+/// The metadata of one pagination style: what a page says besides its items. Implemented by
+/// [`Offset`] (for [`OffsetConfig`]s) and [`Cursor`] (for [`CursorConfig`]s).
+pub trait PageMeta<P: PageConfig>: fmt::Debug {
+    /// The prefix of the page's schema name (`OffsetPage`, `CursorPage`).
+    const SCHEMA_PREFIX: &'static str;
+    /// How many properties the metadata adds.
+    const LEN: usize;
+
+    /// Writes the metadata's properties after the items.
+    ///
+    /// # Errors
+    /// The serializer's.
+    fn serialize_into<M: SerializeMap>(&self, map: &mut M) -> Result<(), M::Error>;
+
+    /// The metadata's properties with their schemas, in serialization order.
+    fn schemas() -> Vec<(&'static str, Value)>;
+
+    /// Whether pages follow (the rule generated clients use).
+    fn has_more(&self) -> bool;
 }
 
-fn validate_items<T: Validate>(
-    name: &'static str,
-    items: &[T],
-    ctx: &T::Context,
-    parent: &mut dyn FnMut() -> garde::Path,
-    report: &mut garde::Report,
-) {
-    for (index, item) in items.iter().enumerate() {
-        item.validate_into(ctx, &mut || parent().join(name).join(index), report);
-    }
-}
-
-/// One page of an offset pagination: `<items_name>`, `total`, `limit`, `offset`.
-pub struct OffsetPage<P, T> {
-    /// The page's items.
-    pub items: Vec<T>,
+/// The metadata of an offset page: `total`, `limit`, `offset`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Offset {
     /// How many items there are in all.
     pub total: u64,
     /// The page size used.
     pub limit: u32,
     /// The offset used.
     pub offset: u64,
-    pub(crate) config: PhantomData<fn() -> P>,
 }
 
-impl<P: OffsetConfig, T> OffsetPage<P, T> {
-    /// The page of `items` answering `input`, out of `total`.
-    pub fn new<F>(items: Vec<T>, total: u64, input: &OffsetInput<P, F>) -> Self {
-        Self {
-            items,
-            total,
-            limit: input.limit,
-            offset: input.offset,
-            config: PhantomData,
-        }
+impl<P: OffsetConfig> PageMeta<P> for Offset {
+    const SCHEMA_PREFIX: &'static str = "OffsetPage";
+    const LEN: usize = 3;
+
+    fn serialize_into<M: SerializeMap>(&self, map: &mut M) -> Result<(), M::Error> {
+        map.serialize_entry("total", &self.total)?;
+        map.serialize_entry("limit", &self.limit)?;
+        map.serialize_entry("offset", &self.offset)
     }
 
-    /// Whether pages follow: `offset + limit < total` (the rule generated clients use).
-    pub fn has_more(&self) -> bool {
+    fn schemas() -> Vec<(&'static str, Value)> {
+        vec![
+            ("total", json!({ "type": "integer", "minimum": 0 })),
+            ("limit", limit_schema::<P>()),
+            ("offset", json!({ "type": "integer", "minimum": 0 })),
+        ]
+    }
+
+    /// `offset + limit < total`.
+    fn has_more(&self) -> bool {
         self.offset.saturating_add(u64::from(self.limit)) < self.total
     }
 }
 
-impl<P, T: fmt::Debug> fmt::Debug for OffsetPage<P, T> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("OffsetPage")
-            .field("items", &self.items)
-            .field("total", &self.total)
-            .field("limit", &self.limit)
-            .field("offset", &self.offset)
-            .finish()
-    }
-}
-
-impl<P: OffsetConfig, T: Serialize> Serialize for OffsetPage<P, T> {
-    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        let mut map = serializer.serialize_map(Some(4))?;
-        map.serialize_entry(P::ITEMS_NAME, &self.items)?;
-        map.serialize_entry("total", &self.total)?;
-        map.serialize_entry("limit", &self.limit)?;
-        map.serialize_entry("offset", &self.offset)?;
-        map.end()
-    }
-}
-
-impl<P: OffsetConfig, T: Validate> Validate for OffsetPage<P, T> {
-    type Context = T::Context;
-
-    fn validate_into(
-        &self,
-        ctx: &T::Context,
-        parent: &mut dyn FnMut() -> garde::Path,
-        report: &mut garde::Report,
-    ) {
-        validate_items(P::ITEMS_NAME, &self.items, ctx, parent, report);
-    }
-}
-
-impl<P: OffsetConfig, T: JsonSchema> JsonSchema for OffsetPage<P, T> {
-    fn schema_name() -> Cow<'static, str> {
-        format!("OffsetPage_{}_{}", P::ITEMS_NAME, T::schema_name()).into()
-    }
-
-    fn json_schema(generator: &mut SchemaGenerator) -> Schema {
-        page_schema::<P, T>(
-            generator,
-            &[
-                (
-                    "total",
-                    serde_json::json!({ "type": "integer", "minimum": 0 }),
-                ),
-                ("limit", limit_schema::<P>()),
-                (
-                    "offset",
-                    serde_json::json!({ "type": "integer", "minimum": 0 }),
-                ),
-            ],
-        )
-    }
-}
-
-/// One page of a cursor pagination: `<items_name>`, `nextCursor` (null on the last page),
-/// `limit`.
-pub struct CursorPage<P, T> {
-    /// The page's items.
-    pub items: Vec<T>,
+/// The metadata of a cursor page: `nextCursor` (null on the last page), `limit`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Cursor {
     /// Where the next page starts; `None` when this is the last.
     pub next_cursor: Option<String>,
     /// The page size used.
     pub limit: u32,
-    pub(crate) config: PhantomData<fn() -> P>,
 }
 
-impl<P: CursorConfig, T> CursorPage<P, T> {
-    /// The page of `items` answering `input`, continued at `next_cursor`.
-    pub fn new<F>(items: Vec<T>, next_cursor: Option<String>, input: &CursorInput<P, F>) -> Self {
-        Self {
-            items,
-            next_cursor,
-            limit: input.limit,
-            config: PhantomData,
-        }
+impl<P: CursorConfig> PageMeta<P> for Cursor {
+    const SCHEMA_PREFIX: &'static str = "CursorPage";
+    const LEN: usize = 2;
+
+    fn serialize_into<M: SerializeMap>(&self, map: &mut M) -> Result<(), M::Error> {
+        map.serialize_entry("nextCursor", &self.next_cursor)?;
+        map.serialize_entry("limit", &self.limit)
     }
 
-    /// Whether pages follow: `nextCursor` is not null (the rule generated clients use).
-    pub fn has_more(&self) -> bool {
+    fn schemas() -> Vec<(&'static str, Value)> {
+        vec![
+            ("nextCursor", json!({ "type": ["string", "null"] })),
+            ("limit", limit_schema::<P>()),
+        ]
+    }
+
+    /// `nextCursor` is not null.
+    fn has_more(&self) -> bool {
         self.next_cursor.is_some()
     }
 }
 
-impl<P, T: fmt::Debug> fmt::Debug for CursorPage<P, T> {
+/// One page of a pagination `P`: `<items_name>` then the metadata `M` of its style. Written
+/// [`OffsetPage<P, T>`] or [`CursorPage<P, T>`].
+pub struct Page<P, T, M> {
+    /// The page's items.
+    pub items: Vec<T>,
+    /// What the page says besides its items.
+    pub meta: M,
+    config: PhantomData<fn() -> P>,
+}
+
+/// One page of an offset pagination: `<items_name>`, `total`, `limit`, `offset`.
+pub type OffsetPage<P, T> = Page<P, T, Offset>;
+
+/// One page of a cursor pagination: `<items_name>`, `nextCursor` (null on the last page),
+/// `limit`.
+pub type CursorPage<P, T> = Page<P, T, Cursor>;
+
+impl<P: PageConfig, T, M: PageMeta<P>> Page<P, T, M> {
+    /// A page of `items` with the metadata `meta`.
+    pub fn from_parts(items: Vec<T>, meta: M) -> Self {
+        Self {
+            items,
+            meta,
+            config: PhantomData,
+        }
+    }
+
+    /// Whether pages follow (the rule generated clients use): for offsets
+    /// `offset + limit < total`, for cursors a `nextCursor` that is not null.
+    pub fn has_more(&self) -> bool {
+        self.meta.has_more()
+    }
+}
+
+impl<P: OffsetConfig, T> Page<P, T, Offset> {
+    /// The page of `items` answering `input`, out of `total`.
+    pub fn new<F>(items: Vec<T>, total: u64, input: &OffsetInput<P, F>) -> Self {
+        let meta = Offset {
+            total,
+            limit: input.limit,
+            offset: input.offset,
+        };
+        Self::from_parts(items, meta)
+    }
+}
+
+impl<P: CursorConfig, T> Page<P, T, Cursor> {
+    /// The page of `items` answering `input`, continued at `next_cursor`.
+    pub fn new<F>(items: Vec<T>, next_cursor: Option<String>, input: &CursorInput<P, F>) -> Self {
+        let meta = Cursor {
+            next_cursor,
+            limit: input.limit,
+        };
+        Self::from_parts(items, meta)
+    }
+}
+
+impl<P, T: fmt::Debug, M: fmt::Debug> fmt::Debug for Page<P, T, M> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("CursorPage")
+        f.debug_struct("Page")
             .field("items", &self.items)
-            .field("next_cursor", &self.next_cursor)
-            .field("limit", &self.limit)
+            .field("meta", &self.meta)
             .finish()
     }
 }
 
-impl<P: CursorConfig, T: Serialize> Serialize for CursorPage<P, T> {
+impl<P: PageConfig, T: Serialize, M: PageMeta<P>> Serialize for Page<P, T, M> {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        let mut map = serializer.serialize_map(Some(3))?;
+        let mut map = serializer.serialize_map(Some(1 + M::LEN))?;
         map.serialize_entry(P::ITEMS_NAME, &self.items)?;
-        map.serialize_entry("nextCursor", &self.next_cursor)?;
-        map.serialize_entry("limit", &self.limit)?;
+        self.meta.serialize_into(&mut map)?;
         map.end()
     }
 }
 
-impl<P: CursorConfig, T: Validate> Validate for CursorPage<P, T> {
+impl<P: PageConfig, T: Validate, M: PageMeta<P>> Validate for Page<P, T, M> {
     type Context = T::Context;
 
     fn validate_into(
@@ -189,25 +184,40 @@ impl<P: CursorConfig, T: Validate> Validate for CursorPage<P, T> {
         parent: &mut dyn FnMut() -> garde::Path,
         report: &mut garde::Report,
     ) {
-        validate_items(P::ITEMS_NAME, &self.items, ctx, parent, report);
+        for (index, item) in self.items.iter().enumerate() {
+            item.validate_into(
+                ctx,
+                &mut || parent().join(P::ITEMS_NAME).join(index),
+                report,
+            );
+        }
     }
 }
 
-impl<P: CursorConfig, T: JsonSchema> JsonSchema for CursorPage<P, T> {
+impl<P: PageConfig, T: JsonSchema, M: PageMeta<P>> JsonSchema for Page<P, T, M> {
     fn schema_name() -> Cow<'static, str> {
-        format!("CursorPage_{}_{}", P::ITEMS_NAME, T::schema_name()).into()
+        format!(
+            "{}_{}_{}",
+            M::SCHEMA_PREFIX,
+            P::ITEMS_NAME,
+            T::schema_name()
+        )
+        .into()
     }
 
+    // The items under `P::ITEMS_NAME`, then the metadata's properties, all required.
     fn json_schema(generator: &mut SchemaGenerator) -> Schema {
-        page_schema::<P, T>(
-            generator,
-            &[
-                (
-                    "nextCursor",
-                    serde_json::json!({ "type": ["string", "null"] }),
-                ),
-                ("limit", limit_schema::<P>()),
-            ],
-        )
+        let items = generator.subschema_for::<T>();
+        let mut properties = serde_json::Map::new();
+        properties.insert(
+            P::ITEMS_NAME.into(),
+            json!({ "type": "array", "items": items }),
+        );
+        let mut required = vec![P::ITEMS_NAME];
+        for (name, schema) in M::schemas() {
+            properties.insert(name.into(), schema);
+            required.push(name);
+        }
+        json_schema!({ "type": "object", "properties": properties, "required": required })
     }
 }

@@ -128,13 +128,12 @@ async fn offset_pages_first_middle_last_and_past_the_end() {
             (data["total"].as_u64(), data["limit"].as_u64()),
             (Some(5), Some(2))
         );
-        let page: OffsetPage<Offsets, u8> = OffsetPage {
-            items: vec![],
+        let meta = crate::Offset {
             total: 5,
             limit: 2,
             offset: offset.parse().unwrap(),
-            config: std::marker::PhantomData,
         };
+        let page: OffsetPage<Offsets, u8> = OffsetPage::from_parts(vec![], meta);
         assert_eq!(page.has_more(), more, "offset {offset}");
     }
     let (_, body) = get(&endpoint, &[("limit", "3"), ("offset", "1")]).await;
