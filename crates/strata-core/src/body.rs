@@ -67,14 +67,25 @@ impl Default for RequestBody {
     }
 }
 
+/// Any request body Strata's services accept: an [`http_body::Body`] that is `Send + 'static`,
+/// whose chunks are `Send` and whose error converts into a [`BoxError`] (hyper's `Incoming`,
+/// axum's `Body`, `String`, `Full<Bytes>`, [`RequestBody`] itself).
+///
+/// A trait alias, implemented for every such type: `B: IncomingBody` says the three bounds in
+/// one, where the router, the app and the endpoint services take `Request<B>`.
+pub trait IncomingBody: Body<Data: Send, Error: Into<BoxError>> + Send + 'static {}
+
+impl<B> IncomingBody for B
+where
+    B: Body + Send + 'static,
+    B::Data: Send,
+    B::Error: Into<BoxError>,
+{
+}
+
 impl RequestBody {
     /// Wraps any body.
-    pub fn new<B>(body: B) -> Self
-    where
-        B: Body + Send + 'static,
-        B::Data: Send,
-        B::Error: Into<BoxError>,
-    {
+    pub fn new<B: IncomingBody>(body: B) -> Self {
         Self(Kind::Boxed(
             body.map_frame(|frame| frame.map_data(|mut data| data.copy_to_bytes(data.remaining())))
                 .map_err(Into::into)

@@ -14,14 +14,12 @@ use std::task::{Context, Poll, Waker};
 
 use bytes::Bytes;
 use http::{Method, Request, Response, StatusCode};
-use http_body::Body;
 use schemars::{Schema, SchemaGenerator};
 use tower::Service;
 use tower::util::BoxCloneSyncService;
 
-use crate::body::{RequestBody, ResponseBody};
+use crate::body::{IncomingBody, RequestBody, ResponseBody};
 use crate::config::Config;
-use crate::error::BoxError;
 
 /// How a middleware authenticates, for generated API descriptions (spec section 5). It checks
 /// nothing by itself.
@@ -469,9 +467,7 @@ impl Endpoint {
 /// `String` or `Bytes`.
 pub fn into_request_body<B>(body: B) -> RequestBody
 where
-    B: Body + Send + 'static,
-    B::Data: Send,
-    B::Error: Into<BoxError>,
+    B: IncomingBody,
 {
     // Most requests (GET, DELETE) have no body: nothing to keep, nothing to box.
     if body.is_end_stream() {
@@ -517,9 +513,7 @@ impl<S> AnyBody<S> {
 impl<S, B> Service<Request<B>> for AnyBody<S>
 where
     S: Service<Request<RequestBody>>,
-    B: Body + Send + 'static,
-    B::Data: Send,
-    B::Error: Into<BoxError>,
+    B: IncomingBody,
 {
     type Response = S::Response;
     type Error = S::Error;

@@ -27,7 +27,7 @@ mod result_handler;
 pub mod text;
 pub mod upload;
 
-pub use body::{RequestBody, ResponseBody};
+pub use body::{IncomingBody, RequestBody, ResponseBody};
 pub use budget::{BodyBudget, BodyReservation, DEFAULT_BODY_BUDGET};
 pub use config::{
     Config, ConfigBuilder, Cors, CorsFn, CorsFuture, CorsRequest, InputSources, MODE_VARIABLE,

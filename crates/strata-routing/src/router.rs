@@ -17,8 +17,8 @@ use http_body::Body;
 use strata_core::endpoint::into_request_body;
 use strata_core::text::percent_decode;
 use strata_core::{
-    ApiError, BoxError, Config, Cors, CorsFn, CorsFuture, CorsRequest, EndpointFuture,
-    ErrorHandler, ErrorKind, Logger, PathParams, ResponseBody, WrongMethodBehavior,
+    ApiError, Config, Cors, CorsFn, CorsFuture, CorsRequest, EndpointFuture, ErrorHandler,
+    ErrorKind, IncomingBody, Logger, PathParams, ResponseBody, WrongMethodBehavior,
 };
 use strata_format::error_response;
 use tower_service::Service;
@@ -224,9 +224,7 @@ fn trim_trailing_slash(path: &str) -> &str {
 
 impl<B> Service<Request<B>> for Router
 where
-    B: Body + Send + 'static,
-    B::Data: Send,
-    B::Error: Into<BoxError>,
+    B: IncomingBody,
 {
     type Response = Response<ResponseBody>;
     type Error = Infallible;

@@ -6,9 +6,8 @@ use std::pin::Pin;
 use std::task::{Context, Poll, ready};
 
 use http::{Request, Response};
-use http_body::Body;
 use pin_project_lite::pin_project;
-use strata_core::{BoxError, Logger, ResponseBody};
+use strata_core::{IncomingBody, Logger, ResponseBody};
 
 use crate::config::ServerConfig;
 use strata_routing::{Router, RouterFuture, Routing};
@@ -104,9 +103,7 @@ impl MaybeCompressed {
 
 impl<B> Service<Request<B>> for MaybeCompressed
 where
-    B: Body + Send + 'static,
-    B::Data: Send,
-    B::Error: Into<BoxError>,
+    B: IncomingBody,
 {
     type Response = Response<ResponseBody>;
     type Error = Infallible;
