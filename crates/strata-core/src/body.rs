@@ -111,25 +111,32 @@ macro_rules! full_from {
 
 full_from!(Bytes, Vec<u8>, String, &'static str, &'static [u8]);
 
-impl Body for RequestBody {
-    type Data = Bytes;
-    type Error = BoxError;
+/// `Body` for a newtype over [`Kind`]: each call goes to the kind.
+macro_rules! body_over_kind {
+    ($($body:ty),*) => {$(
+        impl Body for $body {
+            type Data = Bytes;
+            type Error = BoxError;
 
-    fn poll_frame(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-    ) -> Poll<Option<Result<Frame<Bytes>, BoxError>>> {
-        self.0.poll_frame(cx)
-    }
+            fn poll_frame(
+                mut self: Pin<&mut Self>,
+                cx: &mut Context<'_>,
+            ) -> Poll<Option<Result<Frame<Bytes>, BoxError>>> {
+                self.0.poll_frame(cx)
+            }
 
-    fn is_end_stream(&self) -> bool {
-        self.0.is_end_stream()
-    }
+            fn is_end_stream(&self) -> bool {
+                self.0.is_end_stream()
+            }
 
-    fn size_hint(&self) -> SizeHint {
-        self.0.size_hint()
-    }
+            fn size_hint(&self) -> SizeHint {
+                self.0.size_hint()
+            }
+        }
+    )*};
 }
+
+body_over_kind!(RequestBody, ResponseBody);
 
 /// The response body of endpoints and routing: bytes in memory (what result handlers produce),
 /// or a stream (static files).
@@ -191,25 +198,6 @@ impl<T: Into<Bytes>> From<T> for ResponseBody {
     }
 }
 
-impl Body for ResponseBody {
-    type Data = Bytes;
-    type Error = BoxError;
-
-    fn poll_frame(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-    ) -> Poll<Option<Result<Frame<Bytes>, BoxError>>> {
-        self.0.poll_frame(cx)
-    }
-
-    fn is_end_stream(&self) -> bool {
-        self.0.is_end_stream()
-    }
-
-    fn size_hint(&self) -> SizeHint {
-        self.0.size_hint()
-    }
-}
 
 #[cfg(test)]
 mod tests {
