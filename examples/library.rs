@@ -28,7 +28,6 @@ use garde::Validate;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use strata::Level;
-use strata::middleware::{Chain, NoMiddleware, State};
 use strata::openapi::{DocsPage, Documentation, DocumentationError, OpenApi};
 use strata::paginate::{
     CursorInput, CursorPage, OffsetInput, OffsetPage, decode_cursor, encode_cursor, pagination,
@@ -214,7 +213,7 @@ pub(crate) fn library_routing(covers: PathBuf) -> Routing {
 }
 
 /// The factory of the library's endpoints: the library as their state.
-type Books = EndpointsFactory<Ctx![Library], Chain<(), State<Library>, NoMiddleware>>;
+type Books = strata::StateFactory<Library>;
 
 /// The list (offset pages) and the feed (cursor pages).
 fn page_endpoints(books: &Books) -> (Endpoint, Endpoint) {

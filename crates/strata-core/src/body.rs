@@ -198,7 +198,6 @@ impl<T: Into<Bytes>> From<T> for ResponseBody {
     }
 }
 
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -69,6 +69,22 @@ pub fn default_endpoints_factory() -> EndpointsFactory {
     EndpointsFactory::new(DefaultResultHandler)
 }
 
+/// The factory that `default_endpoints_factory().with_state(state)` returns, named for
+/// functions that take or return it: `fn book_endpoints(books: &StateFactory<Library>)`.
+///
+/// ```
+/// use strata::{StateFactory, default_endpoints_factory};
+///
+/// #[derive(Clone)]
+/// struct Library;
+///
+/// fn books() -> StateFactory<Library> {
+///     default_endpoints_factory().with_state(Library)
+/// }
+/// # let _ = books();
+/// ```
+pub type StateFactory<T> = EndpointsFactory<HCons<T, HNil>, Chain<(), State<T>, NoMiddleware>>;
+
 impl<R: ResultHandler> EndpointsFactory<HNil, NoMiddleware, R> {
     /// A factory formatting every response with `result_handler`.
     pub fn new(result_handler: R) -> Self {

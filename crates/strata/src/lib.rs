@@ -58,7 +58,7 @@
 
 mod factory;
 
-pub use factory::{EndpointBuilder, EndpointsFactory, default_endpoints_factory};
+pub use factory::{EndpointBuilder, EndpointsFactory, StateFactory, default_endpoints_factory};
 pub use strata_core::{
     AnyBody, ApiError, ApiResult, BoxError, Config, ConfigBuilder, Cors, CorsRequest, Ctx,
     DeclaredError, Decoder, Endpoint, EndpointFuture, EndpointMeta, EndpointService, ErrorKind,
