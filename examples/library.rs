@@ -200,11 +200,13 @@ pub(crate) fn library_routing(covers: PathBuf) -> Routing {
     let (list, feed) = page_endpoints(&books);
     let (create, read, remove) = book_endpoints(&books);
     let upload = cover_endpoint(&books);
+    let search = search_endpoint(&books);
     routing! {
         "v1" => {
             "books" => {
                 "get" => list,
                 "post" => create,
+                "search" => search,
                 "feed" => feed,
                 ":id" => { "get" => read, "delete" => remove, "cover" => upload },
             },
@@ -259,6 +261,49 @@ fn page_endpoints(books: &Books) -> (Endpoint, Endpoint) {
             Ok(CursorPage::new(page, next, &input))
         });
     (list, feed)
+}
+
+#[derive(Deserialize, Validate, JsonSchema)]
+pub(crate) struct SearchInput {
+    /// Words that must all be in the title (any case).
+    #[garde(length(max = 10), inner(length(chars, min = 1, max = 40)))]
+    words: Vec<String>,
+    /// The genres to look in; all when absent.
+    #[garde(skip)]
+    genres: Option<Vec<Genre>>,
+}
+
+#[derive(Serialize, Validate, JsonSchema)]
+#[garde(allow_unvalidated)]
+pub(crate) struct Found {
+    books: Vec<Book>,
+}
+
+/// A search with structured criteria in the body: the QUERY method (safe like GET, with a body).
+fn search_endpoint(books: &Books) -> Endpoint {
+    books
+        .query()
+        .tag("books")
+        .short_description("Finds books by title words and genres")
+        .handler(|input: SearchInput, ctx, _logger| async move {
+            let library: &Library = ctx.get();
+            let words: Vec<String> = input.words.iter().map(|w| w.to_lowercase()).collect();
+            let found = library
+                .books(None, 0)
+                .into_iter()
+                .filter(|book| {
+                    input
+                        .genres
+                        .as_ref()
+                        .is_none_or(|g| g.contains(&book.genre))
+                })
+                .filter(|book| {
+                    let title = book.title.to_lowercase();
+                    words.iter().all(|word| title.contains(word.as_str()))
+                })
+                .collect();
+            Ok(Found { books: found })
+        })
 }
 
 /// Adding, reading and removing one book.

@@ -194,6 +194,31 @@ async fn library_pages_books_and_saves_covers() {
             .unwrap()
     };
 
+    // QUERY: the criteria in the body.
+    let search = |body: &'static str| {
+        http::Request::builder()
+            .method(strata::core::query_method())
+            .uri("/v1/books/search")
+            .header("host", "localhost")
+            .header("content-type", "application/json")
+            .body(http_body_util::Full::new(hyper::body::Bytes::from_static(
+                body.as_bytes(),
+            )))
+            .unwrap()
+    };
+    let (status, found) = send(addr, search(r#"{"words": ["the"], "genres": ["poetry"]}"#)).await;
+    assert_eq!(status, 200, "{found}");
+    assert_eq!(
+        found["data"]["books"],
+        json!([{"id": 4, "title": "The Waste Land", "genre": "poetry"}])
+    );
+    let (status, refused) = send(addr, search(r#"{"words": [""]}"#)).await;
+    assert_eq!(status, 400);
+    assert_eq!(
+        refused["error"]["message"],
+        "words[0]: length is lower than 1"
+    );
+
     // Offset pages, filtered: three poetry books, two per page.
     let (status, page) = send(addr, get("/v1/books?genre=poetry&limit=2&offset=2")).await;
     assert_eq!(status, 200);

@@ -252,7 +252,7 @@ async fn startup_checks() {
     let custom = routing! { "x" => labelled("x", &[Method::from_bytes(b"PURGE").unwrap()]) };
     assert_eq!(
         error_of(&custom, &config).to_string(),
-        "PURGE /x: endpoints serve GET, POST, PUT, PATCH or DELETE, not PURGE"
+        "PURGE /x: endpoints serve GET, POST, PUT, PATCH, DELETE or QUERY, not PURGE"
     );
     let no_cors = routing! { "x" => get_endpoint("x") };
     assert_eq!(

@@ -54,9 +54,21 @@ impl Mode {
     }
 }
 
+/// The HTTP `QUERY` method: safe and idempotent like GET, with a body that says what to find
+/// (express-zod-api routes it since version 29). `http` has no constant for it.
+pub fn query_method() -> Method {
+    // A valid token: `from_bytes` cannot fail here, and keeps short names inline (no heap).
+    Method::from_bytes(b"QUERY").unwrap_or_default()
+}
+
+/// Whether `method` is `QUERY`.
+pub fn is_query(method: &Method) -> bool {
+    method.as_str() == "QUERY"
+}
+
 /// Which sources are merged into the input, per method (spec table 2.2).
 ///
-/// HEAD uses GET's sources. Methods outside the five use body, query, params.
+/// HEAD uses GET's sources. Methods outside the six use body, query, params.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct InputSources {
     get: Vec<InputSource>,
@@ -64,6 +76,7 @@ pub struct InputSources {
     put: Vec<InputSource>,
     patch: Vec<InputSource>,
     delete: Vec<InputSource>,
+    query: Vec<InputSource>,
 }
 
 const FALLBACK_SOURCES: &[InputSource] =
@@ -78,6 +91,8 @@ impl Default for InputSources {
             put: vec![Body, Params],
             patch: vec![Body, Params],
             delete: vec![Query, Params],
+            // express-zod-api 29: the query string, then the body, then path parameters.
+            query: vec![Query, Body, Params],
         }
     }
 }
@@ -99,13 +114,14 @@ impl InputSources {
             Method::PUT => &self.put,
             Method::PATCH => &self.patch,
             Method::DELETE => &self.delete,
+            ref other if is_query(other) => &self.query,
             _ => FALLBACK_SOURCES,
         }
     }
 
-    /// Replaces the sources of `method`, one of GET, POST, PUT, PATCH, DELETE, and returns
-    /// `true`; other methods (HEAD follows GET) have no list of their own, and `false` is
-    /// returned.
+    /// Replaces the sources of `method`, one of GET, POST, PUT, PATCH, DELETE, QUERY, and
+    /// returns `true`; other methods (HEAD follows GET) have no list of their own, and `false`
+    /// is returned.
     pub fn set(&mut self, method: &Method, sources: impl Into<Vec<InputSource>>) -> bool {
         let slot = match *method {
             Method::GET => &mut self.get,
@@ -113,6 +129,7 @@ impl InputSources {
             Method::PUT => &mut self.put,
             Method::PATCH => &mut self.patch,
             Method::DELETE => &mut self.delete,
+            ref other if is_query(other) => &mut self.query,
             _ => return false,
         };
         *slot = sources.into();
@@ -328,8 +345,8 @@ pub struct ConfigBuilder {
 }
 
 impl ConfigBuilder {
-    /// Replaces the input sources of one method (GET, POST, PUT, PATCH or DELETE; HEAD follows
-    /// GET; other methods are ignored).
+    /// Replaces the input sources of one method (GET, POST, PUT, PATCH, DELETE or QUERY; HEAD
+    /// follows GET; other methods are ignored).
     pub fn input_sources(mut self, method: &Method, sources: impl Into<Vec<InputSource>>) -> Self {
         self.config.input_sources.set(method, sources);
         self
@@ -463,5 +480,13 @@ mod tests {
         assert_eq!(sources.for_method(&Method::HEAD), [InputSource::Headers]);
         assert!(!sources.reads_body(&Method::GET));
         assert!(sources.reads_body(&Method::POST));
+        let query = query_method();
+        assert_eq!(
+            sources.for_method(&query),
+            [InputSource::Query, InputSource::Body, InputSource::Params]
+        );
+        assert!(sources.reads_body(&query));
+        assert!(sources.set(&query, [InputSource::Body]));
+        assert_eq!(sources.for_method(&query), [InputSource::Body]);
     }
 }

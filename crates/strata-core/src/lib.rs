@@ -31,7 +31,7 @@ pub use body::{IncomingBody, RequestBody, ResponseBody};
 pub use budget::{BodyBudget, BodyReservation, DEFAULT_BODY_BUDGET};
 pub use config::{
     Config, ConfigBuilder, Cors, CorsFn, CorsFuture, CorsRequest, InputSources, MODE_VARIABLE,
-    MethodLikeRouteBehavior, Mode, WrongMethodBehavior,
+    MethodLikeRouteBehavior, Mode, WrongMethodBehavior, is_query, query_method,
 };
 pub use ctx::{Get, HCons, HNil};
 pub use de::DeError;

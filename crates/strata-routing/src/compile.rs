@@ -4,19 +4,19 @@ use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use http::{HeaderMap, HeaderValue, Method};
-use strata_core::{Config, Endpoint, MethodLikeRouteBehavior};
+use strata_core::{Config, Endpoint, MethodLikeRouteBehavior, is_query, query_method};
 
 use crate::error::RoutingError;
 use crate::statics::StaticService;
 use crate::tree::{Route, Routing, ServeStatic};
 
-const METHODS: [Method; 5] = [
-    Method::GET,
-    Method::POST,
-    Method::PUT,
-    Method::PATCH,
-    Method::DELETE,
-];
+/// The methods an endpoint may serve (HEAD comes with GET, OPTIONS with CORS).
+fn routable(method: &Method) -> bool {
+    matches!(
+        *method,
+        Method::GET | Method::POST | Method::PUT | Method::PATCH | Method::DELETE
+    ) || is_query(method)
+}
 
 fn method_key(key: &str) -> Option<Method> {
     match key {
@@ -25,6 +25,7 @@ fn method_key(key: &str) -> Option<Method> {
         "put" => Some(Method::PUT),
         "patch" => Some(Method::PATCH),
         "delete" => Some(Method::DELETE),
+        "query" => Some(query_method()),
         _ => None,
     }
 }
@@ -150,7 +151,7 @@ impl Flattener {
             None => endpoint.methods().to_vec(),
         };
         for method in methods {
-            if !METHODS.contains(&method) {
+            if !routable(&method) {
                 return Err(RoutingError::UnsupportedMethod { method, path });
             }
             for segment in segments {
@@ -456,6 +457,11 @@ mod tests {
             "DELETE, GET, PATCH, HEAD, OPTIONS"
         );
         assert_eq!(allow_header(&[Method::POST], false), "POST");
+        let with_query = [query_method(), Method::POST, Method::GET];
+        assert_eq!(
+            allow_header(&with_query, true),
+            "GET, POST, QUERY, HEAD, OPTIONS"
+        );
     }
 
     #[test]

@@ -20,7 +20,7 @@ pub enum RoutingError {
         /// The path.
         path: String,
     },
-    /// An endpoint declares a method outside GET, POST, PUT, PATCH, DELETE.
+    /// An endpoint declares a method outside GET, POST, PUT, PATCH, DELETE, QUERY.
     UnsupportedMethod {
         /// The method.
         method: Method,
@@ -65,7 +65,7 @@ impl fmt::Display for RoutingError {
             }
             Self::UnsupportedMethod { method, path } => write!(
                 f,
-                "{method} {path}: endpoints serve GET, POST, PUT, PATCH or DELETE, not {method}"
+                "{method} {path}: endpoints serve GET, POST, PUT, PATCH, DELETE or QUERY, not {method}"
             ),
             Self::UnknownParam { param, method, path } => write!(
                 f,

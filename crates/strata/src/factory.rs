@@ -210,6 +210,13 @@ impl<C, L: Clone, R: ResultHandler> EndpointsFactory<C, L, R> {
         self.endpoint().method(Method::DELETE)
     }
 
+    /// Starts a QUERY endpoint: a safe method whose input is read from the query string, the
+    /// body and the path (in that order, later ones winning), for searches too large or too
+    /// structured for a URL.
+    pub fn query(&self) -> EndpointBuilder<C, L, R> {
+        self.endpoint().method(strata_core::query_method())
+    }
+
     /// The result handler.
     pub fn result_handler(&self) -> &R {
         &self.result_handler
@@ -241,7 +248,7 @@ type Core<H, I, O> =
     ValidateService<OutputService<HandlerService<H>, <O as HandlerOutput>::Body>, I>;
 
 impl<C, L, R> EndpointBuilder<C, L, R> {
-    /// Adds a method (GET, POST, PUT, PATCH, DELETE). Declaring several serves them all.
+    /// Adds a method (GET, POST, PUT, PATCH, DELETE, QUERY). Declaring several serves them all.
     #[must_use]
     pub fn method(mut self, method: Method) -> Self {
         if !self.meta.methods.contains(&method) {

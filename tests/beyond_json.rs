@@ -1,0 +1,217 @@
+//! Beyond JSON, over real sockets: the QUERY method, raw request bodies, file and stream
+//! responses.
+
+#![allow(clippy::unwrap_used)] // tests fail loudly by design
+
+use std::net::SocketAddr;
+
+use garde::Validate;
+use http::{HeaderMap, Method, Request, StatusCode};
+use http_body_util::{BodyExt, Full};
+use hyper::body::Bytes;
+use hyper_util::rt::TokioIo;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+use strata::prelude::*;
+use strata::{LocalAddr, Server};
+use tokio::net::TcpStream;
+
+/// Starts `routing` on a free loopback port.
+async fn serve(routing: &Routing, config: strata::ServerConfigBuilder) -> (Server, SocketAddr) {
+    let config = config.listen(SocketAddr::from(([127, 0, 0, 1], 0))).build();
+    let server = create_server(&config, routing).await.unwrap();
+    let LocalAddr::Tcp(addr) = server.servers()[0].local_addr.clone() else {
+        panic!("a TCP listener")
+    };
+    (server, addr)
+}
+
+/// One HTTP/1.1 request on a new connection; the status, headers and whole body.
+async fn send(
+    addr: SocketAddr,
+    method: &str,
+    uri: &str,
+    headers: &[(&str, &str)],
+    body: impl Into<Bytes>,
+) -> (StatusCode, HeaderMap, Bytes) {
+    let stream = TcpStream::connect(addr).await.unwrap();
+    let (mut sender, connection) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
+        .await
+        .unwrap();
+    tokio::spawn(connection);
+    let mut request = Request::builder()
+        .method(Method::from_bytes(method.as_bytes()).unwrap())
+        .uri(uri)
+        .header("host", "localhost");
+    for (name, value) in headers {
+        request = request.header(*name, *value);
+    }
+    let response = sender
+        .send_request(request.body(Full::new(body.into())).unwrap())
+        .await
+        .unwrap();
+    let (parts, body) = response.into_parts();
+    let bytes = body.collect().await.unwrap().to_bytes();
+    (parts.status, parts.headers, bytes)
+}
+
+fn json(bytes: &[u8]) -> Value {
+    serde_json::from_slice(bytes).unwrap()
+}
+
+#[derive(Deserialize, Validate, JsonSchema)]
+#[garde(allow_unvalidated)]
+struct SearchInput {
+    term: String,
+    #[serde(default)]
+    limit: Option<u32>,
+    shelf: String,
+}
+
+#[derive(Serialize, Validate, JsonSchema)]
+#[garde(allow_unvalidated)]
+struct SearchOutput {
+    term: String,
+    limit: Option<u32>,
+    shelf: String,
+}
+
+fn search() -> Endpoint {
+    default_endpoints_factory()
+        .query()
+        .handler(|input: SearchInput, _ctx, _logger| async move {
+            Ok(SearchOutput {
+                term: input.term,
+                limit: input.limit,
+                shelf: input.shelf,
+            })
+        })
+}
+
+fn listing() -> Endpoint {
+    default_endpoints_factory()
+        .get()
+        .handler_without_input(|_ctx, _logger| async move {
+            Ok(SearchOutput {
+                term: String::new(),
+                limit: None,
+                shelf: String::new(),
+            })
+        })
+}
+
+#[tokio::test]
+async fn query_reads_the_query_string_then_the_body_then_the_path() {
+    let routing = routing! {
+        "shelves" => { ":shelf" => { "search" => search() } },
+        "list" => listing(),
+        // The explicit form of a method key.
+        "query /explicit/:shelf" => search(),
+    };
+    let (server, addr) = serve(&routing, create_config().cors(true)).await;
+
+    let body = r#"{"term": "from the body", "shelf": "ignored: the path wins"}"#;
+    let (status, _, bytes) = send(
+        addr,
+        "QUERY",
+        "/shelves/poetry/search?term=from+the+query&limit=5",
+        &[("content-type", "application/json")],
+        body,
+    )
+    .await;
+    assert_eq!(
+        status,
+        StatusCode::OK,
+        "{}",
+        String::from_utf8_lossy(&bytes)
+    );
+    assert_eq!(
+        json(&bytes)["data"],
+        json!({"term": "from the body", "limit": 5, "shelf": "poetry"})
+    );
+
+    let (status, _, bytes) = send(
+        addr,
+        "QUERY",
+        "/explicit/prose",
+        &[("content-type", "application/json")],
+        r#"{"term": "x"}"#,
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(json(&bytes)["data"]["shelf"], "prose");
+
+    // A QUERY body is validated as any other input.
+    let (status, _, bytes) = send(
+        addr,
+        "QUERY",
+        "/shelves/poetry/search",
+        &[("content-type", "application/json")],
+        r#"{"limit": "many"}"#,
+    )
+    .await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+    let message = json(&bytes)["error"]["message"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(message.contains("term: required"), "{message}");
+
+    // The method list of a QUERY path, in 405's Allow and in CORS preflights.
+    let (status, headers, _) = send(addr, "GET", "/shelves/poetry/search", &[], "").await;
+    assert_eq!(status, StatusCode::METHOD_NOT_ALLOWED);
+    assert_eq!(headers["allow"], "QUERY, OPTIONS");
+    let (status, _, _) = send(addr, "QUERY", "/list", &[], "").await;
+    assert_eq!(status, StatusCode::METHOD_NOT_ALLOWED);
+    let (status, headers, _) = send(
+        addr,
+        "OPTIONS",
+        "/shelves/poetry/search",
+        &[
+            ("origin", "https://example.com"),
+            ("access-control-request-method", "QUERY"),
+        ],
+        "",
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(headers["access-control-allow-methods"], "QUERY, OPTIONS");
+    drop(server);
+}
+
+#[tokio::test]
+async fn query_sources_are_configurable_and_query_operations_stay_out_of_the_document() {
+    let routing = routing! { "search" => search(), "list" => listing() };
+    let config = create_config()
+        .cors(false)
+        .input_sources(&strata::core::query_method(), [InputSource::Body]);
+    let (server, addr) = serve(&routing, config.clone()).await;
+    let (status, _, bytes) = send(
+        addr,
+        "QUERY",
+        "/search?shelf=from-the-query",
+        &[("content-type", "application/json")],
+        r#"{"term": "t"}"#,
+    )
+    .await;
+    assert_eq!(
+        status,
+        StatusCode::BAD_REQUEST,
+        "the query string is not read"
+    );
+    assert!(
+        json(&bytes)["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("shelf: required")
+    );
+    drop(server);
+
+    let document = strata::openapi::Documentation::new(&routing, &config.build())
+        .build()
+        .unwrap()
+        .to_value();
+    assert!(document["paths"].get("/search").is_none(), "{document}");
+    assert!(document["paths"].get("/list").is_some());
+}
