@@ -215,3 +215,111 @@ async fn query_sources_are_configurable_and_query_operations_stay_out_of_the_doc
     assert!(document["paths"].get("/search").is_none(), "{document}");
     assert!(document["paths"].get("/list").is_some());
 }
+
+#[derive(Deserialize, Validate, JsonSchema)]
+#[garde(allow_unvalidated)]
+struct HookInput {
+    raw: strata::RawBody,
+    source: String,
+}
+
+#[derive(Serialize, Validate, JsonSchema)]
+#[garde(allow_unvalidated)]
+struct HookOutput {
+    source: String,
+    length: usize,
+    content_type: String,
+    bytes: Vec<u8>,
+}
+
+fn hook() -> Endpoint {
+    default_endpoints_factory()
+        .post()
+        .handler(|input: HookInput, _ctx, _logger| async move {
+            Ok(HookOutput {
+                source: input.source,
+                length: input.raw.len(),
+                content_type: input.raw.content_type().to_owned(),
+                bytes: input.raw.data().to_vec(),
+            })
+        })
+}
+
+#[tokio::test]
+async fn a_raw_body_reaches_the_handler_intact_with_the_other_sources() {
+    let routing = routing! { "hooks" => { ":source" => hook() } };
+    let (server, addr) = serve(&routing, create_config().cors(false).body_limit(64)).await;
+
+    let seven = [0u8, 1, 2, 0xff, b'{', b'\n', 7];
+    let (status, _, bytes) = send(
+        addr,
+        "POST",
+        "/hooks/github",
+        &[("content-type", "application/octet-stream")],
+        Bytes::copy_from_slice(&seven),
+    )
+    .await;
+    assert_eq!(
+        status,
+        StatusCode::OK,
+        "{}",
+        String::from_utf8_lossy(&bytes)
+    );
+    assert_eq!(
+        json(&bytes)["data"],
+        json!({"source": "github", "length": 7, "content_type": "application/octet-stream",
+               "bytes": [0, 1, 2, 255, 123, 10, 7]})
+    );
+
+    // Any content type, JSON included, is kept as it came (whitespace and all), not parsed.
+    let body = "{ \"a\" : 1 }";
+    let (status, _, bytes) = send(
+        addr,
+        "POST",
+        "/hooks/stripe",
+        &[("content-type", "application/json; charset=utf-8")],
+        body,
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK);
+    let data = &json(&bytes)["data"];
+    assert_eq!(data["content_type"], "application/json; charset=utf-8");
+    assert_eq!(data["bytes"], json!(body.as_bytes()));
+
+    // No content type at all is fine too.
+    let (status, _, bytes) = send(addr, "POST", "/hooks/plain", &[], "x").await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(
+        json(&bytes)["data"]["content_type"],
+        "application/octet-stream"
+    );
+
+    // Over the body limit: a 413 naming it, declared or streamed.
+    let (status, _, bytes) = send(addr, "POST", "/hooks/big", &[], vec![b'x'; 65]).await;
+    assert_eq!(status, StatusCode::PAYLOAD_TOO_LARGE);
+    assert_eq!(
+        json(&bytes)["error"]["message"],
+        "Request body exceeds the limit of 64 bytes"
+    );
+
+    // An empty body is a missing field.
+    let (status, _, bytes) = send(addr, "POST", "/hooks/empty", &[], "").await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+    assert_eq!(json(&bytes)["error"]["message"], "raw: required");
+    drop(server);
+
+    // The document: the body is any bytes, the other fields keep their places.
+    let config = create_config().cors(false).build();
+    let document = strata::openapi::Documentation::new(&routing, &config)
+        .build()
+        .unwrap()
+        .to_value();
+    let operation = &document["paths"]["/hooks/{source}"]["post"];
+    assert_eq!(
+        operation["requestBody"],
+        json!({"required": true, "content": {"application/octet-stream": {
+            "schema": {"type": "string", "format": "binary"}}}})
+    );
+    assert_eq!(operation["parameters"][0]["in"], "path");
+    assert_eq!(operation["parameters"][0]["name"], "source");
+}

@@ -164,6 +164,58 @@ async fn quick_start_answers_like_the_spec() {
 #[path = "../examples/library.rs"]
 mod library;
 
+#[allow(dead_code)]
+#[path = "../examples/webhook.rs"]
+mod webhook;
+
+#[tokio::test]
+async fn webhook_checks_the_signature_over_the_exact_bytes() {
+    let config = webhook::webhook_config()
+        .listen(std::net::SocketAddr::from(([127, 0, 0, 1], 0)))
+        .build();
+    let server = strata::create_server(&config, &webhook::webhook_routing())
+        .await
+        .unwrap();
+    let strata::LocalAddr::Tcp(addr) = server.servers()[0].local_addr.clone() else {
+        panic!("TCP")
+    };
+    let deliver = |body: &'static [u8], signature: &str| {
+        http::Request::post("/hooks/orders")
+            .header("host", "localhost")
+            .header("content-type", "application/json")
+            .header("x-signature", signature)
+            .body(http_body_util::Full::new(hyper::body::Bytes::from_static(
+                body,
+            )))
+            .unwrap()
+    };
+    // Spacing that a parse and re-serialization would lose: the signature covers it.
+    let body: &'static [u8] = b"{ \"type\" : \"order.paid\",\n  \"id\": 17 }";
+    let (status, received) = send(addr, deliver(body, &webhook::signature(body))).await;
+    assert_eq!(status, 200, "{received}");
+    assert_eq!(
+        received["data"],
+        serde_json::json!({"topic": "orders", "bytes": body.len(), "event": "order.paid"})
+    );
+    let tampered: &'static [u8] = b"{ \"type\" : \"order.paid\",\n  \"id\": 18 }";
+    let (status, refused) = send(addr, deliver(tampered, &webhook::signature(body))).await;
+    assert_eq!(status, 401);
+    assert_eq!(refused["error"]["message"], "Invalid signature");
+    let (status, missing) = send(
+        addr,
+        http::Request::post("/hooks/orders")
+            .header("host", "localhost")
+            .body(http_body_util::Full::new(hyper::body::Bytes::from_static(
+                b"{}",
+            )))
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(status, 400);
+    assert_eq!(missing["error"]["message"], "x-signature: required");
+    server.shutdown().await;
+}
+
 /// Sends `request` to `addr`; the status and the JSON body.
 async fn send(
     addr: std::net::SocketAddr,

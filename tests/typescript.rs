@@ -210,6 +210,15 @@ strata::paginate::pagination! {
     Rows: offset { items_name: "rows", max_limit: 5, default_limit: 2 }
 }
 
+/// A webhook: the raw body and a path parameter.
+#[derive(Deserialize, Validate, JsonSchema)]
+#[garde(allow_unvalidated)]
+struct Hook {
+    raw: strata::RawBody,
+    #[allow(dead_code)]
+    source: String,
+}
+
 /// The users, plus more shapes: a map beside fields, a reserved type name, a 204, cursor pages.
 fn shapes_routing() -> Routing {
     use strata::paginate::{CursorInput, CursorPage};
@@ -240,8 +249,17 @@ fn shapes_routing() -> Routing {
     let rename = default_endpoints_factory()
         .patch()
         .handler(|_: Rename, _ctx, _logger| async move { Ok(user()) });
+    let hook =
+        default_endpoints_factory()
+            .post()
+            .handler(|input: Hook, _ctx, _logger| async move {
+                Ok(Reserved {
+                    value: u8::try_from(input.raw.len()).unwrap_or(u8::MAX),
+                })
+            });
     users_routing()
         .route("patch /v1/users/:id", rename)
+        .route("post /hooks/:source", hook)
         .route("stats", stats)
         .route("reserved", reserved)
         .route("delete /v1/users/:id", forget)

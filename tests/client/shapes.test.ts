@@ -45,6 +45,22 @@ test("each field goes where the server reads it", async () => {
   assert.equal(here?.path, "/v1/users/%2E");
 });
 
+test("a raw body is the Blob itself, of its own type", async () => {
+  const seen: PreparedRequest[] = [];
+  const client = new Client(async (request) => {
+    seen.push(request);
+    return undefined;
+  });
+  const signed = new Blob([new Uint8Array([0, 1, 255])], { type: "application/x-signed" });
+  await client.provide("post /hooks/:source", { source: "git hub", raw: signed });
+  await client.provide("post /hooks/:source", { source: "plain", raw: new Blob(["x"]) });
+  const [typed, untyped] = seen;
+  assert.equal(typed?.path, "/hooks/git%20hub");
+  assert.equal(typed?.body, signed);
+  assert.deepEqual(typed?.headers, { "content-type": "application/x-signed" });
+  assert.deepEqual(untyped?.headers, { "content-type": "application/octet-stream" });
+});
+
 test("hasMore on cursor pages", () => {
   const page = (nextCursor: string | null): GetEventsResponse => ({
     status: "success",

@@ -24,7 +24,7 @@ export interface PreparedRequest {
   /** The path with its query string, percent-encoded: `/v1/books/7?genre=novel`. */
   path: string;
   headers: Record<string, string>;
-  body: string | FormData | undefined;
+  body: string | FormData | Blob | undefined;
   signal: AbortSignal | undefined;
 }
 
@@ -63,7 +63,7 @@ export interface RequestOptions {
 
 interface Placement {
   readonly headers: readonly string[];
-  readonly body: "query" | "json" | "multipart";
+  readonly body: "query" | "json" | "multipart" | "raw";
 }
 
 const placements: { readonly [K in Request]: Placement } = {
@@ -83,6 +83,23 @@ const appendValue = (
   } else {
     append(name, typeof value === "object" ? JSON.stringify(value) : String(value));
   }
+};
+
+/** The fields as a query string (`?a=1&b=2`, empty without fields). */
+const queryString = (fields: Record<string, unknown>): string => {
+  const search = new URLSearchParams();
+  for (const [name, value] of Object.entries(fields)) {
+    // Files travel only in forms and raw bodies: the document puts them nowhere else.
+    appendValue(
+      (n, v) => {
+        if (typeof v === "string") search.append(n, v);
+      },
+      name,
+      value,
+    );
+  }
+  const text = search.toString();
+  return text === "" ? "" : `?${text}`;
 };
 
 export class Client {
@@ -122,7 +139,7 @@ export class Client {
       if (value !== undefined && value !== null) headers[name] = String(value);
     }
     let query = "";
-    let body: string | FormData | undefined;
+    let body: string | FormData | Blob | undefined;
     if (placement.body !== "query") {
       // The body sets its own content type (and a form's boundary): none from the options.
       for (const name of Object.keys(headers)) {
@@ -132,6 +149,15 @@ export class Client {
     if (placement.body === "json") {
       headers["content-type"] = "application/json";
       body = JSON.stringify(rest);
+    } else if (placement.body === "raw") {
+      // The bytes as they are, of the Blob's own type; other fields go in the query string.
+      const raw = rest["raw"];
+      delete rest["raw"];
+      if (raw instanceof Blob) {
+        headers["content-type"] = raw.type === "" ? "application/octet-stream" : raw.type;
+        body = raw;
+      }
+      query = queryString(rest);
     } else if (placement.body === "multipart") {
       const form = new FormData();
       for (const [name, value] of Object.entries(rest)) {
@@ -139,19 +165,7 @@ export class Client {
       }
       body = form;
     } else {
-      const search = new URLSearchParams();
-      for (const [name, value] of Object.entries(rest)) {
-        // Files travel only in forms: the document puts them nowhere else.
-        appendValue(
-          (n, v) => {
-            if (typeof v === "string") search.append(n, v);
-          },
-          name,
-          value,
-        );
-      }
-      const text = search.toString();
-      query = text === "" ? "" : `?${text}`;
+      query = queryString(rest);
     }
     return this.#implementation({
       method,

@@ -50,6 +50,23 @@ export type GetEventsNegativeResponse = ErrorResponse;
 
 export type GetEventsResponse = GetEventsPositiveResponse | GetEventsNegativeResponse;
 
+/** `post /hooks/:source` */
+export type PostHooksSourceInput = {
+  source: string;
+  raw: Blob;
+};
+
+export type PostHooksSourcePositiveResponse = {
+  data: default2;
+  status: "success";
+};
+
+export type PostHooksSourceNegativeResponse = ErrorResponse;
+
+export type PostHooksSourceResponse =
+  | PostHooksSourcePositiveResponse
+  | PostHooksSourceNegativeResponse;
+
 /** `get /reserved` */
 export type GetReservedInput = Record<string, never>;
 
@@ -159,6 +176,7 @@ export type DeleteV1UsersIdResponse =
 /** Every request of the API: `<method> <path>`. */
 export type Request =
   | "get /events"
+  | "post /hooks/:source"
   | "get /reserved"
   | "get /stats"
   | "get /v1/users"
@@ -170,6 +188,7 @@ export type Request =
 /** The input of each request. */
 export interface Input {
   "get /events": GetEventsInput;
+  "post /hooks/:source": PostHooksSourceInput;
   "get /reserved": GetReservedInput;
   "get /stats": GetStatsInput;
   /** @deprecated */
@@ -183,6 +202,7 @@ export interface Input {
 /** The response body of each request: `status` tells success from error. */
 export interface Response {
   "get /events": GetEventsResponse;
+  "post /hooks/:source": PostHooksSourceResponse;
   "get /reserved": GetReservedResponse;
   "get /stats": GetStatsResponse;
   /** @deprecated */
@@ -207,7 +227,7 @@ export interface PreparedRequest {
   /** The path with its query string, percent-encoded: `/v1/books/7?genre=novel`. */
   path: string;
   headers: Record<string, string>;
-  body: string | FormData | undefined;
+  body: string | FormData | Blob | undefined;
   signal: AbortSignal | undefined;
 }
 
@@ -246,11 +266,12 @@ export interface RequestOptions {
 
 interface Placement {
   readonly headers: readonly string[];
-  readonly body: "query" | "json" | "multipart";
+  readonly body: "query" | "json" | "multipart" | "raw";
 }
 
 const placements: { readonly [K in Request]: Placement } = {
   "get /events": { headers: [], body: "query" },
+  "post /hooks/:source": { headers: [], body: "raw" },
   "get /reserved": { headers: [], body: "query" },
   "get /stats": { headers: [], body: "query" },
   "get /v1/users": { headers: ["x-trace"], body: "query" },
@@ -274,6 +295,23 @@ const appendValue = (
   } else {
     append(name, typeof value === "object" ? JSON.stringify(value) : String(value));
   }
+};
+
+/** The fields as a query string (`?a=1&b=2`, empty without fields). */
+const queryString = (fields: Record<string, unknown>): string => {
+  const search = new URLSearchParams();
+  for (const [name, value] of Object.entries(fields)) {
+    // Files travel only in forms and raw bodies: the document puts them nowhere else.
+    appendValue(
+      (n, v) => {
+        if (typeof v === "string") search.append(n, v);
+      },
+      name,
+      value,
+    );
+  }
+  const text = search.toString();
+  return text === "" ? "" : `?${text}`;
 };
 
 export class Client {
@@ -313,7 +351,7 @@ export class Client {
       if (value !== undefined && value !== null) headers[name] = String(value);
     }
     let query = "";
-    let body: string | FormData | undefined;
+    let body: string | FormData | Blob | undefined;
     if (placement.body !== "query") {
       // The body sets its own content type (and a form's boundary): none from the options.
       for (const name of Object.keys(headers)) {
@@ -323,6 +361,15 @@ export class Client {
     if (placement.body === "json") {
       headers["content-type"] = "application/json";
       body = JSON.stringify(rest);
+    } else if (placement.body === "raw") {
+      // The bytes as they are, of the Blob's own type; other fields go in the query string.
+      const raw = rest["raw"];
+      delete rest["raw"];
+      if (raw instanceof Blob) {
+        headers["content-type"] = raw.type === "" ? "application/octet-stream" : raw.type;
+        body = raw;
+      }
+      query = queryString(rest);
     } else if (placement.body === "multipart") {
       const form = new FormData();
       for (const [name, value] of Object.entries(rest)) {
@@ -330,19 +377,7 @@ export class Client {
       }
       body = form;
     } else {
-      const search = new URLSearchParams();
-      for (const [name, value] of Object.entries(rest)) {
-        // Files travel only in forms: the document puts them nowhere else.
-        appendValue(
-          (n, v) => {
-            if (typeof v === "string") search.append(n, v);
-          },
-          name,
-          value,
-        );
-      }
-      const text = search.toString();
-      query = text === "" ? "" : `?${text}`;
+      query = queryString(rest);
     }
     return this.#implementation({
       method,

@@ -106,6 +106,10 @@ pub(crate) fn combine(
                         .map(|(k, v)| (k, InputValue::Json(v))),
                 ),
                 ParsedBody::Form(pairs) => input.merge(text(pairs)),
+                ParsedBody::Raw(body) => input.merge([(
+                    strata_core::raw::RAW_FIELD.to_owned(),
+                    InputValue::Files(vec![body]),
+                )]),
                 _ => {}
             },
             InputSource::Params => input.merge(

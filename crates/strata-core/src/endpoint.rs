@@ -276,6 +276,9 @@ pub struct EndpointMeta {
     pub security: Vec<Security>,
     /// Names of the input fields of the endpoint and its middleware (wire names).
     pub input_fields: Vec<String>,
+    /// The input has a [`RawBody`](crate::raw::RawBody) field `raw`: the body is read as bytes
+    /// of any content type.
+    pub raw_body: bool,
     /// Success statuses the handler answers with, when not the result handler's (200).
     pub success_statuses: Vec<StatusCode>,
     /// Error statuses declared by the endpoint and its middleware.

@@ -23,6 +23,7 @@ pub mod future;
 pub mod input;
 pub mod logger;
 pub mod payload;
+pub mod raw;
 mod result_handler;
 pub mod text;
 pub mod upload;

@@ -82,6 +82,9 @@ pub enum ParsedBody {
     JsonObject(JsonObject),
     /// An urlencoded form, or the text parts of a multipart body; repeated keys are lists.
     Form(Vec<(String, TextValue)>),
+    /// The exact bytes of a body read raw (an input with a [`RawBody`](crate::raw::RawBody)
+    /// field), as a nameless file of the declared content type.
+    Raw(UploadedFile),
 }
 
 /// The request after the parse stage.

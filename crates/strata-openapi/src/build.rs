@@ -5,6 +5,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use http::{Method, StatusCode};
 use schemars::Schema;
 use serde_json::Value;
+use strata_core::raw::{RAW_FIELD, RAW_MARKER};
 use strata_core::{
     Config, DeclaredError, EndpointMeta, InputSource, ResponseDescription, ResponseHeader, Security,
 };
@@ -427,6 +428,32 @@ enum BodyMedia {
     JsonOrForm,
     /// JSON only: some field is an object, which a form cannot carry.
     Json,
+    /// The exact bytes of any content type (the input's `raw: RawBody`).
+    Raw,
+}
+
+impl BodyMedia {
+    /// The media of a body with these `fields`: raw, with files, or by the fields' types.
+    fn of(
+        raw: bool,
+        files: bool,
+        fields: &[(String, Value, bool, Place)],
+        definitions: &serde_json::Map<String, Value>,
+    ) -> Self {
+        if raw {
+            BodyMedia::Raw
+        } else if files {
+            BodyMedia::Multipart
+        } else if fields
+            .iter()
+            .filter(|field| field.3 == Place::Body)
+            .all(|(_, schema, _, _)| is_text(schema, definitions))
+        {
+            BodyMedia::JsonOrForm
+        } else {
+            BodyMedia::Json
+        }
+    }
 }
 
 impl<'r> Described<'r> {
@@ -466,9 +493,12 @@ impl<'r> Described<'r> {
                     || WELL_KNOWN_HEADERS.contains(&name)
                     || header_credentials.contains(&name))
         };
+        // A raw body is the whole body: its field is the body, no other field comes from it.
+        let raw = meta.raw_body && has(InputSource::Body);
+        let is_raw = |name: &str| raw && name == RAW_FIELD;
         let file_fields: Vec<String> = fields
             .iter()
-            .filter(|(_, schema, _)| is_file(schema))
+            .filter(|(name, schema, _)| is_file(schema) && !is_raw(name))
             .map(|(name, _, _)| name.clone())
             .collect();
         let files = has(InputSource::Files) && !file_fields.is_empty();
@@ -489,8 +519,11 @@ impl<'r> Described<'r> {
         };
         let mut placed = Vec::with_capacity(fields.len());
         for (name, schema, required) in fields {
-            let place = place_field(&name, &schema, required, &|source| has(source), &|name| {
-                if params.contains(&name) {
+            let from = |source| has(source) && !(raw && source == InputSource::Body);
+            let place = place_field(&name, &schema, required, &from, &|name| {
+                if is_raw(name) {
+                    Some(Place::Body)
+                } else if params.contains(&name) {
                     Some(Place::Path)
                 } else if is_file(&schema) {
                     files.then_some(Place::Body)
@@ -518,18 +551,7 @@ impl<'r> Described<'r> {
             placed.push((name, schema, required, place));
         }
         let fields = placed;
-        let definitions = generators.input.definitions();
-        let media = if files {
-            BodyMedia::Multipart
-        } else if fields
-            .iter()
-            .filter(|field| field.3 == Place::Body)
-            .all(|(_, schema, _, _)| is_text(schema, definitions))
-        {
-            BodyMedia::JsonOrForm
-        } else {
-            BodyMedia::Json
-        };
+        let media = BodyMedia::of(raw, files, &fields, generators.input.definitions());
         Ok(Self {
             route,
             fields,
@@ -607,6 +629,22 @@ impl<'r> Described<'r> {
             .collect();
         if body.is_empty() {
             return None;
+        }
+        if self.media == BodyMedia::Raw {
+            // Any content type; the bytes are handed over as they came.
+            let (_, schema, required, _) = body[0];
+            let mut schema = schema.clone();
+            if let Some(object) = schema.as_object_mut() {
+                object.remove(RAW_MARKER);
+            }
+            let media = MediaType {
+                schema,
+                example: None,
+            };
+            return Some(RequestBody {
+                required: *required,
+                content: BTreeMap::from([("application/octet-stream".to_owned(), media)]),
+            });
         }
         let mut properties = serde_json::Map::new();
         let mut required = Vec::new();

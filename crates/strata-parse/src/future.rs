@@ -216,6 +216,7 @@ where
                                 pending.kind,
                                 std::mem::take(buffer),
                                 pending.max_fields,
+                                &pending.parts.headers,
                             ) {
                                 Ok(body) => pending.forward(body, Vec::new()),
                                 Err(error) => State::Error { error: Some(error) },

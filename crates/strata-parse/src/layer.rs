@@ -14,6 +14,8 @@ pub(crate) struct Options {
     pub(crate) upload: Option<UploadLimits>,
     /// Shared by every service built from one config; `None`: no global budget.
     pub(crate) budget: Option<Arc<BodyBudget>>,
+    /// Bodies of any content type are kept as bytes (`ParsedBody::Raw`), not parsed.
+    pub(crate) raw_body: bool,
 }
 
 /// Applies [`ParseService`]: parses query, path parameters and body.
@@ -38,6 +40,7 @@ impl ParseLayer {
                 input_sources: InputSources::default(),
                 upload: None,
                 budget: None,
+                raw_body: false,
             }),
         }
     }
@@ -51,8 +54,19 @@ impl ParseLayer {
                 input_sources: config.input_sources().clone(),
                 upload: config.upload().cloned(),
                 budget: Some(Arc::clone(config.body_budget())),
+                raw_body: false,
             }),
         }
+    }
+
+    /// Keeps bodies of any content type as their bytes (`ParsedBody::Raw`, which the combine
+    /// stage puts under the input field `raw`) instead of parsing JSON, forms or multipart:
+    /// for endpoints whose input has a [`RawBody`](strata_core::raw::RawBody). The body limit
+    /// still applies (413).
+    #[must_use]
+    pub fn raw_body(mut self, raw: bool) -> Self {
+        Arc::make_mut(&mut self.options).raw_body = raw;
+        self
     }
 
     /// Shares `budget` of bodies held in memory with every service of this layer (and others

@@ -8,7 +8,7 @@ use http_body::Body;
 use strata_core::text::{DecodeTextError, parse_urlencoded};
 use strata_core::{
     ApiError, BodyBudget, BoxError, ErrorKind, InputSource, JsonObject, Parsed, ParsedBody,
-    PathParams, TextValue,
+    PathParams, TextValue, UploadedFile,
 };
 use tower_service::Service;
 
@@ -47,6 +47,8 @@ pub(crate) enum BodyKind {
     Form,
     /// `multipart/form-data`, read by `strata-upload` (only when uploads are on).
     Multipart,
+    /// Any content type, kept as bytes (an endpoint whose input has a `RawBody`).
+    Raw,
 }
 
 /// Whether a multipart body can be read.
@@ -58,7 +60,10 @@ enum Uploads {
     On,
 }
 
-fn body_kind(headers: &HeaderMap, uploads: Uploads) -> Result<BodyKind, ApiError> {
+fn body_kind(headers: &HeaderMap, uploads: Uploads, raw: bool) -> Result<BodyKind, ApiError> {
+    if raw {
+        return Ok(BodyKind::Raw);
+    }
     let Some(value) = headers.get(CONTENT_TYPE) else {
         return Err(unsupported("Request body has no Content-Type".into()));
     };
@@ -117,11 +122,19 @@ pub(crate) fn parse_body(
     kind: BodyKind,
     bytes: Vec<u8>,
     max_fields: usize,
+    headers: &HeaderMap,
 ) -> Result<ParsedBody, ApiError> {
     if bytes.is_empty() {
         return Ok(ParsedBody::Empty);
     }
     match kind {
+        BodyKind::Raw => {
+            let content_type = headers
+                .get(CONTENT_TYPE)
+                .and_then(|value| value.to_str().ok())
+                .unwrap_or_default();
+            Ok(ParsedBody::Raw(UploadedFile::new("", content_type, bytes)))
+        }
         BodyKind::Json => JsonObject::new(bytes)
             .map(ParsedBody::JsonObject)
             .map_err(|error| ApiError::bad_request(ErrorKind::Parse, error.to_string())),
@@ -201,7 +214,7 @@ where
             }
             Some(_) => Uploads::NotForMethod,
         };
-        let (kind, unreadable) = match body_kind(&parts.headers, uploads) {
+        let (kind, unreadable) = match body_kind(&parts.headers, uploads, options.raw_body) {
             Ok(kind) => (kind, None),
             // A body of unknown length may still be empty: find out before refusing it.
             Err(error) if declared.is_none() => (BodyKind::Json, Some(error)),

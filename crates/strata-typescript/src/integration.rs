@@ -6,6 +6,7 @@ use std::path::Path;
 
 use serde_json::Value;
 use strata_core::Config;
+use strata_core::raw::RAW_FIELD;
 use strata_openapi::{Documentation, OpenApi, Operation, ParameterLocation};
 use strata_routing::Routing;
 
@@ -558,43 +559,7 @@ fn describe(
             doc,
         });
     }
-    let mut index = None;
-    let body = match &operation.request_body {
-        None => BodyKind::Query,
-        Some(body) => {
-            let (kind, media) = if let Some(media) = body.content.get("multipart/form-data") {
-                (BodyKind::Multipart, media)
-            } else if let Some(media) = body.content.get("application/json") {
-                (BodyKind::Json, media)
-            } else {
-                return Err(IntegrationError::Body {
-                    request: request.key.clone(),
-                    media_types: body.content.keys().cloned().collect(),
-                });
-            };
-            let ty = converter
-                .convert(&media.schema)
-                .map_err(|problem| schema_error(&request.key, "the request body", problem))?;
-            match ty {
-                Ts::Object(object) => {
-                    properties.extend(object.properties);
-                    index = object.index;
-                }
-                // The document writes bodies as objects of the input's fields.
-                _ => {
-                    return Err(schema_error(
-                        &request.key,
-                        "the request body",
-                        Problem {
-                            at: "/".to_owned(),
-                            problem: "it is not an object of fields".to_owned(),
-                        },
-                    ));
-                }
-            }
-            kind
-        }
-    };
+    let (body, index) = body_fields(request, converter, &mut properties)?;
     let mut positive = Vec::new();
     let mut negative = Vec::new();
     for (status, response) in &operation.responses {
@@ -633,6 +598,67 @@ fn describe(
         negative: Ts::union(negative),
         placement: Placement { headers, body },
     })
+}
+
+/// The fields an operation's request body carries, added to `properties`, and how it travels;
+/// the index signature of a body with one.
+fn body_fields(
+    request: &Request<'_>,
+    converter: &mut Converter<'_>,
+    properties: &mut Vec<Property>,
+) -> Result<(BodyKind, Option<Box<Ts>>), IntegrationError> {
+    let mut index = None;
+    let kind = match &request.operation.request_body {
+        None => BodyKind::Query,
+        Some(body) if body.content.contains_key("application/octet-stream") => {
+            // A raw body: the bytes of one Blob, sent as they are, the field `raw` of the input.
+            let media = &body.content["application/octet-stream"];
+            let ty = converter
+                .convert(&media.schema)
+                .map_err(|problem| schema_error(&request.key, "the request body", problem))?;
+            properties.push(Property {
+                name: RAW_FIELD.to_owned(),
+                ty,
+                optional: !body.required,
+                doc: doc_of(&media.schema),
+            });
+            BodyKind::Raw
+        }
+        Some(body) => {
+            let (body_kind, media) = if let Some(media) = body.content.get("multipart/form-data") {
+                (BodyKind::Multipart, media)
+            } else if let Some(media) = body.content.get("application/json") {
+                (BodyKind::Json, media)
+            } else {
+                return Err(IntegrationError::Body {
+                    request: request.key.clone(),
+                    media_types: body.content.keys().cloned().collect(),
+                });
+            };
+            let ty = converter
+                .convert(&media.schema)
+                .map_err(|problem| schema_error(&request.key, "the request body", problem))?;
+            match ty {
+                Ts::Object(object) => {
+                    properties.extend(object.properties);
+                    index = object.index;
+                }
+                // The document writes bodies as objects of the input's fields.
+                _ => {
+                    return Err(schema_error(
+                        &request.key,
+                        "the request body",
+                        Problem {
+                            at: "/".to_owned(),
+                            problem: "it is not an object of fields".to_owned(),
+                        },
+                    ));
+                }
+            }
+            body_kind
+        }
+    };
+    Ok((kind, index))
 }
 
 fn is_json(mime: &str) -> bool {

@@ -410,6 +410,8 @@ where
             }
         }
         meta.input_fields = fields;
+        meta.raw_body = strata_core::raw::reads_raw_body(input_schema.as_value());
+        let raw_body = meta.raw_body;
         meta.positive = factory.result_handler.positive(&output_schema);
         let describer = factory.result_handler.clone();
         meta.positive_fn = Some(PositiveFn::new(move |output| describer.positive(output)));
@@ -437,6 +439,7 @@ where
             let core = validate.layer(output.layer(handler.clone()));
             let service = FormatLayer::from_config(result_handler.clone(), config).layer(
                 ParseLayer::from_config(config)
+                    .raw_body(raw_body)
                     .layer(CombineLayer::from_config(config).layer(layers.wrap(core))),
             );
             SharedService::new(service)

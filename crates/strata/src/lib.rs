@@ -59,6 +59,7 @@
 mod factory;
 
 pub use factory::{EndpointBuilder, EndpointsFactory, StateFactory, default_endpoints_factory};
+pub use strata_core::raw::RawBody;
 pub use strata_core::{
     AnyBody, ApiError, ApiResult, BoxError, Config, ConfigBuilder, Cors, CorsRequest, Ctx,
     DeclaredError, Decoder, Endpoint, EndpointFuture, EndpointMeta, EndpointService, ErrorKind,
@@ -135,8 +136,9 @@ pub mod prelude {
     pub use crate::{
         ApiError, ApiResult, Config, CorsRequest, Ctx, DefaultResultHandler, Endpoint,
         EndpointsFactory, Get, HCons, HNil, InputSource, Level, Logger, Middleware,
-        MiddlewareChain, Mode, Nest, Reply, RequestInfo, ResultHandler, Router, Routing, Security,
-        ServeStatic, ServerConfig, UploadLimits, UploadedFile, UploadedFileExt, attach_routing,
-        create_config, create_server, default_endpoints_factory, http_error, routing,
+        MiddlewareChain, Mode, Nest, RawBody, Reply, RequestInfo, ResultHandler, Router, Routing,
+        Security, ServeStatic, ServerConfig, UploadLimits, UploadedFile, UploadedFileExt,
+        attach_routing, create_config, create_server, default_endpoints_factory, http_error,
+        routing,
     };
 }

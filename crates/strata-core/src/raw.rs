@@ -1,0 +1,164 @@
+//! [`RawBody`]: the exact bytes of a request body (express-zod-api's `ez.raw()`).
+//!
+//! An input type with a field `raw: RawBody` makes its endpoint read the body as it is, of any
+//! content type, up to the body limit, instead of parsing JSON or a form: what a webhook
+//! receiver needs to check a signature over the bytes. The other fields come from the other
+//! sources of the method (path parameters, the query string, headers when configured).
+//!
+//! ```
+//! use serde::Deserialize;
+//! use strata_core::raw::RawBody;
+//!
+//! #[derive(Deserialize, schemars::JsonSchema)]
+//! struct Hook {
+//!     raw: RawBody,
+//!     source: String, // a path parameter or a query value
+//! }
+//! let schema = schemars::schema_for!(Hook);
+//! assert!(strata_core::raw::reads_raw_body(schema.as_value()));
+//! ```
+
+use std::borrow::Cow;
+use std::fmt;
+
+use bytes::Bytes;
+use schemars::{JsonSchema, Schema, SchemaGenerator, json_schema};
+use serde::{Deserialize, Deserializer};
+
+use crate::upload::UploadedFile;
+
+/// The input field that receives a raw body.
+pub const RAW_FIELD: &str = "raw";
+
+/// The keyword marking [`RawBody`]'s schema, so that endpoints and documents recognise it.
+pub const RAW_MARKER: &str = "x-raw-body";
+
+/// The exact bytes of a request body and the content type the client declared.
+#[derive(Clone, PartialEq, Eq)]
+pub struct RawBody {
+    content_type: String,
+    data: Bytes,
+}
+
+impl RawBody {
+    /// A body of `data` declared as `content_type` (empty: `application/octet-stream`).
+    pub fn new(content_type: impl Into<String>, data: impl Into<Bytes>) -> Self {
+        let file = UploadedFile::new("", content_type, data);
+        Self::from(file)
+    }
+
+    /// The bytes, as received.
+    pub fn data(&self) -> &Bytes {
+        &self.data
+    }
+
+    /// The bytes, taken out (no copy).
+    pub fn into_data(self) -> Bytes {
+        self.data
+    }
+
+    /// The `Content-Type` the client sent (`application/octet-stream` when none).
+    pub fn content_type(&self) -> &str {
+        &self.content_type
+    }
+
+    /// The size in bytes.
+    pub fn len(&self) -> usize {
+        self.data.len()
+    }
+
+    /// Whether the body has no bytes.
+    pub fn is_empty(&self) -> bool {
+        self.data.is_empty()
+    }
+}
+
+// The parse stage delivers the body as a nameless file: the input deserializer already knows
+// how to hand a file's bytes to a typed input without copying them.
+impl From<UploadedFile> for RawBody {
+    fn from(file: UploadedFile) -> Self {
+        Self {
+            content_type: file.mimetype().to_owned(),
+            data: file.into_data(),
+        }
+    }
+}
+
+impl fmt::Debug for RawBody {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RawBody")
+            .field("content_type", &self.content_type)
+            .field("len", &self.data.len())
+            .finish()
+    }
+}
+
+impl<'de> Deserialize<'de> for RawBody {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        UploadedFile::deserialize(deserializer).map(Self::from)
+    }
+}
+
+impl JsonSchema for RawBody {
+    fn schema_name() -> Cow<'static, str> {
+        "RawBody".into()
+    }
+
+    fn inline_schema() -> bool {
+        true
+    }
+
+    fn json_schema(_: &mut SchemaGenerator) -> Schema {
+        json_schema!({ "type": "string", "format": "binary", RAW_MARKER: true })
+    }
+}
+
+/// Whether an input schema (an object's) has the field [`RAW_FIELD`] of type [`RawBody`].
+pub fn reads_raw_body(input_schema: &serde_json::Value) -> bool {
+    input_schema
+        .get("properties")
+        .and_then(|properties| properties.get(RAW_FIELD))
+        .and_then(|raw| raw.get(RAW_MARKER))
+        .is_some_and(|marker| marker == true)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{Input, InputValue};
+
+    #[derive(Deserialize, JsonSchema)]
+    #[allow(dead_code)]
+    struct Hook {
+        raw: RawBody,
+        id: u32,
+    }
+
+    #[test]
+    fn a_raw_body_is_decoded_from_the_input_without_copying() {
+        let bytes = Bytes::from_static(b"\x00\x01signed");
+        let mut input = Input::new();
+        input.insert(
+            RAW_FIELD,
+            InputValue::Files(vec![UploadedFile::new("", "", bytes.clone())]),
+        );
+        input.insert("id", "7".into());
+        let hook = Hook::deserialize(&input).unwrap();
+        assert_eq!(hook.raw.data(), &bytes);
+        assert_eq!(hook.raw.data().as_ptr(), bytes.as_ptr(), "the same buffer");
+        assert_eq!(hook.raw.content_type(), "application/octet-stream");
+        assert_eq!(hook.id, 7);
+    }
+
+    #[test]
+    fn the_marker_is_found_only_on_the_raw_field() {
+        #[derive(JsonSchema)]
+        #[allow(dead_code)]
+        struct Other {
+            body: RawBody,
+            raw: UploadedFile,
+        }
+        assert!(reads_raw_body(schemars::schema_for!(Hook).as_value()));
+        assert!(!reads_raw_body(schemars::schema_for!(Other).as_value()));
+    }
+}
