@@ -229,7 +229,9 @@ impl Cors {
 
 /// The configuration shared by the stages of every endpoint and by routing.
 ///
-/// Build it with [`Config::builder`] (the facade's `create_config()`).
+/// Build it with [`Config::builder`] for the pipeline alone; a server's configuration
+/// (`strata_server::ServerConfig`, the facade's `create_config()`) holds one and dereferences
+/// to it.
 #[derive(Debug, Clone)]
 pub struct Config {
     input_sources: InputSources,

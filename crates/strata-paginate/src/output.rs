@@ -13,9 +13,16 @@ use serde_json::{Value, json};
 use crate::config::{CursorConfig, OffsetConfig, PageConfig};
 use crate::input::{CursorInput, OffsetInput, limit_schema};
 
+mod sealed {
+    pub trait Sealed {}
+    impl Sealed for super::Offset {}
+    impl Sealed for super::Cursor {}
+}
+
 /// The metadata of one pagination style: what a page says besides its items. Implemented by
-/// [`Offset`] (for [`OffsetConfig`]s) and [`Cursor`] (for [`CursorConfig`]s).
-pub trait PageMeta<P: PageConfig>: fmt::Debug {
+/// [`Offset`] (for [`OffsetConfig`]s) and [`Cursor`] (for [`CursorConfig`]s) only (sealed:
+/// the generated clients know these two).
+pub trait PageMeta<P: PageConfig>: sealed::Sealed + fmt::Debug {
     /// The prefix of the page's schema name (`OffsetPage`, `CursorPage`).
     const SCHEMA_PREFIX: &'static str;
     /// How many properties the metadata adds.

@@ -24,8 +24,8 @@ pub struct Attached {
 
 /// Prepares `routing` for an existing application: synchronous, binds nothing.
 ///
-/// The listeners of `config` are ignored; compression, `ETag`s, the request-id echo and the
-/// logger apply. From a pipeline [`Config`](strata_core::Config) alone, pass
+/// The listeners, TLS material and `ServerLimits` of `config` are ignored (the application's
+/// own server has its own); compression, `ETag`s, the request-id echo and the logger apply. From a pipeline [`Config`](strata_core::Config) alone, pass
 /// `&ServerConfig::from(config)` (the server's defaults). A `&Config` is not accepted here, so
 /// that a `ServerConfig` passed through a `&Config` (by deref) cannot lose its settings silently.
 pub fn attach_routing(config: &ServerConfig, routing: &Routing) -> Result<Attached, ServerError> {

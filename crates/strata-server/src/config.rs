@@ -167,6 +167,12 @@ impl Default for ServerLimits {
 #[derive(Debug, Clone)]
 pub struct ServerConfig {
     app: Config,
+    server: Settings,
+}
+
+/// The server's own settings.
+#[derive(Debug, Clone)]
+struct Settings {
     listen: Option<Listen>,
     https: Https,
     logger: Option<LoggerOptions>,
@@ -176,10 +182,9 @@ pub struct ServerConfig {
     server_limits: ServerLimits,
 }
 
-impl From<Config> for ServerConfig {
-    fn from(app: Config) -> Self {
+impl Default for Settings {
+    fn default() -> Self {
         Self {
-            app,
             listen: None,
             https: Https::default(),
             logger: None,
@@ -187,6 +192,15 @@ impl From<Config> for ServerConfig {
             request_id_echo: true,
             etag: false,
             server_limits: ServerLimits::default(),
+        }
+    }
+}
+
+impl From<Config> for ServerConfig {
+    fn from(app: Config) -> Self {
+        Self {
+            app,
+            server: Settings::default(),
         }
     }
 }
@@ -217,7 +231,7 @@ impl ServerConfig {
     pub fn builder() -> ServerConfigBuilder {
         ServerConfigBuilder {
             app: Config::builder(),
-            server: ServerConfig::default(),
+            server: Settings::default(),
         }
     }
 
@@ -228,38 +242,38 @@ impl ServerConfig {
 
     /// Where the HTTP server listens.
     pub fn listen(&self) -> Option<&Listen> {
-        self.listen.as_ref()
+        self.server.listen.as_ref()
     }
 
     /// The HTTPS server's TLS material and listener.
     pub fn https(&self) -> &Https {
-        &self.https
+        &self.server.https
     }
 
     /// The default logger's setup, when configured.
     pub fn logger(&self) -> Option<&LoggerOptions> {
-        self.logger.as_ref()
+        self.server.logger.as_ref()
     }
 
     /// Whether responses are compressed.
     pub fn compression(&self) -> bool {
-        self.compression
+        self.server.compression
     }
 
     /// Whether responses carry the request's id in `x-request-id` (default: yes).
     pub fn request_id_echo(&self) -> bool {
-        self.request_id_echo
+        self.server.request_id_echo
     }
 
     /// Whether successful GET responses carry a weak `ETag` and `If-None-Match` is answered
     /// with 304 (default: no).
     pub fn etag(&self) -> bool {
-        self.etag
+        self.server.etag
     }
 
     /// Limits against slow or greedy clients.
     pub fn server_limits(&self) -> &ServerLimits {
-        &self.server_limits
+        &self.server.server_limits
     }
 }
 
@@ -269,14 +283,14 @@ impl ServerConfig {
 #[must_use]
 pub struct ServerConfigBuilder {
     app: ConfigBuilder,
-    server: ServerConfig,
+    server: Settings,
 }
 
 impl From<ConfigBuilder> for ServerConfigBuilder {
     fn from(app: ConfigBuilder) -> Self {
         Self {
             app,
-            server: ServerConfig::default(),
+            server: Settings::default(),
         }
     }
 }
@@ -394,7 +408,7 @@ impl ServerConfigBuilder {
     pub fn build(self) -> ServerConfig {
         ServerConfig {
             app: self.app.build(),
-            ..self.server
+            server: self.server,
         }
     }
 }

@@ -101,7 +101,7 @@ impl<IO: AsyncWrite> AsyncWrite for FirstByteDeadline<IO> {
 }
 
 /// The request body the server hands to the application's layers and the app: hyper's body
-/// with the body deadlines of [`ServerLimits`](strata_core::ServerLimits).
+/// with the body deadlines of [`ServerLimits`](crate::ServerLimits).
 pub type ServerBody = BodyDeadline<hyper::body::Incoming>;
 
 pin_project! {

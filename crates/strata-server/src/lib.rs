@@ -27,7 +27,7 @@
 mod activity;
 mod app;
 mod attach;
-pub mod config;
+mod config;
 mod deadline;
 mod error;
 mod etag;

@@ -23,11 +23,16 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use strata_core::upload::UploadedFile;
 use tokio::io::AsyncWriteExt;
 
+mod sealed {
+    pub trait Sealed {}
+    impl Sealed for strata_core::upload::UploadedFile {}
+}
+
 /// Writing an [`UploadedFile`] to disk (in the prelude of the `strata` facade).
 ///
 /// An extension trait, so that the vocabulary crate defining `UploadedFile` needs no file
-/// system.
-pub trait UploadedFileExt {
+/// system; sealed, so that methods can be added.
+pub trait UploadedFileExt: sealed::Sealed {
     /// Writes the file to `path`, replacing any file there, atomically: the contents go to a
     /// new temporary file beside the target, which is then renamed over it. A reader sees the
     /// old file or the whole new one, never a mix; of concurrent moves to one path, the last

@@ -63,7 +63,7 @@ pub use strata_core::raw::RawBody;
 pub use strata_core::{
     AnyBody, ApiError, ApiResult, BoxError, Config, ConfigBuilder, Cors, CorsRequest, Ctx,
     DeclaredError, Decoder, Endpoint, EndpointFuture, EndpointMeta, EndpointService, ErrorKind,
-    Get, HCons, HNil, Input, InputSource, InputSources, InputValue, Level, Logger,
+    Get, HCons, HNil, IncomingBody, Input, InputSource, InputSources, InputValue, Level, Logger,
     MethodLikeRouteBehavior, Mode, Output, Parsed, ParsedBody, PathParams, RequestBody,
     RequestInfo, ResponseBody, ResponseDescription, ResponseHeader, Security, SharedService,
     Staged, TextValue, Validated, WrongMethodBehavior, http_error, not_null,
