@@ -14,7 +14,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use strata::prelude::*;
-use strata::{LocalAddr, Server};
+use strata::{LocalAddr, Server, StreamResponse};
 use tokio::net::TcpStream;
 
 /// Starts `routing` on a free loopback port.
@@ -322,4 +322,231 @@ async fn a_raw_body_reaches_the_handler_intact_with_the_other_sources() {
     );
     assert_eq!(operation["parameters"][0]["in"], "path");
     assert_eq!(operation["parameters"][0]["name"], "source");
+}
+
+/// The process's peak resident memory so far, in KiB (Linux).
+fn peak_rss_kib() -> u64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap();
+    let line = status.lines().find(|l| l.starts_with("VmHWM:")).unwrap();
+    line.split_whitespace().nth(1).unwrap().parse().unwrap()
+}
+
+#[derive(Deserialize, Validate, JsonSchema)]
+#[garde(allow_unvalidated)]
+struct FileName {
+    name: String,
+}
+
+fn download(dir: std::path::PathBuf) -> Endpoint {
+    default_endpoints_factory()
+        .get()
+        .handler(move |input: FileName, _ctx, _logger| {
+            let dir = dir.clone();
+            async move {
+                if input.name.contains('/') || input.name.starts_with('.') {
+                    return Err(http_error!(400, "A plain file name"));
+                }
+                let file = FileResponse::open(dir.join(&input.name)).await?;
+                Ok(file.attachment(&input.name))
+            }
+        })
+}
+
+#[tokio::test]
+async fn a_large_file_streams_without_being_held_in_memory() {
+    const SIZE: usize = 32 * 1024 * 1024;
+    let dir = std::env::temp_dir().join(format!("strata-download-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    // Written a piece at a time, so that the peak memory before the download stays low and
+    // a server holding the file would show.
+    {
+        use std::io::Write;
+        let mut file = std::io::BufWriter::new(std::fs::File::create(dir.join("big.bin")).unwrap());
+        for i in 0..SIZE {
+            file.write_all(&[u8::try_from(i % 251).unwrap()]).unwrap();
+        }
+        file.flush().unwrap();
+    }
+    std::fs::write(dir.join("notes.txt"), "hello\n").unwrap();
+
+    let routing = routing! { "files" => { ":name" => download(dir.clone()) } };
+    let (server, addr) = serve(&routing, create_config().cors(false)).await;
+
+    // The body is read a chunk at a time and checked, never collected.
+    let before = peak_rss_kib();
+    let stream = TcpStream::connect(addr).await.unwrap();
+    let (mut sender, connection) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
+        .await
+        .unwrap();
+    tokio::spawn(connection);
+    let request = Request::get("/files/big.bin")
+        .header("host", "localhost")
+        .body(Full::new(Bytes::new()))
+        .unwrap();
+    let response = sender.send_request(request).await.unwrap();
+    assert_eq!(response.status(), StatusCode::OK);
+    assert_eq!(response.headers()["content-length"], SIZE.to_string());
+    assert_eq!(
+        response.headers()["content-type"],
+        "application/octet-stream"
+    );
+    assert_eq!(
+        response.headers()["content-disposition"],
+        "attachment; filename=\"big.bin\""
+    );
+    let mut body = response.into_body();
+    let mut received = 0usize;
+    while let Some(frame) = body.frame().await {
+        let data = frame.unwrap().into_data().unwrap();
+        for (offset, byte) in data.iter().enumerate() {
+            assert_eq!(usize::from(*byte), (received + offset) % 251);
+        }
+        received += data.len();
+    }
+    assert_eq!(received, SIZE);
+    let grown_mib = (peak_rss_kib() - before) / 1024;
+    eprintln!("peak RSS grew by {grown_mib} MiB while serving a 32 MiB file");
+    assert!(
+        grown_mib < 16,
+        "the file was held in memory: +{grown_mib} MiB"
+    );
+
+    // HEAD: the length, no body.
+    let (status, headers, bytes) = send(addr, "HEAD", "/files/big.bin", &[], "").await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(headers["content-length"], SIZE.to_string());
+    assert!(bytes.is_empty());
+
+    // The type from the extension.
+    let (status, headers, bytes) = send(addr, "GET", "/files/notes.txt", &[], "").await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(headers["content-type"], "text/plain");
+    assert_eq!(&bytes[..], b"hello\n");
+
+    // Errors before the first byte are the usual JSON envelopes.
+    let (status, headers, bytes) = send(addr, "GET", "/files/missing.bin", &[], "").await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+    assert_eq!(headers["content-type"], "application/json; charset=utf-8");
+    assert_eq!(
+        json(&bytes),
+        json!({"status": "error", "error": {"message": "File not found"}})
+    );
+    drop(server);
+
+    // The document says binary, of the file's type.
+    let config = create_config().cors(false).build();
+    let document = strata::openapi::Documentation::new(&routing, &config)
+        .build()
+        .unwrap()
+        .to_value();
+    let ok = &document["paths"]["/files/{name}"]["get"]["responses"]["200"];
+    assert_eq!(
+        ok["content"]["application/octet-stream"]["schema"],
+        json!({"type": "string", "format": "binary"})
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// The next frame of `body`, within 5 s.
+async fn next(
+    body: &mut hyper::body::Incoming,
+) -> Option<Result<hyper::body::Frame<Bytes>, hyper::Error>> {
+    tokio::time::timeout(std::time::Duration::from_secs(5), body.frame())
+        .await
+        .expect("a chunk promptly")
+}
+
+/// Chunks from a channel: each arrives when the test sends it.
+struct Chunks(tokio::sync::mpsc::Receiver<Result<Bytes, std::io::Error>>);
+
+impl futures_core::Stream for Chunks {
+    type Item = Result<Bytes, std::io::Error>;
+
+    fn poll_next(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Self::Item>> {
+        self.0.poll_recv(cx)
+    }
+}
+
+#[tokio::test]
+async fn a_stream_is_sent_as_it_comes_and_its_errors_are_handled() {
+    type Senders = std::sync::Arc<
+        std::sync::Mutex<Vec<tokio::sync::mpsc::Sender<Result<Bytes, std::io::Error>>>>,
+    >;
+    let senders: Senders = std::sync::Arc::default();
+    let kept = std::sync::Arc::clone(&senders);
+    let live = default_endpoints_factory()
+        .get()
+        .handler_without_input(move |_ctx, _logger| {
+            let senders = std::sync::Arc::clone(&kept);
+            async move {
+                let (sender, receiver) = tokio::sync::mpsc::channel(4);
+                senders.lock().unwrap().push(sender);
+                Ok(StreamResponse::new(
+                    http::HeaderValue::from_static("text/plain"),
+                    Chunks(receiver),
+                ))
+            }
+        });
+    let routing = routing! { "live" => live };
+    let (server, addr) = serve(&routing, create_config().cors(false)).await;
+
+    // Each chunk reaches the client while the next one is not even written.
+    let stream = TcpStream::connect(addr).await.unwrap();
+    let (mut client, connection) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
+        .await
+        .unwrap();
+    tokio::spawn(connection);
+    let request = Request::get("/live")
+        .header("host", "localhost")
+        .body(Full::new(Bytes::new()))
+        .unwrap();
+    let pending = tokio::spawn(async move { client.send_request(request).await.unwrap() });
+    let sender = loop {
+        if let Some(sender) = senders.lock().unwrap().pop() {
+            break sender;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+    };
+    sender.send(Ok(Bytes::from_static(b"one\n"))).await.unwrap();
+    // Headers go with the first piece.
+    let response = tokio::time::timeout(std::time::Duration::from_secs(5), pending)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(response.status(), StatusCode::OK);
+    assert_eq!(response.headers()["content-type"], "text/plain");
+    let mut body = response.into_body();
+    let first = next(&mut body).await.unwrap().unwrap().into_data().unwrap();
+    assert_eq!(&first[..], b"one\n");
+    sender.send(Ok(Bytes::from_static(b"two\n"))).await.unwrap();
+    let second = next(&mut body).await.unwrap().unwrap().into_data().unwrap();
+    assert_eq!(&second[..], b"two\n");
+    // An error after the first byte ends the response: the client sees it cut short.
+    sender
+        .send(Err(std::io::Error::other("feed lost")))
+        .await
+        .unwrap();
+    let cut = next(&mut body).await;
+    assert!(matches!(cut, Some(Err(_))), "{cut:?}");
+
+    // An error before the first byte is an error response from the result handler.
+    let failing = tokio::spawn(send(addr, "GET", "/live", &[], ""));
+    let sender = loop {
+        if let Some(sender) = senders.lock().unwrap().pop() {
+            break sender;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+    };
+    sender
+        .send(Err(std::io::Error::other("no feed")))
+        .await
+        .unwrap();
+    let (status, headers, bytes) = failing.await.unwrap();
+    assert_eq!(status, StatusCode::INTERNAL_SERVER_ERROR);
+    assert_eq!(headers["content-type"], "application/json; charset=utf-8");
+    assert_eq!(json(&bytes)["error"]["message"], "Internal Server Error");
+    drop(server);
 }

@@ -168,6 +168,42 @@ mod library;
 #[path = "../examples/webhook.rs"]
 mod webhook;
 
+#[allow(dead_code)]
+#[path = "../examples/downloads.rs"]
+mod downloads;
+
+#[tokio::test]
+async fn downloads_stream_files_and_reports() {
+    let dir = std::env::temp_dir().join(format!("strata-downloads-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("a.txt"), "alpha\n").unwrap();
+    let config = strata::create_config()
+        .cors(false)
+        .listen(std::net::SocketAddr::from(([127, 0, 0, 1], 0)))
+        .build();
+    let server = strata::create_server(&config, &downloads::downloads_routing(dir.clone()))
+        .await
+        .unwrap();
+    let strata::LocalAddr::Tcp(addr) = server.servers()[0].local_addr.clone() else {
+        panic!("TCP")
+    };
+    let (status, body) = fetch(addr, "/files/a.txt").await;
+    assert_eq!((status, body.as_str()), (200, "alpha\n"));
+    let (status, body) = fetch(addr, "/report?rows=3").await;
+    assert_eq!(status, 200);
+    assert_eq!(body, "row,square\n1,1\n2,4\n3,9\n");
+    let (status, body) = fetch(addr, "/files/nothing.txt").await;
+    assert_eq!(status, 404);
+    assert_eq!(
+        body,
+        r#"{"status":"error","error":{"message":"File not found"}}"#
+    );
+    let (status, body) = fetch(addr, "/files/..").await;
+    assert_eq!(status, 400, "{body}");
+    server.shutdown().await;
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
 #[tokio::test]
 async fn webhook_checks_the_signature_over_the_exact_bytes() {
     let config = webhook::webhook_config()

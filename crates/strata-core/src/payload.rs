@@ -12,6 +12,7 @@ use serde::Serialize;
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
+use crate::body::ResponseBody;
 use crate::ctx::HNil;
 use crate::input::{Input, JsonObject, TextValue};
 use crate::upload::UploadedFile;
@@ -120,12 +121,14 @@ pub struct Validated<I, C = HNil> {
 }
 
 /// A checked, serialized handler output with its success status (200 unless the handler chose
-/// another) and any headers the handler added.
-#[derive(Debug, Clone)]
+/// another) and any headers the handler added; or a body sent as it is ([`Output::streamed`]:
+/// a file, a stream, events), which bypasses the result handler's envelope.
+#[derive(Debug)]
 pub struct Output {
     status: StatusCode,
     headers: Option<Box<HeaderMap>>,
     data: Box<RawValue>,
+    stream: Option<ResponseBody>,
 }
 
 impl Output {
@@ -140,7 +143,31 @@ impl Output {
             status: StatusCode::OK,
             headers: None,
             data,
+            stream: None,
         }
+    }
+
+    /// An output whose body is sent as it is, with `headers` (its `Content-Type`, its
+    /// `Content-Length` when known): the format stage answers with it directly once its first
+    /// piece is ready, and gives an error before that to the result handler.
+    pub fn streamed(status: StatusCode, headers: HeaderMap, body: ResponseBody) -> Self {
+        Self {
+            status,
+            headers: None,
+            data: null_value(),
+            stream: Some(body),
+        }
+        .with_headers(headers)
+    }
+
+    /// Whether the body is sent as it is ([`Output::streamed`]).
+    pub fn is_streamed(&self) -> bool {
+        self.stream.is_some()
+    }
+
+    /// Takes a streamed body out.
+    pub fn take_stream(&mut self) -> Option<ResponseBody> {
+        self.stream.take()
     }
 
     /// Sets the success status.
@@ -176,10 +203,14 @@ impl Output {
         self.headers.take().map(|h| *h)
     }
 
-    /// The serialized JSON.
+    /// The serialized JSON (`null` for a streamed output).
     pub fn data(&self) -> &RawValue {
         &self.data
     }
+}
+
+fn null_value() -> Box<RawValue> {
+    RawValue::from_string("null".to_owned()).unwrap_or_else(|_| unreachable!("null is JSON"))
 }
 
 /// What a result handler knows of the request it answers.

@@ -5,9 +5,11 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::pin::Pin;
 use std::task::{Context, Poll};
 
-use http::Response;
+use bytes::Bytes;
+use http::{HeaderMap, Response, StatusCode};
+use http_body::{Body, Frame, SizeHint};
 use pin_project_lite::pin_project;
-use strata_core::{ApiError, Level, Logger, Mode, Output, RequestInfo, ResponseBody};
+use strata_core::{ApiError, BoxError, Level, Logger, Mode, Output, RequestInfo, ResponseBody};
 
 use strata_core::ResultHandler;
 
@@ -97,7 +99,74 @@ pin_project! {
     #[project = StateProj]
     enum State<F> {
         Running { #[pin] future: F },
+        // A streamed output waits for its first piece: an error before it is still an error
+        // response from the result handler; after it, the status line is sent.
+        Peeking { head: Option<(StatusCode, HeaderMap)>, body: ResponseBody },
         Failed { error: Option<ApiError> },
+    }
+}
+
+/// A streamed body whose first frame was read ahead; errors after it end the stream, logged.
+struct Prefixed {
+    first: Option<Frame<Bytes>>,
+    rest: ResponseBody,
+    logger: Logger,
+    info: RequestInfo,
+}
+
+impl Body for Prefixed {
+    type Data = Bytes;
+    type Error = BoxError;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, BoxError>>> {
+        if let Some(first) = self.first.take() {
+            return Poll::Ready(Some(Ok(first)));
+        }
+        let polled = catch_unwind(AssertUnwindSafe(|| Pin::new(&mut self.rest).poll_frame(cx)));
+        let error = match polled {
+            Ok(Poll::Ready(Some(Err(error)))) => {
+                ApiError::internal("The response stream failed").with_source(error)
+            }
+            Ok(other) => return other,
+            Err(payload) => panic_error(&*payload),
+        };
+        // The status line is gone: end the stream (the client sees it cut) and say why.
+        let line = format_args!(
+            "{} {}: {} after the response started",
+            self.info.method,
+            self.info.uri.path(),
+            error.message()
+        );
+        match error.source() {
+            Some(source) => {
+                self.logger
+                    .log_with(Level::Error, line, &[("sources", &SourceChain(source))]);
+            }
+            None => self.logger.error(line),
+        }
+        Poll::Ready(Some(Err(error.message().to_owned().into())))
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.first.is_none() && self.rest.is_end_stream()
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        let mut hint = self.rest.size_hint();
+        let first = self
+            .first
+            .as_ref()
+            .and_then(Frame::data_ref)
+            .map_or(0, |data| data.len() as u64);
+        // Upper first: a lower bound above the upper one panics.
+        if let Some(upper) = hint.upper() {
+            hint.set_upper(upper.saturating_add(first));
+        }
+        hint.set_lower(hint.lower().saturating_add(first));
+        hint
     }
 }
 
@@ -135,18 +204,62 @@ where
     type Output = Result<Response<ResponseBody>, Infallible>;
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        let this = self.project();
-        let result = match this.state.project() {
-            StateProj::Running { future } => {
-                match catch_unwind(AssertUnwindSafe(|| future.poll(cx))) {
-                    Ok(Poll::Pending) => return Poll::Pending,
-                    Ok(Poll::Ready(result)) => result.map_err(Into::into),
-                    Err(payload) => Err(panic_error(&*payload)),
+        let mut this = self.project();
+        let result = loop {
+            match this.state.as_mut().project() {
+                StateProj::Running { future } => {
+                    let result = match catch_unwind(AssertUnwindSafe(|| future.poll(cx))) {
+                        Ok(Poll::Pending) => return Poll::Pending,
+                        Ok(Poll::Ready(result)) => result.map_err(Into::into),
+                        Err(payload) => Err(panic_error(&*payload)),
+                    };
+                    match result {
+                        Ok(mut output) if output.is_streamed() => {
+                            let body = output.take_stream().unwrap_or_default();
+                            let headers = output.take_headers().unwrap_or_default();
+                            let head = Some((output.status(), headers));
+                            this.state.set(State::Peeking { head, body });
+                        }
+                        other => break other,
+                    }
+                }
+                StateProj::Peeking { head, body } => {
+                    let polled =
+                        catch_unwind(AssertUnwindSafe(|| Pin::new(&mut *body).poll_frame(cx)));
+                    let first = match polled {
+                        Ok(Poll::Pending) => return Poll::Pending,
+                        Ok(Poll::Ready(None)) => None,
+                        Ok(Poll::Ready(Some(Ok(frame)))) => Some(frame),
+                        Ok(Poll::Ready(Some(Err(error)))) => {
+                            break Err(ApiError::internal(
+                                "The response stream failed before its first byte",
+                            )
+                            .with_source(error));
+                        }
+                        Err(payload) => break Err(panic_error(&*payload)),
+                    };
+                    let (status, headers) = head.take().unwrap_or_default();
+                    let rest = std::mem::take(body);
+                    let Some(finish) = this.finish.take() else {
+                        break Err(ApiError::internal("polled after completion"));
+                    };
+                    let body = Prefixed {
+                        first,
+                        rest,
+                        logger: finish.logger,
+                        info: finish.info,
+                    };
+                    let mut response = Response::new(ResponseBody::stream(body));
+                    *response.status_mut() = status;
+                    *response.headers_mut() = headers;
+                    return Poll::Ready(Ok(response));
+                }
+                StateProj::Failed { error } => {
+                    break Err(error
+                        .take()
+                        .unwrap_or_else(|| ApiError::internal("polled after completion")));
                 }
             }
-            StateProj::Failed { error } => Err(error
-                .take()
-                .unwrap_or_else(|| ApiError::internal("polled after completion"))),
         };
         match this.finish.take() {
             Some(finish) => Poll::Ready(Ok(finish.respond(result))),

@@ -37,9 +37,11 @@ where
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let this = self.project();
-        let (status, headers, body) = ready!(this.inner.poll(cx))
-            .map_err(Into::into)?
-            .into_parts();
+        let output = ready!(this.inner.poll(cx)).map_err(Into::into)?;
+        let (status, headers, body) = match output.into_streamed() {
+            Ok(streamed) => return Poll::Ready(Ok(streamed)),
+            Err(output) => output.into_parts(),
+        };
         if !status.is_success() {
             return Poll::Ready(Err(ApiError::internal(format!(
                 "A handler answered success with status {status}; errors are ApiErrors"

@@ -43,11 +43,13 @@ mod future;
 mod layer;
 mod reply;
 mod service;
+mod stream;
 
 pub use future::ResponseFuture;
 pub use layer::OutputLayer;
 pub use reply::{HandlerOutput, Reply};
 pub use service::OutputService;
+pub use stream::{Binary, FileResponse, StreamResponse};
 
 #[cfg(test)]
 mod tests;

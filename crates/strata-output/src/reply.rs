@@ -3,6 +3,7 @@ use http::header::{HeaderName, HeaderValue};
 use http::{HeaderMap, StatusCode};
 use schemars::JsonSchema;
 use serde::Serialize;
+use strata_core::{Output, ResponseDescription};
 
 /// What a handler may return: a body to check and serialize, a success status and headers.
 ///
@@ -14,6 +15,25 @@ pub trait HandlerOutput: Send + 'static {
 
     /// Splits into status, headers and body.
     fn into_parts(self) -> (StatusCode, HeaderMap, Self::Body);
+
+    /// The output as a body sent as it is (a file, a stream, events), bypassing the check,
+    /// the serialization and the envelope; `Err(self)` (the default) for outputs sent as JSON.
+    ///
+    /// # Errors
+    /// `self`, for JSON outputs.
+    fn into_streamed(self) -> Result<Output, Self>
+    where
+        Self: Sized,
+    {
+        Err(self)
+    }
+
+    /// The success responses of an endpoint with this output, when they are not the result
+    /// handler's envelope around [`Self::Body`] (streamed outputs describe their media type);
+    /// `None` (the default): the result handler's.
+    fn describe() -> Option<Vec<ResponseDescription>> {
+        None
+    }
 }
 
 impl<T> HandlerOutput for T

@@ -412,9 +412,15 @@ where
         meta.input_fields = fields;
         meta.raw_body = strata_core::raw::reads_raw_body(input_schema.as_value());
         let raw_body = meta.raw_body;
-        meta.positive = factory.result_handler.positive(&output_schema);
-        let describer = factory.result_handler.clone();
-        meta.positive_fn = Some(PositiveFn::new(move |output| describer.positive(output)));
+        // A streamed output (a file, a stream) describes its own media type, not an envelope.
+        if let Some(described) = O::describe() {
+            meta.positive.clone_from(&described);
+            meta.positive_fn = Some(PositiveFn::new(move |_| described.clone()));
+        } else {
+            meta.positive = factory.result_handler.positive(&output_schema);
+            let describer = factory.result_handler.clone();
+            meta.positive_fn = Some(PositiveFn::new(move |output| describer.positive(output)));
+        }
         meta.negative = factory.result_handler.negative();
         meta.input_schema = Some(input_schema);
         meta.output_schema = Some(output_schema);

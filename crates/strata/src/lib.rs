@@ -70,7 +70,7 @@ pub use strata_core::{
 };
 pub use strata_format::{DefaultResultHandler, ResultHandler};
 pub use strata_middleware::{Middleware, MiddlewareChain};
-pub use strata_output::{HandlerOutput, Reply};
+pub use strata_output::{Binary, FileResponse, HandlerOutput, Reply, StreamResponse};
 pub use strata_upload::{MoveError, MultipartForm, UploadLimits, UploadedFile, UploadedFileExt};
 
 /// Stage 2: combine input sources.
@@ -135,7 +135,7 @@ pub fn create_config() -> ServerConfigBuilder {
 pub mod prelude {
     pub use crate::{
         ApiError, ApiResult, Config, CorsRequest, Ctx, DefaultResultHandler, Endpoint,
-        EndpointsFactory, Get, HCons, HNil, InputSource, Level, Logger, Middleware,
+        EndpointsFactory, FileResponse, Get, HCons, HNil, InputSource, Level, Logger, Middleware,
         MiddlewareChain, Mode, Nest, RawBody, Reply, RequestInfo, ResultHandler, Router, Routing,
         Security, ServeStatic, ServerConfig, UploadLimits, UploadedFile, UploadedFileExt,
         attach_routing, create_config, create_server, default_endpoints_factory, http_error,

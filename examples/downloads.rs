@@ -1,0 +1,107 @@
+//! Responses beyond JSON: a file from disk (`FileResponse`: streamed in pieces, with its type
+//! and length, HEAD answered) and a report built as it is sent (`StreamResponse`: a CSV, one
+//! line per piece). Errors before the first byte are the usual JSON envelopes.
+//!
+//! `cargo run --example downloads`, then `curl -i localhost:8094/files/readme.txt` or
+//! `curl localhost:8094/report?rows=5`.
+
+use std::path::PathBuf;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+
+use bytes::Bytes;
+use garde::Validate;
+use http::HeaderValue;
+use schemars::JsonSchema;
+use serde::Deserialize;
+use strata::StreamResponse;
+use strata::prelude::*;
+
+#[derive(Deserialize, Validate, JsonSchema)]
+pub(crate) struct FileName {
+    /// A file name in the served directory (no path).
+    #[garde(pattern(r"^[A-Za-z0-9_-][A-Za-z0-9._-]*$"), length(max = 100))]
+    name: String,
+}
+
+#[derive(Deserialize, Validate, JsonSchema)]
+pub(crate) struct ReportInput {
+    /// How many rows.
+    #[garde(range(min = 1, max = 100_000))]
+    rows: u32,
+}
+
+/// A CSV report, one line per chunk, computed as the client reads.
+struct Report {
+    next: u32,
+    rows: u32,
+}
+
+impl futures_core::Stream for Report {
+    type Item = Result<Bytes, std::convert::Infallible>;
+
+    fn poll_next(mut self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        let row = self.next;
+        if row > self.rows {
+            return Poll::Ready(None);
+        }
+        self.next += 1;
+        let line = if row == 0 {
+            "row,square\n".to_owned()
+        } else {
+            format!("{row},{}\n", u64::from(row) * u64::from(row))
+        };
+        Poll::Ready(Some(Ok(Bytes::from(line))))
+    }
+}
+
+/// The routing: `GET /files/:name` from `dir`, `GET /report?rows=N`.
+pub(crate) fn downloads_routing(dir: PathBuf) -> Routing {
+    let factory = default_endpoints_factory().with_state(std::sync::Arc::new(dir));
+    let file = factory
+        .get()
+        .tag("files")
+        .short_description("Downloads a file")
+        .declared_error(strata::DeclaredError::new(
+            http::StatusCode::NOT_FOUND,
+            "No such file",
+        ))
+        .handler(|input: FileName, ctx, _logger| async move {
+            let dir: &std::sync::Arc<PathBuf> = ctx.get();
+            // A missing file is a 404 envelope, before any byte of a body.
+            let file = FileResponse::open(dir.join(&input.name)).await?;
+            Ok(file.attachment(&input.name))
+        });
+    let report = factory
+        .get()
+        .tag("files")
+        .short_description("A CSV report, streamed")
+        .handler(|input: ReportInput, _ctx, _logger| async move {
+            let csv = HeaderValue::from_static("text/csv; charset=utf-8");
+            Ok(StreamResponse::new(
+                csv,
+                Report {
+                    next: 0,
+                    rows: input.rows,
+                },
+            ))
+        });
+    routing! { "files" => { ":name" => file }, "report" => report }
+}
+
+#[tokio::main]
+async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let dir = std::env::temp_dir().join("strata-downloads");
+    std::fs::create_dir_all(&dir)?;
+    std::fs::write(
+        dir.join("readme.txt"),
+        "Files are streamed, a piece at a time.\n",
+    )?;
+    println!("serving {} on http://localhost:8094/files/", dir.display());
+    let config = create_config().cors(false).listen(8094).build();
+    create_server(&config, &downloads_routing(dir))
+        .await?
+        .run()
+        .await;
+    Ok(())
+}
