@@ -172,6 +172,46 @@ mod webhook;
 #[path = "../examples/downloads.rs"]
 mod downloads;
 
+#[allow(dead_code)]
+#[path = "../examples/events.rs"]
+mod events;
+
+#[tokio::test]
+async fn events_count_down_and_resume() {
+    let config = strata::create_config()
+        .cors(true)
+        .listen(std::net::SocketAddr::from(([127, 0, 0, 1], 0)))
+        .build();
+    let server = strata::create_server(&config, &events::events_routing())
+        .await
+        .unwrap();
+    let strata::LocalAddr::Tcp(addr) = server.servers()[0].local_addr.clone() else {
+        panic!("TCP")
+    };
+    let (status, body) = fetch(addr, "/countdown?from=2&every_ms=10").await;
+    assert_eq!(status, 200);
+    assert_eq!(
+        body,
+        "event: tick\nid: 2\ndata: {\"left\":2}\n\n\
+         event: tick\nid: 1\ndata: {\"left\":1}\n\n\
+         event: liftoff\ndata: null\n\n"
+    );
+    let resumed = http::Request::get("/countdown?from=9&every_ms=10")
+        .header("host", "localhost")
+        .header("last-event-id", "2")
+        .body(http_body_util::Full::default())
+        .unwrap();
+    let (status, body) = exchange(addr, resumed).await;
+    assert_eq!(status, 200);
+    assert!(
+        String::from_utf8_lossy(&body).starts_with("event: tick\nid: 1\n"),
+        "{body:?}"
+    );
+    let (status, body) = fetch(addr, "/countdown?from=0").await;
+    assert_eq!(status, 400, "{body}");
+    server.shutdown().await;
+}
+
 #[tokio::test]
 async fn downloads_stream_files_and_reports() {
     let dir = std::env::temp_dir().join(format!("strata-downloads-{}", std::process::id()));

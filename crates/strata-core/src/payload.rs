@@ -5,6 +5,7 @@
 //! →(middleware)→ `Request<Staged<C>>` →(validate)→ `Request<Validated<I, C>>` →(handler) `O`
 //! →(output)→ [`Output`] →(format)→ `Response`.
 
+use std::fmt;
 use std::sync::Arc;
 
 use http::{HeaderMap, Method, StatusCode, Uri};
@@ -14,6 +15,7 @@ use serde_json::{Map, Value};
 
 use crate::body::ResponseBody;
 use crate::ctx::HNil;
+use crate::error::ApiError;
 use crate::input::{Input, JsonObject, TextValue};
 use crate::upload::UploadedFile;
 
@@ -208,6 +210,20 @@ impl Output {
         &self.data
     }
 }
+
+/// An error a streamed body yields to end itself with an [`ApiError`]: before the first byte,
+/// the format stage answers with that error (its status and message) through the result
+/// handler; after it, the error ends the response and is logged.
+#[derive(Debug)]
+pub struct StreamFailure(pub ApiError);
+
+impl fmt::Display for StreamFailure {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.0.message())
+    }
+}
+
+impl std::error::Error for StreamFailure {}
 
 fn null_value() -> Box<RawValue> {
     RawValue::from_string("null".to_owned()).unwrap_or_else(|_| unreachable!("null is JSON"))

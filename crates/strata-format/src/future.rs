@@ -9,7 +9,9 @@ use bytes::Bytes;
 use http::{HeaderMap, Response, StatusCode};
 use http_body::{Body, Frame, SizeHint};
 use pin_project_lite::pin_project;
-use strata_core::{ApiError, BoxError, Level, Logger, Mode, Output, RequestInfo, ResponseBody};
+use strata_core::{
+    ApiError, BoxError, Level, Logger, Mode, Output, RequestInfo, ResponseBody, StreamFailure,
+};
 
 use strata_core::ResultHandler;
 
@@ -126,14 +128,21 @@ impl Body for Prefixed {
             return Poll::Ready(Some(Ok(first)));
         }
         let polled = catch_unwind(AssertUnwindSafe(|| Pin::new(&mut self.rest).poll_frame(cx)));
-        let error = match polled {
-            Ok(Poll::Ready(Some(Err(error)))) => {
-                ApiError::internal("The response stream failed").with_source(error)
-            }
+        // A producer that ends itself with an `ApiError` (an event stream's handler) has sent
+        // whole pieces: end cleanly, so that they reach the client. Anything else cuts the
+        // response, so that a truncated body never looks complete.
+        let (error, cut) = match polled {
+            Ok(Poll::Ready(Some(Err(error)))) => match error.downcast::<StreamFailure>() {
+                Ok(failure) => (failure.0, false),
+                Err(error) => (
+                    ApiError::internal("The response stream failed").with_source(error),
+                    true,
+                ),
+            },
             Ok(other) => return other,
-            Err(payload) => panic_error(&*payload),
+            Err(payload) => (panic_error(&*payload), true),
         };
-        // The status line is gone: end the stream (the client sees it cut) and say why.
+        // The status line is gone: end the stream and say why.
         let line = format_args!(
             "{} {}: {} after the response started",
             self.info.method,
@@ -147,7 +156,12 @@ impl Body for Prefixed {
             }
             None => self.logger.error(line),
         }
-        Poll::Ready(Some(Err(error.message().to_owned().into())))
+        if cut {
+            Poll::Ready(Some(Err(error.message().to_owned().into())))
+        } else {
+            self.rest = ResponseBody::empty();
+            Poll::Ready(None)
+        }
     }
 
     fn is_end_stream(&self) -> bool {
@@ -231,10 +245,14 @@ where
                         Ok(Poll::Ready(None)) => None,
                         Ok(Poll::Ready(Some(Ok(frame)))) => Some(frame),
                         Ok(Poll::Ready(Some(Err(error)))) => {
-                            break Err(ApiError::internal(
-                                "The response stream failed before its first byte",
-                            )
-                            .with_source(error));
+                            // A stream that ends itself with an `ApiError` gets that answer.
+                            break Err(match error.downcast::<StreamFailure>() {
+                                Ok(failure) => failure.0,
+                                Err(error) => ApiError::internal(
+                                    "The response stream failed before its first byte",
+                                )
+                                .with_source(error),
+                            });
                         }
                         Err(payload) => break Err(panic_error(&*payload)),
                     };

@@ -1,7 +1,7 @@
 use garde::Validate;
 use http::header::{HeaderName, HeaderValue};
 use http::{HeaderMap, StatusCode};
-use schemars::JsonSchema;
+use schemars::{JsonSchema, Schema};
 use serde::Serialize;
 use strata_core::{Output, ResponseDescription};
 
@@ -28,10 +28,11 @@ pub trait HandlerOutput: Send + 'static {
         Err(self)
     }
 
-    /// The success responses of an endpoint with this output, when they are not the result
-    /// handler's envelope around [`Self::Body`] (streamed outputs describe their media type);
-    /// `None` (the default): the result handler's.
-    fn describe() -> Option<Vec<ResponseDescription>> {
+    /// The success responses of an endpoint with this output, given the schema of
+    /// [`Self::Body`], when they are not the result handler's envelope around it (streamed
+    /// outputs describe their media type); `None` (the default): the result handler's.
+    fn describe(body: &Schema) -> Option<Vec<ResponseDescription>> {
+        let _ = body;
         None
     }
 }

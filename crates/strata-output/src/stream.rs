@@ -231,7 +231,7 @@ impl HandlerOutput for FileResponse {
         ))
     }
 
-    fn describe() -> Option<Vec<ResponseDescription>> {
+    fn describe(_: &Schema) -> Option<Vec<ResponseDescription>> {
         Some(binary_response("The file"))
     }
 }
@@ -311,7 +311,7 @@ where
         ))
     }
 
-    fn describe() -> Option<Vec<ResponseDescription>> {
+    fn describe(_: &Schema) -> Option<Vec<ResponseDescription>> {
         Some(binary_response("The stream"))
     }
 }

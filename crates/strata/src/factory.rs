@@ -389,6 +389,54 @@ where
         self.build_with(handler_with_request(f))
     }
 
+    /// Builds an event-stream endpoint (server-sent events of the enum `E`): `f` gets the input,
+    /// the context, an [`Emitter`](strata_events::Emitter) and the logger, and runs as its own
+    /// task until it returns or the client disconnects. See [`strata_events`].
+    pub fn event_stream<E, F, Fut, I>(self, f: F) -> Endpoint
+    where
+        E: strata_events::Events,
+        F: Fn(I, C, strata_events::Emitter<E>, Logger) -> Fut + Clone + Send + Sync + 'static,
+        Fut: Future<Output = Result<(), ApiError>> + Send + 'static,
+        I: DeserializeOwned + Validate + JsonSchema + Send + 'static,
+        I::Context: Default,
+        C: Send + 'static,
+        L: MiddlewareChain<C>,
+    {
+        self.event_stream_with(strata_events::EventStreamOptions::default(), f)
+    }
+
+    /// [`event_stream`](Self::event_stream) with options (the keep-alive interval).
+    pub fn event_stream_with<E, F, Fut, I>(
+        self,
+        options: strata_events::EventStreamOptions,
+        f: F,
+    ) -> Endpoint
+    where
+        E: strata_events::Events,
+        F: Fn(I, C, strata_events::Emitter<E>, Logger) -> Fut + Clone + Send + Sync + 'static,
+        Fut: Future<Output = Result<(), ApiError>> + Send + 'static,
+        I: DeserializeOwned + Validate + JsonSchema + Send + 'static,
+        I::Context: Default,
+        C: Send + 'static,
+        L: MiddlewareChain<C>,
+    {
+        self.handler_with_request(move |input: I, ctx: C, logger: Logger, request| {
+            let f = f.clone();
+            let last_event_id = request
+                .headers
+                .get("last-event-id")
+                .and_then(|value| value.to_str().ok())
+                .map(str::to_owned);
+            async move {
+                Ok(strata_events::EventStream::start(
+                    options,
+                    last_event_id,
+                    move |emitter| f(input, ctx, emitter, logger),
+                ))
+            }
+        })
+    }
+
     /// Builds the endpoint with any [`Handler`].
     pub fn build_with<H, I, O>(self, handler: H) -> Endpoint
     where
@@ -413,9 +461,11 @@ where
         meta.raw_body = strata_core::raw::reads_raw_body(input_schema.as_value());
         let raw_body = meta.raw_body;
         // A streamed output (a file, a stream) describes its own media type, not an envelope.
-        if let Some(described) = O::describe() {
-            meta.positive.clone_from(&described);
-            meta.positive_fn = Some(PositiveFn::new(move |_| described.clone()));
+        if let Some(described) = O::describe(&output_schema) {
+            meta.positive = described;
+            meta.positive_fn = Some(PositiveFn::new(|output| {
+                O::describe(output).unwrap_or_default()
+            }));
         } else {
             meta.positive = factory.result_handler.positive(&output_schema);
             let describer = factory.result_handler.clone();

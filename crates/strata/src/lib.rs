@@ -77,6 +77,9 @@ pub use strata_upload::{MoveError, MultipartForm, UploadLimits, UploadedFile, Up
 pub use strata_combine as combine;
 /// The shared vocabulary ([`strata_core`]).
 pub use strata_core as core;
+/// Server-sent events: typed events, an emitter, keep-alives.
+pub use strata_events as events;
+pub use strata_events::{EmitError, Emitter, EventStream, EventStreamOptions};
 /// Stage 7: result handlers and the format layer.
 pub use strata_format as format;
 /// Stage 5: handlers.

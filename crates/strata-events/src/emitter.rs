@@ -1,0 +1,269 @@
+//! [`Emitter`]: what a handler sends events with.
+
+use std::fmt;
+use std::marker::PhantomData;
+use std::time::Duration;
+
+use bytes::Bytes;
+use garde::Validate;
+use schemars::JsonSchema;
+use serde::Serialize;
+use serde_json::Value;
+use strata_core::Decoder;
+use tokio::sync::mpsc;
+
+use crate::stream::Message;
+
+/// Why an event was not sent.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum EmitError {
+    /// The client is gone: stop producing events.
+    Closed,
+    /// The event broke its rules (the message names the field); nothing was sent.
+    Invalid(String),
+    /// The event is not an enum variant (serde wrote neither `{"name": data}` nor `"name"`).
+    NotAnEvent(String),
+}
+
+impl fmt::Display for EmitError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Closed => f.write_str("the client closed the event stream"),
+            Self::Invalid(message) => write!(f, "invalid event: {message}"),
+            Self::NotAnEvent(found) => {
+                write!(f, "an event must be an enum variant, found {found}")
+            }
+        }
+    }
+}
+
+impl std::error::Error for EmitError {}
+
+// `?` on an emit in a handler makes it a 500 (core's conversion of any error): a closed
+// stream has nobody left to tell, a bad event is the server's defect, logged.
+
+/// Sends the events of type `E` to one client. Cheap to clone (a channel sender).
+pub struct Emitter<E> {
+    sender: mpsc::Sender<Message>,
+    last_event_id: Option<String>,
+    checker: Decoder<E>,
+    _events: PhantomData<fn(E)>,
+}
+
+impl<E> Clone for Emitter<E> {
+    fn clone(&self) -> Self {
+        Self {
+            sender: self.sender.clone(),
+            last_event_id: self.last_event_id.clone(),
+            checker: self.checker.clone(),
+            _events: PhantomData,
+        }
+    }
+}
+
+impl<E> fmt::Debug for Emitter<E> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Emitter")
+            .field("closed", &self.sender.is_closed())
+            .field("last_event_id", &self.last_event_id)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<E> Emitter<E> {
+    pub(crate) fn new(sender: mpsc::Sender<Message>, last_event_id: Option<String>) -> Self {
+        Self {
+            sender,
+            last_event_id,
+            checker: Decoder::new(),
+            _events: PhantomData,
+        }
+    }
+
+    /// Whether the client is gone.
+    pub fn is_closed(&self) -> bool {
+        self.sender.is_closed()
+    }
+
+    /// Resolves when the client is gone (a cancellation signal for `tokio::select!`).
+    pub async fn closed(&self) {
+        self.sender.closed().await;
+    }
+
+    /// The `Last-Event-ID` header of the request: the id of the last event a reconnecting
+    /// client received.
+    pub fn last_event_id(&self) -> Option<&str> {
+        self.last_event_id.as_deref()
+    }
+
+    /// Asks the client to wait `after` before reconnecting (`retry:`), from now on.
+    ///
+    /// # Errors
+    /// [`EmitError::Closed`] when the client is gone.
+    pub async fn retry(&self, after: Duration) -> Result<(), EmitError> {
+        let frame = format!("retry: {}\n\n", after.as_millis());
+        self.send(Bytes::from(frame)).await
+    }
+
+    async fn send(&self, frame: Bytes) -> Result<(), EmitError> {
+        self.sender
+            .send(Message::Frame(frame))
+            .await
+            .map_err(|_| EmitError::Closed)
+    }
+}
+
+impl<E> Emitter<E>
+where
+    E: Serialize + Validate + JsonSchema,
+    E::Context: Default,
+{
+    /// Checks `event` and sends it; waits while the client is slower than the events (at most
+    /// a few events are queued).
+    ///
+    /// # Errors
+    /// [`EmitError::Closed`] when the client is gone, [`EmitError::Invalid`] when the event
+    /// breaks its rules.
+    pub async fn emit(&self, event: E) -> Result<(), EmitError> {
+        self.send(self.frame(&event, None)?).await
+    }
+
+    /// [`emit`](Self::emit) with an `id:` the client sends back as `Last-Event-ID` when it
+    /// reconnects (line breaks in it are dropped).
+    ///
+    /// # Errors
+    /// As [`emit`](Self::emit).
+    pub async fn emit_with_id(&self, event: E, id: &str) -> Result<(), EmitError> {
+        self.send(self.frame(&event, Some(id))?).await
+    }
+
+    fn frame(&self, event: &E, id: Option<&str>) -> Result<Bytes, EmitError> {
+        if self.sender.is_closed() {
+            return Err(EmitError::Closed);
+        }
+        self.checker
+            .check(event, Some("event"))
+            .map_err(EmitError::Invalid)?;
+        let (name, data) = name_and_data(event)?;
+        let mut frame = String::with_capacity(name.len() + data.len() + 24);
+        frame.push_str("event: ");
+        frame.push_str(&name);
+        frame.push('\n');
+        if let Some(id) = id {
+            frame.push_str("id: ");
+            frame.extend(id.chars().filter(|c| !matches!(c, '\n' | '\r' | '\0')));
+            frame.push('\n');
+        }
+        // Compact JSON has no line breaks: one `data:` line.
+        frame.push_str("data: ");
+        frame.push_str(&data);
+        frame.push_str("\n\n");
+        Ok(Bytes::from(frame))
+    }
+}
+
+/// The event's name and its data as JSON, from serde's writing of an enum variant.
+pub(crate) fn name_and_data<E: Serialize>(event: &E) -> Result<(String, String), EmitError> {
+    let value = serde_json::to_value(event).map_err(|e| EmitError::NotAnEvent(e.to_string()))?;
+    match value {
+        Value::String(name) if is_event_name(&name) => Ok((name, "null".to_owned())),
+        Value::Object(map) if map.len() == 1 => {
+            let Some((name, data)) = map.into_iter().next() else {
+                return Err(EmitError::NotAnEvent("an empty object".to_owned()));
+            };
+            if !is_event_name(&name) {
+                return Err(EmitError::NotAnEvent(format!("the name {name:?}")));
+            }
+            Ok((name, data.to_string()))
+        }
+        other => Err(EmitError::NotAnEvent(other.to_string())),
+    }
+}
+
+/// A name that fits one `event:` line.
+fn is_event_name(name: &str) -> bool {
+    !name.is_empty() && !name.contains(['\n', '\r', '\0'])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[derive(Serialize, Validate, JsonSchema)]
+    #[serde(rename_all = "camelCase")]
+    enum Feed {
+        Message {
+            #[garde(length(min = 1))]
+            text: String,
+        },
+        Count(#[garde(range(max = 10))] u32),
+        Done,
+    }
+
+    #[tokio::test]
+    async fn frames_name_the_event_and_carry_its_data_on_one_line() {
+        let (sender, mut receiver) = mpsc::channel(8);
+        let emitter = Emitter::<Feed>::new(sender, Some("7".into()));
+        assert_eq!(emitter.last_event_id(), Some("7"));
+        emitter
+            .emit(Feed::Message {
+                text: "two\nlines".into(),
+            })
+            .await
+            .unwrap();
+        emitter.emit_with_id(Feed::Count(3), "8\n9").await.unwrap();
+        emitter.emit(Feed::Done).await.unwrap();
+        emitter.retry(Duration::from_secs(2)).await.unwrap();
+        let mut frames = Vec::new();
+        while let Ok(Message::Frame(frame)) = receiver.try_recv() {
+            frames.push(String::from_utf8(frame.to_vec()).unwrap());
+        }
+        assert_eq!(
+            frames,
+            [
+                "event: message\ndata: {\"text\":\"two\\nlines\"}\n\n",
+                "event: count\nid: 89\ndata: 3\n\n",
+                "event: done\ndata: null\n\n",
+                "retry: 2000\n\n",
+            ]
+        );
+    }
+
+    #[tokio::test]
+    async fn a_bad_event_is_refused_and_a_gone_client_closes() {
+        let (sender, receiver) = mpsc::channel(8);
+        let emitter = Emitter::<Feed>::new(sender, None);
+        let refused = emitter.emit(Feed::Count(11)).await.unwrap_err();
+        assert_eq!(
+            refused,
+            EmitError::Invalid("event[0]: greater than 10".into()),
+            "{refused}"
+        );
+        assert!(matches!(
+            emitter
+                .emit(Feed::Message {
+                    text: String::new()
+                })
+                .await,
+            Err(EmitError::Invalid(_))
+        ));
+        drop(receiver);
+        assert!(emitter.is_closed());
+        emitter.closed().await;
+        assert_eq!(emitter.emit(Feed::Done).await, Err(EmitError::Closed));
+    }
+
+    #[test]
+    fn only_enum_variants_are_events() {
+        #[derive(Serialize)]
+        struct NotAnEnum {
+            a: u8,
+            b: u8,
+        }
+        assert!(matches!(
+            name_and_data(&NotAnEnum { a: 1, b: 2 }),
+            Err(EmitError::NotAnEvent(_))
+        ));
+        assert!(matches!(name_and_data(&5), Err(EmitError::NotAnEvent(_))));
+    }
+}

@@ -1,0 +1,69 @@
+//! Server-sent events: a countdown whose events are an enum, sent as they happen, resumed
+//! where a reconnecting client left off (`Last-Event-ID`), stopped when the client leaves.
+//!
+//! `cargo run --example events`, then `curl -N localhost:8095/countdown?from=5` (or open it
+//! with `new EventSource(..)` in a browser).
+
+use std::time::Duration;
+
+use garde::Validate;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use strata::prelude::*;
+
+/// The events of the countdown.
+#[derive(Serialize, Validate, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub(crate) enum Countdown {
+    /// One step: the seconds left.
+    Tick {
+        #[garde(range(max = 3600))]
+        left: u32,
+    },
+    /// The end.
+    Liftoff,
+}
+
+#[derive(Deserialize, Validate, JsonSchema)]
+pub(crate) struct CountdownInput {
+    /// Where to start.
+    #[garde(range(min = 1, max = 3600))]
+    from: u32,
+    /// Milliseconds between ticks (default 1000).
+    #[garde(range(min = 1, max = 10_000))]
+    every_ms: Option<u64>,
+}
+
+/// The routing: `GET /countdown?from=N`.
+pub(crate) fn events_routing() -> Routing {
+    let countdown = default_endpoints_factory()
+        .get()
+        .tag("events")
+        .short_description("Counts down, one event per tick")
+        .event_stream(|input: CountdownInput, _ctx, emitter, logger| async move {
+            // A client that reconnects says the last tick it got: go on from there.
+            let from = emitter
+                .last_event_id()
+                .and_then(|id| id.parse::<u32>().ok())
+                .map_or(input.from, |last| last.saturating_sub(1).min(input.from));
+            let every = Duration::from_millis(input.every_ms.unwrap_or(1000));
+            for left in (1..=from).rev() {
+                emitter
+                    .emit_with_id(Countdown::Tick { left }, &left.to_string())
+                    .await?;
+                tokio::time::sleep(every).await;
+            }
+            emitter.emit(Countdown::Liftoff).await?;
+            logger.info("liftoff");
+            Ok(())
+        });
+    routing! { "countdown" => countdown }
+}
+
+#[tokio::main]
+async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let config = create_config().cors(true).listen(8095).build();
+    println!("curl -N 'http://localhost:8095/countdown?from=5'");
+    create_server(&config, &events_routing()).await?.run().await;
+    Ok(())
+}
