@@ -60,10 +60,37 @@ pub(crate) fn events_routing() -> Routing {
     routing! { "countdown" => countdown }
 }
 
+/// The generated TypeScript client: `Subscription` with the countdown's typed events.
+pub(crate) fn events_client(
+    routing: &Routing,
+    config: &strata::Config,
+) -> Result<strata::typescript::TypeScript, strata::typescript::IntegrationError> {
+    strata::typescript::Integration::new(routing, config)
+        .server_url("http://localhost:8095")
+        .build()
+}
+
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let config = create_config().cors(true).listen(8095).build();
-    println!("curl -N 'http://localhost:8095/countdown?from=5'");
-    create_server(&config, &events_routing()).await?.run().await;
+    let port = match std::env::var("PORT") {
+        Ok(port) => port
+            .parse::<u16>()
+            .map_err(|e| format!("PORT={port:?} is not a port: {e}"))?,
+        Err(_) => 8095,
+    };
+    let config = create_config().cors(true).listen(port).build();
+    let routing = events_routing();
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    if let [flag, file] = args.as_slice()
+        && flag == "--client"
+    {
+        return Ok(events_client(&routing, &config)?.write_file(file)?);
+    }
+    let doc = strata::openapi::Documentation::new(&routing, &config)
+        .title("Countdown")
+        .build()?;
+    let routing = routing.route("openapi.json", strata::openapi::openapi_endpoint(&doc));
+    println!("curl -N 'http://localhost:{port}/countdown?from=5'");
+    create_server(&config, &routing).await?.run().await;
     Ok(())
 }

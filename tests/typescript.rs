@@ -266,6 +266,39 @@ fn shapes_routing() -> Routing {
         .route("events", events)
 }
 
+#[allow(dead_code)]
+#[path = "../examples/events.rs"]
+mod events;
+
+#[test]
+fn event_streams_get_typed_subscriptions() {
+    // Compiled by tsc and used against the live example by tests/client/events.test.ts.
+    let routing = events::events_routing();
+    let config = create_config().cors(true).build();
+    let client = events::events_client(&routing, &config)
+        .unwrap()
+        .to_string();
+    snapshot("events.client.ts", &client);
+    assert!(
+        client.contains(
+            "export type GetCountdownEvents = {\n  tick: {\n    left: number;\n  };\n  liftoff: null;\n};"
+        ),
+        "{client}"
+    );
+    assert!(
+        client.contains("export interface Events {\n  \"get /countdown\": GetCountdownEvents;\n}")
+    );
+    assert!(client.contains("export class Subscription<K extends keyof Events>"));
+    // Without event streams the map is empty and `Subscription` still compiles.
+    let library = library::library_client(
+        &library::library_routing(std::env::temp_dir()),
+        &library::library_config().build(),
+    )
+    .unwrap()
+    .to_string();
+    assert!(library.contains("export interface Events {}"));
+}
+
 #[test]
 fn more_shapes_compile_too() {
     // Each file is compiled by tsc in `.ci/client-checks` (tests/client/tsconfig.clients.json)

@@ -2,6 +2,7 @@
 // error (tsc fails on one that is not), so a client that accepts them fails the check.
 import { Client, type Response } from "../snapshots/library.client.js";
 import type { Input } from "../snapshots/library.types.js";
+import { Subscription } from "../snapshots/events.client.js";
 
 declare const client: Client;
 
@@ -34,4 +35,16 @@ export async function misuse(response: Response["get /v1/books/:id"]): Promise<v
   // @ts-expect-error: the types file's inputs are the client's
   const input: Input["get /v1/books/:id"] = { id: "7" };
   void input;
+}
+
+{
+  const subscription = new Subscription("get /countdown", { from: 3 });
+  // @ts-expect-error: an event the stream does not have
+  subscription.on("boom", () => undefined);
+  // @ts-expect-error: a tick's data has no `right`
+  subscription.on("tick", (data) => data.right);
+  // @ts-expect-error: a request that is not an event stream
+  void new Subscription("get /v1/books", {});
+  // @ts-expect-error: the stream's input is checked too
+  void new Subscription("get /countdown", { from: "3" });
 }

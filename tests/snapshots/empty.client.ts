@@ -13,6 +13,9 @@ export interface Response {}
 /** The requests that answer with pages (see `Client.hasMore`). */
 export type PaginatedRequest = never;
 
+/** The events of each event-stream request (`Subscription`): name → data. */
+export interface Events {}
+
 /** The server the default implementation sends requests to. */
 export const serverUrl = "";
 
@@ -85,6 +88,16 @@ const appendValue = (
   }
 };
 
+/** The path with its parameters substituted, percent-encoded and taken out of `fields`. */
+const fillPath = (pattern: string, fields: Record<string, unknown>): string =>
+  pattern.replace(/:([^/]+)/g, (_, name: string) => {
+    const value = fields[name];
+    delete fields[name];
+    // `.` and `..` would be resolved away as path segments: escape them.
+    const text = String(value);
+    return /^\.{1,2}$/.test(text) ? text.replace(/\./g, "%2E") : encodeURIComponent(text);
+  });
+
 /** The fields as a query string (`?a=1&b=2`, empty without fields). */
 const queryString = (fields: Record<string, unknown>): string => {
   const search = new URLSearchParams();
@@ -125,13 +138,7 @@ export class Client {
     const space = key.indexOf(" ");
     const method = key.slice(0, space).toUpperCase() as Method;
     const rest: Record<string, unknown> = { ...(params as object) };
-    const path = key.slice(space + 1).replace(/:([^/]+)/g, (_, name: string) => {
-      const value = rest[name];
-      delete rest[name];
-      // `.` and `..` would be resolved away as path segments: escape them.
-      const text = String(value);
-      return /^\.{1,2}$/.test(text) ? text.replace(/\./g, "%2E") : encodeURIComponent(text);
-    });
+    const path = fillPath(key.slice(space + 1), rest);
     const headers: Record<string, string> = { ...options.headers };
     for (const name of placement.headers) {
       const value = rest[name];
@@ -179,5 +186,54 @@ export class Client {
   /** Whether another page follows: no request of this API is paginated. */
   public static hasMore(_response: never): boolean {
     return false;
+  }
+}
+
+/** What a subscription needs of an `EventSource` (the browser's, or a polyfill's). */
+export interface EventSourceLike {
+  addEventListener(type: string, listener: (event: { data: string }) => void): void;
+  close(): void;
+}
+
+/** Where a subscription connects, and how it opens the stream. */
+export interface SubscriptionOptions {
+  /** Default: `serverUrl`. */
+  baseUrl?: string;
+  /** Default: the global `EventSource`. */
+  open?: (url: string) => EventSourceLike;
+}
+
+/** An event-stream request opened with an `EventSource`, its events typed by name. */
+export class Subscription<K extends keyof Events> {
+  public readonly source: EventSourceLike;
+
+  public constructor(request: K, params: Input[K], options: SubscriptionOptions = {}) {
+    // (Typed wider, so that an API without event streams still compiles.)
+    const key: string = request;
+    const rest: Record<string, unknown> = { ...(params as object) };
+    const path = fillPath(key.slice(key.indexOf(" ") + 1), rest);
+    const base = (options.baseUrl ?? serverUrl).replace(/\/+$/, "");
+    const open =
+      options.open ??
+      ((url: string): EventSourceLike =>
+        new (globalThis as unknown as { EventSource: new (url: string) => EventSourceLike })
+          .EventSource(url));
+    this.source = open(base + path + queryString(rest));
+  }
+
+  /** Calls `listener` with the data of each `event` (parsed JSON). */
+  public on<E extends keyof Events[K] & string>(
+    event: E,
+    listener: (data: Events[K][E]) => void,
+  ): this {
+    this.source.addEventListener(event, ({ data }) => {
+      listener(JSON.parse(data) as Events[K][E]);
+    });
+    return this;
+  }
+
+  /** Closes the stream (the server stops its handler). */
+  public close(): void {
+    this.source.close();
   }
 }

@@ -163,3 +163,6 @@ export interface Response {
 
 /** The requests that answer with pages (see `Client.hasMore`). */
 export type PaginatedRequest = "get /v1/books" | "get /v1/books/feed";
+
+/** The events of each event-stream request (`Subscription`): name → data. */
+export interface Events {}

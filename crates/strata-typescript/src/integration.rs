@@ -355,6 +355,7 @@ fn generate(
         print_operation(&mut out, request, described);
     }
     print_maps(&mut out, &requests, &paginated);
+    print_events(&mut out, &requests, &described);
     if variant == Variant::Client {
         out.push('\n');
         let placements: Vec<(String, Placement)> = requests
@@ -462,6 +463,42 @@ fn print_operation(out: &mut String, request: &Request<'_>, described: &Describe
         out.push('\n');
         out.push_str(&ty.alias(&format!("{base}{suffix}"), &doc));
     }
+    if let Some(events) = &described.events {
+        out.push('\n');
+        let doc = Doc::text(Some("Its events: name → data.".to_owned()));
+        out.push_str(&events.alias(&format!("{base}Events"), &doc));
+    }
+}
+
+/// `Events`: the events of each GET event-stream request, for `Subscription`.
+fn print_events(out: &mut String, requests: &[Request<'_>], described: &[Described]) {
+    out.push('\n');
+    out.push_str(
+        &Doc::text(Some(
+            "The events of each event-stream request (`Subscription`): name → data.".to_owned(),
+        ))
+        .print(0),
+    );
+    let streams: Vec<&Request<'_>> = requests
+        .iter()
+        .zip(described)
+        .filter(|(_, described)| described.events.is_some())
+        .map(|(request, _)| request)
+        .collect();
+    if streams.is_empty() {
+        out.push_str("export interface Events {}\n");
+        return;
+    }
+    out.push_str("export interface Events {\n");
+    for request in streams {
+        let _ = writeln!(
+            out,
+            "  {}: {}Events;",
+            string_literal(&request.key),
+            request.base
+        );
+    }
+    out.push_str("}\n");
 }
 
 /// `Request`, the maps keyed by it, and `PaginatedRequest`.
@@ -519,6 +556,8 @@ struct Described {
     positive: Ts,
     negative: Ts,
     placement: Placement,
+    /// The events of a GET event stream (`text/event-stream`): name → data.
+    events: Option<Ts>,
 }
 
 fn schema_error(request: &str, schema: &str, problem: Problem) -> IntegrationError {
@@ -560,6 +599,7 @@ fn describe(
         });
     }
     let (body, index) = body_fields(request, converter, &mut properties)?;
+    let events = events_of(request, converter)?;
     let mut positive = Vec::new();
     let mut negative = Vec::new();
     for (status, response) in &operation.responses {
@@ -597,7 +637,61 @@ fn describe(
         positive: Ts::union(positive),
         negative: Ts::union(negative),
         placement: Placement { headers, body },
+        events,
     })
+}
+
+/// The events of a GET request answering `text/event-stream` (what an `EventSource` can
+/// open): an object type of each event's name and data, from the document's frame schemas
+/// (`oneOf` of `{event: {const: name}, data}`).
+fn events_of(
+    request: &Request<'_>,
+    converter: &mut Converter<'_>,
+) -> Result<Option<Ts>, IntegrationError> {
+    if !request.key.starts_with("get ") {
+        return Ok(None);
+    }
+    let Some(media) = request
+        .operation
+        .responses
+        .iter()
+        .filter(|(status, _)| status.starts_with('2'))
+        .find_map(|(_, response)| response.content.get("text/event-stream"))
+    else {
+        return Ok(None);
+    };
+    let frames = media
+        .schema
+        .get("oneOf")
+        .and_then(Value::as_array)
+        .map_or(&[][..], Vec::as_slice);
+    let mut properties = Vec::new();
+    for frame in frames {
+        let Some(name) = frame
+            .pointer("/properties/event/const")
+            .and_then(Value::as_str)
+        else {
+            continue;
+        };
+        let data = frame.pointer("/properties/data").unwrap_or(&Value::Null);
+        let ty = converter.convert(data).map_err(|problem| {
+            schema_error(
+                &request.key,
+                &format!("the event {}", string_literal(name)),
+                problem,
+            )
+        })?;
+        properties.push(Property {
+            name: name.to_owned(),
+            ty,
+            optional: false,
+            doc: doc_of(data),
+        });
+    }
+    Ok(Some(Ts::Object(Object {
+        properties,
+        index: None,
+    })))
 }
 
 /// The fields an operation's request body carries, added to `properties`, and how it travels;
