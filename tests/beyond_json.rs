@@ -550,3 +550,27 @@ async fn a_stream_is_sent_as_it_comes_and_its_errors_are_handled() {
     assert_eq!(json(&bytes)["error"]["message"], "Internal Server Error");
     drop(server);
 }
+
+/// The document of every kind of endpoint here, for the outside validators (written to the
+/// path in `STRATA_BEYOND_JSON_OPENAPI` when set; `.ci/openapi-checks` sets it).
+#[test]
+fn the_document_of_raw_bodies_files_and_streams() {
+    let dir = std::env::temp_dir();
+    let routing = routing! {
+        "hooks" => { ":source" => hook() },
+        "files" => { ":name" => download(dir) },
+        "list" => listing(),
+        "search" => search(),
+    };
+    let config = create_config().cors(true).build();
+    let document = strata::openapi::Documentation::new(&routing, &config)
+        .title("Beyond JSON")
+        .build()
+        .unwrap();
+    if let Some(path) = std::env::var_os("STRATA_BEYOND_JSON_OPENAPI") {
+        document.write_file(path).unwrap();
+    }
+    let value = document.to_value();
+    assert!(value["paths"]["/hooks/{source}"]["post"]["requestBody"].is_object());
+    assert!(value["paths"].get("/search").is_none());
+}
