@@ -76,6 +76,7 @@ pub(crate) fn downloads_routing(dir: PathBuf) -> Routing {
         .get()
         .tag("files")
         .short_description("A CSV report, streamed")
+        .success_media_type("text/csv")
         .handler(|input: ReportInput, _ctx, _logger| async move {
             let csv = HeaderValue::from_static("text/csv; charset=utf-8");
             Ok(StreamResponse::new(

@@ -241,6 +241,19 @@ async fn downloads_stream_files_and_reports() {
     let (status, body) = fetch(addr, "/files/..").await;
     assert_eq!(status, 400, "{body}");
     server.shutdown().await;
+    // The document: binary data, of the type the endpoint names.
+    let document =
+        strata::openapi::Documentation::new(&downloads::downloads_routing(dir.clone()), &config)
+            .build()
+            .unwrap()
+            .to_value();
+    let content =
+        |path: &str| document["paths"][path]["get"]["responses"]["200"]["content"].clone();
+    assert_eq!(
+        content("/report"),
+        serde_json::json!({"text/csv": {"schema": {"type": "string", "format": "binary"}}})
+    );
+    assert!(content("/files/{name}")["application/octet-stream"].is_object());
     std::fs::remove_dir_all(&dir).unwrap();
 }
 

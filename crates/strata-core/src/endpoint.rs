@@ -281,6 +281,9 @@ pub struct EndpointMeta {
     pub raw_body: bool,
     /// Success statuses the handler answers with, when not the result handler's (200).
     pub success_statuses: Vec<StatusCode>,
+    /// The media types of the success responses, when the endpoint says them (a file or a
+    /// stream of a known type); empty: what the output describes.
+    pub success_media_types: Vec<String>,
     /// Error statuses declared by the endpoint and its middleware.
     pub errors: Vec<DeclaredError>,
     /// Success responses.

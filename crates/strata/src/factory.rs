@@ -12,7 +12,7 @@ use serde::de::DeserializeOwned;
 use strata_combine::CombineLayer;
 use strata_core::{
     ApiError, Config, DeclaredError, Endpoint, EndpointMeta, HCons, HNil, Logger, MiddlewareInput,
-    Output, PositiveFn, Security, SharedService,
+    Output, PositiveFn, ResponseDescription, Security, SharedService,
 };
 use strata_format::{DefaultResultHandler, FormatLayer, ResultHandler};
 use strata_handler::{Handler, HandlerService, handler_fn, handler_with_request};
@@ -312,6 +312,19 @@ impl<C, L, R> EndpointBuilder<C, L, R> {
         self
     }
 
+    /// Declares the media type of the success responses (repeatable), for the API description
+    /// and the generated client: what a [`FileResponse`](strata_output::FileResponse) or a
+    /// [`StreamResponse`](strata_output::StreamResponse) sends (`text/csv`, `image/png`)
+    /// instead of `application/octet-stream`.
+    #[must_use]
+    pub fn success_media_type(mut self, media_type: impl Into<String>) -> Self {
+        let media_type = media_type.into();
+        if !self.meta.success_media_types.contains(&media_type) {
+            self.meta.success_media_types.push(media_type);
+        }
+        self
+    }
+
     /// Declares an error status the handler may answer with (for example 404 for an unknown
     /// id), for the API description.
     #[must_use]
@@ -460,11 +473,21 @@ where
         meta.input_fields = fields;
         meta.raw_body = strata_core::raw::reads_raw_body(input_schema.as_value());
         let raw_body = meta.raw_body;
-        // A streamed output (a file, a stream) describes its own media type, not an envelope.
+        // A streamed output (a file, a stream) describes its own media type, not an envelope;
+        // the endpoint may name it.
         if let Some(described) = O::describe(&output_schema) {
-            meta.positive = described;
-            meta.positive_fn = Some(PositiveFn::new(|output| {
-                O::describe(output).unwrap_or_default()
+            let media_types = meta.success_media_types.clone();
+            let name = move |mut described: Vec<ResponseDescription>| {
+                if !media_types.is_empty() {
+                    for description in &mut described {
+                        description.mime_types.clone_from(&media_types);
+                    }
+                }
+                described
+            };
+            meta.positive = name(described);
+            meta.positive_fn = Some(PositiveFn::new(move |output| {
+                name(O::describe(output).unwrap_or_default())
             }));
         } else {
             meta.positive = factory.result_handler.positive(&output_schema);
