@@ -10,6 +10,7 @@
 //! | POST | body, params, files |
 //! | PUT, PATCH | body, params |
 //! | DELETE | query, params |
+//! | QUERY | query, body, params |
 //!
 //! `headers` may be added as a source: names are lower-case, repeated headers are lists.
 //!

@@ -9,7 +9,8 @@
 //!
 //! The response is `text/event-stream` with `cache-control: no-cache`. Its headers go with the
 //! first event, so an error the handler returns before emitting is an ordinary error response
-//! (a 401 stays a 401); after it, an error or a panic ends the stream and is logged. Once
+//! (a 401 stays a 401); after it, an error or a panic ends the stream cleanly (the events sent
+//! are whole) and is logged. Until the first event nothing is sent, not even headers. Once
 //! events flow, a comment (`: keep-alive`) goes out when nothing else did for the keep-alive
 //! interval (15 s by default). When the client disconnects, the handler's task is dropped at
 //! its next `.await`.
@@ -48,4 +49,4 @@ mod emitter;
 mod stream;
 
 pub use emitter::{EmitError, Emitter};
-pub use stream::{EventStream, EventStreamOptions, Events};
+pub use stream::{EventFrames, EventStream, EventStreamOptions, Events};

@@ -17,7 +17,9 @@ use http_body::{Body, Frame};
 use schemars::{JsonSchema, Schema, SchemaGenerator};
 use serde::{Serialize, Serializer};
 use serde_json::{Value, json};
-use strata_core::{ApiError, BoxError, Output, ResponseBody, ResponseDescription, StreamFailure};
+use strata_core::{
+    ApiError, BoxError, Logger, Output, ResponseBody, ResponseDescription, StreamFailure,
+};
 use strata_output::HandlerOutput;
 use tokio::sync::mpsc;
 use tokio::task::AbortHandle;
@@ -50,7 +52,7 @@ impl<E> Events for E where E: Serialize + Validate<Context: Default> + JsonSchem
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct EventStreamOptions {
     /// A comment is sent when no event was for this long, once the stream started (proxies
-    /// close idle connections); `None`: no keep-alives. Default 15 s.
+    /// close idle connections); `None`: no keep-alives. Default 15 s; at least 10 ms.
     pub keep_alive: Option<Duration>,
 }
 
@@ -66,9 +68,19 @@ impl Default for EventStreamOptions {
 /// event-stream endpoint.
 pub struct EventStream<E> {
     receiver: mpsc::Receiver<Message>,
-    task: AbortHandle,
+    task: AbortOnDrop,
     options: EventStreamOptions,
+    logger: Option<Logger>,
     _events: PhantomData<fn() -> E>,
+}
+
+/// Stops the handler's task when the stream (or its body) is dropped: nobody listens.
+struct AbortOnDrop(AbortHandle);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
 }
 
 impl<E> std::fmt::Debug for EventStream<E> {
@@ -105,10 +117,19 @@ impl<E: Events> EventStream<E> {
         });
         Self {
             receiver,
-            task: task.abort_handle(),
+            task: AbortOnDrop(task.abort_handle()),
             options,
+            logger: None,
             _events: PhantomData,
         }
+    }
+
+    /// Logs a failure of the handler after the first event with `logger` (the stream then
+    /// ends cleanly: what was emitted is whole).
+    #[must_use]
+    pub fn logger(mut self, logger: Logger) -> Self {
+        self.logger = Some(logger);
+        self
     }
 }
 
@@ -140,26 +161,28 @@ impl<F: Future> Future for CatchUnwind<F> {
 /// (the client is gone) stops the handler's task.
 struct EventBody {
     receiver: mpsc::Receiver<Message>,
-    task: AbortHandle,
+    // Dropped with the body: the client is gone.
+    _task: AbortOnDrop,
     keep_alive: Option<Duration>,
     /// Armed once the first event went out.
     idle: Option<Pin<Box<Sleep>>>,
+    started: bool,
+    logger: Option<Logger>,
 }
 
-impl Drop for EventBody {
-    fn drop(&mut self) {
-        self.task.abort();
-    }
-}
+/// The shortest keep-alive interval: a smaller one would make the stream a busy loop.
+const MIN_KEEP_ALIVE: Duration = Duration::from_millis(10);
 
 impl EventBody {
     fn rearm(&mut self) {
-        if let Some(every) = self.keep_alive {
-            let deadline = Instant::now() + every;
-            match &mut self.idle {
-                Some(idle) => idle.as_mut().reset(deadline),
-                None => self.idle = Some(Box::pin(tokio::time::sleep_until(deadline))),
-            }
+        let Some(every) = self.keep_alive else { return };
+        // An interval beyond what the clock can count means none.
+        let Some(deadline) = Instant::now().checked_add(every.max(MIN_KEEP_ALIVE)) else {
+            return;
+        };
+        match &mut self.idle {
+            Some(idle) => idle.as_mut().reset(deadline),
+            None => self.idle = Some(Box::pin(tokio::time::sleep_until(deadline))),
         }
     }
 }
@@ -174,11 +197,26 @@ impl Body for EventBody {
     ) -> Poll<Option<Result<Frame<Bytes>, BoxError>>> {
         match self.receiver.poll_recv(cx) {
             Poll::Ready(Some(Message::Frame(frame))) => {
+                self.started = true;
                 self.rearm();
                 return Poll::Ready(Some(Ok(Frame::data(frame))));
             }
-            Poll::Ready(Some(Message::Failed(error))) => {
+            // Before the first event: the format stage answers with the error itself.
+            Poll::Ready(Some(Message::Failed(error))) if !self.started => {
                 return Poll::Ready(Some(Err(Box::new(StreamFailure(error)))));
+            }
+            // After it: every event sent is whole, so end cleanly (the client's EventSource
+            // reconnects, with `Last-Event-ID`) and say why.
+            Poll::Ready(Some(Message::Failed(error))) => {
+                if let Some(logger) = &self.logger {
+                    logger.error(format_args!(
+                        "The event stream ended after its first event: {}",
+                        error.message()
+                    ));
+                }
+                self.idle = None;
+                self.receiver.close();
+                return Poll::Ready(None);
             }
             Poll::Ready(None) => return Poll::Ready(None),
             Poll::Pending => {}
@@ -298,9 +336,11 @@ impl<E: Events> HandlerOutput for EventStream<E> {
         headers.insert(CACHE_CONTROL, HeaderValue::from_static("no-cache"));
         let body = EventBody {
             receiver: self.receiver,
-            task: self.task,
+            _task: self.task,
             keep_alive: self.options.keep_alive,
             idle: None,
+            started: false,
+            logger: self.logger,
         };
         Ok(Output::streamed(
             StatusCode::OK,

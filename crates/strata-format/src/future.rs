@@ -128,21 +128,16 @@ impl Body for Prefixed {
             return Poll::Ready(Some(Ok(first)));
         }
         let polled = catch_unwind(AssertUnwindSafe(|| Pin::new(&mut self.rest).poll_frame(cx)));
-        // A producer that ends itself with an `ApiError` (an event stream's handler) has sent
-        // whole pieces: end cleanly, so that they reach the client. Anything else cuts the
-        // response, so that a truncated body never looks complete.
-        let (error, cut) = match polled {
+        let error = match polled {
             Ok(Poll::Ready(Some(Err(error)))) => match error.downcast::<StreamFailure>() {
-                Ok(failure) => (failure.0, false),
-                Err(error) => (
-                    ApiError::internal("The response stream failed").with_source(error),
-                    true,
-                ),
+                Ok(failure) => failure.0,
+                Err(error) => ApiError::internal("The response stream failed").with_source(error),
             },
             Ok(other) => return other,
-            Err(payload) => (panic_error(&*payload), true),
+            Err(payload) => panic_error(&*payload),
         };
-        // The status line is gone: end the stream and say why.
+        // The status line is gone: cut the response (a truncated body must never look
+        // complete) and say why.
         let line = format_args!(
             "{} {}: {} after the response started",
             self.info.method,
@@ -156,12 +151,7 @@ impl Body for Prefixed {
             }
             None => self.logger.error(line),
         }
-        if cut {
-            Poll::Ready(Some(Err(error.message().to_owned().into())))
-        } else {
-            self.rest = ResponseBody::empty();
-            Poll::Ready(None)
-        }
+        Poll::Ready(Some(Err(error.message().to_owned().into())))
     }
 
     fn is_end_stream(&self) -> bool {
@@ -257,7 +247,11 @@ where
                         Err(payload) => break Err(panic_error(&*payload)),
                     };
                     let (status, headers) = head.take().unwrap_or_default();
-                    let rest = std::mem::take(body);
+                    // A body that ended is not polled again (a stream need not be fused).
+                    let rest = match first {
+                        Some(_) => std::mem::take(body),
+                        None => ResponseBody::empty(),
+                    };
                     let Some(finish) = this.finish.take() else {
                         break Err(ApiError::internal("polled after completion"));
                     };

@@ -632,7 +632,7 @@ impl<'r> Described<'r> {
         }
         if self.media == BodyMedia::Raw {
             // Any content type; the bytes are handed over as they came.
-            let (_, schema, required, _) = body[0];
+            let (_, schema, required, _) = body.iter().find(|field| field.0 == RAW_FIELD)?;
             let mut schema = schema.clone();
             if let Some(object) = schema.as_object_mut() {
                 object.remove(RAW_MARKER);

@@ -145,7 +145,8 @@ impl FileResponse {
         let file = tokio::fs::File::open(path).await.map_err(failed)?;
         let metadata = file.metadata().await.map_err(failed)?;
         if !metadata.is_file() {
-            return Err(failed(io::Error::other("not a regular file")));
+            // A directory (or a device) is no file to download.
+            return Err(failed(io::Error::from(io::ErrorKind::NotFound)));
         }
         let guessed = mime_guess::from_path(path)
             .first_raw()
@@ -220,8 +221,10 @@ impl HandlerOutput for FileResponse {
     fn into_streamed(self) -> Result<Output, Self> {
         let mut headers = self.headers;
         headers.insert(CONTENT_LENGTH, HeaderValue::from(self.len));
+        // No more than the length sent, should the file grow meanwhile.
+        let file = tokio::io::AsyncReadExt::take(self.file, self.len);
         let body = ChunkBody {
-            chunks: ReaderStream::with_capacity(self.file, FILE_CHUNK),
+            chunks: ReaderStream::with_capacity(file, FILE_CHUNK),
             remaining: Some(self.len),
         };
         Ok(Output::streamed(

@@ -184,7 +184,9 @@ impl Flattener {
                     reason,
                 };
                 let method = method_key(method).ok_or_else(|| {
-                    invalid("expected `<method> <path>` with get, post, put, patch or delete")
+                    invalid(
+                        "expected `<method> <path>` with get, post, put, patch, delete or query",
+                    )
                 })?;
                 if !path.starts_with('/') {
                     return Err(invalid("the path of `<method> <path>` starts with /"));

@@ -36,6 +36,9 @@ pub(crate) struct Activity {
     in_flight: AtomicUsize,
     /// Responses handed to hyper whose body it still holds (being sent).
     sending: AtomicUsize,
+    /// Of those, bodies whose producer has nothing yet (a quiet event stream): hyper waits on
+    /// them, which is not a stall.
+    producing: AtomicUsize,
 }
 
 /// Why a connection should end.
@@ -49,8 +52,9 @@ pub(crate) enum Verdict {
 
 impl Activity {
     /// Resolves when the connection has been idle for `idle` or stalled for `write`: with a
-    /// write waiting on the client, or a response whose body hyper still holds, and no byte
-    /// written.
+    /// write waiting on the client, or a response whose body hyper still holds and does not
+    /// take (a body waiting on its producer, a quiet event stream, is not stalled), and no
+    /// byte written.
     pub(crate) async fn watch(&self, idle: Duration, write: Duration) -> Verdict {
         let tick = (idle.min(write) / 4).max(Duration::from_millis(10));
         let mut written = self.written.load(Ordering::Relaxed);
@@ -68,7 +72,8 @@ impl Activity {
             // waits to be sent and hyper took nothing of it (HTTP/2 without window). Pings are
             // writes too, which is why bodies are watched on their own.
             let socket_stuck = self.write_blocked.load(Ordering::Relaxed) && now_written == written;
-            let body_stuck = sending > 0 && now_bodies == bodies;
+            let producing = self.producing.load(Ordering::Relaxed);
+            let body_stuck = sending > producing && now_bodies == bodies;
             stalled_for = if socket_stuck || body_stuck {
                 stalled_for + tick
             } else {
@@ -210,11 +215,29 @@ impl Drop for InFlight {
 }
 
 /// A response being sent; counted out when hyper drops its body.
-struct Sending(Arc<Activity>);
+struct Sending {
+    activity: Arc<Activity>,
+    /// The body's last poll found its producer with nothing yet.
+    producing: bool,
+}
+
+impl Sending {
+    fn producing(&mut self, now: bool) {
+        if now != self.producing {
+            self.producing = now;
+            if now {
+                self.activity.producing.fetch_add(1, Ordering::Relaxed);
+            } else {
+                self.activity.producing.fetch_sub(1, Ordering::Relaxed);
+            }
+        }
+    }
+}
 
 impl Drop for Sending {
     fn drop(&mut self) {
-        self.0.sending.fetch_sub(1, Ordering::Relaxed);
+        self.producing(false);
+        self.activity.sending.fetch_sub(1, Ordering::Relaxed);
     }
 }
 
@@ -242,7 +265,10 @@ where
             // moment with neither.
             activity.sending.fetch_add(1, Ordering::Relaxed);
             drop(in_flight);
-            Sending(activity)
+            Sending {
+                activity,
+                producing: false,
+            }
         });
         Poll::Ready(Ok(response.map(|body| TrackedBody {
             inner: body,
@@ -269,9 +295,16 @@ impl Body for TrackedBody {
         cx: &mut Context<'_>,
     ) -> Poll<Option<Result<Frame<bytes::Bytes>, BoxError>>> {
         let this = self.project();
-        let frame = ready!(this.inner.poll_frame(cx));
-        if let (Some(Ok(_)), Some(Sending(activity))) = (&frame, &this.sending) {
-            activity.body_progress.fetch_add(1, Ordering::Relaxed);
+        let polled = this.inner.poll_frame(cx);
+        if let Some(sending) = this.sending.as_mut() {
+            sending.producing(polled.is_pending());
+        }
+        let frame = ready!(polled);
+        if let (Some(Ok(_)), Some(sending)) = (&frame, &this.sending) {
+            sending
+                .activity
+                .body_progress
+                .fetch_add(1, Ordering::Relaxed);
         }
         Poll::Ready(frame)
     }

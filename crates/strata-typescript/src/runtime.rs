@@ -293,7 +293,10 @@ export interface SubscriptionOptions {
   open?: (url: string) => EventSourceLike;
 }
 
-/** An event-stream request opened with an `EventSource`, its events typed by name. */
+/**
+ * An event-stream request opened with an `EventSource`, its events typed by name. Its input
+ * goes in the path and the query string (an `EventSource` sends no headers of its own).
+ */
 export class Subscription<K extends keyof Events> {
   public readonly source: EventSourceLike;
 
@@ -317,7 +320,8 @@ export class Subscription<K extends keyof Events> {
     listener: (data: Events[K][E]) => void,
   ): this {
     this.source.addEventListener(event, ({ data }) => {
-      listener(JSON.parse(data) as Events[K][E]);
+      // `error` and `open` are also the EventSource's own events, which carry no data.
+      if (typeof data === "string") listener(JSON.parse(data) as Events[K][E]);
     });
     return this;
   }

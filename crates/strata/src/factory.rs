@@ -435,17 +435,19 @@ where
     {
         self.handler_with_request(move |input: I, ctx: C, logger: Logger, request| {
             let f = f.clone();
+            // Any UTF-8: ids are the application's own text.
             let last_event_id = request
                 .headers
                 .get("last-event-id")
-                .and_then(|value| value.to_str().ok())
+                .and_then(|value| std::str::from_utf8(value.as_bytes()).ok())
                 .map(str::to_owned);
             async move {
-                Ok(strata_events::EventStream::start(
-                    options,
-                    last_event_id,
-                    move |emitter| f(input, ctx, emitter, logger),
-                ))
+                let stream_logger = logger.clone();
+                let stream =
+                    strata_events::EventStream::start(options, last_event_id, move |emitter| {
+                        f(input, ctx, emitter, logger)
+                    });
+                Ok(stream.logger(stream_logger))
             }
         })
     }
