@@ -18,6 +18,8 @@ pub(crate) enum Command {
     },
     /// Serve the soak server until standard input closes (the soak's child process).
     ServeSoak { workers: usize },
+    /// The child's side of the ceiling reference (`serve fixed`).
+    ServeFixed { workers: usize },
     /// Mixed traffic against one Strata server for a long time, its memory sampled.
     Soak(SoakOptions),
     /// Only the load generator, against a server started elsewhere (for profiling).
@@ -114,6 +116,8 @@ USAGE:
     strata-bench soak [--duration <time>] [--connections N] [--sample <time>] [--workers N]
                       [--client-threads N] [--json <path>]
     strata-bench serve soak [--workers N]
+    strata-bench serve fixed [--workers N]    the load generator's ceiling: fixed bytes, no HTTP
+                                              stack (measure it with `load <addr> hello`)
 
 OPTIONS:
     --quick                 short rounds (the whole run in under a minute)
@@ -174,14 +178,18 @@ where
         return parse_soak(&args[1..]);
     }
     if args.first().map(String::as_str) == Some("serve")
-        && args.get(1).map(String::as_str) == Some("soak")
+        && let Some(special @ ("soak" | "fixed")) = args.get(1).map(String::as_str)
     {
         let workers = match (args.get(2).map(String::as_str), args.get(3)) {
             (None, _) => 1,
             (Some("--workers"), Some(n)) if args.len() == 4 => positive("--workers", n)?,
             _ => return Err(format!("unexpected arguments: {:?}", &args[2..])),
         };
-        return Ok(Command::ServeSoak { workers });
+        return Ok(if special == "soak" {
+            Command::ServeSoak { workers }
+        } else {
+            Command::ServeFixed { workers }
+        });
     }
     if args.first().map(String::as_str) == Some("serve") {
         let server = args.get(1).ok_or("serve needs a server")?.parse()?;
@@ -395,6 +403,10 @@ mod tests {
         assert_eq!(
             parse(["serve", "soak", "--workers", "3"]),
             Ok(Command::ServeSoak { workers: 3 })
+        );
+        assert_eq!(
+            parse(["serve", "fixed"]),
+            Ok(Command::ServeFixed { workers: 1 })
         );
         for args in [
             &["soak", "--connections", "0"][..],

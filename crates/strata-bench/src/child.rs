@@ -173,6 +173,11 @@ pub(crate) fn serve(kind: ServerKind, scenario: Scenario, workers: usize) -> Res
     )
 }
 
+/// The ceiling reference (`serve fixed`): serves until standard input closes.
+pub(crate) fn serve_fixed(workers: usize) -> Result<(), String> {
+    serve_until_closed("fixed", workers, crate::servers::start_fixed())
+}
+
 /// The soak server's side (`serve soak`): serves until standard input closes.
 pub(crate) fn serve_soak(workers: usize) -> Result<(), String> {
     serve_until_closed("soak", workers, crate::servers::start_soak())

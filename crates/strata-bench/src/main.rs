@@ -47,6 +47,7 @@ fn main() -> ExitCode {
             workers,
         }) => child::serve(server, scenario, workers),
         Ok(Command::ServeSoak { workers }) => child::serve_soak(workers),
+        Ok(Command::ServeFixed { workers }) => child::serve_fixed(workers),
         Ok(Command::Soak(options)) => soak::run(&options),
         Ok(Command::Load {
             addr,

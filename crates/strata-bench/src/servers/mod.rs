@@ -103,6 +103,65 @@ pub(crate) async fn start(kind: ServerKind, many_routes: bool) -> io::Result<Run
     }
 }
 
+/// The body of the fixed-bytes server's answer: what the others answer to `hello`.
+const FIXED_BODY: &str = r#"{"status":"success","data":{"greetings":"Hello, World"}}"#;
+
+/// Starts the ceiling reference (`strata-bench serve fixed`): no HTTP stack, no routing, every
+/// request (bodiless, pipelining allowed) answered with the same bytes. What the load generator
+/// gets out of it is the most it can measure on this machine: a server measured close to it is
+/// measured against the generator, not on its own. Call from a tokio runtime.
+pub(crate) async fn start_fixed() -> io::Result<Running> {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let response: std::sync::Arc<[u8]> = format!(
+        "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n{FIXED_BODY}",
+        FIXED_BODY.len()
+    )
+    .into_bytes()
+    .into();
+    let listener = TcpListener::bind(loopback()).await?;
+    let addr = listener.local_addr()?;
+    let task = tokio::spawn(async move {
+        loop {
+            let Ok((mut stream, _)) = listener.accept().await else {
+                continue;
+            };
+            let _ = stream.set_nodelay(true);
+            let response = std::sync::Arc::clone(&response);
+            tokio::spawn(async move {
+                let (mut pending, mut out) = (Vec::with_capacity(4096), Vec::new());
+                let mut chunk = [0u8; 4096];
+                loop {
+                    let Ok(n) = stream.read(&mut chunk).await else {
+                        return;
+                    };
+                    if n == 0 {
+                        return;
+                    }
+                    pending.extend_from_slice(&chunk[..n]);
+                    // Each complete head is a request; keep a partial one for the next read.
+                    let mut start = 0;
+                    while let Some(end) = pending[start..].windows(4).position(|w| w == b"\r\n\r\n")
+                    {
+                        start += end + 4;
+                        out.extend_from_slice(&response);
+                    }
+                    pending.drain(..start);
+                    if !out.is_empty() {
+                        if stream.write_all(&out).await.is_err() {
+                            return;
+                        }
+                        out.clear();
+                    }
+                }
+            });
+        }
+    });
+    Ok(Running {
+        addr,
+        handle: Handle::Task(task),
+    })
+}
+
 /// Starts the server of `strata-bench soak` on 127.0.0.1 and a port the system picks. Call from
 /// a tokio runtime.
 pub(crate) async fn start_soak() -> io::Result<Running> {
@@ -128,4 +187,24 @@ async fn start_strata(
         addr,
         handle: Handle::Strata(Box::new(server)),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+    use std::time::Duration;
+
+    use crate::scenario::Scenario;
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn the_fixed_server_answers_every_request_with_a_200() {
+        let running = super::start_fixed().await.unwrap();
+        let request: Arc<[u8]> = Scenario::Hello.request().to_http1().into();
+        // `run` fails on any other status or a malformed response.
+        let result = crate::load::run(running.addr, request, 200, 2, Duration::from_millis(200))
+            .await
+            .unwrap();
+        assert!(result.requests > 10, "{} requests", result.requests);
+        running.stop().await;
+    }
 }
