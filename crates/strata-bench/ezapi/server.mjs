@@ -1,0 +1,197 @@
+// express-zod-api answering the strata-bench scenarios, for the side-by-side comparison.
+//
+// The same routes, rules and answers as the Rust servers (crates/strata-bench/src/model.rs,
+// servers/strata_app.rs): GET /v1/hello, POST /v1/orders, GET /v1/users/:id behind a token
+// middleware, and for routes-10k the 10,000 generated routes. Configured as a production user
+// would: CORS on, the built-in logger at warn, NODE_ENV=production (set by the harness).
+//
+//   node server.mjs <scenario> [--port N]
+//
+// Prints `listening 127.0.0.1:<port>` on stdout once it accepts connections, like the Rust
+// children (child.rs), and exits when its standard input closes.
+
+import createHttpError from "http-errors";
+import {
+  createConfig,
+  createServer,
+  defaultEndpointsFactory,
+  Middleware,
+} from "express-zod-api";
+import { z } from "zod";
+
+const [scenario = "hello", ...rest] = process.argv.slice(2);
+const portFlag = rest.indexOf("--port");
+const port = portFlag >= 0 ? Number(rest[portFlag + 1]) : 0;
+if (!Number.isInteger(port) || port < 0 || port > 65535) {
+  console.error(`bad port ${rest[portFlag + 1]}`);
+  process.exit(2);
+}
+
+const TOKEN = "secret-token";
+const GENERATED_ROUTES = 10_000;
+
+// garde's messages (the Rust servers' validator), where zod takes a custom message: the 400s
+// then differ only in the order of the problems (garde sorts them by path, zod keeps schema
+// order). zod counts UTF-16 code units where garde counts chars or bytes: the same for the
+// ASCII the scenarios send.
+const text = ({ min, max } = {}) => {
+  let schema = z.string();
+  if (min !== undefined) schema = schema.min(min, `length is lower than ${min}`);
+  if (max !== undefined) schema = schema.max(max, `length is greater than ${max}`);
+  return schema;
+};
+const int = ({ min, max }) =>
+  z
+    .number()
+    .int()
+    .min(min, `lower than ${min}`)
+    .max(max, `greater than ${max}`);
+const list = (item, { min, max }) => {
+  let schema = z.array(item);
+  if (min !== undefined) schema = schema.min(min, `length is lower than ${min}`);
+  return schema.max(max, `length is greater than ${max}`);
+};
+// garde names the first reason an address is not valid; the two a client most often hits are
+// spelled out, any other is "not a valid email".
+const email = z.email({
+  error: (issue) =>
+    typeof issue.input !== "string"
+      ? undefined
+      : issue.input === ""
+        ? "not a valid email: value is empty"
+        : issue.input.includes("@")
+          ? "not a valid email"
+          : "not a valid email: value is missing `@`",
+});
+
+const address = z.object({
+  street: text({ min: 1, max: 100 }),
+  city: text({ min: 1, max: 50 }),
+  zip: text({ min: 3, max: 10 }),
+  country: text({ min: 2, max: 2 }),
+});
+
+const item = z.object({
+  sku: text({ min: 1, max: 32 }),
+  name: text({ min: 1, max: 100 }),
+  quantity: int({ min: 1, max: 1000 }),
+  price: int({ min: 0, max: 100_000_000 }),
+});
+
+const order = z.object({
+  customer: text({ min: 1, max: 64 }),
+  email,
+  age: int({ min: 18, max: 150 }),
+  address,
+  items: list(item, { min: 1, max: 50 }),
+  tags: list(text({ min: 1, max: 20 }), { max: 10 }),
+  // serde reads `null` for an `Option` as absent.
+  note: text({ max: 500 }).nullish(),
+});
+
+const hello = defaultEndpointsFactory.build({
+  method: "get",
+  input: z.object({ name: text({ min: 1 }).optional() }),
+  output: z.object({ greetings: z.string() }),
+  handler: async ({ input: { name } }) => ({
+    greetings: `Hello, ${name ?? "World"}`,
+  }),
+});
+
+const orders = defaultEndpointsFactory.build({
+  method: "post",
+  input: order,
+  output: z.object({
+    customer: z.string(),
+    city: z.string(),
+    lines: z.number().int(),
+    quantity: z.number().int(),
+    total: z.number().int(),
+  }),
+  handler: async ({ input }) => {
+    let quantity = 0;
+    let total = 0;
+    for (const line of input.items) {
+      quantity += line.quantity;
+      total += line.quantity * line.price;
+    }
+    return {
+      customer: input.customer,
+      city: input.address.city,
+      lines: input.items.length,
+      quantity,
+      total,
+    };
+  },
+});
+
+const auth = new Middleware({
+  security: { type: "header", name: "token" },
+  handler: async ({ request }) => {
+    if (request.headers.token !== TOKEN) {
+      throw createHttpError(401, "Invalid token");
+    }
+    return { user: { name: "Jane" } };
+  },
+});
+
+const user = defaultEndpointsFactory.addMiddleware(auth).build({
+  method: "get",
+  input: z.object({ id: text({ min: 1, max: 64 }) }),
+  output: z.object({ id: z.string(), name: z.string() }),
+  handler: async ({ input: { id }, ctx }) => ({ id, name: ctx.user.name }),
+});
+
+const routing = {
+  v1: {
+    hello,
+    orders,
+    users: { ":id": user },
+  },
+};
+
+if (scenario === "routes-10k") {
+  const pong = defaultEndpointsFactory.build({
+    method: "get",
+    input: z.object({}),
+    output: z.object({ pong: z.boolean() }),
+    handler: async () => ({ pong: true }),
+  });
+  // /v1/generated/g{i / 100}/r{i % 100}, as `generated_path` in model.rs.
+  const generated = {};
+  for (let i = 0; i < GENERATED_ROUTES; i++) {
+    const group = (generated[`g${Math.floor(i / 100)}`] ??= {});
+    group[`r${i % 100}`] = pong;
+  }
+  routing.v1.generated = generated;
+}
+
+const config = createConfig({
+  http: { listen: { port, host: "127.0.0.1" } },
+  cors: true,
+  logger: { level: "warn", color: false },
+  // 405 with `Allow` for a known path and an unknown method is the default
+  // (`hintAllowedMethods: true`, formerly `wrongMethodBehavior: 405`).
+  // The logo is only printed; off so that stdout carries the `listening` line alone.
+  startupLogo: false,
+});
+
+const { servers } = createServer(config, routing);
+const [server] = servers;
+if (!server.listening) {
+  await new Promise((resolve, reject) => {
+    server.once("listening", resolve);
+    server.once("error", reject);
+  });
+}
+const { address: host, port: bound } = server.address();
+
+// The harness may stop reading stdout after the first line: a later write must not crash us.
+process.stdout.on("error", () => {});
+process.stdout.write(`listening ${host}:${bound}\n`);
+
+// Serve until the parent closes our standard input (or goes away).
+process.stdin.on("end", () => process.exit(0));
+process.stdin.on("close", () => process.exit(0));
+process.stdin.on("error", () => process.exit(0));
+process.stdin.resume();
