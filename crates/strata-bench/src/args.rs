@@ -22,6 +22,8 @@ pub(crate) enum Command {
     ServeFixed { workers: usize },
     /// Mixed traffic against one Strata server for a long time, its memory sampled.
     Soak(SoakOptions),
+    /// Start every server and run only the pre-flight checks, printing every answer.
+    Preflight { scenarios: Vec<Scenario> },
     /// Only the load generator, against a server started elsewhere (for profiling).
     Load {
         addr: std::net::SocketAddr,
@@ -31,6 +33,30 @@ pub(crate) enum Command {
     },
     /// Print the usage.
     Help,
+}
+
+/// Which load generator a measuring run uses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum GeneratorChoice {
+    /// wrk when it is on `PATH`, else the internal one.
+    Auto,
+    /// wrk (an error when it is missing).
+    Wrk,
+    /// The internal generator (`load.rs`).
+    Internal,
+}
+
+impl std::str::FromStr for GeneratorChoice {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "auto" => Ok(Self::Auto),
+            "wrk" => Ok(Self::Wrk),
+            "internal" => Ok(Self::Internal),
+            _ => Err(format!("unknown generator {s:?} (auto, wrk or internal)")),
+        }
+    }
 }
 
 /// Options of a measuring run.
@@ -51,6 +77,19 @@ pub(crate) struct RunOptions {
     pub(crate) json: PathBuf,
     /// Pin servers and the load generator to different cores (with `taskset`).
     pub(crate) pin: bool,
+    /// The load generator.
+    pub(crate) generator: GeneratorChoice,
+    /// The servers that are other programs: which of them to measure.
+    pub(crate) others: OtherServers,
+}
+
+/// Which of the servers that are other programs a run measures.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct OtherServers {
+    /// express-zod-api (on by default; `--no-ezapi` skips it).
+    pub(crate) ezapi: bool,
+    /// The quick start example as shipped (`--quick-start`).
+    pub(crate) quick_start: bool,
 }
 
 impl RunOptions {
@@ -71,6 +110,11 @@ impl RunOptions {
             client_threads: 1,
             json: PathBuf::from("target/strata-bench.json"),
             pin: true,
+            generator: GeneratorChoice::Auto,
+            others: OtherServers {
+                ezapi: true,
+                quick_start: false,
+            },
         }
     }
 }
@@ -107,10 +151,13 @@ impl Default for SoakOptions {
 
 /// The usage text.
 pub(crate) const USAGE: &str = "\
-strata-bench: Strata against plain hyper and axum over loopback
+strata-bench: Strata against plain hyper, axum and express-zod-api over loopback
 
 USAGE:
     strata-bench [OPTIONS]
+    strata-bench preflight [--scenario <names>]
+                                    start every server, run only the pre-flight checks and
+                                    print every answer (express-zod-api must be installed)
     strata-bench serve <hyper|axum|strata> <scenario> [--workers N]
     strata-bench load <addr> <scenario> [--connections N] [--duration <time>]
     strata-bench soak [--duration <time>] [--connections N] [--sample <time>] [--workers N]
@@ -120,16 +167,21 @@ USAGE:
                                               stack (measure it with `load <addr> hello`)
 
 OPTIONS:
-    --quick                 short rounds (the whole run in under a minute)
+    --quick                 short rounds (the whole run in about a minute)
     --scenario <names>      scenarios to run, repeatable or comma-separated (default: all):
                             hello, validated-post, auth-param, invalid, not-found,
                             wrong-method, routes-10k
+    --generator <which>     auto (wrk when it is on PATH, else internal), wrk or internal
+                            (default auto); wrk runs whole seconds (rounds rounded up)
+    --no-ezapi              do not measure express-zod-api (crates/strata-bench/ezapi)
+    --quick-start           also measure the quick start example as shipped
+                            (target/release/examples/quick_start: hello, not-found, wrong-method)
     --connections <N>       keep-alive connections of the load generator (default 64)
     --duration <time>       one measured round, e.g. 2s or 500ms (default 2s, quick 400ms)
     --warmup <time>         warm-up per server and scenario (default 2s, quick 300ms)
     --rounds <N>            measured rounds per server (default 5, quick 3)
-    --workers <N>           server runtime worker threads (default 1)
-    --client-threads <N>    load generator worker threads (default 1)
+    --workers <N>           server runtime worker threads of the Rust servers (default 1)
+    --client-threads <N>    internal load generator worker threads (default 1)
     --json <path>           where to write the results (default target/strata-bench.json)
     --no-pin                do not pin servers and load generator to different cores
 
@@ -191,8 +243,16 @@ where
             Command::ServeFixed { workers }
         });
     }
+    if args.first().map(String::as_str) == Some("preflight") {
+        return parse_preflight(&args[1..]);
+    }
     if args.first().map(String::as_str) == Some("serve") {
-        let server = args.get(1).ok_or("serve needs a server")?.parse()?;
+        let server: ServerKind = args.get(1).ok_or("serve needs a server")?.parse()?;
+        if !server.in_process() {
+            return Err(format!(
+                "serve runs hyper, axum or strata; {server} is another program"
+            ));
+        }
         let scenario = args.get(2).ok_or("serve needs a scenario")?.parse()?;
         let workers = match (args.get(3).map(String::as_str), args.get(4)) {
             (None, _) => 1,
@@ -228,6 +288,11 @@ where
             duration,
         });
     }
+    parse_run(&args)
+}
+
+/// A measuring run's options.
+fn parse_run(args: &[String]) -> Result<Command, String> {
     let quick = args.iter().any(|a| a == "--quick");
     let mut options = RunOptions::defaults(quick);
     let mut scenarios = Vec::new();
@@ -247,14 +312,10 @@ where
             "--quick" => {}
             "-h" | "--help" => return Ok(Command::Help),
             "--no-pin" => options.pin = false,
-            "--scenario" | "--scenarios" => {
-                for scenario in value()?.split(',').filter(|s| !s.is_empty()) {
-                    let scenario: Scenario = scenario.trim().parse()?;
-                    if !scenarios.contains(&scenario) {
-                        scenarios.push(scenario);
-                    }
-                }
-            }
+            "--no-ezapi" => options.others.ezapi = false,
+            "--quick-start" => options.others.quick_start = true,
+            "--generator" => options.generator = value()?.parse()?,
+            "--scenario" | "--scenarios" => add_scenarios(&mut scenarios, &value()?)?,
             "--connections" => options.connections = positive(name, &value()?)?,
             "--duration" => options.duration = parse_duration(&value()?)?,
             "--warmup" => options.warmup = parse_duration(&value()?)?,
@@ -270,6 +331,44 @@ where
         options.scenarios = scenarios;
     }
     Ok(Command::Run(options))
+}
+
+/// Adds the comma-separated scenario names of `list` to `scenarios`, each once.
+fn add_scenarios(scenarios: &mut Vec<Scenario>, list: &str) -> Result<(), String> {
+    for scenario in list.split(',').filter(|s| !s.is_empty()) {
+        let scenario: Scenario = scenario.trim().parse()?;
+        if !scenarios.contains(&scenario) {
+            scenarios.push(scenario);
+        }
+    }
+    Ok(())
+}
+
+/// `preflight`'s options (after `preflight`): `--scenario <names>`, repeatable.
+fn parse_preflight(args: &[String]) -> Result<Command, String> {
+    let mut scenarios = Vec::new();
+    let mut iter = args.iter();
+    while let Some(arg) = iter.next() {
+        let (name, inline) = match arg.split_once('=') {
+            Some((name, value)) if name.starts_with("--") => (name, Some(value.to_owned())),
+            _ => (arg.as_str(), None),
+        };
+        match name {
+            "-h" | "--help" => return Ok(Command::Help),
+            "--scenario" | "--scenarios" => {
+                let value = inline
+                    .or_else(|| iter.next().cloned())
+                    .ok_or_else(|| format!("{name} needs a value"))?;
+                add_scenarios(&mut scenarios, &value)?;
+            }
+            other => return Err(format!("unknown preflight argument {other:?}\n\n{USAGE}")),
+        }
+    }
+    scenarios.sort();
+    if scenarios.is_empty() {
+        scenarios = Scenario::ALL.to_vec();
+    }
+    Ok(Command::Preflight { scenarios })
 }
 
 /// `soak`'s options (after `soak`): `--flag value` or `--flag=value`.
@@ -319,6 +418,8 @@ mod tests {
         assert_eq!(full.scenarios, Scenario::ALL.to_vec());
         assert_eq!((full.connections, full.rounds, full.workers), (64, 5, 1));
         assert!(full.pin);
+        assert_eq!(full.generator, GeneratorChoice::Auto);
+        assert!(full.others.ezapi && !full.others.quick_start);
         let quick = run(&["--quick"]);
         assert!(quick.quick);
         assert!(quick.duration < full.duration && quick.rounds <= full.rounds);
@@ -338,6 +439,9 @@ mod tests {
             "/tmp/x.json",
             "--no-pin",
             "--quick",
+            "--generator=internal",
+            "--no-ezapi",
+            "--quick-start",
         ]);
         assert_eq!(
             options.scenarios,
@@ -347,6 +451,47 @@ mod tests {
         assert_eq!(options.duration, Duration::from_millis(250));
         assert_eq!(options.json, PathBuf::from("/tmp/x.json"));
         assert!(!options.pin && options.quick);
+        assert_eq!(options.generator, GeneratorChoice::Internal);
+        assert!(!options.others.ezapi && options.others.quick_start);
+        assert_eq!(run(&["--generator", "wrk"]).generator, GeneratorChoice::Wrk);
+    }
+
+    #[test]
+    fn preflight() {
+        assert_eq!(
+            parse(["preflight"]),
+            Ok(Command::Preflight {
+                scenarios: Scenario::ALL.to_vec()
+            })
+        );
+        assert_eq!(
+            parse([
+                "preflight",
+                "--scenario",
+                "invalid,hello",
+                "--scenario=invalid"
+            ]),
+            Ok(Command::Preflight {
+                scenarios: vec![Scenario::Hello, Scenario::Invalid]
+            })
+        );
+        assert!(parse(["preflight", "--quick"]).is_err());
+        assert!(parse(["preflight", "--scenario"]).is_err());
+    }
+
+    #[test]
+    fn usage_names_every_option() {
+        for option in [
+            "--generator <which>",
+            "--no-ezapi",
+            "--quick-start",
+            "strata-bench preflight",
+            "--scenario <names>",
+            "--no-pin",
+        ] {
+            assert!(USAGE.contains(option), "{option}");
+        }
+        assert_eq!(parse(["--help"]), Ok(Command::Help));
     }
 
     #[test]
@@ -359,6 +504,10 @@ mod tests {
             &["--frobnicate"],
             &["serve", "rocket", "hello"],
             &["serve", "strata"],
+            &["serve", "ezapi", "hello"],
+            &["serve", "quick-start", "hello"],
+            &["--generator", "ab"],
+            &["--generator"],
         ] {
             assert!(parse(args.iter().copied()).is_err(), "{args:?}");
         }

@@ -1,9 +1,12 @@
-//! Servers as child processes of this binary (`strata-bench serve <server> <scenario>`), pinned
-//! to their own core when `taskset` is available, so the load generator does not share a core
-//! with them and each server's peak RSS can be read from `/proc`.
+//! Servers as child processes, pinned to their own core when `taskset` is available, so the
+//! load generator does not share a core with them and each server's peak RSS and CPU time can
+//! be read from `/proc`: this binary (`strata-bench serve <server> <scenario>`) for hyper, axum
+//! and Strata, Node for express-zod-api (`ezapi/server.mjs`), and the project's quick start
+//! example binary as shipped.
 
-use std::io::{BufRead, BufReader};
-use std::net::SocketAddr;
+use std::io::{BufRead, BufReader, Read};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -40,11 +43,116 @@ pub(crate) fn pin_self(core: &str) -> Result<(), String> {
     }
 }
 
+/// The environment variable that overrides where express-zod-api's server is (the directory
+/// with `server.mjs` and its `node_modules`).
+pub(crate) const EZAPI_DIR_VARIABLE: &str = "STRATA_BENCH_EZAPI_DIR";
+
+/// express-zod-api's server: its directory and the Node binary its packages pinned.
+#[derive(Debug, Clone)]
+pub(crate) struct Ezapi {
+    dir: PathBuf,
+    node: PathBuf,
+}
+
+impl Ezapi {
+    /// `ezapi/` next to this crate's manifest (as compiled), or [`EZAPI_DIR_VARIABLE`]; an error
+    /// saying what is missing and how to install it when its packages are not there.
+    pub(crate) fn locate() -> Result<Self, String> {
+        let dir = std::env::var_os(EZAPI_DIR_VARIABLE).map_or_else(
+            || Path::new(env!("CARGO_MANIFEST_DIR")).join("ezapi"),
+            PathBuf::from,
+        );
+        Self::locate_in(dir)
+    }
+
+    fn locate_in(dir: PathBuf) -> Result<Self, String> {
+        let install = format!(
+            "run crates/strata-bench/scripts/install-tools.sh (or `npm ci` in {})",
+            dir.display()
+        );
+        if !dir.join("server.mjs").is_file() {
+            return Err(format!(
+                "{} has no server.mjs (set {EZAPI_DIR_VARIABLE} to the ezapi directory)",
+                dir.display()
+            ));
+        }
+        let packages = dir.join("node_modules");
+        if !packages
+            .join("express-zod-api")
+            .join("package.json")
+            .is_file()
+        {
+            return Err(format!(
+                "its Node packages are not installed ({} is missing): {install}",
+                packages.join("express-zod-api").display()
+            ));
+        }
+        let node = packages.join("node").join("bin").join("node");
+        if !node.is_file() {
+            return Err(format!(
+                "the pinned Node binary is not installed ({} is missing): {install}",
+                node.display()
+            ));
+        }
+        Ok(Self { dir, node })
+    }
+
+    /// `express-zod-api 29.8.1 on Node v24.21.0`, from the installed packages.
+    pub(crate) fn describe(&self) -> String {
+        let version = std::fs::read(
+            self.dir
+                .join("node_modules/express-zod-api")
+                .join("package.json"),
+        )
+        .ok()
+        .and_then(|bytes| serde_json::from_slice::<serde_json::Value>(&bytes).ok())
+        .and_then(|json| json["version"].as_str().map(str::to_owned))
+        .unwrap_or_else(|| "(version unknown)".to_owned());
+        let node = Command::new(&self.node)
+            .arg("--version")
+            .output()
+            .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_owned())
+            .unwrap_or_default();
+        format!("express-zod-api {version} on Node {node}")
+    }
+}
+
+/// The quick start example as built next to this binary (`target/<profile>/examples/
+/// quick_start`), or why it is not there.
+pub(crate) fn quick_start_binary() -> Result<PathBuf, String> {
+    let exe = std::env::current_exe().map_err(|e| format!("current_exe: {e}"))?;
+    let binary = exe
+        .parent()
+        .ok_or("the executable has no directory")?
+        .join("examples")
+        .join("quick_start");
+    if binary.is_file() {
+        Ok(binary)
+    } else {
+        Err(format!(
+            "{} is missing: build it with `cargo build --release --example quick_start`",
+            binary.display()
+        ))
+    }
+}
+
+/// `program`, under `taskset -c <SERVER_CORE>` when `pin`.
+fn server_command(program: &Path, pin: bool) -> Command {
+    if pin {
+        let mut command = Command::new("taskset");
+        command.args(["-c", SERVER_CORE]).arg(program);
+        command
+    } else {
+        Command::new(program)
+    }
+}
+
 /// A server running in a child process.
 pub(crate) struct ChildServer {
     pub(crate) kind: ServerKind,
     pub(crate) addr: SocketAddr,
     child: Child,
+    /// Closing it stops the server; `None` for the quick start, which is killed instead.
     stdin: Option<ChildStdin>,
 }
 
@@ -56,8 +164,14 @@ impl ChildServer {
         workers: usize,
         pin: bool,
     ) -> Result<Self, String> {
-        let args = ["serve", kind.name(), scenario.name(), "--workers"];
-        Self::start(kind, &args, workers, pin)
+        match kind {
+            ServerKind::ExpressZodApi => Self::spawn_ezapi(&Ezapi::locate()?, scenario, pin),
+            ServerKind::QuickStart => Self::spawn_quick_start(&quick_start_binary()?, pin),
+            _ => {
+                let args = ["serve", kind.name(), scenario.name(), "--workers"];
+                Self::start(kind, &args, workers, pin)
+            }
+        }
     }
 
     /// Starts the soak server (`serve soak`, Strata) and waits until it listens.
@@ -73,16 +187,28 @@ impl ChildServer {
     /// Runs this program with `args` and `workers` after them; reads the address it listens on.
     fn start(kind: ServerKind, args: &[&str], workers: usize, pin: bool) -> Result<Self, String> {
         let exe = std::env::current_exe().map_err(|e| format!("current_exe: {e}"))?;
-        let mut command = if pin {
-            let mut command = Command::new("taskset");
-            command.args(["-c", SERVER_CORE]).arg(&exe);
-            command
-        } else {
-            Command::new(&exe)
-        };
+        let mut command = server_command(&exe, pin);
+        command.args(args).arg(workers.to_string());
+        Self::announced(kind, command)
+    }
+
+    /// `node server.mjs <scenario>` in production mode; reads the address it listens on.
+    fn spawn_ezapi(ezapi: &Ezapi, scenario: Scenario, pin: bool) -> Result<Self, String> {
+        let mut command = server_command(&ezapi.node, pin);
         command
-            .args(args)
-            .arg(workers.to_string())
+            .arg(ezapi.dir.join("server.mjs"))
+            .arg(scenario.name())
+            .current_dir(&ezapi.dir)
+            .env("NODE_ENV", "production");
+        Self::announced(ServerKind::ExpressZodApi, command)
+    }
+
+    /// Spawns `command` (standard input a pipe that stops it when closed, standard output the
+    /// announcement) and reads the `listening <addr>` line, skipping any line before it (Node's
+    /// logger warns at startup). The rest of its output is drained, so that a child writing
+    /// later neither blocks on a full pipe nor fails on a closed one.
+    fn announced(kind: ServerKind, mut command: Command) -> Result<Self, String> {
+        command
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit());
@@ -90,19 +216,15 @@ impl ChildServer {
             .spawn()
             .map_err(|e| format!("starting the {kind} server: {e}"))?;
         let stdin = child.stdin.take();
-        let mut line = String::new();
-        if let Some(stdout) = child.stdout.take() {
-            let _ = BufReader::new(stdout).read_line(&mut line);
-        }
-        let addr = line
-            .trim()
-            .strip_prefix("listening ")
-            .and_then(|addr| addr.parse().ok());
+        let (addr, said) = match child.stdout.take() {
+            Some(stdout) => read_announcement(stdout),
+            None => (None, String::new()),
+        };
         let Some(addr) = addr else {
             let _ = child.kill();
             let _ = child.wait();
             return Err(format!(
-                "the {kind} server did not start (it said {line:?})"
+                "the {kind} server did not start (it said {said:?})"
             ));
         };
         Ok(Self {
@@ -110,6 +232,48 @@ impl ChildServer {
             addr,
             child,
             stdin,
+        })
+    }
+
+    /// The quick start as shipped: `PORT` set to a free port, its output (request logs at
+    /// `info`) to /dev/null; ready when the port accepts connections.
+    fn spawn_quick_start(binary: &Path, pin: bool) -> Result<Self, String> {
+        let port = TcpListener::bind(("127.0.0.1", 0))
+            .and_then(|listener| listener.local_addr())
+            .map_err(|e| format!("finding a free port: {e}"))?
+            .port();
+        let addr = SocketAddr::from(([127, 0, 0, 1], port));
+        let mut child = server_command(binary, pin)
+            .env("PORT", port.to_string())
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .map_err(|e| format!("starting {}: {e}", binary.display()))?;
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            if TcpStream::connect_timeout(&addr, Duration::from_millis(200)).is_ok() {
+                break;
+            }
+            let exited = child.try_wait().ok().flatten();
+            if exited.is_some() || Instant::now() > deadline {
+                let _ = child.kill();
+                let _ = child.wait();
+                return Err(format!(
+                    "the quick start ({}) did not listen on {addr}{}",
+                    binary.display(),
+                    exited
+                        .map(|s| format!(" (it exited: {s})"))
+                        .unwrap_or_default()
+                ));
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        Ok(Self {
+            kind: ServerKind::QuickStart,
+            addr,
+            child,
+            stdin: None,
         })
     }
 
@@ -149,8 +313,14 @@ impl ChildServer {
         self.child.id()
     }
 
-    /// Closes the child's standard input, which stops it; kills it if it lingers.
+    /// Closes the child's standard input, which stops it; kills it if it lingers. The quick
+    /// start, which serves until a signal, is killed at once (it keeps no state).
     pub(crate) fn stop(mut self) {
+        if self.stdin.is_none() {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+            return;
+        }
         drop(self.stdin.take());
         let deadline = Instant::now() + Duration::from_secs(5);
         while Instant::now() < deadline {
@@ -162,6 +332,35 @@ impl ChildServer {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
+}
+
+/// Reads lines from a child's standard output until `listening <addr>`; returns the address
+/// (or `None` at the end of the output) and what was said before it. Then drains the rest in
+/// a thread of its own.
+fn read_announcement<R: Read + Send + 'static>(stdout: R) -> (Option<SocketAddr>, String) {
+    let mut reader = BufReader::new(stdout);
+    let mut said = String::new();
+    let mut line = String::new();
+    let addr = loop {
+        line.clear();
+        match reader.read_line(&mut line) {
+            Ok(0) | Err(_) => break None,
+            Ok(_) => {}
+        }
+        if let Some(addr) = line.trim().strip_prefix("listening ") {
+            break addr.parse().ok();
+        }
+        said.push_str(&line);
+    };
+    if addr.is_some() {
+        std::thread::spawn(move || {
+            let mut sink = [0u8; 4096];
+            while reader.read(&mut sink).is_ok_and(|n| n > 0) {}
+        });
+    } else {
+        said.push_str(&line);
+    }
+    (addr, said)
 }
 
 /// The child's side: serves until standard input closes.
@@ -204,4 +403,53 @@ fn serve_until_closed(
     }
     runtime.block_on(running.stop());
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_announcement_may_follow_other_lines() {
+        let said = "2026-11-25T09:17:39.288Z warn: Using the built-in logger in production\n\
+                    listening 127.0.0.1:44607\nlater\n";
+        let (addr, before) = read_announcement(std::io::Cursor::new(said));
+        assert_eq!(addr, Some(SocketAddr::from(([127, 0, 0, 1], 44607))));
+        assert!(
+            before.starts_with("2026-11-25T09:17:39.288Z warn"),
+            "{before}"
+        );
+        let (addr, before) = read_announcement(std::io::Cursor::new("Error: no\n"));
+        assert_eq!((addr, before.as_str()), (None, "Error: no\n"));
+    }
+
+    #[test]
+    fn missing_node_packages_are_explained() {
+        let dir = std::env::temp_dir().join(format!("strata-bench-ezapi-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let message = Ezapi::locate_in(dir.clone()).unwrap_err();
+        assert!(message.contains("no server.mjs"), "{message}");
+        std::fs::write(dir.join("server.mjs"), "").unwrap();
+        let message = Ezapi::locate_in(dir.clone()).unwrap_err();
+        assert!(
+            message.contains("Node packages are not installed"),
+            "{message}"
+        );
+        assert!(message.contains("install-tools.sh"), "{message}");
+        let package = dir.join("node_modules/express-zod-api");
+        std::fs::create_dir_all(&package).unwrap();
+        std::fs::write(package.join("package.json"), r#"{"version":"29.0.0"}"#).unwrap();
+        let message = Ezapi::locate_in(dir.clone()).unwrap_err();
+        assert!(message.contains("Node binary"), "{message}");
+        std::fs::create_dir_all(dir.join("node_modules/node/bin")).unwrap();
+        std::fs::write(dir.join("node_modules/node/bin/node"), "").unwrap();
+        let ezapi = Ezapi::locate_in(dir.clone()).unwrap();
+        assert!(
+            ezapi
+                .describe()
+                .starts_with("express-zod-api 29.0.0 on Node")
+        );
+        let _ = std::fs::remove_dir_all(&dir);
+    }
 }

@@ -19,8 +19,11 @@ pub(crate) struct LoadResult {
     pub(crate) requests: u64,
     /// From the start signal to the last response.
     pub(crate) elapsed: Duration,
-    /// Every request's latency in nanoseconds, ascending.
+    /// Every request's latency in nanoseconds, ascending (the internal generator; empty
+    /// with wrk, which reports percentiles only).
     pub(crate) latencies: Vec<u64>,
+    /// The 50th and 99th percentile latencies in nanoseconds, when only those are known (wrk).
+    pub(crate) percentiles: Option<(u64, u64)>,
     /// CPU time the server process used during the run, when known.
     pub(crate) server_cpu: Option<Duration>,
 }
@@ -153,6 +156,7 @@ pub(crate) async fn run(
         requests: all.len() as u64,
         elapsed: end - start,
         latencies: all,
+        percentiles: None,
         server_cpu: None,
     })
 }

@@ -168,19 +168,52 @@ pub(crate) enum ServerKind {
     Axum,
     /// Strata through `create_server`.
     Strata,
+    /// The real express-zod-api (Node), from `crates/strata-bench/ezapi`.
+    ExpressZodApi,
+    /// The project's `examples/quick_start.rs` binary as shipped (its own configuration).
+    QuickStart,
 }
 
 impl ServerKind {
-    /// In round order.
-    pub(crate) const ALL: [ServerKind; 3] =
+    /// Every server, in round order.
+    pub(crate) const ALL: [ServerKind; 5] = [
+        ServerKind::Hyper,
+        ServerKind::Axum,
+        ServerKind::Strata,
+        ServerKind::ExpressZodApi,
+        ServerKind::QuickStart,
+    ];
+
+    /// The servers this binary runs itself (`strata-bench serve <server> <scenario>`).
+    pub(crate) const IN_PROCESS: [ServerKind; 3] =
         [ServerKind::Hyper, ServerKind::Axum, ServerKind::Strata];
 
-    /// The name on the command line and in reports.
+    /// The name in reports (and on the command line).
     pub(crate) fn name(self) -> &'static str {
         match self {
             ServerKind::Hyper => "hyper",
             ServerKind::Axum => "axum",
             ServerKind::Strata => "strata",
+            ServerKind::ExpressZodApi => "express-zod-api",
+            ServerKind::QuickStart => "quick-start",
+        }
+    }
+
+    /// Whether this binary serves it in a child of its own (`serve`), rather than running
+    /// another program.
+    pub(crate) fn in_process(self) -> bool {
+        Self::IN_PROCESS.contains(&self)
+    }
+
+    /// Whether the server answers `scenario`: the quick start serves only `/v1/hello`, so it
+    /// takes part where that is enough to answer like the others.
+    pub(crate) fn serves(self, scenario: Scenario) -> bool {
+        match self {
+            ServerKind::QuickStart => matches!(
+                scenario,
+                Scenario::Hello | Scenario::NotFound | Scenario::WrongMethod
+            ),
+            _ => true,
         }
     }
 }
@@ -201,10 +234,18 @@ impl FromStr for ServerKind {
     type Err = String;
 
     fn from_str(s: &str) -> Result<Self, String> {
+        if s == "ezapi" {
+            return Ok(ServerKind::ExpressZodApi);
+        }
         ServerKind::ALL
             .into_iter()
             .find(|kind| kind.name() == s)
-            .ok_or_else(|| format!("unknown server {s:?} (hyper, axum or strata)"))
+            .ok_or_else(|| {
+                format!(
+                    "unknown server {s:?} (hyper, axum, strata, express-zod-api or ezapi, \
+                     quick-start)"
+                )
+            })
     }
 }
 
@@ -221,6 +262,26 @@ mod tests {
             assert_eq!(kind.name().parse::<ServerKind>(), Ok(kind));
         }
         assert!("hullo".parse::<Scenario>().is_err());
+        assert_eq!("ezapi".parse(), Ok(ServerKind::ExpressZodApi));
+        assert!("node".parse::<ServerKind>().is_err());
+    }
+
+    #[test]
+    fn the_quick_start_takes_part_where_hello_is_enough() {
+        let served: Vec<_> = Scenario::ALL
+            .into_iter()
+            .filter(|s| ServerKind::QuickStart.serves(*s))
+            .collect();
+        assert_eq!(
+            served,
+            [Scenario::Hello, Scenario::NotFound, Scenario::WrongMethod]
+        );
+        assert!(
+            Scenario::ALL
+                .iter()
+                .all(|s| ServerKind::ExpressZodApi.serves(*s))
+        );
+        assert!(ServerKind::Strata.in_process() && !ServerKind::QuickStart.in_process());
     }
 
     #[test]

@@ -1,4 +1,4 @@
-//! The three servers, started in this process on a loopback port.
+//! The three Rust servers (hyper, axum, Strata), started in this process on a loopback port.
 
 mod axum_ref;
 mod hyper_ref;
@@ -100,6 +100,9 @@ pub(crate) async fn start(kind: ServerKind, many_routes: bool) -> io::Result<Run
             )
             .await
         }
+        ServerKind::ExpressZodApi | ServerKind::QuickStart => Err(io::Error::other(format!(
+            "{kind} is another program, not served by this binary"
+        ))),
     }
 }
 
