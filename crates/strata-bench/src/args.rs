@@ -167,7 +167,7 @@ USAGE:
                                               stack (measure it with `load <addr> hello`)
 
 OPTIONS:
-    --quick                 short rounds (the whole run in about a minute)
+    --quick                 short rounds (the whole run in ~2 minutes with wrk, ~1 without)
     --scenario <names>      scenarios to run, repeatable or comma-separated (default: all):
                             hello, validated-post, auth-param, invalid, not-found,
                             wrong-method, routes-10k

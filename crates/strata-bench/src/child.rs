@@ -121,19 +121,21 @@ impl Ezapi {
 /// quick_start`), or why it is not there.
 pub(crate) fn quick_start_binary() -> Result<PathBuf, String> {
     let exe = std::env::current_exe().map_err(|e| format!("current_exe: {e}"))?;
-    let binary = exe
-        .parent()
-        .ok_or("the executable has no directory")?
-        .join("examples")
-        .join("quick_start");
+    let dir = exe.parent().ok_or("the executable has no directory")?;
+    let binary = dir.join("examples").join("quick_start");
     if binary.is_file() {
-        Ok(binary)
-    } else {
-        Err(format!(
-            "{} is missing: build it with `cargo build --release --example quick_start`",
-            binary.display()
-        ))
+        return Ok(binary);
     }
+    // The same profile as this binary's.
+    let release = if dir.ends_with("debug") {
+        ""
+    } else {
+        " --release"
+    };
+    Err(format!(
+        "{} is missing: build it with `cargo build{release} --example quick_start`",
+        binary.display()
+    ))
 }
 
 /// `program`, under `taskset -c <SERVER_CORE>` when `pin`.
