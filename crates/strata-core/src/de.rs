@@ -47,17 +47,37 @@ fn from_json(error: &serde_json::Error) -> DeError {
     DeError(message)
 }
 
+/// Deserializes one whole JSON text with `visitor`.
+fn from_json_text<'de, R, V>(
+    json: &mut serde_json::Deserializer<R>,
+    visitor: V,
+) -> Result<V::Value, DeError>
+where
+    R: serde_json::de::Read<'de>,
+    V: Visitor<'de>,
+{
+    let value =
+        serde::Deserializer::deserialize_any(&mut *json, visitor).map_err(|e| from_json(&e))?;
+    json.end().map_err(|e| from_json(&e))?;
+    Ok(value)
+}
+
 impl<'de> Deserializer<'de> for &'de Input {
     type Error = DeError;
 
     fn deserialize_any<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, DeError> {
         if let Some(object) = self.as_json_object() {
-            // A JSON object body alone: straight from its bytes, as strictly as from values.
-            let mut json = serde_json::Deserializer::from_slice(object.as_bytes());
-            let value = serde::Deserializer::deserialize_any(&mut json, visitor)
-                .map_err(|e| from_json(&e))?;
-            json.end().map_err(|e| from_json(&e))?;
-            return Ok(value);
+            // A JSON object body alone: straight from its bytes, as strictly as from values;
+            // from its text, UTF-8 checked once when the body was read.
+            return match object.as_text() {
+                Some(text) => {
+                    from_json_text(&mut serde_json::Deserializer::from_str(text), visitor)
+                }
+                None => from_json_text(
+                    &mut serde_json::Deserializer::from_slice(object.as_bytes()),
+                    visitor,
+                ),
+            };
         }
         visitor.visit_map(Entries {
             iter: self.iter(),
