@@ -105,14 +105,48 @@ impl<M: fmt::Display> fmt::Display for WithFields<'_, M> {
 #[derive(Clone, Default)]
 pub struct Logger {
     sink: Option<Arc<dyn LogSink>>,
-    request_id: Option<Arc<str>>,
+    request_id: Option<RequestIdText>,
+}
+
+/// The longest request id kept inline in a [`Logger`]: every generated id, and most given ones.
+const INLINE_ID: usize = 38;
+
+/// A request id: inline when short, so that the per-request logger, cloned by every stage that
+/// logs, copies a few bytes instead of allocating and counting references.
+#[derive(Clone)]
+enum RequestIdText {
+    Inline { len: u8, bytes: [u8; INLINE_ID] },
+    Shared(Arc<str>),
+}
+
+impl RequestIdText {
+    fn new(id: &str) -> Self {
+        match u8::try_from(id.len()) {
+            Ok(len) if id.len() <= INLINE_ID => {
+                let mut bytes = [0; INLINE_ID];
+                bytes[..id.len()].copy_from_slice(id.as_bytes());
+                Self::Inline { len, bytes }
+            }
+            _ => Self::Shared(Arc::from(id)),
+        }
+    }
+
+    fn as_str(&self) -> &str {
+        match self {
+            // The bytes were copied from a `&str` whole: always UTF-8.
+            Self::Inline { len, bytes } => {
+                std::str::from_utf8(&bytes[..usize::from(*len)]).unwrap_or_default()
+            }
+            Self::Shared(id) => id,
+        }
+    }
 }
 
 impl fmt::Debug for Logger {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Logger")
             .field("sink", &self.sink.as_ref().map(|_| "custom"))
-            .field("request_id", &self.request_id)
+            .field("request_id", &self.request_id())
             .finish()
     }
 }
@@ -133,16 +167,16 @@ impl Logger {
 
     /// A child logger whose records carry `request_id`.
     #[must_use]
-    pub fn with_request_id(&self, request_id: impl Into<Arc<str>>) -> Self {
+    pub fn with_request_id(&self, request_id: impl AsRef<str>) -> Self {
         Self {
             sink: self.sink.clone(),
-            request_id: Some(request_id.into()),
+            request_id: Some(RequestIdText::new(request_id.as_ref())),
         }
     }
 
     /// The request id of this logger's records, if any.
     pub fn request_id(&self) -> Option<&str> {
-        self.request_id.as_deref()
+        self.request_id.as_ref().map(RequestIdText::as_str)
     }
 
     /// The request's logger from `extensions`, or the default one.
@@ -164,30 +198,32 @@ impl Logger {
     /// logger.log_with(Level::Info, "order placed", &[("order", &42), ("total", &"9.90")]);
     /// ```
     pub fn log_with(&self, level: Level, message: impl fmt::Display, fields: Fields<'_>) {
-        let id = self.request_id.as_deref();
         if let Some(sink) = &self.sink {
             let record = Record {
                 level,
                 message: format_args!("{message}"),
-                request_id: id,
+                request_id: self.request_id(),
                 fields,
             };
             sink.record(&record);
             return;
         }
         let message = WithFields { message, fields };
+        // tracing evaluates the fields only for an enabled level: a filtered-out record costs
+        // the level check alone.
+        let id = self.request_id.as_ref();
         match (level, id) {
             (Level::Debug, Some(id)) => {
-                tracing::debug!(target: "strata", request_id = id, "{message}");
+                tracing::debug!(target: "strata", request_id = id.as_str(), "{message}");
             }
             (Level::Info, Some(id)) => {
-                tracing::info!(target: "strata", request_id = id, "{message}");
+                tracing::info!(target: "strata", request_id = id.as_str(), "{message}");
             }
             (Level::Warn, Some(id)) => {
-                tracing::warn!(target: "strata", request_id = id, "{message}");
+                tracing::warn!(target: "strata", request_id = id.as_str(), "{message}");
             }
             (Level::Error, Some(id)) => {
-                tracing::error!(target: "strata", request_id = id, "{message}");
+                tracing::error!(target: "strata", request_id = id.as_str(), "{message}");
             }
             (Level::Debug, None) => tracing::debug!(target: "strata", "{message}"),
             (Level::Info, None) => tracing::info!(target: "strata", "{message}"),
@@ -214,5 +250,32 @@ impl Logger {
     /// Records at error level.
     pub fn error(&self, message: impl fmt::Display) {
         self.log(Level::Error, message);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn request_ids_short_and_long() {
+        let logger = Logger::tracing();
+        assert_eq!(logger.request_id(), None);
+        let short = logger.with_request_id("0a1b2c3d-ff");
+        assert_eq!(short.request_id(), Some("0a1b2c3d-ff"));
+        assert!(matches!(
+            short.request_id,
+            Some(RequestIdText::Inline { .. })
+        ));
+        let long = "x".repeat(INLINE_ID + 1);
+        let shared = logger.with_request_id(&long);
+        assert_eq!(shared.request_id(), Some(long.as_str()));
+        assert!(matches!(shared.request_id, Some(RequestIdText::Shared(_))));
+        let edge = "é".repeat(INLINE_ID / 2);
+        assert_eq!(
+            logger.with_request_id(&edge).clone().request_id(),
+            Some(edge.as_str())
+        );
+        assert!(format!("{short:?}").contains("0a1b2c3d-ff"));
     }
 }

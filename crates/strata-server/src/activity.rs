@@ -1,9 +1,13 @@
 //! Connection timeouts beyond hyper's: an idle connection (no request for a while, HTTP/2
-//! keep-alive pings notwithstanding) is closed gracefully, and a connection whose responses make
-//! no write progress (a client that does not read, a zero HTTP/2 window) is closed.
+//! keep-alive pings notwithstanding) is closed gracefully, an HTTP/1 connection that sends no
+//! complete request head within the header-read timeout (a slow or silent client, or an idle
+//! keep-alive connection) is closed, and a connection whose responses make no write progress (a
+//! client that does not read, a zero HTTP/2 window) is closed.
 //!
 //! Counting is cheap (relaxed counters on reads, writes and requests); a timer per connection
-//! samples the counters a few times per timeout.
+//! samples the counters a few times per timeout. hyper's own header-read timeout is not used: it
+//! arms a timer for every request (an allocation, a timer-wheel entry and its removal, an extra
+//! read), where this one timer per connection covers every request of it.
 
 use std::convert::Infallible;
 use std::future::Future;
@@ -14,12 +18,11 @@ use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::task::{Context, Poll, ready};
 use std::time::Duration;
 
-use http::{Request, Response};
+use http::Response;
 use http_body::{Body, Frame, SizeHint};
 use pin_project_lite::pin_project;
 use strata_core::{BoxError, ResponseBody};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
-use tower_service::Service;
 
 /// What one connection does.
 #[derive(Debug, Default)]
@@ -39,6 +42,23 @@ pub(crate) struct Activity {
     /// Of those, bodies whose producer has nothing yet (a quiet event stream): hyper waits on
     /// them, which is not a stall.
     producing: AtomicUsize,
+    /// The client opened with the HTTP/2 preface: no header-read deadline between requests
+    /// (HTTP/2 has its pings and the idle timeout).
+    http2: AtomicBool,
+}
+
+/// The HTTP/2 client connection preface (RFC 9113 section 3.4).
+const HTTP2_PREFACE: &[u8; 24] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
+
+/// The connection timeouts the watcher applies.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Deadlines {
+    /// No request for this long: close gracefully.
+    pub(crate) idle: Duration,
+    /// Responses waiting and nothing written for this long: drop the connection.
+    pub(crate) write: Duration,
+    /// HTTP/1: no complete request head for this long while nothing is in flight: drop it.
+    pub(crate) head: Duration,
 }
 
 /// Why a connection should end.
@@ -48,15 +68,23 @@ pub(crate) enum Verdict {
     Idle,
     /// Responses waiting to be sent, and no byte written for the write timeout: drop it.
     Stalled,
+    /// HTTP/1: no complete request head within the header-read timeout (a slow or silent
+    /// client, or a keep-alive connection left idle): drop it.
+    HeadTimeout,
 }
 
 impl Activity {
-    /// Resolves when the connection has been idle for `idle` or stalled for `write`: with a
+    /// Resolves when the connection has been idle for `deadlines.idle`, has waited
+    /// `deadlines.head` for an HTTP/1 request head, or stalled for `deadlines.write`: with a
     /// write waiting on the client, or a response whose body hyper still holds and does not
     /// take (a body waiting on its producer, a quiet event stream, is not stalled), and no
     /// byte written.
-    pub(crate) async fn watch(&self, idle: Duration, write: Duration) -> Verdict {
-        let tick = (idle.min(write) / 4).max(Duration::from_millis(10));
+    ///
+    /// The counters are sampled every quarter of the shortest deadline, so each fires within
+    /// a quarter of its length after it is due.
+    pub(crate) async fn watch(&self, deadlines: Deadlines) -> Verdict {
+        let tick = (deadlines.idle.min(deadlines.write).min(deadlines.head) / 4)
+            .max(Duration::from_millis(10));
         let mut written = self.written.load(Ordering::Relaxed);
         let mut bodies = self.body_progress.load(Ordering::Relaxed);
         let mut requests = self.requests.load(Ordering::Relaxed);
@@ -68,10 +96,11 @@ impl Activity {
             let now_requests = self.requests.load(Ordering::Relaxed);
             let sending = self.sending.load(Ordering::Relaxed);
             let in_flight = self.in_flight.load(Ordering::Relaxed);
+            let write_blocked = self.write_blocked.load(Ordering::Relaxed);
             // Stuck: a socket write waits on the client and nothing was written, or a body
             // waits to be sent and hyper took nothing of it (HTTP/2 without window). Pings are
             // writes too, which is why bodies are watched on their own.
-            let socket_stuck = self.write_blocked.load(Ordering::Relaxed) && now_written == written;
+            let socket_stuck = write_blocked && now_written == written;
             let producing = self.producing.load(Ordering::Relaxed);
             let body_stuck = sending > producing && now_bodies == bodies;
             stalled_for = if socket_stuck || body_stuck {
@@ -79,16 +108,22 @@ impl Activity {
             } else {
                 Duration::ZERO
             };
-            idle_for = if sending == 0 && in_flight == 0 && now_requests == requests {
-                idle_for + tick
-            } else {
-                Duration::ZERO
-            };
+            // Waiting for the next request: nothing in flight, nothing being sent or flushed,
+            // no new request since the last look.
+            idle_for =
+                if sending == 0 && in_flight == 0 && !write_blocked && now_requests == requests {
+                    idle_for + tick
+                } else {
+                    Duration::ZERO
+                };
             (written, bodies, requests) = (now_written, now_bodies, now_requests);
-            if stalled_for >= write {
+            if stalled_for >= deadlines.write {
                 return Verdict::Stalled;
             }
-            if idle_for >= idle {
+            if idle_for >= deadlines.head && !self.http2.load(Ordering::Relaxed) {
+                return Verdict::HeadTimeout;
+            }
+            if idle_for >= deadlines.idle {
                 return Verdict::Idle;
             }
         }
@@ -110,18 +145,42 @@ impl Activity {
 }
 
 pin_project! {
-    /// A socket whose write progress is counted.
+    /// A socket whose write progress is counted, and whose first bytes tell HTTP/2 from HTTP/1.
     pub(crate) struct ActivityIo<IO> {
         #[pin]
         io: IO,
         activity: Arc<Activity>,
+        // Bytes of the HTTP/2 preface matched so far; `u8::MAX` once decided.
+        preface_matched: u8,
     }
 }
 
 impl<IO> ActivityIo<IO> {
     pub(crate) fn new(io: IO, activity: Arc<Activity>) -> Self {
-        Self { io, activity }
+        Self {
+            io,
+            activity,
+            preface_matched: 0,
+        }
     }
+}
+
+/// Matches `read` against the rest of the HTTP/2 preface after `matched` bytes of it; returns
+/// the new count, `u8::MAX` once the connection is known not to be HTTP/2 or known to be (then
+/// `http2` is set).
+fn match_preface(matched: u8, read: &[u8], http2: &AtomicBool) -> u8 {
+    let done = usize::from(matched);
+    let expected = &HTTP2_PREFACE[done..];
+    let n = read.len().min(expected.len());
+    if read[..n] != expected[..n] {
+        return u8::MAX;
+    }
+    if done + n == HTTP2_PREFACE.len() {
+        http2.store(true, Ordering::Relaxed);
+        return u8::MAX;
+    }
+    // At most 23: it fits.
+    u8::try_from(done + n).unwrap_or(u8::MAX)
 }
 
 impl<IO: AsyncRead> AsyncRead for ActivityIo<IO> {
@@ -130,7 +189,20 @@ impl<IO: AsyncRead> AsyncRead for ActivityIo<IO> {
         cx: &mut Context<'_>,
         buf: &mut ReadBuf<'_>,
     ) -> Poll<io::Result<()>> {
-        self.project().io.poll_read(cx, buf)
+        let this = self.project();
+        if *this.preface_matched == u8::MAX {
+            return this.io.poll_read(cx, buf);
+        }
+        let before = buf.filled().len();
+        let result = this.io.poll_read(cx, buf);
+        if matches!(result, Poll::Ready(Ok(()))) && buf.filled().len() > before {
+            *this.preface_matched = match_preface(
+                *this.preface_matched,
+                &buf.filled()[before..],
+                &this.activity.http2,
+            );
+        }
+        result
     }
 }
 
@@ -170,43 +242,17 @@ impl<IO: AsyncWrite> AsyncWrite for ActivityIo<IO> {
     }
 }
 
-/// Counts the requests of a connection and the responses it is sending.
-#[derive(Debug, Clone)]
-pub(crate) struct Tracked<S> {
-    inner: S,
-    activity: Arc<Activity>,
-}
-
-impl<S> Tracked<S> {
-    pub(crate) fn new(inner: S, activity: Arc<Activity>) -> Self {
-        Self { inner, activity }
-    }
-}
-
-impl<S, B> Service<Request<B>> for Tracked<S>
-where
-    S: Service<Request<B>, Response = Response<ResponseBody>, Error = Infallible>,
-{
-    type Response = Response<TrackedBody>;
-    type Error = Infallible;
-    type Future = TrackedFuture<S::Future>;
-
-    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
-        self.inner.poll_ready(cx)
-    }
-
-    fn call(&mut self, request: Request<B>) -> Self::Future {
-        self.activity.requests.fetch_add(1, Ordering::Relaxed);
-        self.activity.in_flight.fetch_add(1, Ordering::Relaxed);
-        TrackedFuture {
-            inner: self.inner.call(request),
-            guard: Some(InFlight(Arc::clone(&self.activity))),
-        }
+impl Activity {
+    /// A request arrived: counted, and in flight until the returned guard is dropped.
+    pub(crate) fn request(self: &Arc<Self>) -> InFlight {
+        self.requests.fetch_add(1, Ordering::Relaxed);
+        self.in_flight.fetch_add(1, Ordering::Relaxed);
+        InFlight(Arc::clone(self))
     }
 }
 
 /// A request in flight; counted out when dropped (answered or cancelled).
-struct InFlight(Arc<Activity>);
+pub(crate) struct InFlight(Arc<Activity>);
 
 impl Drop for InFlight {
     fn drop(&mut self) {
@@ -242,11 +288,21 @@ impl Drop for Sending {
 }
 
 pin_project! {
-    /// The response future of [`Tracked`].
+    /// The response future of a request of a tracked connection.
     pub(crate) struct TrackedFuture<F> {
         #[pin]
         inner: F,
         guard: Option<InFlight>,
+    }
+}
+
+impl<F> TrackedFuture<F> {
+    /// `inner`, the response future of the request `in_flight` counts.
+    pub(crate) fn new(inner: F, in_flight: InFlight) -> Self {
+        Self {
+            inner,
+            guard: Some(in_flight),
+        }
     }
 }
 
@@ -315,5 +371,27 @@ impl Body for TrackedBody {
 
     fn size_hint(&self) -> SizeHint {
         self.inner.size_hint()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_http2_preface_is_recognised_across_reads() {
+        let http2 = AtomicBool::new(false);
+        let matched = match_preface(0, b"PRI * HTTP/2.0\r", &http2);
+        assert_eq!(matched, 15);
+        assert!(!http2.load(Ordering::Relaxed));
+        assert_eq!(
+            match_preface(matched, b"\n\r\nSM\r\n\r\n\0\0", &http2),
+            u8::MAX
+        );
+        assert!(http2.load(Ordering::Relaxed));
+        let http1 = AtomicBool::new(false);
+        assert_eq!(match_preface(0, b"GET / HTTP/1.1\r\n", &http1), u8::MAX);
+        assert_eq!(match_preface(0, b"PRI * HTTP/1.1", &http1), u8::MAX);
+        assert!(!http1.load(Ordering::Relaxed));
     }
 }

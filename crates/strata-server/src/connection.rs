@@ -1,45 +1,38 @@
-//! What the server checks of each request before the application sees it, and not the router
-//! (which stays usable with requests built in tests and inside other servers):
+//! What hyper calls for each request of a connection ([`ConnectionService`]): the server's own
+//! checks, which belong to the server and not the router (the router stays usable with requests
+//! built in tests and inside other servers), the connection's activity counters, and the
+//! application's stack:
 //!
 //! - RFC 9112 section 3.2: an HTTP/1.1 request carries exactly one `Host` header; any other
 //!   gets a 400;
-//! - the body gets the server's deadlines ([`BodyDeadline`]).
+//! - the body gets the server's deadlines ([`BodyDeadline`]);
+//! - the request is counted and its response tracked until sent ([`Activity`]).
+//!
+//! The application's stack is a tower service; hyper's services are called through `&self`.
+//! hyper-util's adapter clones the stack for every request and drives it through a `Oneshot`
+//! state machine; here the stack is cloned and, being ready at once (as every Strata stage is),
+//! called directly, so its future is all the request carries. A stack that is not ready at once
+//! (an application's concurrency limit) is driven by tower's `Oneshot` as before.
 
 use std::convert::Infallible;
-use std::future::{Future, Ready};
+use std::future::Future;
 use std::pin::Pin;
-use std::task::{Context, Poll};
+use std::sync::Arc;
+use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 
 use http::header::HOST;
 use http::{Request, Response, StatusCode, Version};
+use hyper::body::Incoming;
 use pin_project_lite::pin_project;
 use strata_core::{ApiError, ResponseBody};
-
-use crate::config::ServerLimits;
 use strata_format::error_response;
+use tower::util::Oneshot;
 use tower_service::Service;
 
-use crate::deadline::BodyDeadline;
-
-/// Answers HTTP/1.1 requests without a `Host` header, or with several, with a JSON 400; passes
-/// the others to `S` with deadlines on their body.
-#[derive(Debug, Clone)]
-pub(crate) struct HostChecked<S> {
-    inner: S,
-    body_idle: Duration,
-    body_total: Duration,
-}
-
-impl<S> HostChecked<S> {
-    pub(crate) fn new(inner: S, limits: &ServerLimits) -> Self {
-        Self {
-            inner,
-            body_idle: limits.body_idle_timeout,
-            body_total: limits.body_read_timeout,
-        }
-    }
-}
+use crate::activity::{Activity, TrackedBody, TrackedFuture};
+use crate::config::ServerLimits;
+use crate::deadline::{BodyDeadline, ServerBody};
 
 /// Why `request` cannot be served, if it cannot.
 fn host_problem<B>(request: &Request<B>) -> Option<&'static str> {
@@ -54,57 +47,86 @@ fn host_problem<B>(request: &Request<B>) -> Option<&'static str> {
     }
 }
 
-impl<S, B> Service<Request<B>> for HostChecked<S>
-where
-    S: Service<Request<BodyDeadline<B>>, Response = Response<ResponseBody>, Error = Infallible>,
-{
-    type Response = Response<ResponseBody>;
-    type Error = Infallible;
-    type Future = HostCheckedFuture<S::Future>;
+/// The hyper service of one connection: answers HTTP/1.1 requests without a `Host` header, or
+/// with several, with a JSON 400; gives the others deadlines on their body and passes them to
+/// the application's stack `S`; counts every request and tracks its response.
+pub(crate) struct ConnectionService<S> {
+    app: S,
+    activity: Arc<Activity>,
+    body_idle: Duration,
+    body_total: Duration,
+}
 
-    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
-        self.inner.poll_ready(cx)
-    }
-
-    fn call(&mut self, request: Request<B>) -> Self::Future {
-        match host_problem(&request) {
-            None => {
-                let (idle, total) = (self.body_idle, self.body_total);
-                HostCheckedFuture::Inner {
-                    future: self
-                        .inner
-                        .call(request.map(|body| BodyDeadline::new(body, idle, total))),
-                }
-            }
-            Some(problem) => HostCheckedFuture::Refused {
-                response: std::future::ready(Ok(error_response(ApiError::new(
-                    StatusCode::BAD_REQUEST,
-                    problem,
-                )))),
-            },
+impl<S> ConnectionService<S> {
+    pub(crate) fn new(app: S, activity: Arc<Activity>, limits: &ServerLimits) -> Self {
+        Self {
+            app,
+            activity,
+            body_idle: limits.body_idle_timeout,
+            body_total: limits.body_read_timeout,
         }
     }
 }
 
-pin_project! {
-    /// The response future of [`HostChecked`].
-    #[project = HostCheckedProj]
-    pub(crate) enum HostCheckedFuture<F> {
-        Inner { #[pin] future: F },
-        Refused { response: Ready<Result<Response<ResponseBody>, Infallible>> },
+impl<S> hyper::service::Service<Request<Incoming>> for ConnectionService<S>
+where
+    S: Service<Request<ServerBody>, Response = Response<ResponseBody>, Error = Infallible> + Clone,
+{
+    type Response = Response<TrackedBody>;
+    type Error = Infallible;
+    type Future = TrackedFuture<AppFuture<S>>;
+
+    fn call(&self, request: Request<Incoming>) -> Self::Future {
+        let in_flight = self.activity.request();
+        let future = match host_problem(&request) {
+            None => {
+                let (idle, total) = (self.body_idle, self.body_total);
+                let request = request.map(|body| BodyDeadline::new(body, idle, total));
+                let mut app = self.app.clone();
+                match app.poll_ready(&mut Context::from_waker(Waker::noop())) {
+                    Poll::Ready(Ok(())) => AppFuture::Called {
+                        future: app.call(request),
+                    },
+                    Poll::Ready(Err(never)) => match never {},
+                    Poll::Pending => AppFuture::Waiting {
+                        oneshot: Oneshot::new(app, request),
+                    },
+                }
+            }
+            Some(problem) => AppFuture::Refused {
+                response: Some(error_response(ApiError::new(
+                    StatusCode::BAD_REQUEST,
+                    problem,
+                ))),
+            },
+        };
+        TrackedFuture::new(future, in_flight)
     }
 }
 
-impl<F> Future for HostCheckedFuture<F>
+pin_project! {
+    /// The application's response future, as [`ConnectionService`] calls it.
+    #[project = AppFutureProj]
+    pub(crate) enum AppFuture<S: Service<Request<ServerBody>>> {
+        Called { #[pin] future: S::Future },
+        Waiting { #[pin] oneshot: Oneshot<S, Request<ServerBody>> },
+        Refused { response: Option<Response<ResponseBody>> },
+    }
+}
+
+impl<S> Future for AppFuture<S>
 where
-    F: Future<Output = Result<Response<ResponseBody>, Infallible>>,
+    S: Service<Request<ServerBody>, Response = Response<ResponseBody>, Error = Infallible>,
 {
     type Output = Result<Response<ResponseBody>, Infallible>;
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         match self.project() {
-            HostCheckedProj::Inner { future } => future.poll(cx),
-            HostCheckedProj::Refused { response } => Pin::new(response).poll(cx),
+            AppFutureProj::Called { future } => future.poll(cx),
+            AppFutureProj::Waiting { oneshot } => oneshot.poll(cx),
+            AppFutureProj::Refused { response } => Poll::Ready(Ok(response
+                .take()
+                .unwrap_or_else(|| error_response(ApiError::internal("polled after completion"))))),
         }
     }
 }

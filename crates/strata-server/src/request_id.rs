@@ -1,14 +1,15 @@
 //! Request ids: taken from `x-request-id` when present and sane, generated otherwise; given to
 //! the request's logger and echoed in the response.
 
+use std::cell::RefCell;
 use std::future::Future;
 use std::hash::{BuildHasher, RandomState};
 use std::pin::Pin;
-use std::sync::Arc;
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::task::{Context, Poll, ready};
 
+use bytes::BytesMut;
 use http::header::HeaderName;
 use http::{HeaderValue, Request, Response};
 use pin_project_lite::pin_project;
@@ -123,19 +124,17 @@ where
         let given = request
             .headers()
             .get(&X_REQUEST_ID)
-            .filter(|v| is_sane(v.as_bytes()))
-            .cloned();
-        let (header, id): (HeaderValue, Arc<str>) = match given {
-            // A sane id is ASCII: the conversion cannot fail, but never trust it blindly.
-            Some(value) => match value.to_str() {
-                Ok(text) => (value.clone(), Arc::from(text)),
-                Err(_) => fresh(),
-            },
-            None => fresh(),
-        };
-        request
-            .extensions_mut()
-            .insert(self.logger.with_request_id(id));
+            .filter(|v| is_sane(v.as_bytes()));
+        // A sane id is ASCII: the conversion cannot fail, but never trust it blindly.
+        let (header, logger) =
+            if let Some((value, Ok(text))) = given.map(|value| (value, value.to_str())) {
+                (value.clone(), self.logger.with_request_id(text))
+            } else {
+                let mut buffer = [0; GENERATED_MAX];
+                let id = generate(&mut buffer);
+                (header_value(id), self.logger.with_request_id(id))
+            };
+        request.extensions_mut().insert(logger);
         ResponseFuture {
             inner: self.inner.call(request),
             header: self.echo.then_some(header),
@@ -143,11 +142,27 @@ where
     }
 }
 
-fn fresh() -> (HeaderValue, Arc<str>) {
-    let mut buffer = [0; GENERATED_MAX];
-    let id = generate(&mut buffer);
-    let header = HeaderValue::from_str(id).unwrap_or_else(|_| HeaderValue::from_static("invalid"));
-    (header, Arc::from(id))
+/// How much room a thread's id arena takes at a time: about 160 generated ids.
+const ARENA_SIZE: usize = 4096;
+
+thread_local! {
+    /// Where generated ids are written for their headers: each header holds a slice of a shared
+    /// block (a reference count), not an allocation of its own.
+    static ID_ARENA: RefCell<BytesMut> = RefCell::new(BytesMut::new());
+}
+
+/// `id` (a generated id: ASCII) as a header value, written into this thread's arena.
+fn header_value(id: &str) -> HeaderValue {
+    ID_ARENA.with_borrow_mut(|arena| {
+        if arena.capacity() < id.len() {
+            // The old block lives on until the last header cut from it is dropped.
+            *arena = BytesMut::with_capacity(ARENA_SIZE);
+        }
+        arena.extend_from_slice(id.as_bytes());
+        let bytes = arena.split_to(id.len()).freeze();
+        HeaderValue::from_maybe_shared(bytes)
+            .unwrap_or_else(|_| HeaderValue::from_static("invalid"))
+    })
 }
 
 pin_project! {
@@ -186,6 +201,20 @@ mod tests {
         assert!(!is_sane(b"a b"));
         assert!(!is_sane(&[b'a'; 129]));
         assert!(is_sane(&[b'a'; 128]));
+    }
+
+    #[test]
+    fn header_values_of_generated_ids() {
+        let mut ids = Vec::new();
+        // Across several arena blocks: every value keeps its own bytes.
+        for _ in 0..3 * ARENA_SIZE / GENERATED_MAX {
+            let mut buffer = [0; GENERATED_MAX];
+            let id = generate(&mut buffer).to_owned();
+            ids.push((header_value(&id), id));
+        }
+        for (value, id) in &ids {
+            assert_eq!(value.to_str().unwrap(), id);
+        }
     }
 
     #[test]

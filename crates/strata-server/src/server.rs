@@ -7,7 +7,6 @@ use std::time::Duration;
 
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use hyper_util::server::conn::auto;
-use hyper_util::service::TowerToHyperService;
 use std::convert::Infallible;
 
 use http::{Request, Response};
@@ -15,19 +14,18 @@ use strata_core::{BoxError, Logger, ResponseBody};
 use strata_routing::Routing;
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::{TcpListener, UnixListener};
-use tokio::sync::{OwnedSemaphorePermit, Semaphore, watch};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc, watch};
 use tokio::task::{JoinHandle, JoinSet};
 use tokio_rustls::TlsAcceptor;
-use tower::layer::util::Identity;
 use tower_layer::Layer;
 use tower_service::Service;
 
-use crate::activity::{Activity, ActivityIo, Tracked, Verdict};
+use crate::activity::{Activity, ActivityIo, Deadlines, Verdict};
 use crate::app::{App, build_app};
 use crate::config::{Listen, ServerConfig, ServerLimits};
+use crate::connection::ConnectionService;
 use crate::deadline::{FirstByteDeadline, ServerBody};
 use crate::error::ServerError;
-use crate::host::HostChecked;
 use crate::layered::Layered;
 use crate::logging::install_default_subscriber;
 use crate::tls::acceptor;
@@ -241,7 +239,9 @@ fn connection_builder(limits: &ServerLimits) -> auto::Builder<TokioExecutor> {
     builder
         .http1()
         .timer(TokioTimer::new())
-        .header_read_timeout(limits.header_read_timeout)
+        // The header-read timeout is the connection watcher's (`Activity::watch`): hyper's
+        // arms a timer for every request.
+        .header_read_timeout(None)
         // A client that shuts its sending side after the request still gets the response.
         .half_close(true)
         // hyper refuses buffers under 8 KiB.
@@ -257,7 +257,7 @@ fn connection_builder(limits: &ServerLimits) -> auto::Builder<TokioExecutor> {
 }
 
 /// What a connection runs: the app in the application's layers, answering every request.
-pub(crate) trait ConnectionService:
+pub(crate) trait ServedApp:
     Service<
         Request<ServerBody>,
         Response = Response<ResponseBody>,
@@ -270,7 +270,7 @@ pub(crate) trait ConnectionService:
 {
 }
 
-impl<S> ConnectionService for S where
+impl<S> ServedApp for S where
     S: Service<
             Request<ServerBody>,
             Response = Response<ResponseBody>,
@@ -294,7 +294,7 @@ struct Serving<S> {
     logger: Logger,
 }
 
-impl<S: ConnectionService> Serving<S> {
+impl<S: ServedApp> Serving<S> {
     fn spawn<IO>(
         &self,
         io: IO,
@@ -328,59 +328,112 @@ impl<S: ConnectionService> Serving<S> {
         });
     }
 
-    async fn serve<IO>(&self, io: IO, mut stop: watch::Receiver<bool>)
+    async fn serve<IO>(&self, io: IO, stop: watch::Receiver<bool>)
     where
         IO: AsyncRead + AsyncWrite + Unpin + Send + 'static,
     {
         let activity = Arc::new(Activity::default());
-        let service = Tracked::new(
-            HostChecked::new(self.app.clone(), &self.limits),
-            Arc::clone(&activity),
-        );
+        let service = ConnectionService::new(self.app.clone(), Arc::clone(&activity), &self.limits);
         let io = ActivityIo::new(io, Arc::clone(&activity));
         let connection = self
             .builder
-            .serve_connection_with_upgrades(TokioIo::new(io), TowerToHyperService::new(service))
+            .serve_connection_with_upgrades(TokioIo::new(io), service)
             .into_owned();
         let mut connection = std::pin::pin!(connection);
-        let watch = activity.watch(self.limits.idle_timeout, self.limits.write_timeout);
-        let mut watch = std::pin::pin!(watch);
-        let mut closing = false;
-        // An idle connection closing gracefully still has its streams to finish; one that
-        // cannot (a stream without window) is dropped after the write timeout.
-        let give_up = tokio::time::sleep(Duration::MAX);
-        let mut give_up = std::pin::pin!(give_up);
+        // The timeouts and the server's stop signal are watched by a task of their own, which
+        // sends its orders here: this task, woken for every read and write of the connection,
+        // then polls the connection and one channel, not a stop signal and timers each time.
+        let (orders, mut ordered) = mpsc::channel(2);
+        let deadlines = Deadlines {
+            idle: self.limits.idle_timeout,
+            write: self.limits.write_timeout,
+            head: self.header_timeout,
+        };
+        let watcher = AbortOnDrop(tokio::spawn(watch_connection(
+            activity, stop, deadlines, orders,
+        )));
+        let mut orders_open = true;
         let result = loop {
             tokio::select! {
+                biased;
                 result = connection.as_mut() => break result,
-                // Server shutdown: finish what is in flight, take nothing new.
-                _ = stop.wait_for(|stop| *stop), if !closing => {
-                    connection.as_mut().graceful_shutdown();
-                    closing = true;
-                }
-                verdict = watch.as_mut(), if !closing => match verdict {
-                    Verdict::Idle => {
-                        connection.as_mut().graceful_shutdown();
-                        closing = true;
-                        give_up
-                            .as_mut()
-                            .reset(tokio::time::Instant::now() + self.limits.write_timeout);
-                    }
-                    Verdict::Stalled => {
-                        self.logger.debug(
-                            "connection closed: its responses made no write progress",
-                        );
+                order = ordered.recv(), if orders_open => match order {
+                    Some(Order::CloseGracefully) => connection.as_mut().graceful_shutdown(),
+                    Some(Order::Drop(reason)) => {
+                        self.logger.debug(reason);
                         return;
                     }
+                    None => orders_open = false,
                 },
-                () = give_up.as_mut() => {
-                    self.logger.debug("idle connection closed: its streams did not finish");
-                    return;
-                }
             }
         };
+        drop(watcher);
         if let Err(error) = result {
             self.logger.debug(format_args!("connection ended: {error}"));
+        }
+    }
+}
+
+/// What the watcher of a connection tells it.
+enum Order {
+    /// Finish what is in flight, take nothing new (server shutdown, idle connection).
+    CloseGracefully,
+    /// Drop the connection now, for this reason.
+    Drop(&'static str),
+}
+
+/// Aborts a task when dropped: a connection's watcher ends with its connection.
+struct AbortOnDrop(JoinHandle<()>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
+/// Watches a connection's activity and the server's stop signal, and orders the connection
+/// closed when one of them says so.
+async fn watch_connection(
+    activity: Arc<Activity>,
+    mut stop: watch::Receiver<bool>,
+    deadlines: Deadlines,
+    orders: mpsc::Sender<Order>,
+) {
+    let verdict = tokio::select! {
+        _ = stop.wait_for(|stop| *stop) => None,
+        verdict = activity.watch(deadlines) => Some(verdict),
+    };
+    let Some(verdict) = verdict else {
+        // Server shutdown: finish what is in flight, take nothing new (the accept loop's
+        // shutdown timeout ends what does not finish).
+        let _ = orders.send(Order::CloseGracefully).await;
+        return;
+    };
+    match verdict {
+        Verdict::Idle => {
+            let _ = orders.send(Order::CloseGracefully).await;
+            // An idle connection closing gracefully still has its streams to finish; one that
+            // cannot (a stream without window) is dropped after the write timeout.
+            tokio::time::sleep(deadlines.write).await;
+            let _ = orders
+                .send(Order::Drop(
+                    "idle connection closed: its streams did not finish",
+                ))
+                .await;
+        }
+        Verdict::Stalled => {
+            let _ = orders
+                .send(Order::Drop(
+                    "connection closed: its responses made no write progress",
+                ))
+                .await;
+        }
+        Verdict::HeadTimeout => {
+            let _ = orders
+                .send(Order::Drop(
+                    "connection closed: no request head within the header-read timeout",
+                ))
+                .await;
         }
     }
 }
@@ -442,7 +495,7 @@ fn is_resource_error(error: &std::io::Error) -> bool {
     )
 }
 
-async fn accept_loop<S: ConnectionService>(
+async fn accept_loop<S: ServedApp>(
     bound: Bound,
     serving: Serving<S>,
     mut stop: watch::Receiver<bool>,
@@ -535,7 +588,9 @@ pub async fn create_server(
     config: &ServerConfig,
     routing: &Routing,
 ) -> Result<Server, ServerError> {
-    create_server_with(config, routing, Identity::new()).await
+    // The app as it is: it answers every request itself, so the layer that turns a user
+    // stack's errors and bodies into responses is not needed (one layer less per request).
+    start(config, routing, |app| app).await
 }
 
 /// [`create_server`] with the application's own tower layers around the app: a timeout, a
@@ -575,6 +630,20 @@ where
     B: http_body::Body<Data = bytes::Bytes> + Send + 'static,
     B::Error: Into<BoxError>,
 {
+    let mode = config.mode();
+    start(config, routing, move |app| {
+        Layered::new(layers.layer(app), mode)
+    })
+    .await
+}
+
+/// Starts serving `routing` on every listener of `config`, each connection running
+/// `around(app)`.
+async fn start<S: ServedApp>(
+    config: &ServerConfig,
+    routing: &Routing,
+    around: impl Fn(App) -> S,
+) -> Result<Server, ServerError> {
     let https = config.https();
     if https.listen.is_some() && (https.cert.is_none() || https.key.is_none()) {
         return Err(ServerError::Config(
@@ -625,7 +694,7 @@ where
             local_addr,
         });
         let serving = Serving {
-            app: Layered::new(layers.layer(app.clone()), config.mode()),
+            app: around(app.clone()),
             builder: Arc::clone(&builder),
             tls,
             header_timeout: limits.header_read_timeout,
