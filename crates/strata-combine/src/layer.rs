@@ -24,9 +24,12 @@ impl CombineLayer {
         }
     }
 
-    /// A layer with the sources of `config`.
+    /// A layer with the sources of `config` (shared with it, not copied: every endpoint of a
+    /// routing holds the same ones).
     pub fn from_config(config: &Config) -> Self {
-        Self::with_sources(config.input_sources().clone())
+        Self {
+            sources: Arc::clone(config.shared_input_sources()),
+        }
     }
 }
 

@@ -234,7 +234,8 @@ impl Cors {
 /// to it.
 #[derive(Debug, Clone)]
 pub struct Config {
-    input_sources: InputSources,
+    // Shared by the stages of every endpoint built from this configuration.
+    input_sources: Arc<InputSources>,
     body_limit: usize,
     max_fields: usize,
     mode: Mode,
@@ -249,7 +250,7 @@ pub struct Config {
 impl Default for Config {
     fn default() -> Self {
         Self {
-            input_sources: InputSources::default(),
+            input_sources: Arc::default(),
             body_limit: DEFAULT_BODY_LIMIT,
             max_fields: DEFAULT_MAX_FIELDS,
             mode: Mode::Production,
@@ -275,6 +276,11 @@ impl Config {
 
     /// Input sources per method.
     pub fn input_sources(&self) -> &InputSources {
+        &self.input_sources
+    }
+
+    /// Input sources per method, shared: the stages of every endpoint hold this one copy.
+    pub fn shared_input_sources(&self) -> &Arc<InputSources> {
         &self.input_sources
     }
 
@@ -350,7 +356,7 @@ impl ConfigBuilder {
     /// Replaces the input sources of one method (GET, POST, PUT, PATCH, DELETE or QUERY; HEAD
     /// follows GET; other methods are ignored).
     pub fn input_sources(mut self, method: &Method, sources: impl Into<Vec<InputSource>>) -> Self {
-        self.config.input_sources.set(method, sources);
+        Arc::make_mut(&mut self.config.input_sources).set(method, sources);
         self
     }
 

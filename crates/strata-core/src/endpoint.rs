@@ -390,6 +390,10 @@ impl Service<Request<RequestBody>> for SharedService {
 
 type BuildFn = dyn Fn(&Config) -> SharedService + Send + Sync;
 
+/// The identity of an [`Endpoint`] and its clones ([`Endpoint::id`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct EndpointId(usize);
+
 /// A built endpoint: its metadata and a way to make its service for a configuration.
 ///
 /// Routing calls [`Endpoint::boxed_service`] once per route at startup; [`Endpoint::service`] is
@@ -437,6 +441,13 @@ impl Endpoint {
     /// The metadata.
     pub fn meta(&self) -> &EndpointMeta {
         &self.meta
+    }
+
+    /// Tells endpoints apart: the same for an endpoint and its clones (which build the same
+    /// services), different for endpoints built separately. Routing builds one service for an
+    /// endpoint mounted at many paths.
+    pub fn id(&self) -> EndpointId {
+        EndpointId(Arc::as_ptr(&self.build).cast::<()>() as usize)
     }
 
     /// The methods served (declared, or GET).
@@ -591,6 +602,19 @@ mod tests {
             response.into_body().collect().await.unwrap().to_bytes(),
             "/c"
         );
+    }
+
+    #[test]
+    fn clones_share_an_id() {
+        let build = |_: &Config| {
+            BoxCloneSyncService::new(tower::service_fn(|_: Request<RequestBody>| async {
+                Ok::<_, Infallible>(Response::new(ResponseBody::empty()))
+            }))
+        };
+        let one = Endpoint::from_parts(EndpointMeta::default(), build);
+        let other = Endpoint::from_parts(EndpointMeta::default(), build);
+        assert_eq!(one.id(), one.clone().id());
+        assert_ne!(one.id(), other.id());
     }
 
     #[test]

@@ -38,7 +38,7 @@ pub use ctx::{Get, HCons, HNil};
 pub use de::DeError;
 pub use decode::{Decoder, not_null};
 pub use endpoint::{
-    AnyBody, DeclaredError, Endpoint, EndpointFuture, EndpointMeta, EndpointService,
+    AnyBody, DeclaredError, Endpoint, EndpointFuture, EndpointId, EndpointMeta, EndpointService,
     MiddlewareInput, PositiveFn, ResponseDescription, ResponseHeader, SchemaFn, Security,
     SharedService,
 };

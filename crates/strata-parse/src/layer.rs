@@ -10,7 +10,7 @@ use crate::service::ParseService;
 pub(crate) struct Options {
     pub(crate) body_limit: usize,
     pub(crate) max_fields: usize,
-    pub(crate) input_sources: InputSources,
+    pub(crate) input_sources: Arc<InputSources>,
     pub(crate) upload: Option<UploadLimits>,
     /// Shared by every service built from one config; `None`: no global budget.
     pub(crate) budget: Option<Arc<BodyBudget>>,
@@ -37,7 +37,7 @@ impl ParseLayer {
             options: Arc::new(Options {
                 body_limit: DEFAULT_BODY_LIMIT,
                 max_fields: DEFAULT_MAX_FIELDS,
-                input_sources: InputSources::default(),
+                input_sources: Arc::default(),
                 upload: None,
                 budget: None,
                 raw_body: false,
@@ -51,7 +51,7 @@ impl ParseLayer {
             options: Arc::new(Options {
                 body_limit: config.body_limit(),
                 max_fields: config.max_fields(),
-                input_sources: config.input_sources().clone(),
+                input_sources: Arc::clone(config.shared_input_sources()),
                 upload: config.upload().cloned(),
                 budget: Some(Arc::clone(config.body_budget())),
                 raw_body: false,
@@ -95,7 +95,7 @@ impl ParseLayer {
     /// Sets the input sources; the body is read only for methods that use it.
     #[must_use]
     pub fn input_sources(mut self, sources: InputSources) -> Self {
-        Arc::make_mut(&mut self.options).input_sources = sources;
+        Arc::make_mut(&mut self.options).input_sources = Arc::new(sources);
         self
     }
 

@@ -171,8 +171,9 @@ impl Shared {
             Cors::Disabled => CorsHeaders::None,
             Cors::Enabled => CorsHeaders::Default(table.and_then(|t| t.allow.clone())),
             Cors::Custom(function) => {
-                let defaults =
-                    table.map_or(&self.compiled.not_found_cors_defaults, |t| &t.cors_defaults);
+                let defaults = table
+                    .and_then(|t| t.cors_defaults.as_ref())
+                    .unwrap_or(&self.compiled.not_found_cors_defaults);
                 let logger = Logger::from_extensions(&parts.extensions);
                 let request = CorsRequest {
                     default_headers: defaults,
