@@ -14,7 +14,7 @@ use strata_core::{BoxError, Logger, ResponseBody};
 use strata_routing::Routing;
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::{TcpListener, UnixListener};
-use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc, watch};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore, oneshot, watch};
 use tokio::task::{JoinHandle, JoinSet};
 use tokio_rustls::TlsAcceptor;
 use tower_layer::Layer;
@@ -305,13 +305,21 @@ impl<S: ServedApp> Serving<S> {
         IO: AsyncRead + AsyncWrite + Unpin + Send + 'static,
     {
         let serving = self.clone();
-        connections.spawn(async move {
-            // The connection's place under the cap, given back when it ends.
-            let _slot = slot;
-            let io = FirstByteDeadline::new(io, serving.header_timeout);
-            match &serving.tls {
-                None => serving.serve(io, stop).await,
-                Some(tls) => {
+        // Plain and TLS connections are tasks of their own types: a plain connection's task
+        // does not carry room for a TLS handshake and stream (kilobytes per connection).
+        match self.tls.clone() {
+            None => {
+                connections.spawn(async move {
+                    // The connection's place under the cap, given back when it ends.
+                    let _slot = slot;
+                    let io = FirstByteDeadline::new(io, serving.header_timeout);
+                    serving.serve(io, stop).await;
+                });
+            }
+            Some(tls) => {
+                connections.spawn(async move {
+                    let _slot = slot;
+                    let io = FirstByteDeadline::new(io, serving.header_timeout);
                     match tokio::time::timeout(serving.header_timeout, tls.accept(io)).await {
                         // The handshake used the first deadline; the request gets its own.
                         Ok(Ok(stream)) => {
@@ -323,9 +331,9 @@ impl<S: ServedApp> Serving<S> {
                             .debug(format_args!("TLS handshake failed: {error}")),
                         Err(_) => serving.logger.debug("TLS handshake timed out"),
                     }
-                }
+                });
             }
-        });
+        }
     }
 
     async fn serve<IO>(&self, io: IO, stop: watch::Receiver<bool>)
@@ -343,7 +351,7 @@ impl<S: ServedApp> Serving<S> {
         // The timeouts and the server's stop signal are watched by a task of their own, which
         // sends its orders here: this task, woken for every read and write of the connection,
         // then polls the connection and one channel, not a stop signal and timers each time.
-        let (orders, mut ordered) = mpsc::channel(2);
+        let (orders, mut ordered) = oneshot::channel();
         let deadlines = Deadlines {
             idle: self.limits.idle_timeout,
             write: self.limits.write_timeout,
@@ -357,13 +365,19 @@ impl<S: ServedApp> Serving<S> {
             tokio::select! {
                 biased;
                 result = connection.as_mut() => break result,
-                order = ordered.recv(), if orders_open => match order {
-                    Some(Order::CloseGracefully) => connection.as_mut().graceful_shutdown(),
-                    Some(Order::Drop(reason)) => {
+                order = &mut ordered, if orders_open => match order {
+                    Ok(Order::CloseGracefully { then }) => {
+                        connection.as_mut().graceful_shutdown();
+                        match then {
+                            Some(next) => ordered = next,
+                            None => orders_open = false,
+                        }
+                    }
+                    Ok(Order::Drop(reason)) => {
                         self.logger.debug(reason);
                         return;
                     }
-                    None => orders_open = false,
+                    Err(_) => orders_open = false,
                 },
             }
         };
@@ -376,8 +390,11 @@ impl<S: ServedApp> Serving<S> {
 
 /// What the watcher of a connection tells it.
 enum Order {
-    /// Finish what is in flight, take nothing new (server shutdown, idle connection).
-    CloseGracefully,
+    /// Finish what is in flight, take nothing new (server shutdown, idle connection); `then`
+    /// brings the next order, if one may follow.
+    CloseGracefully {
+        then: Option<oneshot::Receiver<Order>>,
+    },
     /// Drop the connection now, for this reason.
     Drop(&'static str),
 }
@@ -397,45 +414,41 @@ async fn watch_connection(
     activity: Arc<Activity>,
     mut stop: watch::Receiver<bool>,
     deadlines: Deadlines,
-    orders: mpsc::Sender<Order>,
+    orders: oneshot::Sender<Order>,
 ) {
     let verdict = tokio::select! {
         _ = stop.wait_for(|stop| *stop) => None,
         verdict = activity.watch(deadlines) => Some(verdict),
     };
-    let Some(verdict) = verdict else {
+    let reason = match verdict {
         // Server shutdown: finish what is in flight, take nothing new (the accept loop's
         // shutdown timeout ends what does not finish).
-        let _ = orders.send(Order::CloseGracefully).await;
-        return;
-    };
-    match verdict {
-        Verdict::Idle => {
-            let _ = orders.send(Order::CloseGracefully).await;
+        None => {
+            let _ = orders.send(Order::CloseGracefully { then: None });
+            return;
+        }
+        Some(Verdict::Idle) => {
+            let (next, then) = oneshot::channel();
+            if orders
+                .send(Order::CloseGracefully { then: Some(then) })
+                .is_err()
+            {
+                return;
+            }
             // An idle connection closing gracefully still has its streams to finish; one that
             // cannot (a stream without window) is dropped after the write timeout.
             tokio::time::sleep(deadlines.write).await;
-            let _ = orders
-                .send(Order::Drop(
-                    "idle connection closed: its streams did not finish",
-                ))
-                .await;
+            let _ = next.send(Order::Drop(
+                "idle connection closed: its streams did not finish",
+            ));
+            return;
         }
-        Verdict::Stalled => {
-            let _ = orders
-                .send(Order::Drop(
-                    "connection closed: its responses made no write progress",
-                ))
-                .await;
+        Some(Verdict::Stalled) => "connection closed: its responses made no write progress",
+        Some(Verdict::HeadTimeout) => {
+            "connection closed: no request head within the header-read timeout"
         }
-        Verdict::HeadTimeout => {
-            let _ = orders
-                .send(Order::Drop(
-                    "connection closed: no request head within the header-read timeout",
-                ))
-                .await;
-        }
-    }
+    };
+    let _ = orders.send(Order::Drop(reason));
 }
 
 /// The default connection cap: the open-file limit (read from `/proc/self/limits`, 1024 when
