@@ -11,7 +11,7 @@ use std::task::{Context, Poll, ready};
 
 use bytes::BytesMut;
 use http::header::HeaderName;
-use http::{HeaderValue, Request, Response};
+use http::{HeaderMap, HeaderValue, Request, Response};
 use pin_project_lite::pin_project;
 use strata_core::Logger;
 use tower_layer::Layer;
@@ -34,27 +34,102 @@ fn is_sane(id: &[u8]) -> bool {
 /// The longest generated id: 8 hex digits, a dash, 16 hex digits.
 const GENERATED_MAX: usize = 25;
 
-/// A new id: a random per-process prefix and a counter. Unique within a process, unguessable
-/// enough to not collide across restarts, and far cheaper than a random UUID per request.
-/// Written into a stack buffer: the header and the logger each copy it once.
-fn generate(buffer: &mut [u8; GENERATED_MAX]) -> &str {
+/// Counters handed to a thread at a time: ids stay unique across threads without an atomic
+/// operation per request.
+const BLOCK: u64 = 1 << 20;
+
+/// How much room a thread's id arena takes at a time: about 160 generated ids.
+const ARENA_SIZE: usize = 4096;
+
+/// The random per-process prefix of generated ids, as 8 hex digits and a dash.
+fn prefix() -> [u8; 9] {
     const HEX: &[u8; 16] = b"0123456789abcdef";
-    static PREFIX: OnceLock<u32> = OnceLock::new();
-    static COUNTER: AtomicU64 = AtomicU64::new(0);
-    // RandomState is seeded from the OS: a cheap source of a random prefix.
-    #[allow(clippy::cast_possible_truncation)] // 32 bits of a random hash are enough
-    let prefix = *PREFIX.get_or_init(|| RandomState::new().hash_one(std::process::id()) as u32);
-    let count = COUNTER.fetch_add(1, Ordering::Relaxed);
-    for (i, slot) in buffer[..8].iter_mut().enumerate() {
-        *slot = HEX[(prefix >> (28 - 4 * i) & 0xf) as usize];
+    static PREFIX: OnceLock<[u8; 9]> = OnceLock::new();
+    *PREFIX.get_or_init(|| {
+        // RandomState is seeded from the OS: a cheap source of a random prefix.
+        #[allow(clippy::cast_possible_truncation)] // 32 bits of a random hash are enough
+        let random = RandomState::new().hash_one(std::process::id()) as u32;
+        let mut prefix = [b'-'; 9];
+        for (i, slot) in prefix[..8].iter_mut().enumerate() {
+            *slot = HEX[(random >> (28 - 4 * i) & 0xf) as usize];
+        }
+        prefix
+    })
+}
+
+/// Where a thread's generated ids come from.
+struct IdSource {
+    /// Generated ids are written here for their headers: each header holds a slice of a shared
+    /// block (a reference count), not an allocation of its own.
+    arena: BytesMut,
+    prefix: [u8; 9],
+    /// The next counter of this thread's block, and the block's end.
+    next: u64,
+    end: u64,
+}
+
+thread_local! {
+    static IDS: RefCell<IdSource> = RefCell::new(IdSource {
+        arena: BytesMut::new(),
+        prefix: prefix(),
+        next: 0,
+        end: 0,
+    });
+}
+
+impl IdSource {
+    /// A new id: the per-process prefix and a counter, in hex (`0a1b2c3d-2f`). Unique within a
+    /// process, unguessable enough to not collide across restarts, and far cheaper than a random
+    /// UUID per request. Written into `buffer`.
+    fn generate<'b>(&mut self, buffer: &'b mut [u8; GENERATED_MAX]) -> &'b str {
+        const HEX: &[u8; 16] = b"0123456789abcdef";
+        static BLOCKS: AtomicU64 = AtomicU64::new(0);
+        if self.next == self.end {
+            self.next = BLOCKS.fetch_add(1, Ordering::Relaxed).wrapping_mul(BLOCK);
+            self.end = self.next.wrapping_add(BLOCK);
+        }
+        let count = self.next;
+        self.next = self.next.wrapping_add(1);
+        buffer[..9].copy_from_slice(&self.prefix);
+        // The counter without leading zeros (at least one digit).
+        let digits = (64 - count.leading_zeros()).div_ceil(4).max(1) as usize;
+        for i in 0..digits {
+            buffer[9 + i] = HEX[(count >> (4 * (digits - 1 - i)) & 0xf) as usize];
+        }
+        std::str::from_utf8(&buffer[..9 + digits]).unwrap_or("invalid")
     }
-    buffer[8] = b'-';
-    // The counter in hex without leading zeros (at least one digit).
-    let digits = (64 - count.leading_zeros()).div_ceil(4).max(1) as usize;
-    for i in 0..digits {
-        buffer[9 + i] = HEX[(count >> (4 * (digits - 1 - i)) & 0xf) as usize];
+
+    /// `id` (ASCII) as a header value, cut from the arena.
+    fn header_value(&mut self, id: &str) -> HeaderValue {
+        if self.arena.capacity() < id.len() {
+            // The old block lives on until the last header cut from it is dropped.
+            self.arena = BytesMut::with_capacity(ARENA_SIZE);
+        }
+        self.arena.extend_from_slice(id.as_bytes());
+        HeaderValue::from_maybe_shared(self.arena.split().freeze())
+            .unwrap_or_else(|_| HeaderValue::from_static("invalid"))
     }
-    std::str::from_utf8(&buffer[..9 + digits]).unwrap_or("invalid")
+}
+
+/// A generated id: its header value and a child of `logger` carrying it.
+fn fresh(logger: &Logger) -> (HeaderValue, Logger) {
+    IDS.with_borrow_mut(|ids| {
+        let mut buffer = [0; GENERATED_MAX];
+        let id = ids.generate(&mut buffer);
+        (ids.header_value(id), logger.with_request_id(id))
+    })
+}
+
+/// The client's `x-request-id`, when it sent one. Requests carry a few headers: comparing
+/// names is cheaper than hashing this one, which is not a standard header.
+fn given_id(headers: &HeaderMap) -> Option<&HeaderValue> {
+    if headers.len() <= 8 {
+        headers
+            .iter()
+            .find_map(|(name, value)| (*name == X_REQUEST_ID).then_some(value))
+    } else {
+        headers.get(&X_REQUEST_ID)
+    }
 }
 
 /// Applies [`RequestId`].
@@ -121,18 +196,13 @@ where
     }
 
     fn call(&mut self, mut request: Request<B>) -> Self::Future {
-        let given = request
-            .headers()
-            .get(&X_REQUEST_ID)
-            .filter(|v| is_sane(v.as_bytes()));
+        let given = given_id(request.headers()).filter(|v| is_sane(v.as_bytes()));
         // A sane id is ASCII: the conversion cannot fail, but never trust it blindly.
         let (header, logger) =
             if let Some((value, Ok(text))) = given.map(|value| (value, value.to_str())) {
                 (value.clone(), self.logger.with_request_id(text))
             } else {
-                let mut buffer = [0; GENERATED_MAX];
-                let id = generate(&mut buffer);
-                (header_value(id), self.logger.with_request_id(id))
+                fresh(&self.logger)
             };
         request.extensions_mut().insert(logger);
         ResponseFuture {
@@ -140,29 +210,6 @@ where
             header: self.echo.then_some(header),
         }
     }
-}
-
-/// How much room a thread's id arena takes at a time: about 160 generated ids.
-const ARENA_SIZE: usize = 4096;
-
-thread_local! {
-    /// Where generated ids are written for their headers: each header holds a slice of a shared
-    /// block (a reference count), not an allocation of its own.
-    static ID_ARENA: RefCell<BytesMut> = RefCell::new(BytesMut::new());
-}
-
-/// `id` (a generated id: ASCII) as a header value, written into this thread's arena.
-fn header_value(id: &str) -> HeaderValue {
-    ID_ARENA.with_borrow_mut(|arena| {
-        if arena.capacity() < id.len() {
-            // The old block lives on until the last header cut from it is dropped.
-            *arena = BytesMut::with_capacity(ARENA_SIZE);
-        }
-        arena.extend_from_slice(id.as_bytes());
-        let bytes = arena.split_to(id.len()).freeze();
-        HeaderValue::from_maybe_shared(bytes)
-            .unwrap_or_else(|_| HeaderValue::from_static("invalid"))
-    })
 }
 
 pin_project! {
@@ -205,27 +252,62 @@ mod tests {
 
     #[test]
     fn header_values_of_generated_ids() {
+        let logger = Logger::default();
         let mut ids = Vec::new();
         // Across several arena blocks: every value keeps its own bytes.
         for _ in 0..3 * ARENA_SIZE / GENERATED_MAX {
-            let mut buffer = [0; GENERATED_MAX];
-            let id = generate(&mut buffer).to_owned();
-            ids.push((header_value(&id), id));
+            ids.push(fresh(&logger));
         }
-        for (value, id) in &ids {
-            assert_eq!(value.to_str().unwrap(), id);
+        for (value, logger) in &ids {
+            assert_eq!(Some(value.to_str().unwrap()), logger.request_id());
         }
     }
 
     #[test]
     fn generated_ids_differ_and_are_sane() {
         let (mut x, mut y) = ([0; GENERATED_MAX], [0; GENERATED_MAX]);
-        let (a, b) = (generate(&mut x), generate(&mut y));
+        let (a, b) = IDS.with_borrow_mut(|ids| {
+            (
+                ids.generate(&mut x).to_owned(),
+                ids.generate(&mut y).to_owned(),
+            )
+        });
         assert_ne!(a, b);
         assert!(is_sane(a.as_bytes()));
         let (prefix, count) = a.split_once('-').unwrap();
         assert_eq!(prefix.len(), 8);
         let next = u64::from_str_radix(b.split_once('-').unwrap().1, 16).unwrap();
         assert!(next > u64::from_str_radix(count, 16).unwrap());
+    }
+
+    #[test]
+    fn threads_draw_ids_from_blocks_of_their_own() {
+        let on_thread = || {
+            std::thread::spawn(|| fresh(&Logger::default()).0)
+                .join()
+                .unwrap()
+        };
+        let (a, b) = (on_thread(), on_thread());
+        assert_ne!(a, b);
+        assert_eq!(
+            a.as_bytes()[..9],
+            b.as_bytes()[..9],
+            "one prefix per process"
+        );
+    }
+
+    #[test]
+    fn a_given_id_is_found_among_few_or_many_headers() {
+        let mut headers = HeaderMap::new();
+        headers.insert(X_REQUEST_ID, HeaderValue::from_static("abc"));
+        assert_eq!(given_id(&headers).unwrap(), "abc");
+        for i in 0..20 {
+            headers.insert(
+                HeaderName::from_bytes(format!("x-h{i}").as_bytes()).unwrap(),
+                HeaderValue::from_static("v"),
+            );
+        }
+        assert_eq!(given_id(&headers).unwrap(), "abc");
+        assert!(given_id(&HeaderMap::new()).is_none());
     }
 }
