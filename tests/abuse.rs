@@ -611,3 +611,131 @@ async fn static_paths_the_os_refuses_are_json_errors_over_the_wire() {
         assert!(answer.contains("is too long"), "{answer}");
     }
 }
+
+/// A server with the given header-read and idle timeouts (write timeout 2 s).
+async fn start_with(head: Duration, idle: Duration) -> (strata::Server, std::net::SocketAddr) {
+    let config = create_config()
+        .cors(false)
+        .server_limits(ServerLimits {
+            header_read_timeout: head,
+            idle_timeout: idle,
+            write_timeout: Duration::from_secs(2),
+            ..limits()
+        })
+        .listen(std::net::SocketAddr::from(([127, 0, 0, 1], 0)))
+        .build();
+    let server = create_server(&config, &routing()).await.unwrap();
+    let LocalAddr::Tcp(addr) = server.servers()[0].local_addr.clone() else {
+        panic!("TCP")
+    };
+    (server, addr)
+}
+
+/// Reads one response with a `Content-Length` from `stream`; returns its head.
+async fn read_one_response(stream: &mut TcpStream) -> String {
+    let mut received = Vec::new();
+    let mut buffer = [0; 4096];
+    loop {
+        let n = tokio::time::timeout(Duration::from_secs(5), stream.read(&mut buffer))
+            .await
+            .expect("a response within 5 s")
+            .unwrap();
+        assert!(
+            n > 0,
+            "closed after {:?}",
+            String::from_utf8_lossy(&received)
+        );
+        received.extend_from_slice(&buffer[..n]);
+        let text = String::from_utf8_lossy(&received).into_owned();
+        if let Some((head, body)) = text.split_once("\r\n\r\n") {
+            let length: usize = head
+                .lines()
+                .find_map(|l| {
+                    l.to_ascii_lowercase()
+                        .strip_prefix("content-length: ")
+                        .map(str::to_owned)
+                })
+                .and_then(|v| v.trim().parse().ok())
+                .unwrap_or(0);
+            if body.len() >= length {
+                return head.to_owned();
+            }
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_keep_alive_connection_reused_just_before_the_header_timeout_is_served() {
+    // The deadline counts from the end of the last response, never from before it: a client
+    // whose pool keeps connections a little less than the timeout never meets a closed one.
+    // Sampled every 200 ms: a count started before the last response would drop the
+    // connection from 600 ms on.
+    let (_server, addr) = start_with(Duration::from_millis(800), Duration::from_secs(5)).await;
+    let mut stream = TcpStream::connect(addr).await.unwrap();
+    for ms in [150, 0, 150] {
+        let request = format!("GET /wait?ms={ms} HTTP/1.1\r\nHost: a\r\n\r\n");
+        stream.write_all(request.as_bytes()).await.unwrap();
+        let head = read_one_response(&mut stream).await;
+        assert!(head.starts_with("HTTP/1.1 200"), "{head}");
+        tokio::time::sleep(Duration::from_millis(650)).await;
+    }
+}
+
+#[tokio::test]
+async fn a_request_longer_than_the_header_timeout_is_answered() {
+    let (_server, addr) = start_with(Duration::from_millis(200), Duration::from_secs(5)).await;
+    let mut stream = TcpStream::connect(addr).await.unwrap();
+    stream
+        .write_all(b"GET /wait?ms=900 HTTP/1.1\r\nHost: a\r\n\r\n")
+        .await
+        .unwrap();
+    let head = read_one_response(&mut stream).await;
+    assert!(head.starts_with("HTTP/1.1 200"), "{head}");
+}
+
+#[tokio::test]
+async fn an_http2_connection_outlives_the_header_timeout_between_requests() {
+    use http_body_util::{BodyExt, Empty};
+    let (_server, addr) = start_with(Duration::from_millis(200), Duration::from_secs(5)).await;
+    let stream = TcpStream::connect(addr).await.unwrap();
+    let (mut sender, connection) =
+        hyper::client::conn::http2::Builder::new(hyper_util::rt::TokioExecutor::new())
+            .handshake::<_, Empty<hyper::body::Bytes>>(hyper_util::rt::TokioIo::new(stream))
+            .await
+            .unwrap();
+    tokio::spawn(connection);
+    for _ in 0..2 {
+        let request = http::Request::get("http://a/wait?ms=0")
+            .body(Empty::new())
+            .unwrap();
+        let response = sender.send_request(request).await.unwrap();
+        assert_eq!(response.status(), 200);
+        let _ = response.into_body().collect().await.unwrap();
+        // HTTP/2 has no header-read deadline between requests, only the idle timeout.
+        tokio::time::sleep(Duration::from_millis(700)).await;
+    }
+}
+
+#[tokio::test]
+async fn a_head_left_unfinished_does_not_hold_a_graceful_shutdown() {
+    let (server, addr) = start_with(Duration::from_millis(300), Duration::from_secs(5)).await;
+    let mut slow = TcpStream::connect(addr).await.unwrap();
+    // Past the first bytes' deadline (33 bytes), short of a whole head.
+    slow.write_all(b"GET /wait HTTP/1.1\r\nHost: a\r\nX-Slow: aaaaaaaaaaaa")
+        .await
+        .unwrap();
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    let started = std::time::Instant::now();
+    // The default shutdown timeout is 10 s: the slow client is cut off long before.
+    tokio::time::timeout(Duration::from_secs(5), server.shutdown())
+        .await
+        .expect("the shutdown waited for the unfinished head");
+    assert!(
+        started.elapsed() < Duration::from_secs(3),
+        "{:?}",
+        started.elapsed()
+    );
+    let mut rest = Vec::new();
+    let read = tokio::time::timeout(Duration::from_secs(2), slow.read_to_end(&mut rest)).await;
+    assert!(read.is_ok(), "the slow connection was not closed");
+}

@@ -68,7 +68,7 @@ impl<'de> Deserializer<'de> for &'de Input {
     fn deserialize_any<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, DeError> {
         if let Some(object) = self.as_json_object() {
             // A JSON object body alone: straight from its bytes, as strictly as from values;
-            // from its text, UTF-8 checked once when the body was read.
+            // from its text, UTF-8 checked in one pass over the whole body.
             return match object.as_text() {
                 Some(text) => {
                     from_json_text(&mut serde_json::Deserializer::from_str(text), visitor)

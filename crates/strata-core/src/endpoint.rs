@@ -444,7 +444,8 @@ impl Endpoint {
     }
 
     /// Tells endpoints apart: the same for an endpoint and its clones (which build the same
-    /// services), different for endpoints built separately. Routing builds one service for an
+    /// services), different for endpoints built separately while both exist (it is an
+    /// address: an id of a dropped endpoint may come back). Routing builds one service for an
     /// endpoint mounted at many paths.
     pub fn id(&self) -> EndpointId {
         EndpointId(Arc::as_ptr(&self.build).cast::<()>() as usize)

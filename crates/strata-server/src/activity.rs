@@ -37,6 +37,9 @@ pub(crate) struct Activity {
     requests: AtomicU64,
     /// Requests whose response is not ready yet (the handler is working).
     in_flight: AtomicUsize,
+    /// Requests done with (answered, or dropped unanswered), and responses sent: a change
+    /// restarts the idle count.
+    finished: AtomicU64,
     /// Responses handed to hyper whose body it still holds (being sent).
     sending: AtomicUsize,
     /// Of those, bodies whose producer has nothing yet (a quiet event stream): hyper waits on
@@ -81,21 +84,26 @@ impl Activity {
     /// byte written.
     ///
     /// The counters are sampled every quarter of the shortest deadline, so each fires within
-    /// a quarter of its length after it is due.
+    /// a quarter of that after it is due, never before.
     pub(crate) async fn watch(&self, deadlines: Deadlines) -> Verdict {
         let tick = (deadlines.idle.min(deadlines.write).min(deadlines.head) / 4)
             .max(Duration::from_millis(10));
         let mut written = self.written.load(Ordering::Relaxed);
         let mut bodies = self.body_progress.load(Ordering::Relaxed);
         let mut requests = self.requests.load(Ordering::Relaxed);
+        let mut finished = self.finished.load(Ordering::SeqCst);
         let (mut stalled_for, mut idle_for) = (Duration::ZERO, Duration::ZERO);
         loop {
             tokio::time::sleep(tick).await;
             let now_written = self.written.load(Ordering::Relaxed);
             let now_bodies = self.body_progress.load(Ordering::Relaxed);
             let now_requests = self.requests.load(Ordering::Relaxed);
-            let sending = self.sending.load(Ordering::Relaxed);
-            let in_flight = self.in_flight.load(Ordering::Relaxed);
+            // This task may run on another thread than the connection's: a response moves
+            // from in flight to sending (`TrackedFuture`) in that order, so reading in flight
+            // first never finds it in neither.
+            let in_flight = self.in_flight.load(Ordering::SeqCst);
+            let sending = self.sending.load(Ordering::SeqCst);
+            let now_finished = self.finished.load(Ordering::SeqCst);
             let write_blocked = self.write_blocked.load(Ordering::Relaxed);
             // Stuck: a socket write waits on the client and nothing was written, or a body
             // waits to be sent and hyper took nothing of it (HTTP/2 without window). Pings are
@@ -109,14 +117,21 @@ impl Activity {
                 Duration::ZERO
             };
             // Waiting for the next request: nothing in flight, nothing being sent or flushed,
-            // no new request since the last look.
-            idle_for =
-                if sending == 0 && in_flight == 0 && !write_blocked && now_requests == requests {
-                    idle_for + tick
-                } else {
-                    Duration::ZERO
-                };
-            (written, bodies, requests) = (now_written, now_bodies, now_requests);
+            // no request started or finished since the last look (so a deadline is counted
+            // from after the last response, never from before it: it fires within a tick
+            // after it is due).
+            let quiet = sending == 0
+                && in_flight == 0
+                && !write_blocked
+                && now_requests == requests
+                && now_finished == finished;
+            idle_for = if quiet {
+                idle_for + tick
+            } else {
+                Duration::ZERO
+            };
+            (written, bodies, requests, finished) =
+                (now_written, now_bodies, now_requests, now_finished);
             if stalled_for >= deadlines.write {
                 return Verdict::Stalled;
             }
@@ -246,7 +261,7 @@ impl Activity {
     /// A request arrived: counted, and in flight until the returned guard is dropped.
     pub(crate) fn request(self: &Arc<Self>) -> InFlight {
         self.requests.fetch_add(1, Ordering::Relaxed);
-        self.in_flight.fetch_add(1, Ordering::Relaxed);
+        self.in_flight.fetch_add(1, Ordering::SeqCst);
         InFlight(Arc::clone(self))
     }
 }
@@ -256,7 +271,8 @@ pub(crate) struct InFlight(Arc<Activity>);
 
 impl Drop for InFlight {
     fn drop(&mut self) {
-        self.0.in_flight.fetch_sub(1, Ordering::Relaxed);
+        self.0.in_flight.fetch_sub(1, Ordering::SeqCst);
+        self.0.finished.fetch_add(1, Ordering::SeqCst);
     }
 }
 
@@ -283,7 +299,8 @@ impl Sending {
 impl Drop for Sending {
     fn drop(&mut self) {
         self.producing(false);
-        self.activity.sending.fetch_sub(1, Ordering::Relaxed);
+        self.activity.sending.fetch_sub(1, Ordering::SeqCst);
+        self.activity.finished.fetch_add(1, Ordering::SeqCst);
     }
 }
 
@@ -319,7 +336,7 @@ where
             let activity = Arc::clone(&in_flight.0);
             // Counted as sending before it stops being in flight, so the watcher never sees a
             // moment with neither.
-            activity.sending.fetch_add(1, Ordering::Relaxed);
+            activity.sending.fetch_add(1, Ordering::SeqCst);
             drop(in_flight);
             Sending {
                 activity,

@@ -120,7 +120,11 @@ impl Default for LoggerOptions {
 /// Limits that protect a server from slow or greedy clients.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ServerLimits {
-    /// How long a client may take to send a request's headers (default 10 s).
+    /// How long a client may take to send a request's headers (default 10 s): its first bytes
+    /// on a new connection, and on HTTP/1 each request head while nothing else is in flight,
+    /// so an idle HTTP/1 keep-alive connection is closed after it too. Checked by the
+    /// connection's watcher a few times per timeout: it fires up to a quarter of the shortest
+    /// connection timeout late.
     pub header_read_timeout: Duration,
     /// The most bytes of request headers accepted (default 64 KiB). HTTP/1 cannot go below
     /// 8 KiB (hyper's smallest read buffer); smaller values apply to HTTP/2 only.

@@ -10,9 +10,12 @@
 //!
 //! The application's stack is a tower service; hyper's services are called through `&self`.
 //! hyper-util's adapter clones the stack for every request and drives it through a `Oneshot`
-//! state machine; here the stack is cloned and, being ready at once (as every Strata stage is),
-//! called directly, so its future is all the request carries. A stack that is not ready at once
-//! (an application's concurrency limit) is driven by tower's `Oneshot` as before.
+//! state machine; here, for HTTP/1, the stack is cloned and, being ready at once (as every
+//! Strata stage is), called directly. A stack that is not ready at once (an application's
+//! concurrency limit) is driven by tower's `Oneshot` as before, and so is every HTTP/2 request:
+//! hyper calls an HTTP/2 service on the connection's task and spawns only the future it
+//! returns, so the stack's own work (and a panic in a user's layer) belongs in that future, in
+//! the stream's task.
 
 use std::convert::Infallible;
 use std::future::Future;
@@ -83,6 +86,14 @@ where
                 let (idle, total) = (self.body_idle, self.body_total);
                 let request = request.map(|body| BodyDeadline::new(body, idle, total));
                 let mut app = self.app.clone();
+                if request.version() == Version::HTTP_2 {
+                    return TrackedFuture::new(
+                        AppFuture::Waiting {
+                            oneshot: Oneshot::new(app, request),
+                        },
+                        in_flight,
+                    );
+                }
                 match app.poll_ready(&mut Context::from_waker(Waker::noop())) {
                     Poll::Ready(Ok(())) => AppFuture::Called {
                         future: app.call(request),

@@ -1,10 +1,10 @@
 //! Deadlines: for a connection's first bytes, and for request bodies.
 //!
-//! hyper's HTTP/1 header-read timeout starts once it knows the protocol; before that (and for
-//! HTTP/2, which has none) a client that connects and sends nothing, or half a preface, would
-//! hold its connection forever. This wrapper fails any read still waiting at the deadline until
-//! the connection has sent enough bytes to be past protocol detection and the HTTP/2 preface and
-//! first frame header.
+//! The connection watcher's header-read deadline (`Activity::watch`) samples counters a few
+//! times per timeout; before a connection has sent anything it is simpler and exact to fail the
+//! read itself. This wrapper fails any read still waiting at the deadline until the connection
+//! has sent enough bytes to be past protocol detection and the HTTP/2 preface and first frame
+//! header (a client that connects and sends nothing, or half a preface, is cut off on time).
 
 use std::future::Future;
 use std::io;
@@ -17,8 +17,8 @@ use strata_core::{BodyTimeout, BoxError};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::time::Sleep;
 
-/// The HTTP/2 client preface (24 bytes) and a frame header (9 bytes): past these, hyper's own
-/// timers and keep-alive pings take over. Any complete HTTP/1 request line and headers are longer
+/// The HTTP/2 client preface (24 bytes) and a frame header (9 bytes): past these, the
+/// connection watcher's deadlines (HTTP/1) and hyper's keep-alive pings (HTTP/2) take over. Any complete HTTP/1 request line and headers are longer
 /// than the preface, so well-behaved HTTP/1 clients are never affected before their request is
 /// read.
 const EARLY_BYTES: usize = 33;

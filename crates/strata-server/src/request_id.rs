@@ -69,15 +69,19 @@ struct IdSource {
 }
 
 thread_local! {
-    static IDS: RefCell<IdSource> = RefCell::new(IdSource {
-        arena: BytesMut::new(),
-        prefix: prefix(),
-        next: 0,
-        end: 0,
-    });
+    static IDS: RefCell<IdSource> = RefCell::new(IdSource::new());
 }
 
 impl IdSource {
+    fn new() -> Self {
+        Self {
+            arena: BytesMut::new(),
+            prefix: prefix(),
+            next: 0,
+            end: 0,
+        }
+    }
+
     /// A new id: the per-process prefix and a counter, in hex (`0a1b2c3d-2f`). Unique within a
     /// process, unguessable enough to not collide across restarts, and far cheaper than a random
     /// UUID per request. Written into `buffer`.
@@ -113,11 +117,14 @@ impl IdSource {
 
 /// A generated id: its header value and a child of `logger` carrying it.
 fn fresh(logger: &Logger) -> (HeaderValue, Logger) {
-    IDS.with_borrow_mut(|ids| {
+    let from = |ids: &mut IdSource| {
         let mut buffer = [0; GENERATED_MAX];
         let id = ids.generate(&mut buffer);
         (ids.header_value(id), logger.with_request_id(id))
-    })
+    };
+    IDS.try_with(|ids| from(&mut ids.borrow_mut()))
+        // The thread's own source is being torn down: a source of its own for this one.
+        .unwrap_or_else(|_| from(&mut IdSource::new()))
 }
 
 /// The client's `x-request-id`, when it sent one. Requests carry a few headers: comparing

@@ -391,7 +391,7 @@ impl<S: ServedApp> Serving<S> {
 /// What the watcher of a connection tells it.
 enum Order {
     /// Finish what is in flight, take nothing new (server shutdown, idle connection); `then`
-    /// brings the next order, if one may follow.
+    /// brings the next order (a drop), if one may follow.
     CloseGracefully {
         then: Option<oneshot::Receiver<Order>>,
     },
@@ -420,35 +420,56 @@ async fn watch_connection(
         _ = stop.wait_for(|stop| *stop) => None,
         verdict = activity.watch(deadlines) => Some(verdict),
     };
-    let reason = match verdict {
+    let give_up = match verdict {
         // Server shutdown: finish what is in flight, take nothing new (the accept loop's
         // shutdown timeout ends what does not finish).
-        None => {
-            let _ = orders.send(Order::CloseGracefully { then: None });
+        None => None,
+        // An idle connection closing gracefully still has its streams to finish; one that
+        // cannot (a stream without window) is dropped after the write timeout.
+        Some(Verdict::Idle) => Some(deadlines.write),
+        Some(verdict) => {
+            let _ = orders.send(Order::Drop(drop_reason(verdict)));
             return;
-        }
-        Some(Verdict::Idle) => {
-            let (next, then) = oneshot::channel();
-            if orders
-                .send(Order::CloseGracefully { then: Some(then) })
-                .is_err()
-            {
-                return;
-            }
-            // An idle connection closing gracefully still has its streams to finish; one that
-            // cannot (a stream without window) is dropped after the write timeout.
-            tokio::time::sleep(deadlines.write).await;
-            let _ = next.send(Order::Drop(
-                "idle connection closed: its streams did not finish",
-            ));
-            return;
-        }
-        Some(Verdict::Stalled) => "connection closed: its responses made no write progress",
-        Some(Verdict::HeadTimeout) => {
-            "connection closed: no request head within the header-read timeout"
         }
     };
-    let _ = orders.send(Order::Drop(reason));
+    let (next, then) = oneshot::channel();
+    if orders
+        .send(Order::CloseGracefully { then: Some(then) })
+        .is_err()
+    {
+        return;
+    }
+    // While it closes, a client that stalls or never finishes a request head is still cut off
+    // (hyper's own header-read timer is off).
+    let still_watched = async {
+        loop {
+            match activity.watch(deadlines).await {
+                Verdict::Idle => {}
+                verdict => break drop_reason(verdict),
+            }
+        }
+    };
+    let out_of_time = async {
+        match give_up {
+            Some(after) => tokio::time::sleep(after).await,
+            None => std::future::pending().await,
+        }
+    };
+    let reason = tokio::select! {
+        reason = still_watched => reason,
+        () = out_of_time => "idle connection closed: its streams did not finish",
+    };
+    let _ = next.send(Order::Drop(reason));
+}
+
+/// Why a connection is dropped for `verdict` (not `Idle`, which closes gracefully).
+fn drop_reason(verdict: Verdict) -> &'static str {
+    match verdict {
+        Verdict::Stalled => "connection closed: its responses made no write progress",
+        Verdict::HeadTimeout | Verdict::Idle => {
+            "connection closed: no request head within the header-read timeout"
+        }
+    }
 }
 
 /// The default connection cap: the open-file limit (read from `/proc/self/limits`, 1024 when
