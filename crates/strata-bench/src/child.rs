@@ -170,6 +170,13 @@ impl ChildServer {
             ServerKind::ExpressZodApi => Self::spawn_ezapi(&Ezapi::locate()?, scenario, pin),
             ServerKind::QuickStart => Self::spawn_quick_start(&quick_start_binary()?, pin),
             _ => {
+                if let Some(binary) = solo_binary(kind) {
+                    let mut command = server_command(&binary, pin);
+                    command
+                        .args([scenario.name(), "--workers"])
+                        .arg(workers.to_string());
+                    return Self::announced(kind, command);
+                }
                 let args = ["serve", kind.name(), scenario.name(), "--workers"];
                 Self::start(kind, &args, workers, pin)
             }
@@ -405,6 +412,20 @@ fn serve_until_closed(
     }
     runtime.block_on(running.stop());
     Ok(())
+}
+
+/// The binary of its own that serves `kind` (`strata-bench-<kind>`, built with this one by
+/// `cargo build --release -p strata-bench`), when it is there and not older than this binary
+/// by more than a minute (`cargo run` rebuilds only this one: a stale server would be measured).
+pub(crate) fn solo_binary(kind: ServerKind) -> Option<std::path::PathBuf> {
+    let exe = std::env::current_exe().ok()?;
+    let binary = exe.with_file_name(format!("strata-bench-{}", kind.name()));
+    let modified = |path: &std::path::Path| std::fs::metadata(path).and_then(|m| m.modified());
+    let (ours, theirs) = (modified(&exe).ok()?, modified(&binary).ok()?);
+    let stale = ours
+        .duration_since(theirs)
+        .is_ok_and(|older| older > Duration::from_secs(60));
+    (!stale).then_some(binary)
 }
 
 #[cfg(test)]

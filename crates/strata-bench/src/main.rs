@@ -184,6 +184,16 @@ fn run(options: &RunOptions) -> Result<(), String> {
         }
     }
     eprintln!("strata-bench: load generator: {}", generator_info.name);
+    let own_binaries = [ServerKind::Hyper, ServerKind::Axum, ServerKind::Strata]
+        .into_iter()
+        .all(|kind| child::solo_binary(kind).is_some());
+    if !own_binaries {
+        eprintln!(
+            "strata-bench: the servers run from this binary: their own binaries (strata-bench-hyper, \
+             -axum, -strata) are missing or older than this one; `cargo build --release -p \
+             strata-bench` builds them"
+        );
+    }
     if pinned {
         child::pin_self(child::CLIENT_CORE)?;
     }
@@ -225,6 +235,7 @@ fn run(options: &RunOptions) -> Result<(), String> {
         server_workers: options.workers,
         client_threads: options.client_threads,
         pinned,
+        own_binaries,
         express_zod_api,
         skipped,
         targets: report::targets(&results),

@@ -395,6 +395,9 @@ pub(crate) struct Report {
     pub(crate) server_workers: usize,
     pub(crate) client_threads: usize,
     pub(crate) pinned: bool,
+    /// hyper, axum and Strata each ran from a binary of its own (`strata-bench-<server>`),
+    /// not from this one.
+    pub(crate) own_binaries: bool,
     /// `express-zod-api 29.8.1 on Node v24.21.0`, when it took part.
     pub(crate) express_zod_api: Option<String>,
     /// Servers that were not measured, and why.
@@ -447,6 +450,11 @@ impl Report {
                 ", not pinned"
             },
         );
+        out.push_str(if self.own_binaries {
+            "Servers: hyper, axum and Strata each in a binary of its own.\n"
+        } else {
+            "Servers: hyper, axum and Strata in one binary (their own were not built).\n"
+        });
         if let Some(ezapi) = &self.express_zod_api {
             let _ = writeln!(out, "Comparison: {ezapi} (NODE_ENV=production).");
         }
@@ -748,6 +756,7 @@ mod tests {
             server_workers: 1,
             client_threads: 1,
             pinned: true,
+            own_binaries: true,
             express_zod_api: None,
             skipped: vec![Skipped {
                 server: QuickStart,

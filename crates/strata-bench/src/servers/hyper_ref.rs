@@ -180,3 +180,36 @@ impl HyperApp {
         }
     }
 }
+
+/// Binds `addr` and serves the hyper reference on it: the usual hand-written accept loop, one
+/// task per connection, HTTP/1.1 or HTTP/2 by preface, like the other two. Call from a tokio
+/// runtime.
+pub(crate) async fn spawn(
+    addr: std::net::SocketAddr,
+    many_routes: bool,
+) -> std::io::Result<(std::net::SocketAddr, tokio::task::JoinHandle<()>)> {
+    use hyper::service::service_fn;
+    use hyper_util::rt::{TokioExecutor, TokioIo};
+    use hyper_util::server::conn::auto;
+    let listener = tokio::net::TcpListener::bind(addr).await?;
+    let addr = listener.local_addr()?;
+    let app = HyperApp::new(many_routes);
+    let task = tokio::spawn(async move {
+        let builder = auto::Builder::new(TokioExecutor::new());
+        loop {
+            let Ok((stream, _)) = listener.accept().await else {
+                continue;
+            };
+            let _ = stream.set_nodelay(true);
+            let app = app.clone();
+            let builder = builder.clone();
+            tokio::spawn(async move {
+                let service = service_fn(move |request| app.clone().handle(request));
+                let _ = builder
+                    .serve_connection(TokioIo::new(stream), service)
+                    .await;
+            });
+        }
+    });
+    Ok((addr, task))
+}

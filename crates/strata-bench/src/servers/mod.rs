@@ -1,16 +1,13 @@
 //! The three Rust servers (hyper, axum, Strata), started in this process on a loopback port.
 
-mod axum_ref;
-mod hyper_ref;
+pub(crate) mod axum_ref;
+pub(crate) mod hyper_ref;
 pub(crate) mod soak_app;
-mod strata_app;
+pub(crate) mod strata_app;
 
 use std::io;
 use std::net::SocketAddr;
 
-use hyper::service::service_fn;
-use hyper_util::rt::{TokioExecutor, TokioIo};
-use hyper_util::server::conn::auto;
 use tokio::net::TcpListener;
 use tokio::task::JoinHandle;
 
@@ -38,7 +35,7 @@ impl Running {
     }
 }
 
-fn loopback() -> SocketAddr {
+pub(crate) fn loopback() -> SocketAddr {
     SocketAddr::from(([127, 0, 0, 1], 0))
 }
 
@@ -47,47 +44,14 @@ fn loopback() -> SocketAddr {
 pub(crate) async fn start(kind: ServerKind, many_routes: bool) -> io::Result<Running> {
     match kind {
         ServerKind::Hyper => {
-            let listener = TcpListener::bind(loopback()).await?;
-            let addr = listener.local_addr()?;
-            let app = hyper_ref::HyperApp::new(many_routes);
-            let task = tokio::spawn(async move {
-                // The usual hand-written accept loop: one task per connection, HTTP/1.1 or
-                // HTTP/2 by preface, like the other two.
-                let builder = auto::Builder::new(TokioExecutor::new());
-                loop {
-                    let Ok((stream, _)) = listener.accept().await else {
-                        continue;
-                    };
-                    let _ = stream.set_nodelay(true);
-                    let app = app.clone();
-                    let builder = builder.clone();
-                    tokio::spawn(async move {
-                        let service = service_fn(move |request| app.clone().handle(request));
-                        let _ = builder
-                            .serve_connection(TokioIo::new(stream), service)
-                            .await;
-                    });
-                }
-            });
+            let (addr, task) = hyper_ref::spawn(loopback(), many_routes).await?;
             Ok(Running {
                 addr,
                 handle: Handle::Task(task),
             })
         }
         ServerKind::Axum => {
-            use axum::serve::ListenerExt;
-            let listener = TcpListener::bind(loopback()).await?;
-            let addr = listener.local_addr()?;
-            let listener = listener.tap_io(|stream| {
-                let _ = stream.set_nodelay(true);
-            });
-            // `into_make_service` prepares the routes once; `serve(listener, router)` would
-            // do it again for every connection (O(routes) each: ~10 ms and ~10 MiB per
-            // connection with 10,000 routes).
-            let app = axum_ref::app(many_routes).into_make_service();
-            let task = tokio::spawn(async move {
-                let _ = axum::serve(listener, app).await;
-            });
+            let (addr, task) = axum_ref::spawn(loopback(), many_routes).await?;
             Ok(Running {
                 addr,
                 handle: Handle::Task(task),
