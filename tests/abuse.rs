@@ -432,12 +432,26 @@ async fn bodies_over_the_memory_budget_wait_their_turn_with_a_503() {
 
 /// Short connection timeouts: header read, idle and write progress.
 async fn start_with_short_timeouts() -> (strata::Server, std::net::SocketAddr) {
+    start_with_timeouts(
+        Duration::from_millis(300),
+        Duration::from_millis(400),
+        Duration::from_millis(400),
+    )
+    .await
+}
+
+/// A server with the given header-read, idle and write timeouts.
+async fn start_with_timeouts(
+    head: Duration,
+    idle: Duration,
+    write: Duration,
+) -> (strata::Server, std::net::SocketAddr) {
     let config = create_config()
         .cors(false)
         .server_limits(ServerLimits {
-            header_read_timeout: Duration::from_millis(300),
-            idle_timeout: Duration::from_millis(400),
-            write_timeout: Duration::from_millis(400),
+            header_read_timeout: head,
+            idle_timeout: idle,
+            write_timeout: write,
             ..limits()
         })
         .listen(std::net::SocketAddr::from(([127, 0, 0, 1], 0)))
@@ -614,21 +628,7 @@ async fn static_paths_the_os_refuses_are_json_errors_over_the_wire() {
 
 /// A server with the given header-read and idle timeouts (write timeout 2 s).
 async fn start_with(head: Duration, idle: Duration) -> (strata::Server, std::net::SocketAddr) {
-    let config = create_config()
-        .cors(false)
-        .server_limits(ServerLimits {
-            header_read_timeout: head,
-            idle_timeout: idle,
-            write_timeout: Duration::from_secs(2),
-            ..limits()
-        })
-        .listen(std::net::SocketAddr::from(([127, 0, 0, 1], 0)))
-        .build();
-    let server = create_server(&config, &routing()).await.unwrap();
-    let LocalAddr::Tcp(addr) = server.servers()[0].local_addr.clone() else {
-        panic!("TCP")
-    };
-    (server, addr)
+    start_with_timeouts(head, idle, Duration::from_secs(2)).await
 }
 
 /// Reads one response with a `Content-Length` from `stream`; returns its head.

@@ -12,20 +12,11 @@ mod strata_app;
 fn main() -> std::process::ExitCode {
     solo::main("strata-bench-strata", |many_routes| async move {
         let loopback = std::net::SocketAddr::from(([127, 0, 0, 1], 0));
-        let server = strata::create_server(
+        let (addr, server) = strata_app::serve(
             &strata_app::config(loopback),
             &strata_app::routing(many_routes),
         )
-        .await
-        .map_err(std::io::Error::other)?;
-        let addr = server
-            .servers()
-            .iter()
-            .find_map(|listening| match &listening.local_addr {
-                strata::LocalAddr::Tcp(addr) => Some(*addr),
-                strata::LocalAddr::Unix(_) => None,
-            })
-            .ok_or_else(|| std::io::Error::other("Strata listens on no TCP address"))?;
+        .await?;
         Ok((addr, server.shutdown()))
     })
 }

@@ -139,17 +139,7 @@ async fn start_strata(
     config: &strata::ServerConfig,
     routing: &strata::Routing,
 ) -> io::Result<Running> {
-    let server = strata::create_server(config, routing)
-        .await
-        .map_err(io::Error::other)?;
-    let addr = server
-        .servers()
-        .iter()
-        .find_map(|listening| match &listening.local_addr {
-            strata::LocalAddr::Tcp(addr) => Some(*addr),
-            strata::LocalAddr::Unix(_) => None,
-        })
-        .ok_or_else(|| io::Error::other("Strata listens on no TCP address"))?;
+    let (addr, server) = strata_app::serve(config, routing).await?;
     Ok(Running {
         addr,
         handle: Handle::Strata(Box::new(server)),

@@ -76,3 +76,22 @@ pub(crate) fn config(addr: SocketAddr) -> ServerConfig {
         .listen(addr)
         .build()
 }
+
+/// Starts Strata for `config` and `routing`: the server and the TCP address it listens on.
+pub(crate) async fn serve(
+    config: &ServerConfig,
+    routing: &Routing,
+) -> std::io::Result<(SocketAddr, strata::Server)> {
+    let server = create_server(config, routing)
+        .await
+        .map_err(std::io::Error::other)?;
+    let addr = server
+        .servers()
+        .iter()
+        .find_map(|listening| match &listening.local_addr {
+            strata::LocalAddr::Tcp(addr) => Some(*addr),
+            strata::LocalAddr::Unix(_) => None,
+        })
+        .ok_or_else(|| std::io::Error::other("Strata listens on no TCP address"))?;
+    Ok((addr, server))
+}
