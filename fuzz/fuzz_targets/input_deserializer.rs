@@ -41,7 +41,7 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use serde::de::DeserializeOwned;
 use strata_combine::CombineLayer;
-use strata_core::text::parse_urlencoded;
+use strata_core::text::{PlainQuery, parse_urlencoded};
 use strata_core::{
     ApiError, Decoder, ErrorKind, HNil, Input, InputSource, InputSources, InputValue, JsonObject,
     Parsed, ParsedBody, PathParams, Staged, TextValue,
@@ -367,9 +367,18 @@ fuzz_target!(|data: &[u8]| {
     let params = sections.next().unwrap_or_default();
     let body = sections.next().unwrap_or_default();
 
-    let Ok(query) = parse_urlencoded(query, 1000) else {
+    let query_text = query;
+    let Ok(query) = parse_urlencoded(query_text, 1000) else {
         return;
     };
+    // As the parse stage hands it over: kept as it is when it needs no decoding.
+    let plain = std::str::from_utf8(query_text)
+        .ok()
+        .and_then(|text| {
+            let uri = http::Uri::try_from(format!("/?{text}")).ok()?;
+            (uri.query() == Some(text)).then_some(uri)
+        })
+        .and_then(|uri| PlainQuery::check(&uri, 1000).ok().flatten());
     let Ok(params) = parse_urlencoded(params, 1000) else {
         return;
     };
@@ -429,7 +438,10 @@ fuzz_target!(|data: &[u8]| {
 
     // The combine stage.
     let parsed = Parsed {
-        query,
+        query: match plain {
+            Some(plain) => plain.into(),
+            None => query.into(),
+        },
         body,
         params,
         files: Vec::new(),

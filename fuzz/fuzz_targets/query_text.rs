@@ -15,6 +15,8 @@
 //!   in first-appearance order, pair limit), on both of its grouping paths (up to 16 segments and
 //!   more); its keys are unique; serializing its pairs back to a query and parsing again gives
 //!   the same pairs.
+//! - `PlainQuery::check` (the parse stage's no-decoding path) gives exactly `parse_urlencoded`'s
+//!   pairs when it keeps a query, and the same pair-limit error.
 #![no_main]
 
 use std::borrow::Cow;
@@ -22,7 +24,7 @@ use std::collections::{HashMap, HashSet};
 
 use libfuzzer_sys::fuzz_target;
 use strata_core::TextValue;
-use strata_core::text::{DecodeTextError, parse_urlencoded, percent_decode};
+use strata_core::text::{DecodeTextError, PlainQuery, parse_urlencoded, percent_decode};
 
 fn hex_digit(b: u8) -> Option<u8> {
     (b as char).to_digit(16).map(|d| d as u8)
@@ -220,5 +222,28 @@ fuzz_target!(|data: &[u8]| {
         let again =
             parse_urlencoded(query.as_bytes(), usize::MAX).expect("a serialized query parses");
         assert_eq!(again, pairs, "re-parsing {query:?}");
+    }
+
+    // A query the parse stage keeps as it is reads exactly as the decoded one, and the pair limit
+    // holds the same.
+    let Some(uri) = std::str::from_utf8(raw)
+        .ok()
+        .and_then(|text| http::Uri::try_from(format!("/p?{text}")).ok())
+    else {
+        return;
+    };
+    let Some(query) = uri.query() else {
+        return;
+    };
+    let general = parse_urlencoded(query.as_bytes(), max_pairs);
+    match (PlainQuery::check(&uri, max_pairs), &general) {
+        (Ok(Some(plain)), Ok(pairs)) => {
+            assert_eq!(&plain.to_pairs(), pairs, "plain query {query:?}");
+            assert_eq!(plain.len(), pairs.len());
+            assert!(!query.contains(['%', '+']), "{query:?} is not plain");
+        }
+        (Ok(None), _) => {}
+        (Err(got), Err(want)) => assert_eq!(&got, want),
+        (plain, general) => panic!("{query:?}: plain {plain:?} but general {general:?}"),
     }
 });

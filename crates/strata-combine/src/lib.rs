@@ -31,7 +31,7 @@
 //!     }));
 //!
 //! let parsed = Parsed {
-//!     query: vec![("id".into(), TextValue::One("from query".into()))],
+//!     query: vec![("id".into(), TextValue::One("from query".into()))].into(),
 //!     params: [("id", "from path")].into_iter().collect::<PathParams>(),
 //!     ..Parsed::default()
 //! };

@@ -91,10 +91,23 @@ pub(crate) fn combine(
     {
         return Ok(Input::from(object));
     }
+    // The same for a query that needs no decoding: read in place.
+    if let Some(plain) = parsed.query.as_plain()
+        && sources.contains(&InputSource::Query)
+        && sources.iter().all(|source| match source {
+            InputSource::Query => true,
+            InputSource::Body => matches!(parsed.body, ParsedBody::Empty),
+            InputSource::Params => parsed.params.is_empty(),
+            InputSource::Files => parsed.files.is_empty(),
+            InputSource::Headers => header_map.is_empty(),
+        })
+    {
+        return Ok(Input::from(plain.clone()));
+    }
     let mut input = Input::new();
     for source in sources {
         match source {
-            InputSource::Query => input.merge(text(std::mem::take(&mut parsed.query))),
+            InputSource::Query => input.merge(text(std::mem::take(&mut parsed.query).into_pairs())),
             InputSource::Body => match std::mem::take(&mut parsed.body) {
                 ParsedBody::Json(map) => {
                     input.merge(map.into_iter().map(|(k, v)| (k, InputValue::Json(v))));

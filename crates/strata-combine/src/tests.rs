@@ -26,7 +26,8 @@ fn everything() -> Parsed {
         query: vec![
             ("id".into(), TextValue::One("q".into())),
             ("q".into(), TextValue::One("1".into())),
-        ],
+        ]
+        .into(),
         body: ParsedBody::Json(body),
         params: [("id", "p")].into_iter().collect::<PathParams>(),
         files: Vec::new(),
@@ -212,4 +213,38 @@ async fn a_json_body_alone_is_handed_over_as_bytes() {
     .unwrap();
     assert!(input.as_json_object().is_none());
     assert_eq!(input.get("id"), Some(&"7".into()));
+}
+
+#[tokio::test]
+async fn a_plain_query_alone_or_with_params_merges_the_same() {
+    let uri: http::Uri = "/x?id=q&q=1".parse().unwrap();
+    let plain = strata_core::text::PlainQuery::check(&uri, 100)
+        .unwrap()
+        .unwrap();
+    let alone = Parsed {
+        query: plain.clone().into(),
+        ..Parsed::default()
+    };
+    let input = combine(
+        CombineLayer::new(),
+        Request::get(uri.clone()).body(alone).unwrap(),
+    )
+    .await
+    .unwrap();
+    assert_eq!(keys(&input), ["id", "q"]);
+    assert_eq!(input.get("id"), Some(&"q".into()));
+    // With path parameters the query is decoded into entries and merged as always.
+    let with_params = Parsed {
+        query: plain.into(),
+        params: [("id", "p")].into_iter().collect::<PathParams>(),
+        ..Parsed::default()
+    };
+    let input = combine(
+        CombineLayer::new(),
+        Request::get(uri).body(with_params).unwrap(),
+    )
+    .await
+    .unwrap();
+    assert_eq!(keys(&input), ["id", "q"]);
+    assert_eq!(input.get("id"), Some(&"p".into()), "path param beats query");
 }

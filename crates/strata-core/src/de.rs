@@ -6,7 +6,7 @@ use serde::de::value::BorrowedStrDeserializer;
 use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Unexpected, Visitor};
 use serde::forward_to_deserialize_any;
 
-use crate::input::{Input, InputValue, TextValue};
+use crate::input::{Input, InputValue, LazySource, TextValue};
 use crate::upload::{FILE_TOKEN, UploadedFile, hand_over};
 
 /// The error of deserializing an [`Input`]: serde's message text.
@@ -66,10 +66,10 @@ impl<'de> Deserializer<'de> for &'de Input {
     type Error = DeError;
 
     fn deserialize_any<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, DeError> {
-        if let Some(object) = self.as_json_object() {
+        match self.lazy_source() {
             // A JSON object body alone: straight from its bytes, as strictly as from values;
             // from its text, UTF-8 checked in one pass over the whole body.
-            return match object.as_text() {
+            Some(LazySource::Json(object)) => match object.as_text() {
                 Some(text) => {
                     from_json_text(&mut serde_json::Deserializer::from_str(text), visitor)
                 }
@@ -77,12 +77,17 @@ impl<'de> Deserializer<'de> for &'de Input {
                     &mut serde_json::Deserializer::from_slice(object.as_bytes()),
                     visitor,
                 ),
-            };
+            },
+            // A plain query alone: its pairs are read in place, as the text values they are.
+            Some(LazySource::Query(query)) => visitor.visit_map(Entries {
+                iter: query.pairs(),
+                value: None,
+            }),
+            None => visitor.visit_map(Entries {
+                iter: self.iter(),
+                value: None,
+            }),
         }
-        visitor.visit_map(Entries {
-            iter: self.iter(),
-            value: None,
-        })
     }
 
     fn deserialize_option<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, DeError> {
@@ -119,14 +124,16 @@ impl<'de> Deserializer<'de> for &'de Input {
     }
 }
 
-struct Entries<'a, I> {
+/// The entries of a map, as `(key, value)` pairs whose values deserialize by reference.
+struct Entries<V, I> {
     iter: I,
-    value: Option<&'a InputValue>,
+    value: Option<V>,
 }
 
-impl<'de, I> MapAccess<'de> for Entries<'de, I>
+impl<'de, V, I> MapAccess<'de> for Entries<V, I>
 where
-    I: Iterator<Item = (&'de str, &'de InputValue)>,
+    I: Iterator<Item = (&'de str, V)>,
+    V: IntoDeserializer<'de>,
 {
     type Error = DeError;
 
@@ -149,11 +156,34 @@ where
             .value
             .take()
             .ok_or_else(|| de::Error::custom("value without a key"))?;
-        seed.deserialize(ValueDeserializer(value))
+        seed.deserialize(value.into_deserializer())
     }
 
     fn size_hint(&self) -> Option<usize> {
         self.iter.size_hint().1
+    }
+}
+
+/// A value of [`Entries`]: an input value, or the text of a plain query's pair.
+trait IntoDeserializer<'de> {
+    type Deserializer: Deserializer<'de, Error = DeError>;
+
+    fn into_deserializer(self) -> Self::Deserializer;
+}
+
+impl<'de> IntoDeserializer<'de> for &'de InputValue {
+    type Deserializer = ValueDeserializer<'de>;
+
+    fn into_deserializer(self) -> ValueDeserializer<'de> {
+        ValueDeserializer(self)
+    }
+}
+
+impl<'de> IntoDeserializer<'de> for &'de str {
+    type Deserializer = Text<'de>;
+
+    fn into_deserializer(self) -> Text<'de> {
+        Text(self)
     }
 }
 

@@ -528,4 +528,62 @@ mod tests {
         assert_eq!(to_snake_case("USER_NAME"), "user_name");
         assert_eq!(to_snake_case("item2Id"), "item2_id");
     }
+
+    #[derive(Debug, PartialEq, Deserialize, Validate, JsonSchema)]
+    #[serde(rename_all = "camelCase")]
+    struct Search {
+        #[garde(length(chars, min = 2))]
+        term: String,
+        #[garde(range(max = 50))]
+        page_size: Option<u32>,
+        #[garde(skip)]
+        tags: Vec<String>,
+        #[garde(skip)]
+        exact: Option<bool>,
+    }
+
+    /// A plain query read in place decodes (and fails) exactly as its pairs merged as entries.
+    #[test]
+    fn a_plain_query_decodes_as_its_entries_do() {
+        let decoder = Decoder::<Search>::new();
+        for query in [
+            "term=rust&pageSize=20&tags=a&exact=true",
+            "term=rust&flag&pageSize=",
+            "pageSize=20",
+            "term=r&pageSize=99",
+            "term=rust&pageSize=many",
+            "term=rust&exact=maybe&tags=x",
+            "term=rust&unknown=1",
+        ] {
+            let uri: http::Uri = format!("/s?{query}").parse().unwrap();
+            let plain = crate::text::PlainQuery::check(&uri, 100).unwrap().unwrap();
+            let mut entries = Input::new();
+            entries.merge(
+                plain
+                    .to_pairs()
+                    .into_iter()
+                    .map(|(k, v)| (k, InputValue::Text(v))),
+            );
+            let in_place = Input::from(plain);
+            assert!(in_place.as_json_object().is_none());
+            assert_eq!(in_place, entries, "{query}");
+            let (a, b) = (decoder.decode(&in_place), decoder.decode(&entries));
+            match (a, b) {
+                (Ok(a), Ok(b)) => assert_eq!(a, b, "{query}"),
+                (Err(a), Err(b)) => assert_eq!(a.message(), b.message(), "{query}"),
+                (a, b) => panic!("{query}: {a:?} against {b:?}"),
+            }
+        }
+        let uri: http::Uri = "/s?term=rust&pageSize=20&tags=a".parse().unwrap();
+        let plain = crate::text::PlainQuery::check(&uri, 100).unwrap().unwrap();
+        assert_eq!(
+            decoder.decode(&Input::from(plain)).unwrap(),
+            Search {
+                term: "rust".into(),
+                page_size: Some(20),
+                tags: vec!["a".into()],
+                exact: None,
+            }
+        );
+    }
 }

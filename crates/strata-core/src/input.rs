@@ -7,6 +7,7 @@ use std::sync::OnceLock;
 use bytes::Bytes;
 use serde_json::{Map, Value};
 
+use crate::text::PlainQuery;
 use crate::upload::UploadedFile;
 
 /// Up to this many earlier keys, merging scans linearly.
@@ -301,11 +302,30 @@ impl<'de> serde::de::Visitor<'de> for CheckVisitor {
     }
 }
 
-/// An input that is one JSON object body, and its members once someone asks for them by key.
+/// An input that is one source read as it arrived (a JSON object body, a plain query), and its
+/// entries once someone asks for them by key.
 #[derive(Debug, Clone)]
-struct JsonInput {
-    object: JsonObject,
+struct LazyInput {
+    source: LazySource,
     entries: OnceLock<Vec<(String, InputValue)>>,
+}
+
+#[derive(Debug, Clone)]
+pub(crate) enum LazySource {
+    Json(JsonObject),
+    Query(PlainQuery),
+}
+
+impl LazySource {
+    fn entries(&self) -> Vec<(String, InputValue)> {
+        match self {
+            LazySource::Json(object) => object.entries(),
+            LazySource::Query(query) => query
+                .pairs()
+                .map(|(k, v)| (k.to_owned(), InputValue::Text(TextValue::One(v.to_owned()))))
+                .collect(),
+        }
+    }
 }
 
 /// The merged input of a request: the entries of every configured source, later sources
@@ -327,9 +347,9 @@ struct JsonInput {
 #[derive(Debug, Clone, Default)]
 pub struct Input {
     entries: Vec<(String, InputValue)>,
-    /// Set when the whole input is one JSON object body (then `entries` is empty): decoding
-    /// reads the bytes directly instead of building values first.
-    json: Option<Box<JsonInput>>,
+    /// Set when the whole input is one JSON object body or one plain query (then `entries` is
+    /// empty): decoding reads it directly instead of building values first.
+    lazy: Option<Box<LazyInput>>,
 }
 
 impl PartialEq for Input {
@@ -346,16 +366,17 @@ impl From<JsonObject> for Input {
             // value wins, as it always has for JSON bodies.
             return Self {
                 entries: object.entries(),
-                json: None,
+                lazy: None,
             };
         }
-        Self {
-            entries: Vec::new(),
-            json: Some(Box::new(JsonInput {
-                object,
-                entries: OnceLock::new(),
-            })),
-        }
+        Self::lazy(LazySource::Json(object))
+    }
+}
+
+impl From<PlainQuery> for Input {
+    /// An input that is this query's parameters.
+    fn from(query: PlainQuery) -> Self {
+        Self::lazy(LazySource::Query(query))
     }
 }
 
@@ -369,28 +390,46 @@ impl Input {
     pub fn with_capacity(capacity: usize) -> Self {
         Self {
             entries: Vec::with_capacity(capacity),
-            json: None,
+            lazy: None,
+        }
+    }
+
+    fn lazy(source: LazySource) -> Self {
+        Self {
+            entries: Vec::new(),
+            lazy: Some(Box::new(LazyInput {
+                source,
+                entries: OnceLock::new(),
+            })),
         }
     }
 
     /// The JSON object body this input is, when it is exactly that.
     pub fn as_json_object(&self) -> Option<&JsonObject> {
-        self.json.as_ref().map(|json| &json.object)
+        match self.lazy.as_deref()?.source {
+            LazySource::Json(ref object) => Some(object),
+            LazySource::Query(_) => None,
+        }
     }
 
-    /// The entries, by key (a JSON object input's members, read once).
+    /// The source this input is read from as it arrived, when it is exactly one.
+    pub(crate) fn lazy_source(&self) -> Option<&LazySource> {
+        self.lazy.as_deref().map(|lazy| &lazy.source)
+    }
+
+    /// The entries, by key (a lazy input's, read once).
     pub(crate) fn view(&self) -> &[(String, InputValue)] {
-        match &self.json {
-            Some(json) => json.entries.get_or_init(|| json.object.entries()),
+        match &self.lazy {
+            Some(lazy) => lazy.entries.get_or_init(|| lazy.source.entries()),
             None => &self.entries,
         }
     }
 
-    /// Turns a JSON object input into entries, before a change.
+    /// Turns a lazy input into entries, before a change.
     fn materialize(&mut self) {
-        if let Some(json) = self.json.take() {
-            let JsonInput { object, entries } = *json;
-            self.entries = entries.into_inner().unwrap_or_else(|| object.entries());
+        if let Some(lazy) = self.lazy.take() {
+            let LazyInput { source, entries } = *lazy;
+            self.entries = entries.into_inner().unwrap_or_else(|| source.entries());
         }
     }
 

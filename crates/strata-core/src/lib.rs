@@ -46,7 +46,7 @@ pub use error::{ApiError, ApiResult, BodyTimeout, BoxError, ErrorKind};
 pub use input::{Input, InputSource, InputValue, JsonObject, JsonObjectError, TextValue};
 pub use logger::{Fields, Level, LogSink, Logger, Record};
 pub use payload::{
-    Output, Parsed, ParsedBody, PathParams, RequestInfo, Staged, StreamFailure, Validated,
+    Output, Parsed, ParsedBody, PathParams, Query, RequestInfo, Staged, StreamFailure, Validated,
 };
 pub use result_handler::{ErrorHandler, ResultHandler};
 pub use upload::{UploadLimits, UploadLimitsBuilder, UploadedFile};

@@ -17,6 +17,7 @@ use crate::body::ResponseBody;
 use crate::ctx::HNil;
 use crate::error::ApiError;
 use crate::input::{Input, JsonObject, TextValue};
+use crate::text::PlainQuery;
 use crate::upload::UploadedFile;
 
 /// Path parameters found by routing. Routing inserts them into the request extensions; the parse
@@ -90,11 +91,101 @@ pub enum ParsedBody {
     Raw(UploadedFile),
 }
 
+/// The query string's parameters, as the parse stage found them: decoded into pairs, or (most
+/// queries) plain text that needs no decoding, kept as it is until someone reads it.
+///
+/// ```
+/// use strata_core::{Query, TextValue};
+///
+/// let query = Query::from(vec![("a".to_owned(), TextValue::One("1".into()))]);
+/// assert_eq!(query.len(), 1);
+/// assert_eq!(query.into_pairs()[0].0, "a");
+/// ```
+#[derive(Debug, Clone, Default)]
+pub struct Query(QueryRepr);
+
+#[derive(Debug, Clone)]
+enum QueryRepr {
+    Pairs(Vec<(String, TextValue)>),
+    Plain(PlainQuery),
+}
+
+impl Default for QueryRepr {
+    fn default() -> Self {
+        QueryRepr::Pairs(Vec::new())
+    }
+}
+
+impl Query {
+    /// No parameters.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// The number of keys.
+    pub fn len(&self) -> usize {
+        match &self.0 {
+            QueryRepr::Pairs(pairs) => pairs.len(),
+            QueryRepr::Plain(plain) => plain.len(),
+        }
+    }
+
+    /// Whether there are none.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The query as it arrived, when it needs no decoding.
+    pub fn as_plain(&self) -> Option<&PlainQuery> {
+        match &self.0 {
+            QueryRepr::Plain(plain) => Some(plain),
+            QueryRepr::Pairs(_) => None,
+        }
+    }
+
+    /// The parameters; repeated keys are lists.
+    pub fn to_pairs(&self) -> Vec<(String, TextValue)> {
+        match &self.0 {
+            QueryRepr::Pairs(pairs) => pairs.clone(),
+            QueryRepr::Plain(plain) => plain.to_pairs(),
+        }
+    }
+
+    /// The parameters, taken out; repeated keys are lists.
+    pub fn into_pairs(self) -> Vec<(String, TextValue)> {
+        match self.0 {
+            QueryRepr::Pairs(pairs) => pairs,
+            QueryRepr::Plain(plain) => plain.to_pairs(),
+        }
+    }
+}
+
+impl From<Vec<(String, TextValue)>> for Query {
+    fn from(pairs: Vec<(String, TextValue)>) -> Self {
+        Self(QueryRepr::Pairs(pairs))
+    }
+}
+
+impl From<PlainQuery> for Query {
+    fn from(plain: PlainQuery) -> Self {
+        Self(QueryRepr::Plain(plain))
+    }
+}
+
+impl PartialEq for Query {
+    fn eq(&self, other: &Self) -> bool {
+        match (&self.0, &other.0) {
+            (QueryRepr::Plain(a), QueryRepr::Plain(b)) => a == b,
+            _ => self.to_pairs() == other.to_pairs(),
+        }
+    }
+}
+
 /// The request after the parse stage.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Parsed {
-    /// The query string's parameters; repeated keys are lists.
-    pub query: Vec<(String, TextValue)>,
+    /// The query string's parameters.
+    pub query: Query,
     /// The body.
     pub body: ParsedBody,
     /// The path parameters.

@@ -136,6 +136,146 @@ pub fn parse_urlencoded(
     Ok(group_repeated(pairs))
 }
 
+/// A query string whose pairs need no decoding: no `%` escapes, no `+`, no repeated keys, at
+/// most [`PlainQuery::PAIRS_MAX`] pairs. Kept as the request's own text (no copy): when the
+/// query is a request's only input, the typed input is read straight from it.
+///
+/// ```
+/// use http::Uri;
+/// use strata_core::text::PlainQuery;
+///
+/// let uri: Uri = "/hello?name=Ada&flag".parse().unwrap();
+/// let query = PlainQuery::check(&uri, 100).unwrap().unwrap();
+/// assert_eq!(query.pairs().collect::<Vec<_>>(), [("name", "Ada"), ("flag", "")]);
+/// // Escapes, `+` and repeated keys need decoding or grouping: not plain.
+/// for uri in ["/?a=%41", "/?a=b+c", "/?a=1&a=2"] {
+///     assert!(PlainQuery::check(&uri.parse().unwrap(), 100).unwrap().is_none());
+/// }
+/// // Too many pairs is an error either way.
+/// assert!(PlainQuery::check(&"/?a&b&c".parse().unwrap(), 2).is_err());
+/// ```
+#[derive(Clone)]
+pub struct PlainQuery {
+    path_and_query: http::uri::PathAndQuery,
+    pairs: u16,
+}
+
+impl PlainQuery {
+    /// Up to this many pairs a query can be plain (repeats are found by comparing each key with
+    /// the ones before it).
+    pub const PAIRS_MAX: usize = 16;
+
+    /// The query of `uri` when it is plain; `Ok(None)` when it has none or needs decoding
+    /// ([`parse_urlencoded`] then says whether it is well-formed); an error when it has more
+    /// than `max_pairs` pairs.
+    pub fn check(uri: &http::Uri, max_pairs: usize) -> Result<Option<Self>, DecodeTextError> {
+        let Some(path_and_query) = uri.path_and_query() else {
+            return Ok(None);
+        };
+        let Some(query) = path_and_query.query() else {
+            return Ok(None);
+        };
+        if query.bytes().any(|b| b == b'%' || b == b'+') {
+            return Ok(None);
+        }
+        let mut count = 0;
+        for (key, _) in split_pairs(query) {
+            if count == max_pairs {
+                return Err(DecodeTextError::TooManyPairs { limit: max_pairs });
+            }
+            if count == Self::PAIRS_MAX || split_pairs(query).take(count).any(|(k, _)| k == key) {
+                // Many pairs or a repeat: decoded and grouped the general way, which also
+                // enforces the limit.
+                return Ok(None);
+            }
+            count += 1;
+        }
+        if count == 0 {
+            return Ok(None);
+        }
+        Ok(Some(Self {
+            path_and_query: path_and_query.clone(),
+            pairs: u16::try_from(count).unwrap_or(u16::MAX),
+        }))
+    }
+
+    /// The query text.
+    pub fn as_str(&self) -> &str {
+        self.path_and_query.query().unwrap_or_default()
+    }
+
+    /// The `(key, value)` pairs in order; a key without `=` has an empty value.
+    pub fn pairs(&self) -> impl Iterator<Item = (&str, &str)> + use<'_> {
+        split_pairs(self.as_str())
+    }
+
+    /// The number of pairs.
+    pub fn len(&self) -> usize {
+        usize::from(self.pairs)
+    }
+
+    /// Whether there are no pairs (never, for a checked query).
+    pub fn is_empty(&self) -> bool {
+        self.pairs == 0
+    }
+
+    /// The pairs as owned text values.
+    pub fn to_pairs(&self) -> Vec<(String, TextValue)> {
+        self.pairs()
+            .map(|(k, v)| (k.to_owned(), TextValue::One(v.to_owned())))
+            .collect()
+    }
+}
+
+impl fmt::Debug for PlainQuery {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_tuple("PlainQuery").field(&self.as_str()).finish()
+    }
+}
+
+impl PartialEq for PlainQuery {
+    fn eq(&self, other: &Self) -> bool {
+        self.as_str() == other.as_str()
+    }
+}
+
+impl Eq for PlainQuery {}
+
+/// The non-empty `key=value` segments of `text`, undecoded.
+fn split_pairs(text: &str) -> SplitPairs<'_> {
+    SplitPairs { rest: text }
+}
+
+/// The iterator of [`split_pairs`]: byte searches, cheaper than `str::split` on short text.
+struct SplitPairs<'a> {
+    rest: &'a str,
+}
+
+impl<'a> Iterator for SplitPairs<'a> {
+    type Item = (&'a str, &'a str);
+
+    fn next(&mut self) -> Option<Self::Item> {
+        loop {
+            if self.rest.is_empty() {
+                return None;
+            }
+            let rest = self.rest;
+            let (segment, after) = match rest.bytes().position(|b| b == b'&') {
+                Some(amp) => (&rest[..amp], &rest[amp + 1..]),
+                None => (rest, ""),
+            };
+            self.rest = after;
+            if segment.is_empty() {
+                continue;
+            }
+            return Some(match segment.bytes().position(|b| b == b'=') {
+                Some(eq) => (&segment[..eq], &segment[eq + 1..]),
+                None => (segment, ""),
+            });
+        }
+    }
+}
+
 /// Decodes the pairs of `raw`, at most `max_pairs` of them, handing each to `each`.
 fn for_each_pair(
     raw: &[u8],

@@ -8,7 +8,7 @@ use http::{Request, StatusCode};
 use http_body::Body;
 use pin_project_lite::pin_project;
 use strata_core::{
-    ApiError, BodyReservation, BoxError, ErrorKind, Parsed, ParsedBody, PathParams, TextValue,
+    ApiError, BodyReservation, BoxError, ErrorKind, Parsed, ParsedBody, PathParams, Query,
     UploadedFile,
 };
 use tower_service::Service;
@@ -44,7 +44,7 @@ fn read_error(error: BoxError) -> ApiError {
 /// What is kept while the body is read.
 pub(crate) struct Pending<S> {
     pub(crate) parts: Parts,
-    pub(crate) query: Vec<(String, TextValue)>,
+    pub(crate) query: Query,
     pub(crate) params: PathParams,
     pub(crate) kind: BodyKind,
     /// Set when the content type cannot be read: the error is returned as soon as the body

@@ -44,7 +44,7 @@
 //!     .body(r#"{"name":"x"}"#.to_owned())
 //!     .unwrap();
 //! let parsed = service.clone().oneshot(request).await.unwrap();
-//! assert_eq!(parsed.query[0].1, TextValue::Many(vec!["a".into(), "b".into()]));
+//! assert_eq!(parsed.query.to_pairs()[0].1, TextValue::Many(vec!["a".into(), "b".into()]));
 //! assert!(matches!(parsed.body, ParsedBody::JsonObject(ref json) if json.to_map()["name"] == "x"));
 //!
 //! let too_big = Request::post("/")

@@ -5,10 +5,10 @@ use http::header::{CONTENT_LENGTH, CONTENT_TYPE};
 use http::request::Parts;
 use http::{HeaderMap, HeaderValue, Request, StatusCode};
 use http_body::Body;
-use strata_core::text::{DecodeTextError, parse_urlencoded};
+use strata_core::text::{DecodeTextError, PlainQuery, parse_urlencoded};
 use strata_core::{
     ApiError, BodyBudget, BoxError, ErrorKind, InputSource, JsonObject, Parsed, ParsedBody,
-    PathParams, TextValue, UploadedFile,
+    PathParams, Query, UploadedFile,
 };
 use tower_service::Service;
 
@@ -147,11 +147,17 @@ pub(crate) fn parse_body(
     }
 }
 
-fn parse_query(parts: &Parts, max_fields: usize) -> Result<Vec<(String, TextValue)>, ApiError> {
+fn parse_query(parts: &Parts, max_fields: usize) -> Result<Query, ApiError> {
+    let error = |e| text_error("query string", &e);
+    // Most queries need no decoding: kept as they are, read in place when decoded.
+    if let Some(plain) = PlainQuery::check(&parts.uri, max_fields).map_err(error)? {
+        return Ok(Query::from(plain));
+    }
     match parts.uri.query() {
         Some(query) => parse_urlencoded(query.as_bytes(), max_fields)
-            .map_err(|e| text_error("query string", &e)),
-        None => Ok(Vec::new()),
+            .map(Query::from)
+            .map_err(error),
+        None => Ok(Query::new()),
     }
 }
 

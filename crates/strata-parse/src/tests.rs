@@ -7,6 +7,7 @@ use std::task::{Context, Poll};
 use bytes::Bytes;
 use http::{Method, Request};
 use http_body::{Body, Frame};
+use strata_core::text::parse_urlencoded;
 use strata_core::{
     ApiError, ErrorKind, InputSource, InputSources, Parsed, ParsedBody, PathParams, TextValue,
 };
@@ -72,13 +73,48 @@ async fn query_lists_and_utf8() {
         .body(String::new())
         .unwrap();
     let parsed = parse(ParseLayer::new(), request).await.unwrap();
+    assert!(
+        parsed.query.as_plain().is_none(),
+        "escapes and repeats need decoding"
+    );
     assert_eq!(
-        parsed.query,
+        parsed.query.into_pairs(),
         vec![
             ("a".into(), TextValue::Many(vec!["1".into(), "2".into()])),
             ("name".into(), TextValue::One("Jürgen M".into())),
         ]
     );
+}
+
+#[tokio::test]
+async fn a_plain_query_is_kept_as_it_is_and_reads_the_same() {
+    let request = Request::get("/x?name=Ada&&flag&n=5")
+        .body(String::new())
+        .unwrap();
+    let parsed = parse(ParseLayer::new(), request).await.unwrap();
+    let plain = parsed.query.as_plain().expect("no decoding needed");
+    assert_eq!(plain.as_str(), "name=Ada&&flag&n=5");
+    assert_eq!(parsed.query.len(), 3);
+    assert_eq!(
+        parsed.query.to_pairs(),
+        parse_urlencoded(b"name=Ada&&flag&n=5", 100).unwrap()
+    );
+}
+
+#[tokio::test]
+async fn the_pair_limit_holds_for_plain_and_decoded_queries() {
+    for uri in ["/x?a&b&c", "/x?a=%41&b&c", "/x?a&a&c"] {
+        let request = Request::get(uri).body(String::new()).unwrap();
+        let error = parse(ParseLayer::new().max_fields(2), request)
+            .await
+            .unwrap_err();
+        assert_eq!(error.status(), 400, "{uri}");
+        assert_eq!(
+            error.message(),
+            "Invalid query string: more than 2 parameters",
+            "{uri}"
+        );
+    }
 }
 
 #[tokio::test]
