@@ -61,19 +61,20 @@ impl<S: Service<Request<Parsed>>> Pending<S> {
     /// Calls the inner service with the parsed request; the body's reservation lives on until
     /// it answers.
     fn forward<B>(
-        mut self,
+        self: Box<Self>,
         body: ParsedBody,
         files: Vec<(String, Vec<UploadedFile>)>,
     ) -> State<B, S, S::Future> {
+        let mut this = *self;
         let parsed = Parsed {
-            query: self.query,
+            query: this.query,
             body,
-            params: self.params,
+            params: this.params,
             files,
         };
         State::Inner {
-            future: self.inner.call(Request::from_parts(self.parts, parsed)),
-            reservation: self.reservation,
+            future: this.inner.call(Request::from_parts(this.parts, parsed)),
+            reservation: this.reservation,
         }
     }
 }
@@ -85,8 +86,10 @@ pub(crate) type ReadMultipart =
 pin_project! {
     #[project = StateProj]
     enum State<B, S, F> {
-        Reading { #[pin] body: B, buffer: Vec<u8>, pending: Option<Pending<S>> },
-        Multipart { read: ReadMultipart, pending: Option<Pending<S>> },
+        // What waits for the body is boxed: most requests have none, and every request's future
+        // (moved through the stack's layers) is as large as its largest state.
+        Reading { #[pin] body: B, buffer: Vec<u8>, pending: Option<Box<Pending<S>>> },
+        Multipart { read: ReadMultipart, pending: Option<Box<Pending<S>>> },
         Inner { #[pin] future: F, reservation: Option<BodyReservation> },
         Error { error: Option<ApiError> },
     }
@@ -120,7 +123,7 @@ impl<B, S: Service<Request<Parsed>>> ResponseFuture<B, S> {
         Self {
             state: State::Multipart {
                 read,
-                pending: Some(pending),
+                pending: Some(Box::new(pending)),
             },
         }
     }
@@ -130,7 +133,7 @@ impl<B, S: Service<Request<Parsed>>> ResponseFuture<B, S> {
             state: State::Reading {
                 body,
                 buffer: Vec::with_capacity(capacity),
-                pending: Some(pending),
+                pending: Some(Box::new(pending)),
             },
         }
     }
