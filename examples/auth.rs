@@ -111,7 +111,7 @@ impl ResultHandler for PlainText {
         _: &Logger,
     ) -> http::Response<ResponseBody> {
         let (status, text) = match result {
-            Ok(output) => (output.status(), format!("ok {}", output.data().get())),
+            Ok(output) => (output.status(), format!("ok {}", output.json())),
             Err(error) => (error.status(), format!("failed: {}", error.message())),
         };
         let mut response = http::Response::new(ResponseBody::from(text));

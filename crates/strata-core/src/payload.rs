@@ -213,29 +213,59 @@ pub struct Validated<I, C = HNil> {
     pub ctx: C,
 }
 
+/// Room kept in front of a serialized output, so that an envelope's opening (the default
+/// result handler's `{"status":"success","data":` is 27 bytes) is written in place.
+const ENVELOPE_ROOM: usize = 32;
+
 /// A checked, serialized handler output with its success status (200 unless the handler chose
 /// another) and any headers the handler added; or a body sent as it is ([`Output::streamed`]:
 /// a file, a stream, events), which bypasses the result handler's envelope.
+///
+/// ```
+/// use strata_core::Output;
+///
+/// let output = Output::new(&serde_json::json!({"n": 1})).unwrap();
+/// assert_eq!(output.json(), r#"{"n":1}"#);
+/// assert_eq!(output.data().get(), r#"{"n":1}"#);
+/// let body = output.into_body_with(b"{\"data\":", b"}");
+/// assert_eq!(&body[..], br#"{"data":{"n":1}}"#);
+/// ```
 #[derive(Debug)]
 pub struct Output {
     status: StatusCode,
     headers: Option<Box<HeaderMap>>,
-    data: Box<RawValue>,
+    /// [`ENVELOPE_ROOM`] spaces, then the JSON text.
+    buffer: String,
     stream: Option<ResponseBody>,
 }
 
 impl Output {
     /// Serializes `value` once.
     pub fn new<T: Serialize + ?Sized>(value: &T) -> Result<Self, serde_json::Error> {
-        Ok(Self::from_raw(serde_json::value::to_raw_value(value)?))
+        let mut buffer = Vec::with_capacity(128);
+        buffer.resize(ENVELOPE_ROOM, b' ');
+        serde_json::to_writer(&mut buffer, value)?;
+        // serde_json writes UTF-8; checked once here (a fast pass), never again.
+        let buffer = String::from_utf8(buffer).map_err(serde::ser::Error::custom)?;
+        Ok(Self::from_buffer(buffer))
     }
 
     /// An output from an already serialized JSON value.
+    // Takes the box, as `to_raw_value` gives it, though only its text is copied.
+    #[allow(clippy::boxed_local, clippy::needless_pass_by_value)]
     pub fn from_raw(data: Box<RawValue>) -> Self {
+        let json = data.get();
+        let mut buffer = String::with_capacity(ENVELOPE_ROOM + json.len() + 2);
+        buffer.extend(std::iter::repeat_n(' ', ENVELOPE_ROOM));
+        buffer.push_str(json);
+        Self::from_buffer(buffer)
+    }
+
+    fn from_buffer(buffer: String) -> Self {
         Self {
             status: StatusCode::OK,
             headers: None,
-            data,
+            buffer,
             stream: None,
         }
     }
@@ -244,13 +274,10 @@ impl Output {
     /// `Content-Length` when known): the format stage answers with it directly once its first
     /// piece is ready, and gives an error before that to the result handler.
     pub fn streamed(status: StatusCode, headers: HeaderMap, body: ResponseBody) -> Self {
-        Self {
-            status,
-            headers: None,
-            data: null_value(),
-            stream: Some(body),
-        }
-        .with_headers(headers)
+        let mut output = Self::from_buffer(format!("{:ENVELOPE_ROOM$}null", ""));
+        output.status = status;
+        output.stream = Some(body);
+        output.with_headers(headers)
     }
 
     /// Whether the body is sent as it is ([`Output::streamed`]).
@@ -296,9 +323,35 @@ impl Output {
         self.headers.take().map(|h| *h)
     }
 
-    /// The serialized JSON (`null` for a streamed output).
+    /// The serialized JSON text (`null` for a streamed output).
+    pub fn json(&self) -> &str {
+        &self.buffer[ENVELOPE_ROOM..]
+    }
+
+    /// The serialized JSON as a [`RawValue`], to embed in a serialized envelope (read again
+    /// to make it: [`Output::json`] and [`Output::into_body_with`] are cheaper).
     pub fn data(&self) -> &RawValue {
-        &self.data
+        serde_json::from_str(self.json()).unwrap_or_else(|_| null_value())
+    }
+
+    /// The response body `prefix`, the JSON, `suffix`: written around the serialized output in
+    /// its own buffer when `prefix` fits the room kept in front of it (32 bytes), so the JSON
+    /// is neither copied nor allocated again.
+    pub fn into_body_with(self, prefix: &[u8], suffix: &[u8]) -> bytes::Bytes {
+        let mut buffer = self.buffer.into_bytes();
+        let Some(start) = ENVELOPE_ROOM.checked_sub(prefix.len()) else {
+            let json = &buffer[ENVELOPE_ROOM..];
+            let mut body = Vec::with_capacity(prefix.len() + json.len() + suffix.len());
+            body.extend_from_slice(prefix);
+            body.extend_from_slice(json);
+            body.extend_from_slice(suffix);
+            return body.into();
+        };
+        buffer[start..ENVELOPE_ROOM].copy_from_slice(prefix);
+        buffer.extend_from_slice(suffix);
+        let mut body = bytes::Bytes::from(buffer);
+        bytes::Buf::advance(&mut body, start);
+        body
     }
 }
 
@@ -316,8 +369,8 @@ impl fmt::Display for StreamFailure {
 
 impl std::error::Error for StreamFailure {}
 
-fn null_value() -> Box<RawValue> {
-    RawValue::from_string("null".to_owned()).unwrap_or_else(|_| unreachable!("null is JSON"))
+fn null_value() -> &'static RawValue {
+    serde_json::from_str("null").unwrap_or_else(|_| unreachable!("null is JSON"))
 }
 
 /// What a result handler knows of the request it answers.
@@ -330,4 +383,37 @@ pub struct RequestInfo {
     /// The request headers, when the result handler asks for them
     /// (`ResultHandler::REQUEST_HEADERS`); empty otherwise, to spare a copy per request.
     pub headers: HeaderMap,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_output_is_its_json_wherever_it_came_from() {
+        let raw = serde_json::value::to_raw_value(&serde_json::json!({"a": [1, "é"]})).unwrap();
+        for output in [
+            Output::new(&serde_json::json!({"a": [1, "é"]})).unwrap(),
+            Output::from_raw(raw),
+        ] {
+            assert_eq!(output.json(), r#"{"a":[1,"é"]}"#);
+            assert_eq!(output.data().get(), output.json());
+            let body = output.into_body_with(b"[", b"]");
+            assert_eq!(&body[..], r#"[{"a":[1,"é"]}]"#.as_bytes());
+        }
+        let streamed = Output::streamed(StatusCode::OK, HeaderMap::new(), ResponseBody::empty());
+        assert_eq!(streamed.json(), "null");
+        assert_eq!(streamed.data().get(), "null");
+    }
+
+    #[test]
+    fn a_prefix_longer_than_the_room_is_copied_around_the_json() {
+        let prefix = format!("{{\"{}\":", "k".repeat(40));
+        let body = Output::new(&5)
+            .unwrap()
+            .into_body_with(prefix.as_bytes(), b"}");
+        assert_eq!(body, format!("{prefix}5}}").into_bytes());
+        let body = Output::new("x").unwrap().into_body_with(b"", b"");
+        assert_eq!(&body[..], b"\"x\"");
+    }
 }

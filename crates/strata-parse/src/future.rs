@@ -61,20 +61,19 @@ impl<S: Service<Request<Parsed>>> Pending<S> {
     /// Calls the inner service with the parsed request; the body's reservation lives on until
     /// it answers.
     fn forward<B>(
-        self: Box<Self>,
+        mut self,
         body: ParsedBody,
         files: Vec<(String, Vec<UploadedFile>)>,
     ) -> State<B, S, S::Future> {
-        let mut this = *self;
         let parsed = Parsed {
-            query: this.query,
+            query: self.query,
             body,
-            params: this.params,
+            params: self.params,
             files,
         };
         State::Inner {
-            future: this.inner.call(Request::from_parts(this.parts, parsed)),
-            reservation: this.reservation,
+            future: self.inner.call(Request::from_parts(self.parts, parsed)),
+            reservation: self.reservation,
         }
     }
 }
@@ -162,7 +161,7 @@ where
                             } else {
                                 ParsedBody::Form(multipart.fields)
                             };
-                            pending.forward(body, multipart.files)
+                            (*pending).forward(body, multipart.files)
                         }
                         (Err(error), _) => State::Error { error: Some(error) },
                         (Ok(_), None) => State::Error { error: None },
@@ -221,7 +220,7 @@ where
                                 pending.max_fields,
                                 &pending.parts.headers,
                             ) {
-                                Ok(body) => pending.forward(body, Vec::new()),
+                                Ok(body) => (*pending).forward(body, Vec::new()),
                                 Err(error) => State::Error { error: Some(error) },
                             };
                             this.state.set(next);
