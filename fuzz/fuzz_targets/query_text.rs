@@ -242,7 +242,15 @@ fuzz_target!(|data: &[u8]| {
             assert_eq!(plain.len(), pairs.len());
             assert!(!query.contains(['%', '+']), "{query:?} is not plain");
         }
-        (Ok(None), _) => {}
+        (Ok(None), Ok(pairs)) => {
+            // Kept only when decoding is needed: escapes, `+`, a repeat, none or too many.
+            let needs_decoding = query.contains(['%', '+'])
+                || pairs.is_empty()
+                || pairs.len() > PlainQuery::PAIRS_MAX
+                || pairs.iter().any(|(_, v)| matches!(v, TextValue::Many(_)));
+            assert!(needs_decoding, "plain query {query:?} was not kept");
+        }
+        (Ok(None), Err(_)) => {}
         (Err(got), Err(want)) => assert_eq!(&got, want),
         (plain, general) => panic!("{query:?}: plain {plain:?} but general {general:?}"),
     }

@@ -92,7 +92,7 @@ pub(crate) fn combine(
         return Ok(Input::from(object));
     }
     // The same for a query that needs no decoding: read in place.
-    if let Some(plain) = parsed.query.as_plain()
+    if parsed.query.as_plain().is_some()
         && sources.contains(&InputSource::Query)
         && sources.iter().all(|source| match source {
             InputSource::Query => true,
@@ -101,8 +101,9 @@ pub(crate) fn combine(
             InputSource::Files => parsed.files.is_empty(),
             InputSource::Headers => header_map.is_empty(),
         })
+        && let Some(plain) = std::mem::take(&mut parsed.query).into_plain()
     {
-        return Ok(Input::from(plain.clone()));
+        return Ok(Input::from(plain));
     }
     let mut input = Input::new();
     for source in sources {

@@ -231,6 +231,7 @@ async fn a_plain_query_alone_or_with_params_merges_the_same() {
     )
     .await
     .unwrap();
+    assert!(input.as_plain_query().is_some(), "read in place");
     assert_eq!(keys(&input), ["id", "q"]);
     assert_eq!(input.get("id"), Some(&"q".into()));
     // With path parameters the query is decoded into entries and merged as always.
@@ -245,6 +246,7 @@ async fn a_plain_query_alone_or_with_params_merges_the_same() {
     )
     .await
     .unwrap();
+    assert!(input.as_plain_query().is_none());
     assert_eq!(keys(&input), ["id", "q"]);
     assert_eq!(input.get("id"), Some(&"p".into()), "path param beats query");
 }

@@ -565,7 +565,7 @@ mod tests {
                     .map(|(k, v)| (k, InputValue::Text(v))),
             );
             let in_place = Input::from(plain);
-            assert!(in_place.as_json_object().is_none());
+            assert!(in_place.as_plain_query().is_some() && in_place.as_json_object().is_none());
             assert_eq!(in_place, entries, "{query}");
             let (a, b) = (decoder.decode(&in_place), decoder.decode(&entries));
             match (a, b) {

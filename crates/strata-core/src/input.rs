@@ -412,6 +412,14 @@ impl Input {
         }
     }
 
+    /// The plain query this input is, when it is exactly that (read in place when decoded).
+    pub fn as_plain_query(&self) -> Option<&PlainQuery> {
+        match self.lazy.as_deref()?.source {
+            LazySource::Query(ref query) => Some(query),
+            LazySource::Json(_) => None,
+        }
+    }
+
     /// The source this input is read from as it arrived, when it is exactly one.
     pub(crate) fn lazy_source(&self) -> Option<&LazySource> {
         self.lazy.as_deref().map(|lazy| &lazy.source)

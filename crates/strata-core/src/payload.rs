@@ -143,6 +143,14 @@ impl Query {
         }
     }
 
+    /// The query as it arrived, taken out, when it needs no decoding.
+    pub fn into_plain(self) -> Option<PlainQuery> {
+        match self.0 {
+            QueryRepr::Plain(plain) => Some(plain),
+            QueryRepr::Pairs(_) => None,
+        }
+    }
+
     /// The parameters; repeated keys are lists.
     pub fn to_pairs(&self) -> Vec<(String, TextValue)> {
         match &self.0 {
@@ -173,9 +181,10 @@ impl From<PlainQuery> for Query {
 }
 
 impl PartialEq for Query {
+    /// Equal when the parameters are, however they are kept (`a=1&&b` is `a=1&b`).
     fn eq(&self, other: &Self) -> bool {
         match (&self.0, &other.0) {
-            (QueryRepr::Plain(a), QueryRepr::Plain(b)) => a == b,
+            (QueryRepr::Plain(a), QueryRepr::Plain(b)) => a.pairs().eq(b.pairs()),
             _ => self.to_pairs() == other.to_pairs(),
         }
     }
@@ -216,6 +225,10 @@ pub struct Validated<I, C = HNil> {
 /// Room kept in front of a serialized output, so that an envelope's opening (the default
 /// result handler's `{"status":"success","data":` is 27 bytes) is written in place.
 const ENVELOPE_ROOM: usize = 32;
+
+/// Spare capacity a response body may keep from serializing (more, and more than a quarter of
+/// the body, is given back).
+const SPARE_KEPT_MAX: usize = 4096;
 
 /// A checked, serialized handler output with its success status (200 unless the handler chose
 /// another) and any headers the handler added; or a body sent as it is ([`Output::streamed`]:
@@ -331,7 +344,15 @@ impl Output {
     /// The serialized JSON as a [`RawValue`], to embed in a serialized envelope (read again
     /// to make it: [`Output::json`] and [`Output::into_body_with`] are cheaper).
     pub fn data(&self) -> &RawValue {
-        serde_json::from_str(self.json()).unwrap_or_else(|_| null_value())
+        let data = serde_json::from_str(self.json());
+        // What serde_json wrote, it reads: only a `Serialize` misusing serde_json's raw-value
+        // token could get here, and then `null` stands in.
+        debug_assert!(
+            data.is_ok(),
+            "serialized output is not JSON: {}",
+            self.json()
+        );
+        data.unwrap_or_else(|_| null_value())
     }
 
     /// The response body `prefix`, the JSON, `suffix`: written around the serialized output in
@@ -349,6 +370,12 @@ impl Output {
         };
         buffer[start..ENVELOPE_ROOM].copy_from_slice(prefix);
         buffer.extend_from_slice(suffix);
+        // The buffer grew by doubling: a large body gives back what it does not use rather
+        // than keep it while a slow client reads.
+        let spare = buffer.capacity() - buffer.len();
+        if spare > SPARE_KEPT_MAX && spare > buffer.len() / 4 {
+            buffer.shrink_to_fit();
+        }
         let mut body = bytes::Bytes::from(buffer);
         bytes::Buf::advance(&mut body, start);
         body
@@ -404,6 +431,36 @@ mod tests {
         let streamed = Output::streamed(StatusCode::OK, HeaderMap::new(), ResponseBody::empty());
         assert_eq!(streamed.json(), "null");
         assert_eq!(streamed.data().get(), "null");
+    }
+
+    #[test]
+    fn a_large_body_keeps_no_large_spare_capacity() {
+        let text = "x".repeat(100_000);
+        let body = Output::new(&text).unwrap().into_body_with(b"[", b"]");
+        assert_eq!(body.len(), 100_004);
+        // `Bytes` does not say its capacity; converting back to a vector shows it when unique.
+        let vec = Vec::from(body);
+        assert!(
+            vec.capacity() - vec.len() <= SPARE_KEPT_MAX,
+            "{}",
+            vec.capacity()
+        );
+    }
+
+    #[test]
+    fn queries_are_equal_when_their_parameters_are() {
+        let plain = |text: &str| {
+            let uri: http::Uri = format!("/?{text}").parse().unwrap();
+            Query::from(crate::text::PlainQuery::check(&uri, 100).unwrap().unwrap())
+        };
+        let pairs = Query::from(vec![
+            ("a".to_owned(), TextValue::One("1".into())),
+            ("b".to_owned(), TextValue::One(String::new())),
+        ]);
+        assert_eq!(plain("a=1&&b"), plain("a=1&b"));
+        assert_eq!(plain("a=1&&b"), pairs);
+        assert_eq!(pairs, plain("a=1&b="));
+        assert_ne!(plain("a=1"), plain("a=2"));
     }
 
     #[test]

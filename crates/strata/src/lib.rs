@@ -64,7 +64,7 @@ pub use strata_core::{
     AnyBody, ApiError, ApiResult, BoxError, Config, ConfigBuilder, Cors, CorsRequest, Ctx,
     DeclaredError, Decoder, Endpoint, EndpointFuture, EndpointMeta, EndpointService, ErrorKind,
     Get, HCons, HNil, IncomingBody, Input, InputSource, InputSources, InputValue, Level, Logger,
-    MethodLikeRouteBehavior, Mode, Output, Parsed, ParsedBody, PathParams, RequestBody,
+    MethodLikeRouteBehavior, Mode, Output, Parsed, ParsedBody, PathParams, Query, RequestBody,
     RequestInfo, ResponseBody, ResponseDescription, ResponseHeader, Security, SharedService,
     Staged, TextValue, Validated, WrongMethodBehavior, http_error, not_null,
 };
