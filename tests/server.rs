@@ -539,6 +539,49 @@ async fn a_tls_client_silent_after_its_handshake_is_cut_off() {
     server.shutdown().await;
 }
 
+/// Over TLS the connection watcher tells HTTP/2 by its preface, as on plain TCP: an HTTP/2
+/// connection (ALPN `h2`) has no header-read deadline between its requests.
+#[tokio::test]
+async fn an_http2_connection_over_tls_outlives_the_header_timeout_between_requests() {
+    let tls = certificate();
+    let limits = ServerLimits {
+        header_read_timeout: Duration::from_millis(200),
+        idle_timeout: Duration::from_secs(5),
+        ..ServerLimits::default()
+    };
+    let config = config()
+        .https(
+            Pem::Bytes(tls.cert_pem.clone().into_bytes()),
+            Pem::Bytes(tls.key_pem.clone().into_bytes()),
+            loopback(),
+        )
+        .server_limits(limits)
+        .build();
+    let server = create_server(&config, &routing()).await.unwrap();
+    let stream = tls_connect(tcp_addr(&server, 0), &tls, b"h2").await;
+    assert_eq!(stream.get_ref().1.alpn_protocol(), Some(&b"h2"[..]));
+    let (mut sender, connection) =
+        hyper::client::conn::http2::handshake(TokioExecutor::new(), TokioIo::new(stream))
+            .await
+            .unwrap();
+    let connection = tokio::spawn(connection);
+    for _ in 0..2 {
+        let response = sender
+            .send_request(get("https://localhost/wait"))
+            .await
+            .unwrap();
+        assert_eq!(
+            (response.version(), response.status()),
+            (http::Version::HTTP_2, StatusCode::OK)
+        );
+        let _ = response.into_body().collect().await.unwrap();
+        // More than three header timeouts of silence: only the idle timeout applies.
+        tokio::time::sleep(Duration::from_millis(700)).await;
+    }
+    assert!(!connection.is_finished(), "the connection was closed");
+    server.shutdown().await;
+}
+
 #[tokio::test]
 async fn the_shutdown_timeout_closes_what_is_still_open() {
     let limits = ServerLimits {
