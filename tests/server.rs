@@ -514,13 +514,8 @@ async fn configuration_errors_are_clear() {
     );
 }
 
-#[tokio::test]
-async fn a_tls_client_silent_after_its_handshake_is_cut_off() {
-    let tls = certificate();
-    let limits = ServerLimits {
-        header_read_timeout: Duration::from_millis(300),
-        ..ServerLimits::default()
-    };
+/// An HTTPS-only server of `routing()` with `tls`'s certificate and `limits`.
+async fn https_server(tls: &Tls, limits: ServerLimits) -> strata::Server {
     let config = config()
         .https(
             Pem::Bytes(tls.cert_pem.clone().into_bytes()),
@@ -529,7 +524,20 @@ async fn a_tls_client_silent_after_its_handshake_is_cut_off() {
         )
         .server_limits(limits)
         .build();
-    let server = create_server(&config, &routing()).await.unwrap();
+    create_server(&config, &routing()).await.unwrap()
+}
+
+#[tokio::test]
+async fn a_tls_client_silent_after_its_handshake_is_cut_off() {
+    let tls = certificate();
+    let server = https_server(
+        &tls,
+        ServerLimits {
+            header_read_timeout: Duration::from_millis(300),
+            ..ServerLimits::default()
+        },
+    )
+    .await;
     let mut stream = tls_connect(tcp_addr(&server, 0), &tls, b"http/1.1").await;
     let started = Instant::now();
     let mut buffer = Vec::new();
@@ -544,20 +552,15 @@ async fn a_tls_client_silent_after_its_handshake_is_cut_off() {
 #[tokio::test]
 async fn an_http2_connection_over_tls_outlives_the_header_timeout_between_requests() {
     let tls = certificate();
-    let limits = ServerLimits {
-        header_read_timeout: Duration::from_millis(200),
-        idle_timeout: Duration::from_secs(5),
-        ..ServerLimits::default()
-    };
-    let config = config()
-        .https(
-            Pem::Bytes(tls.cert_pem.clone().into_bytes()),
-            Pem::Bytes(tls.key_pem.clone().into_bytes()),
-            loopback(),
-        )
-        .server_limits(limits)
-        .build();
-    let server = create_server(&config, &routing()).await.unwrap();
+    let server = https_server(
+        &tls,
+        ServerLimits {
+            header_read_timeout: Duration::from_millis(200),
+            idle_timeout: Duration::from_secs(5),
+            ..ServerLimits::default()
+        },
+    )
+    .await;
     let stream = tls_connect(tcp_addr(&server, 0), &tls, b"h2").await;
     assert_eq!(stream.get_ref().1.alpn_protocol(), Some(&b"h2"[..]));
     let (mut sender, connection) =

@@ -298,10 +298,7 @@ fn parse_run(args: &[String]) -> Result<Command, String> {
     let mut scenarios = Vec::new();
     let mut iter = args.iter();
     while let Some(arg) = iter.next() {
-        let (name, inline) = match arg.split_once('=') {
-            Some((name, value)) if name.starts_with("--") => (name, Some(value.to_owned())),
-            _ => (arg.as_str(), None),
-        };
+        let (name, inline) = split_flag(arg);
         let mut value = || {
             inline
                 .clone()
@@ -344,15 +341,20 @@ fn add_scenarios(scenarios: &mut Vec<Scenario>, list: &str) -> Result<(), String
     Ok(())
 }
 
+/// `--flag=value` as `("--flag", Some("value"))`; anything else as itself with no value.
+fn split_flag(arg: &str) -> (&str, Option<String>) {
+    match arg.split_once('=') {
+        Some((name, value)) if name.starts_with("--") => (name, Some(value.to_owned())),
+        _ => (arg, None),
+    }
+}
+
 /// `preflight`'s options (after `preflight`): `--scenario <names>`, repeatable.
 fn parse_preflight(args: &[String]) -> Result<Command, String> {
     let mut scenarios = Vec::new();
     let mut iter = args.iter();
     while let Some(arg) = iter.next() {
-        let (name, inline) = match arg.split_once('=') {
-            Some((name, value)) if name.starts_with("--") => (name, Some(value.to_owned())),
-            _ => (arg.as_str(), None),
-        };
+        let (name, inline) = split_flag(arg);
         match name {
             "-h" | "--help" => return Ok(Command::Help),
             "--scenario" | "--scenarios" => {
@@ -376,10 +378,7 @@ fn parse_soak(args: &[String]) -> Result<Command, String> {
     let mut options = SoakOptions::default();
     let mut iter = args.iter();
     while let Some(arg) = iter.next() {
-        let (name, inline) = match arg.split_once('=') {
-            Some((name, value)) if name.starts_with("--") => (name, Some(value.to_owned())),
-            _ => (arg.as_str(), None),
-        };
+        let (name, inline) = split_flag(arg);
         match name {
             "-h" | "--help" => return Ok(Command::Help),
             "--duration" | "--connections" | "--sample" | "--workers" | "--client-threads"

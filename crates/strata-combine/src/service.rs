@@ -65,6 +65,26 @@ fn headers(map: &HeaderMap) -> Result<Vec<(String, InputValue)>, ApiError> {
     Ok(entries)
 }
 
+/// Whether `kept` is one of `sources` and every other source of them is empty.
+fn alone(
+    kept: InputSource,
+    sources: &[InputSource],
+    parsed: &Parsed,
+    header_map: &HeaderMap,
+) -> bool {
+    sources.contains(&kept)
+        && sources.iter().all(|&source| {
+            source == kept
+                || match source {
+                    InputSource::Query => parsed.query.is_empty(),
+                    InputSource::Body => matches!(parsed.body, ParsedBody::Empty),
+                    InputSource::Params => parsed.params.is_empty(),
+                    InputSource::Files => parsed.files.is_empty(),
+                    InputSource::Headers => header_map.is_empty(),
+                }
+        })
+}
+
 /// Merges `parsed` per `sources`; consumed sources are taken out of `parsed`.
 pub(crate) fn combine(
     sources: &[InputSource],
@@ -72,35 +92,18 @@ pub(crate) fn combine(
     header_map: &HeaderMap,
 ) -> Result<Input, ApiError> {
     // A JSON object body that is the only input is handed over as it is: decoding reads it
-    // straight from its bytes (no values built in between).
-    let body_alone = || {
-        sources.iter().all(|source| match source {
-            InputSource::Body => true,
-            InputSource::Query => parsed.query.is_empty(),
-            InputSource::Params => parsed.params.is_empty(),
-            InputSource::Files => parsed.files.is_empty(),
-            InputSource::Headers => header_map.is_empty(),
-        })
-    };
-    // Only when the method reads the body at all (found by fuzzing: a JSON body used to become
-    // the input of a method whose sources leave the body out).
+    // straight from its bytes (no values built in between). Only when the method reads the
+    // body at all (found by fuzzing: a JSON body used to become the input of a method whose
+    // sources leave the body out).
     if matches!(parsed.body, ParsedBody::JsonObject(_))
-        && sources.contains(&InputSource::Body)
-        && body_alone()
+        && alone(InputSource::Body, sources, parsed, header_map)
         && let ParsedBody::JsonObject(object) = std::mem::take(&mut parsed.body)
     {
         return Ok(Input::from(object));
     }
     // The same for a query that needs no decoding: read in place.
     if parsed.query.as_plain().is_some()
-        && sources.contains(&InputSource::Query)
-        && sources.iter().all(|source| match source {
-            InputSource::Query => true,
-            InputSource::Body => matches!(parsed.body, ParsedBody::Empty),
-            InputSource::Params => parsed.params.is_empty(),
-            InputSource::Files => parsed.files.is_empty(),
-            InputSource::Headers => header_map.is_empty(),
-        })
+        && alone(InputSource::Query, sources, parsed, header_map)
         && let Some(plain) = std::mem::take(&mut parsed.query).into_plain()
     {
         return Ok(Input::from(plain));
