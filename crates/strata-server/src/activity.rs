@@ -31,6 +31,9 @@ pub(crate) struct Activity {
     written: AtomicU64,
     /// The last write to the socket is waiting for the client to read.
     write_blocked: AtomicBool,
+    /// The last flush is waiting for the client to read: behind TLS, the end of a response
+    /// leaves the encryption layer's buffer while flushing, after every write returned.
+    flush_blocked: AtomicBool,
     /// Pieces of response bodies taken by hyper to send.
     body_progress: AtomicU64,
     /// Requests received.
@@ -92,7 +95,8 @@ impl Activity {
         let mut bodies = self.body_progress.load(Ordering::Relaxed);
         let mut requests = self.requests.load(Ordering::Relaxed);
         let mut finished = self.finished.load(Ordering::SeqCst);
-        let (mut stalled_for, mut idle_for) = (Duration::ZERO, Duration::ZERO);
+        let (mut stalled_for, mut idle_for, mut head_for) =
+            (Duration::ZERO, Duration::ZERO, Duration::ZERO);
         loop {
             tokio::time::sleep(tick).await;
             let now_written = self.written.load(Ordering::Relaxed);
@@ -104,7 +108,8 @@ impl Activity {
             let in_flight = self.in_flight.load(Ordering::SeqCst);
             let sending = self.sending.load(Ordering::SeqCst);
             let now_finished = self.finished.load(Ordering::SeqCst);
-            let write_blocked = self.write_blocked.load(Ordering::Relaxed);
+            let write_blocked = self.write_blocked.load(Ordering::Relaxed)
+                || self.flush_blocked.load(Ordering::Relaxed);
             // Stuck: a socket write waits on the client and nothing was written, or a body
             // waits to be sent and hyper took nothing of it (HTTP/2 without window). Pings are
             // writes too, which is why bodies are watched on their own.
@@ -130,12 +135,20 @@ impl Activity {
             } else {
                 Duration::ZERO
             };
+            // Waiting for the next request head also means nothing written since the last look:
+            // the end of a slow download restarts it. (HTTP/1 only: HTTP/2's pings are writes,
+            // so the idle count above cannot ask the same.)
+            head_for = if quiet && now_written == written {
+                head_for + tick
+            } else {
+                Duration::ZERO
+            };
             (written, bodies, requests, finished) =
                 (now_written, now_bodies, now_requests, now_finished);
             if stalled_for >= deadlines.write {
                 return Verdict::Stalled;
             }
-            if idle_for >= deadlines.head && !self.http2.load(Ordering::Relaxed) {
+            if head_for >= deadlines.head && !self.http2.load(Ordering::Relaxed) {
                 return Verdict::HeadTimeout;
             }
             if idle_for >= deadlines.idle {
@@ -146,6 +159,20 @@ impl Activity {
 }
 
 impl Activity {
+    /// A flush waiting on the client counts as a blocked write; when it completes, what it
+    /// sent counts as written. (A plain socket's flush is always ready: nothing changes.)
+    fn flushed(&self, result: &Poll<io::Result<()>>) {
+        match result {
+            Poll::Pending => self.flush_blocked.store(true, Ordering::Relaxed),
+            Poll::Ready(_) => {
+                if self.flush_blocked.load(Ordering::Relaxed) {
+                    self.flush_blocked.store(false, Ordering::Relaxed);
+                    self.written.fetch_add(1, Ordering::Relaxed);
+                }
+            }
+        }
+    }
+
     fn wrote(&self, result: &Poll<io::Result<usize>>) {
         match result {
             Poll::Pending => self.write_blocked.store(true, Ordering::Relaxed),
@@ -249,7 +276,10 @@ impl<IO: AsyncWrite> AsyncWrite for ActivityIo<IO> {
     }
 
     fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        self.project().io.poll_flush(cx)
+        let this = self.project();
+        let result = this.io.poll_flush(cx);
+        this.activity.flushed(&result);
+        result
     }
 
     fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
@@ -394,6 +424,124 @@ impl Body for TrackedBody {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::future::poll_fn;
+
+    /// A socket that takes every write and whose flush waits while `flush_waits` is set, as
+    /// a TLS stream's does while its buffer drains to a client that does not read.
+    struct Socket {
+        flush_waits: Arc<AtomicBool>,
+    }
+
+    impl AsyncRead for Socket {
+        fn poll_read(
+            self: Pin<&mut Self>,
+            _: &mut Context<'_>,
+            _: &mut ReadBuf<'_>,
+        ) -> Poll<io::Result<()>> {
+            Poll::Pending
+        }
+    }
+
+    impl AsyncWrite for Socket {
+        fn poll_write(
+            self: Pin<&mut Self>,
+            _: &mut Context<'_>,
+            data: &[u8],
+        ) -> Poll<io::Result<usize>> {
+            Poll::Ready(Ok(data.len()))
+        }
+
+        fn poll_flush(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<io::Result<()>> {
+            if self.flush_waits.load(Ordering::Relaxed) {
+                Poll::Pending
+            } else {
+                Poll::Ready(Ok(()))
+            }
+        }
+
+        fn poll_shutdown(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<io::Result<()>> {
+            Poll::Ready(Ok(()))
+        }
+    }
+
+    const DEADLINES: Deadlines = Deadlines {
+        idle: Duration::from_secs(60),
+        write: Duration::from_secs(30),
+        head: Duration::from_secs(10),
+    };
+
+    fn socket() -> (Pin<Box<ActivityIo<Socket>>>, Arc<Activity>, Arc<AtomicBool>) {
+        let activity = Arc::new(Activity::default());
+        let flush_waits = Arc::new(AtomicBool::new(false));
+        let io = ActivityIo::new(
+            Socket {
+                flush_waits: Arc::clone(&flush_waits),
+            },
+            Arc::clone(&activity),
+        );
+        (Box::pin(io), activity, flush_waits)
+    }
+
+    async fn flush(io: &mut Pin<Box<ActivityIo<Socket>>>) -> bool {
+        poll_fn(|cx| Poll::Ready(io.as_mut().poll_flush(cx).is_ready())).await
+    }
+
+    async fn write(io: &mut Pin<Box<ActivityIo<Socket>>>) {
+        poll_fn(|cx| io.as_mut().poll_write(cx, b"data"))
+            .await
+            .unwrap();
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_waiting_flush_is_not_a_quiet_connection_but_can_stall() {
+        let (mut io, activity, flush_waits) = socket();
+        write(&mut io).await;
+        flush_waits.store(true, Ordering::Relaxed);
+        assert!(!flush(&mut io).await);
+        let started = tokio::time::Instant::now();
+        // Not cut off at the header-read timeout while the response drains: the write
+        // timeout decides, as for a write waiting on the client.
+        assert_eq!(activity.watch(DEADLINES).await, Verdict::Stalled);
+        assert!(started.elapsed() >= DEADLINES.write);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn the_header_read_timeout_counts_from_the_end_of_a_flush() {
+        let (mut io, activity, flush_waits) = socket();
+        flush_waits.store(true, Ordering::Relaxed);
+        assert!(!flush(&mut io).await);
+        let watcher = tokio::spawn({
+            let activity = Arc::clone(&activity);
+            async move { activity.watch(DEADLINES).await }
+        });
+        tokio::time::sleep(Duration::from_secs(12)).await;
+        assert!(!watcher.is_finished(), "cut off while flushing");
+        flush_waits.store(false, Ordering::Relaxed);
+        let flushed_at = tokio::time::Instant::now();
+        assert!(flush(&mut io).await);
+        assert_eq!(watcher.await.unwrap(), Verdict::HeadTimeout);
+        assert!(flushed_at.elapsed() >= DEADLINES.head);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn the_header_read_timeout_counts_from_the_last_write() {
+        let (mut io, activity, _) = socket();
+        let watcher = tokio::spawn({
+            let activity = Arc::clone(&activity);
+            async move { activity.watch(DEADLINES).await }
+        });
+        // Between two looks of the watcher (every 2.5 s here), as the last piece of a slow
+        // download leaves.
+        tokio::time::sleep(Duration::from_millis(3_700)).await;
+        write(&mut io).await;
+        let written_at = tokio::time::Instant::now();
+        assert_eq!(watcher.await.unwrap(), Verdict::HeadTimeout);
+        assert!(
+            written_at.elapsed() >= DEADLINES.head,
+            "fired {:?} after the last write",
+            written_at.elapsed()
+        );
+    }
 
     #[test]
     fn the_http2_preface_is_recognised_across_reads() {
