@@ -60,6 +60,12 @@ def ratio(run, scenario, key, numerator, denominator):
     return None if a is None or b is None or b == 0 else a / b
 
 
+def across(run, key, numerator, denominator):
+    """Strata's `key` in scenario `numerator` over the same in scenario `denominator`."""
+    a, b = field(run, numerator, "strata", key), field(run, denominator, "strata", key)
+    return None if a is None or b is None or b == 0 else a / b
+
+
 def main():
     if len(sys.argv) < 2:
         sys.exit(__doc__)
@@ -123,21 +129,10 @@ def main():
             print(f"quick start ÷ Strata by req/s, {scenario}: {spread(quick)}")
     hyper_ezapi = [ratio(r, "hello", "rps_median", "hyper", "express-zod-api") for r in runs]
     print(f"hyper ÷ express-zod-api by req/s, hello: {spread(hyper_ezapi)}")
-    routes = [
-        None
-        if (a := field(r, "routes-10k", "strata", "rps_median")) is None
-        or (b := field(r, "hello", "strata", "rps_median")) is None
-        else a / b
-        for r in runs
-    ]
+    # routes-10k against hello: req/s over req/s, CPU per request the other way round.
+    routes = [across(r, "rps_median", "routes-10k", "hello") for r in runs]
     print(f"Strata routes-10k ÷ hello by req/s: {spread(routes)}")
-    routes_cpu = [
-        None
-        if (a := field(r, "hello", "strata", "cpu_us_per_request")) is None
-        or (b := field(r, "routes-10k", "strata", "cpu_us_per_request")) is None
-        else a / b
-        for r in runs
-    ]
+    routes_cpu = [across(r, "cpu_us_per_request", "hello", "routes-10k") for r in runs]
     print(f"Strata routes-10k ÷ hello by CPU/req: {spread(routes_cpu)}")
 
 
