@@ -411,7 +411,7 @@ pub(crate) fn library_client(
 }
 
 /// The configuration, but where to listen: uploads on, covers up to 1 MiB, one file per request.
-pub(crate) fn library_config() -> strata::ServerConfigBuilder {
+pub(crate) fn library_config() -> strata::ConfigBuilder {
     create_config()
         .cors(true)
         .logger(Level::Info, true)

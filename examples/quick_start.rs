@@ -63,7 +63,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     }
     println!(
         "Mode: {:?} ({}=development shows internal error messages to clients)",
-        config.mode(),
+        config.pipeline.mode,
         strata::core::MODE_VARIABLE
     );
     server.run().await;

@@ -98,7 +98,7 @@ pub(crate) fn webhook_routing() -> Routing {
 
 /// The configuration: headers are an input source for POST (the signature), and webhooks are
 /// small.
-pub(crate) fn webhook_config() -> strata::ServerConfigBuilder {
+pub(crate) fn webhook_config() -> strata::ConfigBuilder {
     create_config()
         .cors(false)
         .body_limit(64 * 1024)

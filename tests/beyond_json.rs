@@ -18,7 +18,7 @@ use strata::{LocalAddr, Server, StreamResponse};
 use tokio::net::TcpStream;
 
 /// Starts `routing` on a free loopback port.
-async fn serve(routing: &Routing, config: strata::ServerConfigBuilder) -> (Server, SocketAddr) {
+async fn serve(routing: &Routing, config: strata::ConfigBuilder) -> (Server, SocketAddr) {
     let config = config.listen(SocketAddr::from(([127, 0, 0, 1], 0))).build();
     let server = create_server(&config, routing).await.unwrap();
     let LocalAddr::Tcp(addr) = server.servers()[0].local_addr.clone() else {

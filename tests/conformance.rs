@@ -47,7 +47,7 @@ fn hello_routing() -> Routing {
 }
 
 async fn call(
-    config: &ServerConfig,
+    config: &Config,
     routing: &Routing,
     request: Request<String>,
 ) -> Response<ResponseBody> {

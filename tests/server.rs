@@ -54,7 +54,7 @@ fn loopback() -> std::net::SocketAddr {
     std::net::SocketAddr::from(([127, 0, 0, 1], 0))
 }
 
-fn config() -> strata::ServerConfigBuilder {
+fn config() -> strata::ConfigBuilder {
     create_config().cors(true)
 }
 
@@ -702,7 +702,7 @@ async fn tls_material_from_files_and_https_without_listen() {
     );
 }
 
-fn config_builder_with(https: strata::Https) -> strata::ServerConfig {
+fn config_builder_with(https: strata::Https) -> strata::Config {
     config().listen(loopback()).https_options(https).build()
 }
 

@@ -150,7 +150,7 @@ async fn output_validation_is_500_and_production_hides_it() {
     );
     let outcome = test_endpoint(
         &endpoint,
-        TestArgs::new(signed_in()).config(strata::ConfigBuilder::production),
+        TestArgs::new(signed_in()).config(|c| c.mode = strata::Mode::Production),
     )
     .await;
     assert_eq!(outcome.response.status_code(), 500);
@@ -288,8 +288,8 @@ async fn extensions_locals_query_encoding_and_chained_overrides() {
     );
     // overrides accumulate
     let args = TestArgs::new(TestRequest::get().query("q", "boom").query("tags", "x"))
-        .config(strata::ConfigBuilder::production)
-        .config(|c| c.body_limit(10));
+        .config(|c| c.mode = strata::Mode::Production)
+        .config(|c| c.body_limit = 10);
     let outcome = test_endpoint(&endpoint, args).await;
     assert_eq!(
         outcome.response.json_data().unwrap()["error"]["message"],
@@ -446,7 +446,8 @@ async fn files_are_sent_as_a_multipart_form() {
     let request = TestRequest::post()
         .body(json!({"title": "T", "tags": "a", "count": 1}))
         .file("doc", doc());
-    let args = TestArgs::new(request).config(|c| c.upload(UploadLimits::builder().file_size(2)));
+    let args = TestArgs::new(request)
+        .config(|c| c.uploads = Some(UploadLimits::builder().file_size(2).build()));
     let outcome = test_endpoint(&endpoint, args).await;
     assert_eq!(outcome.response.status_code(), 413);
 }
@@ -485,7 +486,8 @@ async fn a_server_error_logs_its_whole_source_chain() {
         "file",
         strata::UploadedFile::new("a.bin", "application/octet-stream", vec![1, 2, 3]),
     );
-    let args = TestArgs::new(request).config(|config| config.upload(strata::UploadLimits::new()));
+    let args =
+        TestArgs::new(request).config(|config| config.uploads = Some(strata::UploadLimits::new()));
     let outcome = test_endpoint(&endpoint, args).await;
     assert_eq!(outcome.response.status_code(), 500);
     let errors = outcome.logger.logs().error;

@@ -147,7 +147,7 @@ fn users_routing() -> Routing {
 }
 
 /// The config of the shapes: GET reads headers too.
-fn headers_config() -> strata::ServerConfig {
+fn headers_config() -> strata::Config {
     create_config()
         .cors(true)
         .input_sources(

@@ -1,4 +1,4 @@
-//! The JSON body check: `strata_core::JsonObject::new`, and the `Input` it becomes.
+//! The JSON body check: `strata_input::JsonObject::new`, and the `Input` it becomes.
 //!
 //! Input: the body bytes, as they arrive.
 //!
@@ -23,7 +23,7 @@ use libfuzzer_sys::fuzz_target;
 use serde::Deserialize;
 use serde::de::{DeserializeSeed, MapAccess, SeqAccess, Visitor};
 use serde_json::{Map, Value};
-use strata_core::{Input, InputValue, JsonObject, JsonObjectError};
+use strata_input::{Input, InputValue, JsonObject, JsonObjectError};
 
 /// Whether any object in a JSON value repeats a key: the reference for the fast-path decision.
 struct Repeats;

@@ -35,7 +35,8 @@ use bytes::Bytes;
 use http_body::{Body, Frame};
 use libfuzzer_sys::arbitrary::{self, Arbitrary, Unstructured};
 use libfuzzer_sys::fuzz_target;
-use strata_core::{ApiError, ErrorKind, TextValue};
+use strata_core::{ApiError, ErrorKind};
+use strata_input::TextValue;
 use strata_upload::{
     Multipart, MultipartForm, UploadLimits, UploadedFile, boundary, read_multipart,
 };

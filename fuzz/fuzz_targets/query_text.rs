@@ -1,4 +1,4 @@
-//! Query strings and urlencoded form bodies: `strata_core::text::{percent_decode,
+//! Query strings and urlencoded form bodies: `strata_input::text::{percent_decode,
 //! parse_urlencoded}`.
 //!
 //! Input: byte 0 chooses `plus_as_space` (bit 0) and the error offset base (bits 1..); byte 1
@@ -23,8 +23,8 @@ use std::borrow::Cow;
 use std::collections::{HashMap, HashSet};
 
 use libfuzzer_sys::fuzz_target;
-use strata_core::TextValue;
-use strata_core::text::{DecodeTextError, PlainQuery, parse_urlencoded, percent_decode};
+use strata_input::TextValue;
+use strata_input::text::{DecodeTextError, PlainQuery, parse_urlencoded, percent_decode};
 
 fn hex_digit(b: u8) -> Option<u8> {
     (b as char).to_digit(16).map(|d| d as u8)

@@ -1,6 +1,4 @@
-use std::sync::Arc;
-
-use strata_core::{Config, InputSources};
+use strata_input::InputSources;
 use tower_layer::Layer;
 
 use crate::service::CombineService;
@@ -8,7 +6,7 @@ use crate::service::CombineService;
 /// Applies [`CombineService`]: merges the input sources of each request.
 #[derive(Debug, Clone, Default)]
 pub struct CombineLayer {
-    sources: Arc<InputSources>,
+    sources: InputSources,
 }
 
 impl CombineLayer {
@@ -17,19 +15,10 @@ impl CombineLayer {
         Self::default()
     }
 
-    /// A layer with the given sources.
+    /// A layer with the given sources (a clone of [`InputSources`] shares its table: every
+    /// endpoint of a routing holds the same one).
     pub fn with_sources(sources: InputSources) -> Self {
-        Self {
-            sources: Arc::new(sources),
-        }
-    }
-
-    /// A layer with the sources of `config` (shared with it, not copied: every endpoint of a
-    /// routing holds the same ones).
-    pub fn from_config(config: &Config) -> Self {
-        Self {
-            sources: Arc::clone(config.shared_input_sources()),
-        }
+        Self { sources }
     }
 }
 
@@ -37,6 +26,6 @@ impl<S> Layer<S> for CombineLayer {
     type Service = CombineService<S>;
 
     fn layer(&self, inner: S) -> Self::Service {
-        CombineService::from_sources(inner, Arc::clone(&self.sources))
+        CombineService::from_sources(inner, self.sources.clone())
     }
 }

@@ -2,7 +2,7 @@
 //!
 //! [`CombineLayer`] turns `Request<Parsed>` into `Request<Staged<HNil>>`: the sources configured
 //! for the request's method (spec table 2.2, or the config's `input_sources`) are merged into
-//! one [`Input`](strata_core::Input), later sources overwriting earlier ones key by key.
+//! one [`Input`](strata_input::Input), later sources overwriting earlier ones key by key.
 //!
 //! | method | default sources, in merge order |
 //! |---|---|
@@ -18,7 +18,8 @@
 //!
 //! ```
 //! use http::Request;
-//! use strata_core::{ApiError, HNil, Parsed, PathParams, Staged, TextValue};
+//! use strata_core::{ApiError, HNil, PathParams};
+//! use strata_input::{Parsed, Staged, TextValue};
 //! use strata_combine::CombineLayer;
 //! use tower::{ServiceBuilder, ServiceExt, service_fn};
 //!

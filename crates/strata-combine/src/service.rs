@@ -1,10 +1,9 @@
-use std::sync::Arc;
 use std::task::{Context, Poll};
 
 use http::{HeaderMap, Request};
-use strata_core::{
-    ApiError, ErrorKind, HNil, Input, InputSource, InputSources, InputValue, Parsed, ParsedBody,
-    Staged, TextValue,
+use strata_core::{ApiError, ErrorKind, HNil};
+use strata_input::{
+    Input, InputSource, InputSources, InputValue, Parsed, ParsedBody, Staged, TextValue,
 };
 use tower_service::Service;
 
@@ -17,16 +16,16 @@ use crate::layer::CombineLayer;
 #[derive(Debug, Clone)]
 pub struct CombineService<S> {
     inner: S,
-    sources: Arc<InputSources>,
+    sources: InputSources,
 }
 
 impl<S> CombineService<S> {
     /// Wraps `inner` with the default sources.
     pub fn new(inner: S) -> Self {
-        Self::from_sources(inner, Arc::default())
+        Self::from_sources(inner, InputSources::default())
     }
 
-    pub(crate) fn from_sources(inner: S, sources: Arc<InputSources>) -> Self {
+    pub(crate) fn from_sources(inner: S, sources: InputSources) -> Self {
         Self { inner, sources }
     }
 
@@ -124,7 +123,7 @@ pub(crate) fn combine(
                 ),
                 ParsedBody::Form(pairs) => input.merge(text(pairs)),
                 ParsedBody::Raw(body) => input.merge([(
-                    strata_core::raw::RAW_FIELD.to_owned(),
+                    strata_input::raw::RAW_FIELD.to_owned(),
                     InputValue::Files(vec![body]),
                 )]),
                 _ => {}

@@ -1,8 +1,9 @@
 use http::{Method, Request};
 use serde_json::json;
-use strata_core::{
-    ApiError, HNil, Input, InputSource, InputSources, InputValue, JsonObject, Parsed, ParsedBody,
-    PathParams, Staged, TextValue, UploadedFile,
+use strata_core::{ApiError, HNil, PathParams};
+use strata_input::{
+    Input, InputSource, InputSources, InputValue, JsonObject, Parsed, ParsedBody, Staged,
+    TextValue, UploadedFile,
 };
 use tower::{ServiceExt, service_fn};
 
@@ -218,7 +219,7 @@ async fn a_json_body_alone_is_handed_over_as_bytes() {
 #[tokio::test]
 async fn a_plain_query_alone_or_with_params_merges_the_same() {
     let uri: http::Uri = "/x?id=q&q=1".parse().unwrap();
-    let plain = strata_core::text::PlainQuery::check(&uri, 100)
+    let plain = strata_input::text::PlainQuery::check(&uri, 100)
         .unwrap()
         .unwrap();
     let alone = Parsed {

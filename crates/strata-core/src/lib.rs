@@ -1,55 +1,44 @@
 //! The shared vocabulary of the Strata pipeline.
 //!
-//! Every stage crate depends on this one and on nothing else of Strata. It defines:
+//! Every Strata crate depends on this one. It defines what they all speak of, and nothing that
+//! only one stage or routing needs:
 //!
 //! - [`ApiError`] and [`http_error!`]: every failure, as a value with a status;
-//! - [`Input`], [`InputValue`], [`InputSource`]: the merged input object and where it comes from,
-//!   deserializable leniently (text) and strictly (JSON) through [`Decoder`];
-//! - the payload types that travel between stages ([`Parsed`], [`Staged`], [`Validated`],
-//!   [`Output`]) and the extension routing uses to hand over path parameters ([`PathParams`]);
-//! - the typed context ([`ctx`], [`Ctx!`]);
-//! - [`Logger`], [`Config`], the body types, and [`Endpoint`], the seam to routing.
+//! - the payloads that leave the pipeline's input half ([`Validated`], [`Output`]) and the
+//!   extension routing hands path parameters over in ([`PathParams`]);
+//! - the typed context ([`ctx`], [`Ctx!`]) and the request's [`Logger`];
+//! - the body types, [`Mode`], and the `QUERY` method;
+//! - [`ResultHandler`], the default envelope ([`DefaultResultHandler`]) and [`ErrorHandler`];
+//! - descriptions for API documents ([`describe`]).
+//!
+//! The merged input and its decoding live in `strata-input` and `strata-validate`, the
+//! type-erased endpoint and the settings in `strata-routing`.
 
 pub mod body;
-pub mod budget;
-pub mod config;
 pub mod ctx;
-mod de;
-mod decode;
-pub mod endpoint;
+pub mod describe;
 mod error;
-mod explain;
 pub mod future;
-pub mod input;
 pub mod logger;
+mod method;
+mod mode;
 pub mod payload;
-pub mod raw;
 mod result_handler;
-pub mod text;
-pub mod upload;
 
 pub use body::{IncomingBody, RequestBody, ResponseBody};
-pub use budget::{BodyBudget, BodyReservation, DEFAULT_BODY_BUDGET};
-pub use config::{
-    Config, ConfigBuilder, Cors, CorsFn, CorsFuture, CorsRequest, InputSources, MODE_VARIABLE,
-    MethodLikeRouteBehavior, Mode, WrongMethodBehavior, is_query, query_method,
-};
 pub use ctx::{Get, HCons, HNil};
-pub use de::DeError;
-pub use decode::{Decoder, not_null};
-pub use endpoint::{
-    AnyBody, DeclaredError, Endpoint, EndpointFuture, EndpointId, EndpointMeta, EndpointService,
-    MiddlewareInput, PositiveFn, ResponseDescription, ResponseHeader, SchemaFn, Security,
-    SharedService,
+pub use describe::{
+    DeclaredError, MiddlewareInput, PositiveFn, ResponseDescription, ResponseHeader, SchemaFn,
+    Security,
 };
 pub use error::{ApiError, ApiResult, BodyTimeout, BoxError, ErrorKind};
-pub use input::{Input, InputSource, InputValue, JsonObject, JsonObjectError, TextValue};
 pub use logger::{Fields, Level, LogSink, Logger, Record};
-pub use payload::{
-    Output, Parsed, ParsedBody, PathParams, Query, RequestInfo, Staged, StreamFailure, Validated,
+pub use method::{is_query, query_method};
+pub use mode::{MODE_VARIABLE, Mode};
+pub use payload::{Output, PathParams, RequestInfo, StreamFailure, Validated};
+pub use result_handler::{
+    DefaultResultHandler, ErrorHandler, ResultHandler, error_response, json_response,
 };
-pub use result_handler::{ErrorHandler, ResultHandler};
-pub use upload::{UploadLimits, UploadLimitsBuilder, UploadedFile};
 
 /// Writes a layer's service accessors, `get_ref`, `get_mut` and `into_inner`, for a struct
 /// whose inner service is the field `inner` of type `S` (as tower-http's services have them).

@@ -9,7 +9,7 @@ use garde::Validate;
 use schemars::JsonSchema;
 use serde::Serialize;
 use serde_json::Value;
-use strata_core::Decoder;
+use strata_validate::Decoder;
 use tokio::sync::mpsc;
 
 use crate::stream::Message;

@@ -1,4 +1,4 @@
-use strata_core::{Config, Mode};
+use strata_core::Mode;
 use tower_layer::Layer;
 
 use crate::service::FormatService;
@@ -18,11 +18,6 @@ impl<R> FormatLayer<R> {
             result_handler,
             mode: Mode::Production,
         }
-    }
-
-    /// A layer with the mode of `config`.
-    pub fn from_config(result_handler: R, config: &Config) -> Self {
-        Self::new(result_handler).mode(config.mode())
     }
 
     /// Sets development or production mode.

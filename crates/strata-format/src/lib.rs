@@ -49,15 +49,14 @@
 
 mod future;
 mod layer;
-mod result_handler;
 mod service;
 
 pub use future::ResponseFuture;
 pub use layer::FormatLayer;
-pub use result_handler::{DefaultResultHandler, error_response, json_response};
 pub use service::FormatService;
-/// Defined in `strata-core` (the configuration keeps one for errors outside endpoints).
-pub use strata_core::ResultHandler;
+/// Defined in `strata-core`, with the default envelope: routing and the server answer their
+/// own errors with them without depending on this stage.
+pub use strata_core::{DefaultResultHandler, ResultHandler, error_response, json_response};
 
 #[cfg(test)]
 mod tests;

@@ -12,7 +12,8 @@ use garde::Validate;
 use http::Request;
 use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
-use strata_core::{ApiError, HCons, HNil, Staged};
+use strata_core::{ApiError, HCons, HNil};
+use strata_input::Staged;
 use tower_service::Service;
 
 use crate::middleware::{Middleware, MiddlewareHandler};

@@ -5,7 +5,8 @@ use std::task::{Context, Poll, ready};
 use http::Request;
 use http::request::Parts;
 use pin_project_lite::pin_project;
-use strata_core::{ApiError, HCons, Staged};
+use strata_core::{ApiError, HCons};
+use strata_input::Staged;
 use tower_service::Service;
 
 pin_project! {

@@ -4,9 +4,8 @@ use std::future::Future;
 use http::StatusCode;
 use http::request::Parts;
 use schemars::JsonSchema;
-use strata_core::{
-    ApiError, DeclaredError, Decoder, Logger, MiddlewareInput, RequestInfo, Security,
-};
+use strata_core::{ApiError, DeclaredError, Logger, MiddlewareInput, RequestInfo, Security};
+use strata_validate::Decoder;
 
 /// The function of a middleware, for a context type `C`.
 ///
@@ -127,7 +126,7 @@ impl<I, F> Middleware<I, Owned<F>> {
     /// request (method, URI, headers) and logger, so its `async move` block can read them:
     ///
     /// ```
-    /// use strata_core::{ApiError, RequestInfo, Logger, http_error};
+    /// use strata_core::{ApiError, Logger, RequestInfo, http_error};
     /// use strata_middleware::Middleware;
     ///
     /// struct User(String);

@@ -6,7 +6,8 @@ use garde::Validate;
 use http::Request;
 use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
-use strata_core::{ApiError, HCons, Logger, Staged};
+use strata_core::{ApiError, HCons, Logger};
+use strata_input::Staged;
 use tower_service::Service;
 
 use crate::future::ResponseFuture;

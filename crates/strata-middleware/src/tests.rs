@@ -5,7 +5,8 @@ use garde::Validate;
 use http::Request;
 use schemars::JsonSchema;
 use serde::Deserialize;
-use strata_core::{ApiError, Get, HCons, HNil, Input, Staged, http_error};
+use strata_core::{ApiError, Get, HCons, HNil, http_error};
+use strata_input::{Input, Staged};
 use tower::{ServiceBuilder, ServiceExt, service_fn};
 
 use crate::{Middleware, MiddlewareLayer};

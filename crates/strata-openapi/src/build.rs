@@ -5,12 +5,12 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use http::{Method, StatusCode};
 use schemars::Schema;
 use serde_json::Value;
-use strata_core::raw::{RAW_FIELD, RAW_MARKER};
-use strata_core::{
-    Config, DeclaredError, EndpointMeta, InputSource, ResponseDescription, ResponseHeader, Security,
-};
-use strata_format::{DefaultResultHandler, ResultHandler};
-use strata_routing::{RouteInfo, Router, Routing};
+use strata_core::{DeclaredError, ResponseDescription, ResponseHeader, Security};
+use strata_core::{DefaultResultHandler, ResultHandler};
+use strata_input::InputSource;
+use strata_input::raw::{RAW_FIELD, RAW_MARKER};
+use strata_routing::EndpointMeta;
+use strata_routing::{PipelineSettings, RouteInfo, Router, RouterSettings, Routing, RoutingConfig};
 
 use crate::document::{
     Components, Header, Info, MediaType, OPENAPI_VERSION, OpenApi, Operation, Parameter,
@@ -25,9 +25,8 @@ use crate::schemas::{
 /// configuration serves it.
 ///
 /// ```no_run
-/// # use strata_core::Config;
 /// use strata_openapi::Documentation;
-/// # fn demo(routing: strata_routing::Routing, config: Config) -> Result<(), Box<dyn std::error::Error>> {
+/// # fn demo(routing: strata_routing::Routing, config: strata_routing::RoutingConfig) -> Result<(), Box<dyn std::error::Error>> {
 /// let doc = Documentation::new(&routing, &config)
 ///     .title("Example API")
 ///     .version("1.2.0")
@@ -40,7 +39,7 @@ use crate::schemas::{
 #[derive(Debug)]
 pub struct Documentation<'a> {
     routing: &'a Routing,
-    config: &'a Config,
+    config: RoutingConfig,
     title: String,
     version: String,
     description: Option<String>,
@@ -50,11 +49,19 @@ pub struct Documentation<'a> {
 
 impl<'a> Documentation<'a> {
     /// Describes `routing` as served with `config` (its input sources per method, uploads, the
-    /// routing behaviours).
-    pub fn new(routing: &'a Routing, config: &'a Config) -> Self {
+    /// routing behaviours): a server's configuration, or a [`RoutingConfig`].
+    pub fn new<C>(routing: &'a Routing, config: &C) -> Self
+    where
+        C: AsRef<RouterSettings> + AsRef<PipelineSettings>,
+    {
+        let router: &RouterSettings = config.as_ref();
+        let pipeline: &PipelineSettings = config.as_ref();
         Self {
             routing,
-            config,
+            config: RoutingConfig {
+                router: router.clone(),
+                pipeline: pipeline.clone(),
+            },
             title: "API".to_owned(),
             version: "0.1.0".to_owned(),
             description: None,
@@ -100,7 +107,7 @@ impl<'a> Documentation<'a> {
 
     /// Builds the document.
     pub fn build(self) -> Result<OpenApi, DocumentationError> {
-        let router = Router::new(self.routing, self.config)?;
+        let router = Router::new(self.routing, &self.config)?;
         let mut generators = Generators::new();
         let mut paths: BTreeMap<String, PathItem> = BTreeMap::new();
         let mut security_schemes = BTreeMap::new();
@@ -115,7 +122,7 @@ impl<'a> Documentation<'a> {
             if meta.undocumented || strata_core::is_query(route.method()) {
                 continue;
             }
-            let described = Described::new(route, self.config, &mut generators)?;
+            let described = Described::new(route, &self.config, &mut generators)?;
             let operation = described.operation(&mut generators, &mut security_schemes);
             tags.extend(meta.tag.clone());
             let path = openapi_path(route.path());
@@ -459,7 +466,7 @@ impl BodyMedia {
 impl<'r> Described<'r> {
     fn new(
         route: RouteInfo<'r>,
-        config: &Config,
+        config: &RoutingConfig,
         generators: &mut Generators,
     ) -> Result<Self, DocumentationError> {
         let meta = route.endpoint().meta();
@@ -475,7 +482,7 @@ impl<'r> Described<'r> {
                 });
             }
         }
-        let sources = config.input_sources().for_method(method);
+        let sources = config.pipeline.input_sources.for_method(method);
         let has = |source| sources.contains(&source);
         let header_credentials: Vec<&str> = meta
             .security
@@ -502,7 +509,7 @@ impl<'r> Described<'r> {
             .map(|(name, _, _)| name.clone())
             .collect();
         let files = has(InputSource::Files) && !file_fields.is_empty();
-        if files && config.upload().is_none() {
+        if files && config.pipeline.uploads.is_none() {
             return Err(DocumentationError::UploadsDisabled {
                 method: method.clone(),
                 path: route.path().to_owned(),
@@ -912,8 +919,8 @@ impl<'r> Described<'r> {
 }
 
 /// What the router answers its own errors with.
-fn router_negative(config: &Config) -> Vec<ResponseDescription> {
-    config.error_handler().map_or_else(
+fn router_negative(config: &RoutingConfig) -> Vec<ResponseDescription> {
+    config.router.error_handler.as_ref().map_or_else(
         || DefaultResultHandler.negative(),
         strata_core::ErrorHandler::negative,
     )

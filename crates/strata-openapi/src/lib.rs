@@ -32,7 +32,7 @@
 //!
 //! ```
 //! use http::Method;
-//! use strata_core::{Config, Endpoint, EndpointMeta};
+//! use strata_routing::{Endpoint, EndpointMeta};
 //! use strata_openapi::{Documentation, openapi_endpoint};
 //! use strata_routing::routing;
 //!
@@ -44,7 +44,7 @@
 //! #     })))
 //! # };
 //! let api = routing! { "v1" => { "hello" => endpoint() } };
-//! let config = Config::builder().cors(true).build();
+//! let config = strata_routing::RoutingConfig::new(true);
 //! let doc = Documentation::new(&api, &config)
 //!     .title("Example API")
 //!     .version("1.2.0")

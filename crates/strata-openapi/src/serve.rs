@@ -6,7 +6,8 @@ use std::fmt::Write as _;
 use bytes::Bytes;
 use http::header::{CACHE_CONTROL, CONTENT_TYPE};
 use http::{HeaderValue, Method, Response};
-use strata_core::{Endpoint, EndpointMeta, ResponseBody};
+use strata_core::ResponseBody;
+use strata_routing::{Endpoint, EndpointMeta};
 use tower::util::BoxCloneSyncService;
 
 use crate::document::OpenApi;

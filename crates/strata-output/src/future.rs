@@ -6,7 +6,8 @@ use garde::Validate;
 use pin_project_lite::pin_project;
 use schemars::JsonSchema;
 use serde::Serialize;
-use strata_core::{ApiError, Decoder, ErrorKind, Output};
+use strata_core::{ApiError, ErrorKind, Output};
+use strata_validate::Decoder;
 
 use crate::reply::HandlerOutput;
 

@@ -1,6 +1,6 @@
 use std::fmt;
 
-use strata_core::Decoder;
+use strata_validate::Decoder;
 use tower_layer::Layer;
 
 use crate::service::OutputService;

@@ -4,7 +4,8 @@ use std::task::{Context, Poll};
 use garde::Validate;
 use schemars::JsonSchema;
 use serde::Serialize;
-use strata_core::{ApiError, Decoder, Output};
+use strata_core::{ApiError, Output};
+use strata_validate::Decoder;
 use tower_service::Service;
 
 use crate::future::ResponseFuture;

@@ -7,12 +7,11 @@ use http::request::Parts;
 use http::{Request, StatusCode};
 use http_body::Body;
 use pin_project_lite::pin_project;
-use strata_core::{
-    ApiError, BodyReservation, BoxError, ErrorKind, Parsed, ParsedBody, PathParams, Query,
-    UploadedFile,
-};
+use strata_core::{ApiError, BoxError, ErrorKind, PathParams};
+use strata_input::{Parsed, ParsedBody, Query, UploadedFile};
 use tower_service::Service;
 
+use crate::budget::BodyReservation;
 use crate::service::{BodyKind, parse_body, too_large};
 
 /// An error of the body itself: a server's body deadline is a 408; a limit applied by an outer

@@ -1,19 +1,25 @@
 use std::sync::Arc;
 
-use strata_core::config::{DEFAULT_BODY_LIMIT, DEFAULT_MAX_FIELDS};
-use strata_core::{BodyBudget, Config, InputSources, UploadLimits};
+use strata_input::InputSources;
+use strata_upload::UploadLimits;
 use tower_layer::Layer;
 
+use crate::budget::BodyBudget;
 use crate::service::ParseService;
+
+/// The default body limit: 1 MiB.
+pub const DEFAULT_BODY_LIMIT: usize = 1024 * 1024;
+/// The default limit of parameters in a query string or form body.
+pub const DEFAULT_MAX_FIELDS: usize = 1000;
 
 #[derive(Debug, Clone)]
 pub(crate) struct Options {
     pub(crate) body_limit: usize,
     pub(crate) max_fields: usize,
-    pub(crate) input_sources: Arc<InputSources>,
+    pub(crate) input_sources: InputSources,
     pub(crate) upload: Option<UploadLimits>,
-    /// Shared by every service built from one config; `None`: no global budget.
-    pub(crate) budget: Option<Arc<BodyBudget>>,
+    /// Shared by every service given the same budget; `None`: no global budget.
+    pub(crate) budget: Option<BodyBudget>,
     /// Bodies of any content type are kept as bytes (`ParsedBody::Raw`), not parsed.
     pub(crate) raw_body: bool,
 }
@@ -37,7 +43,7 @@ impl ParseLayer {
             options: Arc::new(Options {
                 body_limit: DEFAULT_BODY_LIMIT,
                 max_fields: DEFAULT_MAX_FIELDS,
-                input_sources: Arc::default(),
+                input_sources: InputSources::default(),
                 upload: None,
                 budget: None,
                 raw_body: false,
@@ -45,23 +51,9 @@ impl ParseLayer {
         }
     }
 
-    /// A layer with the limits and input sources of `config`.
-    pub fn from_config(config: &Config) -> Self {
-        Self {
-            options: Arc::new(Options {
-                body_limit: config.body_limit(),
-                max_fields: config.max_fields(),
-                input_sources: Arc::clone(config.shared_input_sources()),
-                upload: config.upload().cloned(),
-                budget: Some(Arc::clone(config.body_budget())),
-                raw_body: false,
-            }),
-        }
-    }
-
     /// Keeps bodies of any content type as their bytes (`ParsedBody::Raw`, which the combine
     /// stage puts under the input field `raw`) instead of parsing JSON, forms or multipart:
-    /// for endpoints whose input has a [`RawBody`](strata_core::raw::RawBody). The body limit
+    /// for endpoints whose input has a [`RawBody`](strata_input::RawBody). The body limit
     /// still applies (413).
     #[must_use]
     pub fn raw_body(mut self, raw: bool) -> Self {
@@ -73,7 +65,7 @@ impl ParseLayer {
     /// given the same budget): a request that would go over it gets a 503 before its body is
     /// read.
     #[must_use]
-    pub fn body_budget(mut self, budget: Arc<BodyBudget>) -> Self {
+    pub fn body_budget(mut self, budget: BodyBudget) -> Self {
         Arc::make_mut(&mut self.options).budget = Some(budget);
         self
     }
@@ -95,7 +87,7 @@ impl ParseLayer {
     /// Sets the input sources; the body is read only for methods that use it.
     #[must_use]
     pub fn input_sources(mut self, sources: InputSources) -> Self {
-        Arc::make_mut(&mut self.options).input_sources = Arc::new(sources);
+        Arc::make_mut(&mut self.options).input_sources = sources;
         self
     }
 

@@ -4,17 +4,17 @@
 //! become lists, strict UTF-8 percent-decoding), the path parameters routing put into the
 //! extensions ([`PathParams`](strata_core::PathParams)), and the body when the method reads one
 //! (per the configured input sources): JSON (`application/json`, `*/*+json`; checked to be one
-//! object and kept as bytes, [`JsonObject`](strata_core::JsonObject)), urlencoded forms,
+//! object and kept as bytes, [`JsonObject`](strata_input::JsonObject)), urlencoded forms,
 //! and, when uploads are on ([`ParseLayer::upload`]), `multipart/form-data`, read as it streams
 //! by [`strata_upload`]: its text parts become a form body, its files
-//! [`Parsed::files`](strata_core::Parsed::files). Failures are
+//! [`Parsed::files`](strata_input::Parsed::files). Failures are
 //! [`ApiError`](strata_core::ApiError)s:
 //!
 //! | problem | status |
 //! |---|---|
 //! | body over the limit (default 1 MiB), checked before and while reading | 413 |
 //! | body with a content type that cannot be read (multipart while uploads are off) | 415 |
-//! | a file, a field, their count or a multipart body over its [upload limit](strata_core::UploadLimits) | 413 |
+//! | a file, a field, their count or a multipart body over its [upload limit](strata_upload::UploadLimits) | 413 |
 //! | malformed multipart (no boundary, truncated, bad part headers) | 400 |
 //! | malformed JSON (with line and column), JSON that is not an object | 400 |
 //! | bad percent-encoding or invalid UTF-8 in the query or a form | 400 |
@@ -27,7 +27,8 @@
 //!
 //! ```
 //! use http::Request;
-//! use strata_core::{ApiError, Parsed, ParsedBody, TextValue};
+//! use strata_core::ApiError;
+//! use strata_input::{Parsed, ParsedBody, TextValue};
 //! use strata_parse::ParseLayer;
 //! use tower::{ServiceBuilder, ServiceExt, service_fn};
 //!
@@ -57,12 +58,14 @@
 //! # }
 //! ```
 
+mod budget;
 mod future;
 mod layer;
 mod service;
 
+pub use budget::{BodyBudget, BodyReservation, DEFAULT_BODY_BUDGET};
 pub use future::ResponseFuture;
-pub use layer::ParseLayer;
+pub use layer::{DEFAULT_BODY_LIMIT, DEFAULT_MAX_FIELDS, ParseLayer};
 pub use service::ParseService;
 
 #[cfg(test)]

@@ -5,11 +5,9 @@ use http::header::{CONTENT_LENGTH, CONTENT_TYPE};
 use http::request::Parts;
 use http::{HeaderMap, HeaderValue, Request, StatusCode};
 use http_body::Body;
-use strata_core::text::{DecodeTextError, PlainQuery, parse_urlencoded};
-use strata_core::{
-    ApiError, BodyBudget, BoxError, ErrorKind, InputSource, JsonObject, Parsed, ParsedBody,
-    PathParams, Query, UploadedFile,
-};
+use strata_core::{ApiError, BoxError, ErrorKind, PathParams};
+use strata_input::text::{DecodeTextError, PlainQuery, parse_urlencoded};
+use strata_input::{InputSource, JsonObject, Parsed, ParsedBody, Query, UploadedFile};
 use tower_service::Service;
 
 use crate::future::{Pending, ResponseFuture};
@@ -264,7 +262,7 @@ where
             Some(budget) => {
                 match budget.try_reserve(usize::try_from(expected).unwrap_or(usize::MAX)) {
                     Some(reservation) => Some(reservation),
-                    None => return ResponseFuture::error(BodyBudget::exhausted()),
+                    None => return ResponseFuture::error(crate::BodyBudget::exhausted()),
                 }
             }
         };

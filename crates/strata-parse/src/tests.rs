@@ -7,10 +7,9 @@ use std::task::{Context, Poll};
 use bytes::Bytes;
 use http::{Method, Request};
 use http_body::{Body, Frame};
-use strata_core::text::parse_urlencoded;
-use strata_core::{
-    ApiError, ErrorKind, InputSource, InputSources, Parsed, ParsedBody, PathParams, TextValue,
-};
+use strata_core::{ApiError, ErrorKind, PathParams};
+use strata_input::text::parse_urlencoded;
+use strata_input::{InputSource, InputSources, Parsed, ParsedBody, TextValue};
 use strata_upload::{MultipartForm, UploadLimits, UploadedFile};
 use tower::{ServiceExt, service_fn};
 

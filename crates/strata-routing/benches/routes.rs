@@ -10,8 +10,8 @@ use std::pin::pin;
 use std::task::{Context, Poll, Waker};
 
 use http::{Request, Response};
-use strata_core::{Config, Endpoint, EndpointMeta, ResponseBody};
-use strata_routing::{Router, Routing};
+use strata_core::ResponseBody;
+use strata_routing::{Endpoint, EndpointMeta, Router, Routing, RoutingConfig};
 use tower::util::BoxCloneSyncService;
 use tower_service::Service;
 
@@ -43,8 +43,8 @@ fn tree(n: usize) -> Routing {
     Routing::new().route("v1", v1)
 }
 
-fn config() -> Config {
-    Config::builder().cors(true).build()
+fn config() -> RoutingConfig {
+    RoutingConfig::new(true)
 }
 
 fn answer(router: &mut Router, uri: &str) -> u16 {

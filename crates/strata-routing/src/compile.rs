@@ -3,10 +3,10 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
+use crate::endpoint::{Endpoint, EndpointId, SharedService};
+use crate::settings::{Cors, MethodLikeRouteBehavior, PipelineSettings, RouterSettings};
 use http::{HeaderMap, HeaderValue, Method};
-use strata_core::{
-    Config, Cors, Endpoint, EndpointId, MethodLikeRouteBehavior, is_query, query_method,
-};
+use strata_core::{is_query, query_method};
 
 use crate::error::RoutingError;
 use crate::statics::StaticService;
@@ -242,7 +242,7 @@ impl Flattener {
 /// What a path answers to one method.
 #[derive(Clone)]
 pub(crate) struct Target {
-    pub(crate) service: strata_core::SharedService,
+    pub(crate) service: SharedService,
     /// Parameter names in path order (the trie knows them by position).
     pub(crate) params: Arc<[Arc<str>]>,
     pub(crate) endpoint: Option<Endpoint>,
@@ -316,12 +316,19 @@ pub(crate) struct Compiled {
     pub(crate) mounts: Vec<(String, ServeStatic)>,
 }
 
-pub(crate) fn compile(routing: &Routing, config: &Config) -> Result<Compiled, RoutingError> {
-    let cors = config.cors().ok_or(RoutingError::CorsNotConfigured)?;
+pub(crate) fn compile(
+    routing: &Routing,
+    router: &RouterSettings,
+    pipeline: &PipelineSettings,
+) -> Result<Compiled, RoutingError> {
+    let cors = router
+        .cors
+        .as_ref()
+        .ok_or(RoutingError::CorsNotConfigured)?;
     let custom_cors = matches!(cors, Cors::Custom(_));
     let cors = cors.is_enabled();
     let mut flattener = Flattener {
-        behavior: config.method_like_route_behavior(),
+        behavior: router.method_like_route_behavior,
         routes: Vec::new(),
         statics: Vec::new(),
     };
@@ -333,7 +340,7 @@ pub(crate) fn compile(routing: &Routing, config: &Config) -> Result<Compiled, Ro
     // The trie's patterns, shown to users as routes.
     let mut displays: HashMap<String, String> = HashMap::new();
     // One service per endpoint, however many paths it is mounted at.
-    let mut services: HashMap<EndpointId, strata_core::SharedService> = HashMap::new();
+    let mut services: HashMap<EndpointId, SharedService> = HashMap::new();
     for route in flattener.routes {
         let path = display(&route.segments);
         let pattern = shape(&route.segments);
@@ -347,7 +354,7 @@ pub(crate) fn compile(routing: &Routing, config: &Config) -> Result<Compiled, Ro
             .collect();
         let service = services
             .entry(route.endpoint.id())
-            .or_insert_with(|| route.endpoint.shared_service(config))
+            .or_insert_with(|| route.endpoint.shared_service(pipeline))
             .clone();
         let target = Target {
             service,
@@ -393,7 +400,7 @@ pub(crate) fn compile(routing: &Routing, config: &Config) -> Result<Compiled, Ro
     }
     let mounts = add_statics(
         flattener.statics,
-        config.error_handler(),
+        router.error_handler.as_ref(),
         custom_cors,
         &mut trie,
         &mut tables,

@@ -6,7 +6,7 @@
 //!   and headers, `Content-Length` of the body GET would send, no body).
 //! - Unknown path: 404 `Can not <METHOD> <path>`. Known path, other method: 405 with `Allow`
 //!   (or 404 with `WrongMethodBehavior::NotFound`), message `<METHOD> is not allowed`. These
-//!   errors use the config's error handler (`ConfigBuilder::error_handler`), or the default
+//!   errors use the router's error handler ([`RouterSettings::error_handler`]), or the default
 //!   envelope.
 //! - A trailing slash matches the same route; matching is case-sensitive; path parameters are
 //!   percent-decoded (a malformed escape is a 400).
@@ -23,8 +23,7 @@
 //!
 //! ```
 //! use http::Request;
-//! use strata_core::{Config, Endpoint, EndpointMeta};
-//! use strata_routing::{Router, routing};
+//! use strata_routing::{Endpoint, EndpointMeta, Router, RoutingConfig, routing};
 //! use tower::ServiceExt;
 //!
 //! # #[tokio::main(flavor = "current_thread")]
@@ -39,7 +38,7 @@
 //!         "hello" => hello,
 //!     },
 //! };
-//! let config = Config::builder().cors(true).build();
+//! let config = RoutingConfig::new(true); // CORS on
 //! let router = Router::new(&tree, &config).expect("a valid tree");
 //!
 //! let response = router.clone().oneshot(Request::get("/v1/hello").body(String::new()).unwrap()).await.unwrap();
@@ -56,14 +55,24 @@
 //! ```
 
 mod compile;
+pub mod endpoint;
 mod error;
 mod router;
+mod settings;
 mod statics;
 mod tree;
 mod walk;
 
+pub use endpoint::{
+    AnyBody, Endpoint, EndpointFuture, EndpointId, EndpointMeta, EndpointService, SharedService,
+    into_request_body,
+};
 pub use error::RoutingError;
 pub use router::{Router, RouterFuture};
+pub use settings::{
+    Cors, CorsFn, CorsFuture, CorsRequest, MethodLikeRouteBehavior, PipelineSettings,
+    RouterSettings, RoutingConfig, WrongMethodBehavior,
+};
 pub use tree::{DEFAULT_CACHE_CONTROL, Dotfiles, Nest, Route, Routing, ServeStatic, StaticOptions};
 pub use walk::{RouteInfo, StaticMount};
 

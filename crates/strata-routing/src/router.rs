@@ -7,6 +7,11 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll, ready};
 
+use crate::endpoint::EndpointFuture;
+use crate::endpoint::into_request_body;
+use crate::settings::{
+    Cors, CorsFn, CorsFuture, CorsRequest, PipelineSettings, RouterSettings, WrongMethodBehavior,
+};
 use http::header::{
     ACCESS_CONTROL_ALLOW_CREDENTIALS, ACCESS_CONTROL_ALLOW_HEADERS, ACCESS_CONTROL_ALLOW_METHODS,
     ACCESS_CONTROL_ALLOW_ORIGIN, ALLOW, CONTENT_LENGTH,
@@ -14,13 +19,11 @@ use http::header::{
 use http::request::Parts;
 use http::{HeaderMap, HeaderValue, Method, Request, Response, StatusCode};
 use http_body::Body;
-use strata_core::endpoint::into_request_body;
-use strata_core::text::percent_decode;
+use strata_core::error_response;
 use strata_core::{
-    ApiError, Config, Cors, CorsFn, CorsFuture, CorsRequest, EndpointFuture, ErrorHandler,
-    ErrorKind, IncomingBody, Logger, PathParams, ResponseBody, WrongMethodBehavior,
+    ApiError, ErrorHandler, ErrorKind, IncomingBody, Logger, PathParams, ResponseBody,
 };
-use strata_format::error_response;
+use strata_input::text::percent_decode;
 use tower_service::Service;
 
 use crate::compile::{ALLOW_HEADERS, ALLOW_ORIGIN_ANY, Compiled, PathTable, compile};
@@ -108,20 +111,22 @@ impl std::fmt::Debug for Router {
 }
 
 impl Router {
-    /// Compiles `routing` for `config`: flattens and checks the tree, builds the trie and every
-    /// endpoint's service.
-    pub fn new(routing: &Routing, config: &Config) -> Result<Self, RoutingError> {
-        let compiled = compile(routing, config)?;
-        let cors = config
-            .cors()
-            .cloned()
-            .ok_or(RoutingError::CorsNotConfigured)?;
+    /// Compiles `routing` for `config` (a [`RoutingConfig`](crate::RoutingConfig), or a server's
+    /// configuration: anything that lends [`RouterSettings`] and [`PipelineSettings`]): flattens
+    /// and checks the tree, builds the trie and every endpoint's service.
+    pub fn new<C>(routing: &Routing, config: &C) -> Result<Self, RoutingError>
+    where
+        C: AsRef<RouterSettings> + AsRef<PipelineSettings>,
+    {
+        let router: &RouterSettings = config.as_ref();
+        let compiled = compile(routing, router, config.as_ref())?;
+        let cors = router.cors.clone().ok_or(RoutingError::CorsNotConfigured)?;
         Ok(Self {
             shared: Arc::new(Shared {
                 compiled,
                 cors,
-                wrong_method: config.wrong_method_behavior(),
-                errors: config.error_handler().cloned(),
+                wrong_method: router.wrong_method_behavior,
+                errors: router.error_handler.clone(),
             }),
         })
     }
@@ -165,7 +170,7 @@ impl Shared {
         &self,
         parts: &Parts,
         table: Option<&PathTable>,
-        endpoint: Option<&strata_core::Endpoint>,
+        endpoint: Option<&crate::Endpoint>,
     ) -> CorsHeaders {
         match &self.cors {
             Cors::Disabled => CorsHeaders::None,
@@ -178,7 +183,7 @@ impl Shared {
                 let request = CorsRequest {
                     default_headers: defaults,
                     request: parts,
-                    endpoint: endpoint.map(strata_core::Endpoint::meta),
+                    endpoint: endpoint.map(crate::Endpoint::meta),
                     logger: &logger,
                 };
                 // User code: a panic here must not take the connection down. Without CORS

@@ -7,13 +7,12 @@ use std::pin::Pin;
 use std::sync::{Arc, OnceLock};
 use std::task::{Context, Poll};
 
+use crate::endpoint::SharedService;
 use http::header::{CACHE_CONTROL, CONTENT_TYPE, LOCATION};
 use http::{HeaderMap, HeaderValue, Method, Request, Response, StatusCode, Uri};
-use strata_core::text::percent_decode;
-use strata_core::{
-    ApiError, ErrorHandler, ErrorKind, Logger, RequestBody, ResponseBody, SharedService,
-};
-use strata_format::error_response;
+use strata_core::error_response;
+use strata_core::{ApiError, ErrorHandler, ErrorKind, Logger, RequestBody, ResponseBody};
+use strata_input::text::percent_decode;
 use tower_http::services::ServeDir;
 use tower_service::Service;
 

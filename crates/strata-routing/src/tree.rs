@@ -1,7 +1,7 @@
 use http::HeaderValue;
 use std::path::PathBuf;
 
-use strata_core::Endpoint;
+use crate::Endpoint;
 
 /// A routing tree: keys mapped to endpoints, nested trees and static file directories
 /// (spec section 4.2).
@@ -160,7 +160,7 @@ impl ServeStatic {
 /// ```
 /// use strata_routing::{Routing, routing};
 ///
-/// # fn demo(hello: strata_core::Endpoint, list: strata_core::Endpoint, create: strata_core::Endpoint) {
+/// # fn demo(hello: strata_routing::Endpoint, list: strata_routing::Endpoint, create: strata_routing::Endpoint) {
 /// let tree: Routing = routing! {
 ///     "v1" => {
 ///         "hello" => hello,

@@ -6,7 +6,7 @@
 //!
 //! ```
 //! use http::Method;
-//! use strata_core::{Config, Endpoint, EndpointMeta};
+//! use strata_routing::{Endpoint, EndpointMeta, RoutingConfig};
 //! use strata_routing::{Router, ServeStatic, routing};
 //!
 //! # let endpoint = || Endpoint::from_parts(EndpointMeta::default(), |_| {
@@ -18,7 +18,7 @@
 //!     "v1" => { "hello" => endpoint(), "post /hello" => endpoint() },
 //!     "public" => ServeStatic::dir("assets"),
 //! };
-//! let router = Router::new(&tree, &Config::builder().cors(false).build()).unwrap();
+//! let router = Router::new(&tree, &RoutingConfig::new(false)).unwrap();
 //! let routes: Vec<(Method, &str)> =
 //!     router.routes().map(|route| (route.method().clone(), route.path())).collect();
 //! assert_eq!(routes, [(Method::GET, "/v1/hello"), (Method::POST, "/v1/hello")]);
@@ -28,8 +28,8 @@
 use std::path::Path;
 use std::sync::Arc;
 
+use crate::Endpoint;
 use http::Method;
-use strata_core::Endpoint;
 
 use crate::router::Router;
 use crate::tree::{ServeStatic, StaticOptions};
@@ -119,15 +119,18 @@ impl Router {
 
 #[cfg(test)]
 mod tests {
-    use strata_core::{Config, EndpointMeta};
+    use crate::EndpointMeta;
+    use crate::RoutingConfig;
 
     use super::*;
     use crate::{Nest, routing};
 
     fn endpoint(methods: &[Method], fields: &[&str]) -> Endpoint {
-        let mut meta = EndpointMeta::default();
-        meta.methods = methods.to_vec();
-        meta.input_fields = fields.iter().map(|f| (*f).to_owned()).collect();
+        let meta = EndpointMeta {
+            methods: methods.to_vec(),
+            input_fields: fields.iter().map(|f| (*f).to_owned()).collect(),
+            ..EndpointMeta::default()
+        };
         Endpoint::from_parts(meta, |_| {
             tower::util::BoxCloneSyncService::new(tower::service_fn(|_| async {
                 Ok::<_, std::convert::Infallible>(http::Response::new(
@@ -148,7 +151,7 @@ mod tests {
             },
             "files" => crate::ServeStatic::dir("."),
         };
-        let router = Router::new(&tree, &Config::builder().cors(true).build()).unwrap();
+        let router = Router::new(&tree, &RoutingConfig::new(true)).unwrap();
         let walked: Vec<(String, &str, Vec<&str>)> = router
             .routes()
             .map(|r| (r.method().to_string(), r.path(), r.params().collect()))

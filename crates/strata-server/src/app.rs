@@ -9,7 +9,7 @@ use http::{Request, Response};
 use pin_project_lite::pin_project;
 use strata_core::{IncomingBody, Logger, ResponseBody};
 
-use crate::config::ServerConfig;
+use crate::config::Config;
 use strata_routing::{Router, RouterFuture, Routing};
 use tower_http::compression::predicate::{And, NotForContentType, Predicate, SizeAbove};
 use tower_http::compression::{Compression, CompressionLayer, ResponseFuture as CompressionFuture};
@@ -190,13 +190,13 @@ fn predicate(enabled: bool) -> CompressionPredicate {
 
 /// Builds the application service for `routing`.
 pub(crate) fn build_app(
-    config: &ServerConfig,
+    config: &Config,
     routing: &Routing,
     logger: &Logger,
 ) -> Result<App, ServerError> {
     let router = Router::new(routing, config)?;
-    let app = MaybeCompressed::new(router, config.compression(), config.etag());
+    let app = MaybeCompressed::new(router, config.server.compression, config.server.etag);
     Ok(RequestIdLayer::new(logger.clone())
-        .echo(config.request_id_echo())
+        .echo(config.server.request_id_echo)
         .layer(app))
 }

@@ -2,7 +2,7 @@
 
 use strata_core::Logger;
 
-use crate::config::ServerConfig;
+use crate::config::Config;
 use strata_routing::{Router, Routing};
 
 use crate::app::{App, build_app};
@@ -25,11 +25,11 @@ pub struct Attached {
 /// Prepares `routing` for an existing application: synchronous, binds nothing.
 ///
 /// The listeners, TLS material and `ServerLimits` of `config` are ignored (the application's
-/// own server has its own); compression, `ETag`s, the request-id echo and the logger apply. From a pipeline [`Config`](strata_core::Config) alone, pass
-/// `&ServerConfig::from(config)` (the server's defaults). A `&Config` is not accepted here, so
-/// that a `ServerConfig` passed through a `&Config` (by deref) cannot lose its settings silently.
-pub fn attach_routing(config: &ServerConfig, routing: &Routing) -> Result<Attached, ServerError> {
-    if let Some(options) = config.logger() {
+/// own server has its own); compression, `ETag`s, the request-id echo and the logger apply.
+/// From a [`RoutingConfig`](strata_routing::RoutingConfig) alone, pass `&Config::from(routing)`
+/// (the server's defaults).
+pub fn attach_routing(config: &Config, routing: &Routing) -> Result<Attached, ServerError> {
+    if let Some(options) = config.server.logger.as_ref() {
         install_default_subscriber(options);
     }
     let logger = Logger::tracing();

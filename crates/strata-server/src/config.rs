@@ -1,39 +1,47 @@
-//! [`ServerConfig`]: what a running server needs beyond the pipeline's [`Config`]: listeners,
-//! TLS material, limits against slow or greedy clients, the default logger, compression,
-//! request-id echo and `ETag`s.
+//! [`Config`]: everything a running server reads, as three plain values, one per owner: the
+//! server's own settings ([`ServerSettings`]: listeners, TLS material, limits against slow or
+//! greedy clients, the default logger, compression, the request-id echo, `ETag`s), the
+//! router's ([`RouterSettings`]: CORS, method behaviours, the error handler) and the
+//! pipeline's ([`PipelineSettings`]: mode, input sources, body limits, the body budget,
+//! uploads).
 //!
-//! One builder sets both: [`ServerConfig::builder`] has every setter of
-//! [`ConfigBuilder`] as well, and a [`ServerConfig`] dereferences to its [`Config`], so it is
-//! passed wherever a `&Config` is expected (endpoints, routing, documentation).
+//! [`Config::builder`] (the facade's `create_config()`) sets any of them in one chain; each
+//! setter writes its field, nothing is forwarded. The fields are public, so a part can also be
+//! written or read directly. Everything that needs part of a configuration takes the whole
+//! (`create_server`, `attach_routing`) or borrows the parts it reads through [`AsRef`]
+//! (`Router::new`, API descriptions, `Endpoint::service_with`): no call can drop the server's
+//! settings by being given the wrong half.
 //!
 //! ```
 //! use strata_core::Mode;
-//! use strata_server::ServerConfig;
+//! use strata_server::Config;
 //!
-//! let config = ServerConfig::builder()
-//!     .cors(true) // a pipeline setting, kept in the Config
-//!     .production()
-//!     .listen(8090) // a server setting
+//! let config = Config::builder()
+//!     .cors(true) // the router's
+//!     .production() // the pipeline's
+//!     .listen(8090) // the server's
 //!     .compression(true)
 //!     .build();
-//! assert_eq!(config.mode(), Mode::Production); // read through the Config
-//! assert!(config.compression());
-//! assert!(config.cors().is_some());
+//! assert_eq!(config.pipeline.mode, Mode::Production);
+//! assert!(config.server.compression);
+//! assert!(config.router.cors.is_some());
 //! ```
 
 use std::fmt;
 use std::future::Future;
 use std::net::{Ipv4Addr, SocketAddr};
-use std::ops::Deref;
 use std::path::PathBuf;
 use std::time::Duration;
 
 use http::{HeaderMap, Method};
-use strata_core::upload::UploadLimits;
-use strata_core::{
-    Config, ConfigBuilder, CorsRequest, InputSource, Level, MethodLikeRouteBehavior, Mode,
-    ResultHandler, WrongMethodBehavior,
+use strata_core::{ErrorHandler, Level, Mode, ResultHandler};
+use strata_input::InputSource;
+use strata_parse::BodyBudget;
+use strata_routing::{
+    Cors, CorsRequest, MethodLikeRouteBehavior, PipelineSettings, RouterSettings, RoutingConfig,
+    WrongMethodBehavior,
 };
+use strata_upload::UploadLimits;
 
 /// Where a server listens.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -165,28 +173,29 @@ impl Default for ServerLimits {
     }
 }
 
-/// The configuration of a server: the pipeline's [`Config`] (which it dereferences to) and the
-/// server's own settings. Built with [`ServerConfig::builder`] (the facade's `create_config()`),
-/// or from a [`Config`] with the server defaults (`ServerConfig::from(config)`).
+/// The server's own settings: what only a running server or `attach_routing` reads.
 #[derive(Debug, Clone)]
-pub struct ServerConfig {
-    app: Config,
-    server: Settings,
+pub struct ServerSettings {
+    /// Where the HTTP server listens (spec `http.listen`); `None`: no plain HTTP listener.
+    pub listen: Option<Listen>,
+    /// The HTTPS server's TLS material and listener (spec `https`).
+    pub https: Https,
+    /// The default logger's setup (spec `logger`); `None`: no subscriber is installed.
+    pub logger: Option<LoggerOptions>,
+    /// Whether responses are compressed (gzip or brotli, by `Accept-Encoding`).
+    pub compression: bool,
+    /// Whether responses carry the request's id in `x-request-id` (default: yes). Turn it off
+    /// where a proxy sets the header; the id still reaches the request's logger.
+    pub request_id_echo: bool,
+    /// Whether successful GET responses with a body in memory get a weak `ETag` over their
+    /// bytes and a matching `If-None-Match` is answered with 304 (default: no; hashing every
+    /// body costs a little on every response). Static files have their own `ETag`.
+    pub etag: bool,
+    /// Limits against slow or greedy clients.
+    pub limits: ServerLimits,
 }
 
-/// The server's own settings.
-#[derive(Debug, Clone)]
-struct Settings {
-    listen: Option<Listen>,
-    https: Https,
-    logger: Option<LoggerOptions>,
-    compression: bool,
-    request_id_echo: bool,
-    etag: bool,
-    server_limits: ServerLimits,
-}
-
-impl Default for Settings {
+impl Default for ServerSettings {
     fn default() -> Self {
         Self {
             listen: None,
@@ -195,172 +204,92 @@ impl Default for Settings {
             compression: false,
             request_id_echo: true,
             etag: false,
-            server_limits: ServerLimits::default(),
+            limits: ServerLimits::default(),
         }
     }
 }
 
-impl From<Config> for ServerConfig {
-    fn from(app: Config) -> Self {
+/// The configuration of a server: the server's, the router's and the pipeline's settings.
+/// Built with [`Config::builder`] (the facade's `create_config()`), or written field by field.
+///
+/// `Config::default()` is production mode with CORS not chosen (routing refuses to start until
+/// it is) and no listener; [`Config::builder`] starts from it and reads `STRATA_MODE`.
+#[derive(Debug, Clone, Default)]
+pub struct Config {
+    /// The server's own settings.
+    pub server: ServerSettings,
+    /// The router's settings.
+    pub router: RouterSettings,
+    /// What every endpoint's stages are built with.
+    pub pipeline: PipelineSettings,
+}
+
+impl From<RoutingConfig> for Config {
+    /// The routing's settings with the server's defaults.
+    fn from(routing: RoutingConfig) -> Self {
         Self {
-            app,
-            server: Settings::default(),
+            server: ServerSettings::default(),
+            router: routing.router,
+            pipeline: routing.pipeline,
         }
     }
 }
 
-impl Default for ServerConfig {
-    fn default() -> Self {
-        Self::from(Config::default())
+impl AsRef<ServerSettings> for Config {
+    fn as_ref(&self) -> &ServerSettings {
+        &self.server
     }
 }
 
-impl Deref for ServerConfig {
-    type Target = Config;
-
-    fn deref(&self) -> &Config {
-        &self.app
+impl AsRef<RouterSettings> for Config {
+    fn as_ref(&self) -> &RouterSettings {
+        &self.router
     }
 }
 
-impl AsRef<Config> for ServerConfig {
-    fn as_ref(&self) -> &Config {
-        &self.app
+impl AsRef<PipelineSettings> for Config {
+    fn as_ref(&self) -> &PipelineSettings {
+        &self.pipeline
     }
 }
 
-impl ServerConfig {
-    /// A builder starting from the defaults (the pipeline's as [`Config::builder`] gives them:
-    /// production mode unless `STRATA_MODE` names another).
-    pub fn builder() -> ServerConfigBuilder {
-        ServerConfigBuilder {
-            app: Config::builder(),
-            server: Settings::default(),
+impl Config {
+    /// A builder starting from the defaults: production mode unless `STRATA_MODE` names another
+    /// (read now), 1 MiB body limit, the input sources of spec table 2.2, no listener.
+    pub fn builder() -> ConfigBuilder {
+        let mut config = Config::default();
+        if let Some(mode) = Mode::from_env() {
+            config.pipeline.mode = mode;
         }
-    }
-
-    /// The pipeline's configuration.
-    pub fn app(&self) -> &Config {
-        &self.app
-    }
-
-    /// Where the HTTP server listens.
-    pub fn listen(&self) -> Option<&Listen> {
-        self.server.listen.as_ref()
-    }
-
-    /// The HTTPS server's TLS material and listener.
-    pub fn https(&self) -> &Https {
-        &self.server.https
-    }
-
-    /// The default logger's setup, when configured.
-    pub fn logger(&self) -> Option<&LoggerOptions> {
-        self.server.logger.as_ref()
-    }
-
-    /// Whether responses are compressed.
-    pub fn compression(&self) -> bool {
-        self.server.compression
-    }
-
-    /// Whether responses carry the request's id in `x-request-id` (default: yes).
-    pub fn request_id_echo(&self) -> bool {
-        self.server.request_id_echo
-    }
-
-    /// Whether successful GET responses carry a weak `ETag` and `If-None-Match` is answered
-    /// with 304 (default: no).
-    pub fn etag(&self) -> bool {
-        self.server.etag
-    }
-
-    /// Limits against slow or greedy clients.
-    pub fn server_limits(&self) -> &ServerLimits {
-        &self.server.server_limits
+        ConfigBuilder { config }
     }
 }
 
-/// Builds a [`ServerConfig`]: the server's setters, and every setter of [`ConfigBuilder`]
-/// (documented there) for the pipeline's part.
+/// Builds a [`Config`]: one setter per setting, each writing its field of the server's, the
+/// router's or the pipeline's part.
 #[derive(Debug, Clone)]
 #[must_use]
-pub struct ServerConfigBuilder {
-    app: ConfigBuilder,
-    server: Settings,
+pub struct ConfigBuilder {
+    config: Config,
 }
 
-impl From<ConfigBuilder> for ServerConfigBuilder {
-    fn from(app: ConfigBuilder) -> Self {
-        Self {
-            app,
-            server: Settings::default(),
-        }
+impl From<Config> for ConfigBuilder {
+    /// Continues from `config`.
+    fn from(config: Config) -> Self {
+        Self { config }
     }
 }
 
-/// Setters handed to the pipeline's [`ConfigBuilder`], so that one chain sets everything.
-macro_rules! pipeline_setters {
-    ($($(#[$doc:meta])* $name:ident($($arg:ident: $ty:ty),*);)*) => {
-        $(
-            $(#[$doc])*
-            pub fn $name(mut self, $($arg: $ty),*) -> Self {
-                self.app = self.app.$name($($arg),*);
-                self
-            }
-        )*
-    };
-}
-
-impl ServerConfigBuilder {
-    pipeline_setters! {
-        /// See [`ConfigBuilder::input_sources`].
-        input_sources(method: &Method, sources: impl Into<Vec<InputSource>>);
-        /// See [`ConfigBuilder::body_limit`].
-        body_limit(bytes: usize);
-        /// See [`ConfigBuilder::upload`].
-        upload(limits: impl Into<UploadLimits>);
-        /// See [`ConfigBuilder::body_budget`].
-        body_budget(bytes: usize);
-        /// See [`ConfigBuilder::max_fields`].
-        max_fields(fields: usize);
-        /// See [`ConfigBuilder::mode`].
-        mode(mode: Mode);
-        /// See [`ConfigBuilder::production`].
-        production();
-        /// See [`ConfigBuilder::development`].
-        development();
-        /// See [`ConfigBuilder::cors`].
-        cors(enabled: bool);
-        /// See [`ConfigBuilder::cors_with`].
-        cors_with(f: impl Fn(&CorsRequest<'_>) -> HeaderMap + Send + Sync + 'static);
-        /// See [`ConfigBuilder::wrong_method_behavior`].
-        wrong_method_behavior(behavior: WrongMethodBehavior);
-        /// See [`ConfigBuilder::method_like_route_behavior`].
-        method_like_route_behavior(behavior: MethodLikeRouteBehavior);
-        /// See [`ConfigBuilder::error_handler`].
-        error_handler(handler: impl ResultHandler);
-    }
-
-    /// See [`ConfigBuilder::cors_with_async`].
-    pub fn cors_with_async<F, Fut>(mut self, f: F) -> Self
-    where
-        F: Fn(&CorsRequest<'_>) -> Fut + Send + Sync + 'static,
-        Fut: Future<Output = HeaderMap> + Send + 'static,
-    {
-        self.app = self.app.cors_with_async(f);
-        self
-    }
-
+impl ConfigBuilder {
     /// Serves HTTP on `listen`: a port, a socket address, or `Listen::Unix(path)`.
     pub fn listen(mut self, listen: impl Into<Listen>) -> Self {
-        self.server.listen = Some(listen.into());
+        self.config.server.listen = Some(listen.into());
         self
     }
 
     /// Serves HTTPS on `listen` with the certificate chain `cert` and private key `key`.
     pub fn https(mut self, cert: Pem, key: Pem, listen: impl Into<Listen>) -> Self {
-        self.server.https = Https {
+        self.config.server.https = Https {
             cert: Some(cert),
             key: Some(key),
             listen: Some(listen.into()),
@@ -370,26 +299,26 @@ impl ServerConfigBuilder {
 
     /// Sets the HTTPS part field by field (checked when the server starts).
     pub fn https_options(mut self, https: Https) -> Self {
-        self.server.https = https;
+        self.config.server.https = https;
         self
     }
 
     /// Sets up the default logger (installed only when the application has none).
     pub fn logger(mut self, level: Level, color: bool) -> Self {
-        self.server.logger = Some(LoggerOptions { level, color });
+        self.config.server.logger = Some(LoggerOptions { level, color });
         self
     }
 
     /// Compresses responses (gzip or brotli, by `Accept-Encoding`).
     pub fn compression(mut self, enabled: bool) -> Self {
-        self.server.compression = enabled;
+        self.config.server.compression = enabled;
         self
     }
 
     /// Echoes each request's id in the response's `x-request-id` (default: on). Turn it off
     /// where a proxy sets the header; the id still reaches the request's logger.
     pub fn request_id_echo(mut self, enabled: bool) -> Self {
-        self.server.request_id_echo = enabled;
+        self.config.server.request_id_echo = enabled;
         self
     }
 
@@ -398,22 +327,118 @@ impl ServerConfigBuilder {
     /// does (default: off; hashing every body costs a little on every response). Static files
     /// have their own `ETag`.
     pub fn etag(mut self, enabled: bool) -> Self {
-        self.server.etag = enabled;
+        self.config.server.etag = enabled;
         self
     }
 
     /// Sets the limits against slow or greedy clients.
     pub fn server_limits(mut self, limits: ServerLimits) -> Self {
-        self.server.server_limits = limits;
+        self.config.server.limits = limits;
         self
     }
 
+    /// Turns CORS on (`true`: the default headers, `OPTIONS` answered) or off. It must be
+    /// chosen: routing refuses to start otherwise.
+    pub fn cors(mut self, enabled: bool) -> Self {
+        self.config.router.cors = Some(Cors::from(enabled));
+        self
+    }
+
+    /// Computes the CORS headers of each request with `f`; an empty map sends none.
+    pub fn cors_with(
+        mut self,
+        f: impl Fn(&CorsRequest<'_>) -> HeaderMap + Send + Sync + 'static,
+    ) -> Self {
+        self.config.router.cors = Some(Cors::with(f));
+        self
+    }
+
+    /// Computes the CORS headers of each request with an asynchronous `f`.
+    pub fn cors_with_async<F, Fut>(mut self, f: F) -> Self
+    where
+        F: Fn(&CorsRequest<'_>) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = HeaderMap> + Send + 'static,
+    {
+        self.config.router.cors = Some(Cors::with_async(f));
+        self
+    }
+
+    /// Sets the answer to a known path with an unsupported method (default 405).
+    pub fn wrong_method_behavior(mut self, behavior: WrongMethodBehavior) -> Self {
+        self.config.router.wrong_method_behavior = behavior;
+        self
+    }
+
+    /// Sets how routing keys named after methods are read (default: as methods).
+    pub fn method_like_route_behavior(mut self, behavior: MethodLikeRouteBehavior) -> Self {
+        self.config.router.method_like_route_behavior = behavior;
+        self
+    }
+
+    /// Formats errors that happen outside any endpoint (the router's 404 and 405, a malformed
+    /// path parameter, a refused static path) with `handler`, as endpoints built with it
+    /// format theirs (the spec's `errorHandler`): an application with its own envelope has it
+    /// everywhere. Default: the default envelope.
+    pub fn error_handler(mut self, handler: impl ResultHandler) -> Self {
+        self.config.router.error_handler = Some(ErrorHandler::new(handler));
+        self
+    }
+
+    /// Replaces the input sources of one method (GET, POST, PUT, PATCH, DELETE or QUERY; HEAD
+    /// follows GET; other methods are ignored).
+    pub fn input_sources(mut self, method: &Method, sources: impl Into<Vec<InputSource>>) -> Self {
+        self.config.pipeline.input_sources.set(method, sources);
+        self
+    }
+
+    /// Sets the body limit in bytes (default 1 MiB).
+    pub fn body_limit(mut self, bytes: usize) -> Self {
+        self.config.pipeline.body_limit = bytes;
+        self
+    }
+
+    /// Sets the limit of query or form parameters (default 1000).
+    pub fn max_fields(mut self, fields: usize) -> Self {
+        self.config.pipeline.max_fields = fields;
+        self
+    }
+
+    /// Turns file uploads on with these limits (spec 2.3 `upload`): `multipart/form-data` bodies
+    /// are then read, their text parts as a form and their files into the `files` input source
+    /// (merged for POST by default). Without it such bodies are refused with 415.
+    pub fn upload(mut self, limits: impl Into<UploadLimits>) -> Self {
+        self.config.pipeline.uploads = Some(limits.into());
+        self
+    }
+
+    /// Sets the budget of request bodies held in memory at once, over all requests (default
+    /// 256 MiB): a request whose body would go over it gets a 503 with `Retry-After` before any
+    /// of it is read. `None` turns the budget off.
+    pub fn body_budget(mut self, bytes: impl Into<Option<usize>>) -> Self {
+        self.config.pipeline.body_budget = bytes.into().map(BodyBudget::new);
+        self
+    }
+
+    /// Sets the mode.
+    pub fn mode(mut self, mode: Mode) -> Self {
+        self.config.pipeline.mode = mode;
+        self
+    }
+
+    /// Production mode (the default): internal error messages are hidden.
+    pub fn production(self) -> Self {
+        self.mode(Mode::Production)
+    }
+
+    /// Development mode: every error message, 5xx and panics included, reaches the client.
+    /// For local work only.
+    pub fn development(self) -> Self {
+        self.mode(Mode::Development)
+    }
+
     /// The configuration.
-    pub fn build(self) -> ServerConfig {
-        ServerConfig {
-            app: self.app.build(),
-            server: self.server,
-        }
+    pub fn build(self) -> Config {
+        self.config
     }
 }
 
@@ -422,28 +447,41 @@ mod tests {
     use super::*;
 
     #[test]
-    fn one_chain_sets_pipeline_and_server_settings() {
-        let config = ServerConfig::builder()
+    fn one_chain_sets_every_part() {
+        let config = Config::builder()
             .body_limit(1234)
             .development()
+            .cors(false)
             .listen(0)
             .etag(true)
             .request_id_echo(false)
             .build();
-        assert_eq!(config.body_limit(), 1234);
-        assert_eq!(config.app().mode(), Mode::Development);
-        assert_eq!(config.listen(), Some(&Listen::Port(0)));
-        assert!(config.etag());
-        assert!(!config.request_id_echo());
-        assert!(!config.compression());
+        assert_eq!(config.pipeline.body_limit, 1234);
+        assert_eq!(config.pipeline.mode, Mode::Development);
+        assert!(config.router.cors.as_ref().is_some_and(|c| !c.is_enabled()));
+        assert_eq!(config.server.listen, Some(Listen::Port(0)));
+        assert!(config.server.etag);
+        assert!(!config.server.request_id_echo);
+        assert!(!config.server.compression);
     }
 
     #[test]
-    fn a_pipeline_config_gets_the_server_defaults() {
-        let config = ServerConfig::from(Config::builder().body_limit(7).build());
-        assert_eq!(config.body_limit(), 7);
-        assert!(config.request_id_echo());
-        assert_eq!(config.listen(), None);
-        assert_eq!(config.server_limits(), &ServerLimits::default());
+    fn a_routing_config_gets_the_server_defaults() {
+        let mut routing = RoutingConfig::new(true);
+        routing.pipeline.body_limit = 7;
+        let config = Config::from(routing);
+        assert_eq!(config.pipeline.body_limit, 7);
+        assert!(config.server.request_id_echo);
+        assert_eq!(config.server.listen, None);
+        assert_eq!(config.server.limits, ServerLimits::default());
+    }
+
+    #[test]
+    fn the_body_budget_can_be_turned_off() {
+        assert!(Config::default().pipeline.body_budget.is_some());
+        let config = Config::builder().body_budget(None).build();
+        assert!(config.pipeline.body_budget.is_none());
+        let config = Config::builder().body_budget(10).build();
+        assert_eq!(config.pipeline.body_budget.map(|b| b.capacity()), Some(10));
     }
 }

@@ -28,8 +28,8 @@ use http::header::HOST;
 use http::{Request, Response, StatusCode, Version};
 use hyper::body::Incoming;
 use pin_project_lite::pin_project;
+use strata_core::error_response;
 use strata_core::{ApiError, ResponseBody};
-use strata_format::error_response;
 use tower::util::Oneshot;
 use tower_service::Service;
 

@@ -12,8 +12,8 @@ use http::header::RETRY_AFTER;
 use http::{HeaderValue, Response, StatusCode};
 use http_body::Body;
 use pin_project_lite::pin_project;
+use strata_core::error_response;
 use strata_core::{ApiError, BoxError, ErrorKind, Mode, ResponseBody};
-use strata_format::error_response;
 use tower_service::Service;
 
 /// Turns what a user's stack answers into the server's responses: any body becomes a

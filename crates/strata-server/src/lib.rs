@@ -13,10 +13,10 @@
 //!
 //! ```no_run
 //! use strata_routing::Routing;
-//! use strata_server::{ServerConfig, create_server};
+//! use strata_server::{Config, create_server};
 //!
 //! # async fn demo(routing: Routing) -> Result<(), strata_server::ServerError> {
-//! let config = ServerConfig::builder().cors(true).listen(8090).build();
+//! let config = Config::builder().cors(true).listen(8090).build();
 //! let server = create_server(&config, &routing).await?;
 //! println!("listening on {:?}", server.servers()[0].local_addr);
 //! server.run().await; // until SIGINT/SIGTERM or the shutdown handle
@@ -43,7 +43,7 @@ pub use app::{
 };
 pub use attach::{Attached, attach_routing};
 pub use config::{
-    Https, Listen, LoggerOptions, Pem, ServerConfig, ServerConfigBuilder, ServerLimits,
+    Config, ConfigBuilder, Https, Listen, LoggerOptions, Pem, ServerLimits, ServerSettings,
 };
 pub use deadline::{BodyDeadline, ServerBody};
 pub use error::ServerError;

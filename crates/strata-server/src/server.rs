@@ -22,7 +22,7 @@ use tower_service::Service;
 
 use crate::activity::{Activity, ActivityIo, Deadlines, Verdict};
 use crate::app::{App, build_app};
-use crate::config::{Listen, ServerConfig, ServerLimits};
+use crate::config::{Config, Listen, ServerLimits};
 use crate::connection::ConnectionService;
 use crate::deadline::{FirstByteDeadline, ServerBody};
 use crate::error::ServerError;
@@ -618,10 +618,7 @@ async fn accept(bound: &Bound) -> std::io::Result<Accepted> {
 ///
 /// Errors are reported before anything is served: no listener, HTTPS without a key, unreadable
 /// TLS material, an invalid routing, an address in use.
-pub async fn create_server(
-    config: &ServerConfig,
-    routing: &Routing,
-) -> Result<Server, ServerError> {
+pub async fn create_server(config: &Config, routing: &Routing) -> Result<Server, ServerError> {
     // The app as it is: it answers every request itself, so the layer that turns a user
     // stack's errors and bodies into responses is not needed (one layer less per request).
     start(config, routing, |app| app).await
@@ -637,11 +634,11 @@ pub async fn create_server(
 /// ```no_run
 /// use std::time::Duration;
 /// use strata_routing::Routing;
-/// use strata_server::{ServerConfig, create_server_with};
+/// use strata_server::{Config, create_server_with};
 /// use tower::ServiceBuilder;
 ///
 /// # async fn demo(routing: Routing) -> Result<(), strata_server::ServerError> {
-/// let config = ServerConfig::builder().cors(true).listen(8090).build();
+/// let config = Config::builder().cors(true).listen(8090).build();
 /// let layers = ServiceBuilder::new()
 ///     .timeout(Duration::from_secs(30))  // a 504 for a request that takes longer
 ///     .concurrency_limit(512);           // at most 512 requests at once
@@ -651,7 +648,7 @@ pub async fn create_server(
 /// # }
 /// ```
 pub async fn create_server_with<L, B>(
-    config: &ServerConfig,
+    config: &Config,
     routing: &Routing,
     layers: L,
 ) -> Result<Server, ServerError>
@@ -664,7 +661,7 @@ where
     B: http_body::Body<Data = bytes::Bytes> + Send + 'static,
     B::Error: Into<BoxError>,
 {
-    let mode = config.mode();
+    let mode = config.pipeline.mode;
     start(config, routing, move |app| {
         Layered::new(layers.layer(app), mode)
     })
@@ -674,11 +671,11 @@ where
 /// Starts serving `routing` on every listener of `config`, each connection running
 /// `around(app)`.
 async fn start<S: ServedApp>(
-    config: &ServerConfig,
+    config: &Config,
     routing: &Routing,
     around: impl Fn(App) -> S,
 ) -> Result<Server, ServerError> {
-    let https = config.https();
+    let https = &config.server.https;
     if https.listen.is_some() && (https.cert.is_none() || https.key.is_none()) {
         return Err(ServerError::Config(
             "https needs both `cert` and `key`".into(),
@@ -689,12 +686,12 @@ async fn start<S: ServedApp>(
             "https has a certificate but no `listen`".into(),
         ));
     }
-    if config.listen().is_none() && https.listen.is_none() {
+    if config.server.listen.as_ref().is_none() && https.listen.is_none() {
         return Err(ServerError::Config(
             "no listener: set `listen` (http) and/or `https` in the config".into(),
         ));
     }
-    if let Some(options) = config.logger() {
+    if let Some(options) = config.server.logger.as_ref() {
         install_default_subscriber(options);
     }
     let logger = Logger::tracing();
@@ -704,7 +701,7 @@ async fn start<S: ServedApp>(
     } else {
         None
     };
-    let limits = config.server_limits();
+    let limits = &config.server.limits;
     let builder = Arc::new(connection_builder(limits));
     let (sender, receiver) = watch::channel(false);
     let slots = Arc::new(Semaphore::new(
@@ -716,7 +713,7 @@ async fn start<S: ServedApp>(
     let mut servers = Vec::new();
     let mut tasks = Vec::new();
     let listeners = [
-        (Protocol::Http, config.listen(), None),
+        (Protocol::Http, config.server.listen.as_ref(), None),
         (Protocol::Https, https.listen.as_ref(), tls),
     ];
     for (protocol, listen, tls) in listeners {

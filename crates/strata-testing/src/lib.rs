@@ -2,7 +2,7 @@
 //!
 //! [`test_endpoint`] runs an endpoint's whole pipeline on a request you describe (method, path,
 //! query, an already parsed JSON body, path parameters, headers, extensions) with a test
-//! configuration (CORS off, development mode, your overrides), and returns a [`ResponseMock`]
+//! configuration (development mode, your overrides), and returns a [`ResponseMock`]
 //! and a [`LoggerMock`] with everything that was logged. [`test_middleware`] runs one middleware
 //! the same way, with the context earlier middleware would have provided, and returns what it
 //! added to the context (absent when it denied).

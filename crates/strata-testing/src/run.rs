@@ -13,12 +13,14 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 use strata_combine::CombineLayer;
 use strata_core::{
-    ApiError, Config, ConfigBuilder, Endpoint, HCons, HNil, Logger, Output, PathParams,
-    RequestBody, ResponseBody, Staged,
+    ApiError, DefaultResultHandler, HCons, HNil, Logger, Mode, Output, PathParams, RequestBody,
+    ResponseBody,
 };
-use strata_format::{DefaultResultHandler, FormatLayer};
+use strata_format::FormatLayer;
+use strata_input::Staged;
 use strata_middleware::{Middleware, MiddlewareHandler, MiddlewareService};
 use strata_parse::ParseLayer;
+use strata_routing::{Endpoint, PipelineSettings};
 use strata_upload::{MultipartForm, UploadLimits, UploadedFile};
 use tower::ServiceExt;
 use tower_layer::Layer;
@@ -136,13 +138,17 @@ impl TestRequest {
     }
 }
 
-/// The configuration of tests: CORS off, development mode; override what a test needs.
+/// The pipeline settings of tests: the defaults in development mode; override what a test
+/// needs ([`TestArgs::config`]).
 ///
-/// CORS is routing's business: an endpoint tested alone sends no CORS headers whatever the
-/// config; test CORS with `oneshot` on a `Router`.
-pub fn test_config() -> ConfigBuilder {
+/// CORS and the other router settings are routing's business: an endpoint tested alone sends
+/// no CORS headers; test them with `oneshot` on a `Router`.
+pub fn test_config() -> PipelineSettings {
     // Development: a test wants to read why a request failed.
-    Config::builder().cors(false).development()
+    PipelineSettings {
+        mode: Mode::Development,
+        ..PipelineSettings::default()
+    }
 }
 
 /// Everything a test run takes besides the endpoint or middleware (the spec's `requestProps`,
@@ -150,7 +156,7 @@ pub fn test_config() -> ConfigBuilder {
 #[derive(Debug, Clone)]
 pub struct TestArgs {
     request: TestRequest,
-    config: ConfigBuilder,
+    config: PipelineSettings,
     request_id: Option<String>,
 }
 
@@ -170,10 +176,11 @@ impl TestArgs {
         }
     }
 
-    /// Overrides the configuration: `args.config(|c| c.production())`. Overrides accumulate.
+    /// Overrides the pipeline settings: `args.config(|c| c.mode = Mode::Production)`.
+    /// Overrides accumulate.
     #[must_use]
-    pub fn config(mut self, overrides: impl FnOnce(ConfigBuilder) -> ConfigBuilder) -> Self {
-        self.config = overrides(self.config);
+    pub fn config(mut self, overrides: impl FnOnce(&mut PipelineSettings)) -> Self {
+        overrides(&mut self.config);
         self
     }
 
@@ -313,14 +320,13 @@ fn multipart(body: Option<&Value>, files: Vec<(String, UploadedFile)>) -> Multip
     form
 }
 
-/// The test's config; a request with files turns uploads on unless the test configured them.
-fn config_for(args: &TestArgs) -> Config {
-    let config = args.config.clone().build();
-    if args.request.files.is_empty() || config.upload().is_some() {
-        config
-    } else {
-        args.config.clone().upload(UploadLimits::new()).build()
+/// The test's settings; a request with files turns uploads on unless the test configured them.
+fn config_for(args: &TestArgs) -> PipelineSettings {
+    let mut config = args.config.clone();
+    if !args.request.files.is_empty() && config.uploads.is_none() {
+        config.uploads = Some(UploadLimits::new());
     }
+    config
 }
 
 async fn mock(response: Response<ResponseBody>) -> ResponseMock {
@@ -525,9 +531,16 @@ where
         ctx: Arc::new(Mutex::new(Some(ctx))),
     };
     let config = config_for(&args);
-    let service = FormatLayer::from_config(DefaultResultHandler, &config).layer(
-        ParseLayer::from_config(&config).layer(CombineLayer::from_config(&config).layer(injected)),
-    );
+    let mut parse = ParseLayer::new()
+        .body_limit(config.body_limit)
+        .max_fields(config.max_fields)
+        .input_sources(config.input_sources.clone());
+    if let Some(limits) = config.uploads {
+        parse = parse.upload(limits);
+    }
+    let service = FormatLayer::new(DefaultResultHandler)
+        .mode(config.mode)
+        .layer(parse.layer(CombineLayer::with_sources(config.input_sources).layer(injected)));
     let request = build(args.request, args.request_id, &logger);
     let response = match service.oneshot(request).await {
         Ok(response) => response,

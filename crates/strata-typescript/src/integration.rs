@@ -5,10 +5,9 @@ use std::fmt::{self, Write as _};
 use std::path::Path;
 
 use serde_json::Value;
-use strata_core::Config;
-use strata_core::raw::RAW_FIELD;
+use strata_input::raw::RAW_FIELD;
 use strata_openapi::{Documentation, OpenApi, Operation, ParameterLocation};
-use strata_routing::Routing;
+use strata_routing::{PipelineSettings, RouterSettings, Routing};
 
 use crate::error::IntegrationError;
 use crate::runtime::{BodyKind, Placement, Styles, runtime};
@@ -30,9 +29,8 @@ pub enum Variant {
 /// OpenAPI document (so the two cannot disagree).
 ///
 /// ```no_run
-/// # use strata_core::Config;
 /// use strata_typescript::{Integration, Variant};
-/// # fn demo(routing: strata_routing::Routing, config: Config) -> Result<(), Box<dyn std::error::Error>> {
+/// # fn demo(routing: strata_routing::Routing, config: strata_routing::RoutingConfig) -> Result<(), Box<dyn std::error::Error>> {
 /// let ts = Integration::new(&routing, &config)
 ///     .server_url("http://localhost:8090")
 ///     .variant(Variant::Client)
@@ -43,18 +41,19 @@ pub enum Variant {
 /// ```
 #[derive(Debug)]
 pub struct Integration<'a> {
-    routing: &'a Routing,
-    config: &'a Config,
+    documentation: Documentation<'a>,
     server_url: String,
     variant: Variant,
 }
 
 impl<'a> Integration<'a> {
     /// A client for `routing` as served with `config` (its input sources per method, uploads).
-    pub fn new(routing: &'a Routing, config: &'a Config) -> Self {
+    pub fn new<C>(routing: &'a Routing, config: &C) -> Self
+    where
+        C: AsRef<RouterSettings> + AsRef<PipelineSettings>,
+    {
         Self {
-            routing,
-            config,
+            documentation: Documentation::new(routing, config),
             server_url: String::new(),
             variant: Variant::Client,
         }
@@ -77,7 +76,7 @@ impl<'a> Integration<'a> {
 
     /// Generates the file.
     pub fn build(self) -> Result<TypeScript, IntegrationError> {
-        let document = Documentation::new(self.routing, self.config).build()?;
+        let document = self.documentation.build()?;
         generate(&document, &self.server_url, self.variant)
     }
 }

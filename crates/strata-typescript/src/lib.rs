@@ -27,7 +27,7 @@
 //!
 //! ```
 //! use http::Method;
-//! use strata_core::{Config, Endpoint, EndpointMeta};
+//! use strata_routing::{Endpoint, EndpointMeta};
 //! use strata_routing::routing;
 //! use strata_typescript::{Integration, Variant};
 //!
@@ -39,7 +39,7 @@
 //! #     })))
 //! # };
 //! let api = routing! { "v1" => { "hello" => endpoint() } };
-//! let config = Config::builder().cors(true).build();
+//! let config = strata_routing::RoutingConfig::new(true);
 //! let client = Integration::new(&api, &config)
 //!     .server_url("http://localhost:8090")
 //!     .variant(Variant::Client)

@@ -3,7 +3,7 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use bytes::{BufMut, Bytes, BytesMut};
-use strata_core::upload::UploadedFile;
+use strata_input::UploadedFile;
 
 enum Part {
     Text { name: String, value: String },

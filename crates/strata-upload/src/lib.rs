@@ -2,7 +2,7 @@
 //! [`UploadLimits`].
 //!
 //! The parse stage (`strata-parse`) calls [`read_multipart`] when uploads are on
-//! ([`ConfigBuilder::upload`](strata_core::ConfigBuilder::upload)): the text parts become the
+//! (the pipeline's `uploads` setting, `create_config().upload(..)`): the text parts become the
 //! body (lenient text values, like a query), the files the `files` input source, which POST
 //! merges by default. An input field of type [`UploadedFile`] (or `Vec<UploadedFile>`,
 //! `Option<UploadedFile>`) receives them. Files stay in memory, each at most `file_size` bytes;
@@ -43,13 +43,15 @@
 //! ```
 
 mod form;
+mod limits;
 mod read;
 mod save;
 
 pub use form::MultipartForm;
+pub use limits::{UploadLimits, UploadLimitsBuilder};
 pub use read::{Multipart, boundary, read_multipart};
 pub use save::{MoveError, UploadedFileExt};
-pub use strata_core::upload::{UploadLimits, UploadedFile};
+pub use strata_input::UploadedFile;
 
 #[cfg(test)]
 mod tests;

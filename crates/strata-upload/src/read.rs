@@ -8,8 +8,10 @@ use std::task::{Context, Poll};
 use bytes::{Buf, Bytes, BytesMut};
 use http_body::Body;
 use pin_project_lite::pin_project;
-use strata_core::upload::{UploadLimits, UploadedFile};
-use strata_core::{ApiError, BoxError, ErrorKind, TextValue};
+use strata_core::{ApiError, BoxError, ErrorKind};
+use strata_input::{TextValue, UploadedFile};
+
+use crate::limits::UploadLimits;
 
 /// The parts of a multipart body: text fields (repeated names are lists) and files by field name.
 #[derive(Debug, Default, Clone, PartialEq)]

@@ -20,12 +20,12 @@ use std::future::Future;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use strata_core::upload::UploadedFile;
+use strata_input::UploadedFile;
 use tokio::io::AsyncWriteExt;
 
 mod sealed {
     pub trait Sealed {}
-    impl Sealed for strata_core::upload::UploadedFile {}
+    impl Sealed for strata_input::UploadedFile {}
 }
 
 /// Writing an [`UploadedFile`] to disk (in the prelude of the `strata` facade).

@@ -5,7 +5,7 @@ use std::task::{Context, Poll};
 use bytes::Bytes;
 use http_body::{Body, Frame};
 use http_body_util::Full;
-use strata_core::TextValue;
+use strata_input::TextValue;
 
 use crate::{Multipart, MultipartForm, UploadLimits, UploadedFile, boundary, read_multipart};
 

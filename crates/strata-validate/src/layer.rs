@@ -1,6 +1,6 @@
 use std::fmt;
 
-use strata_core::Decoder;
+use crate::decode::Decoder;
 use tower_layer::Layer;
 
 use crate::service::ValidateService;

@@ -5,6 +5,13 @@
 //! rules run. Any failure is a 400 whose message lists every problem as `path: message`, joined
 //! by `"; "`, with the names clients use (serde renames applied).
 //!
+//! The crate also owns how that happens, for every stage that checks values: [`Decoder`] reads
+//! an input into a type and runs its rules (the middleware stage decodes each middleware's
+//! input with it) and checks a value's rules with wire names (the output stage and event
+//! streams check what they send with it). When decoding fails, the input is walked against the
+//! type's JSON Schema to explain every problem in JSON's words; that walk runs on the failure
+//! path only.
+//!
 //! # Example
 //!
 //! ```
@@ -12,7 +19,8 @@
 //! use http::Request;
 //! use schemars::JsonSchema;
 //! use serde::Deserialize;
-//! use strata_core::{ApiError, HNil, Input, Staged, Validated};
+//! use strata_core::{ApiError, HNil, Validated};
+//! use strata_input::{Input, Staged};
 //! use strata_validate::ValidateLayer;
 //! use tower::{ServiceBuilder, ServiceExt, service_fn};
 //!
@@ -43,9 +51,12 @@
 //! # }
 //! ```
 
+mod decode;
+mod explain;
 mod layer;
 mod service;
 
+pub use decode::{Decoder, not_null};
 pub use layer::ValidateLayer;
 pub use service::ValidateService;
 

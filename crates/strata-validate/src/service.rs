@@ -6,7 +6,10 @@ use http::Request;
 use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
 use strata_core::future::ShortCircuit;
-use strata_core::{ApiError, Decoder, Staged, Validated};
+use strata_core::{ApiError, Validated};
+use strata_input::Staged;
+
+use crate::decode::Decoder;
 use tower_service::Service;
 
 use crate::ResponseFuture;

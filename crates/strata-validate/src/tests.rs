@@ -3,9 +3,8 @@ use http::Request;
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::json;
-use strata_core::{
-    ApiError, ErrorKind, HCons, HNil, Input, InputValue, Staged, TextValue, Validated,
-};
+use strata_core::{ApiError, ErrorKind, HCons, HNil, Validated};
+use strata_input::{Input, InputValue, Staged, TextValue};
 use tower::{ServiceExt, service_fn};
 
 use crate::ValidateLayer;

@@ -11,16 +11,17 @@ use schemars::{JsonSchema, Schema};
 use serde::de::DeserializeOwned;
 use strata_combine::CombineLayer;
 use strata_core::{
-    ApiError, Config, DeclaredError, Endpoint, EndpointMeta, HCons, HNil, Logger, MiddlewareInput,
-    Output, PositiveFn, ResponseDescription, Security, SharedService,
+    ApiError, DeclaredError, DefaultResultHandler, HCons, HNil, Logger, MiddlewareInput, Output,
+    PositiveFn, ResponseDescription, ResultHandler, Security,
 };
-use strata_format::{DefaultResultHandler, FormatLayer, ResultHandler};
+use strata_format::FormatLayer;
 use strata_handler::{Handler, HandlerService, handler_fn, handler_with_request};
 use strata_middleware::{
     Chain, Middleware, MiddlewareChain, MiddlewareHandler, NoMiddleware, StagedService, State,
 };
 use strata_output::{HandlerOutput, OutputLayer, OutputService};
 use strata_parse::ParseLayer;
+use strata_routing::{Endpoint, EndpointMeta, PipelineSettings, SharedService};
 use strata_validate::{ValidateLayer, ValidateService};
 use tower_layer::Layer;
 
@@ -473,7 +474,7 @@ where
             }
         }
         meta.input_fields = fields;
-        meta.raw_body = strata_core::raw::reads_raw_body(input_schema.as_value());
+        meta.raw_body = strata_input::raw::reads_raw_body(input_schema.as_value());
         let raw_body = meta.raw_body;
         // A streamed output (a file, a stream) describes its own media type, not an envelope;
         // the endpoint may name it.
@@ -516,14 +517,32 @@ where
         let validate = ValidateLayer::<I>::new();
         let output = OutputLayer::<O::Body>::new();
         let handler = HandlerService::new(handler);
-        Endpoint::from_shared(meta, move |config: &Config| -> SharedService {
+        Endpoint::from_shared(meta, move |settings: &PipelineSettings| -> SharedService {
             let core = validate.layer(output.layer(handler.clone()));
-            let service = FormatLayer::from_config(result_handler.clone(), config).layer(
-                ParseLayer::from_config(config)
-                    .raw_body(raw_body)
-                    .layer(CombineLayer::from_config(config).layer(layers.wrap(core))),
-            );
+            let service = FormatLayer::new(result_handler.clone())
+                .mode(settings.mode)
+                .layer(
+                    parse_layer(settings).raw_body(raw_body).layer(
+                        CombineLayer::with_sources(settings.input_sources.clone())
+                            .layer(layers.wrap(core)),
+                    ),
+                );
             SharedService::new(service)
         })
     }
+}
+
+/// The parse stage as `settings` say: limits, sources, the shared body budget, uploads.
+fn parse_layer(settings: &PipelineSettings) -> ParseLayer {
+    let mut parse = ParseLayer::new()
+        .body_limit(settings.body_limit)
+        .max_fields(settings.max_fields)
+        .input_sources(settings.input_sources.clone());
+    if let Some(budget) = &settings.body_budget {
+        parse = parse.body_budget(budget.clone());
+    }
+    if let Some(limits) = &settings.uploads {
+        parse = parse.upload(limits.clone());
+    }
+    parse
 }

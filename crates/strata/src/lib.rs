@@ -59,19 +59,20 @@
 mod factory;
 
 pub use factory::{EndpointBuilder, EndpointsFactory, StateFactory, default_endpoints_factory};
-pub use strata_core::raw::RawBody;
 pub use strata_core::{
-    AnyBody, ApiError, ApiResult, BoxError, Config, ConfigBuilder, Cors, CorsRequest, Ctx,
-    DeclaredError, Decoder, Endpoint, EndpointFuture, EndpointMeta, EndpointService, ErrorKind,
-    Get, HCons, HNil, IncomingBody, Input, InputSource, InputSources, InputValue, Level, Logger,
-    MethodLikeRouteBehavior, Mode, Output, Parsed, ParsedBody, PathParams, Query, RequestBody,
-    RequestInfo, ResponseBody, ResponseDescription, ResponseHeader, Security, SharedService,
-    Staged, TextValue, Validated, WrongMethodBehavior, http_error, not_null,
+    ApiError, ApiResult, BoxError, Ctx, DeclaredError, DefaultResultHandler, ErrorHandler,
+    ErrorKind, Get, HCons, HNil, IncomingBody, Level, Logger, Mode, Output, PathParams,
+    RequestBody, RequestInfo, ResponseBody, ResponseDescription, ResponseHeader, ResultHandler,
+    Security, Validated, http_error,
 };
-pub use strata_format::{DefaultResultHandler, ResultHandler};
+pub use strata_input::{
+    Input, InputSource, InputSources, InputValue, Parsed, ParsedBody, Query, RawBody, Staged,
+    TextValue, UploadedFile,
+};
 pub use strata_middleware::{Middleware, MiddlewareChain};
 pub use strata_output::{Binary, FileResponse, HandlerOutput, Reply, StreamResponse};
-pub use strata_upload::{MoveError, MultipartForm, UploadLimits, UploadedFile, UploadedFileExt};
+pub use strata_upload::{MoveError, MultipartForm, UploadLimits, UploadedFileExt};
+pub use strata_validate::{Decoder, not_null};
 
 /// Stage 2: combine input sources.
 pub use strata_combine as combine;
@@ -84,6 +85,8 @@ pub use strata_events::{EmitError, Emitter, EventStream, EventStreamOptions};
 pub use strata_format as format;
 /// Stage 5: handlers.
 pub use strata_handler as handler;
+/// The merged input: its model, text decoding and deserializer ([`strata_input`]).
+pub use strata_input as input;
 /// Stage 3: middleware.
 pub use strata_middleware as middleware;
 /// API descriptions: an OpenAPI 3.1 document from a routing, routes serving it.
@@ -97,14 +100,17 @@ pub use strata_parse as parse;
 /// Routing: the tree, the trie, method dispatch, CORS, static files.
 pub use strata_routing as routing;
 pub use strata_routing::{
-    Dotfiles, Nest, Route, Router, Routing, RoutingError, ServeStatic, StaticOptions, routing,
+    AnyBody, Cors, CorsRequest, Dotfiles, Endpoint, EndpointFuture, EndpointMeta, EndpointService,
+    MethodLikeRouteBehavior, Nest, PipelineSettings, Route, Router, RouterSettings, Routing,
+    RoutingConfig, RoutingError, ServeStatic, SharedService, StaticOptions, WrongMethodBehavior,
+    routing,
 };
 /// Running a routing: `create_server`, `attach_routing`.
 pub use strata_server as server;
 pub use strata_server::{
-    Attached, ETagLayer, Https, Listen, ListeningServer, LocalAddr, LoggerOptions, Pem, Server,
-    ServerBody, ServerConfig, ServerConfigBuilder, ServerError, ServerLimits, ShutdownHandle,
-    attach_routing, create_server, create_server_with,
+    Attached, Config, ConfigBuilder, ETagLayer, Https, Listen, ListeningServer, LocalAddr,
+    LoggerOptions, Pem, Server, ServerBody, ServerError, ServerLimits, ServerSettings,
+    ShutdownHandle, attach_routing, create_server, create_server_with,
 };
 /// Test utilities: `test_endpoint`, `test_middleware` (feature `testing`).
 #[cfg(feature = "testing")]
@@ -116,10 +122,10 @@ pub use strata_upload as upload;
 /// Stage 4: input validation.
 pub use strata_validate as validate;
 
-/// Starts a [`ServerConfigBuilder`] with the defaults: production mode (or the one
-/// `STRATA_MODE` names), 1 MiB body limit, the input sources of spec table 2.2, no listener.
-/// It sets the pipeline's [`Config`] and the server's settings in one chain; the
-/// [`ServerConfig`] it builds is passed wherever a `&Config` is expected.
+/// Starts a [`ConfigBuilder`] with the defaults: production mode (or the one `STRATA_MODE`
+/// names), 1 MiB body limit, the input sources of spec table 2.2, CORS not chosen yet, no
+/// listener. One chain sets the server's, the router's and the pipeline's settings; the
+/// [`Config`] it builds is given whole to everything that reads a configuration.
 ///
 /// ```
 /// use strata::{InputSource, Mode, create_config};
@@ -127,11 +133,12 @@ pub use strata_validate as validate;
 /// let config = create_config()
 ///     .input_sources(&http::Method::GET, [InputSource::Query, InputSource::Params, InputSource::Headers])
 ///     .production()
+///     .cors(true)
 ///     .build();
-/// assert_eq!(config.mode(), Mode::Production);
+/// assert_eq!(config.pipeline.mode, Mode::Production);
 /// ```
-pub fn create_config() -> ServerConfigBuilder {
-    ServerConfig::builder()
+pub fn create_config() -> ConfigBuilder {
+    Config::builder()
 }
 
 /// The names most endpoints need.
@@ -140,8 +147,7 @@ pub mod prelude {
         ApiError, ApiResult, Config, CorsRequest, Ctx, DefaultResultHandler, Endpoint,
         EndpointsFactory, FileResponse, Get, HCons, HNil, InputSource, Level, Logger, Middleware,
         MiddlewareChain, Mode, Nest, RawBody, Reply, RequestInfo, ResultHandler, Router, Routing,
-        Security, ServeStatic, ServerConfig, UploadLimits, UploadedFile, UploadedFileExt,
-        attach_routing, create_config, create_server, default_endpoints_factory, http_error,
-        routing,
+        Security, ServeStatic, UploadLimits, UploadedFile, UploadedFileExt, attach_routing,
+        create_config, create_server, default_endpoints_factory, http_error, routing,
     };
 }

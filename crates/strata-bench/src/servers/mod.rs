@@ -135,10 +135,7 @@ pub(crate) async fn start_soak() -> io::Result<Running> {
     start_strata(&soak_app::config(loopback()), &soak_app::routing()).await
 }
 
-async fn start_strata(
-    config: &strata::ServerConfig,
-    routing: &strata::Routing,
-) -> io::Result<Running> {
+async fn start_strata(config: &strata::Config, routing: &strata::Routing) -> io::Result<Running> {
     let (addr, server) = strata_app::serve(config, routing).await?;
     Ok(Running {
         addr,

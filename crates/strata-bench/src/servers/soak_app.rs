@@ -72,7 +72,7 @@ pub(crate) fn routing() -> Routing {
 }
 
 /// Production mode, no CORS, the default logger at `warn`, uploads on with the small limits above.
-pub(crate) fn config(addr: SocketAddr) -> ServerConfig {
+pub(crate) fn config(addr: SocketAddr) -> Config {
     create_config()
         .cors(false)
         .production()

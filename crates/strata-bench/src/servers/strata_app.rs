@@ -68,7 +68,7 @@ pub(crate) fn routing(many_routes: bool) -> Routing {
 }
 
 /// What a production user would write: CORS on, production mode, the default logger at `warn`.
-pub(crate) fn config(addr: SocketAddr) -> ServerConfig {
+pub(crate) fn config(addr: SocketAddr) -> Config {
     create_config()
         .cors(true)
         .production()
@@ -79,7 +79,7 @@ pub(crate) fn config(addr: SocketAddr) -> ServerConfig {
 
 /// Starts Strata for `config` and `routing`: the server and the TCP address it listens on.
 pub(crate) async fn serve(
-    config: &ServerConfig,
+    config: &Config,
     routing: &Routing,
 ) -> std::io::Result<(SocketAddr, strata::Server)> {
     let server = create_server(config, routing)

@@ -54,7 +54,7 @@ fn hex(byte: u8) -> Option<u8> {
 /// Borrows when nothing needs decoding. `base` is added to offsets in errors.
 ///
 /// ```
-/// use strata_core::text::percent_decode;
+/// use strata_input::text::percent_decode;
 ///
 /// assert_eq!(percent_decode(b"a%20b+c", true, 0).unwrap(), "a b c");
 /// assert_eq!(percent_decode(b"caf%C3%A9", false, 0).unwrap(), "café");
@@ -108,8 +108,8 @@ pub fn percent_decode(
 /// `max_pairs` pairs are accepted.
 ///
 /// ```
-/// use strata_core::input::TextValue;
-/// use strata_core::text::parse_urlencoded;
+/// use strata_input::TextValue;
+/// use strata_input::text::parse_urlencoded;
 ///
 /// let pairs = parse_urlencoded(b"a=1&b=x+y&a=2", 100).unwrap();
 /// assert_eq!(pairs[0], ("a".to_owned(), TextValue::Many(vec!["1".into(), "2".into()])));
@@ -142,7 +142,7 @@ pub fn parse_urlencoded(
 ///
 /// ```
 /// use http::Uri;
-/// use strata_core::text::PlainQuery;
+/// use strata_input::text::PlainQuery;
 ///
 /// let uri: Uri = "/hello?name=Ada&flag".parse().unwrap();
 /// let query = PlainQuery::check(&uri, 100).unwrap().unwrap();

@@ -1,8 +1,8 @@
 //! The seam between endpoints and routing: what an endpoint is once built, type-erased.
 //!
 //! Routing needs an endpoint's methods, the names of its input fields (to check `:param`s), its
-//! descriptions, and a service to call. [`Endpoint`] holds exactly that; the facade's
-//! `EndpointsFactory` builds it from typed parts.
+//! descriptions, and a service to call, built for the [`PipelineSettings`] routing is given.
+//! [`Endpoint`] holds exactly that; the facade's `EndpointsFactory` builds it from typed parts.
 
 use std::any::Any;
 use std::convert::Infallible;
@@ -14,232 +14,16 @@ use std::task::{Context, Poll, Waker};
 
 use bytes::Bytes;
 use http::{Method, Request, Response, StatusCode};
-use schemars::{Schema, SchemaGenerator};
+use schemars::Schema;
 use tower::Service;
 use tower::util::BoxCloneSyncService;
 
-use crate::body::{IncomingBody, RequestBody, ResponseBody};
-use crate::config::Config;
+use strata_core::{
+    DeclaredError, IncomingBody, MiddlewareInput, PositiveFn, RequestBody, ResponseBody,
+    ResponseDescription, SchemaFn, Security,
+};
 
-/// How a middleware authenticates, for generated API descriptions (spec section 5). It checks
-/// nothing by itself.
-#[derive(Debug, Clone, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum Security {
-    /// A credential in the header `name` (lower-case).
-    #[non_exhaustive]
-    Header {
-        /// The header name.
-        name: String,
-        /// What the credential is, for readers of the API description.
-        description: Option<String>,
-    },
-    /// A credential in the input field `name`.
-    #[non_exhaustive]
-    Input {
-        /// The input field.
-        name: String,
-        /// What the credential is, for readers of the API description.
-        description: Option<String>,
-    },
-    /// All of these together.
-    And(Vec<Security>),
-}
-
-impl Security {
-    /// A header credential.
-    pub fn header(name: impl Into<String>) -> Self {
-        Security::Header {
-            name: name.into().to_ascii_lowercase(),
-            description: None,
-        }
-    }
-
-    /// An input field credential.
-    pub fn input(name: impl Into<String>) -> Self {
-        Security::Input {
-            name: name.into(),
-            description: None,
-        }
-    }
-
-    /// A combination.
-    pub fn and(all: impl IntoIterator<Item = Security>) -> Self {
-        Security::And(all.into_iter().collect())
-    }
-
-    /// Describes the credential (`Header` and `Input`; a combination ignores it).
-    #[must_use]
-    pub fn description(mut self, text: impl Into<String>) -> Self {
-        match &mut self {
-            Security::Header { description, .. } | Security::Input { description, .. } => {
-                *description = Some(text.into());
-            }
-            Security::And(_) => {}
-        }
-        self
-    }
-
-    /// The single credentials this one stands for, in order (a combination's parts, flattened).
-    pub fn leaves(&self) -> Vec<&Security> {
-        match self {
-            Security::And(all) => all.iter().flat_map(Security::leaves).collect(),
-            leaf => vec![leaf],
-        }
-    }
-}
-
-/// A header of a documented response (for example `Retry-After`).
-#[derive(Debug, Clone, PartialEq)]
-#[non_exhaustive]
-pub struct ResponseHeader {
-    /// The header name (lower-case).
-    pub name: String,
-    /// What the header says.
-    pub description: String,
-    /// The schema of its value.
-    pub schema: Schema,
-}
-
-impl ResponseHeader {
-    /// A header `name` described by `description`, whose value is a string.
-    pub fn new(name: impl Into<String>, description: impl Into<String>) -> Self {
-        Self {
-            name: name.into().to_ascii_lowercase(),
-            description: description.into(),
-            schema: schemars::json_schema!({ "type": "string" }),
-        }
-    }
-
-    /// Sets the schema of the value.
-    #[must_use]
-    pub fn schema(mut self, schema: Schema) -> Self {
-        self.schema = schema;
-        self
-    }
-}
-
-/// One documented response of an endpoint: status, body schema, MIME types, a description and
-/// headers.
-#[derive(Debug, Clone, PartialEq)]
-#[non_exhaustive]
-pub struct ResponseDescription {
-    /// The status.
-    pub status: StatusCode,
-    /// The body schema.
-    pub schema: Schema,
-    /// The MIME types the body may have; none means no body.
-    pub mime_types: Vec<String>,
-    /// What the response means (generated descriptions fall back to the status's reason).
-    pub description: Option<String>,
-    /// Headers the response carries.
-    pub headers: Vec<ResponseHeader>,
-}
-
-impl ResponseDescription {
-    /// A response with `status` and a body of `schema` (add its MIME types with
-    /// [`mime_type`](Self::mime_type)).
-    pub fn new(status: StatusCode, schema: Schema) -> Self {
-        Self {
-            status,
-            schema,
-            mime_types: Vec::new(),
-            description: None,
-            headers: Vec::new(),
-        }
-    }
-
-    /// Adds a MIME type of the body.
-    #[must_use]
-    pub fn mime_type(mut self, mime_type: impl Into<String>) -> Self {
-        self.mime_types.push(mime_type.into());
-        self
-    }
-
-    /// Sets the description.
-    #[must_use]
-    pub fn description(mut self, text: impl Into<String>) -> Self {
-        self.description = Some(text.into());
-        self
-    }
-
-    /// Adds a header.
-    #[must_use]
-    pub fn header(mut self, header: ResponseHeader) -> Self {
-        self.headers.push(header);
-        self
-    }
-}
-
-/// An error status an endpoint or a middleware declares it may answer with (for example 401 from
-/// an authentication middleware, 404 from a handler), for generated API descriptions. The body
-/// is the result handler's negative response.
-#[derive(Debug, Clone, PartialEq)]
-#[non_exhaustive]
-pub struct DeclaredError {
-    /// The status.
-    pub status: StatusCode,
-    /// When and why it is sent.
-    pub description: String,
-    /// Headers it carries (for example `Retry-After` with a 429).
-    pub headers: Vec<ResponseHeader>,
-}
-
-impl DeclaredError {
-    /// `status`, sent when `description` says.
-    pub fn new(status: StatusCode, description: impl Into<String>) -> Self {
-        Self {
-            status,
-            description: description.into(),
-            headers: Vec::new(),
-        }
-    }
-
-    /// Adds a header.
-    #[must_use]
-    pub fn header(mut self, header: ResponseHeader) -> Self {
-        self.headers.push(header);
-        self
-    }
-}
-
-/// Writes the JSON Schema of one type into a generator shared by a whole API description, so
-/// named types land once in its definitions and are referenced from everywhere else.
-pub type SchemaFn = fn(&mut SchemaGenerator) -> Schema;
-
-/// The success responses of a result handler for an output schema (its `positive`), kept so
-/// that a description generator can call it with the output schema of its own generator.
-#[derive(Clone)]
-pub struct PositiveFn(Arc<DescribePositive>);
-
-type DescribePositive = dyn Fn(&Schema) -> Vec<ResponseDescription> + Send + Sync;
-
-impl PositiveFn {
-    /// Wraps `f`.
-    pub fn new(f: impl Fn(&Schema) -> Vec<ResponseDescription> + Send + Sync + 'static) -> Self {
-        Self(Arc::new(f))
-    }
-
-    /// The success responses for `output`.
-    pub fn call(&self, output: &Schema) -> Vec<ResponseDescription> {
-        (self.0)(output)
-    }
-}
-
-impl fmt::Debug for PositiveFn {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("PositiveFn")
-    }
-}
-
-/// The input schema of a middleware, with what it is called in messages.
-#[derive(Debug, Clone, Copy)]
-pub struct MiddlewareInput {
-    /// The Rust type name of the middleware's input.
-    pub type_name: &'static str,
-    /// Its JSON Schema, written inline (its properties are the middleware's fields).
-    pub schema: SchemaFn,
-}
+use crate::settings::PipelineSettings;
 
 /// What is known about an endpoint without calling it.
 #[derive(Debug, Clone, Default)]
@@ -276,7 +60,7 @@ pub struct EndpointMeta {
     pub security: Vec<Security>,
     /// Names of the input fields of the endpoint and its middleware (wire names).
     pub input_fields: Vec<String>,
-    /// The input has a [`RawBody`](crate::raw::RawBody) field `raw`: the body is read as bytes
+    /// The input has a [`RawBody`](strata_input::RawBody) field `raw`: the body is read as bytes
     /// of any content type.
     pub raw_body: bool,
     /// Success statuses the handler answers with, when not the result handler's (200).
@@ -388,16 +172,16 @@ impl Service<Request<RequestBody>> for SharedService {
     }
 }
 
-type BuildFn = dyn Fn(&Config) -> SharedService + Send + Sync;
+type BuildFn = dyn Fn(&PipelineSettings) -> SharedService + Send + Sync;
 
 /// The identity of an [`Endpoint`] and its clones ([`Endpoint::id`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct EndpointId(usize);
 
-/// A built endpoint: its metadata and a way to make its service for a configuration.
+/// A built endpoint: its metadata and a way to make its service for the pipeline's settings.
 ///
-/// Routing calls [`Endpoint::boxed_service`] once per route at startup; [`Endpoint::service`] is
-/// the same service for the default configuration (built once), accepting any request body, for
+/// Routing calls [`Endpoint::shared_service`] once per endpoint at startup; [`Endpoint::service`]
+/// is the same service for the default settings (built once), accepting any request body, for
 /// tests and for mounting into other tower stacks.
 #[derive(Clone)]
 pub struct Endpoint {
@@ -418,10 +202,10 @@ impl Endpoint {
     /// An endpoint from its metadata and a service builder.
     pub fn from_parts(
         meta: EndpointMeta,
-        build: impl Fn(&Config) -> EndpointService + Send + Sync + 'static,
+        build: impl Fn(&PipelineSettings) -> EndpointService + Send + Sync + 'static,
     ) -> Self {
-        Self::from_shared(meta, move |config: &Config| {
-            SharedService::new(build(config))
+        Self::from_shared(meta, move |settings: &PipelineSettings| {
+            SharedService::new(build(settings))
         })
     }
 
@@ -429,7 +213,7 @@ impl Endpoint {
     /// cheaper per request than a boxed service).
     pub fn from_shared(
         meta: EndpointMeta,
-        build: impl Fn(&Config) -> SharedService + Send + Sync + 'static,
+        build: impl Fn(&PipelineSettings) -> SharedService + Send + Sync + 'static,
     ) -> Self {
         Self {
             meta: Arc::new(meta),
@@ -456,14 +240,16 @@ impl Endpoint {
         self.meta.served_methods()
     }
 
-    /// Builds the boxed service for `config`.
-    pub fn boxed_service(&self, config: &Config) -> EndpointService {
-        BoxCloneSyncService::new((self.build)(config))
+    /// Builds the boxed service for the pipeline settings of `config` (a [`PipelineSettings`], a
+    /// [`RoutingConfig`](crate::RoutingConfig) or a server's configuration).
+    pub fn boxed_service(&self, config: &impl AsRef<PipelineSettings>) -> EndpointService {
+        BoxCloneSyncService::new((self.build)(config.as_ref()))
     }
 
-    /// Builds the shared service for `config` (routing calls this once per route).
-    pub fn shared_service(&self, config: &Config) -> SharedService {
-        (self.build)(config)
+    /// Builds the shared service for the pipeline settings of `config` (routing calls this once
+    /// per endpoint).
+    pub fn shared_service(&self, config: &impl AsRef<PipelineSettings>) -> SharedService {
+        (self.build)(config.as_ref())
     }
 
     /// The service for the default configuration, accepting any request body. It is built on
@@ -471,12 +257,12 @@ impl Endpoint {
     pub fn service(&self) -> AnyBody<EndpointService> {
         let service = self
             .default_service
-            .get_or_init(|| self.boxed_service(&Config::default()));
+            .get_or_init(|| self.boxed_service(&PipelineSettings::default()));
         AnyBody::new(service.clone())
     }
 
-    /// The service for `config`, accepting any request body.
-    pub fn service_with(&self, config: &Config) -> AnyBody<EndpointService> {
+    /// The service for the pipeline settings of `config`, accepting any request body.
+    pub fn service_with(&self, config: &impl AsRef<PipelineSettings>) -> AnyBody<EndpointService> {
         AnyBody::new(self.boxed_service(config))
     }
 }
@@ -525,7 +311,7 @@ impl<S> AnyBody<S> {
         Self { inner }
     }
 
-    crate::inner_service_accessors!();
+    strata_core::inner_service_accessors!();
 }
 
 impl<S, B> Service<Request<B>> for AnyBody<S>
@@ -607,7 +393,7 @@ mod tests {
 
     #[test]
     fn clones_share_an_id() {
-        let build = |_: &Config| {
+        let build = |_: &PipelineSettings| {
             BoxCloneSyncService::new(tower::service_fn(|_: Request<RequestBody>| async {
                 Ok::<_, Infallible>(Response::new(ResponseBody::empty()))
             }))
@@ -635,31 +421,23 @@ mod tests {
 
         let builds = Arc::new(AtomicUsize::new(0));
         let counted = Arc::clone(&builds);
-        let endpoint = Endpoint::from_parts(EndpointMeta::default(), move |_config: &Config| {
-            counted.fetch_add(1, Ordering::SeqCst);
-            BoxCloneSyncService::new(tower::service_fn(|_: Request<RequestBody>| async {
-                Ok::<_, Infallible>(Response::new(ResponseBody::empty()))
-            }))
-        });
+        let endpoint = Endpoint::from_parts(
+            EndpointMeta::default(),
+            move |_settings: &PipelineSettings| {
+                counted.fetch_add(1, Ordering::SeqCst);
+                BoxCloneSyncService::new(tower::service_fn(|_: Request<RequestBody>| async {
+                    Ok::<_, Infallible>(Response::new(ResponseBody::empty()))
+                }))
+            },
+        );
         let _first = endpoint.service();
         let _second = endpoint.clone().service();
         assert_eq!(builds.load(Ordering::SeqCst), 1);
-        let _other = endpoint.boxed_service(&Config::default());
+        let _other = endpoint.boxed_service(&PipelineSettings::default());
         assert_eq!(
             builds.load(Ordering::SeqCst),
             2,
-            "routing builds its own per config"
-        );
-    }
-
-    #[test]
-    fn header_security_is_lower_case() {
-        assert_eq!(
-            Security::header("X-Key"),
-            Security::Header {
-                name: "x-key".into(),
-                description: None
-            }
+            "routing builds its own per settings"
         );
     }
 

@@ -11,53 +11,73 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use http::header::RETRY_AFTER;
 use http::{HeaderValue, StatusCode};
 
-use crate::error::ApiError;
+use strata_core::ApiError;
 
 /// The default budget: 256 MiB.
 pub const DEFAULT_BODY_BUDGET: usize = 256 * 1024 * 1024;
 
-/// Bytes of request bodies the server may hold at once, shared by every endpoint built from one
-/// [`Config`](crate::Config).
+/// Bytes of request bodies the server may hold at once. A handle: its clones share one count,
+/// so every endpoint built from one pipeline configuration (and every [`ParseLayer`] given a
+/// clone) draws from the same budget.
+///
+/// [`ParseLayer`]: crate::ParseLayer
+///
+/// ```
+/// use strata_parse::BodyBudget;
+///
+/// let budget = BodyBudget::new(100);
+/// let shared = budget.clone();
+/// let held = budget.try_reserve(60).unwrap();
+/// assert!(shared.try_reserve(41).is_none(), "the clone sees the same count");
+/// drop(held);
+/// assert_eq!(shared.used(), 0);
+/// ```
+#[derive(Debug, Clone)]
+pub struct BodyBudget(Arc<Count>);
+
 #[derive(Debug)]
-pub struct BodyBudget {
+struct Count {
     capacity: usize,
     used: AtomicUsize,
 }
 
 impl BodyBudget {
     /// A budget of `capacity` bytes.
-    pub fn new(capacity: usize) -> Arc<Self> {
-        Arc::new(Self {
+    pub fn new(capacity: usize) -> Self {
+        Self(Arc::new(Count {
             capacity,
             used: AtomicUsize::new(0),
-        })
+        }))
     }
 
     /// The capacity in bytes.
     pub fn capacity(&self) -> usize {
-        self.capacity
+        self.0.capacity
     }
 
     /// The bytes reserved now.
     pub fn used(&self) -> usize {
-        self.used.load(Ordering::Relaxed)
+        self.0.used.load(Ordering::Relaxed)
     }
 
     /// Reserves `bytes` until the reservation is dropped; `None` when they do not fit.
-    pub fn try_reserve(self: &Arc<Self>, bytes: usize) -> Option<BodyReservation> {
-        let mut used = self.used.load(Ordering::Relaxed);
+    pub fn try_reserve(&self, bytes: usize) -> Option<BodyReservation> {
+        let count = &self.0;
+        let mut used = count.used.load(Ordering::Relaxed);
         loop {
             let wanted = used.checked_add(bytes)?;
-            if wanted > self.capacity {
+            if wanted > count.capacity {
                 return None;
             }
-            match self
-                .used
-                .compare_exchange_weak(used, wanted, Ordering::AcqRel, Ordering::Relaxed)
-            {
+            match count.used.compare_exchange_weak(
+                used,
+                wanted,
+                Ordering::AcqRel,
+                Ordering::Relaxed,
+            ) {
                 Ok(_) => {
                     return Some(BodyReservation {
-                        budget: Arc::clone(self),
+                        budget: self.clone(),
                         bytes,
                     });
                 }
@@ -79,13 +99,13 @@ impl BodyBudget {
 /// A share of a [`BodyBudget`], given back when dropped.
 #[derive(Debug)]
 pub struct BodyReservation {
-    budget: Arc<BodyBudget>,
+    budget: BodyBudget,
     bytes: usize,
 }
 
 impl Drop for BodyReservation {
     fn drop(&mut self) {
-        self.budget.used.fetch_sub(self.bytes, Ordering::AcqRel);
+        self.budget.0.used.fetch_sub(self.bytes, Ordering::AcqRel);
     }
 }
 

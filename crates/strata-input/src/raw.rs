@@ -7,7 +7,7 @@
 //!
 //! ```
 //! use serde::Deserialize;
-//! use strata_core::raw::RawBody;
+//! use strata_input::raw::RawBody;
 //!
 //! #[derive(Deserialize, schemars::JsonSchema)]
 //! struct Hook {
@@ -15,7 +15,7 @@
 //!     source: String, // a path parameter or a query value
 //! }
 //! let schema = schemars::schema_for!(Hook);
-//! assert!(strata_core::raw::reads_raw_body(schema.as_value()));
+//! assert!(strata_input::raw::reads_raw_body(schema.as_value()));
 //! ```
 
 use std::borrow::Cow;
@@ -25,7 +25,7 @@ use bytes::Bytes;
 use schemars::{JsonSchema, Schema, SchemaGenerator, json_schema};
 use serde::{Deserialize, Deserializer};
 
-use crate::upload::UploadedFile;
+use crate::file::UploadedFile;
 
 /// The input field that receives a raw body.
 pub const RAW_FIELD: &str = "raw";

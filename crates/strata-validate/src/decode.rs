@@ -9,9 +9,10 @@ use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
-use crate::error::{ApiError, ErrorKind};
+use strata_core::{ApiError, ErrorKind};
+use strata_input::Input;
+
 use crate::explain::{Issue, MAX_ISSUES, explain, joined, natural_order, plain_words, render};
-use crate::input::Input;
 
 /// Maps the Rust field names in garde's paths to the names used on the wire (as serde reads and
 /// writes them), by walking the type's JSON Schema along the path.
@@ -154,12 +155,13 @@ impl WireNames {
 /// use garde::Validate;
 /// use schemars::JsonSchema;
 /// use serde::Deserialize;
-/// use strata_core::{Decoder, Input, InputValue};
+/// use strata_input::{Input, InputValue};
+/// use strata_validate::Decoder;
 ///
 /// #[derive(Debug, Deserialize, Validate, JsonSchema)]
 /// struct Patch {
 ///     #[garde(skip)]
-///     #[serde(default, deserialize_with = "strata_core::not_null")]
+///     #[serde(default, deserialize_with = "strata_validate::not_null")]
 ///     #[schemars(with = "String")]
 ///     nickname: Option<String>,
 /// }
@@ -243,7 +245,8 @@ fn describe_report(report: &garde::Report, names: &WireNames, prefix: Option<&st
 /// use garde::Validate;
 /// use schemars::JsonSchema;
 /// use serde::Deserialize;
-/// use strata_core::{Decoder, Input};
+/// use strata_input::Input;
+/// use strata_validate::Decoder;
 ///
 /// #[derive(Debug, Deserialize, Validate, JsonSchema)]
 /// #[serde(rename_all = "camelCase")]
@@ -327,7 +330,7 @@ where
     /// the schema's explanation, and serde's own problem when no explained one is at its place
     /// (what a schema cannot show: a custom deserializer, a `flatten`, a file sent as text).
     fn explain(&self, input: &Input, plain: &str) -> String {
-        let explained = explain(&self.names().schema, input.view());
+        let explained = explain(&self.names().schema, input.entries());
         let (mut issues, mut total) = (explained.issues, explained.total);
         let (path, message) = match serde_path_to_error::deserialize::<_, T>(input) {
             Err(tracked) => {
@@ -387,7 +390,7 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::input::InputValue;
+    use strata_input::InputValue;
 
     #[derive(Debug, Deserialize, Serialize, Validate, JsonSchema)]
     struct Item {
@@ -556,7 +559,9 @@ mod tests {
             "term=rust&unknown=1",
         ] {
             let uri: http::Uri = format!("/s?{query}").parse().unwrap();
-            let plain = crate::text::PlainQuery::check(&uri, 100).unwrap().unwrap();
+            let plain = strata_input::text::PlainQuery::check(&uri, 100)
+                .unwrap()
+                .unwrap();
             let mut entries = Input::new();
             entries.merge(
                 plain
@@ -575,7 +580,9 @@ mod tests {
             }
         }
         let uri: http::Uri = "/s?term=rust&pageSize=20&tags=a".parse().unwrap();
-        let plain = crate::text::PlainQuery::check(&uri, 100).unwrap().unwrap();
+        let plain = strata_input::text::PlainQuery::check(&uri, 100)
+            .unwrap()
+            .unwrap();
         assert_eq!(
             decoder.decode(&Input::from(plain)).unwrap(),
             Search {

@@ -7,8 +7,8 @@ use std::sync::OnceLock;
 use bytes::Bytes;
 use serde_json::{Map, Value};
 
+use crate::file::UploadedFile;
 use crate::text::PlainQuery;
-use crate::upload::UploadedFile;
 
 /// Up to this many earlier keys, merging scans linearly.
 const LINEAR_MERGE_MAX: usize = 16;
@@ -40,8 +40,10 @@ impl TextValue {
 
 /// One value of the merged [`Input`], remembering whether it came as JSON (read strictly) or as
 /// text (read leniently).
+///
+/// Exhaustive on purpose: the explanation of a failed decode (in `strata-validate`) names every
+/// kind of value, and a new kind must not compile until it does.
 #[derive(Debug, Clone, PartialEq)]
-#[non_exhaustive]
 pub enum InputValue {
     /// A value of a JSON body.
     Json(Value),
@@ -118,7 +120,7 @@ impl JsonObject {
     /// builds nothing.
     ///
     /// ```
-    /// use strata_core::input::JsonObject;
+    /// use strata_input::JsonObject;
     ///
     /// assert!(JsonObject::new(r#"{"a": [1, 2]}"#).is_ok());
     /// assert_eq!(JsonObject::new("[1]").unwrap_err().to_string(), "JSON body must be an object, got an array");
@@ -332,11 +334,11 @@ impl LazySource {
 /// overwriting earlier ones key by key.
 ///
 /// Stored as a small vector (inputs have few keys; a linear scan beats hashing there). Decode it
-/// into a typed value with [`Decoder`](crate::Decoder), or deserialize it directly: `&Input`
+/// into a typed value with `strata_validate::Decoder`, or deserialize it directly: `&Input`
 /// implements [`serde::Deserializer`].
 ///
 /// ```
-/// use strata_core::Input;
+/// use strata_input::Input;
 ///
 /// let mut input = Input::new();
 /// input.insert("id", "from query".into());
@@ -354,7 +356,7 @@ pub struct Input {
 
 impl PartialEq for Input {
     fn eq(&self, other: &Self) -> bool {
-        self.view() == other.view()
+        self.entries() == other.entries()
     }
 }
 
@@ -425,8 +427,8 @@ impl Input {
         self.lazy.as_deref().map(|lazy| &lazy.source)
     }
 
-    /// The entries, by key (a lazy input's, read once).
-    pub(crate) fn view(&self) -> &[(String, InputValue)] {
+    /// The entries in insertion order (a lazy input's are read once, on the first call).
+    pub fn entries(&self) -> &[(String, InputValue)] {
         match &self.lazy {
             Some(lazy) => lazy.entries.get_or_init(|| lazy.source.entries()),
             None => &self.entries,
@@ -491,7 +493,10 @@ impl Input {
 
     /// The value of `key`.
     pub fn get(&self, key: &str) -> Option<&InputValue> {
-        self.view().iter().find(|(k, _)| k == key).map(|(_, v)| v)
+        self.entries()
+            .iter()
+            .find(|(k, _)| k == key)
+            .map(|(_, v)| v)
     }
 
     /// Removes and returns the value of `key`.
@@ -503,17 +508,17 @@ impl Input {
 
     /// The entries in insertion order.
     pub fn iter(&self) -> impl ExactSizeIterator<Item = (&str, &InputValue)> {
-        self.view().iter().map(|(k, v)| (k.as_str(), v))
+        self.entries().iter().map(|(k, v)| (k.as_str(), v))
     }
 
     /// Number of keys.
     pub fn len(&self) -> usize {
-        self.view().len()
+        self.entries().len()
     }
 
     /// Whether there are no keys.
     pub fn is_empty(&self) -> bool {
-        self.view().is_empty()
+        self.entries().is_empty()
     }
 }
 
@@ -525,21 +530,6 @@ impl FromIterator<(String, InputValue)> for Input {
         }
         input
     }
-}
-
-/// A place a request's input comes from (spec table 2.2).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum InputSource {
-    /// The parsed query string.
-    Query,
-    /// The parsed body (JSON or urlencoded form).
-    Body,
-    /// The path parameters found by routing.
-    Params,
-    /// Uploaded files (multipart; only when uploads are enabled).
-    Files,
-    /// Request headers, with lower-case names.
-    Headers,
 }
 
 #[cfg(test)]

@@ -6,8 +6,8 @@ use serde::de::value::BorrowedStrDeserializer;
 use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Unexpected, Visitor};
 use serde::forward_to_deserialize_any;
 
+use crate::file::{FILE_TOKEN, UploadedFile, hand_over};
 use crate::input::{Input, InputValue, LazySource, TextValue};
-use crate::upload::{FILE_TOKEN, UploadedFile, hand_over};
 
 /// The error of deserializing an [`Input`]: serde's message text.
 #[derive(Debug, Clone, PartialEq, Eq)]

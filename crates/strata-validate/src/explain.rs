@@ -20,8 +20,7 @@ use std::fmt::Write as _;
 use regex::Regex;
 use serde_json::{Map, Number, Value};
 
-use crate::input::{InputValue, TextValue};
-use crate::upload::UploadedFile;
+use strata_input::{InputValue, TextValue, UploadedFile};
 
 /// One problem: where (wire path, empty for the whole input) and what.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -1,0 +1,49 @@
+//! The merged input of a Strata request, and what it is made of.
+//!
+//! Stages 1 to 4 speak of it: the parse stage finds a request's query, body, path parameters
+//! and files ([`Parsed`]); the combine stage merges the [`InputSources`] of the method into one
+//! [`Input`] ([`Staged`]); middleware and the validate stage read it into typed values through
+//! its lenient [`serde::Deserializer`] (`&Input` is one: JSON values strictly, text values as
+//! their target type asks). This crate holds
+//!
+//! - the model: [`Input`], [`InputValue`], [`TextValue`], [`JsonObject`], [`UploadedFile`] and
+//!   [`RawBody`];
+//! - where input comes from: [`InputSource`], [`InputSources`];
+//! - the strict decoding of urlencoded text ([`text`]): queries, forms, path segments;
+//! - the deserializer ([`DeError`]);
+//! - the payloads of stages 1 to 3: [`Parsed`], [`ParsedBody`], [`Query`], [`Staged`].
+//!
+//! Turning an input into a validated value, with messages that name every problem, is the
+//! validate stage's (`strata_validate::Decoder`).
+//!
+//! ```
+//! use serde::Deserialize;
+//! use strata_input::{Input, InputValue};
+//!
+//! #[derive(Deserialize)]
+//! struct Page {
+//!     limit: u32,
+//!     tags: Vec<String>,
+//! }
+//!
+//! let mut input = Input::new();
+//! input.insert("limit", "20".into()); // text, as from a query string
+//! input.insert("tags", InputValue::Json(serde_json::json!(["a", "b"])));
+//! let page = Page::deserialize(&input).unwrap();
+//! assert_eq!((page.limit, page.tags.len()), (20, 2));
+//! ```
+
+mod de;
+mod file;
+pub mod input;
+pub mod payload;
+pub mod raw;
+mod sources;
+pub mod text;
+
+pub use de::DeError;
+pub use file::UploadedFile;
+pub use input::{Input, InputValue, JsonObject, JsonObjectError, TextValue};
+pub use payload::{Parsed, ParsedBody, Query, Staged};
+pub use raw::RawBody;
+pub use sources::{InputSource, InputSources};
