@@ -112,7 +112,8 @@ pub struct Https {
 pub struct LoggerOptions {
     /// The lowest level recorded.
     pub level: Level,
-    /// Colored output.
+    /// Coloured output: used only when standard output is a terminal and `NO_COLOR` is unset
+    /// or empty, so log files and pipes never get escape codes.
     pub color: bool,
 }
 
@@ -303,7 +304,10 @@ impl ConfigBuilder {
         self
     }
 
-    /// Sets up the default logger (installed only when the application has none).
+    /// Asks for the default `tracing` subscriber (spec `logger`), writing to standard output
+    /// from `level` up: installed when the server starts (or routing is attached) and only when
+    /// the application has none; `color` only on a terminal and without `NO_COLOR`. Without
+    /// this call Strata installs nothing: its events go to the application's subscriber.
     pub fn logger(mut self, level: Level, color: bool) -> Self {
         self.config.server.logger = Some(LoggerOptions { level, color });
         self
