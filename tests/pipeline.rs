@@ -841,3 +841,59 @@ async fn stages_stack_on_foreign_services() {
     let response = format.oneshot(Request::new(String::new())).await.unwrap();
     assert_eq!(response.status(), StatusCode::INTERNAL_SERVER_ERROR);
 }
+
+#[derive(Debug, Deserialize, Validate, JsonSchema)]
+#[garde(allow_unvalidated)]
+struct Nap {
+    ms: u64,
+}
+
+/// Stages are tower services whose errors box into `BoxError`, so tower's own middleware (whose
+/// errors are `BoxError`s) fit between them, and a stage's error that went through them keeps
+/// its status and message.
+#[tokio::test]
+async fn stages_sit_under_towers_timeout_buffer_and_load_shed() {
+    use std::time::Duration;
+
+    use strata::format::FormatLayer;
+    use strata::parse::ParseLayer;
+    use strata::validate::ValidateLayer;
+    use strata::{HNil, Validated};
+
+    let handler = tower::service_fn(|request: Request<Validated<Nap, HNil>>| async move {
+        let ms = request.into_body().input.ms;
+        tokio::time::sleep(Duration::from_millis(ms)).await;
+        Ok::<_, ApiError>(Output::new(&json!({ "slept": ms }))?)
+    });
+    let stack = tower::ServiceBuilder::new()
+        .layer(FormatLayer::new(DefaultResultHandler).mode(Mode::Development))
+        .buffer(4)
+        .timeout(Duration::from_millis(200))
+        .load_shed()
+        .layer(ParseLayer::new().body_limit(16))
+        .layer(strata::combine::CombineLayer::new())
+        .layer(ValidateLayer::<Nap>::new())
+        .service(handler);
+
+    let (status, body) = split(stack.clone().oneshot(get("/?ms=1")).await.unwrap()).await;
+    assert_eq!(
+        (status, &body),
+        (
+            StatusCode::OK,
+            &json!({"status": "success", "data": {"slept": 1}})
+        )
+    );
+    // The parse stage's 413 went through load shedding, the timeout and the buffer as a
+    // `BoxError`, and is still a 413.
+    let too_big = json_request(Method::POST, "/", r#"{"ms": 1, "padding": "over sixteen"}"#);
+    let (status, body) = split(stack.clone().oneshot(too_big).await.unwrap()).await;
+    assert_eq!(status, StatusCode::PAYLOAD_TOO_LARGE);
+    assert_eq!(message(&body), "Request body exceeds the limit of 16 bytes");
+    // The validate stage's 400 too.
+    let (status, body) = split(stack.clone().oneshot(get("/?ms=x")).await.unwrap()).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
+    // tower's own error is a 500 with its text (development mode), not a dropped request.
+    let (status, body) = split(stack.oneshot(get("/?ms=1000")).await.unwrap()).await;
+    assert_eq!(status, StatusCode::INTERNAL_SERVER_ERROR);
+    assert_eq!(message(&body), "request timed out");
+}

@@ -1,7 +1,7 @@
 use std::task::{Context, Poll};
 
 use http::{HeaderMap, Request};
-use strata_core::{ApiError, ErrorKind, HNil};
+use strata_core::{ApiError, BoxError, ErrorKind, HNil};
 use strata_input::{
     Input, InputSource, InputSources, InputValue, Parsed, ParsedBody, Staged, TextValue,
 };
@@ -149,14 +149,14 @@ pub(crate) fn combine(
 impl<S> Service<Request<Parsed>> for CombineService<S>
 where
     S: Service<Request<Staged<HNil>>>,
-    S::Error: Into<ApiError>,
+    S::Error: Into<BoxError> + 'static,
 {
     type Response = S::Response;
     type Error = ApiError;
     type Future = ResponseFuture<S::Future>;
 
     fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
-        self.inner.poll_ready(cx).map_err(Into::into)
+        self.inner.poll_ready(cx).map_err(ApiError::from_inner)
     }
 
     fn call(&mut self, request: Request<Parsed>) -> Self::Future {

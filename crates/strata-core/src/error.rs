@@ -73,13 +73,49 @@ pub enum ErrorKind {
 /// assert_eq!(parse_id("x").unwrap_err().status(), 500);
 /// assert_eq!(parse_id("7").unwrap(), 7);
 /// ```
-pub struct ApiError {
+///
+/// That conversion is why `ApiError` is not itself a `std::error::Error` (it would convert
+/// into itself twice, as `anyhow::Error` would). Where one is needed it lends one: a
+/// [`BoxError`] (`BoxError::from(error)`, what tower's `Timeout`, `Buffer` and `LoadShed` ask
+/// of the services they wrap) that converts back into the same `ApiError`
+/// ([`ApiError::from_boxed`]), and [`ApiError::as_error`] for another error's `source()`:
+///
+/// ```
+/// use std::error::Error;
+/// use strata_core::{ApiError, BoxError, http_error};
+///
+/// let boxed: BoxError = http_error!(413, "Too large").into();
+/// let back = ApiError::from_boxed(boxed);
+/// assert_eq!((back.status().as_u16(), back.message()), (413, "Too large"));
+///
+/// #[derive(Debug)]
+/// struct Upstream(ApiError);
+/// impl std::fmt::Display for Upstream {
+///     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+///         f.write_str("the inventory refused")
+///     }
+/// }
+/// impl Error for Upstream {
+///     fn source(&self) -> Option<&(dyn Error + 'static)> {
+///         Some(self.0.as_error())
+///     }
+/// }
+/// let upstream = Upstream(http_error!(409, "Out of stock"));
+/// assert_eq!(upstream.source().unwrap().to_string(), "409 Out of stock");
+/// ```
+pub struct ApiError(Repr);
+
+/// What an [`ApiError`] holds; the `std::error::Error` it lends.
+struct Repr {
     status: StatusCode,
     message: Cow<'static, str>,
     expose: bool,
     kind: ErrorKind,
     headers: Option<Box<HeaderMap>>,
     source: Option<BoxError>,
+    /// The message is the source's own text (an error converted with `?`): the source chain
+    /// then goes on from the source's source, so nothing is printed twice.
+    transparent: bool,
 }
 
 impl ApiError {
@@ -94,7 +130,7 @@ impl ApiError {
         } else {
             StatusCode::INTERNAL_SERVER_ERROR
         };
-        Self {
+        Self(Repr {
             status,
             message: message.into(),
             expose: status.as_u16() < 500,
@@ -105,7 +141,8 @@ impl ApiError {
             },
             headers: None,
             source: None,
-        }
+            transparent: false,
+        })
     }
 
     /// An error from a raw status code; a code outside 400..=599 becomes 500.
@@ -129,21 +166,22 @@ impl ApiError {
     /// Sets the kind.
     #[must_use]
     pub fn with_kind(mut self, kind: ErrorKind) -> Self {
-        self.kind = kind;
+        self.0.kind = kind;
         self
     }
 
     /// Sets whether the message may be shown to clients in production mode.
     #[must_use]
     pub fn exposed(mut self, expose: bool) -> Self {
-        self.expose = expose;
+        self.0.expose = expose;
         self
     }
 
     /// Adds a header sent with the error response (e.g. `Retry-After`, `WWW-Authenticate`).
     #[must_use]
     pub fn with_header(mut self, name: HeaderName, value: HeaderValue) -> Self {
-        self.headers
+        self.0
+            .headers
             .get_or_insert_with(Box::default)
             .append(name, value);
         self
@@ -152,52 +190,101 @@ impl ApiError {
     /// Attaches the error that caused this one.
     #[must_use]
     pub fn with_source(mut self, source: impl Into<BoxError>) -> Self {
-        self.source = Some(source.into());
+        self.0.source = Some(source.into());
+        self.0.transparent = false;
         self
     }
 
     /// The HTTP status.
     pub fn status(&self) -> StatusCode {
-        self.status
+        self.0.status
     }
 
     /// The message.
     pub fn message(&self) -> &str {
-        &self.message
+        &self.0.message
     }
 
     /// Replaces the message, keeping everything else.
     pub fn set_message(&mut self, message: impl Into<Cow<'static, str>>) {
-        self.message = message.into();
+        self.0.message = message.into();
+        self.0.transparent = false;
     }
 
     /// Whether the message may be shown to clients in production mode.
     pub fn expose(&self) -> bool {
-        self.expose
+        self.0.expose
     }
 
     /// The kind.
     pub fn kind(&self) -> ErrorKind {
-        self.kind
+        self.0.kind
     }
 
     /// Extra headers for the response, if any.
     pub fn headers(&self) -> Option<&HeaderMap> {
-        self.headers.as_deref()
+        self.0.headers.as_deref()
     }
 
     /// Takes the extra headers out of the error.
     pub fn take_headers(&mut self) -> Option<HeaderMap> {
-        self.headers.take().map(|h| *h)
+        self.0.headers.take().map(|h| *h)
     }
 
-    /// The source error, if any.
+    /// The error this one was made from or given ([`with_source`](Self::with_source)), to
+    /// inspect or downcast; for an error converted with `?`, that error itself.
     pub fn source(&self) -> Option<&(dyn std::error::Error + Send + Sync + 'static)> {
-        self.source.as_deref()
+        self.0.source.as_deref()
+    }
+
+    /// This error as a `std::error::Error`: for another error's `source()`, or to walk the
+    /// chain of causes (`as_error().source()`, which skips an error whose text is already the
+    /// message).
+    pub fn as_error(&self) -> &(dyn std::error::Error + Send + Sync + 'static) {
+        &self.0
+    }
+
+    /// What caused this error, innermost last, for logs: `Display` writes them `; `-separated
+    /// (none when the error has no cause beyond its message).
+    pub fn causes(&self) -> Causes<'_> {
+        Causes(std::error::Error::source(&self.0))
+    }
+}
+
+/// The causes of an [`ApiError`] ([`ApiError::causes`]): written `; `-separated, innermost
+/// last, at most 16 (a chain that loops ends there).
+#[derive(Debug, Clone, Copy)]
+pub struct Causes<'a>(Option<&'a (dyn std::error::Error + 'static)>);
+
+impl Causes<'_> {
+    /// Whether there is no cause to tell.
+    pub fn is_empty(&self) -> bool {
+        self.0.is_none()
+    }
+}
+
+impl fmt::Display for Causes<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut next = self.0;
+        for index in 0..16 {
+            let Some(cause) = next else { break };
+            if index > 0 {
+                f.write_str("; ")?;
+            }
+            write!(f, "{cause}")?;
+            next = cause.source();
+        }
+        Ok(())
     }
 }
 
 impl fmt::Debug for ApiError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(&self.0, f)
+    }
+}
+
+impl fmt::Debug for Repr {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("ApiError")
             .field("status", &self.status)
@@ -206,23 +293,92 @@ impl fmt::Debug for ApiError {
             .field("kind", &self.kind)
             .field("headers", &self.headers)
             .field("source", &self.source)
+            .field("transparent", &self.transparent)
             .finish()
     }
 }
 
 impl fmt::Display for ApiError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Display::fmt(&self.0, f)
+    }
+}
+
+impl fmt::Display for Repr {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{} {}", self.status.as_u16(), self.message)
     }
 }
 
-/// Any error becomes a 500 whose message is the error's text (hidden in production).
+impl std::error::Error for Repr {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        let source = self.source.as_deref()?;
+        if self.transparent {
+            source.source()
+        } else {
+            Some(source)
+        }
+    }
+}
+
+/// Any error becomes a 500 whose message is the error's text (hidden in production); the error
+/// is kept as the [source](ApiError::source), its own causes after it.
 impl<E> From<E> for ApiError
 where
     E: std::error::Error + Send + Sync + 'static,
 {
     fn from(error: E) -> Self {
-        ApiError::internal(error.to_string()).with_source(error)
+        let mut api = ApiError::internal(error.to_string()).with_source(error);
+        api.0.transparent = true;
+        api
+    }
+}
+
+/// An `ApiError` as a boxed `std::error::Error` (what tower's middleware need of the services
+/// they wrap); [`ApiError::from_boxed`] gets it back unchanged.
+impl From<ApiError> for BoxError {
+    fn from(error: ApiError) -> Self {
+        Box::new(error.0)
+    }
+}
+
+impl ApiError {
+    /// A boxed error: the [`ApiError`] it carries when it was one (a stage's error that went
+    /// through a tower layer keeps its status, message and headers); otherwise a 500 with the
+    /// error's text as the message and the error as the source.
+    ///
+    /// (Not a `From` impl: the standard library keeps the right to make `BoxError` an `Error`,
+    /// which the conversion of every `Error` already covers.)
+    pub fn from_boxed(error: BoxError) -> Self {
+        match error.downcast::<Repr>() {
+            Ok(repr) => ApiError(*repr),
+            Err(other) => {
+                let mut api = ApiError::internal(other.to_string());
+                api.0.source = Some(other);
+                api.0.transparent = true;
+                api
+            }
+        }
+    }
+
+    /// The error of a stage's inner service, whatever its type: an `ApiError` as it is (no
+    /// boxing: the check is on types, resolved at compile time), anything else through
+    /// [`from_boxed`](Self::from_boxed). What the stages bound their inner services by:
+    /// `S::Error: Into<BoxError>`, so that tower's own middleware (`Timeout`, `Buffer`,
+    /// `LoadShed`, whose errors are `BoxError`s) fit between them.
+    pub fn from_inner<E: Into<BoxError> + 'static>(error: E) -> Self {
+        let mut slot = Some(error);
+        let any: &mut dyn std::any::Any = &mut slot;
+        if let Some(api) = any
+            .downcast_mut::<Option<ApiError>>()
+            .and_then(Option::take)
+        {
+            return api;
+        }
+        match slot {
+            Some(error) => Self::from_boxed(error.into()),
+            None => ApiError::internal("an error was taken twice"),
+        }
     }
 }
 
@@ -293,6 +449,78 @@ mod tests {
         assert_eq!(err.status(), 500);
         assert!(err.source().is_some());
         assert_eq!(err.message(), "invalid digit found in string");
+    }
+
+    /// An error with a cause, like a database error wrapping an I/O error.
+    #[derive(Debug)]
+    struct Outer(std::io::Error);
+
+    impl fmt::Display for Outer {
+        fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.write_str("query failed")
+        }
+    }
+
+    impl std::error::Error for Outer {
+        fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+            Some(&self.0)
+        }
+    }
+
+    fn chain(error: &dyn std::error::Error) -> Vec<String> {
+        let mut texts = vec![error.to_string()];
+        let mut next = error.source();
+        while let Some(cause) = next {
+            texts.push(cause.to_string());
+            next = cause.source();
+        }
+        texts
+    }
+
+    #[test]
+    fn a_converted_error_is_not_printed_twice() {
+        let api = ApiError::from(Outer(std::io::Error::other("disk gone")));
+        assert_eq!(chain(api.as_error()), ["500 query failed", "disk gone"]);
+        // The converted error itself is still there to downcast.
+        assert!(api.source().unwrap().downcast_ref::<Outer>().is_some());
+        // A message of one's own, with the error as its cause, shows both.
+        let api =
+            ApiError::internal("could not load").with_source(Outer(std::io::Error::other("x")));
+        assert_eq!(
+            chain(api.as_error()),
+            ["500 could not load", "query failed", "x"]
+        );
+        assert_eq!(api.causes().to_string(), "query failed; x");
+        assert!(ApiError::internal("alone").causes().is_empty());
+        let api = ApiError::from(std::io::Error::other("reset"));
+        assert!(api.causes().is_empty(), "the message already says it");
+    }
+
+    #[test]
+    fn a_boxed_api_error_comes_back_whole() {
+        let original = ApiError::from_code(429, "Slow down")
+            .with_header(http::header::RETRY_AFTER, HeaderValue::from_static("3"))
+            .with_kind(ErrorKind::Http);
+        let boxed: BoxError = original.into();
+        assert_eq!(boxed.to_string(), "429 Slow down");
+        let back = ApiError::from_boxed(boxed);
+        assert_eq!(back.status(), 429);
+        assert_eq!(back.message(), "Slow down");
+        assert_eq!(back.headers().unwrap()["retry-after"], "3");
+        // Any other boxed error is a 500 with its text, not printed twice.
+        let other = ApiError::from_boxed(BoxError::from(Outer(std::io::Error::other("gone"))));
+        assert_eq!(other.status(), 500);
+        assert_eq!(chain(other.as_error()), ["500 query failed", "gone"]);
+    }
+
+    #[test]
+    fn an_inner_services_error_of_any_type_becomes_an_api_error() {
+        let api = ApiError::from_inner(ApiError::from_code(404, "No book"));
+        assert_eq!((api.status().as_u16(), api.message()), (404, "No book"));
+        let boxed: BoxError = ApiError::from_code(413, "Too large").into();
+        assert_eq!(ApiError::from_inner(boxed).status(), 413);
+        let io = ApiError::from_inner(std::io::Error::other("reset"));
+        assert_eq!((io.status().as_u16(), io.message()), (500, "reset"));
     }
 }
 

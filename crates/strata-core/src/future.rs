@@ -4,7 +4,7 @@ use std::future::Future;
 use std::pin::Pin;
 use std::task::{Context, Poll};
 
-use crate::error::ApiError;
+use crate::error::{ApiError, BoxError};
 use pin_project_lite::pin_project;
 
 pin_project! {
@@ -45,13 +45,13 @@ impl<F> ShortCircuit<F> {
 impl<F, T, E> Future for ShortCircuit<F>
 where
     F: Future<Output = Result<T, E>>,
-    E: Into<ApiError>,
+    E: Into<BoxError> + 'static,
 {
     type Output = Result<T, ApiError>;
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         match self.project().state.project() {
-            StateProj::Inner { future } => future.poll(cx).map_err(Into::into),
+            StateProj::Inner { future } => future.poll(cx).map_err(ApiError::from_inner),
             StateProj::Error { error } => Poll::Ready(Err(error
                 .take()
                 .unwrap_or_else(|| ApiError::internal("polled after completion")))),

@@ -31,7 +31,7 @@ pub use describe::{
     DeclaredError, MiddlewareInput, PositiveFn, ResponseDescription, ResponseHeader, SchemaFn,
     Security,
 };
-pub use error::{ApiError, ApiResult, BodyTimeout, BoxError, ErrorKind};
+pub use error::{ApiError, ApiResult, BodyTimeout, BoxError, Causes, ErrorKind};
 pub use logger::{Fields, Level, LogSink, Logger, Record};
 pub use method::{is_query, query_method};
 pub use mode::{MODE_VARIABLE, Mode};

@@ -35,13 +35,12 @@ impl<R: ResultHandler> Finish<R> {
                     error.message()
                 );
                 // The causes, innermost last: what the message alone does not say.
-                match error.source() {
-                    Some(source) => self.logger.log_with(
-                        Level::Error,
-                        line,
-                        &[("sources", &SourceChain(source))],
-                    ),
-                    None => self.logger.error(line),
+                let causes = error.causes();
+                if causes.is_empty() {
+                    self.logger.error(line);
+                } else {
+                    self.logger
+                        .log_with(Level::Error, line, &[("sources", &causes)]);
                 }
             }
             if self.mode == Mode::Production
@@ -68,23 +67,6 @@ impl<R: ResultHandler> Finish<R> {
             response.headers_mut().extend(headers);
         }
         response
-    }
-}
-
-/// An error and its sources, `; `-separated.
-struct SourceChain<'a>(&'a (dyn std::error::Error + 'static));
-
-impl std::fmt::Display for SourceChain<'_> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}", self.0)?;
-        let mut next = self.0.source();
-        // Bounded, against a source chain that loops.
-        for _ in 0..16 {
-            let Some(source) = next else { break };
-            write!(f, "; {source}")?;
-            next = source.source();
-        }
-        Ok(())
     }
 }
 
@@ -144,12 +126,12 @@ impl Body for Prefixed {
             self.info.uri.path(),
             error.message()
         );
-        match error.source() {
-            Some(source) => {
-                self.logger
-                    .log_with(Level::Error, line, &[("sources", &SourceChain(source))]);
-            }
-            None => self.logger.error(line),
+        let causes = error.causes();
+        if causes.is_empty() {
+            self.logger.error(line);
+        } else {
+            self.logger
+                .log_with(Level::Error, line, &[("sources", &causes)]);
         }
         Poll::Ready(Some(Err(error.message().to_owned().into())))
     }
@@ -202,7 +184,7 @@ impl<F, R> ResponseFuture<F, R> {
 impl<F, E, R> Future for ResponseFuture<F, R>
 where
     F: Future<Output = Result<Output, E>>,
-    E: Into<ApiError>,
+    E: Into<BoxError> + 'static,
     R: ResultHandler,
 {
     type Output = Result<Response<ResponseBody>, Infallible>;
@@ -214,7 +196,7 @@ where
                 StateProj::Running { future } => {
                     let result = match catch_unwind(AssertUnwindSafe(|| future.poll(cx))) {
                         Ok(Poll::Pending) => return Poll::Pending,
-                        Ok(Poll::Ready(result)) => result.map_err(Into::into),
+                        Ok(Poll::Ready(result)) => result.map_err(ApiError::from_inner),
                         Err(payload) => Err(panic_error(&*payload)),
                     };
                     match result {

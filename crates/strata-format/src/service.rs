@@ -3,7 +3,7 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::task::{Context, Poll, ready};
 
 use http::{HeaderMap, Request, Response};
-use strata_core::{ApiError, Logger, Mode, Output, RequestInfo, ResponseBody};
+use strata_core::{ApiError, BoxError, Logger, Mode, Output, RequestInfo, ResponseBody};
 use tower_service::Service;
 
 use crate::future::{Finish, ResponseFuture, panic_error};
@@ -52,7 +52,7 @@ impl<S, R> FormatService<S, R> {
 impl<S, R, B> Service<Request<B>> for FormatService<S, R>
 where
     S: Service<Request<B>, Response = Output>,
-    S::Error: Into<ApiError>,
+    S::Error: Into<BoxError> + 'static,
     R: ResultHandler,
 {
     type Response = Response<ResponseBody>;
@@ -64,7 +64,7 @@ where
         if self.not_ready.is_none()
             && let Err(error) = ready!(self.inner.poll_ready(cx))
         {
-            self.not_ready = Some(error.into());
+            self.not_ready = Some(ApiError::from_inner(error));
         }
         Poll::Ready(Ok(()))
     }

@@ -5,7 +5,7 @@ use std::task::{Context, Poll, ready};
 use http::Request;
 use http::request::Parts;
 use pin_project_lite::pin_project;
-use strata_core::{ApiError, HCons};
+use strata_core::{ApiError, BoxError, HCons};
 use strata_input::Staged;
 use tower_service::Service;
 
@@ -67,7 +67,7 @@ impl<M, S, C, O> Future for ResponseFuture<M, S, C>
 where
     M: Future<Output = Result<O, ApiError>>,
     S: Service<Request<Staged<HCons<O, C>>>>,
-    S::Error: Into<ApiError>,
+    S::Error: Into<BoxError> + 'static,
 {
     type Output = Result<S::Response, ApiError>;
 
@@ -75,7 +75,9 @@ where
         let mut this = self.project();
         loop {
             match this.state.as_mut().project() {
-                StateProj::Inner { future } => return future.poll(cx).map_err(Into::into),
+                StateProj::Inner { future } => {
+                    return future.poll(cx).map_err(ApiError::from_inner);
+                }
                 StateProj::Error { error } => {
                     let error = error
                         .take()

@@ -6,7 +6,7 @@ use garde::Validate;
 use http::Request;
 use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
-use strata_core::{ApiError, HCons, Logger};
+use strata_core::{ApiError, BoxError, HCons, Logger};
 use strata_input::Staged;
 use tower_service::Service;
 
@@ -60,7 +60,7 @@ impl<S: fmt::Debug, I, H> fmt::Debug for MiddlewareService<S, I, H> {
 impl<S, I, H, C> Service<Request<Staged<C>>> for MiddlewareService<S, I, H>
 where
     S: Service<Request<Staged<HCons<H::Output, C>>>> + Clone,
-    S::Error: Into<ApiError>,
+    S::Error: Into<BoxError> + 'static,
     H: MiddlewareHandler<I, C>,
     I: DeserializeOwned + JsonSchema + Validate,
     I::Context: Default,
@@ -70,7 +70,7 @@ where
     type Future = ResponseFuture<H::Future, S, C>;
 
     fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
-        self.inner.poll_ready(cx).map_err(Into::into)
+        self.inner.poll_ready(cx).map_err(ApiError::from_inner)
     }
 
     fn call(&mut self, request: Request<Staged<C>>) -> Self::Future {

@@ -6,7 +6,7 @@ use garde::Validate;
 use pin_project_lite::pin_project;
 use schemars::JsonSchema;
 use serde::Serialize;
-use strata_core::{ApiError, ErrorKind, Output};
+use strata_core::{ApiError, BoxError, ErrorKind, Output};
 use strata_validate::Decoder;
 
 use crate::reply::HandlerOutput;
@@ -29,7 +29,7 @@ impl<F, O> ResponseFuture<F, O> {
 impl<F, T, E, O> Future for ResponseFuture<F, O>
 where
     F: Future<Output = Result<T, E>>,
-    E: Into<ApiError>,
+    E: Into<BoxError> + 'static,
     T: HandlerOutput<Body = O>,
     O: Serialize + Validate + JsonSchema,
     O::Context: Default,
@@ -38,7 +38,7 @@ where
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let this = self.project();
-        let output = ready!(this.inner.poll(cx)).map_err(Into::into)?;
+        let output = ready!(this.inner.poll(cx)).map_err(ApiError::from_inner)?;
         let (status, headers, body) = match output.into_streamed() {
             Ok(streamed) => return Poll::Ready(Ok(streamed)),
             Err(output) => output.into_parts(),

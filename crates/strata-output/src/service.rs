@@ -4,7 +4,7 @@ use std::task::{Context, Poll};
 use garde::Validate;
 use schemars::JsonSchema;
 use serde::Serialize;
-use strata_core::{ApiError, Output};
+use strata_core::{ApiError, BoxError, Output};
 use strata_validate::Decoder;
 use tower_service::Service;
 
@@ -58,7 +58,7 @@ impl<S: fmt::Debug, O> fmt::Debug for OutputService<S, O> {
 impl<S, O, R> Service<R> for OutputService<S, O>
 where
     S: Service<R>,
-    S::Error: Into<ApiError>,
+    S::Error: Into<BoxError> + 'static,
     S::Response: HandlerOutput<Body = O>,
     O::Context: Default,
     O: Serialize + Validate + JsonSchema,
@@ -68,7 +68,7 @@ where
     type Future = ResponseFuture<S::Future, O>;
 
     fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
-        self.inner.poll_ready(cx).map_err(Into::into)
+        self.inner.poll_ready(cx).map_err(ApiError::from_inner)
     }
 
     fn call(&mut self, request: R) -> Self::Future {

@@ -140,7 +140,7 @@ impl<B, S: Service<Request<Parsed>>> ResponseFuture<B, S> {
 impl<B, S> Future for ResponseFuture<B, S>
 where
     S: Service<Request<Parsed>>,
-    S::Error: Into<ApiError>,
+    S::Error: Into<BoxError> + 'static,
     B: Body,
     B::Error: Into<BoxError>,
 {
@@ -150,7 +150,9 @@ where
         let mut this = self.project();
         loop {
             match this.state.as_mut().project() {
-                StateProj::Inner { future, .. } => return future.poll(cx).map_err(Into::into),
+                StateProj::Inner { future, .. } => {
+                    return future.poll(cx).map_err(ApiError::from_inner);
+                }
                 StateProj::Multipart { read, pending } => {
                     let result = ready!(read.as_mut().poll(cx));
                     let next = match (result, pending.take()) {

@@ -175,7 +175,7 @@ fn take_ready<S: Clone>(inner: &mut S) -> S {
 impl<S, B> Service<Request<B>> for ParseService<S>
 where
     S: Service<Request<Parsed>> + Clone,
-    S::Error: Into<ApiError>,
+    S::Error: Into<BoxError> + 'static,
     B: Body + Send + 'static,
     B::Error: Into<BoxError>,
 {
@@ -184,7 +184,7 @@ where
     type Future = ResponseFuture<B, S>;
 
     fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
-        self.inner.poll_ready(cx).map_err(Into::into)
+        self.inner.poll_ready(cx).map_err(ApiError::from_inner)
     }
 
     fn call(&mut self, request: Request<B>) -> Self::Future {

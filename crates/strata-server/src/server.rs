@@ -26,7 +26,7 @@ use crate::config::{Config, Listen, ServerLimits};
 use crate::connection::ConnectionService;
 use crate::deadline::{FirstByteDeadline, ServerBody};
 use crate::error::ServerError;
-use crate::layered::Layered;
+use crate::layered::{Errors, Layered};
 use crate::logging::install_default_subscriber;
 use crate::tls::acceptor;
 
@@ -628,8 +628,10 @@ pub async fn create_server(config: &Config, routing: &Routing) -> Result<Server,
 /// concurrency or rate limit, anything `tower` or `tower-http` offers.
 ///
 /// The layers see every request after the server's checks (`Host`, body deadlines) and before
-/// request ids and routing. Their errors become JSON responses: tower's `Timeout` a 504, its
-/// `LoadShed` a 503 with `Retry-After: 1`, anything else a 500.
+/// request ids and routing. Their errors become error responses: tower's `Timeout` a 504, its
+/// `LoadShed` a 503 with `Retry-After: 1`, a Strata stage's error what it was, anything else a
+/// 500; server errors are logged with their causes, and the router's error handler
+/// (`create_config().error_handler(..)`) formats them when one is set.
 ///
 /// ```no_run
 /// use std::time::Duration;
@@ -661,9 +663,13 @@ where
     B: http_body::Body<Data = bytes::Bytes> + Send + 'static,
     B::Error: Into<BoxError>,
 {
-    let mode = config.pipeline.mode;
+    let errors = Errors {
+        mode: config.pipeline.mode,
+        handler: config.router.error_handler.clone(),
+        logger: Logger::tracing(),
+    };
     start(config, routing, move |app| {
-        Layered::new(layers.layer(app), mode)
+        Layered::new(layers.layer(app), errors.clone())
     })
     .await
 }

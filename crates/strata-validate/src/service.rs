@@ -6,7 +6,7 @@ use http::Request;
 use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
 use strata_core::future::ShortCircuit;
-use strata_core::{ApiError, Validated};
+use strata_core::{ApiError, BoxError, Validated};
 use strata_input::Staged;
 
 use crate::decode::Decoder;
@@ -60,7 +60,7 @@ impl<S: fmt::Debug, I> fmt::Debug for ValidateService<S, I> {
 impl<S, I, C> Service<Request<Staged<C>>> for ValidateService<S, I>
 where
     S: Service<Request<Validated<I, C>>>,
-    S::Error: Into<ApiError>,
+    S::Error: Into<BoxError> + 'static,
     I: DeserializeOwned + JsonSchema + Validate,
     I::Context: Default,
 {
@@ -69,7 +69,7 @@ where
     type Future = ResponseFuture<S::Future>;
 
     fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
-        self.inner.poll_ready(cx).map_err(Into::into)
+        self.inner.poll_ready(cx).map_err(ApiError::from_inner)
     }
 
     fn call(&mut self, request: Request<Staged<C>>) -> Self::Future {
