@@ -502,5 +502,8 @@ async fn a_server_error_logs_its_whole_source_chain() {
     let (name, sources) = &errors[0].fields[0];
     assert_eq!(name, "sources");
     assert!(sources.contains("No such file or directory"), "{sources}");
-    assert!(!sources.contains("cannot write"), "printed twice: {sources}");
+    assert!(
+        !sources.contains("cannot write"),
+        "printed twice: {sources}"
+    );
 }

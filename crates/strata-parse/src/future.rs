@@ -117,6 +117,7 @@ impl<B, S: Service<Request<Parsed>>> ResponseFuture<B, S> {
         }
     }
 
+    #[cfg_attr(not(feature = "upload"), allow(dead_code))]
     pub(crate) fn multipart(read: ReadMultipart, pending: Pending<S>) -> Self {
         Self {
             state: State::Multipart {

@@ -3,7 +3,7 @@ use std::task::{Context, Poll};
 
 use http::header::{CONTENT_LENGTH, CONTENT_TYPE};
 use http::request::Parts;
-use http::{HeaderMap, HeaderValue, Request, StatusCode};
+use http::{HeaderMap, Request, StatusCode};
 use http_body::Body;
 use strata_core::{ApiError, BoxError, ErrorKind, PathParams};
 use strata_input::text::{DecodeTextError, PlainQuery, parse_urlencoded};
@@ -53,6 +53,8 @@ pub(crate) enum BodyKind {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Uploads {
     Off,
+    /// Uploads are set, but this build has no multipart reader (the `upload` feature).
+    NotBuilt,
     /// Uploads are on, but the method's input sources take no files.
     NotForMethod,
     On,
@@ -80,6 +82,10 @@ fn body_kind(headers: &HeaderMap, uploads: Uploads, raw: bool) -> Result<BodyKin
             Uploads::Off => Err(unsupported(format!(
                 "Unsupported Content-Type: {essence} (uploads are not enabled)"
             ))),
+            Uploads::NotBuilt => Err(unsupported(format!(
+                "Unsupported Content-Type: {essence} (this server is built without Strata's \
+                 `upload` feature)"
+            ))),
             // Its files would be read and dropped: refuse it rather than buffer it.
             Uploads::NotForMethod => Err(unsupported(format!(
                 "Unsupported Content-Type: {essence} (this method's input takes no files)"
@@ -103,7 +109,28 @@ pub(crate) fn too_large(limit: usize) -> ApiError {
     .with_kind(ErrorKind::PayloadTooLarge)
 }
 
+/// The boundary of a multipart body, or the error refusing it before a byte is read: a
+/// malformed `Content-Type`, or a declared length over the multipart limit.
+#[cfg(feature = "upload")]
+fn multipart_boundary(
+    headers: &HeaderMap,
+    limits: &strata_upload::UploadLimits,
+    declared: Option<u64>,
+) -> Result<String, ApiError> {
+    let content_type = headers.get(CONTENT_TYPE).map(http::HeaderValue::to_str);
+    let boundary = strata_upload::boundary(match content_type {
+        Some(Ok(content_type)) => content_type,
+        _ => "",
+    })?;
+    let limit = limits.body_size();
+    if declared.is_some_and(|n| n > limit) {
+        return Err(multipart_too_large(limit));
+    }
+    Ok(boundary)
+}
+
 /// The whole multipart body is over its limit (said before reading, from `Content-Length`).
+#[cfg(feature = "upload")]
 fn multipart_too_large(limit: u64) -> ApiError {
     ApiError::new(
         StatusCode::PAYLOAD_TOO_LARGE,
@@ -208,6 +235,7 @@ where
         let declared = declared_length(&parts.headers).or(body.size_hint().exact());
         let uploads = match &options.upload {
             None => Uploads::Off,
+            Some(_) if !cfg!(feature = "upload") => Uploads::NotBuilt,
             Some(_)
                 if options
                     .input_sources
@@ -229,26 +257,18 @@ where
             _ => None,
         };
         // Limits first, from the declared length: nothing is read from a body refused anyway.
+        // (Without the `upload` feature `multipart` is always `None`: see `Uploads::NotBuilt`.)
+        #[cfg_attr(not(feature = "upload"), allow(unused_variables))]
         let boundary = match multipart {
-            Some(limits) => {
-                let content_type = parts.headers.get(CONTENT_TYPE).map(HeaderValue::to_str);
-                let boundary = strata_upload::boundary(match content_type {
-                    Some(Ok(content_type)) => content_type,
-                    _ => "",
-                });
-                let limit = limits.body_size();
-                match boundary {
-                    Err(error) => return ResponseFuture::error(error),
-                    Ok(_) if declared.is_some_and(|n| n > limit) => {
-                        return ResponseFuture::error(multipart_too_large(limit));
-                    }
-                    Ok(boundary) => Some(boundary),
-                }
-            }
+            #[cfg(feature = "upload")]
+            Some(limits) => match multipart_boundary(&parts.headers, limits, declared) {
+                Ok(boundary) => Some(boundary),
+                Err(error) => return ResponseFuture::error(error),
+            },
             None if declared.is_some_and(|n| n > options.body_limit as u64) => {
                 return ResponseFuture::error(too_large(options.body_limit));
             }
-            None => None,
+            _ => None::<String>,
         };
         // What the body may come to in memory, from the declared length or the limit, reserved
         // from the shared budget before a byte is read.
@@ -277,6 +297,7 @@ where
             max_fields: options.max_fields,
             inner: take_ready(&mut self.inner),
         };
+        #[cfg(feature = "upload")]
         if let (Some(limits), Some(boundary)) = (multipart, boundary) {
             let limits = limits.clone();
             let read = async move { strata_upload::read_multipart(body, boundary, &limits).await };

@@ -10,7 +10,9 @@ use http_body::{Body, Frame};
 use strata_core::{ApiError, ErrorKind, PathParams};
 use strata_input::text::parse_urlencoded;
 use strata_input::{InputSource, InputSources, Parsed, ParsedBody, TextValue};
-use strata_upload::{MultipartForm, UploadLimits, UploadedFile};
+#[cfg(feature = "upload")]
+use strata_upload::UploadedFile;
+use strata_upload::{MultipartForm, UploadLimits};
 use tower::{ServiceExt, service_fn};
 
 use crate::ParseLayer;
@@ -214,6 +216,27 @@ fn multipart(form: MultipartForm) -> Request<http_body_util::Full<Bytes>> {
         .unwrap()
 }
 
+/// Built without the `upload` feature (`cargo test -p strata-parse --no-default-features`), a
+/// multipart body is refused even with uploads set, and the message says why.
+#[cfg(not(feature = "upload"))]
+#[tokio::test]
+async fn multipart_needs_the_upload_feature() {
+    let form = MultipartForm::new().text("title", "Trip");
+    let error = parse(
+        ParseLayer::new().upload(UploadLimits::new()),
+        multipart(form),
+    )
+    .await
+    .unwrap_err();
+    assert_eq!(error.status(), 415);
+    assert_eq!(
+        error.message(),
+        "Unsupported Content-Type: multipart/form-data (this server is built without Strata's \
+         `upload` feature)"
+    );
+}
+
+#[cfg(feature = "upload")]
 #[tokio::test]
 async fn multipart_gives_text_fields_and_files_when_uploads_are_on() {
     let form = MultipartForm::new().text("title", "Trip").file(
@@ -230,6 +253,7 @@ async fn multipart_gives_text_fields_and_files_when_uploads_are_on() {
     assert_eq!(parsed.files[0].1[0].data().as_ref(), b"jpeg");
 }
 
+#[cfg(feature = "upload")]
 #[tokio::test]
 async fn multipart_is_refused_for_methods_whose_input_takes_no_files() {
     let form = MultipartForm::new().text("title", "Trip");
@@ -245,6 +269,7 @@ async fn multipart_is_refused_for_methods_whose_input_takes_no_files() {
     );
 }
 
+#[cfg(feature = "upload")]
 #[tokio::test]
 async fn multipart_limits_apply_before_and_while_reading() {
     let limits = UploadLimits::builder().file_size(4).body_size(1000).build();
@@ -279,8 +304,10 @@ async fn multipart_limits_apply_before_and_while_reading() {
 }
 
 /// A body that counts how often it is polled and never ends.
+#[cfg(feature = "upload")]
 struct Counting(Arc<AtomicUsize>);
 
+#[cfg(feature = "upload")]
 impl Body for Counting {
     type Data = Bytes;
     type Error = Infallible;

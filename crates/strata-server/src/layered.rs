@@ -294,7 +294,11 @@ mod tests {
     }
 
     async fn body(response: Response<ResponseBody>) -> String {
-        let bytes = response.into_body().collect().await.map(http_body_util::Collected::to_bytes);
+        let bytes = response
+            .into_body()
+            .collect()
+            .await
+            .map(http_body_util::Collected::to_bytes);
         String::from_utf8_lossy(&bytes.unwrap_or_default()).into_owned()
     }
 

@@ -44,14 +44,26 @@
 
 mod form;
 mod limits;
+#[cfg(feature = "multipart")]
 mod read;
 mod save;
 
 pub use form::MultipartForm;
 pub use limits::{UploadLimits, UploadLimitsBuilder};
-pub use read::{Multipart, boundary, read_multipart};
+#[cfg(feature = "multipart")]
+pub use read::{boundary, read_multipart};
 pub use save::{MoveError, UploadedFileExt};
+use strata_input::TextValue;
 pub use strata_input::UploadedFile;
 
-#[cfg(test)]
+/// The parts of a multipart body: text fields (repeated names are lists) and files by field name.
+#[derive(Debug, Default, Clone, PartialEq)]
+pub struct Multipart {
+    /// The text parts, in the order their names first appeared.
+    pub fields: Vec<(String, TextValue)>,
+    /// The file parts, grouped by field name in arrival order.
+    pub files: Vec<(String, Vec<UploadedFile>)>,
+}
+
+#[cfg(all(test, feature = "multipart"))]
 mod tests;

@@ -11,16 +11,9 @@ use pin_project_lite::pin_project;
 use strata_core::{ApiError, BoxError, ErrorKind};
 use strata_input::{TextValue, UploadedFile};
 
-use crate::limits::UploadLimits;
+use crate::Multipart;
 
-/// The parts of a multipart body: text fields (repeated names are lists) and files by field name.
-#[derive(Debug, Default, Clone, PartialEq)]
-pub struct Multipart {
-    /// The text parts, in the order their names first appeared.
-    pub fields: Vec<(String, TextValue)>,
-    /// The file parts, grouped by field name in arrival order.
-    pub files: Vec<(String, Vec<UploadedFile>)>,
-}
+use crate::limits::UploadLimits;
 
 /// The boundary of a `multipart/form-data` content type, or a 400 naming what is wrong.
 ///

@@ -405,7 +405,9 @@ where
 
     /// Builds an event-stream endpoint (server-sent events of the enum `E`): `f` gets the input,
     /// the context, an [`Emitter`](strata_events::Emitter) and the logger, and runs as its own
-    /// task until it returns or the client disconnects. See [`strata_events`].
+    /// task until it returns or the client disconnects. See [`strata_events`] (feature
+    /// `events`).
+    #[cfg(feature = "events")]
     pub fn event_stream<E, F, Fut, I>(self, f: F) -> Endpoint
     where
         E: strata_events::Events,
@@ -420,6 +422,7 @@ where
     }
 
     /// [`event_stream`](Self::event_stream) with options (the keep-alive interval).
+    #[cfg(feature = "events")]
     pub fn event_stream_with<E, F, Fut, I>(
         self,
         options: strata_events::EventStreamOptions,

@@ -78,8 +78,10 @@ pub use strata_validate::{Decoder, not_null};
 pub use strata_combine as combine;
 /// The shared vocabulary ([`strata_core`]).
 pub use strata_core as core;
-/// Server-sent events: typed events, an emitter, keep-alives.
+/// Server-sent events: typed events, an emitter, keep-alives (feature `events`).
+#[cfg(feature = "events")]
 pub use strata_events as events;
+#[cfg(feature = "events")]
 pub use strata_events::{EmitError, Emitter, EventStream, EventStreamOptions};
 /// Stage 7: result handlers and the format layer.
 pub use strata_format as format;
@@ -89,7 +91,9 @@ pub use strata_handler as handler;
 pub use strata_input as input;
 /// Stage 3: middleware.
 pub use strata_middleware as middleware;
-/// API descriptions: an OpenAPI 3.1 document from a routing, routes serving it.
+/// API descriptions: an OpenAPI 3.1 document from a routing, routes serving it (feature
+/// `openapi`).
+#[cfg(feature = "openapi")]
 pub use strata_openapi as openapi;
 /// Stage 6: output checks.
 pub use strata_output as output;
@@ -115,7 +119,9 @@ pub use strata_server::{
 /// Test utilities: `test_endpoint`, `test_middleware` (feature `testing`).
 #[cfg(feature = "testing")]
 pub use strata_testing as testing;
-/// The generated TypeScript client: typed requests and responses, `provide` and `hasMore`.
+/// The generated TypeScript client: typed requests and responses, `provide` and `hasMore`
+/// (feature `typescript`).
+#[cfg(feature = "typescript")]
 pub use strata_typescript as typescript;
 /// File uploads: multipart reading with limits, [`UploadedFile`], [`MultipartForm`].
 pub use strata_upload as upload;
