@@ -22,8 +22,8 @@ use strata_core::{
 };
 use strata_output::HandlerOutput;
 use tokio::sync::mpsc;
-use tokio::task::AbortHandle;
 use tokio::time::{Instant, Sleep};
+use tokio_util::task::AbortOnDropHandle;
 
 use crate::emitter::Emitter;
 
@@ -68,19 +68,11 @@ impl Default for EventStreamOptions {
 /// event-stream endpoint.
 pub struct EventStream<E> {
     receiver: mpsc::Receiver<Message>,
-    task: AbortOnDrop,
+    /// Stops the handler's task when the stream (or its body) is dropped: nobody listens.
+    task: AbortOnDropHandle<()>,
     options: EventStreamOptions,
     logger: Option<Logger>,
     _events: PhantomData<fn() -> E>,
-}
-
-/// Stops the handler's task when the stream (or its body) is dropped: nobody listens.
-struct AbortOnDrop(AbortHandle);
-
-impl Drop for AbortOnDrop {
-    fn drop(&mut self) {
-        self.0.abort();
-    }
 }
 
 impl<E> std::fmt::Debug for EventStream<E> {
@@ -117,7 +109,7 @@ impl<E: Events> EventStream<E> {
         });
         Self {
             receiver,
-            task: AbortOnDrop(task.abort_handle()),
+            task: AbortOnDropHandle::new(task),
             options,
             logger: None,
             _events: PhantomData,
@@ -162,7 +154,7 @@ impl<F: Future> Future for CatchUnwind<F> {
 struct EventBody {
     receiver: mpsc::Receiver<Message>,
     // Dropped with the body: the client is gone.
-    _task: AbortOnDrop,
+    _task: AbortOnDropHandle<()>,
     keep_alive: Option<Duration>,
     /// Armed once the first event went out.
     idle: Option<Pin<Box<Sleep>>>,

@@ -7,15 +7,15 @@
 use std::borrow::Cow;
 use std::io;
 use std::path::Path;
-use std::pin::Pin;
-use std::task::{Context, Poll};
 
 use bytes::Bytes;
 use futures_core::Stream;
+use futures_util::TryStreamExt;
 use garde::Validate;
 use http::header::{CONTENT_DISPOSITION, CONTENT_LENGTH, CONTENT_TYPE};
 use http::{HeaderMap, HeaderName, HeaderValue, StatusCode};
-use http_body::{Body, Frame, SizeHint};
+use http_body::Frame;
+use http_body_util::StreamBody;
 use schemars::{JsonSchema, Schema, SchemaGenerator, json_schema};
 use serde::{Serialize, Serializer};
 use strata_core::{ApiError, BoxError, Output, ResponseBody, ResponseDescription};
@@ -70,41 +70,16 @@ fn binary_response(description: &str) -> Vec<ResponseDescription> {
     ]
 }
 
-/// A body read from a stream of byte chunks.
-struct ChunkBody<S> {
-    chunks: S,
-    remaining: Option<u64>,
-}
-
-impl<S, E> Body for ChunkBody<S>
+/// A body read from a stream of byte chunks (http-body-util's `StreamBody` over the chunks as
+/// data frames). Its length, when known, is the `Content-Length` header the output sets.
+fn chunk_body<S, E>(chunks: S) -> ResponseBody
 where
-    S: Stream<Item = Result<Bytes, E>> + Unpin,
-    E: Into<BoxError>,
+    S: Stream<Item = Result<Bytes, E>> + Send + 'static,
+    E: Into<BoxError> + 'static,
 {
-    type Data = Bytes;
-    type Error = BoxError;
-
-    fn poll_frame(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-    ) -> Poll<Option<Result<Frame<Bytes>, BoxError>>> {
-        match Pin::new(&mut self.chunks).poll_next(cx) {
-            Poll::Ready(Some(Ok(chunk))) => {
-                if let Some(remaining) = &mut self.remaining {
-                    *remaining = remaining.saturating_sub(chunk.len() as u64);
-                }
-                Poll::Ready(Some(Ok(Frame::data(chunk))))
-            }
-            Poll::Ready(Some(Err(error))) => Poll::Ready(Some(Err(error.into()))),
-            Poll::Ready(None) => Poll::Ready(None),
-            Poll::Pending => Poll::Pending,
-        }
-    }
-
-    fn size_hint(&self) -> SizeHint {
-        self.remaining
-            .map_or_else(SizeHint::default, SizeHint::with_exact)
-    }
+    ResponseBody::stream(StreamBody::new(
+        chunks.map_ok(Frame::data).map_err(Into::<BoxError>::into),
+    ))
 }
 
 /// A file from disk, streamed in 64 KiB pieces (never held whole in memory), with its
@@ -223,15 +198,8 @@ impl HandlerOutput for FileResponse {
         headers.insert(CONTENT_LENGTH, HeaderValue::from(self.len));
         // No more than the length sent, should the file grow meanwhile.
         let file = tokio::io::AsyncReadExt::take(self.file, self.len);
-        let body = ChunkBody {
-            chunks: ReaderStream::with_capacity(file, FILE_CHUNK),
-            remaining: Some(self.len),
-        };
-        Ok(Output::streamed(
-            StatusCode::OK,
-            headers,
-            ResponseBody::stream(body),
-        ))
+        let body = chunk_body(ReaderStream::with_capacity(file, FILE_CHUNK));
+        Ok(Output::streamed(StatusCode::OK, headers, body))
     }
 
     fn describe(_: &Schema) -> Option<Vec<ResponseDescription>> {
@@ -303,14 +271,10 @@ where
     }
 
     fn into_streamed(self) -> Result<Output, Self> {
-        let body = ChunkBody {
-            chunks: Box::pin(self.chunks),
-            remaining: None,
-        };
         Ok(Output::streamed(
             StatusCode::OK,
             self.headers,
-            ResponseBody::stream(body),
+            chunk_body(self.chunks),
         ))
     }
 
