@@ -3,58 +3,21 @@
 
 #![allow(clippy::unwrap_used)] // tests fail loudly by design
 
-use std::net::SocketAddr;
-
 use garde::Validate;
-use http::{HeaderMap, Method, Request, StatusCode};
+use http::{Request, StatusCode};
 use http_body_util::{BodyExt, Full};
 use hyper::body::Bytes;
 use hyper_util::rt::TokioIo;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
+use strata::StreamResponse;
 use strata::prelude::*;
-use strata::{LocalAddr, Server, StreamResponse};
 use tokio::net::TcpStream;
 
-/// Starts `routing` on a free loopback port.
-async fn serve(routing: &Routing, config: strata::ConfigBuilder) -> (Server, SocketAddr) {
-    let config = config.listen(SocketAddr::from(([127, 0, 0, 1], 0))).build();
-    let server = create_server(&config, routing).await.unwrap();
-    let LocalAddr::Tcp(addr) = server.servers()[0].local_addr.clone() else {
-        panic!("a TCP listener")
-    };
-    (server, addr)
-}
-
-/// One HTTP/1.1 request on a new connection; the status, headers and whole body.
-async fn send(
-    addr: SocketAddr,
-    method: &str,
-    uri: &str,
-    headers: &[(&str, &str)],
-    body: impl Into<Bytes>,
-) -> (StatusCode, HeaderMap, Bytes) {
-    let stream = TcpStream::connect(addr).await.unwrap();
-    let (mut sender, connection) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
-        .await
-        .unwrap();
-    tokio::spawn(connection);
-    let mut request = Request::builder()
-        .method(Method::from_bytes(method.as_bytes()).unwrap())
-        .uri(uri)
-        .header("host", "localhost");
-    for (name, value) in headers {
-        request = request.header(*name, *value);
-    }
-    let response = sender
-        .send_request(request.body(Full::new(body.into())).unwrap())
-        .await
-        .unwrap();
-    let (parts, body) = response.into_parts();
-    let bytes = body.collect().await.unwrap().to_bytes();
-    (parts.status, parts.headers, bytes)
-}
+#[path = "common/http.rs"]
+mod http_client;
+use http_client::{send, serve};
 
 fn json(bytes: &[u8]) -> Value {
     serde_json::from_slice(bytes).unwrap()
@@ -324,13 +287,6 @@ async fn a_raw_body_reaches_the_handler_intact_with_the_other_sources() {
     assert_eq!(operation["parameters"][0]["name"], "source");
 }
 
-/// The process's peak resident memory so far, in KiB (Linux).
-fn peak_rss_kib() -> u64 {
-    let status = std::fs::read_to_string("/proc/self/status").unwrap();
-    let line = status.lines().find(|l| l.starts_with("VmHWM:")).unwrap();
-    line.split_whitespace().nth(1).unwrap().parse().unwrap()
-}
-
 #[derive(Deserialize, Validate, JsonSchema)]
 #[garde(allow_unvalidated)]
 struct FileName {
@@ -352,69 +308,32 @@ fn download(dir: std::path::PathBuf) -> Endpoint {
         })
 }
 
+/// A large file streamed without being held in memory: `tests/file_memory.rs` (alone in its
+/// binary, as it reads the process's peak memory).
 #[tokio::test]
-async fn a_large_file_streams_without_being_held_in_memory() {
-    const SIZE: usize = 32 * 1024 * 1024;
-    let dir = std::env::temp_dir().join(format!("strata-download-{}", std::process::id()));
+async fn files_are_sent_with_their_type_length_and_errors() {
+    let dir = std::env::temp_dir().join(format!("strata-files-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
-    // Written a piece at a time, so that the peak memory before the download stays low and
-    // a server holding the file would show.
-    {
-        use std::io::Write;
-        let mut file = std::io::BufWriter::new(std::fs::File::create(dir.join("big.bin")).unwrap());
-        for i in 0..SIZE {
-            file.write_all(&[u8::try_from(i % 251).unwrap()]).unwrap();
-        }
-        file.flush().unwrap();
-    }
     std::fs::write(dir.join("notes.txt"), "hello\n").unwrap();
+    std::fs::write(dir.join("data.bin"), [7_u8; 1000]).unwrap();
 
     let routing = routing! { "files" => { ":name" => download(dir.clone()) } };
     let (server, addr) = serve(&routing, create_config().cors(false)).await;
 
-    // The body is read a chunk at a time and checked, never collected.
-    let before = peak_rss_kib();
-    let stream = TcpStream::connect(addr).await.unwrap();
-    let (mut sender, connection) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
-        .await
-        .unwrap();
-    tokio::spawn(connection);
-    let request = Request::get("/files/big.bin")
-        .header("host", "localhost")
-        .body(Full::new(Bytes::new()))
-        .unwrap();
-    let response = sender.send_request(request).await.unwrap();
-    assert_eq!(response.status(), StatusCode::OK);
-    assert_eq!(response.headers()["content-length"], SIZE.to_string());
+    let (status, headers, bytes) = send(addr, "GET", "/files/data.bin", &[], "").await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(headers["content-length"], "1000");
+    assert_eq!(headers["content-type"], "application/octet-stream");
     assert_eq!(
-        response.headers()["content-type"],
-        "application/octet-stream"
+        headers["content-disposition"],
+        "attachment; filename=\"data.bin\""
     );
-    assert_eq!(
-        response.headers()["content-disposition"],
-        "attachment; filename=\"big.bin\""
-    );
-    let mut body = response.into_body();
-    let mut received = 0usize;
-    while let Some(frame) = body.frame().await {
-        let data = frame.unwrap().into_data().unwrap();
-        for (offset, byte) in data.iter().enumerate() {
-            assert_eq!(usize::from(*byte), (received + offset) % 251);
-        }
-        received += data.len();
-    }
-    assert_eq!(received, SIZE);
-    let grown_mib = (peak_rss_kib() - before) / 1024;
-    eprintln!("peak RSS grew by {grown_mib} MiB while serving a 32 MiB file");
-    assert!(
-        grown_mib < 16,
-        "the file was held in memory: +{grown_mib} MiB"
-    );
+    assert_eq!(&bytes[..], &[7_u8; 1000][..]);
 
     // HEAD: the length, no body.
-    let (status, headers, bytes) = send(addr, "HEAD", "/files/big.bin", &[], "").await;
+    let (status, headers, bytes) = send(addr, "HEAD", "/files/data.bin", &[], "").await;
     assert_eq!(status, StatusCode::OK);
-    assert_eq!(headers["content-length"], SIZE.to_string());
+    assert_eq!(headers["content-length"], "1000");
     assert!(bytes.is_empty());
 
     // The type from the extension.
@@ -472,18 +391,16 @@ impl futures_core::Stream for Chunks {
 
 #[tokio::test]
 async fn a_stream_is_sent_as_it_comes_and_its_errors_are_handled() {
-    type Senders = std::sync::Arc<
-        std::sync::Mutex<Vec<tokio::sync::mpsc::Sender<Result<Bytes, std::io::Error>>>>,
-    >;
-    let senders: Senders = std::sync::Arc::default();
-    let kept = std::sync::Arc::clone(&senders);
+    // Each request's chunk sender reaches the test as soon as its handler runs.
+    type ChunkSender = tokio::sync::mpsc::Sender<Result<Bytes, std::io::Error>>;
+    let (register, mut registered) = tokio::sync::mpsc::unbounded_channel::<ChunkSender>();
     let live = default_endpoints_factory()
         .get()
         .handler_without_input(move |_ctx, _logger| {
-            let senders = std::sync::Arc::clone(&kept);
+            let register = register.clone();
             async move {
                 let (sender, receiver) = tokio::sync::mpsc::channel(4);
-                senders.lock().unwrap().push(sender);
+                register.send(sender).unwrap();
                 Ok(StreamResponse::new(
                     http::HeaderValue::from_static("text/plain"),
                     Chunks(receiver),
@@ -504,12 +421,7 @@ async fn a_stream_is_sent_as_it_comes_and_its_errors_are_handled() {
         .body(Full::new(Bytes::new()))
         .unwrap();
     let pending = tokio::spawn(async move { client.send_request(request).await.unwrap() });
-    let sender = loop {
-        if let Some(sender) = senders.lock().unwrap().pop() {
-            break sender;
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(5)).await;
-    };
+    let sender = registered.recv().await.unwrap();
     sender.send(Ok(Bytes::from_static(b"one\n"))).await.unwrap();
     // Headers go with the first piece.
     let response = tokio::time::timeout(std::time::Duration::from_secs(5), pending)
@@ -534,12 +446,7 @@ async fn a_stream_is_sent_as_it_comes_and_its_errors_are_handled() {
 
     // An error before the first byte is an error response from the result handler.
     let failing = tokio::spawn(send(addr, "GET", "/live", &[], ""));
-    let sender = loop {
-        if let Some(sender) = senders.lock().unwrap().pop() {
-            break sender;
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(5)).await;
-    };
+    let sender = registered.recv().await.unwrap();
     sender
         .send(Err(std::io::Error::other("no feed")))
         .await
