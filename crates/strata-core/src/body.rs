@@ -10,6 +10,10 @@ use http_body_util::combinators::UnsyncBoxBody;
 
 use crate::error::BoxError;
 
+/// What `Body::poll_frame` returns for the bodies of Strata's responses: a frame of bytes, an
+/// error, or the end.
+pub type PollFrame = Poll<Option<Result<Frame<Bytes>, BoxError>>>;
+
 /// What both body types hold: bytes in memory (sent in one frame), or any body, boxed.
 enum Kind {
     Full(Option<Bytes>),
@@ -17,7 +21,7 @@ enum Kind {
 }
 
 impl Kind {
-    fn poll_frame(&mut self, cx: &mut Context<'_>) -> Poll<Option<Result<Frame<Bytes>, BoxError>>> {
+    fn poll_frame(&mut self, cx: &mut Context<'_>) -> PollFrame {
         match self {
             Kind::Full(data) => Poll::Ready(data.take().map(|d| Ok(Frame::data(d)))),
             Kind::Boxed(body) => Pin::new(body).poll_frame(cx),
@@ -118,10 +122,7 @@ macro_rules! body_over_kind {
             type Data = Bytes;
             type Error = BoxError;
 
-            fn poll_frame(
-                mut self: Pin<&mut Self>,
-                cx: &mut Context<'_>,
-            ) -> Poll<Option<Result<Frame<Bytes>, BoxError>>> {
+            fn poll_frame(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> PollFrame {
                 self.0.poll_frame(cx)
             }
 

@@ -382,6 +382,20 @@ impl ApiError {
     }
 }
 
+/// The text a panic was raised with (`panic!("...")`'s message), or `unknown cause`.
+///
+/// ```
+/// let payload = std::panic::catch_unwind(|| panic!("the clock broke {}", 2)).unwrap_err();
+/// assert_eq!(strata_core::panic_message(&*payload), "the clock broke 2");
+/// ```
+pub fn panic_message(payload: &(dyn std::any::Any + Send)) -> &str {
+    payload
+        .downcast_ref::<&str>()
+        .copied()
+        .or_else(|| payload.downcast_ref::<String>().map(String::as_str))
+        .unwrap_or("unknown cause")
+}
+
 /// Builds an [`ApiError`] with a status code and a message (a literal or a format string).
 ///
 /// ```

@@ -25,13 +25,13 @@ mod mode;
 pub mod payload;
 mod result_handler;
 
-pub use body::{IncomingBody, RequestBody, ResponseBody};
+pub use body::{IncomingBody, PollFrame, RequestBody, ResponseBody};
 pub use ctx::{Get, HCons, HNil};
 pub use describe::{
     DeclaredError, MiddlewareInput, PositiveFn, ResponseDescription, ResponseHeader, SchemaFn,
     Security,
 };
-pub use error::{ApiError, ApiResult, BodyTimeout, BoxError, Causes, ErrorKind};
+pub use error::{ApiError, ApiResult, BodyTimeout, BoxError, Causes, ErrorKind, panic_message};
 pub use logger::{Fields, Level, LogSink, Logger, Record};
 pub use method::{is_query, query_method};
 pub use mode::{MODE_VARIABLE, Mode};

@@ -251,6 +251,17 @@ impl Logger {
     pub fn error(&self, message: impl fmt::Display) {
         self.log(Level::Error, message);
     }
+
+    /// Records `message` at error level with what caused `error`, innermost last, in the field
+    /// `sources` (left out when the error's message already says it all).
+    pub fn error_with_causes(&self, message: impl fmt::Display, error: &crate::ApiError) {
+        let causes = error.causes();
+        if causes.is_empty() {
+            self.error(message);
+        } else {
+            self.log_with(Level::Error, message, &[("sources", &causes)]);
+        }
+    }
 }
 
 #[cfg(test)]

@@ -1,7 +1,6 @@
 //! [`ResultHandler`]: how outcomes become responses; [`DefaultResultHandler`], the spec's
 //! envelope; and [`ErrorHandler`], the one routing keeps for errors outside any endpoint.
 
-use std::any::Any;
 use std::fmt;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
@@ -119,7 +118,7 @@ impl ErrorHandler {
         let mut response = handled.unwrap_or_else(|payload| {
             logger.error(format_args!(
                 "the error handler panicked: {}",
-                panic_text(&*payload)
+                crate::panic_message(&*payload)
             ));
             let mut response = Response::new(ResponseBody::from("Internal Server Error"));
             *response.status_mut() = StatusCode::INTERNAL_SERVER_ERROR;
@@ -232,12 +231,4 @@ impl ResultHandler for DefaultResultHandler {
             Err(error) => error_response(error),
         }
     }
-}
-
-fn panic_text(payload: &(dyn Any + Send)) -> &str {
-    payload
-        .downcast_ref::<&str>()
-        .copied()
-        .or_else(|| payload.downcast_ref::<String>().map(String::as_str))
-        .unwrap_or("unknown cause")
 }

@@ -18,7 +18,7 @@ use schemars::{JsonSchema, Schema, SchemaGenerator};
 use serde::{Serialize, Serializer};
 use serde_json::{Value, json};
 use strata_core::{
-    ApiError, BoxError, Logger, Output, ResponseBody, ResponseDescription, StreamFailure,
+    ApiError, BoxError, Logger, Output, PollFrame, ResponseBody, ResponseDescription, StreamFailure,
 };
 use strata_output::HandlerOutput;
 use tokio::sync::mpsc;
@@ -126,12 +126,10 @@ impl<E: Events> EventStream<E> {
 }
 
 fn panic_error(payload: &(dyn Any + Send)) -> ApiError {
-    let detail = payload
-        .downcast_ref::<&str>()
-        .copied()
-        .or_else(|| payload.downcast_ref::<String>().map(String::as_str))
-        .unwrap_or("unknown cause");
-    ApiError::internal(format!("Panic in the event stream: {detail}"))
+    ApiError::internal(format!(
+        "Panic in the event stream: {}",
+        strata_core::panic_message(payload)
+    ))
 }
 
 /// A future that turns a panic while polling `F` into an `Err` with the panic's payload.
@@ -183,10 +181,7 @@ impl Body for EventBody {
     type Data = Bytes;
     type Error = BoxError;
 
-    fn poll_frame(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-    ) -> Poll<Option<Result<Frame<Bytes>, BoxError>>> {
+    fn poll_frame(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> PollFrame {
         match self.receiver.poll_recv(cx) {
             Poll::Ready(Some(Message::Frame(frame))) => {
                 self.started = true;

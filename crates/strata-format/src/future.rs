@@ -10,7 +10,7 @@ use http::{HeaderMap, Response, StatusCode};
 use http_body::{Body, Frame, SizeHint};
 use pin_project_lite::pin_project;
 use strata_core::{
-    ApiError, BoxError, Level, Logger, Mode, Output, RequestInfo, ResponseBody, StreamFailure,
+    ApiError, BoxError, Logger, Mode, Output, PollFrame, RequestInfo, ResponseBody, StreamFailure,
 };
 
 use strata_core::ResultHandler;
@@ -35,13 +35,7 @@ impl<R: ResultHandler> Finish<R> {
                     error.message()
                 );
                 // The causes, innermost last: what the message alone does not say.
-                let causes = error.causes();
-                if causes.is_empty() {
-                    self.logger.error(line);
-                } else {
-                    self.logger
-                        .log_with(Level::Error, line, &[("sources", &causes)]);
-                }
+                self.logger.error_with_causes(line, &error);
             }
             if self.mode == Mode::Production
                 && (error.status().is_server_error() || !error.expose())
@@ -71,12 +65,7 @@ impl<R: ResultHandler> Finish<R> {
 }
 
 pub(crate) fn panic_error(payload: &(dyn Any + Send)) -> ApiError {
-    let detail = payload
-        .downcast_ref::<&str>()
-        .copied()
-        .or_else(|| payload.downcast_ref::<String>().map(String::as_str))
-        .unwrap_or("unknown cause");
-    ApiError::internal(format!("Panic: {detail}"))
+    ApiError::internal(format!("Panic: {}", strata_core::panic_message(payload)))
 }
 
 pin_project! {
@@ -102,10 +91,7 @@ impl Body for Prefixed {
     type Data = Bytes;
     type Error = BoxError;
 
-    fn poll_frame(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-    ) -> Poll<Option<Result<Frame<Bytes>, BoxError>>> {
+    fn poll_frame(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> PollFrame {
         if let Some(first) = self.first.take() {
             return Poll::Ready(Some(Ok(first)));
         }
@@ -126,13 +112,7 @@ impl Body for Prefixed {
             self.info.uri.path(),
             error.message()
         );
-        let causes = error.causes();
-        if causes.is_empty() {
-            self.logger.error(line);
-        } else {
-            self.logger
-                .log_with(Level::Error, line, &[("sources", &causes)]);
-        }
+        self.logger.error_with_causes(line, &error);
         Poll::Ready(Some(Err(error.message().to_owned().into())))
     }
 

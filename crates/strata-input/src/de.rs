@@ -203,6 +203,16 @@ macro_rules! dispatch {
     )*};
 }
 
+/// A JSON value read by `serde_json`; any other value as `$other` says.
+macro_rules! json_or {
+    ($self:ident.$method:ident($($arg:expr),*) else $other:expr) => {
+        match $self.0 {
+            InputValue::Json(value) => value.$method($($arg),*).map_err(|e| from_json(&e)),
+            _ => $other,
+        }
+    };
+}
+
 impl<'de> Deserializer<'de> for ValueDeserializer<'de> {
     type Error = DeError;
 
@@ -220,12 +230,7 @@ impl<'de> Deserializer<'de> for ValueDeserializer<'de> {
         name: &'static str,
         visitor: V,
     ) -> Result<V::Value, DeError> {
-        match self.0 {
-            InputValue::Json(value) => value
-                .deserialize_unit_struct(name, visitor)
-                .map_err(|e| from_json(&e)),
-            _ => self.deserialize_unit(visitor),
-        }
+        json_or!(self.deserialize_unit_struct(name, visitor) else self.deserialize_unit(visitor))
     }
 
     fn deserialize_newtype_struct<V: Visitor<'de>>(
@@ -247,12 +252,7 @@ impl<'de> Deserializer<'de> for ValueDeserializer<'de> {
         len: usize,
         visitor: V,
     ) -> Result<V::Value, DeError> {
-        match self.0 {
-            InputValue::Json(value) => value
-                .deserialize_tuple(len, visitor)
-                .map_err(|e| from_json(&e)),
-            _ => self.deserialize_seq(visitor),
-        }
+        json_or!(self.deserialize_tuple(len, visitor) else self.deserialize_seq(visitor))
     }
 
     fn deserialize_tuple_struct<V: Visitor<'de>>(
@@ -261,12 +261,7 @@ impl<'de> Deserializer<'de> for ValueDeserializer<'de> {
         len: usize,
         visitor: V,
     ) -> Result<V::Value, DeError> {
-        match self.0 {
-            InputValue::Json(value) => value
-                .deserialize_tuple_struct(name, len, visitor)
-                .map_err(|e| from_json(&e)),
-            _ => self.deserialize_seq(visitor),
-        }
+        json_or!(self.deserialize_tuple_struct(name, len, visitor) else self.deserialize_seq(visitor))
     }
 
     fn deserialize_struct<V: Visitor<'de>>(
@@ -275,12 +270,7 @@ impl<'de> Deserializer<'de> for ValueDeserializer<'de> {
         fields: &'static [&'static str],
         visitor: V,
     ) -> Result<V::Value, DeError> {
-        match self.0 {
-            InputValue::Json(value) => value
-                .deserialize_struct(name, fields, visitor)
-                .map_err(|e| from_json(&e)),
-            _ => self.deserialize_map(visitor),
-        }
+        json_or!(self.deserialize_struct(name, fields, visitor) else self.deserialize_map(visitor))
     }
 
     fn deserialize_enum<V: Visitor<'de>>(

@@ -32,12 +32,10 @@
 //! assert_eq!(avatar.avatar.size(), 4);
 //! ```
 
-use std::borrow::Cow;
 use std::cell::RefCell;
 use std::fmt;
 
 use bytes::Bytes;
-use schemars::{JsonSchema, Schema, SchemaGenerator, json_schema};
 use serde::de::{self, Deserialize, Deserializer, Visitor};
 
 /// The media type of a file part that declares none.
@@ -168,19 +166,7 @@ impl<'de> Deserialize<'de> for UploadedFile {
     }
 }
 
-impl JsonSchema for UploadedFile {
-    fn schema_name() -> Cow<'static, str> {
-        "UploadedFile".into()
-    }
-
-    fn inline_schema() -> bool {
-        true
-    }
-
-    fn json_schema(_: &mut SchemaGenerator) -> Schema {
-        json_schema!({ "type": "string", "format": "binary" })
-    }
-}
+crate::binary_json_schema!(UploadedFile, "UploadedFile");
 
 #[cfg(test)]
 mod tests {

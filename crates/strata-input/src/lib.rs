@@ -47,3 +47,39 @@ pub use input::{Input, InputValue, JsonObject, JsonObjectError, TextValue};
 pub use payload::{Parsed, ParsedBody, Query, Staged};
 pub use raw::RawBody;
 pub use sources::{InputSource, InputSources};
+
+/// Implements `JsonSchema` for a type whose values travel as binary data: an inline
+/// `{"type": "string", "format": "binary"}`, with the `key => value` keywords given. For the
+/// types of files and streams (`UploadedFile`, `RawBody`, the output stage's `Binary`).
+#[doc(hidden)]
+#[macro_export]
+macro_rules! binary_json_schema {
+    ($type:ty, $name:literal $(, $key:expr => $value:expr)* $(,)?) => {
+        impl $crate::__private::schemars::JsonSchema for $type {
+            fn schema_name() -> ::std::borrow::Cow<'static, str> {
+                $name.into()
+            }
+
+            fn inline_schema() -> bool {
+                true
+            }
+
+            fn json_schema(
+                _: &mut $crate::__private::schemars::SchemaGenerator,
+            ) -> $crate::__private::schemars::Schema {
+                #[allow(unused_mut)]
+                let mut schema = $crate::__private::schemars::json_schema!({
+                    "type": "string",
+                    "format": "binary",
+                });
+                $(schema.insert($key.into(), $value.into());)*
+                schema
+            }
+        }
+    };
+}
+
+#[doc(hidden)]
+pub mod __private {
+    pub use schemars;
+}

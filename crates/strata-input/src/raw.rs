@@ -18,11 +18,9 @@
 //! assert!(strata_input::raw::reads_raw_body(schema.as_value()));
 //! ```
 
-use std::borrow::Cow;
 use std::fmt;
 
 use bytes::Bytes;
-use schemars::{JsonSchema, Schema, SchemaGenerator, json_schema};
 use serde::{Deserialize, Deserializer};
 
 use crate::file::UploadedFile;
@@ -99,19 +97,7 @@ impl<'de> Deserialize<'de> for RawBody {
     }
 }
 
-impl JsonSchema for RawBody {
-    fn schema_name() -> Cow<'static, str> {
-        "RawBody".into()
-    }
-
-    fn inline_schema() -> bool {
-        true
-    }
-
-    fn json_schema(_: &mut SchemaGenerator) -> Schema {
-        json_schema!({ "type": "string", "format": "binary", RAW_MARKER: true })
-    }
-}
+crate::binary_json_schema!(RawBody, "RawBody", RAW_MARKER => true);
 
 /// Whether an input schema (an object's) has the field [`RAW_FIELD`] of type [`RawBody`].
 pub fn reads_raw_body(input_schema: &serde_json::Value) -> bool {
@@ -125,6 +111,8 @@ pub fn reads_raw_body(input_schema: &serde_json::Value) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use schemars::JsonSchema;
+
     use crate::{Input, InputValue};
 
     #[derive(Deserialize, JsonSchema)]

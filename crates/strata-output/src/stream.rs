@@ -4,7 +4,6 @@
 //! cannot be opened, the stream fails at once) is an ordinary error response, and one after it
 //! ends the response and is logged.
 
-use std::borrow::Cow;
 use std::io;
 use std::path::Path;
 
@@ -16,7 +15,7 @@ use http::header::{CONTENT_DISPOSITION, CONTENT_LENGTH, CONTENT_TYPE};
 use http::{HeaderMap, HeaderName, HeaderValue, StatusCode};
 use http_body::Frame;
 use http_body_util::StreamBody;
-use schemars::{JsonSchema, Schema, SchemaGenerator, json_schema};
+use schemars::{Schema, json_schema};
 use serde::{Serialize, Serializer};
 use strata_core::{ApiError, BoxError, Output, ResponseBody, ResponseDescription};
 use tokio_util::io::ReaderStream;
@@ -46,19 +45,7 @@ impl Validate for Binary {
     fn validate_into(&self, (): &(), _: &mut dyn FnMut() -> garde::Path, _: &mut garde::Report) {}
 }
 
-impl JsonSchema for Binary {
-    fn schema_name() -> Cow<'static, str> {
-        "Binary".into()
-    }
-
-    fn inline_schema() -> bool {
-        true
-    }
-
-    fn json_schema(_: &mut SchemaGenerator) -> Schema {
-        json_schema!({ "type": "string", "format": "binary" })
-    }
-}
+strata_input::binary_json_schema!(Binary, "Binary");
 
 /// A 200 of binary data, as the document describes streamed outputs.
 fn binary_response(description: &str) -> Vec<ResponseDescription> {

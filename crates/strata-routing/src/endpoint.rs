@@ -97,12 +97,15 @@ pub type EndpointService =
 pub type EndpointFuture =
     Pin<Box<dyn Future<Output = Result<Response<ResponseBody>, Infallible>> + Send>>;
 
-/// Calls a service through a shared reference.
-trait CallShared: Send + Sync {
+/// A stack routing can hold and call through a shared reference: implemented for every
+/// `Service<Request<RequestBody>, Response = Response<ResponseBody>, Error = Infallible>` that
+/// is `Clone + Send + Sync + 'static` with a `Send` future (every endpoint's stack is one).
+pub trait EndpointStack: Send + Sync + 'static {
+    /// Handles `request` on a clone of the stack, once it is ready.
     fn call_shared(&self, request: Request<RequestBody>) -> EndpointFuture;
 }
 
-impl<S> CallShared for S
+impl<S> EndpointStack for S
 where
     S: Service<Request<RequestBody>, Response = Response<ResponseBody>, Error = Infallible>
         + Clone
@@ -130,7 +133,7 @@ where
 ///
 /// It is also a tower service (always ready), so it can be stacked like any other.
 #[derive(Clone)]
-pub struct SharedService(Arc<dyn CallShared>);
+pub struct SharedService(Arc<dyn EndpointStack>);
 
 impl fmt::Debug for SharedService {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -140,15 +143,7 @@ impl fmt::Debug for SharedService {
 
 impl SharedService {
     /// Shares `service`; each call works on a clone of it.
-    pub fn new<S>(service: S) -> Self
-    where
-        S: Service<Request<RequestBody>, Response = Response<ResponseBody>, Error = Infallible>
-            + Clone
-            + Send
-            + Sync
-            + 'static,
-        S::Future: Send + 'static,
-    {
+    pub fn new(service: impl EndpointStack) -> Self {
         Self(Arc::new(service))
     }
 

@@ -64,8 +64,8 @@ mod tree;
 mod walk;
 
 pub use endpoint::{
-    AnyBody, Endpoint, EndpointFuture, EndpointId, EndpointMeta, EndpointService, SharedService,
-    into_request_body,
+    AnyBody, Endpoint, EndpointFuture, EndpointId, EndpointMeta, EndpointService, EndpointStack,
+    SharedService, into_request_body,
 };
 pub use error::RoutingError;
 pub use router::{Router, RouterFuture};

@@ -13,7 +13,7 @@ use http::{HeaderMap, HeaderValue, Method, Request, Response, StatusCode, Uri};
 use http_body::Body;
 use pin_project_lite::pin_project;
 use strata_core::{
-    ApiError, BoxError, ErrorHandler, ErrorKind, Level, Logger, Mode, ResponseBody, error_response,
+    ApiError, BoxError, ErrorHandler, ErrorKind, Logger, Mode, ResponseBody, error_response,
 };
 use tower_service::Service;
 
@@ -112,13 +112,7 @@ impl Errors {
                 api.status().as_u16(),
                 api.message()
             );
-            let causes = api.causes();
-            if causes.is_empty() {
-                self.logger.error(line);
-            } else {
-                self.logger
-                    .log_with(Level::Error, line, &[("sources", &causes)]);
-            }
+            self.logger.error_with_causes(line, &api);
         }
         let hidden = api.status().is_server_error() || !api.expose();
         if self.mode == Mode::Production && hidden && !own_text {
@@ -211,7 +205,8 @@ mod tests {
     use http_body_util::BodyExt;
     use schemars::Schema;
     use strata_core::{
-        LogSink, Output, Record, RequestInfo, ResponseDescription, ResultHandler, json_response,
+        Level, LogSink, Output, Record, RequestInfo, ResponseDescription, ResultHandler,
+        json_response,
     };
 
     use super::*;

@@ -252,9 +252,7 @@ impl<C, L, R> EndpointBuilder<C, L, R> {
     /// Adds a method (GET, POST, PUT, PATCH, DELETE, QUERY). Declaring several serves them all.
     #[must_use]
     pub fn method(mut self, method: Method) -> Self {
-        if !self.meta.methods.contains(&method) {
-            self.meta.methods.push(method);
-        }
+        push_new(&mut self.meta.methods, method);
         self
     }
 
@@ -307,9 +305,7 @@ impl<C, L, R> EndpointBuilder<C, L, R> {
     /// default 200, further calls add statuses.
     #[must_use]
     pub fn success_status(mut self, status: StatusCode) -> Self {
-        if !self.meta.success_statuses.contains(&status) {
-            self.meta.success_statuses.push(status);
-        }
+        push_new(&mut self.meta.success_statuses, status);
         self
     }
 
@@ -319,10 +315,7 @@ impl<C, L, R> EndpointBuilder<C, L, R> {
     /// instead of `application/octet-stream`.
     #[must_use]
     pub fn success_media_type(mut self, media_type: impl Into<String>) -> Self {
-        let media_type = media_type.into();
-        if !self.meta.success_media_types.contains(&media_type) {
-            self.meta.success_media_types.push(media_type);
-        }
+        push_new(&mut self.meta.success_media_types, media_type.into());
         self
     }
 
@@ -532,6 +525,13 @@ where
                 );
             SharedService::new(service)
         })
+    }
+}
+
+/// Adds `item` unless it is there already (declarations are idempotent).
+fn push_new<T: PartialEq>(items: &mut Vec<T>, item: T) {
+    if !items.contains(&item) {
+        items.push(item);
     }
 }
 
