@@ -31,7 +31,32 @@ const fn same(a: &str, b: &str) -> bool {
     true
 }
 
-const fn check_limits(max_limit: u32, default_limit: u32) {
+/// Whether `name` is one of `reserved`.
+const fn is_one_of(name: &str, reserved: &[&str]) -> bool {
+    let mut i = 0;
+    while i < reserved.len() {
+        if same(name, reserved[i]) {
+            return true;
+        }
+        i += 1;
+    }
+    false
+}
+
+/// The checks of every pagination: a usable items name outside the style's own fields (their
+/// names and the message saying so), and consistent limits.
+const fn check(
+    items_name: &str,
+    reserved: &[&str],
+    reserved_message: &str,
+    max_limit: u32,
+    default_limit: u32,
+) {
+    assert!(
+        !items_name.is_empty(),
+        "pagination: items_name must not be empty"
+    );
+    assert!(!is_one_of(items_name, reserved), "{}", reserved_message);
     assert!(max_limit > 0, "pagination: max_limit must be positive");
     assert!(
         default_limit > 0,
@@ -46,29 +71,25 @@ const fn check_limits(max_limit: u32, default_limit: u32) {
 /// Compile-time checks of an offset pagination (used by [`pagination!`](crate::pagination!)).
 #[doc(hidden)]
 pub const fn check_offset(items_name: &str, max_limit: u32, default_limit: u32) {
-    assert!(
-        !items_name.is_empty(),
-        "pagination: items_name must not be empty"
+    check(
+        items_name,
+        &["total", "limit", "offset"],
+        "pagination: with offset style, items_name must not be `total`, `limit` or `offset`",
+        max_limit,
+        default_limit,
     );
-    assert!(
-        !same(items_name, "total") && !same(items_name, "limit") && !same(items_name, "offset"),
-        "pagination: with offset style, items_name must not be `total`, `limit` or `offset`"
-    );
-    check_limits(max_limit, default_limit);
 }
 
 /// Compile-time checks of a cursor pagination (used by [`pagination!`](crate::pagination!)).
 #[doc(hidden)]
 pub const fn check_cursor(items_name: &str, max_limit: u32, default_limit: u32) {
-    assert!(
-        !items_name.is_empty(),
-        "pagination: items_name must not be empty"
+    check(
+        items_name,
+        &["nextCursor", "limit"],
+        "pagination: with cursor style, items_name must not be `nextCursor` or `limit`",
+        max_limit,
+        default_limit,
     );
-    assert!(
-        !same(items_name, "nextCursor") && !same(items_name, "limit"),
-        "pagination: with cursor style, items_name must not be `nextCursor` or `limit`"
-    );
-    check_limits(max_limit, default_limit);
 }
 
 /// Declares a pagination configuration (the spec's `ez.paginated({...})`): a type naming the

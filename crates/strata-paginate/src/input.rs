@@ -185,19 +185,26 @@ impl<'de, P: OffsetConfig, F: Deserialize<'de>> Deserialize<'de> for OffsetInput
     }
 }
 
-impl<P: OffsetConfig, F: Validate> Validate for OffsetInput<P, F> {
-    type Context = F::Context;
+/// A page input is valid when its limit is within the configuration's and its filters are.
+macro_rules! validate_page_input {
+    ($($input:ident: $config:ident),*) => {$(
+        impl<P: $config, F: Validate> Validate for $input<P, F> {
+            type Context = F::Context;
 
-    fn validate_into(
-        &self,
-        ctx: &F::Context,
-        parent: &mut dyn FnMut() -> garde::Path,
-        report: &mut garde::Report,
-    ) {
-        check_limit::<P>(self.limit, parent, report);
-        self.filters.validate_into(ctx, parent, report);
-    }
+            fn validate_into(
+                &self,
+                ctx: &F::Context,
+                parent: &mut dyn FnMut() -> garde::Path,
+                report: &mut garde::Report,
+            ) {
+                check_limit::<P>(self.limit, parent, report);
+                self.filters.validate_into(ctx, parent, report);
+            }
+        }
+    )*};
 }
+
+validate_page_input!(OffsetInput: OffsetConfig, CursorInput: CursorConfig);
 
 impl<P: OffsetConfig, F: JsonSchema> JsonSchema for OffsetInput<P, F> {
     fn schema_name() -> Cow<'static, str> {
@@ -244,20 +251,6 @@ impl<'de, P: CursorConfig, F: Deserialize<'de>> Deserialize<'de> for CursorInput
             filters,
             config: PhantomData,
         })
-    }
-}
-
-impl<P: CursorConfig, F: Validate> Validate for CursorInput<P, F> {
-    type Context = F::Context;
-
-    fn validate_into(
-        &self,
-        ctx: &F::Context,
-        parent: &mut dyn FnMut() -> garde::Path,
-        report: &mut garde::Report,
-    ) {
-        check_limit::<P>(self.limit, parent, report);
-        self.filters.validate_into(ctx, parent, report);
     }
 }
 
