@@ -77,3 +77,36 @@ macro_rules! inner_service_accessors {
         }
     };
 }
+
+/// Writes builder setters that each set one field: `name(args) => field.path = value;`, with
+/// their doc comments and attributes, each `pub fn name(mut self, args) -> Self`.
+///
+/// ```
+/// #[derive(Default)]
+/// pub struct Limits {
+///     size: u64,
+///     name: Option<String>,
+/// }
+///
+/// impl Limits {
+///     strata_core::setters! {
+///         /// The size.
+///         size(bytes: u64) => size = bytes;
+///         /// The name.
+///         name(name: impl Into<String>) => name = Some(name.into());
+///     }
+/// }
+///
+/// let limits = Limits::default().size(5).name("a");
+/// assert_eq!((limits.size, limits.name.as_deref()), (5, Some("a")));
+/// ```
+#[macro_export]
+macro_rules! setters {
+    ($($(#[$attr:meta])* $name:ident($($arg:ident: $ty:ty),*) => $($field:ident).+ = $value:expr;)*) => {$(
+        $(#[$attr])*
+        pub fn $name(mut self, $($arg: $ty),*) -> Self {
+            self.$($field).+ = $value;
+            self
+        }
+    )*};
+}

@@ -70,25 +70,16 @@ impl<'a> Documentation<'a> {
         }
     }
 
-    /// The API's title (default `API`).
-    #[must_use]
-    pub fn title(mut self, title: impl Into<String>) -> Self {
-        self.title = title.into();
-        self
-    }
-
-    /// The API's version (default `0.1.0`).
-    #[must_use]
-    pub fn version(mut self, version: impl Into<String>) -> Self {
-        self.version = version.into();
-        self
-    }
-
-    /// A description of the whole API.
-    #[must_use]
-    pub fn description(mut self, text: impl Into<String>) -> Self {
-        self.description = Some(text.into());
-        self
+    strata_core::setters! {
+        /// The API's title (default `API`).
+        #[must_use]
+        title(title: impl Into<String>) => title = title.into();
+        /// The API's version (default `0.1.0`).
+        #[must_use]
+        version(version: impl Into<String>) => version = version.into();
+        /// A description of the whole API.
+        #[must_use]
+        description(text: impl Into<String>) => description = Some(text.into());
     }
 
     /// Adds a server URL (repeatable).

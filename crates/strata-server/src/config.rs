@@ -282,10 +282,65 @@ impl From<Config> for ConfigBuilder {
 }
 
 impl ConfigBuilder {
-    /// Serves HTTP on `listen`: a port, a socket address, or `Listen::Unix(path)`.
-    pub fn listen(mut self, listen: impl Into<Listen>) -> Self {
-        self.config.server.listen = Some(listen.into());
-        self
+    strata_core::setters! {
+        /// Serves HTTP on `listen`: a port, a socket address, or `Listen::Unix(path)`.
+        listen(listen: impl Into<Listen>) => config.server.listen = Some(listen.into());
+        /// Sets the HTTPS part field by field (checked when the server starts).
+        https_options(https: Https) => config.server.https = https;
+        /// Asks for the default `tracing` subscriber (spec `logger`), writing to standard output
+        /// from `level` up: installed when the server starts (or routing is attached) and only
+        /// when the application has none; `color` only on a terminal and without `NO_COLOR`.
+        /// Without this call Strata installs nothing: its events go to the application's
+        /// subscriber.
+        logger(level: Level, color: bool) =>
+            config.server.logger = Some(LoggerOptions { level, color });
+        /// Compresses responses (gzip or brotli, by `Accept-Encoding`).
+        compression(enabled: bool) => config.server.compression = enabled;
+        /// Echoes each request's id in the response's `x-request-id` (default: on). Turn it off
+        /// where a proxy sets the header; the id still reaches the request's logger.
+        request_id_echo(enabled: bool) => config.server.request_id_echo = enabled;
+        /// Gives successful GET responses with a body in memory (JSON, text) a weak `ETag` over
+        /// their bytes, and answers a matching `If-None-Match` with 304 and no body, as express
+        /// does (default: off; hashing every body costs a little on every response). Static
+        /// files have their own `ETag`.
+        etag(enabled: bool) => config.server.etag = enabled;
+        /// Sets the limits against slow or greedy clients.
+        server_limits(limits: ServerLimits) => config.server.limits = limits;
+        /// Turns CORS on (`true`: the default headers, `OPTIONS` answered) or off. It must be
+        /// chosen: routing refuses to start otherwise.
+        cors(enabled: bool) => config.router.cors = Some(Cors::from(enabled));
+        /// Computes the CORS headers of each request with `f`; an empty map sends none.
+        cors_with(f: impl Fn(&CorsRequest<'_>) -> HeaderMap + Send + Sync + 'static) =>
+            config.router.cors = Some(Cors::with(f));
+        /// Sets the answer to a known path with an unsupported method (default 405).
+        wrong_method_behavior(behavior: WrongMethodBehavior) =>
+            config.router.wrong_method_behavior = behavior;
+        /// Sets how routing keys named after methods are read (default: as methods).
+        method_like_route_behavior(behavior: MethodLikeRouteBehavior) =>
+            config.router.method_like_route_behavior = behavior;
+        /// Formats errors that happen outside any endpoint (the router's 404 and 405, a
+        /// malformed path parameter, a refused static path, the errors of the application's
+        /// own layers) with `handler`, as endpoints built with it format theirs (the spec's
+        /// `errorHandler`): an application with its own envelope has it everywhere. Default:
+        /// the default envelope.
+        error_handler(handler: impl ResultHandler) =>
+            config.router.error_handler = Some(ErrorHandler::new(handler));
+        /// Sets the body limit in bytes (default 1 MiB).
+        body_limit(bytes: usize) => config.pipeline.body_limit = bytes;
+        /// Sets the limit of query or form parameters (default 1000).
+        max_fields(fields: usize) => config.pipeline.max_fields = fields;
+        /// Turns file uploads on with these limits (spec 2.3 `upload`): `multipart/form-data`
+        /// bodies are then read, their text parts as a form and their files into the `files`
+        /// input source (merged for POST by default). Without it such bodies are refused with
+        /// 415.
+        upload(limits: impl Into<UploadLimits>) => config.pipeline.uploads = Some(limits.into());
+        /// Sets the budget of request bodies held in memory at once, over all requests (default
+        /// 256 MiB): a request whose body would go over it gets a 503 with `Retry-After` before
+        /// any of it is read. `None` turns the budget off.
+        body_budget(bytes: impl Into<Option<usize>>) =>
+            config.pipeline.body_budget = bytes.into().map(BodyBudget::new);
+        /// Sets the mode.
+        mode(mode: Mode) => config.pipeline.mode = mode;
     }
 
     /// Serves HTTPS on `listen` with the certificate chain `cert` and private key `key`.
@@ -295,65 +350,6 @@ impl ConfigBuilder {
             key: Some(key),
             listen: Some(listen.into()),
         };
-        self
-    }
-
-    /// Sets the HTTPS part field by field (checked when the server starts).
-    pub fn https_options(mut self, https: Https) -> Self {
-        self.config.server.https = https;
-        self
-    }
-
-    /// Asks for the default `tracing` subscriber (spec `logger`), writing to standard output
-    /// from `level` up: installed when the server starts (or routing is attached) and only when
-    /// the application has none; `color` only on a terminal and without `NO_COLOR`. Without
-    /// this call Strata installs nothing: its events go to the application's subscriber.
-    pub fn logger(mut self, level: Level, color: bool) -> Self {
-        self.config.server.logger = Some(LoggerOptions { level, color });
-        self
-    }
-
-    /// Compresses responses (gzip or brotli, by `Accept-Encoding`).
-    pub fn compression(mut self, enabled: bool) -> Self {
-        self.config.server.compression = enabled;
-        self
-    }
-
-    /// Echoes each request's id in the response's `x-request-id` (default: on). Turn it off
-    /// where a proxy sets the header; the id still reaches the request's logger.
-    pub fn request_id_echo(mut self, enabled: bool) -> Self {
-        self.config.server.request_id_echo = enabled;
-        self
-    }
-
-    /// Gives successful GET responses with a body in memory (JSON, text) a weak `ETag` over
-    /// their bytes, and answers a matching `If-None-Match` with 304 and no body, as express
-    /// does (default: off; hashing every body costs a little on every response). Static files
-    /// have their own `ETag`.
-    pub fn etag(mut self, enabled: bool) -> Self {
-        self.config.server.etag = enabled;
-        self
-    }
-
-    /// Sets the limits against slow or greedy clients.
-    pub fn server_limits(mut self, limits: ServerLimits) -> Self {
-        self.config.server.limits = limits;
-        self
-    }
-
-    /// Turns CORS on (`true`: the default headers, `OPTIONS` answered) or off. It must be
-    /// chosen: routing refuses to start otherwise.
-    pub fn cors(mut self, enabled: bool) -> Self {
-        self.config.router.cors = Some(Cors::from(enabled));
-        self
-    }
-
-    /// Computes the CORS headers of each request with `f`; an empty map sends none.
-    pub fn cors_with(
-        mut self,
-        f: impl Fn(&CorsRequest<'_>) -> HeaderMap + Send + Sync + 'static,
-    ) -> Self {
-        self.config.router.cors = Some(Cors::with(f));
         self
     }
 
@@ -367,65 +363,10 @@ impl ConfigBuilder {
         self
     }
 
-    /// Sets the answer to a known path with an unsupported method (default 405).
-    pub fn wrong_method_behavior(mut self, behavior: WrongMethodBehavior) -> Self {
-        self.config.router.wrong_method_behavior = behavior;
-        self
-    }
-
-    /// Sets how routing keys named after methods are read (default: as methods).
-    pub fn method_like_route_behavior(mut self, behavior: MethodLikeRouteBehavior) -> Self {
-        self.config.router.method_like_route_behavior = behavior;
-        self
-    }
-
-    /// Formats errors that happen outside any endpoint (the router's 404 and 405, a malformed
-    /// path parameter, a refused static path) with `handler`, as endpoints built with it
-    /// format theirs (the spec's `errorHandler`): an application with its own envelope has it
-    /// everywhere. Default: the default envelope.
-    pub fn error_handler(mut self, handler: impl ResultHandler) -> Self {
-        self.config.router.error_handler = Some(ErrorHandler::new(handler));
-        self
-    }
-
     /// Replaces the input sources of one method (GET, POST, PUT, PATCH, DELETE or QUERY; HEAD
     /// follows GET; other methods are ignored).
     pub fn input_sources(mut self, method: &Method, sources: impl Into<Vec<InputSource>>) -> Self {
         self.config.pipeline.input_sources.set(method, sources);
-        self
-    }
-
-    /// Sets the body limit in bytes (default 1 MiB).
-    pub fn body_limit(mut self, bytes: usize) -> Self {
-        self.config.pipeline.body_limit = bytes;
-        self
-    }
-
-    /// Sets the limit of query or form parameters (default 1000).
-    pub fn max_fields(mut self, fields: usize) -> Self {
-        self.config.pipeline.max_fields = fields;
-        self
-    }
-
-    /// Turns file uploads on with these limits (spec 2.3 `upload`): `multipart/form-data` bodies
-    /// are then read, their text parts as a form and their files into the `files` input source
-    /// (merged for POST by default). Without it such bodies are refused with 415.
-    pub fn upload(mut self, limits: impl Into<UploadLimits>) -> Self {
-        self.config.pipeline.uploads = Some(limits.into());
-        self
-    }
-
-    /// Sets the budget of request bodies held in memory at once, over all requests (default
-    /// 256 MiB): a request whose body would go over it gets a 503 with `Retry-After` before any
-    /// of it is read. `None` turns the budget off.
-    pub fn body_budget(mut self, bytes: impl Into<Option<usize>>) -> Self {
-        self.config.pipeline.body_budget = bytes.into().map(BodyBudget::new);
-        self
-    }
-
-    /// Sets the mode.
-    pub fn mode(mut self, mode: Mode) -> Self {
-        self.config.pipeline.mode = mode;
         self
     }
 

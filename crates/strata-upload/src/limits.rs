@@ -100,35 +100,18 @@ pub struct UploadLimitsBuilder {
 }
 
 impl UploadLimitsBuilder {
-    /// The largest file accepted, in bytes (the spec's `limits.fileSize`): a file of exactly this
-    /// size is accepted, one byte more is not.
-    pub fn file_size(mut self, bytes: u64) -> Self {
-        self.limits.file_size = bytes;
-        self
-    }
-
-    /// The most file parts in one request.
-    pub fn files(mut self, count: usize) -> Self {
-        self.limits.files = count;
-        self
-    }
-
-    /// The most text (non-file) parts in one request.
-    pub fn fields(mut self, count: usize) -> Self {
-        self.limits.fields = count;
-        self
-    }
-
-    /// The largest text part, in bytes.
-    pub fn field_size(mut self, bytes: u64) -> Self {
-        self.limits.field_size = bytes;
-        self
-    }
-
-    /// The largest whole body, in bytes (default: `files × file_size + 1 MiB`).
-    pub fn body_size(mut self, bytes: u64) -> Self {
-        self.limits.body_size = Some(bytes);
-        self
+    strata_core::setters! {
+        /// The largest file accepted, in bytes (the spec's `limits.fileSize`): a file of exactly
+        /// this size is accepted, one byte more is not.
+        file_size(bytes: u64) => limits.file_size = bytes;
+        /// The most file parts in one request.
+        files(count: usize) => limits.files = count;
+        /// The most text (non-file) parts in one request.
+        fields(count: usize) => limits.fields = count;
+        /// The largest text part, in bytes.
+        field_size(bytes: u64) => limits.field_size = bytes;
+        /// The largest whole body, in bytes (default: `files × file_size + 1 MiB`).
+        body_size(bytes: u64) => limits.body_size = Some(bytes);
     }
 
     /// The error answered when a file exceeds [`file_size`](Self::file_size) (the spec's

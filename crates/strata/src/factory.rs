@@ -262,35 +262,22 @@ impl<C, L, R> EndpointBuilder<C, L, R> {
         methods.into_iter().fold(self, Self::method)
     }
 
-    /// Sets the grouping tag.
-    #[must_use]
-    pub fn tag(mut self, tag: impl Into<String>) -> Self {
-        self.meta.tag = Some(tag.into());
-        self
-    }
-
-    /// Sets the short description.
-    #[must_use]
-    pub fn short_description(mut self, text: impl Into<String>) -> Self {
-        self.meta.short_description = Some(text.into());
-        self
-    }
-
-    /// Sets the long description.
-    #[must_use]
-    pub fn description(mut self, text: impl Into<String>) -> Self {
-        self.meta.description = Some(text.into());
-        self
-    }
-
-    /// Chooses the operation id of the API description (by default it is derived from the
-    /// method and path, like `getV1UsersId`). An endpoint serving several methods gets the
-    /// method appended (`bookPost`, `bookPut`); the HEAD operation of a GET gets `head`
-    /// prepended (`headListBooks`). Two operations with one id are a documentation error.
-    #[must_use]
-    pub fn operation_id(mut self, id: impl Into<String>) -> Self {
-        self.meta.operation_id = Some(id.into());
-        self
+    strata_core::setters! {
+        /// Sets the grouping tag.
+        #[must_use]
+        tag(tag: impl Into<String>) => meta.tag = Some(tag.into());
+        /// Sets the short description.
+        #[must_use]
+        short_description(text: impl Into<String>) => meta.short_description = Some(text.into());
+        /// Sets the long description.
+        #[must_use]
+        description(text: impl Into<String>) => meta.description = Some(text.into());
+        /// Chooses the operation id of the API description (by default it is derived from the
+        /// method and path, like `getV1UsersId`). An endpoint serving several methods gets the
+        /// method appended (`bookPost`, `bookPut`); the HEAD operation of a GET gets `head`
+        /// prepended (`headListBooks`). Two operations with one id are a documentation error.
+        #[must_use]
+        operation_id(id: impl Into<String>) => meta.operation_id = Some(id.into());
     }
 
     /// Marks the endpoint deprecated in the API description.
