@@ -54,7 +54,15 @@ pub(crate) struct Activity {
 }
 
 /// The HTTP/2 client connection preface (RFC 9113 section 3.4).
-const HTTP2_PREFACE: &[u8; 24] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
+pub(crate) const HTTP2_PREFACE: &[u8; 24] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
+
+/// Whether `read`, received after the first `matched` bytes of the HTTP/2 preface, goes on
+/// matching it (as far as either goes): when it does not, the connection is HTTP/1.
+pub(crate) fn continues_preface(matched: usize, read: &[u8]) -> bool {
+    let expected = HTTP2_PREFACE.get(matched..).unwrap_or_default();
+    let n = read.len().min(expected.len());
+    read[..n] == expected[..n]
+}
 
 /// The connection timeouts the watcher applies.
 #[derive(Debug, Clone, Copy)]
@@ -212,17 +220,16 @@ impl<IO> ActivityIo<IO> {
 /// `http2` is set).
 fn match_preface(matched: u8, read: &[u8], http2: &AtomicBool) -> u8 {
     let done = usize::from(matched);
-    let expected = &HTTP2_PREFACE[done..];
-    let n = read.len().min(expected.len());
-    if read[..n] != expected[..n] {
+    if !continues_preface(done, read) {
         return u8::MAX;
     }
-    if done + n == HTTP2_PREFACE.len() {
+    let now = (done + read.len()).min(HTTP2_PREFACE.len());
+    if now == HTTP2_PREFACE.len() {
         http2.store(true, Ordering::Relaxed);
         return u8::MAX;
     }
     // At most 23: it fits.
-    u8::try_from(done + n).unwrap_or(u8::MAX)
+    u8::try_from(now).unwrap_or(u8::MAX)
 }
 
 impl<IO: AsyncRead> AsyncRead for ActivityIo<IO> {
