@@ -727,9 +727,22 @@ async fn an_http2_connection_outlives_the_header_timeout_between_requests() {
         let response = sender.send_request(request).await.unwrap();
         assert_eq!(response.status(), 200);
         let _ = response.into_body().collect().await.unwrap();
-        // HTTP/2 has no header-read deadline between requests, only the idle timeout.
+        // HTTP/2 has no header-read deadline between requests, only the idle timeout; the
+        // watcher, which has nothing to do with the head deadline then, sleeps between looks.
+        let cpu = thread_cpu_ticks();
         tokio::time::sleep(Duration::from_millis(700)).await;
+        let used = thread_cpu_ticks() - cpu;
+        assert!(used <= 20, "{used} ticks of CPU in 700 ms");
     }
+}
+
+/// CPU time this thread has used (user and system, in clock ticks of 10 ms): a
+/// `#[tokio::test]` runs the server's tasks on its own thread.
+fn thread_cpu_ticks() -> u64 {
+    let stat = std::fs::read_to_string("/proc/thread-self/stat").unwrap();
+    let fields: Vec<&str> = stat.rsplit_once(") ").unwrap().1.split(' ').collect();
+    // utime and stime: the 14th and 15th fields, the 12th and 13th after the name.
+    fields[11].parse::<u64>().unwrap() + fields[12].parse::<u64>().unwrap()
 }
 
 #[tokio::test]

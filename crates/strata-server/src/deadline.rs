@@ -115,6 +115,14 @@ impl<IO: AsyncWrite> AsyncWrite for FirstByteDeadline<IO> {
     }
 }
 
+/// The instant `after` from now; for a duration too long to add (`Duration::MAX`, a limit meant
+/// as "never"), thirty years from now, as tokio's own `sleep` does.
+pub(crate) fn deadline_after(after: Duration) -> tokio::time::Instant {
+    let now = tokio::time::Instant::now();
+    now.checked_add(after)
+        .unwrap_or_else(|| now + Duration::from_secs(30 * 365 * 24 * 60 * 60))
+}
+
 /// The request body the server hands to the application's layers and the app: hyper's body
 /// with the body deadlines of [`ServerLimits`](crate::ServerLimits).
 pub type ServerBody = BodyDeadline<hyper::body::Incoming>;
@@ -168,8 +176,7 @@ where
         match this.inner.poll_frame(cx) {
             Poll::Ready(Some(Ok(frame))) => {
                 if let Some(idle) = this.idle {
-                    idle.as_mut()
-                        .reset(tokio::time::Instant::now() + *this.idle_after);
+                    idle.as_mut().reset(deadline_after(*this.idle_after));
                 }
                 Poll::Ready(Some(Ok(frame)))
             }
@@ -276,6 +283,65 @@ mod tests {
         early.extend_from_slice(&[0; 9]);
         let later = read_past_the_deadline(&mut server, &mut client, &early).await;
         assert_eq!(later.unwrap(), b"x");
+    }
+
+    /// A body whose pieces come from a channel.
+    struct Pieces(tokio::sync::mpsc::Receiver<bytes::Bytes>);
+
+    impl http_body::Body for Pieces {
+        type Data = bytes::Bytes;
+        type Error = std::convert::Infallible;
+
+        fn poll_frame(
+            mut self: Pin<&mut Self>,
+            cx: &mut Context<'_>,
+        ) -> Poll<Option<Result<http_body::Frame<bytes::Bytes>, Self::Error>>> {
+            self.0
+                .poll_recv(cx)
+                .map(|piece| piece.map(|data| Ok(http_body::Frame::data(data))))
+        }
+    }
+
+    /// Reads a body of two pieces, the second `pause` after the first, under `idle` and
+    /// `total`: the error's text, if it failed.
+    async fn two_pieces(pause: Duration, idle: Duration, total: Duration) -> Result<(), String> {
+        use http_body::Body;
+        let (sender, receiver) = tokio::sync::mpsc::channel(2);
+        let mut body = BodyDeadline::new(Pieces(receiver), idle, total);
+        let send = async {
+            sender.send(bytes::Bytes::from_static(b"a")).await.unwrap();
+            tokio::time::sleep(pause).await;
+            sender.send(bytes::Bytes::from_static(b"b")).await.unwrap();
+            drop(sender);
+        };
+        let read = async {
+            while let Some(frame) =
+                std::future::poll_fn(|cx| Pin::new(&mut body).poll_frame(cx)).await
+            {
+                frame.map_err(|error| error.to_string())?;
+            }
+            Ok(())
+        };
+        tokio::join!(send, read).1
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn body_deadlines_of_duration_max_never_fire_and_never_overflow() {
+        let hour = Duration::from_secs(3600);
+        assert_eq!(two_pieces(hour, Duration::MAX, Duration::MAX).await, Ok(()));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn zero_body_deadlines_fail_a_body_that_waits() {
+        let zero = Duration::ZERO;
+        assert_eq!(
+            two_pieces(Duration::from_millis(1), zero, Duration::MAX).await,
+            Err("no part of the request body arrived for 0ns".to_owned())
+        );
+        assert_eq!(
+            two_pieces(Duration::from_millis(1), Duration::MAX, zero).await,
+            Err("the request body did not arrive within 0ns".to_owned())
+        );
     }
 
     #[tokio::test(start_paused = true)]

@@ -360,7 +360,7 @@ impl<S: ServedApp> Serving<S> {
         // then polls the connection and one channel, not a stop signal and timers each time.
         let (orders, mut ordered) = oneshot::channel();
         let deadlines = Deadlines {
-            idle: self.limits.idle_timeout,
+            idle: Some(self.limits.idle_timeout),
             write: self.limits.write_timeout,
             head: self.header_timeout,
         };
@@ -423,9 +423,10 @@ async fn watch_connection(
     deadlines: Deadlines,
     orders: oneshot::Sender<Order>,
 ) {
+    let mut watcher = activity.watcher(deadlines);
     let verdict = tokio::select! {
         _ = stop.wait_for(|stop| *stop) => None,
-        verdict = activity.watch(deadlines) => Some(verdict),
+        verdict = watcher.next() => Some(verdict),
     };
     let give_up = match verdict {
         // Server shutdown: finish what is in flight, take nothing new (the accept loop's
@@ -447,15 +448,8 @@ async fn watch_connection(
         return;
     }
     // While it closes, a client that stalls or never finishes a request head is still cut off
-    // (hyper's own header-read timer is off).
-    let still_watched = async {
-        loop {
-            match activity.watch(deadlines).await {
-                Verdict::Idle => {}
-                verdict => break drop_reason(verdict),
-            }
-        }
-    };
+    // (hyper's own header-read timer is off), counted as before the close.
+    watcher.without_idle();
     let out_of_time = async {
         match give_up {
             Some(after) => tokio::time::sleep(after).await,
@@ -463,7 +457,7 @@ async fn watch_connection(
         }
     };
     let reason = tokio::select! {
-        reason = still_watched => reason,
+        verdict = watcher.next() => drop_reason(verdict),
         () = out_of_time => "idle connection closed: its streams did not finish",
     };
     let _ = next.send(Order::Drop(reason));
