@@ -825,3 +825,36 @@ async fn a_tiny_request_head_then_a_trickled_one_is_cut_off_at_the_header_timeou
         "{took:?}"
     );
 }
+
+#[tokio::test]
+async fn a_request_waiting_for_the_applications_concurrency_limit_is_not_cut_off() {
+    // The header-read timeout is for heads: a request whose head has arrived and which waits
+    // for a place under the application's own concurrency limit is in flight, however long
+    // it waits.
+    let config = create_config()
+        .cors(false)
+        .server_limits(ServerLimits {
+            header_read_timeout: Duration::from_millis(200),
+            ..limits()
+        })
+        .listen(std::net::SocketAddr::from(([127, 0, 0, 1], 0)))
+        .build();
+    let layers = tower::ServiceBuilder::new().concurrency_limit(1);
+    let server = strata::create_server_with(&config, &routing(), layers)
+        .await
+        .unwrap();
+    let LocalAddr::Tcp(addr) = server.servers()[0].local_addr.clone() else {
+        panic!("TCP")
+    };
+    let request = b"GET /wait?ms=800 HTTP/1.1\r\nHost: a\r\n\r\n";
+    let mut first = TcpStream::connect(addr).await.unwrap();
+    first.write_all(request).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    // Waits 750 ms for the first to finish, then 800 ms of its own.
+    let mut second = TcpStream::connect(addr).await.unwrap();
+    second.write_all(request).await.unwrap();
+    for stream in [&mut first, &mut second] {
+        let head = read_one_response(stream).await;
+        assert!(head.starts_with("HTTP/1.1 200"), "{head}");
+    }
+}

@@ -854,3 +854,32 @@ async fn zero_timeouts_cut_connections_off_without_panic_or_spin() {
         .await
         .unwrap();
 }
+
+#[tokio::test]
+async fn a_panic_in_an_applications_layer_ends_one_http2_stream_not_its_connection() {
+    // hyper calls an HTTP/2 service on the connection's task: the stack is called in the
+    // stream's own task instead, so a panic there resets that stream alone.
+    let layers = tower::util::MapRequestLayer::new(|request: Request<strata::ServerBody>| {
+        assert!(request.uri().path() != "/panic", "a user's layer panics");
+        request
+    });
+    let server =
+        strata::create_server_with(&config().listen(loopback()).build(), &routing(), layers)
+            .await
+            .unwrap();
+    let stream = TcpStream::connect(tcp_addr(&server, 0)).await.unwrap();
+    let (mut sender, connection) =
+        hyper::client::conn::http2::handshake(TokioExecutor::new(), TokioIo::new(stream))
+            .await
+            .unwrap();
+    let connection = tokio::spawn(connection);
+    let failed = sender.send_request(get("http://localhost/panic")).await;
+    assert!(failed.is_err(), "{failed:?}");
+    let response = sender
+        .send_request(get("http://localhost/wait"))
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    assert!(!connection.is_finished());
+    server.shutdown().await;
+}
