@@ -77,6 +77,14 @@ fn routing() -> Routing {
                 padding: "x".repeat(BIG),
             })
         });
+    // A path short enough for a whole request head of 27 bytes, and a handler slower than the
+    // header-read timeouts of the tests.
+    let slow = default_endpoints_factory()
+        .get()
+        .handler(|(): (), _ctx, _logger| async move {
+            tokio::time::sleep(Duration::from_millis(600)).await;
+            Ok(Done { waited: 600 })
+        });
     let cover =
         default_endpoints_factory()
             .post()
@@ -88,6 +96,7 @@ fn routing() -> Routing {
             });
     routing! {
         "wait" => wait, "note" => note, "upload" => upload, "big" => big, "cover" => cover,
+        "s" => slow,
         "public" => ServeStatic::dir(scratch()),
     }
 }
@@ -718,16 +727,29 @@ async fn an_http2_connection_outlives_the_header_timeout_between_requests() {
         let response = sender.send_request(request).await.unwrap();
         assert_eq!(response.status(), 200);
         let _ = response.into_body().collect().await.unwrap();
-        // HTTP/2 has no header-read deadline between requests, only the idle timeout.
+        // HTTP/2 has no header-read deadline between requests, only the idle timeout; the
+        // watcher, which has nothing to do with the head deadline then, sleeps between looks.
+        let cpu = thread_cpu_ticks();
         tokio::time::sleep(Duration::from_millis(700)).await;
+        let used = thread_cpu_ticks() - cpu;
+        assert!(used <= 20, "{used} ticks of CPU in 700 ms");
     }
+}
+
+/// CPU time this thread has used (user and system, in clock ticks of 10 ms): a
+/// `#[tokio::test]` runs the server's tasks on its own thread.
+fn thread_cpu_ticks() -> u64 {
+    let stat = std::fs::read_to_string("/proc/thread-self/stat").unwrap();
+    let fields: Vec<&str> = stat.rsplit_once(") ").unwrap().1.split(' ').collect();
+    // utime and stime: the 14th and 15th fields, the 12th and 13th after the name.
+    fields[11].parse::<u64>().unwrap() + fields[12].parse::<u64>().unwrap()
 }
 
 #[tokio::test]
 async fn a_head_left_unfinished_does_not_hold_a_graceful_shutdown() {
     let (server, addr) = start_with(Duration::from_millis(300), Duration::from_secs(5)).await;
     let mut slow = TcpStream::connect(addr).await.unwrap();
-    // Past the first bytes' deadline (33 bytes), short of a whole head.
+    // Past the first bytes' deadline (HTTP/1 from the first byte), short of a whole head.
     slow.write_all(b"GET /wait HTTP/1.1\r\nHost: a\r\nX-Slow: aaaaaaaaaaaa")
         .await
         .unwrap();
@@ -745,4 +767,94 @@ async fn a_head_left_unfinished_does_not_hold_a_graceful_shutdown() {
     let mut rest = Vec::new();
     let read = tokio::time::timeout(Duration::from_secs(2), slow.read_to_end(&mut rest)).await;
     assert!(read.is_ok(), "the slow connection was not closed");
+}
+
+#[tokio::test]
+async fn a_request_head_shorter_than_the_http2_preface_is_served_and_its_connection_kept() {
+    // The first bytes' deadline (header-read timeout from the connection's start) must not
+    // outlive the first byte of an HTTP/1 connection, however short its request head.
+    let (_server, addr) = start_with(Duration::from_millis(300), Duration::from_secs(5)).await;
+    let head = b"GET /s HTTP/1.1\r\nHost:a\r\n\r\n";
+    assert_eq!(head.len(), 27);
+    let mut stream = TcpStream::connect(addr).await.unwrap();
+    for _ in 0..2 {
+        // The handler takes twice the header-read timeout.
+        stream.write_all(head).await.unwrap();
+        let answer = read_one_response(&mut stream).await;
+        assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+        // Reused well within the header-read timeout.
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+#[tokio::test]
+async fn a_tiny_request_head_then_a_trickled_one_is_cut_off_at_the_header_timeout() {
+    let head_timeout = Duration::from_millis(300);
+    let (_server, addr) = start_with(head_timeout, Duration::from_secs(5)).await;
+    let mut stream = TcpStream::connect(addr).await.unwrap();
+    let head = b"GET /wait HTTP/1.1\r\nHost:a\r\n\r\n";
+    assert!(
+        head.len() < 33,
+        "shorter than the HTTP/2 preface and a frame header"
+    );
+    stream.write_all(head).await.unwrap();
+    let answer = read_one_response(&mut stream).await;
+    assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+    let answered = std::time::Instant::now();
+    let (mut reader, mut writer) = stream.into_split();
+    // The next head, a byte every 50 ms: 1.5 s in all, never finished in time.
+    let trickle = tokio::spawn(async move {
+        for byte in head {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+            if writer.write_all(&[*byte]).await.is_err() {
+                return;
+            }
+        }
+        std::future::pending::<()>().await;
+    });
+    let mut rest = Vec::new();
+    let read = tokio::time::timeout(Duration::from_secs(5), reader.read_to_end(&mut rest)).await;
+    let took = answered.elapsed();
+    trickle.abort();
+    assert!(read.is_ok(), "the trickling client was not cut off");
+    assert!(rest.is_empty(), "{}", String::from_utf8_lossy(&rest));
+    // From the end of the response, never before the timeout (and well before the trickle
+    // would have finished).
+    assert!(
+        took >= head_timeout && took < Duration::from_millis(1400),
+        "{took:?}"
+    );
+}
+
+#[tokio::test]
+async fn a_request_waiting_for_the_applications_concurrency_limit_is_not_cut_off() {
+    // The header-read timeout is for heads: a request whose head has arrived and which waits
+    // for a place under the application's own concurrency limit is in flight, however long
+    // it waits.
+    let config = create_config()
+        .cors(false)
+        .server_limits(ServerLimits {
+            header_read_timeout: Duration::from_millis(200),
+            ..limits()
+        })
+        .listen(std::net::SocketAddr::from(([127, 0, 0, 1], 0)))
+        .build();
+    let layers = tower::ServiceBuilder::new().concurrency_limit(1);
+    let server = strata::create_server_with(&config, &routing(), layers)
+        .await
+        .unwrap();
+    let LocalAddr::Tcp(addr) = server.servers()[0].local_addr.clone() else {
+        panic!("TCP")
+    };
+    let request = b"GET /wait?ms=800 HTTP/1.1\r\nHost: a\r\n\r\n";
+    let mut first = TcpStream::connect(addr).await.unwrap();
+    first.write_all(request).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    // Waits 750 ms for the first to finish, then 800 ms of its own.
+    let mut second = TcpStream::connect(addr).await.unwrap();
+    second.write_all(request).await.unwrap();
+    for stream in [&mut first, &mut second] {
+        let head = read_one_response(stream).await;
+        assert!(head.starts_with("HTTP/1.1 200"), "{head}");
+    }
 }

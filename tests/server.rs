@@ -46,7 +46,16 @@ fn routing() -> Routing {
                 padding: "x".repeat(input.size.unwrap_or(0)),
             })
         });
-    routing! { "wait" => wait }
+    let echo = default_endpoints_factory()
+        .post()
+        .handler(|input: Echo, _ctx, _logger| async move { Ok(input) });
+    routing! { "wait" => wait, "echo" => echo }
+}
+
+#[derive(Serialize, Deserialize, Validate, JsonSchema)]
+#[garde(allow_unvalidated)]
+struct Echo {
+    text: String,
 }
 
 /// Tests listen on loopback only, on a port the system picks.
@@ -723,5 +732,154 @@ async fn without_compression_nothing_varies() {
     .await;
     assert!(response.headers().get("content-encoding").is_none());
     assert!(response.headers().get("vary").is_none());
+    server.shutdown().await;
+}
+
+/// CPU time this thread has used (user and system, in clock ticks of 10 ms): a
+/// `#[tokio::test]` runs the server's tasks on its own thread.
+fn thread_cpu_ticks() -> u64 {
+    let stat = std::fs::read_to_string("/proc/thread-self/stat").unwrap();
+    let fields: Vec<&str> = stat.rsplit_once(") ").unwrap().1.split(' ').collect();
+    // utime and stime: the 14th and 15th fields, the 12th and 13th after the name.
+    fields[11].parse::<u64>().unwrap() + fields[12].parse::<u64>().unwrap()
+}
+
+/// Every timeout of the server's limits set to `timeout`.
+fn all_timeouts(timeout: Duration) -> ServerLimits {
+    ServerLimits {
+        header_read_timeout: timeout,
+        shutdown_timeout: timeout,
+        body_idle_timeout: timeout,
+        body_read_timeout: timeout,
+        idle_timeout: timeout,
+        write_timeout: timeout,
+        ..ServerLimits::default()
+    }
+}
+
+#[cfg(target_os = "linux")]
+#[tokio::test]
+async fn timeouts_of_duration_max_never_fire_panic_or_spin() {
+    let limits = all_timeouts(Duration::MAX);
+    let server = create_server(
+        &config().listen(loopback()).server_limits(limits).build(),
+        &routing(),
+    )
+    .await
+    .unwrap();
+    let addr = tcp_addr(&server, 0);
+    // A body in two pieces (the idle deadline is set again after the first).
+    let mut stream = TcpStream::connect(addr).await.unwrap();
+    let body = r#"{"text":"in two pieces"}"#;
+    let head = format!(
+        "POST /echo HTTP/1.1\r\nHost: a\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n",
+        body.len()
+    );
+    stream.write_all(head.as_bytes()).await.unwrap();
+    stream.write_all(&body.as_bytes()[..5]).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    stream.write_all(&body.as_bytes()[5..]).await.unwrap();
+    let mut answer = vec![0; 4096];
+    let n = tokio::time::timeout(Duration::from_secs(5), stream.read(&mut answer))
+        .await
+        .unwrap()
+        .unwrap();
+    let answer = String::from_utf8_lossy(&answer[..n]);
+    assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+    assert!(answer.contains("in two pieces"), "{answer}");
+    // HTTP/2 (its keep-alive pings once took the header-read timeout).
+    let h2 = TcpStream::connect(addr).await.unwrap();
+    let (mut sender, connection) =
+        hyper::client::conn::http2::handshake(TokioExecutor::new(), TokioIo::new(h2))
+            .await
+            .unwrap();
+    let connection = tokio::spawn(connection);
+    let response = sender
+        .send_request(get("http://localhost/wait"))
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    // Both connections open and idle, their watchers waiting: the thread sleeps.
+    let (cpu, started) = (thread_cpu_ticks(), Instant::now());
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert!(
+        thread_cpu_ticks() - cpu <= 20,
+        "{} ticks of CPU in {:?}",
+        thread_cpu_ticks() - cpu,
+        started.elapsed()
+    );
+    assert!(
+        !connection.is_finished(),
+        "the HTTP/2 connection was closed"
+    );
+    drop((stream, sender));
+    tokio::time::timeout(Duration::from_secs(5), server.shutdown())
+        .await
+        .unwrap();
+}
+
+#[cfg(target_os = "linux")]
+#[tokio::test]
+async fn zero_timeouts_cut_connections_off_without_panic_or_spin() {
+    let server = create_server(
+        &config()
+            .listen(loopback())
+            .server_limits(all_timeouts(Duration::ZERO))
+            .build(),
+        &routing(),
+    )
+    .await
+    .unwrap();
+    let addr = tcp_addr(&server, 0);
+    let (cpu, started) = (thread_cpu_ticks(), Instant::now());
+    for _ in 0..3 {
+        // The request reaches the server with the connection or just after: answered or cut
+        // off, either way the connection ends.
+        let mut stream = TcpStream::connect(addr).await.unwrap();
+        stream
+            .write_all(b"GET /wait?ms=300 HTTP/1.1\r\nHost: a\r\n\r\n")
+            .await
+            .unwrap();
+        let mut answer = Vec::new();
+        let read =
+            tokio::time::timeout(Duration::from_secs(5), stream.read_to_end(&mut answer)).await;
+        assert!(read.is_ok(), "the connection was not closed");
+    }
+    // At most 300 ms of a handler in flight per connection, watched every 10 ms: the thread
+    // mostly sleeps.
+    let elapsed = started.elapsed();
+    let used = thread_cpu_ticks() - cpu;
+    assert!(used <= 40, "{used} ticks of CPU in {elapsed:?}");
+    tokio::time::timeout(Duration::from_secs(5), server.shutdown())
+        .await
+        .unwrap();
+}
+
+#[tokio::test]
+async fn a_panic_in_an_applications_layer_ends_one_http2_stream_not_its_connection() {
+    // hyper calls an HTTP/2 service on the connection's task: the stack is called in the
+    // stream's own task instead, so a panic there resets that stream alone.
+    let layers = tower::util::MapRequestLayer::new(|request: Request<strata::ServerBody>| {
+        assert!(request.uri().path() != "/panic", "a user's layer panics");
+        request
+    });
+    let server =
+        strata::create_server_with(&config().listen(loopback()).build(), &routing(), layers)
+            .await
+            .unwrap();
+    let stream = TcpStream::connect(tcp_addr(&server, 0)).await.unwrap();
+    let (mut sender, connection) =
+        hyper::client::conn::http2::handshake(TokioExecutor::new(), TokioIo::new(stream))
+            .await
+            .unwrap();
+    let connection = tokio::spawn(connection);
+    let failed = sender.send_request(get("http://localhost/panic")).await;
+    assert!(failed.is_err(), "{failed:?}");
+    let response = sender
+        .send_request(get("http://localhost/wait"))
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    assert!(!connection.is_finished());
     server.shutdown().await;
 }

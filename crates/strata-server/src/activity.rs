@@ -34,15 +34,15 @@ pub(crate) struct Activity {
     /// The last flush is waiting for the client to read: behind TLS, the end of a response
     /// leaves the encryption layer's buffer while flushing, after every write returned.
     flush_blocked: AtomicBool,
-    /// Pieces of response bodies taken by hyper to send.
+    /// Pieces of response bodies taken by hyper to send, and bodies whose producer had nothing
+    /// and now has.
     body_progress: AtomicU64,
-    /// Requests received.
+    /// Requests being handled or answered, and events: one word, so that the watcher reads
+    /// both at once (a request moving from one state to the next is never seen half done). Its
+    /// low half counts requests received whose response hyper has not finished sending (or
+    /// that were dropped unanswered); its high half counts every request started, response
+    /// ready and response sent: a change restarts the idle count.
     requests: AtomicU64,
-    /// Requests whose response is not ready yet (the handler is working).
-    in_flight: AtomicUsize,
-    /// Requests done with (answered, or dropped unanswered), and responses sent: a change
-    /// restarts the idle count.
-    finished: AtomicU64,
     /// Responses handed to hyper whose body it still holds (being sent).
     sending: AtomicUsize,
     /// Of those, bodies whose producer has nothing yet (a quiet event stream): hyper waits on
@@ -53,14 +53,27 @@ pub(crate) struct Activity {
     http2: AtomicBool,
 }
 
+/// One event in [`Activity::requests`].
+const EVENT: u64 = 1 << 32;
+/// The requests counted in [`Activity::requests`].
+const BUSY: u64 = EVENT - 1;
+
 /// The HTTP/2 client connection preface (RFC 9113 section 3.4).
-const HTTP2_PREFACE: &[u8; 24] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
+pub(crate) const HTTP2_PREFACE: &[u8; 24] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
+
+/// Whether `read`, received after the first `matched` bytes of the HTTP/2 preface, goes on
+/// matching it (as far as either goes): when it does not, the connection is HTTP/1.
+pub(crate) fn continues_preface(matched: usize, read: &[u8]) -> bool {
+    let expected = HTTP2_PREFACE.get(matched..).unwrap_or_default();
+    let n = read.len().min(expected.len());
+    read[..n] == expected[..n]
+}
 
 /// The connection timeouts the watcher applies.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Deadlines {
-    /// No request for this long: close gracefully.
-    pub(crate) idle: Duration,
+    /// No request for this long: close gracefully (`None`: not watched, while closing).
+    pub(crate) idle: Option<Duration>,
     /// Responses waiting and nothing written for this long: drop the connection.
     pub(crate) write: Duration,
     /// HTTP/1: no complete request head for this long while nothing is in flight: drop it.
@@ -79,82 +92,189 @@ pub(crate) enum Verdict {
     HeadTimeout,
 }
 
+/// Since when, as far as the watcher's looks can tell, a condition has held without progress:
+/// the first look that found it so (the progress before it may have been just before that
+/// look), never earlier. A deadline counted from it is never early, and late by less than the
+/// time between two looks.
+#[derive(Debug, Clone, Copy)]
+struct Since(Option<tokio::time::Instant>);
+
+impl Since {
+    /// At the start of watching: the condition holds from now, if it holds.
+    fn start(holds: bool, now: tokio::time::Instant) -> Self {
+        Self(holds.then_some(now))
+    }
+
+    /// At a look: kept while the condition held at the previous look and still does with no
+    /// progress since; from now when it holds again or progress was made; none otherwise.
+    fn look(self, holds: bool, progressed: bool, now: tokio::time::Instant) -> Self {
+        match self.0 {
+            Some(since) if holds && !progressed => Self(Some(since)),
+            _ => Self(holds.then_some(now)),
+        }
+    }
+
+    /// When `after` has passed since then; `None` when the condition does not hold or the
+    /// time is beyond any clock (`Duration::MAX`: never).
+    fn due(self, after: Duration) -> Option<tokio::time::Instant> {
+        self.0?.checked_add(after)
+    }
+}
+
+/// One look at the counters.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Look {
+    written: u64,
+    write_blocked: bool,
+    bodies: u64,
+    requests: u64,
+    sending: usize,
+    producing: usize,
+}
+
+impl Look {
+    /// A socket write or flush waits on the client.
+    fn socket_waits(&self) -> bool {
+        self.write_blocked
+    }
+
+    /// A response body waits for hyper to take it (not for its producer): HTTP/2 without
+    /// window.
+    fn body_waits(&self) -> bool {
+        self.sending > self.producing
+    }
+
+    /// Nothing in flight, being sent, written or flushed: waiting for the next request.
+    fn quiet(&self) -> bool {
+        self.requests & BUSY == 0 && !self.write_blocked
+    }
+}
+
 impl Activity {
-    /// Resolves when the connection has been idle for `deadlines.idle`, has waited
-    /// `deadlines.head` for an HTTP/1 request head, or stalled for `deadlines.write`: with a
-    /// write waiting on the client, or a response whose body hyper still holds and does not
-    /// take (a body waiting on its producer, a quiet event stream, is not stalled), and no
-    /// byte written.
-    ///
-    /// The counters are sampled every quarter of the shortest deadline, so each fires within
-    /// a quarter of that after it is due, never before.
+    fn look(&self) -> Look {
+        Look {
+            written: self.written.load(Ordering::Relaxed),
+            write_blocked: self.write_blocked.load(Ordering::Relaxed)
+                || self.flush_blocked.load(Ordering::Relaxed),
+            bodies: self.body_progress.load(Ordering::Relaxed),
+            requests: self.requests.load(Ordering::Relaxed),
+            sending: self.sending.load(Ordering::Relaxed),
+            producing: self.producing.load(Ordering::Relaxed),
+        }
+    }
+
+    /// A watcher of this connection's timeouts, counting from now.
+    pub(crate) fn watcher(&self, deadlines: Deadlines) -> Watcher<'_> {
+        let shortest = deadlines
+            .write
+            .min(deadlines.head)
+            .min(deadlines.idle.unwrap_or(Duration::MAX));
+        let now = tokio::time::Instant::now();
+        let last = self.look();
+        Watcher {
+            activity: self,
+            deadlines,
+            tick: (shortest / 4).max(Duration::from_millis(10)),
+            socket_stall: Since::start(last.socket_waits(), now),
+            body_stall: Since::start(last.body_waits(), now),
+            idle: Since::start(last.quiet(), now),
+            head: Since::start(last.quiet(), now),
+            last,
+        }
+    }
+
+    /// The first verdict of a new [`Watcher`].
+    #[cfg(test)]
     pub(crate) async fn watch(&self, deadlines: Deadlines) -> Verdict {
-        let tick = (deadlines.idle.min(deadlines.write).min(deadlines.head) / 4)
-            .max(Duration::from_millis(10));
-        let mut written = self.written.load(Ordering::Relaxed);
-        let mut bodies = self.body_progress.load(Ordering::Relaxed);
-        let mut requests = self.requests.load(Ordering::Relaxed);
-        let mut finished = self.finished.load(Ordering::SeqCst);
-        let (mut stalled_for, mut idle_for, mut head_for) =
-            (Duration::ZERO, Duration::ZERO, Duration::ZERO);
+        self.watcher(deadlines).next().await
+    }
+}
+
+/// Watches a connection's timeouts ([`Activity::watcher`]).
+pub(crate) struct Watcher<'a> {
+    activity: &'a Activity,
+    deadlines: Deadlines,
+    tick: Duration,
+    last: Look,
+    socket_stall: Since,
+    body_stall: Since,
+    idle: Since,
+    head: Since,
+}
+
+impl Watcher<'_> {
+    /// Resolves when the connection has been idle for `deadlines.idle` (no request started
+    /// or finished, nothing in flight, being sent or flushed), has waited `deadlines.head`
+    /// for an HTTP/1 request head (idle, and nothing written either), or stalled for
+    /// `deadlines.write`: a write waiting on the client and no byte written, or a response
+    /// whose body hyper still holds and does not take (a body waiting on its producer, a
+    /// quiet event stream, is not stalled).
+    ///
+    /// The counters are looked at every quarter of the shortest deadline (10 ms at least),
+    /// and at each deadline when it is due: a deadline fires within one look's interval after
+    /// it is due, never before. `Duration::MAX` never fires; `Duration::ZERO` fires at the
+    /// first look that finds its condition.
+    ///
+    /// Once it has said [`Verdict::Idle`], the idle timeout is no longer watched; the others
+    /// go on counting (a connection closing gracefully is still cut off when it stalls or
+    /// leaves a head unfinished). Cancelling it between looks loses nothing.
+    pub(crate) async fn next(&mut self) -> Verdict {
         loop {
-            tokio::time::sleep(tick).await;
-            let now_written = self.written.load(Ordering::Relaxed);
-            let now_bodies = self.body_progress.load(Ordering::Relaxed);
-            let now_requests = self.requests.load(Ordering::Relaxed);
-            // This task may run on another thread than the connection's: a response moves
-            // from in flight to sending (`TrackedFuture`) in that order, so reading in flight
-            // first never finds it in neither.
-            let in_flight = self.in_flight.load(Ordering::SeqCst);
-            let sending = self.sending.load(Ordering::SeqCst);
-            let now_finished = self.finished.load(Ordering::SeqCst);
-            let write_blocked = self.write_blocked.load(Ordering::Relaxed)
-                || self.flush_blocked.load(Ordering::Relaxed);
-            // Stuck: a socket write waits on the client and nothing was written, or a body
-            // waits to be sent and hyper took nothing of it (HTTP/2 without window). Pings are
-            // writes too, which is why bodies are watched on their own.
-            let socket_stuck = write_blocked && now_written == written;
-            let producing = self.producing.load(Ordering::Relaxed);
-            let body_stuck = sending > producing && now_bodies == bodies;
-            stalled_for = if socket_stuck || body_stuck {
-                stalled_for + tick
-            } else {
-                Duration::ZERO
-            };
-            // Waiting for the next request: nothing in flight, nothing being sent or flushed,
-            // no request started or finished since the last look (so a deadline is counted
-            // from after the last response, never from before it: it fires within a tick
-            // after it is due).
-            let quiet = sending == 0
-                && in_flight == 0
-                && !write_blocked
-                && now_requests == requests
-                && now_finished == finished;
-            idle_for = if quiet {
-                idle_for + tick
-            } else {
-                Duration::ZERO
-            };
-            // Waiting for the next request head also means nothing written since the last look:
-            // the end of a slow download restarts it. (HTTP/1 only: HTTP/2's pings are writes,
-            // so the idle count above cannot ask the same.)
-            head_for = if quiet && now_written == written {
-                head_for + tick
-            } else {
-                Duration::ZERO
-            };
-            (written, bodies, requests, finished) =
-                (now_written, now_bodies, now_requests, now_finished);
-            if stalled_for >= deadlines.write {
-                return Verdict::Stalled;
-            }
-            if head_for >= deadlines.head && !self.http2.load(Ordering::Relaxed) {
-                return Verdict::HeadTimeout;
-            }
-            if idle_for >= deadlines.idle {
-                return Verdict::Idle;
+            let http2 = self.activity.http2.load(Ordering::Relaxed);
+            let dues = [
+                self.socket_stall.due(self.deadlines.write),
+                self.body_stall.due(self.deadlines.write),
+                self.deadlines.idle.and_then(|after| self.idle.due(after)),
+                self.head.due(self.deadlines.head).filter(|_| !http2),
+            ];
+            let next_look = crate::deadline::deadline_after(self.tick);
+            // (A due deadline has fired: every one left is still ahead.)
+            let next = dues.into_iter().flatten().fold(next_look, std::cmp::min);
+            tokio::time::sleep_until(next).await;
+            if let Some(verdict) = self.look() {
+                return verdict;
             }
         }
+    }
+
+    /// Stops watching the idle timeout (the connection closes gracefully already).
+    pub(crate) fn without_idle(&mut self) {
+        self.deadlines.idle = None;
+    }
+
+    /// Looks at the counters now: the verdict, if a deadline has passed.
+    fn look(&mut self) -> Option<Verdict> {
+        let now = tokio::time::Instant::now();
+        let look = self.activity.look();
+        let last = std::mem::replace(&mut self.last, look);
+        let wrote = look.written != last.written;
+        let events = look.requests >> 32 != last.requests >> 32;
+        self.socket_stall = self.socket_stall.look(look.socket_waits(), wrote, now);
+        self.body_stall = self
+            .body_stall
+            .look(look.body_waits(), look.bodies != last.bodies, now);
+        self.idle = self.idle.look(look.quiet(), events, now);
+        // Waiting for the next request head also means nothing written: the end of a slow
+        // download restarts it. (HTTP/1 only: HTTP/2's pings are writes, so the idle count
+        // cannot ask the same; HTTP/2 has no head deadline.)
+        self.head = self.head.look(look.quiet(), events || wrote, now);
+        let passed = |since: Since, after: Duration| since.due(after).is_some_and(|due| due <= now);
+        let write_timeout = self.deadlines.write;
+        if passed(self.socket_stall, write_timeout) || passed(self.body_stall, write_timeout) {
+            return Some(Verdict::Stalled);
+        }
+        if passed(self.head, self.deadlines.head) && !self.activity.http2.load(Ordering::Relaxed) {
+            return Some(Verdict::HeadTimeout);
+        }
+        if self
+            .deadlines
+            .idle
+            .is_some_and(|after| passed(self.idle, after))
+        {
+            self.without_idle();
+            return Some(Verdict::Idle);
+        }
+        None
     }
 }
 
@@ -212,17 +332,16 @@ impl<IO> ActivityIo<IO> {
 /// `http2` is set).
 fn match_preface(matched: u8, read: &[u8], http2: &AtomicBool) -> u8 {
     let done = usize::from(matched);
-    let expected = &HTTP2_PREFACE[done..];
-    let n = read.len().min(expected.len());
-    if read[..n] != expected[..n] {
+    if !continues_preface(done, read) {
         return u8::MAX;
     }
-    if done + n == HTTP2_PREFACE.len() {
+    let now = (done + read.len()).min(HTTP2_PREFACE.len());
+    if now == HTTP2_PREFACE.len() {
         http2.store(true, Ordering::Relaxed);
         return u8::MAX;
     }
     // At most 23: it fits.
-    u8::try_from(done + n).unwrap_or(u8::MAX)
+    u8::try_from(now).unwrap_or(u8::MAX)
 }
 
 impl<IO: AsyncRead> AsyncRead for ActivityIo<IO> {
@@ -290,19 +409,36 @@ impl<IO: AsyncWrite> AsyncWrite for ActivityIo<IO> {
 impl Activity {
     /// A request arrived: counted, and in flight until the returned guard is dropped.
     pub(crate) fn request(self: &Arc<Self>) -> InFlight {
-        self.requests.fetch_add(1, Ordering::Relaxed);
-        self.in_flight.fetch_add(1, Ordering::SeqCst);
-        InFlight(Arc::clone(self))
+        self.requests.fetch_add(EVENT + 1, Ordering::Relaxed);
+        InFlight(Some(Arc::clone(self)))
     }
 }
 
-/// A request in flight; counted out when dropped (answered or cancelled).
-pub(crate) struct InFlight(Arc<Activity>);
+/// A request in flight; counted out when dropped unanswered, or handed on to [`Sending`] when
+/// its response is ready.
+pub(crate) struct InFlight(Option<Arc<Activity>>);
+
+impl InFlight {
+    /// The response is ready: an event; the request stays counted until its body is sent.
+    fn answered(mut self) -> Option<Sending> {
+        let activity = self.0.take()?;
+        activity.sending.fetch_add(1, Ordering::Relaxed);
+        activity.requests.fetch_add(EVENT, Ordering::Relaxed);
+        Some(Sending {
+            activity,
+            producing: false,
+        })
+    }
+}
 
 impl Drop for InFlight {
     fn drop(&mut self) {
-        self.0.in_flight.fetch_sub(1, Ordering::SeqCst);
-        self.0.finished.fetch_add(1, Ordering::SeqCst);
+        if let Some(activity) = &self.0 {
+            // One request fewer, one event more.
+            activity
+                .requests
+                .fetch_add(EVENT.wrapping_sub(1), Ordering::Relaxed);
+        }
     }
 }
 
@@ -321,6 +457,8 @@ impl Sending {
                 self.activity.producing.fetch_add(1, Ordering::Relaxed);
             } else {
                 self.activity.producing.fetch_sub(1, Ordering::Relaxed);
+                // The producer has something again: what hyper does with it is new.
+                self.activity.body_progress.fetch_add(1, Ordering::Relaxed);
             }
         }
     }
@@ -329,8 +467,10 @@ impl Sending {
 impl Drop for Sending {
     fn drop(&mut self) {
         self.producing(false);
-        self.activity.sending.fetch_sub(1, Ordering::SeqCst);
-        self.activity.finished.fetch_add(1, Ordering::SeqCst);
+        self.activity.sending.fetch_sub(1, Ordering::Relaxed);
+        self.activity
+            .requests
+            .fetch_add(EVENT.wrapping_sub(1), Ordering::Relaxed);
     }
 }
 
@@ -362,17 +502,7 @@ where
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let this = self.project();
         let Ok(response) = ready!(this.inner.poll(cx));
-        let sending = this.guard.take().map(|in_flight| {
-            let activity = Arc::clone(&in_flight.0);
-            // Counted as sending before it stops being in flight, so the watcher never sees a
-            // moment with neither.
-            activity.sending.fetch_add(1, Ordering::SeqCst);
-            drop(in_flight);
-            Sending {
-                activity,
-                producing: false,
-            }
-        });
+        let sending = this.guard.take().and_then(InFlight::answered);
         Poll::Ready(Ok(response.map(|body| TrackedBody {
             inner: body,
             sending,
@@ -465,7 +595,7 @@ mod tests {
     }
 
     const DEADLINES: Deadlines = Deadlines {
-        idle: Duration::from_secs(60),
+        idle: Some(Duration::from_secs(60)),
         write: Duration::from_secs(30),
         head: Duration::from_secs(10),
     };
@@ -541,6 +671,203 @@ mod tests {
             "fired {:?} after the last write",
             written_at.elapsed()
         );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn zero_timeouts_end_only_what_they_apply_to() {
+        let activity = Arc::new(Activity::default());
+        let zero = Deadlines {
+            idle: Some(Duration::ZERO),
+            write: Duration::ZERO,
+            head: Duration::ZERO,
+        };
+        let in_flight = activity.request();
+        let watcher = tokio::spawn({
+            let activity = Arc::clone(&activity);
+            async move { activity.watch(zero).await }
+        });
+        // A request in flight is neither stalled, idle nor waiting for a head.
+        tokio::time::sleep(Duration::from_secs(60)).await;
+        assert!(!watcher.is_finished());
+        drop(in_flight);
+        let answered = tokio::time::Instant::now();
+        assert_eq!(watcher.await.unwrap(), Verdict::HeadTimeout);
+        // Looked at every 10 ms (the shortest tick), not in a loop without sleeping.
+        assert!(answered.elapsed() <= Duration::from_millis(20));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn timeouts_of_duration_max_never_fire_and_never_overflow() {
+        let (mut io, activity, flush_waits) = socket();
+        let never = Deadlines {
+            idle: Some(Duration::MAX),
+            write: Duration::MAX,
+            head: Duration::MAX,
+        };
+        flush_waits.store(true, Ordering::Relaxed);
+        assert!(!flush(&mut io).await);
+        // A stalled connection, looked at every quarter of `Duration::MAX` (tokio sleeps 30
+        // years at most): five looks would overflow a plain sum of ticks.
+        let year = Duration::from_secs(365 * 24 * 60 * 60);
+        let watched = tokio::time::timeout(200 * year, activity.watch(never)).await;
+        assert!(watched.is_err(), "{watched:?}");
+    }
+
+    /// A watcher of `activity` under `deadlines` on a task of its own.
+    fn spawn_watch(
+        activity: &Arc<Activity>,
+        deadlines: Deadlines,
+    ) -> tokio::task::JoinHandle<Verdict> {
+        let activity = Arc::clone(activity);
+        tokio::spawn(async move { activity.watch(deadlines).await })
+    }
+
+    /// An HTTP/2 connection's activity (no head deadline: the idle timeout alone).
+    fn http2() -> Arc<Activity> {
+        let activity = Arc::new(Activity::default());
+        activity.http2.store(true, Ordering::Relaxed);
+        activity
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_deadline_fires_within_a_look_after_it_is_due_never_before() {
+        // Looks every 2.5 s (a quarter of the head deadline); the idle deadline, 11 s, is not
+        // a whole number of looks.
+        let deadlines = Deadlines {
+            idle: Some(Duration::from_secs(11)),
+            write: Duration::from_secs(30),
+            head: Duration::from_secs(10),
+        };
+        let tick = Duration::from_millis(2500);
+        let activity = http2();
+        let in_flight = activity.request();
+        let started = tokio::time::Instant::now();
+        let watcher = spawn_watch(&activity, deadlines);
+        // Answered between two looks.
+        tokio::time::sleep(Duration::from_millis(3700)).await;
+        drop(in_flight);
+        let due = started + Duration::from_millis(3700) + Duration::from_secs(11);
+        assert_eq!(watcher.await.unwrap(), Verdict::Idle);
+        let fired = tokio::time::Instant::now();
+        assert!(fired >= due, "{:?} early", due - fired);
+        assert!(fired - due < tick, "{:?} late", fired - due);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_request_starting_or_finishing_restarts_the_idle_count() {
+        let idle = Duration::from_secs(10);
+        let deadlines = Deadlines {
+            idle: Some(idle),
+            write: Duration::from_secs(30),
+            head: Duration::from_secs(30),
+        };
+        let activity = http2();
+        let watcher = spawn_watch(&activity, deadlines);
+        // Started and finished between two looks (every 2.5 s): seen by its count alone.
+        tokio::time::sleep(Duration::from_millis(8100)).await;
+        drop(activity.request());
+        let finished = tokio::time::Instant::now();
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        assert!(!watcher.is_finished());
+        assert_eq!(watcher.await.unwrap(), Verdict::Idle);
+        assert!(finished.elapsed() >= idle, "{:?}", finished.elapsed());
+        // Started, and still in flight past the idle timeout: not idle.
+        let watcher = spawn_watch(&activity, deadlines);
+        let in_flight = activity.request();
+        tokio::time::sleep(3 * idle).await;
+        assert!(!watcher.is_finished(), "idle with a request in flight");
+        drop(in_flight);
+        let finished = tokio::time::Instant::now();
+        assert_eq!(watcher.await.unwrap(), Verdict::Idle);
+        assert!(finished.elapsed() >= idle, "{:?}", finished.elapsed());
+    }
+
+    /// A response body that has nothing until `ready` is set, then one piece.
+    struct Producer {
+        ready: Arc<AtomicBool>,
+        sent: bool,
+    }
+
+    impl Body for Producer {
+        type Data = bytes::Bytes;
+        type Error = BoxError;
+
+        fn poll_frame(
+            mut self: Pin<&mut Self>,
+            _: &mut Context<'_>,
+        ) -> Poll<Option<Result<Frame<bytes::Bytes>, BoxError>>> {
+            if self.sent {
+                Poll::Ready(None)
+            } else if self.ready.load(Ordering::Relaxed) {
+                self.sent = true;
+                Poll::Ready(Some(Ok(Frame::data(bytes::Bytes::from_static(b"event")))))
+            } else {
+                Poll::Pending
+            }
+        }
+    }
+
+    /// A request of `activity` answered with a [`Producer`]'s body; the body as hyper gets it.
+    async fn answered(activity: &Arc<Activity>, ready: &Arc<AtomicBool>) -> TrackedBody {
+        let body = ResponseBody::stream(Producer {
+            ready: Arc::clone(ready),
+            sent: false,
+        });
+        let response = std::future::ready(Ok::<_, Infallible>(Response::new(body)));
+        let tracked = TrackedFuture::new(response, activity.request());
+        tracked.await.unwrap().into_body()
+    }
+
+    async fn poll_body(
+        body: &mut TrackedBody,
+    ) -> Poll<Option<Result<Frame<bytes::Bytes>, BoxError>>> {
+        poll_fn(|cx| Poll::Ready(Pin::new(&mut *body).poll_frame(cx))).await
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_response_being_sent_is_not_waiting_for_a_head_and_a_waiting_producer_is_no_stall() {
+        let activity = Arc::new(Activity::default());
+        let ready = Arc::new(AtomicBool::new(false));
+        let mut body = answered(&activity, &ready).await;
+        // hyper polls the body; its producer has nothing (a quiet event stream).
+        assert!(poll_body(&mut body).await.is_pending());
+        let watcher = spawn_watch(&activity, DEADLINES);
+        tokio::time::sleep(DEADLINES.write * 3).await;
+        assert!(!watcher.is_finished(), "{:?}", watcher.await);
+        // The producer has an event; hyper takes it, then takes nothing more (no window).
+        ready.store(true, Ordering::Relaxed);
+        assert!(matches!(
+            poll_body(&mut body).await,
+            Poll::Ready(Some(Ok(_)))
+        ));
+        let took = tokio::time::Instant::now();
+        assert_eq!(watcher.await.unwrap(), Verdict::Stalled);
+        assert!(took.elapsed() >= DEADLINES.write, "{:?}", took.elapsed());
+        // Once sent, the head deadline counts from then.
+        let watcher = spawn_watch(&activity, DEADLINES);
+        tokio::time::sleep(DEADLINES.head).await;
+        drop(body);
+        let sent = tokio::time::Instant::now();
+        assert_eq!(watcher.await.unwrap(), Verdict::HeadTimeout);
+        assert!(sent.elapsed() >= DEADLINES.head, "{:?}", sent.elapsed());
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn after_the_idle_verdict_the_other_deadlines_go_on_counting() {
+        // Idle after 1 s; a head still unfinished is cut off at 3 s from the start, not
+        // counted again from the idle verdict (nor put off forever by idle verdicts).
+        let deadlines = Deadlines {
+            idle: Some(Duration::from_secs(1)),
+            write: Duration::from_secs(30),
+            head: Duration::from_secs(3),
+        };
+        let activity = Arc::new(Activity::default());
+        let started = tokio::time::Instant::now();
+        let mut watcher = activity.watcher(deadlines);
+        assert_eq!(watcher.next().await, Verdict::Idle);
+        assert_eq!(started.elapsed(), Duration::from_secs(1));
+        assert_eq!(watcher.next().await, Verdict::HeadTimeout);
+        assert_eq!(started.elapsed(), deadlines.head);
     }
 
     #[test]

@@ -234,6 +234,12 @@ async fn bind(listen: &Listen) -> Result<(Bound, LocalAddr), ServerError> {
     }
 }
 
+/// HTTP/2 keep-alive: a connection that sends nothing for this long gets a ping...
+const HTTP2_KEEP_ALIVE_INTERVAL: Duration = Duration::from_secs(20);
+/// ...and is dropped when the answer takes longer than this (a peer gone without closing, with
+/// or without streams open). An idle peer that answers is closed by the idle timeout instead.
+const HTTP2_KEEP_ALIVE_TIMEOUT: Duration = Duration::from_secs(20);
+
 fn connection_builder(limits: &ServerLimits) -> auto::Builder<TokioExecutor> {
     let mut builder = auto::Builder::new(TokioExecutor::new());
     builder
@@ -250,9 +256,10 @@ fn connection_builder(limits: &ServerLimits) -> auto::Builder<TokioExecutor> {
         .http2()
         .timer(TokioTimer::new())
         .max_header_list_size(u32::try_from(limits.max_header_bytes).unwrap_or(u32::MAX))
-        // A peer that stops answering pings (or never finished its handshake) is dropped.
-        .keep_alive_interval(limits.header_read_timeout)
-        .keep_alive_timeout(limits.header_read_timeout);
+        // A peer that stops answering pings is dropped. (Not the header-read timeout: a head
+        // is not what a ping waits for, and `Duration::MAX` there overflowed hyper's ping timer.)
+        .keep_alive_interval(HTTP2_KEEP_ALIVE_INTERVAL)
+        .keep_alive_timeout(HTTP2_KEEP_ALIVE_TIMEOUT);
     builder
 }
 
@@ -353,7 +360,7 @@ impl<S: ServedApp> Serving<S> {
         // then polls the connection and one channel, not a stop signal and timers each time.
         let (orders, mut ordered) = oneshot::channel();
         let deadlines = Deadlines {
-            idle: self.limits.idle_timeout,
+            idle: Some(self.limits.idle_timeout),
             write: self.limits.write_timeout,
             head: self.header_timeout,
         };
@@ -416,9 +423,10 @@ async fn watch_connection(
     deadlines: Deadlines,
     orders: oneshot::Sender<Order>,
 ) {
+    let mut watcher = activity.watcher(deadlines);
     let verdict = tokio::select! {
         _ = stop.wait_for(|stop| *stop) => None,
-        verdict = activity.watch(deadlines) => Some(verdict),
+        verdict = watcher.next() => Some(verdict),
     };
     let give_up = match verdict {
         // Server shutdown: finish what is in flight, take nothing new (the accept loop's
@@ -440,15 +448,8 @@ async fn watch_connection(
         return;
     }
     // While it closes, a client that stalls or never finishes a request head is still cut off
-    // (hyper's own header-read timer is off).
-    let still_watched = async {
-        loop {
-            match activity.watch(deadlines).await {
-                Verdict::Idle => {}
-                verdict => break drop_reason(verdict),
-            }
-        }
-    };
+    // (hyper's own header-read timer is off), counted as before the close.
+    watcher.without_idle();
     let out_of_time = async {
         match give_up {
             Some(after) => tokio::time::sleep(after).await,
@@ -456,7 +457,7 @@ async fn watch_connection(
         }
     };
     let reason = tokio::select! {
-        reason = still_watched => reason,
+        verdict = watcher.next() => drop_reason(verdict),
         () = out_of_time => "idle connection closed: its streams did not finish",
     };
     let _ = next.send(Order::Drop(reason));
@@ -755,4 +756,133 @@ async fn start<S: ServedApp>(
         },
         tasks,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)] // tests fail loudly by design
+
+    use super::*;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt, DuplexStream};
+    use tokio::time::Instant;
+
+    /// A connection's task over an in-memory socket, with `limits` and an app answering 200,
+    /// and the client's end of the socket; the server's stop signal stays off.
+    fn serve(limits: ServerLimits) -> (JoinHandle<()>, DuplexStream) {
+        let app = tower::service_fn(|_: Request<ServerBody>| async {
+            Ok::<_, Infallible>(Response::new(ResponseBody::empty()))
+        });
+        let serving = Serving {
+            app,
+            builder: Arc::new(connection_builder(&limits)),
+            tls: None,
+            header_timeout: limits.header_read_timeout,
+            limits,
+            logger: Logger::tracing(),
+        };
+        let (client, server) = tokio::io::duplex(64 * 1024);
+        let (stop, stopped) = watch::channel(false);
+        let task = tokio::spawn(async move {
+            let _stop = stop;
+            serving.serve(server, stopped).await;
+        });
+        (task, client)
+    }
+
+    /// What an HTTP/2 client that sends nothing but its preface, settings and (when
+    /// `answer_pings`) ping answers saw: when the server sent GOAWAY, how many pings it got,
+    /// when the connection ended.
+    #[derive(Debug)]
+    struct Seen {
+        goaway: Option<Duration>,
+        pings: usize,
+        closed: Duration,
+    }
+
+    async fn http2_peer(mut io: DuplexStream, answer_pings: bool) -> Seen {
+        const SETTINGS: u8 = 4;
+        const PING: u8 = 6;
+        const GOAWAY: u8 = 7;
+        const ACK: u8 = 1;
+        let started = Instant::now();
+        io.write_all(crate::activity::HTTP2_PREFACE).await.unwrap();
+        io.write_all(&[0, 0, 0, SETTINGS, 0, 0, 0, 0, 0])
+            .await
+            .unwrap();
+        let mut seen = Seen {
+            goaway: None,
+            pings: 0,
+            closed: Duration::ZERO,
+        };
+        loop {
+            let mut header = [0; 9];
+            if io.read_exact(&mut header).await.is_err() {
+                seen.closed = started.elapsed();
+                return seen;
+            }
+            let length =
+                usize::from(header[0]) << 16 | usize::from(header[1]) << 8 | usize::from(header[2]);
+            let mut payload = vec![0; length];
+            io.read_exact(&mut payload).await.unwrap();
+            match (header[3], header[4] & ACK) {
+                (SETTINGS, 0) => io
+                    .write_all(&[0, 0, 0, SETTINGS, ACK, 0, 0, 0, 0])
+                    .await
+                    .unwrap(),
+                (PING, 0) => {
+                    seen.pings += 1;
+                    if answer_pings {
+                        io.write_all(&[0, 0, 8, PING, ACK, 0, 0, 0, 0])
+                            .await
+                            .unwrap();
+                        io.write_all(&payload).await.unwrap();
+                    }
+                }
+                (GOAWAY, _) => seen.goaway = seen.goaway.or(Some(started.elapsed())),
+                _ => {}
+            }
+        }
+    }
+
+    fn limits() -> ServerLimits {
+        ServerLimits {
+            // Neither is what ends the connections below.
+            header_read_timeout: Duration::from_secs(1),
+            idle_timeout: Duration::from_secs(300),
+            ..ServerLimits::default()
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn an_http2_peer_that_stops_answering_pings_is_dropped() {
+        let (task, client) = serve(limits());
+        let seen = http2_peer(client, false).await;
+        task.await.unwrap();
+        assert_eq!(seen.pings, 1, "{seen:?}");
+        // (hyper says GOAWAY before it closes; the idle timeout is five minutes away.)
+        let due = HTTP2_KEEP_ALIVE_INTERVAL + HTTP2_KEEP_ALIVE_TIMEOUT;
+        assert!(
+            seen.closed >= due && seen.closed < due + Duration::from_secs(1),
+            "{seen:?}"
+        );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn an_idle_http2_peer_that_answers_pings_lives_until_the_idle_timeout() {
+        let limits = limits();
+        let (task, client) = serve(limits);
+        let seen = http2_peer(client, true).await;
+        task.await.unwrap();
+        assert!(
+            seen.pings >= 10,
+            "pinged every {HTTP2_KEEP_ALIVE_INTERVAL:?}: {seen:?}"
+        );
+        let goaway = seen.goaway.unwrap();
+        // The watcher looks every quarter of the shortest connection timeout.
+        let tick = limits.header_read_timeout / 4;
+        assert!(
+            goaway >= limits.idle_timeout && goaway <= limits.idle_timeout + tick,
+            "{seen:?}"
+        );
+    }
 }
