@@ -111,8 +111,8 @@ fn scratch() -> std::path::PathBuf {
 /// Small body deadlines, so that each attack takes well under a second.
 fn limits() -> ServerLimits {
     ServerLimits {
-        body_idle_timeout: Duration::from_millis(300),
-        body_read_timeout: Duration::from_secs(1),
+        body_idle_timeout: Some(Duration::from_millis(300)),
+        body_read_timeout: Some(Duration::from_secs(1)),
         ..ServerLimits::default()
     }
 }
@@ -458,9 +458,9 @@ async fn start_with_timeouts(
     let config = create_config()
         .cors(false)
         .server_limits(ServerLimits {
-            header_read_timeout: head,
-            idle_timeout: idle,
-            write_timeout: write,
+            header_read_timeout: Some(head),
+            idle_timeout: Some(idle),
+            write_timeout: Some(write),
             ..limits()
         })
         .listen(std::net::SocketAddr::from(([127, 0, 0, 1], 0)))
@@ -834,7 +834,7 @@ async fn a_request_waiting_for_the_applications_concurrency_limit_is_not_cut_off
     let config = create_config()
         .cors(false)
         .server_limits(ServerLimits {
-            header_read_timeout: Duration::from_millis(200),
+            header_read_timeout: Some(Duration::from_millis(200)),
             ..limits()
         })
         .listen(std::net::SocketAddr::from(([127, 0, 0, 1], 0)))

@@ -151,7 +151,7 @@ async fn serve(routing: &Routing) -> (Server, SocketAddr) {
         .listen(SocketAddr::from(([127, 0, 0, 1], 0)))
         // Short, so that a quiet stream proves it is not taken for a stalled client.
         .server_limits(strata::ServerLimits {
-            write_timeout: Duration::from_millis(300),
+            write_timeout: Some(Duration::from_millis(300)),
             ..strata::ServerLimits::default()
         })
         .build();

@@ -296,7 +296,7 @@ async fn the_shutdown_handle_stops_a_running_server() {
 #[tokio::test]
 async fn slow_header_clients_are_cut_off_while_others_are_served() {
     let limits = ServerLimits {
-        header_read_timeout: Duration::from_millis(300),
+        header_read_timeout: Some(Duration::from_millis(300)),
         ..ServerLimits::default()
     };
     let server = create_server(
@@ -542,7 +542,7 @@ async fn a_tls_client_silent_after_its_handshake_is_cut_off() {
     let server = https_server(
         &tls,
         ServerLimits {
-            header_read_timeout: Duration::from_millis(300),
+            header_read_timeout: Some(Duration::from_millis(300)),
             ..ServerLimits::default()
         },
     )
@@ -564,8 +564,8 @@ async fn an_http2_connection_over_tls_outlives_the_header_timeout_between_reques
     let server = https_server(
         &tls,
         ServerLimits {
-            header_read_timeout: Duration::from_millis(200),
-            idle_timeout: Duration::from_secs(5),
+            header_read_timeout: Some(Duration::from_millis(200)),
+            idle_timeout: Some(Duration::from_secs(5)),
             ..ServerLimits::default()
         },
     )
@@ -597,7 +597,7 @@ async fn an_http2_connection_over_tls_outlives_the_header_timeout_between_reques
 #[tokio::test]
 async fn the_shutdown_timeout_closes_what_is_still_open() {
     let limits = ServerLimits {
-        shutdown_timeout: Duration::from_millis(300),
+        shutdown_timeout: Some(Duration::from_millis(300)),
         ..ServerLimits::default()
     };
     let server = create_server(
@@ -745,7 +745,7 @@ fn thread_cpu_ticks() -> u64 {
 }
 
 /// Every timeout of the server's limits set to `timeout`.
-fn all_timeouts(timeout: Duration) -> ServerLimits {
+fn all_timeouts(timeout: Option<Duration>) -> ServerLimits {
     ServerLimits {
         header_read_timeout: timeout,
         shutdown_timeout: timeout,
@@ -753,6 +753,8 @@ fn all_timeouts(timeout: Duration) -> ServerLimits {
         body_read_timeout: timeout,
         idle_timeout: timeout,
         write_timeout: timeout,
+        http2_keep_alive_interval: timeout,
+        http2_keep_alive_timeout: timeout.unwrap_or(Duration::MAX),
         ..ServerLimits::default()
     }
 }
@@ -760,7 +762,19 @@ fn all_timeouts(timeout: Duration) -> ServerLimits {
 #[cfg(target_os = "linux")]
 #[tokio::test]
 async fn timeouts_of_duration_max_never_fire_panic_or_spin() {
-    let limits = all_timeouts(Duration::MAX);
+    never_fire(all_timeouts(Some(Duration::MAX))).await;
+}
+
+#[cfg(target_os = "linux")]
+#[tokio::test]
+async fn timeouts_turned_off_never_fire_panic_or_spin() {
+    never_fire(all_timeouts(None)).await;
+}
+
+/// A server with `limits` answers a body that pauses and an HTTP/2 request, keeps both
+/// connections, and sleeps while they are idle.
+#[cfg(target_os = "linux")]
+async fn never_fire(limits: ServerLimits) {
     let server = create_server(
         &config().listen(loopback()).server_limits(limits).build(),
         &routing(),
@@ -824,7 +838,7 @@ async fn zero_timeouts_cut_connections_off_without_panic_or_spin() {
     let server = create_server(
         &config()
             .listen(loopback())
-            .server_limits(all_timeouts(Duration::ZERO))
+            .server_limits(all_timeouts(Some(Duration::ZERO)))
             .build(),
         &routing(),
     )

@@ -127,50 +127,72 @@ impl Default for LoggerOptions {
 }
 
 /// Limits that protect a server from slow or greedy clients.
+///
+/// A timeout that can be turned off is an `Option`: `None` is off. The connection's watcher
+/// checks them a few times per timeout (every quarter of the shortest one, 10 ms at least) and
+/// when one is due: a timeout fires within one such interval after it is due, never before.
+/// `Duration::ZERO` fires at the first look, and `Duration::MAX` is as good as `None`; neither
+/// panics nor spins.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ServerLimits {
     /// How long a client may take to send a request's headers (default 10 s): its first bytes
-    /// on a new connection, and on HTTP/1 each request head while nothing else is in flight,
-    /// so an idle HTTP/1 keep-alive connection is closed after it too. Checked by the
-    /// connection's watcher a few times per timeout: it fires up to a quarter of the shortest
-    /// connection timeout late.
-    pub header_read_timeout: Duration,
+    /// (and TLS handshake) on a new connection, and on HTTP/1 each request head while nothing
+    /// else is in flight, so an idle HTTP/1 keep-alive connection is closed after it too.
+    pub header_read_timeout: Option<Duration>,
     /// The most bytes of request headers accepted (default 64 KiB). HTTP/1 cannot go below
     /// 8 KiB (hyper's smallest read buffer); smaller values apply to HTTP/2 only.
     pub max_header_bytes: usize,
-    /// How long graceful shutdown waits for requests in flight (default 10 s).
-    pub shutdown_timeout: Duration,
+    /// How long graceful shutdown waits for requests in flight (default 10 s); `None` waits
+    /// for every one.
+    pub shutdown_timeout: Option<Duration>,
     /// How long a request body may pause between two pieces (default 10 s); then the request
-    /// gets a 408 and its connection is closed.
-    pub body_idle_timeout: Duration,
+    /// gets a 408 and its connection is closed. `None` for long streaming uploads.
+    pub body_idle_timeout: Option<Duration>,
     /// How long a whole request body may take to arrive (default 60 s; at the default 1 MiB
     /// body limit, about 17 KiB/s); then the request gets a 408 and its connection is closed.
-    pub body_read_timeout: Duration,
+    pub body_read_timeout: Option<Duration>,
     /// The most connections served at once, over all listeners; at the cap the server stops
     /// accepting (new clients wait in the kernel's backlog) and keeps serving the ones it has.
     /// `None` (the default): the process's open-file limit less 64, at least 16.
     pub max_connections: Option<usize>,
     /// How long a connection may go without a request before it is closed gracefully (HTTP/2:
     /// GOAWAY, even while it answers pings; default 60 s). An idle HTTP/1 keep-alive connection
-    /// is closed sooner, by the header-read timeout.
-    pub idle_timeout: Duration,
+    /// is closed sooner, by the header-read timeout. `None`: kept until the client closes it.
+    pub idle_timeout: Option<Duration>,
     /// How long responses may wait without a byte written (a client that does not read, or
-    /// gives no HTTP/2 window) before the connection is dropped (default 30 s).
-    pub write_timeout: Duration,
+    /// gives no HTTP/2 window) before the connection is dropped (default 30 s). `None` behind a
+    /// proxy that buffers responses.
+    pub write_timeout: Option<Duration>,
+    /// HTTP/2: how long a connection may send nothing before it gets a ping (default 20 s, at
+    /// least 1 s: an answer counts as activity); `None` sends none.
+    pub http2_keep_alive_interval: Option<Duration>,
+    /// HTTP/2: how long the answer to a ping may take before the connection is dropped, a peer
+    /// gone without closing (default 20 s). An idle peer that answers is closed by the idle
+    /// timeout instead.
+    pub http2_keep_alive_timeout: Duration,
 }
 
 impl Default for ServerLimits {
     fn default() -> Self {
         Self {
-            header_read_timeout: Duration::from_secs(10),
+            header_read_timeout: Some(Duration::from_secs(10)),
             max_header_bytes: 64 * 1024,
-            shutdown_timeout: Duration::from_secs(10),
-            body_idle_timeout: Duration::from_secs(10),
-            body_read_timeout: Duration::from_secs(60),
+            shutdown_timeout: Some(Duration::from_secs(10)),
+            body_idle_timeout: Some(Duration::from_secs(10)),
+            body_read_timeout: Some(Duration::from_secs(60)),
             max_connections: None,
-            idle_timeout: Duration::from_secs(60),
-            write_timeout: Duration::from_secs(30),
+            idle_timeout: Some(Duration::from_secs(60)),
+            write_timeout: Some(Duration::from_secs(30)),
+            http2_keep_alive_interval: Some(Duration::from_secs(20)),
+            http2_keep_alive_timeout: Duration::from_secs(20),
         }
+    }
+}
+
+impl ServerLimits {
+    /// `timeout`, or `Duration::MAX` (which never fires) when it is off.
+    pub(crate) fn or_never(timeout: Option<Duration>) -> Duration {
+        timeout.unwrap_or(Duration::MAX)
     }
 }
 

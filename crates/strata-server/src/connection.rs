@@ -72,8 +72,8 @@ impl<S> ConnectionService<S> {
         Self {
             app,
             activity,
-            body_idle: limits.body_idle_timeout,
-            body_total: limits.body_read_timeout,
+            body_idle: ServerLimits::or_never(limits.body_idle_timeout),
+            body_total: ServerLimits::or_never(limits.body_read_timeout),
         }
     }
 }

@@ -234,11 +234,13 @@ async fn bind(listen: &Listen) -> Result<(Bound, LocalAddr), ServerError> {
     }
 }
 
-/// HTTP/2 keep-alive: a connection that sends nothing for this long gets a ping...
-const HTTP2_KEEP_ALIVE_INTERVAL: Duration = Duration::from_secs(20);
-/// ...and is dropped when the answer takes longer than this (a peer gone without closing, with
-/// or without streams open). An idle peer that answers is closed by the idle timeout instead.
-const HTTP2_KEEP_ALIVE_TIMEOUT: Duration = Duration::from_secs(20);
+/// As long as any timeout needs to be: hyper adds its keep-alive durations to an `Instant`,
+/// which cannot hold `Duration::MAX`, so longer ones are "never" (an interval) or this.
+const FOREVER: Duration = Duration::from_secs(100 * 365 * 24 * 3600);
+
+/// The shortest HTTP/2 ping interval: an answer counts as activity, so a shorter one would
+/// make a connection ping back and forth without pause.
+const MIN_PING_INTERVAL: Duration = Duration::from_secs(1);
 
 fn connection_builder(limits: &ServerLimits) -> auto::Builder<TokioExecutor> {
     let mut builder = auto::Builder::new(TokioExecutor::new());
@@ -258,8 +260,13 @@ fn connection_builder(limits: &ServerLimits) -> auto::Builder<TokioExecutor> {
         .max_header_list_size(u32::try_from(limits.max_header_bytes).unwrap_or(u32::MAX))
         // A peer that stops answering pings is dropped. (Not the header-read timeout: a head
         // is not what a ping waits for, and `Duration::MAX` there overflowed hyper's ping timer.)
-        .keep_alive_interval(HTTP2_KEEP_ALIVE_INTERVAL)
-        .keep_alive_timeout(HTTP2_KEEP_ALIVE_TIMEOUT);
+        .keep_alive_interval(
+            limits
+                .http2_keep_alive_interval
+                .filter(|d| *d < FOREVER)
+                .map(|d| d.max(MIN_PING_INTERVAL)),
+        )
+        .keep_alive_timeout(limits.http2_keep_alive_timeout.min(FOREVER));
     builder
 }
 
@@ -360,8 +367,8 @@ impl<S: ServedApp> Serving<S> {
         // then polls the connection and one channel, not a stop signal and timers each time.
         let (orders, mut ordered) = oneshot::channel();
         let deadlines = Deadlines {
-            idle: Some(self.limits.idle_timeout),
-            write: self.limits.write_timeout,
+            idle: Some(ServerLimits::or_never(self.limits.idle_timeout)),
+            write: ServerLimits::or_never(self.limits.write_timeout),
             head: self.header_timeout,
         };
         let watcher = AbortOnDrop(tokio::spawn(watch_connection(
@@ -735,7 +742,7 @@ async fn start<S: ServedApp>(
             app: around(app.clone()),
             builder: Arc::clone(&builder),
             tls,
-            header_timeout: limits.header_read_timeout,
+            header_timeout: ServerLimits::or_never(limits.header_read_timeout),
             limits: *limits,
             logger: logger.clone(),
         };
@@ -743,7 +750,7 @@ async fn start<S: ServedApp>(
             bound,
             serving,
             receiver.clone(),
-            limits.shutdown_timeout,
+            ServerLimits::or_never(limits.shutdown_timeout),
             Arc::clone(&slots),
         )));
     }
@@ -776,7 +783,7 @@ mod tests {
             app,
             builder: Arc::new(connection_builder(&limits)),
             tls: None,
-            header_timeout: limits.header_read_timeout,
+            header_timeout: ServerLimits::or_never(limits.header_read_timeout),
             limits,
             logger: Logger::tracing(),
         };
@@ -847,20 +854,21 @@ mod tests {
     fn limits() -> ServerLimits {
         ServerLimits {
             // Neither is what ends the connections below.
-            header_read_timeout: Duration::from_secs(1),
-            idle_timeout: Duration::from_secs(300),
+            header_read_timeout: Some(Duration::from_secs(1)),
+            idle_timeout: Some(Duration::from_secs(300)),
             ..ServerLimits::default()
         }
     }
 
     #[tokio::test(start_paused = true)]
     async fn an_http2_peer_that_stops_answering_pings_is_dropped() {
-        let (task, client) = serve(limits());
+        let limits = limits();
+        let (task, client) = serve(limits);
         let seen = http2_peer(client, false).await;
         task.await.unwrap();
         assert_eq!(seen.pings, 1, "{seen:?}");
         // (hyper says GOAWAY before it closes; the idle timeout is five minutes away.)
-        let due = HTTP2_KEEP_ALIVE_INTERVAL + HTTP2_KEEP_ALIVE_TIMEOUT;
+        let due = limits.http2_keep_alive_interval.unwrap() + limits.http2_keep_alive_timeout;
         assert!(
             seen.closed >= due && seen.closed < due + Duration::from_secs(1),
             "{seen:?}"
@@ -875,14 +883,13 @@ mod tests {
         task.await.unwrap();
         assert!(
             seen.pings >= 10,
-            "pinged every {HTTP2_KEEP_ALIVE_INTERVAL:?}: {seen:?}"
+            "pinged every {:?}: {seen:?}",
+            limits.http2_keep_alive_interval
         );
         let goaway = seen.goaway.unwrap();
         // The watcher looks every quarter of the shortest connection timeout.
-        let tick = limits.header_read_timeout / 4;
-        assert!(
-            goaway >= limits.idle_timeout && goaway <= limits.idle_timeout + tick,
-            "{seen:?}"
-        );
+        let tick = limits.header_read_timeout.unwrap() / 4;
+        let idle = limits.idle_timeout.unwrap();
+        assert!(goaway >= idle && goaway <= idle + tick, "{seen:?}");
     }
 }
