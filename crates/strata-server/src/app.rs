@@ -3,34 +3,40 @@
 use std::convert::Infallible;
 use std::future::Future;
 use std::pin::Pin;
-use std::task::{Context, Poll, ready};
+use std::task::{Context, Poll};
 
 use http::{Request, Response};
 use pin_project_lite::pin_project;
 use strata_core::{IncomingBody, Logger, ResponseBody};
 
-use crate::config::Config;
 use strata_routing::{Router, RouterFuture, Routing};
+#[cfg(feature = "compression")]
 use tower_http::compression::predicate::{And, NotForContentType, Predicate, SizeAbove};
-use tower_http::compression::{Compression, CompressionLayer, ResponseFuture as CompressionFuture};
+#[cfg(feature = "compression")]
+use tower_http::compression::{Compression, CompressionLayer};
 use tower_layer::Layer;
 use tower_service::Service;
+
+use crate::config::Config;
 
 use crate::error::ServerError;
 use crate::etag::{ETag, ETagFuture};
 use crate::request_id::{RequestId, RequestIdLayer};
 
 /// Smaller bodies are sent as they are: compressing them costs more than it saves.
+#[cfg(feature = "compression")]
 pub const COMPRESSION_THRESHOLD: u64 = 1024;
 
 /// When a response is compressed: compression is on, the body is large enough, and it is not
 /// already compressed media.
+#[cfg(feature = "compression")]
 #[derive(Debug, Clone)]
 pub struct CompressionPredicate {
     enabled: bool,
     worth_it: And<And<SizeAbove, NotForContentType>, NotForContentType>,
 }
 
+#[cfg(feature = "compression")]
 impl Predicate for CompressionPredicate {
     fn should_compress<B: http_body::Body>(&self, response: &http::Response<B>) -> bool {
         // Off means off: no `Vary: Accept-Encoding` either.
@@ -48,7 +54,8 @@ pub type App = RequestId<MaybeCompressed>;
 /// tower-http's `CompressionBody` holds its encoders' state inline, which makes every response
 /// hundreds of bytes larger, moved several times on its way to the socket; measured with the
 /// benchmark crate, that was the largest single cost of a small response. Without compression
-/// the router's responses pass untouched; with it, compressed bodies are boxed.
+/// the router's responses pass untouched; with it, the response future and the compressed body
+/// are boxed.
 #[derive(Clone)]
 pub struct MaybeCompressed {
     inner: Compressing,
@@ -56,7 +63,7 @@ pub struct MaybeCompressed {
 
 impl std::fmt::Debug for MaybeCompressed {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let compression = matches!(self.inner, Compressing::On(_) | Compressing::OnTagged(_));
+        let compression = !matches!(self.inner, Compressing::Off(_) | Compressing::OffTagged(_));
         f.debug_struct("MaybeCompressed")
             .field("compression", &compression)
             .finish_non_exhaustive()
@@ -67,37 +74,72 @@ impl std::fmt::Debug for MaybeCompressed {
 #[derive(Clone)]
 enum Compressing {
     Off(Router),
-    On(Compression<Router, CompressionPredicate>),
     /// `ETag`s over the uncompressed bytes.
     OffTagged(ETag<Router>),
+    #[cfg(feature = "compression")]
+    On(Compression<Router, CompressionPredicate>),
+    #[cfg(feature = "compression")]
     OnTagged(Compression<ETag<Router>, CompressionPredicate>),
 }
 
 impl MaybeCompressed {
-    fn new(router: Router, compression: bool, etag: bool) -> Self {
-        let layer = || {
-            CompressionLayer::new()
-                .gzip(true)
-                .br(true)
-                .compress_when(predicate(true))
-        };
+    /// The router with `ETag`s when asked; compressed when asked, which needs the
+    /// `compression` feature.
+    #[cfg_attr(feature = "compression", allow(clippy::unnecessary_wraps))] // fails without it
+    fn new(router: Router, compression: bool, etag: bool) -> Result<Self, ServerError> {
         let inner = match (compression, etag) {
             (false, false) => Compressing::Off(router),
-            (true, false) => Compressing::On(layer().layer(router)),
             (false, true) => Compressing::OffTagged(ETag::new(router)),
-            (true, true) => Compressing::OnTagged(layer().layer(ETag::new(router))),
+            #[cfg(feature = "compression")]
+            (true, false) => Compressing::On(compression_layer().layer(router)),
+            #[cfg(feature = "compression")]
+            (true, true) => Compressing::OnTagged(compression_layer().layer(ETag::new(router))),
+            #[cfg(not(feature = "compression"))]
+            (true, _) => {
+                return Err(ServerError::Config(
+                    "compression needs Strata's `compression` feature".into(),
+                ));
+            }
         };
-        Self { inner }
+        Ok(Self { inner })
     }
 
     /// The router.
     pub fn get_ref(&self) -> &Router {
         match &self.inner {
             Compressing::Off(router) => router,
-            Compressing::On(compression) => compression.get_ref(),
             Compressing::OffTagged(tagged) => tagged.get_ref(),
+            #[cfg(feature = "compression")]
+            Compressing::On(compression) => compression.get_ref(),
+            #[cfg(feature = "compression")]
             Compressing::OnTagged(compression) => compression.get_ref().get_ref(),
         }
+    }
+}
+
+#[cfg(feature = "compression")]
+fn compression_layer() -> CompressionLayer<CompressionPredicate> {
+    CompressionLayer::new()
+        .gzip(true)
+        .br(true)
+        .compress_when(CompressionPredicate {
+            enabled: true,
+            worth_it: SizeAbove::new(COMPRESSION_THRESHOLD)
+                .and(NotForContentType::IMAGES)
+                .and(NotForContentType::SSE),
+        })
+}
+
+/// A compressed response's future, boxed (compressed bodies are boxed anyway).
+#[cfg(feature = "compression")]
+fn boxed<F, B>(future: F) -> FutureState
+where
+    F: Future<Output = Result<Response<B>, Infallible>> + Send + 'static,
+    B: http_body::Body<Data = bytes::Bytes> + Send + 'static,
+    B::Error: Into<strata_core::BoxError>,
+{
+    FutureState::Boxed {
+        future: Box::pin(async move { Ok(future.await?.map(ResponseBody::stream)) }),
     }
 }
 
@@ -112,8 +154,10 @@ where
     fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
         match &mut self.inner {
             Compressing::Off(router) => Service::<Request<B>>::poll_ready(router, cx),
-            Compressing::On(compression) => Service::<Request<B>>::poll_ready(compression, cx),
             Compressing::OffTagged(tagged) => Service::<Request<B>>::poll_ready(tagged, cx),
+            #[cfg(feature = "compression")]
+            Compressing::On(compression) => Service::<Request<B>>::poll_ready(compression, cx),
+            #[cfg(feature = "compression")]
             Compressing::OnTagged(compression) => {
                 Service::<Request<B>>::poll_ready(compression, cx)
             }
@@ -125,30 +169,27 @@ where
             Compressing::Off(router) => FutureState::Off {
                 future: router.call(request),
             },
-            Compressing::On(compression) => FutureState::On {
-                future: compression.call(request),
-            },
             Compressing::OffTagged(tagged) => FutureState::OffTagged {
                 future: tagged.call(request),
             },
-            Compressing::OnTagged(compression) => FutureState::OnTagged {
-                future: compression.call(request),
-            },
+            #[cfg(feature = "compression")]
+            Compressing::On(compression) => boxed(compression.call(request)),
+            #[cfg(feature = "compression")]
+            Compressing::OnTagged(compression) => boxed(compression.call(request)),
         };
         MaybeCompressedFuture { state }
     }
 }
 
+/// A response future, type-erased.
+type BoxedFuture = Pin<Box<dyn Future<Output = Result<Response<ResponseBody>, Infallible>> + Send>>;
+
 pin_project! {
     #[project = FutureStateProj]
     enum FutureState {
         Off { #[pin] future: RouterFuture },
-        On { #[pin] future: CompressionFuture<RouterFuture, CompressionPredicate> },
         OffTagged { #[pin] future: ETagFuture<RouterFuture> },
-        OnTagged {
-            #[pin]
-            future: CompressionFuture<ETagFuture<RouterFuture>, CompressionPredicate>,
-        },
+        Boxed { future: BoxedFuture },
     }
 }
 
@@ -166,25 +207,9 @@ impl Future for MaybeCompressedFuture {
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         match self.project().state.project() {
             FutureStateProj::Off { future } => future.poll(cx),
-            FutureStateProj::On { future } => {
-                let response = ready!(future.poll(cx))?;
-                Poll::Ready(Ok(response.map(ResponseBody::stream)))
-            }
             FutureStateProj::OffTagged { future } => future.poll(cx),
-            FutureStateProj::OnTagged { future } => {
-                let response = ready!(future.poll(cx))?;
-                Poll::Ready(Ok(response.map(ResponseBody::stream)))
-            }
+            FutureStateProj::Boxed { future } => future.as_mut().poll(cx),
         }
-    }
-}
-
-fn predicate(enabled: bool) -> CompressionPredicate {
-    CompressionPredicate {
-        enabled,
-        worth_it: SizeAbove::new(COMPRESSION_THRESHOLD)
-            .and(NotForContentType::IMAGES)
-            .and(NotForContentType::SSE),
     }
 }
 
@@ -195,8 +220,32 @@ pub(crate) fn build_app(
     logger: &Logger,
 ) -> Result<App, ServerError> {
     let router = Router::new(routing, config)?;
-    let app = MaybeCompressed::new(router, config.server.compression, config.server.etag);
+    let app = MaybeCompressed::new(router, config.server.compression, config.server.etag)?;
     Ok(RequestIdLayer::new(logger.clone())
         .echo(config.server.request_id_echo)
         .layer(app))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn router() -> Router {
+        Router::new(&Routing::new(), &strata_routing::RoutingConfig::new(false))
+            .unwrap_or_else(|error| panic!("{error}"))
+    }
+
+    #[test]
+    fn compression_is_there_when_built_in() {
+        let built = MaybeCompressed::new(router(), true, true);
+        if cfg!(feature = "compression") {
+            assert!(format!("{:?}", built.ok()).contains("compression: true"));
+        } else {
+            let error = built.err().map(|e| e.to_string()).unwrap_or_default();
+            assert_eq!(
+                error,
+                "invalid server configuration: compression needs Strata's `compression` feature"
+            );
+        }
+    }
 }

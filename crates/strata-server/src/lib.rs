@@ -36,11 +36,12 @@ mod layered;
 mod logging;
 mod request_id;
 mod server;
+#[cfg(feature = "tls")]
 mod tls;
 
-pub use app::{
-    App, COMPRESSION_THRESHOLD, CompressionPredicate, MaybeCompressed, MaybeCompressedFuture,
-};
+pub use app::{App, MaybeCompressed, MaybeCompressedFuture};
+#[cfg(feature = "compression")]
+pub use app::{COMPRESSION_THRESHOLD, CompressionPredicate};
 pub use attach::{Attached, attach_routing};
 pub use config::{
     Config, ConfigBuilder, Https, Listen, LoggerOptions, Pem, ServerLimits, ServerSettings,

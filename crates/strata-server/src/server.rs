@@ -16,7 +16,6 @@ use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::{TcpListener, UnixListener};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, oneshot, watch};
 use tokio::task::{JoinHandle, JoinSet};
-use tokio_rustls::TlsAcceptor;
 use tower_layer::Layer;
 use tower_service::Service;
 
@@ -28,7 +27,6 @@ use crate::deadline::{FirstByteDeadline, ServerBody};
 use crate::error::ServerError;
 use crate::layered::{Errors, Layered};
 use crate::logging::install_default_subscriber;
-use crate::tls::acceptor;
 
 /// Plain or TLS.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -297,12 +295,30 @@ impl<S> ServedApp for S where
 {
 }
 
+/// What accepts TLS connections: rustls's acceptor, or nothing in a build without the `tls`
+/// feature (where an HTTPS listener is a configuration error).
+#[cfg(feature = "tls")]
+type Acceptor = tokio_rustls::TlsAcceptor;
+#[cfg(not(feature = "tls"))]
+type Acceptor = Infallible;
+
+#[cfg(feature = "tls")]
+use crate::tls::acceptor;
+
+/// Without the `tls` feature there is no TLS: say so when HTTPS is configured.
+#[cfg(not(feature = "tls"))]
+fn acceptor(_: &crate::config::Https) -> Result<Acceptor, ServerError> {
+    Err(ServerError::Config(
+        "https needs Strata's `tls` feature".into(),
+    ))
+}
+
 /// Everything a connection task needs.
 #[derive(Clone)]
 struct Serving<S> {
     app: S,
     builder: Arc<auto::Builder<TokioExecutor>>,
-    tls: Option<TlsAcceptor>,
+    tls: Option<Acceptor>,
     header_timeout: Duration,
     limits: ServerLimits,
     logger: Logger,
@@ -321,7 +337,7 @@ impl<S: ServedApp> Serving<S> {
         let serving = self.clone();
         // Plain and TLS connections are tasks of their own types: a plain connection's task
         // does not carry room for a TLS handshake and stream (kilobytes per connection).
-        match self.tls.clone() {
+        match &self.tls {
             None => {
                 connections.spawn(async move {
                     // The connection's place under the cap, given back when it ends.
@@ -330,7 +346,11 @@ impl<S: ServedApp> Serving<S> {
                     serving.serve(io, stop).await;
                 });
             }
+            #[cfg(not(feature = "tls"))]
+            Some(never) => match *never {},
+            #[cfg(feature = "tls")]
             Some(tls) => {
+                let tls = tls.clone();
                 connections.spawn(async move {
                     let _slot = slot;
                     let io = FirstByteDeadline::new(io, serving.header_timeout);
@@ -770,6 +790,23 @@ mod tests {
     #![allow(clippy::unwrap_used)] // tests fail loudly by design
 
     use super::*;
+
+    /// Built without the `tls` feature (`cargo test -p strata-server --no-default-features`),
+    /// an HTTPS listener is a configuration error that names the feature.
+    #[cfg(not(feature = "tls"))]
+    #[tokio::test]
+    async fn https_needs_the_tls_feature() {
+        use crate::config::{Config, Pem};
+        let config = Config::builder()
+            .cors(false)
+            .https(Pem::Bytes(b"cert".to_vec()), Pem::Bytes(b"key".to_vec()), 0)
+            .build();
+        let error = create_server(&config, &Routing::new()).await.err();
+        assert_eq!(
+            error.map(|e| e.to_string()).as_deref(),
+            Some("invalid server configuration: https needs Strata's `tls` feature")
+        );
+    }
     use tokio::io::{AsyncReadExt, AsyncWriteExt, DuplexStream};
     use tokio::time::Instant;
 
