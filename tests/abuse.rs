@@ -13,6 +13,10 @@ use strata::{LocalAddr, MultipartForm, ServerLimits};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
+#[path = "common/probe.rs"]
+mod probe;
+use probe::{Started, until};
+
 #[derive(Deserialize, Validate, JsonSchema)]
 struct Wait {
     #[garde(range(max = 2000))]
@@ -47,12 +51,21 @@ struct Upload {
 }
 
 fn routing() -> Routing {
+    routing_with(&Started::default())
+}
+
+/// The routing, its `/wait` handler marking `started` as it begins.
+fn routing_with(started: &Started) -> Routing {
+    let started = started.clone();
     let wait = default_endpoints_factory()
         .get()
-        .handler(|input: Wait, _ctx, _logger| async move {
-            let ms = input.ms.unwrap_or(0);
-            tokio::time::sleep(Duration::from_millis(ms)).await;
-            Ok(Done { waited: ms })
+        .handler(move |input: Wait, _ctx, _logger| {
+            started.mark();
+            async move {
+                let ms = input.ms.unwrap_or(0);
+                tokio::time::sleep(Duration::from_millis(ms)).await;
+                Ok(Done { waited: ms })
+            }
         });
     let note =
         default_endpoints_factory()
@@ -405,7 +418,8 @@ async fn bodies_over_the_memory_budget_wait_their_turn_with_a_503() {
     };
     // A stalled request holds 2000 bytes of the 3000 until its body deadline ends it.
     let stalled = tokio::spawn(async move { stall(addr, &head(2000), b"{", None).await });
-    tokio::time::sleep(Duration::from_millis(100)).await;
+    let budget = config.pipeline.body_budget.clone().unwrap();
+    until("the stalled body holds its share", || budget.used() >= 2000).await;
     let refused = exchange(
         addr,
         format!("{}{}", head(2000), "x".repeat(2000)).as_bytes(),
@@ -753,6 +767,8 @@ async fn a_head_left_unfinished_does_not_hold_a_graceful_shutdown() {
     slow.write_all(b"GET /wait HTTP/1.1\r\nHost: a\r\nX-Slow: aaaaaaaaaaaa")
         .await
         .unwrap();
+    // Time for the server to read the partial head, the case meant here. Not a condition of
+    // the outcome: a head not read yet is cut off by the first bytes' deadline all the same.
     tokio::time::sleep(Duration::from_millis(50)).await;
     let started = std::time::Instant::now();
     // The default shutdown timeout is 10 s: the slow client is cut off long before.
@@ -840,7 +856,8 @@ async fn a_request_waiting_for_the_applications_concurrency_limit_is_not_cut_off
         .listen(std::net::SocketAddr::from(([127, 0, 0, 1], 0)))
         .build();
     let layers = tower::ServiceBuilder::new().concurrency_limit(1);
-    let server = strata::create_server_with(&config, &routing(), layers)
+    let started = Started::default();
+    let server = strata::create_server_with(&config, &routing_with(&started), layers)
         .await
         .unwrap();
     let LocalAddr::Tcp(addr) = server.servers()[0].local_addr.clone() else {
@@ -849,7 +866,7 @@ async fn a_request_waiting_for_the_applications_concurrency_limit_is_not_cut_off
     let request = b"GET /wait?ms=800 HTTP/1.1\r\nHost: a\r\n\r\n";
     let mut first = TcpStream::connect(addr).await.unwrap();
     first.write_all(request).await.unwrap();
-    tokio::time::sleep(Duration::from_millis(50)).await;
+    started.reached(1).await;
     // Waits 750 ms for the first to finish, then 800 ms of its own.
     let mut second = TcpStream::connect(addr).await.unwrap();
     second.write_all(request).await.unwrap();

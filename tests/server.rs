@@ -18,6 +18,10 @@ use strata::{Listen, LocalAddr, Pem, ServerError, ServerLimits};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpStream;
 
+#[path = "common/probe.rs"]
+mod probe;
+use probe::Started;
+
 #[derive(Deserialize, Validate, JsonSchema)]
 struct Wait {
     #[garde(range(max = 5000))]
@@ -35,16 +39,25 @@ struct Waited {
 }
 
 fn routing() -> Routing {
+    routing_with(&Started::default())
+}
+
+/// The routing, its `/wait` handler marking `started` as it begins.
+fn routing_with(started: &Started) -> Routing {
+    let started = started.clone();
     let wait = default_endpoints_factory()
         .get()
-        .handler(|input: Wait, _ctx, logger| async move {
-            if let Some(ms) = input.ms {
-                tokio::time::sleep(Duration::from_millis(ms)).await;
+        .handler(move |input: Wait, _ctx, logger| {
+            started.mark();
+            async move {
+                if let Some(ms) = input.ms {
+                    tokio::time::sleep(Duration::from_millis(ms)).await;
+                }
+                Ok(Waited {
+                    request_id: logger.request_id().map(str::to_owned),
+                    padding: "x".repeat(input.size.unwrap_or(0)),
+                })
             }
-            Ok(Waited {
-                request_id: logger.request_id().map(str::to_owned),
-                padding: "x".repeat(input.size.unwrap_or(0)),
-            })
         });
     let echo = default_endpoints_factory()
         .post()
@@ -249,15 +262,19 @@ async fn unix_socket_listener() {
 
 #[tokio::test]
 async fn graceful_shutdown_lets_a_slow_request_finish() {
-    let server = create_server(&config().listen(loopback()).build(), &routing())
-        .await
-        .unwrap();
+    let started = Started::default();
+    let server = create_server(
+        &config().listen(loopback()).build(),
+        &routing_with(&started),
+    )
+    .await
+    .unwrap();
     let addr = tcp_addr(&server, 0);
     let slow = tokio::spawn(async move {
         let response = http1(TcpStream::connect(addr).await.unwrap(), get("/wait?ms=400")).await;
         (response.status(), text(response).await)
     });
-    tokio::time::sleep(Duration::from_millis(100)).await;
+    started.reached(1).await;
     let started = Instant::now();
     server.shutdown().await;
     let (status, body) = slow.await.unwrap();
@@ -600,9 +617,10 @@ async fn the_shutdown_timeout_closes_what_is_still_open() {
         shutdown_timeout: Some(Duration::from_millis(300)),
         ..ServerLimits::default()
     };
+    let probe = Started::default();
     let server = create_server(
         &config().listen(loopback()).server_limits(limits).build(),
-        &routing(),
+        &routing_with(&probe),
     )
     .await
     .unwrap();
@@ -618,7 +636,7 @@ async fn the_shutdown_timeout_closes_what_is_still_open() {
             .await
             .map(|r| r.status())
     });
-    tokio::time::sleep(Duration::from_millis(100)).await;
+    probe.reached(1).await;
     let started = Instant::now();
     server.shutdown().await;
     assert!(

@@ -11,6 +11,10 @@ use serde::{Deserialize, Serialize};
 use strata::prelude::*;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
+#[path = "common/probe.rs"]
+mod probe;
+use probe::Started;
+
 #[derive(Deserialize, Validate, JsonSchema)]
 #[garde(allow_unvalidated)]
 struct Wait {
@@ -29,11 +33,16 @@ const IN_FLIGHT: usize = 50;
 #[cfg(unix)]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sigterm_lets_every_request_in_flight_finish() {
+    let started = Started::default();
+    let handlers = started.clone();
     let wait = default_endpoints_factory()
         .get()
-        .handler(|input: Wait, _ctx, _logger| async move {
-            tokio::time::sleep(Duration::from_millis(input.ms)).await;
-            Ok(Waited { ms: input.ms })
+        .handler(move |input: Wait, _ctx, _logger| {
+            handlers.mark();
+            async move {
+                tokio::time::sleep(Duration::from_millis(input.ms)).await;
+                Ok(Waited { ms: input.ms })
+            }
         });
     let config = create_config()
         .cors(true)
@@ -45,9 +54,8 @@ async fn sigterm_lets_every_request_in_flight_finish() {
     let strata::LocalAddr::Tcp(addr) = server.servers()[0].local_addr.clone() else {
         panic!("TCP")
     };
+    // `run` installs its signal handlers as it is called, before the task starts.
     let running = tokio::spawn(server.run());
-    // Let `run` install its signal handlers before the signal is sent.
-    tokio::time::sleep(Duration::from_millis(500)).await;
     let requests: Vec<_> = (0..IN_FLIGHT)
         .map(|_| {
             tokio::spawn(async move {
@@ -66,7 +74,7 @@ async fn sigterm_lets_every_request_in_flight_finish() {
         })
         .collect();
     // Every request is in the handler when the signal arrives.
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    started.reached(IN_FLIGHT).await;
     let status = std::process::Command::new("kill")
         .args(["-TERM", &std::process::id().to_string()])
         .status()

@@ -109,14 +109,19 @@ impl Server {
     }
 
     /// Serves until the shutdown handle is used or the process gets SIGINT or SIGTERM, then
-    /// shuts down gracefully.
-    pub async fn run(self) {
-        let mut triggered = self.handle.sender.subscribe();
-        tokio::select! {
-            _ = triggered.wait_for(|stop| *stop) => {}
-            () = signal() => self.logger.info("Signal received, shutting down"),
+    /// shuts down gracefully. On Unix the signal handlers are installed by this call (within a
+    /// tokio runtime), before its future is first polled: a signal sent once `run` has returned
+    /// its future is seen, however late the future starts.
+    pub fn run(self) -> impl Future<Output = ()> + Send {
+        let signals = Signals::install();
+        async move {
+            let mut triggered = self.handle.sender.subscribe();
+            tokio::select! {
+                _ = triggered.wait_for(|stop| *stop) => {}
+                () = signals.received() => self.logger.info("Signal received, shutting down"),
+            }
+            self.shutdown().await;
         }
-        self.shutdown().await;
     }
 
     /// Shuts down gracefully: stops accepting, lets requests in flight finish within the
@@ -129,22 +134,55 @@ impl Server {
     }
 }
 
-async fn signal() {
+/// SIGINT and SIGTERM, listened for from the moment they are installed.
+struct Signals {
     #[cfg(unix)]
-    {
-        use tokio::signal::unix::{SignalKind, signal};
-        let Ok(mut terminate) = signal(SignalKind::terminate()) else {
-            let _ = tokio::signal::ctrl_c().await;
-            return;
-        };
-        tokio::select! {
-            _ = tokio::signal::ctrl_c() => {}
-            _ = terminate.recv() => {}
+    interrupt: Option<tokio::signal::unix::Signal>,
+    #[cfg(unix)]
+    terminate: Option<tokio::signal::unix::Signal>,
+}
+
+impl Signals {
+    fn install() -> Self {
+        #[cfg(unix)]
+        {
+            use tokio::signal::unix::{SignalKind, signal};
+            Self {
+                interrupt: signal(SignalKind::interrupt()).ok(),
+                terminate: signal(SignalKind::terminate()).ok(),
+            }
+        }
+        #[cfg(not(unix))]
+        {
+            Self {}
         }
     }
-    #[cfg(not(unix))]
-    {
-        let _ = tokio::signal::ctrl_c().await;
+
+    /// Resolves at the first signal (never, when neither could be installed).
+    async fn received(mut self) {
+        #[cfg(unix)]
+        {
+            let interrupt = async {
+                match &mut self.interrupt {
+                    Some(signal) => signal.recv().await,
+                    None => std::future::pending().await,
+                }
+            };
+            let terminate = async {
+                match &mut self.terminate {
+                    Some(signal) => signal.recv().await,
+                    None => std::future::pending().await,
+                }
+            };
+            tokio::select! {
+                _ = interrupt => {}
+                _ = terminate => {}
+            }
+        }
+        #[cfg(not(unix))]
+        {
+            let _ = tokio::signal::ctrl_c().await;
+        }
     }
 }
 
