@@ -875,3 +875,74 @@ async fn a_request_waiting_for_the_applications_concurrency_limit_is_not_cut_off
         assert!(head.starts_with("HTTP/1.1 200"), "{head}");
     }
 }
+
+/// An application's own envelope, `{"problem": <message>}` with the error's status.
+#[derive(Clone)]
+struct Problems;
+
+impl ResultHandler for Problems {
+    fn positive(&self, _output: &schemars::Schema) -> Vec<strata::ResponseDescription> {
+        Vec::new()
+    }
+
+    fn negative(&self) -> Vec<strata::ResponseDescription> {
+        Vec::new()
+    }
+
+    fn handle(
+        &self,
+        result: Result<strata::Output, ApiError>,
+        _request: &RequestInfo,
+        _logger: &Logger,
+    ) -> http::Response<strata::ResponseBody> {
+        let (status, message) = match result {
+            Ok(_) => (http::StatusCode::OK, String::new()),
+            Err(error) => (error.status(), error.message().to_owned()),
+        };
+        let mut response = http::Response::new(strata::ResponseBody::from(
+            serde_json::json!({ "problem": message }).to_string(),
+        ));
+        *response.status_mut() = status;
+        response
+    }
+}
+
+#[tokio::test]
+async fn the_servers_own_errors_go_through_the_error_handler() {
+    let config = create_config()
+        .cors(false)
+        .error_handler(Problems)
+        .listen(std::net::SocketAddr::from(([127, 0, 0, 1], 0)))
+        .build();
+    let layers = tower::ServiceBuilder::new().timeout(Duration::from_millis(200));
+    let server = strata::create_server_with(&config, &routing(), layers)
+        .await
+        .unwrap();
+    let LocalAddr::Tcp(addr) = server.servers()[0].local_addr.clone() else {
+        panic!("TCP")
+    };
+    // The connection's own 400.
+    let missing = exchange(
+        addr,
+        b"GET /wait HTTP/1.1\r\nConnection: close\r\n\r\n",
+        false,
+    )
+    .await;
+    assert!(missing.starts_with("HTTP/1.1 400"), "{missing}");
+    assert!(
+        missing.ends_with(r#"{"problem":"An HTTP/1.1 request needs a Host header"}"#),
+        "{missing}"
+    );
+    // The application's layer's 504.
+    let slow = exchange(
+        addr,
+        b"GET /wait?ms=2000 HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n",
+        false,
+    )
+    .await;
+    assert!(slow.starts_with("HTTP/1.1 504"), "{slow}");
+    assert!(
+        slow.ends_with(r#"{"problem":"The request took too long"}"#),
+        "{slow}"
+    );
+}

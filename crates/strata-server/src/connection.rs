@@ -35,8 +35,7 @@ use http::header::HOST;
 use http::{Request, Response, StatusCode, Version};
 use hyper::body::Incoming;
 use pin_project_lite::pin_project;
-use strata_core::error_response;
-use strata_core::{ApiError, ResponseBody};
+use strata_core::{ApiError, ErrorHandler, Logger, ResponseBody, error_response};
 use tower::util::Oneshot;
 use tower_service::Service;
 
@@ -58,20 +57,31 @@ fn host_problem<B>(request: &Request<B>) -> Option<&'static str> {
 }
 
 /// The hyper service of one connection: answers HTTP/1.1 requests without a `Host` header, or
-/// with several, with a JSON 400; gives the others deadlines on their body and passes them to
-/// the application's stack `S`; counts every request and tracks its response.
+/// with several, with a 400 (through the router's error handler when one is set, the default
+/// envelope otherwise); gives the others deadlines on their body and passes them to the
+/// application's stack `S`; counts every request and tracks its response.
 pub(crate) struct ConnectionService<S> {
     app: S,
     activity: Arc<Activity>,
     body_idle: Duration,
     body_total: Duration,
+    errors: Option<ErrorHandler>,
+    logger: Logger,
 }
 
 impl<S> ConnectionService<S> {
-    pub(crate) fn new(app: S, activity: Arc<Activity>, limits: &ServerLimits) -> Self {
+    pub(crate) fn new(
+        app: S,
+        activity: Arc<Activity>,
+        limits: &ServerLimits,
+        errors: Option<ErrorHandler>,
+        logger: Logger,
+    ) -> Self {
         Self {
             app,
             activity,
+            errors,
+            logger,
             body_idle: ServerLimits::or_never(limits.body_idle_timeout),
             body_total: ServerLimits::or_never(limits.body_read_timeout),
         }
@@ -111,12 +121,22 @@ where
                     },
                 }
             }
-            Some(problem) => AppFuture::Refused {
-                response: Some(error_response(ApiError::new(
-                    StatusCode::BAD_REQUEST,
-                    problem,
-                ))),
-            },
+            Some(problem) => {
+                let error = ApiError::new(StatusCode::BAD_REQUEST, problem);
+                let response = match &self.errors {
+                    Some(handler) => handler.respond(
+                        error,
+                        request.method(),
+                        request.uri(),
+                        request.headers(),
+                        &self.logger,
+                    ),
+                    None => error_response(error),
+                };
+                AppFuture::Refused {
+                    response: Some(response),
+                }
+            }
         };
         TrackedFuture::new(future, in_flight)
     }

@@ -10,7 +10,7 @@ use hyper_util::server::conn::auto;
 use std::convert::Infallible;
 
 use http::{Request, Response};
-use strata_core::{BoxError, Logger, ResponseBody};
+use strata_core::{BoxError, ErrorHandler, Logger, ResponseBody};
 use strata_routing::Routing;
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::{TcpListener, UnixListener};
@@ -355,6 +355,8 @@ fn acceptor(_: &crate::config::Https) -> Result<Acceptor, ServerError> {
 #[derive(Clone)]
 struct Serving<S> {
     app: S,
+    /// The router's error handler, for the connection's own 400s.
+    errors: Option<ErrorHandler>,
     builder: Arc<auto::Builder<TokioExecutor>>,
     tls: Option<Acceptor>,
     header_timeout: Duration,
@@ -413,7 +415,13 @@ impl<S: ServedApp> Serving<S> {
         IO: AsyncRead + AsyncWrite + Unpin + Send + 'static,
     {
         let activity = Arc::new(Activity::default());
-        let service = ConnectionService::new(self.app.clone(), Arc::clone(&activity), &self.limits);
+        let service = ConnectionService::new(
+            self.app.clone(),
+            Arc::clone(&activity),
+            &self.limits,
+            self.errors.clone(),
+            self.logger.clone(),
+        );
         let io = ActivityIo::new(io, Arc::clone(&activity));
         let connection = self
             .builder
@@ -798,6 +806,7 @@ async fn start<S: ServedApp>(
         });
         let serving = Serving {
             app: around(app.clone()),
+            errors: config.router.error_handler.clone(),
             builder: Arc::clone(&builder),
             tls,
             header_timeout: ServerLimits::or_never(limits.header_read_timeout),
@@ -856,6 +865,7 @@ mod tests {
         });
         let serving = Serving {
             app,
+            errors: None,
             builder: Arc::new(connection_builder(&limits)),
             tls: None,
             header_timeout: ServerLimits::or_never(limits.header_read_timeout),
