@@ -153,6 +153,7 @@ fn with_page_properties<F: JsonSchema>(generator: &mut SchemaGenerator, page: Va
 ///
 /// A `limit` out of bounds or not a number, or a negative `offset`, is a 400 naming the field:
 /// rejected, not clamped.
+#[derive(Debug)]
 pub struct OffsetInput<P, F = NoFilters> {
     /// The page size.
     pub limit: u32,
@@ -161,16 +162,6 @@ pub struct OffsetInput<P, F = NoFilters> {
     /// The endpoint's own fields.
     pub filters: F,
     config: PhantomData<fn() -> P>,
-}
-
-impl<P, F: fmt::Debug> fmt::Debug for OffsetInput<P, F> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("OffsetInput")
-            .field("limit", &self.limit)
-            .field("offset", &self.offset)
-            .field("filters", &self.filters)
-            .finish()
-    }
 }
 
 impl<'de, P: OffsetConfig, F: Deserialize<'de>> Deserialize<'de> for OffsetInput<P, F> {
@@ -222,6 +213,7 @@ impl<P: OffsetConfig, F: JsonSchema> JsonSchema for OffsetInput<P, F> {
 
 /// The input of a cursor-paginated endpoint: `cursor` (absent for the first page), `limit`, and
 /// the endpoint's filter fields `F`.
+#[derive(Debug)]
 pub struct CursorInput<P, F = NoFilters> {
     /// The page size.
     pub limit: u32,
@@ -230,16 +222,6 @@ pub struct CursorInput<P, F = NoFilters> {
     /// The endpoint's own fields.
     pub filters: F,
     config: PhantomData<fn() -> P>,
-}
-
-impl<P, F: fmt::Debug> fmt::Debug for CursorInput<P, F> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("CursorInput")
-            .field("limit", &self.limit)
-            .field("cursor", &self.cursor)
-            .field("filters", &self.filters)
-            .finish()
-    }
 }
 
 impl<'de, P: CursorConfig, F: Deserialize<'de>> Deserialize<'de> for CursorInput<P, F> {

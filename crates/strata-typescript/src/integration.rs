@@ -471,28 +471,48 @@ fn print_operation(out: &mut String, request: &Request<'_>, described: &Describe
 
 /// `Events`: the events of each GET event-stream request, for `Subscription`.
 fn print_events(out: &mut String, requests: &[Request<'_>], described: &[Described]) {
-    out.push('\n');
-    out.push_str(
-        &Doc::text(Some(
-            "The events of each event-stream request (`Subscription`): name → data.".to_owned(),
-        ))
-        .print(0),
-    );
     let streams: Vec<&Request<'_>> = requests
         .iter()
         .zip(described)
         .filter(|(_, described)| described.events.is_some())
         .map(|(request, _)| request)
         .collect();
-    if streams.is_empty() {
-        out.push_str("export interface Events {}\n");
+    print_map(
+        out,
+        "Events",
+        "The events of each event-stream request (`Subscription`): name → data.",
+        &streams,
+        false,
+    );
+}
+
+/// `export interface <map> { "<request>": <Base><map>; … }` over `requests`, with its doc
+/// text; with `deprecations`, each entry says whether its operation is deprecated.
+fn print_map(
+    out: &mut String,
+    map: &str,
+    text: &str,
+    requests: &[&Request<'_>],
+    deprecations: bool,
+) {
+    out.push('\n');
+    out.push_str(&Doc::text(Some(text.to_owned())).print(0));
+    if requests.is_empty() {
+        let _ = writeln!(out, "export interface {map} {{}}");
         return;
     }
-    out.push_str("export interface Events {\n");
-    for request in streams {
+    let _ = writeln!(out, "export interface {map} {{");
+    for request in requests {
+        if deprecations {
+            let doc = Doc {
+                text: None,
+                deprecated: request.operation.deprecated,
+            };
+            out.push_str(&doc.print(2));
+        }
         let _ = writeln!(
             out,
-            "  {}: {}Events;",
+            "  {}: {}{map};",
             string_literal(&request.key),
             request.base
         );
@@ -517,27 +537,8 @@ fn print_maps(out: &mut String, requests: &[Request<'_>], paginated: &[&str]) {
             "The response body of each request: `status` tells success from error.",
         ),
     ] {
-        out.push('\n');
-        out.push_str(&Doc::text(Some(text.to_owned())).print(0));
-        if requests.is_empty() {
-            let _ = writeln!(out, "export interface {map} {{}}");
-            continue;
-        }
-        let _ = writeln!(out, "export interface {map} {{");
-        for request in requests {
-            let doc = Doc {
-                text: None,
-                deprecated: request.operation.deprecated,
-            };
-            out.push_str(&doc.print(2));
-            let _ = writeln!(
-                out,
-                "  {}: {}{map};",
-                string_literal(&request.key),
-                request.base
-            );
-        }
-        out.push_str("}\n");
+        let all: Vec<&Request<'_>> = requests.iter().collect();
+        print_map(out, map, text, &all, true);
     }
     out.push('\n');
     let paginated = Ts::union(paginated.iter().map(|key| Ts::Literal(string_literal(key))));

@@ -91,6 +91,14 @@ impl<'a> Converter<'a> {
     }
 
     /// `f` with `segment` appended to the pointer `at` while it runs.
+    /// The types of a list of schemas, each at its index under `at`.
+    fn values(&mut self, list: &[Value], at: &mut String) -> Result<Vec<Ts>, Problem> {
+        list.iter()
+            .enumerate()
+            .map(|(i, item)| self.at(at, &i.to_string(), |this, at| this.value(item, at)))
+            .collect()
+    }
+
     fn at<T>(
         &mut self,
         at: &mut String,
@@ -153,13 +161,7 @@ impl<'a> Converter<'a> {
                 let Value::Array(members) = members else {
                     return Err(problem(at, format!("`{key}` is not a list")));
                 };
-                let union = self.at(at, key, |this, at| {
-                    members
-                        .iter()
-                        .enumerate()
-                        .map(|(i, member)| this.at(at, &i.to_string(), |t, at| t.value(member, at)))
-                        .collect::<Result<Vec<_>, _>>()
-                })?;
+                let union = self.at(at, key, |this, at| this.values(members, at))?;
                 composed.push(Ts::union(union));
             }
         }
@@ -265,13 +267,7 @@ impl<'a> Converter<'a> {
         };
         match schema.get("prefixItems") {
             Some(Value::Array(prefix)) => {
-                let fixed = self.at(at, "prefixItems", |this, at| {
-                    prefix
-                        .iter()
-                        .enumerate()
-                        .map(|(i, item)| this.at(at, &i.to_string(), |t, at| t.value(item, at)))
-                        .collect::<Result<Vec<_>, _>>()
-                })?;
+                let fixed = self.at(at, "prefixItems", |this, at| this.values(prefix, at))?;
                 // `items: false` closes the tuple; otherwise more items may follow.
                 let rest = match items {
                     Some(ty) if ty == Ts::name("never") => None,

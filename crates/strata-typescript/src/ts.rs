@@ -52,6 +52,18 @@ enum Precedence {
 /// Lines longer than this break a union into one member per line.
 const WIDTH: usize = 100;
 
+/// `members`, each spread into its own members by `spread` (a union's into a union), without
+/// repeats, in first-seen order.
+fn flatten(members: impl IntoIterator<Item = Ts>, spread: fn(Ts) -> Vec<Ts>) -> Vec<Ts> {
+    let mut flat: Vec<Ts> = Vec::new();
+    for ty in members.into_iter().flat_map(spread) {
+        if !flat.contains(&ty) {
+            flat.push(ty);
+        }
+    }
+    flat
+}
+
 impl Ts {
     pub(crate) fn name(name: &str) -> Self {
         Self::Name(name.to_owned())
@@ -63,21 +75,14 @@ impl Ts {
 
     /// A union, flattened and without repeats; `unknown` absorbs the others, `never` vanishes.
     pub(crate) fn union(members: impl IntoIterator<Item = Ts>) -> Self {
-        let mut flat: Vec<Ts> = Vec::new();
-        for member in members {
-            let inner = match member {
-                Self::Union(inner) => inner,
-                other => vec![other],
-            };
-            for ty in inner {
-                if ty == Self::unknown() {
-                    return Self::unknown();
-                }
-                if ty != Self::name("never") && !flat.contains(&ty) {
-                    flat.push(ty);
-                }
-            }
+        let mut flat = flatten(members, |member| match member {
+            Self::Union(inner) => inner,
+            other => vec![other],
+        });
+        if flat.contains(&Self::unknown()) {
+            return Self::unknown();
         }
+        flat.retain(|ty| *ty != Self::name("never"));
         match flat.len() {
             0 => Self::name("never"),
             1 => flat.remove(0),
@@ -87,18 +92,11 @@ impl Ts {
 
     /// An intersection, flattened and without repeats; `unknown` vanishes.
     pub(crate) fn intersection(members: impl IntoIterator<Item = Ts>) -> Self {
-        let mut flat: Vec<Ts> = Vec::new();
-        for member in members {
-            let inner = match member {
-                Self::Intersection(inner) => inner,
-                other => vec![other],
-            };
-            for ty in inner {
-                if ty != Self::unknown() && !flat.contains(&ty) {
-                    flat.push(ty);
-                }
-            }
-        }
+        let mut flat = flatten(members, |member| match member {
+            Self::Intersection(inner) => inner,
+            other => vec![other],
+        });
+        flat.retain(|ty| *ty != Self::unknown());
         match flat.len() {
             0 => Self::unknown(),
             1 => flat.remove(0),

@@ -335,10 +335,8 @@ where
     where
         F: Fn(I, C, Logger) -> Fut + Clone + Send + Sync + 'static,
         Fut: Future<Output = Result<O, ApiError>> + Send + 'static,
-        I: DeserializeOwned + Validate + JsonSchema + Send + 'static,
-        I::Context: Default,
-        O: HandlerOutput,
-        <O::Body as Validate>::Context: Default,
+        I: InputType,
+        O: OutputType,
         L: MiddlewareChain<C>,
     {
         self.build_with(handler_fn(f))
@@ -362,8 +360,7 @@ where
     where
         F: Fn(C, Logger) -> Fut + Clone + Send + Sync + 'static,
         Fut: Future<Output = Result<O, ApiError>> + Send + 'static,
-        O: HandlerOutput,
-        <O::Body as Validate>::Context: Default,
+        O: OutputType,
         L: MiddlewareChain<C>,
     {
         self.build_with(handler_fn(move |(): (), ctx, logger| f(ctx, logger)))
@@ -374,10 +371,8 @@ where
     where
         F: Fn(I, C, Logger, http::request::Parts) -> Fut + Clone + Send + Sync + 'static,
         Fut: Future<Output = Result<O, ApiError>> + Send + 'static,
-        I: DeserializeOwned + Validate + JsonSchema + Send + 'static,
-        I::Context: Default,
-        O: HandlerOutput,
-        <O::Body as Validate>::Context: Default,
+        I: InputType,
+        O: OutputType,
         L: MiddlewareChain<C>,
     {
         self.build_with(handler_with_request(f))
@@ -393,9 +388,7 @@ where
         E: strata_events::Events,
         F: Fn(I, C, strata_events::Emitter<E>, Logger) -> Fut + Clone + Send + Sync + 'static,
         Fut: Future<Output = Result<(), ApiError>> + Send + 'static,
-        I: DeserializeOwned + Validate + JsonSchema + Send + 'static,
-        I::Context: Default,
-        C: Send + 'static,
+        I: InputType,
         L: MiddlewareChain<C>,
     {
         self.event_stream_with(strata_events::EventStreamOptions::default(), f)
@@ -412,9 +405,7 @@ where
         E: strata_events::Events,
         F: Fn(I, C, strata_events::Emitter<E>, Logger) -> Fut + Clone + Send + Sync + 'static,
         Fut: Future<Output = Result<(), ApiError>> + Send + 'static,
-        I: DeserializeOwned + Validate + JsonSchema + Send + 'static,
-        I::Context: Default,
-        C: Send + 'static,
+        I: InputType,
         L: MiddlewareChain<C>,
     {
         self.handler_with_request(move |input: I, ctx: C, logger: Logger, request| {
@@ -440,10 +431,8 @@ where
     pub fn build_with<H, I, O>(self, handler: H) -> Endpoint
     where
         H: Handler<I, C, Output = O>,
-        I: DeserializeOwned + Validate + JsonSchema + Send + 'static,
-        I::Context: Default,
-        O: HandlerOutput,
-        <O::Body as Validate>::Context: Default,
+        I: InputType,
+        O: OutputType,
         L: MiddlewareChain<C>,
         Core<H, I, O>: StagedService<C, Response = Output>,
     {
@@ -514,6 +503,26 @@ where
         })
     }
 }
+
+/// What an endpoint's input type is: read from the merged input (serde), checked by its rules
+/// (garde, with a default context) and described (its JSON Schema). Every type deriving
+/// `Deserialize`, `Validate` and `JsonSchema` is one.
+pub trait InputType:
+    DeserializeOwned + Validate<Context: Default> + JsonSchema + Send + 'static
+{
+}
+
+impl<T> InputType for T where
+    T: DeserializeOwned + Validate<Context: Default> + JsonSchema + Send + 'static
+{
+}
+
+/// What an endpoint's handler returns: a [`HandlerOutput`] whose body's rules take a default
+/// context (a type deriving `Serialize`, `Validate` and `JsonSchema`, a `Reply` of one, a
+/// file, a stream).
+pub trait OutputType: HandlerOutput<Body: Validate<Context: Default>> {}
+
+impl<T> OutputType for T where T: HandlerOutput<Body: Validate<Context: Default>> {}
 
 /// Adds `item` unless it is there already (declarations are idempotent).
 fn push_new<T: PartialEq>(items: &mut Vec<T>, item: T) {

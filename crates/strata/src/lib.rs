@@ -58,7 +58,10 @@
 
 mod factory;
 
-pub use factory::{EndpointBuilder, EndpointsFactory, StateFactory, default_endpoints_factory};
+pub use factory::{
+    EndpointBuilder, EndpointsFactory, InputType, OutputType, StateFactory,
+    default_endpoints_factory,
+};
 pub use strata_core::{
     ApiError, ApiResult, BoxError, Ctx, DeclaredError, DefaultResultHandler, ErrorHandler,
     ErrorKind, Get, HCons, HNil, IncomingBody, Level, Logger, Mode, Output, PathParams,
