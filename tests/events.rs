@@ -5,7 +5,7 @@
 
 use std::net::SocketAddr;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use garde::Validate;
@@ -80,7 +80,6 @@ impl Drop for Gone {
 
 #[derive(Default, Clone)]
 struct Probe {
-    emitted: Arc<AtomicUsize>,
     gone: Arc<Flag>,
 }
 
@@ -106,7 +105,6 @@ fn routing(probe: &Probe) -> Routing {
                     emitter
                         .emit_with_id(Clock::Tick { n }, &n.to_string())
                         .await?;
-                    probe.emitted.fetch_add(1, Ordering::SeqCst);
                     assert!(
                         input.fail.as_deref() != Some("panic-after"),
                         "the clock broke after {n}"
@@ -245,8 +243,6 @@ async fn a_client_that_leaves_stops_the_handler_within_a_second() {
         "the handler runs on"
     );
     // Its future is dropped: nothing can emit any more.
-    let emitted = probe.emitted.load(Ordering::SeqCst);
-    assert!(emitted < 1000, "{emitted}");
     drop(server);
 }
 

@@ -57,21 +57,21 @@ fn child(mode: &str, no_color: Option<&str>) -> Command {
 
 /// `command` with its standard output a terminal (a pseudo-terminal of `script`).
 fn on_a_terminal(command: &Command) -> Output {
-    let mut line = String::new();
+    // `script` runs a shell line: every word single-quoted, whatever it holds.
+    let quoted =
+        |word: &std::ffi::OsStr| format!("'{}'", word.to_string_lossy().replace('\'', r"'\''"));
+    let mut shell = String::from("env -u NO_COLOR");
     for (name, value) in command.get_envs() {
         if let Some(value) = value {
-            let _ = write!(
-                line,
-                "{}={} ",
-                name.to_string_lossy(),
-                value.to_string_lossy()
-            );
+            let mut pair = name.to_os_string();
+            pair.push("=");
+            pair.push(value);
+            let _ = write!(shell, " {}", quoted(&pair));
         }
     }
-    let mut shell = format!("env -u NO_COLOR {line}{}", command.get_program().display());
+    let _ = write!(shell, " {}", quoted(command.get_program()));
     for arg in command.get_args() {
-        shell.push(' ');
-        shell.push_str(&arg.to_string_lossy());
+        let _ = write!(shell, " {}", quoted(arg));
     }
     Command::new("script")
         .args(["-qec", &shell, "/dev/null"])

@@ -1088,3 +1088,21 @@ async fn async_cors_functions_are_held_to_the_credentials_rule_and_panics_are_co
             .all(|k| !k.as_str().starts_with("access-control"))
     );
 }
+
+/// Uploads configured in a build without the multipart reader (`--no-default-features`) stop
+/// routing at startup, so neither the server nor the document promises what cannot be read;
+/// with the `upload` feature (the default) they are fine. CI runs this file both ways.
+#[test]
+fn uploads_need_the_multipart_reader_at_startup() {
+    let tree = routing! { "ping" => default_endpoints_factory().get().handler_without_input(|_ctx, _logger| async { Ok(Reply::new(())) }) };
+    let config = create_config()
+        .cors(false)
+        .upload(strata::UploadLimits::new())
+        .build();
+    let router = Router::new(&tree, &config);
+    if strata::parse::MULTIPART {
+        assert!(router.is_ok(), "{:?}", router.err());
+    } else {
+        assert_eq!(router.err(), Some(strata::RoutingError::UploadsNotBuilt));
+    }
+}

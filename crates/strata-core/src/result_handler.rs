@@ -38,10 +38,11 @@ pub trait ResultHandler: Clone + Send + Sync + 'static {
 }
 
 /// The configuration's result handler for errors outside endpoints: a 404 or 405 of the
-/// router, a malformed path parameter, a refused static path (the spec: every error goes
-/// through the result handler). Set with
-/// the router's settings (`strata_routing::RouterSettings::error_handler`); without one, those
-/// errors use the default envelope. Cloning is cheap.
+/// router, a malformed path parameter, a refused static path, the server's own 400 (`Host`)
+/// and the errors of the application's own tower layers (the spec: every error goes through
+/// the result handler). Set in the router's settings
+/// (`strata_routing::RouterSettings::error_handler`); without one, those errors use the
+/// default envelope. Cloning is cheap.
 #[derive(Clone)]
 pub struct ErrorHandler(Arc<dyn FormatsErrors>);
 

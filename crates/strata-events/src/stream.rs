@@ -196,10 +196,13 @@ impl Body for EventBody {
             // reconnects, with `Last-Event-ID`) and say why.
             Poll::Ready(Some(Message::Failed(error))) => {
                 if let Some(logger) = &self.logger {
-                    logger.error(format_args!(
-                        "The event stream ended after its first event: {}",
-                        error.message()
-                    ));
+                    logger.error_with_causes(
+                        format_args!(
+                            "The event stream ended after its first event: {}",
+                            error.message()
+                        ),
+                        &error,
+                    );
                 }
                 self.idle = None;
                 self.receiver.close();

@@ -1,9 +1,9 @@
-//! Uploaded files (spec section 2.5) and the limits of `multipart/form-data` bodies.
+//! Uploaded files (spec section 2.5), as input values.
 //!
 //! [`UploadedFile`] is the type of an input field that holds a file: declare it in an endpoint's
 //! input type (`avatar: UploadedFile`, `attachments: Vec<UploadedFile>`,
 //! `cover: Option<UploadedFile>`). The multipart reader (the `strata-upload` crate, used by the
-//! parse stage when [`Config::upload`](crate::Config::upload) is set) puts the files of a request
+//! parse stage when the pipeline's `uploads` are set) puts the files of a request
 //! into the input; decoding hands them to the typed input without copying their bytes.
 //!
 //! Files reach fields of the input type itself (and of `Option`s and lists); through

@@ -64,6 +64,11 @@ mod layer;
 mod service;
 
 pub use budget::{BodyBudget, BodyReservation, DEFAULT_BODY_BUDGET};
+
+/// Whether this build reads `multipart/form-data` bodies (the `upload` feature): without it a
+/// multipart body is refused with a 415 that names the feature, and routing refuses to start
+/// with uploads configured.
+pub const MULTIPART: bool = cfg!(feature = "upload");
 pub use future::ResponseFuture;
 pub use layer::{DEFAULT_BODY_LIMIT, DEFAULT_MAX_FIELDS, ParseLayer};
 pub use service::ParseService;

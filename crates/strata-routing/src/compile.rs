@@ -325,6 +325,9 @@ pub(crate) fn compile(
         .cors
         .as_ref()
         .ok_or(RoutingError::CorsNotConfigured)?;
+    if pipeline.uploads.is_some() && !strata_parse::MULTIPART {
+        return Err(RoutingError::UploadsNotBuilt);
+    }
     let custom_cors = matches!(cors, Cors::Custom(_));
     let cors = cors.is_enabled();
     let mut flattener = Flattener {

@@ -54,6 +54,9 @@ pub enum RoutingError {
     },
     /// `cors` was not chosen in the config: it must be set to `true`, `false` or a function.
     CorsNotConfigured,
+    /// The pipeline's settings turn uploads on, but this build reads no multipart bodies
+    /// (Strata's `upload` feature is off).
+    UploadsNotBuilt,
 }
 
 impl fmt::Display for RoutingError {
@@ -77,6 +80,9 @@ impl fmt::Display for RoutingError {
             Self::Conflict { route, with } => write!(f, "{route} conflicts with {with}"),
             Self::CorsNotConfigured => f.write_str(
                 "cors must be configured explicitly: true, false or a function (create_config().cors(..))",
+            ),
+            Self::UploadsNotBuilt => f.write_str(
+                "uploads are configured, but this build reads no multipart bodies: turn on Strata's `upload` feature",
             ),
         }
     }

@@ -27,7 +27,9 @@ use http::HeaderMap;
 use http::request::Parts;
 use strata_core::{ErrorHandler, Logger, Mode};
 use strata_input::InputSources;
-use strata_parse::{BodyBudget, DEFAULT_BODY_BUDGET, DEFAULT_BODY_LIMIT, DEFAULT_MAX_FIELDS};
+use strata_parse::{
+    BodyBudget, DEFAULT_BODY_BUDGET, DEFAULT_BODY_LIMIT, DEFAULT_MAX_FIELDS, ParseLayer,
+};
 use strata_upload::UploadLimits;
 
 use crate::endpoint::EndpointMeta;
@@ -148,8 +150,9 @@ pub struct RouterSettings {
     /// How routing keys named after methods are read (default: as methods).
     pub method_like_route_behavior: MethodLikeRouteBehavior,
     /// The result handler of errors outside endpoints: the router's 404 and 405, a malformed
-    /// path parameter, a refused static path (the spec's `errorHandler`); `None` (the default):
-    /// the default envelope.
+    /// path parameter, a refused static path, and with a server its own 400 (`Host`) and the
+    /// errors of the application's own layers (the spec's `errorHandler`); `None` (the
+    /// default): the default envelope.
     pub error_handler: Option<ErrorHandler>,
 }
 
@@ -195,6 +198,24 @@ impl Default for PipelineSettings {
             body_budget: Some(BodyBudget::new(DEFAULT_BODY_BUDGET)),
             uploads: None,
         }
+    }
+}
+
+impl PipelineSettings {
+    /// The parse stage as these settings say: the limits, the sources, the shared body budget
+    /// and uploads (what the facade's endpoints and the testing crate build it with).
+    pub fn parse_layer(&self) -> ParseLayer {
+        let mut parse = ParseLayer::new()
+            .body_limit(self.body_limit)
+            .max_fields(self.max_fields)
+            .input_sources(self.input_sources.clone());
+        if let Some(budget) = &self.body_budget {
+            parse = parse.body_budget(budget.clone());
+        }
+        if let Some(limits) = &self.uploads {
+            parse = parse.upload(limits.clone());
+        }
+        parse
     }
 }
 

@@ -27,20 +27,18 @@ use crate::request_id::{RequestId, RequestIdLayer};
 #[cfg(feature = "compression")]
 pub const COMPRESSION_THRESHOLD: u64 = 1024;
 
-/// When a response is compressed: compression is on, the body is large enough, and it is not
-/// already compressed media.
+/// When a response is compressed: the body is large enough, and it is not already compressed
+/// media (with compression off the layer is not in the stack at all).
 #[cfg(feature = "compression")]
 #[derive(Debug, Clone)]
 pub struct CompressionPredicate {
-    enabled: bool,
     worth_it: And<And<SizeAbove, NotForContentType>, NotForContentType>,
 }
 
 #[cfg(feature = "compression")]
 impl Predicate for CompressionPredicate {
     fn should_compress<B: http_body::Body>(&self, response: &http::Response<B>) -> bool {
-        // Off means off: no `Vary: Accept-Encoding` either.
-        self.enabled && self.worth_it.should_compress(response)
+        self.worth_it.should_compress(response)
     }
 }
 
@@ -123,7 +121,6 @@ fn compression_layer() -> CompressionLayer<CompressionPredicate> {
         .gzip(true)
         .br(true)
         .compress_when(CompressionPredicate {
-            enabled: true,
             worth_it: SizeAbove::new(COMPRESSION_THRESHOLD)
                 .and(NotForContentType::IMAGES)
                 .and(NotForContentType::SSE),

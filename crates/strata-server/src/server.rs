@@ -109,12 +109,18 @@ impl Server {
     }
 
     /// Serves until the shutdown handle is used or the process gets SIGINT or SIGTERM, then
-    /// shuts down gracefully. On Unix the signal handlers are installed by this call (within a
-    /// tokio runtime), before its future is first polled: a signal sent once `run` has returned
-    /// its future is seen, however late the future starts.
+    /// shuts down gracefully. On Unix, called within a tokio runtime, the signal handlers are
+    /// installed by this call, before its future is first polled: a signal sent once `run` has
+    /// returned its future is seen, however late the future starts. Called outside a runtime
+    /// (a future for `block_on`), they are installed at the first poll.
     pub fn run(self) -> impl Future<Output = ()> + Send {
-        let signals = Signals::install();
+        // Installing needs a runtime; outside one (a future made for `block_on`), it waits
+        // for the first poll.
+        let installed = tokio::runtime::Handle::try_current()
+            .is_ok()
+            .then(Signals::install);
         async move {
+            let signals = installed.unwrap_or_else(Signals::install);
             let mut triggered = self.handle.sender.subscribe();
             tokio::select! {
                 _ = triggered.wait_for(|stop| *stop) => {}
@@ -837,6 +843,28 @@ mod tests {
     #![allow(clippy::unwrap_used)] // tests fail loudly by design
 
     use super::*;
+
+    #[test]
+    fn run_outside_a_runtime_waits_for_its_first_poll_to_listen_for_signals() {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        let config = crate::config::Config::builder()
+            .cors(false)
+            .listen(std::net::SocketAddr::from(([127, 0, 0, 1], 0)))
+            .build();
+        let server = runtime
+            .block_on(create_server(&config, &Routing::new()))
+            .unwrap();
+        let stop = server.shutdown_handle();
+        // Here no runtime is current: making the future must not panic.
+        let running = server.run();
+        runtime.block_on(async move {
+            stop.shutdown();
+            running.await;
+        });
+    }
 
     /// Built without the `tls` feature (`cargo test -p strata-server --no-default-features`),
     /// an HTTPS listener is a configuration error that names the feature.

@@ -19,7 +19,6 @@ use strata_core::{
 use strata_format::FormatLayer;
 use strata_input::Staged;
 use strata_middleware::{Middleware, MiddlewareHandler, MiddlewareService};
-use strata_parse::ParseLayer;
 use strata_routing::{Endpoint, PipelineSettings};
 use strata_upload::{MultipartForm, UploadLimits, UploadedFile};
 use tower::ServiceExt;
@@ -531,13 +530,7 @@ where
         ctx: Arc::new(Mutex::new(Some(ctx))),
     };
     let config = config_for(&args);
-    let mut parse = ParseLayer::new()
-        .body_limit(config.body_limit)
-        .max_fields(config.max_fields)
-        .input_sources(config.input_sources.clone());
-    if let Some(limits) = config.uploads {
-        parse = parse.upload(limits);
-    }
+    let parse = config.parse_layer();
     let service = FormatLayer::new(DefaultResultHandler)
         .mode(config.mode)
         .layer(parse.layer(CombineLayer::with_sources(config.input_sources).layer(injected)));

@@ -6,7 +6,7 @@
 //! body (lenient text values, like a query), the files the `files` input source, which POST
 //! merges by default. An input field of type [`UploadedFile`] (or `Vec<UploadedFile>`,
 //! `Option<UploadedFile>`) receives them. Files stay in memory, each at most `file_size` bytes;
-//! nothing is written to disk unless [`UploadedFile::mv`] is called.
+//! nothing is written to disk unless [`UploadedFileExt::mv`] is called.
 //!
 //! [`MultipartForm`] writes such bodies, for tests and Rust clients.
 //!

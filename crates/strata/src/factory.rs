@@ -20,7 +20,6 @@ use strata_middleware::{
     Chain, Middleware, MiddlewareChain, MiddlewareHandler, NoMiddleware, StagedService, State,
 };
 use strata_output::{HandlerOutput, OutputLayer, OutputService};
-use strata_parse::ParseLayer;
 use strata_routing::{Endpoint, EndpointMeta, PipelineSettings, SharedService};
 use strata_validate::{ValidateLayer, ValidateService};
 use tower_layer::Layer;
@@ -494,7 +493,7 @@ where
             let service = FormatLayer::new(result_handler.clone())
                 .mode(settings.mode)
                 .layer(
-                    parse_layer(settings).raw_body(raw_body).layer(
+                    settings.parse_layer().raw_body(raw_body).layer(
                         CombineLayer::with_sources(settings.input_sources.clone())
                             .layer(layers.wrap(core)),
                     ),
@@ -529,19 +528,4 @@ fn push_new<T: PartialEq>(items: &mut Vec<T>, item: T) {
     if !items.contains(&item) {
         items.push(item);
     }
-}
-
-/// The parse stage as `settings` say: limits, sources, the shared body budget, uploads.
-fn parse_layer(settings: &PipelineSettings) -> ParseLayer {
-    let mut parse = ParseLayer::new()
-        .body_limit(settings.body_limit)
-        .max_fields(settings.max_fields)
-        .input_sources(settings.input_sources.clone());
-    if let Some(budget) = &settings.body_budget {
-        parse = parse.body_budget(budget.clone());
-    }
-    if let Some(limits) = &settings.uploads {
-        parse = parse.upload(limits.clone());
-    }
-    parse
 }
