@@ -35,7 +35,7 @@ pub use error::{ApiError, ApiResult, BodyTimeout, BoxError, Causes, ErrorKind, p
 pub use logger::{Fields, Level, LogSink, Logger, Record};
 pub use method::{is_query, query_method};
 pub use mode::{MODE_VARIABLE, Mode};
-pub use payload::{Output, PathParams, RequestInfo, StreamFailure, Validated};
+pub use payload::{ClientAddr, Output, PathParams, RequestInfo, StreamFailure, Validated};
 pub use result_handler::{
     DefaultResultHandler, ErrorHandler, ResultHandler, error_response, json_response,
 };

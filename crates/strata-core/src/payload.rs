@@ -316,3 +316,10 @@ mod tests {
         assert_eq!(&body[..], b"\"x\"");
     }
 }
+
+/// The address of the client that sent a request, as the server saw it (the peer of the TCP
+/// connection; none for a UNIX socket). The server puts it in the extensions of each request
+/// that has a body, for limits kept per client (the body budget's share); behind a proxy it
+/// is the proxy's.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct ClientAddr(pub std::net::IpAddr);

@@ -35,7 +35,7 @@ use http::header::HOST;
 use http::{Request, Response, StatusCode, Version};
 use hyper::body::Incoming;
 use pin_project_lite::pin_project;
-use strata_core::{ApiError, ErrorHandler, Logger, ResponseBody, error_response};
+use strata_core::{ApiError, ClientAddr, ErrorHandler, Logger, ResponseBody, error_response};
 use tower::util::Oneshot;
 use tower_service::Service;
 
@@ -63,6 +63,8 @@ fn host_problem<B>(request: &Request<B>) -> Option<&'static str> {
 pub(crate) struct ConnectionService<S> {
     app: S,
     activity: Arc<Activity>,
+    /// The peer's address, put in the extensions of requests with a body.
+    client: Option<ClientAddr>,
     body_idle: Duration,
     body_total: Duration,
     errors: Option<ErrorHandler>,
@@ -73,6 +75,7 @@ impl<S> ConnectionService<S> {
     pub(crate) fn new(
         app: S,
         activity: Arc<Activity>,
+        client: Option<ClientAddr>,
         limits: &ServerLimits,
         errors: Option<ErrorHandler>,
         logger: Logger,
@@ -80,6 +83,7 @@ impl<S> ConnectionService<S> {
         Self {
             app,
             activity,
+            client,
             errors,
             logger,
             body_idle: ServerLimits::or_never(limits.body_idle_timeout),
@@ -101,7 +105,14 @@ where
         let future = match host_problem(&request) {
             None => {
                 let (idle, total) = (self.body_idle, self.body_total);
-                let request = request.map(|body| BodyDeadline::new(body, idle, total));
+                let mut request = request.map(|body| BodyDeadline::new(body, idle, total));
+                // Only where a per-client limit may need it: a request without a body costs
+                // no extension.
+                if let Some(client) = self.client
+                    && !http_body::Body::is_end_stream(request.body())
+                {
+                    request.extensions_mut().insert(client);
+                }
                 let mut app = self.app.clone();
                 if request.version() == Version::HTTP_2 {
                     return TrackedFuture::new(

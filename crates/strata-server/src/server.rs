@@ -10,7 +10,7 @@ use hyper_util::server::conn::auto;
 use std::convert::Infallible;
 
 use http::{Request, Response};
-use strata_core::{BoxError, ErrorHandler, Logger, ResponseBody};
+use strata_core::{BoxError, ClientAddr, ErrorHandler, Logger, ResponseBody};
 use strata_routing::Routing;
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::{TcpListener, UnixListener};
@@ -374,6 +374,7 @@ impl<S: ServedApp> Serving<S> {
     fn spawn<IO>(
         &self,
         io: IO,
+        client: Option<ClientAddr>,
         stop: watch::Receiver<bool>,
         slot: OwnedSemaphorePermit,
         connections: &mut JoinSet<()>,
@@ -389,7 +390,7 @@ impl<S: ServedApp> Serving<S> {
                     // The connection's place under the cap, given back when it ends.
                     let _slot = slot;
                     let io = FirstByteDeadline::new(io, serving.header_timeout);
-                    serving.serve(io, stop).await;
+                    serving.serve(io, client, stop).await;
                 });
             }
             #[cfg(not(feature = "tls"))]
@@ -404,7 +405,7 @@ impl<S: ServedApp> Serving<S> {
                         // The handshake used the first deadline; the request gets its own.
                         Ok(Ok(stream)) => {
                             let stream = FirstByteDeadline::new(stream, serving.header_timeout);
-                            serving.serve(stream, stop).await;
+                            serving.serve(stream, client, stop).await;
                         }
                         Ok(Err(error)) => serving
                             .logger
@@ -416,7 +417,7 @@ impl<S: ServedApp> Serving<S> {
         }
     }
 
-    async fn serve<IO>(&self, io: IO, stop: watch::Receiver<bool>)
+    async fn serve<IO>(&self, io: IO, client: Option<ClientAddr>, stop: watch::Receiver<bool>)
     where
         IO: AsyncRead + AsyncWrite + Unpin + Send + 'static,
     {
@@ -424,6 +425,7 @@ impl<S: ServedApp> Serving<S> {
         let service = ConnectionService::new(
             self.app.clone(),
             Arc::clone(&activity),
+            client,
             &self.limits,
             self.errors.clone(),
             self.logger.clone(),
@@ -639,12 +641,13 @@ async fn accept_loop<S: ServedApp>(
         // Reap finished connections so the set stays as small as the live ones.
         while connections.try_join_next().is_some() {}
         match accepted {
-            Ok(Accepted::Tcp(stream)) => {
+            Ok(Accepted::Tcp(stream, peer)) => {
                 let _ = stream.set_nodelay(true);
-                serving.spawn(stream, stop.clone(), slot, &mut connections);
+                let client = Some(ClientAddr(peer.ip()));
+                serving.spawn(stream, client, stop.clone(), slot, &mut connections);
             }
             Ok(Accepted::Unix(stream)) => {
-                serving.spawn(stream, stop.clone(), slot, &mut connections);
+                serving.spawn(stream, None, stop.clone(), slot, &mut connections);
             }
             Err(error) => {
                 errors.record(&error, &serving.logger);
@@ -676,7 +679,7 @@ async fn accept_loop<S: ServedApp>(
 }
 
 enum Accepted {
-    Tcp(tokio::net::TcpStream),
+    Tcp(tokio::net::TcpStream, SocketAddr),
     Unix(tokio::net::UnixStream),
 }
 
@@ -685,7 +688,7 @@ async fn accept(bound: &Bound) -> std::io::Result<Accepted> {
         Bound::Tcp(listener) => listener
             .accept()
             .await
-            .map(|(stream, _)| Accepted::Tcp(stream)),
+            .map(|(stream, peer)| Accepted::Tcp(stream, peer)),
         Bound::Unix(listener, _) => listener
             .accept()
             .await
@@ -904,7 +907,7 @@ mod tests {
         let (stop, stopped) = watch::channel(false);
         let task = tokio::spawn(async move {
             let _stop = stop;
-            serving.serve(server, stopped).await;
+            serving.serve(server, None, stopped).await;
         });
         (task, client)
     }
