@@ -724,30 +724,40 @@ async fn a_request_longer_than_the_header_timeout_is_answered() {
 }
 
 #[tokio::test]
-async fn an_http2_connection_outlives_the_header_timeout_between_requests() {
+async fn an_http2_connection_without_a_stream_is_closed_at_the_header_timeout() {
     use http_body_util::{BodyExt, Empty};
-    let (_server, addr) = start_with(Duration::from_millis(200), Duration::from_secs(5)).await;
+    let head_timeout = Duration::from_millis(300);
+    let (_server, addr) = start_with(head_timeout, Duration::from_secs(5)).await;
     let stream = TcpStream::connect(addr).await.unwrap();
     let (mut sender, connection) =
         hyper::client::conn::http2::Builder::new(hyper_util::rt::TokioExecutor::new())
             .handshake::<_, Empty<hyper::body::Bytes>>(hyper_util::rt::TokioIo::new(stream))
             .await
             .unwrap();
-    tokio::spawn(connection);
-    for _ in 0..2 {
+    let connection = tokio::spawn(connection);
+    for _ in 0..3 {
         let request = http::Request::get("http://a/wait?ms=0")
             .body(Empty::new())
             .unwrap();
         let response = sender.send_request(request).await.unwrap();
         assert_eq!(response.status(), 200);
         let _ = response.into_body().collect().await.unwrap();
-        // HTTP/2 has no header-read deadline between requests, only the idle timeout; the
-        // watcher, which has nothing to do with the head deadline then, sleeps between looks.
+        // Within the timeout, the connection is reused; the watcher sleeps between looks.
         let cpu = thread_cpu_ticks();
-        tokio::time::sleep(Duration::from_millis(700)).await;
+        tokio::time::sleep(Duration::from_millis(100)).await;
         let used = thread_cpu_ticks() - cpu;
-        assert!(used <= 20, "{used} ticks of CPU in 700 ms");
+        assert!(used <= 5, "{used} ticks of CPU in 100 ms");
     }
+    // Then no stream for the header-read timeout (the idle timeout is 5 s): closed as an
+    // HTTP/1 connection without a request head is.
+    let quiet = std::time::Instant::now();
+    let ended = tokio::time::timeout(Duration::from_secs(3), connection).await;
+    assert!(ended.is_ok(), "the connection is still open after 3 s");
+    assert!(
+        quiet.elapsed() >= Duration::from_millis(200),
+        "{:?}",
+        quiet.elapsed()
+    );
 }
 
 /// CPU time this thread has used (user and system, in clock ticks of 10 ms): a
@@ -944,5 +954,271 @@ async fn the_servers_own_errors_go_through_the_error_handler() {
     assert!(
         slow.ends_with(r#"{"problem":"The request took too long"}"#),
         "{slow}"
+    );
+}
+
+// Availability against one host (issue 25): connections without streams, streams without
+// progress, requests waiting for the application, slow bodies, shutdown.
+
+/// A server with `limits` (on top of the small body deadlines) around `layers`.
+async fn start_layered<L>(limits: ServerLimits, layers: L) -> (strata::Server, std::net::SocketAddr)
+where
+    L: tower::Layer<strata::server::App>,
+    L::Service: tower::Service<
+            http::Request<strata::ServerBody>,
+            Response = http::Response<strata::ResponseBody>,
+        > + Clone
+        + Send
+        + Sync
+        + 'static,
+    <L::Service as tower::Service<http::Request<strata::ServerBody>>>::Error:
+        Into<strata::BoxError>,
+    <L::Service as tower::Service<http::Request<strata::ServerBody>>>::Future: Send + 'static,
+{
+    let config = create_config()
+        .cors(false)
+        .server_limits(limits)
+        .listen(std::net::SocketAddr::from(([127, 0, 0, 1], 0)))
+        .build();
+    let server = strata::create_server_with(&config, &routing(), layers)
+        .await
+        .unwrap();
+    let LocalAddr::Tcp(addr) = server.servers()[0].local_addr.clone() else {
+        panic!("TCP")
+    };
+    (server, addr)
+}
+
+/// An HTTP/2 client that sends its preface and settings and nothing more; the task ends when
+/// the server closes the connection.
+async fn idle_http2(addr: std::net::SocketAddr) -> tokio::task::JoinHandle<()> {
+    let mut stream = TcpStream::connect(addr).await.unwrap();
+    stream
+        .write_all(b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n\0\0\0\x04\0\0\0\0\0")
+        .await
+        .unwrap();
+    tokio::spawn(async move {
+        let mut sink = Vec::new();
+        let _ = stream.read_to_end(&mut sink).await;
+    })
+}
+
+#[tokio::test]
+async fn at_the_connection_cap_idle_http2_connections_make_room_for_a_new_client() {
+    // The header-read and idle timeouts are far away: the idle connections would hold every
+    // place for a minute.
+    let (_server, addr) = start_layered(
+        ServerLimits {
+            max_connections: Some(6),
+            header_read_timeout: Some(Duration::from_secs(60)),
+            idle_timeout: Some(Duration::from_secs(60)),
+            ..limits()
+        },
+        tower::layer::util::Identity::new(),
+    )
+    .await;
+    let mut idle = Vec::new();
+    for _ in 0..6 {
+        idle.push(idle_http2(addr).await);
+    }
+    // Let them all be accepted and seen idle.
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    let started = std::time::Instant::now();
+    let answer = exchange(
+        addr,
+        b"GET /wait HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n",
+        false,
+    )
+    .await;
+    assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+    assert!(
+        started.elapsed() < Duration::from_secs(1),
+        "{:?}",
+        started.elapsed()
+    );
+    let closed = idle.iter().filter(|task| task.is_finished()).count();
+    assert!(closed >= 1, "no idle connection was closed");
+}
+
+#[tokio::test]
+async fn one_http2_stream_without_progress_ends_its_connection_while_others_progress() {
+    use http_body_util::{BodyExt, Empty};
+    let (_server, addr) = start_with_short_timeouts().await;
+    let stream = TcpStream::connect(addr).await.unwrap();
+    let (mut sender, connection) =
+        hyper::client::conn::http2::Builder::new(hyper_util::rt::TokioExecutor::new())
+            .timer(hyper_util::rt::TokioTimer::new())
+            // Room for the small answers; a big one fills it and waits for a reader.
+            .initial_stream_window_size(64 * 1024)
+            .handshake::<_, Empty<hyper::body::Bytes>>(hyper_util::rt::TokioIo::new(stream))
+            .await
+            .unwrap();
+    let mut connection = tokio::spawn(connection);
+    let big = sender
+        .send_request(
+            http::Request::get("http://a/big")
+                .body(Empty::new())
+                .unwrap(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(big.status(), 200);
+    // Never read: its window stays full. Meanwhile other streams come and go every 100 ms.
+    let started = std::time::Instant::now();
+    let ended = loop {
+        if started.elapsed() > Duration::from_secs(4) {
+            break false;
+        }
+        let request = http::Request::get("http://a/wait")
+            .body(Empty::new())
+            .unwrap();
+        let Ok(response) = sender.send_request(request).await else {
+            break true;
+        };
+        if response.into_body().collect().await.is_err() {
+            break true;
+        }
+        tokio::select! {
+            _ = &mut connection => break true,
+            () = tokio::time::sleep(Duration::from_millis(100)) => {}
+        }
+    };
+    drop(big);
+    assert!(
+        ended,
+        "the stalled stream's connection is still served after 4 s"
+    );
+    // The write timeout is 400 ms; dropped within it and an eighth, and a look.
+    assert!(
+        started.elapsed() < Duration::from_secs(2),
+        "{:?}",
+        started.elapsed()
+    );
+}
+
+#[tokio::test]
+async fn a_request_the_application_does_not_take_in_time_gets_a_503() {
+    let (_server, addr) = start_layered(
+        ServerLimits {
+            admission_timeout: Some(Duration::from_millis(300)),
+            ..limits()
+        },
+        tower::ServiceBuilder::new().concurrency_limit(1),
+    )
+    .await;
+    let holding = tokio::spawn(async move {
+        exchange(
+            addr,
+            b"GET /wait?ms=1500 HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n",
+            false,
+        )
+        .await
+    });
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let started = std::time::Instant::now();
+    // With a body still to come: the answer closes the connection.
+    let refused = exchange(
+        addr,
+        b"POST /note HTTP/1.1\r\nHost: a\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{",
+        false,
+    )
+    .await;
+    let took = started.elapsed();
+    assert!(refused.starts_with("HTTP/1.1 503"), "{refused}");
+    let lower = refused.to_ascii_lowercase();
+    assert!(lower.contains("retry-after: 1"), "{refused}");
+    assert!(lower.contains("connection: close"), "{refused}");
+    assert!(
+        took >= Duration::from_millis(300) && took < Duration::from_secs(1),
+        "{took:?}"
+    );
+    assert!(holding.await.unwrap().starts_with("HTTP/1.1 200"));
+}
+
+#[tokio::test]
+async fn a_body_slower_than_the_minimum_rate_gets_a_408_early() {
+    let (_server, addr) = start_layered(
+        ServerLimits {
+            body_idle_timeout: Some(Duration::from_secs(2)),
+            body_read_timeout: Some(Duration::from_secs(30)),
+            min_body_rate: Some(strata::MinDataRate {
+                bytes_per_second: 100,
+                grace: Duration::from_millis(500),
+            }),
+            ..limits()
+        },
+        tower::layer::util::Identity::new(),
+    )
+    .await;
+    let head = "POST /note HTTP/1.1\r\nHost: a\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n";
+    // A byte every 200 ms: under the idle timeout, far under 100 B/s.
+    let (answer, took) = stall(addr, head, b"{", Some(Duration::from_millis(200))).await;
+    assert!(answer.starts_with("HTTP/1.1 408"), "{answer}");
+    assert!(
+        answer.contains("slower than 100 bytes per second"),
+        "{answer}"
+    );
+    assert!(
+        answer.to_ascii_lowercase().contains("connection: close"),
+        "{answer}"
+    );
+    assert!(took < Duration::from_secs(2), "{took:?}");
+}
+
+#[tokio::test]
+async fn a_layers_timeout_while_the_body_arrives_closes_the_connection() {
+    let (_server, addr) = start_layered(
+        ServerLimits {
+            body_idle_timeout: Some(Duration::from_secs(5)),
+            body_read_timeout: Some(Duration::from_secs(5)),
+            ..limits()
+        },
+        tower::ServiceBuilder::new().timeout(Duration::from_millis(300)),
+    )
+    .await;
+    let head = "POST /note HTTP/1.1\r\nHost: a\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n";
+    let (answer, _) = stall(addr, head, b"{", None).await;
+    assert!(answer.starts_with("HTTP/1.1 504"), "{answer}");
+    assert!(
+        answer.to_ascii_lowercase().contains("connection: close"),
+        "{answer}"
+    );
+}
+
+#[tokio::test]
+async fn at_the_shutdown_timeout_a_request_without_an_answer_gets_a_503() {
+    let config = create_config()
+        .cors(false)
+        .server_limits(ServerLimits {
+            shutdown_timeout: Some(Duration::from_millis(300)),
+            ..limits()
+        })
+        .listen(std::net::SocketAddr::from(([127, 0, 0, 1], 0)))
+        .build();
+    let started_handler = Started::default();
+    let server = create_server(&config, &routing_with(&started_handler))
+        .await
+        .unwrap();
+    let LocalAddr::Tcp(addr) = server.servers()[0].local_addr.clone() else {
+        panic!("TCP")
+    };
+    let waiting = tokio::spawn(async move {
+        exchange(
+            addr,
+            b"GET /wait?ms=2000 HTTP/1.1\r\nHost: a\r\n\r\n",
+            false,
+        )
+        .await
+    });
+    started_handler.reached(1).await;
+    let started = std::time::Instant::now();
+    server.shutdown().await;
+    let answer = waiting.await.unwrap();
+    assert!(answer.starts_with("HTTP/1.1 503"), "{answer:?}");
+    assert!(answer.contains("shutting down"), "{answer}");
+    assert!(
+        started.elapsed() < Duration::from_millis(1500),
+        "{:?}",
+        started.elapsed()
     );
 }

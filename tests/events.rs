@@ -353,3 +353,34 @@ async fn a_quiet_stream_is_not_a_stalled_client() {
     assert_eq!(text.matches("event: tick").count(), 3, "{text:?}");
     drop(server);
 }
+
+#[tokio::test]
+async fn at_shutdown_an_open_event_stream_ends_at_once() {
+    let probe = Probe::default();
+    let (server, addr) = serve(&routing(&probe)).await;
+    // A stream that would run for 100 s.
+    let response = open(addr, "/ticks?count=100&gap_ms=1000", &[]).await;
+    let mut body = response.into_body();
+    assert!(next(&mut body).await.unwrap().unwrap().contains("tick"));
+    let started = Instant::now();
+    // The shutdown timeout is 10 s: an event stream does not hold shutdown for it.
+    server.shutdown().await;
+    assert!(
+        started.elapsed() < Duration::from_secs(2),
+        "{:?}",
+        started.elapsed()
+    );
+    // The stream ended with its final chunk (a clean end, not a cut connection).
+    loop {
+        match next(&mut body).await {
+            None => break,
+            Some(piece) => {
+                piece.unwrap();
+            }
+        }
+    }
+    assert!(
+        probe.gone.wait(Duration::from_secs(2)).await,
+        "the handler still runs"
+    );
+}

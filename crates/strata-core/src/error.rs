@@ -541,33 +541,42 @@ mod tests {
 /// A request body that stopped arriving in time: the error a server's body deadline gives the
 /// body reader. [`ApiError::from_body_timeout`] makes it a 408 that closes the connection.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct BodyTimeout {
-    idle: bool,
-    after: std::time::Duration,
+pub struct BodyTimeout(Late);
+
+/// How a body was late.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Late {
+    Idle(std::time::Duration),
+    Total(std::time::Duration),
+    Slow(u32),
 }
 
 impl BodyTimeout {
     /// No piece of the body arrived for `after`.
     pub fn idle(after: std::time::Duration) -> Self {
-        Self { idle: true, after }
+        Self(Late::Idle(after))
     }
 
     /// The whole body did not arrive within `after`.
     pub fn total(after: std::time::Duration) -> Self {
-        Self { idle: false, after }
+        Self(Late::Total(after))
+    }
+
+    /// The body arrived slower than `bytes_per_second` on average.
+    pub fn too_slow(bytes_per_second: u32) -> Self {
+        Self(Late::Slow(bytes_per_second))
     }
 }
 
 impl fmt::Display for BodyTimeout {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        if self.idle {
-            write!(
+        match self.0 {
+            Late::Idle(after) => write!(f, "no part of the request body arrived for {after:?}"),
+            Late::Total(after) => write!(f, "the request body did not arrive within {after:?}"),
+            Late::Slow(rate) => write!(
                 f,
-                "no part of the request body arrived for {:?}",
-                self.after
-            )
-        } else {
-            write!(f, "the request body did not arrive within {:?}", self.after)
+                "the request body arrived slower than {rate} bytes per second"
+            ),
         }
     }
 }

@@ -13,15 +13,16 @@ use std::convert::Infallible;
 use std::future::Future;
 use std::io;
 use std::pin::Pin;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::task::{Context, Poll, ready};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::task::{Context, Poll, Waker, ready};
 use std::time::Duration;
 
-use http::Response;
+use http::header::{CONNECTION, CONTENT_TYPE, RETRY_AFTER};
+use http::{HeaderValue, Response, StatusCode};
 use http_body::{Body, Frame, SizeHint};
 use pin_project_lite::pin_project;
-use strata_core::{BoxError, ResponseBody};
+use strata_core::{ApiError, BoxError, ResponseBody, error_response};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 
 /// What one connection does.
@@ -34,23 +35,47 @@ pub(crate) struct Activity {
     /// The last flush is waiting for the client to read: behind TLS, the end of a response
     /// leaves the encryption layer's buffer while flushing, after every write returned.
     flush_blocked: AtomicBool,
-    /// Pieces of response bodies taken by hyper to send, and bodies whose producer had nothing
-    /// and now has.
-    body_progress: AtomicU64,
+    /// The clock of response bodies, advanced by the watcher every
+    /// [`EPOCHS_PER_WRITE_TIMEOUT`]th of the write timeout.
+    epoch: AtomicU64,
+    /// Response bodies hyper holds and waits on (not their producer), by the epoch of their
+    /// last progress (slot `epoch % BODY_EPOCHS`): a body left in a slot for the write timeout
+    /// is stalled, whatever the connection's other streams do.
+    waiting_bodies: [AtomicUsize; BODY_EPOCHS],
     /// Requests being handled or answered, and events: one word, so that the watcher reads
     /// both at once (a request moving from one state to the next is never seen half done). Its
     /// low half counts requests received whose response hyper has not finished sending (or
     /// that were dropped unanswered); its high half counts every request started, response
     /// ready and response sent: a change restarts the idle count.
     requests: AtomicU64,
-    /// Responses handed to hyper whose body it still holds (being sent).
-    sending: AtomicUsize,
-    /// Of those, bodies whose producer has nothing yet (a quiet event stream): hyper waits on
-    /// them, which is not a stall.
-    producing: AtomicUsize,
+    /// The server is shutting down: event streams end now.
+    closing: AtomicBool,
+    /// The shutdown timeout has passed: requests not answered yet get a 503.
+    cut: AtomicBool,
+    /// The wakers of event streams waiting on their producer, woken to end at shutdown.
+    event_streams: Mutex<EventStreams>,
     /// The client opened with the HTTP/2 preface: no header-read deadline between requests
     /// (HTTP/2 has its pings and the idle timeout).
     http2: AtomicBool,
+}
+
+/// Epochs in a write timeout: a stalled body is found within an eighth of it after it is due.
+const EPOCHS_PER_WRITE_TIMEOUT: u32 = 8;
+/// Slots of [`Activity::waiting_bodies`]: more than the epochs of a write timeout and one.
+const BODY_EPOCHS: usize = 16;
+/// Epochs between a body's last progress and the look that finds it stalled: a body that
+/// progressed in epoch `e` (at the latest just before `e + 1` began) is stalled once epoch
+/// `e + 9` has begun, at least eight epochs, the write timeout, later.
+const STALL_EPOCHS: u64 = EPOCHS_PER_WRITE_TIMEOUT as u64 + 1;
+
+/// A connection with nothing in flight for this long may be closed to make room when the
+/// server is at its connection cap (one that has just connected is about to send its request).
+pub(crate) const SHED_AFTER: Duration = Duration::from_millis(250);
+
+/// The slot of `epoch` in [`Activity::waiting_bodies`].
+fn body_slot(epoch: u64) -> usize {
+    // The remainder is below 16: it fits.
+    usize::try_from(epoch % BODY_EPOCHS as u64).unwrap_or_default()
 }
 
 /// One event in [`Activity::requests`].
@@ -126,22 +151,13 @@ impl Since {
 struct Look {
     written: u64,
     write_blocked: bool,
-    bodies: u64,
     requests: u64,
-    sending: usize,
-    producing: usize,
 }
 
 impl Look {
     /// A socket write or flush waits on the client.
     fn socket_waits(&self) -> bool {
         self.write_blocked
-    }
-
-    /// A response body waits for hyper to take it (not for its producer): HTTP/2 without
-    /// window.
-    fn body_waits(&self) -> bool {
-        self.sending > self.producing
     }
 
     /// Nothing in flight, being sent, written or flushed: waiting for the next request.
@@ -156,11 +172,18 @@ impl Activity {
             written: self.written.load(Ordering::Relaxed),
             write_blocked: self.write_blocked.load(Ordering::Relaxed)
                 || self.flush_blocked.load(Ordering::Relaxed),
-            bodies: self.body_progress.load(Ordering::Relaxed),
             requests: self.requests.load(Ordering::Relaxed),
-            sending: self.sending.load(Ordering::Relaxed),
-            producing: self.producing.load(Ordering::Relaxed),
         }
+    }
+
+    /// Starts a new body epoch; whether a body has waited on hyper since `STALL_EPOCHS` or
+    /// more epochs before it (slots older than that are checked too, so that a new watcher
+    /// of an old connection misses none).
+    fn next_epoch(&self) -> bool {
+        let epoch = self.epoch.fetch_add(1, Ordering::Relaxed) + 1;
+        (STALL_EPOCHS..BODY_EPOCHS as u64)
+            .filter_map(|age| epoch.checked_sub(age))
+            .any(|old| self.waiting_bodies[body_slot(old)].load(Ordering::Relaxed) > 0)
     }
 
     /// A watcher of this connection's timeouts, counting from now.
@@ -171,12 +194,14 @@ impl Activity {
             .min(deadlines.idle.unwrap_or(Duration::MAX));
         let now = tokio::time::Instant::now();
         let last = self.look();
+        let tick = (shortest / 4).max(Duration::from_millis(10));
+        let epoch = (deadlines.write / EPOCHS_PER_WRITE_TIMEOUT).max(Duration::from_millis(10));
         Watcher {
             activity: self,
             deadlines,
-            tick: (shortest / 4).max(Duration::from_millis(10)),
+            tick,
             socket_stall: Since::start(last.socket_waits(), now),
-            body_stall: Since::start(last.body_waits(), now),
+            epochs: now.checked_add(epoch).map(|next| (epoch, next)),
             idle: Since::start(last.quiet(), now),
             head: Since::start(last.quiet(), now),
             last,
@@ -197,23 +222,28 @@ pub(crate) struct Watcher<'a> {
     tick: Duration,
     last: Look,
     socket_stall: Since,
-    body_stall: Since,
+    /// The length of a body epoch and when the next begins (none for a write timeout too
+    /// long to count).
+    epochs: Option<(Duration, tokio::time::Instant)>,
     idle: Since,
     head: Since,
 }
 
 impl Watcher<'_> {
-    /// Resolves when the connection has been idle for `deadlines.idle` (no request started
-    /// or finished, nothing in flight, being sent or flushed), has waited `deadlines.head`
-    /// for an HTTP/1 request head (idle, and nothing written either), or stalled for
-    /// `deadlines.write`: a write waiting on the client and no byte written, or a response
-    /// whose body hyper still holds and does not take (a body waiting on its producer, a
-    /// quiet event stream, is not stalled).
+    /// Resolves when the connection has had nothing in flight for the idle timeout (for
+    /// HTTP/2, the shorter of it and the header-read timeout: a connection without a stream
+    /// is held no longer than one without a request head), has waited `deadlines.head` for
+    /// an HTTP/1 request head (idle, and nothing written either), or stalled for
+    /// `deadlines.write`: a write waiting on the client and no byte written, or any one
+    /// response whose body hyper holds and does not take (one HTTP/2 stream without window
+    /// while others progress; a body waiting on its producer, a quiet event stream, is not
+    /// stalled).
     ///
     /// The counters are looked at every quarter of the shortest deadline (10 ms at least),
     /// and at each deadline when it is due: a deadline fires within one look's interval after
-    /// it is due, never before. `Duration::MAX` never fires; `Duration::ZERO` fires at the
-    /// first look that finds its condition.
+    /// it is due, never before; a stalled body within an eighth of the write timeout more.
+    /// `Duration::MAX` never fires; `Duration::ZERO` fires at the first look that finds its
+    /// condition.
     ///
     /// Once it has said [`Verdict::Idle`], the idle timeout is no longer watched; the others
     /// go on counting (a connection closing gracefully is still cut off when it stalls or
@@ -223,8 +253,9 @@ impl Watcher<'_> {
             let http2 = self.activity.http2.load(Ordering::Relaxed);
             let dues = [
                 self.socket_stall.due(self.deadlines.write),
-                self.body_stall.due(self.deadlines.write),
-                self.deadlines.idle.and_then(|after| self.idle.due(after)),
+                self.epochs.map(|(_, next)| next),
+                self.idle_after(http2)
+                    .and_then(|after| self.idle.due(after)),
                 self.head.due(self.deadlines.head).filter(|_| !http2),
             ];
             let next_look = crate::deadline::deadline_after(self.tick);
@@ -237,9 +268,39 @@ impl Watcher<'_> {
         }
     }
 
+    /// How long the connection may have nothing in flight, if that is watched.
+    fn idle_after(&self, http2: bool) -> Option<Duration> {
+        let idle = self.deadlines.idle?;
+        Some(if http2 {
+            idle.min(self.deadlines.head)
+        } else {
+            idle
+        })
+    }
+
     /// Stops watching the idle timeout (the connection closes gracefully already).
     pub(crate) fn without_idle(&mut self) {
         self.deadlines.idle = None;
+    }
+
+    /// Whether the connection may be closed to make room for others (the server is at its
+    /// connection cap): it has had nothing in flight for [`SHED_AFTER`] at least. Looks at
+    /// the counters now; a verdict due meanwhile is returned too.
+    pub(crate) fn shed(&mut self) -> Option<Verdict> {
+        if let Some(verdict) = self.look() {
+            return Some(verdict);
+        }
+        let now = tokio::time::Instant::now();
+        let quiet_for = self
+            .idle
+            .0
+            .map(|since| now.saturating_duration_since(since));
+        (self.deadlines.idle.is_some() && quiet_for.is_some_and(|quiet| quiet >= SHED_AFTER)).then(
+            || {
+                self.without_idle();
+                Verdict::Idle
+            },
+        )
     }
 
     /// Looks at the counters now: the verdict, if a deadline has passed.
@@ -250,25 +311,28 @@ impl Watcher<'_> {
         let wrote = look.written != last.written;
         let events = look.requests >> 32 != last.requests >> 32;
         self.socket_stall = self.socket_stall.look(look.socket_waits(), wrote, now);
-        self.body_stall = self
-            .body_stall
-            .look(look.body_waits(), look.bodies != last.bodies, now);
         self.idle = self.idle.look(look.quiet(), events, now);
         // Waiting for the next request head also means nothing written: the end of a slow
         // download restarts it. (HTTP/1 only: HTTP/2's pings are writes, so the idle count
         // cannot ask the same; HTTP/2 has no head deadline.)
         self.head = self.head.look(look.quiet(), events || wrote, now);
         let passed = |since: Since, after: Duration| since.due(after).is_some_and(|due| due <= now);
-        let write_timeout = self.deadlines.write;
-        if passed(self.socket_stall, write_timeout) || passed(self.body_stall, write_timeout) {
+        let mut body_stalled = false;
+        if let Some((length, next)) = &mut self.epochs
+            && *next <= now
+        {
+            body_stalled = self.activity.next_epoch();
+            *next = now + *length;
+        }
+        if body_stalled || passed(self.socket_stall, self.deadlines.write) {
             return Some(Verdict::Stalled);
         }
-        if passed(self.head, self.deadlines.head) && !self.activity.http2.load(Ordering::Relaxed) {
+        let http2 = self.activity.http2.load(Ordering::Relaxed);
+        if passed(self.head, self.deadlines.head) && !http2 {
             return Some(Verdict::HeadTimeout);
         }
         if self
-            .deadlines
-            .idle
+            .idle_after(http2)
             .is_some_and(|after| passed(self.idle, after))
         {
             self.without_idle();
@@ -406,7 +470,63 @@ impl<IO: AsyncWrite> AsyncWrite for ActivityIo<IO> {
     }
 }
 
+/// The wakers of a connection's event streams, each in its slot.
+#[derive(Debug, Default)]
+struct EventStreams {
+    wakers: Vec<Option<Waker>>,
+    free: Vec<usize>,
+}
+
 impl Activity {
+    /// The server is shutting down: every event stream ends at its next poll, and those
+    /// waiting on their producer are woken for it.
+    pub(crate) fn end_event_streams(&self) {
+        self.closing.store(true, Ordering::Relaxed);
+        let woken: Vec<Waker> = {
+            let mut streams = self
+                .event_streams
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner);
+            streams.wakers.iter_mut().filter_map(Option::take).collect()
+        };
+        woken.into_iter().for_each(Waker::wake);
+    }
+
+    /// The shutdown timeout has passed: a request not answered yet is answered with a 503
+    /// at its next poll (for HTTP/1, the connection's task polls it while it closes).
+    pub(crate) fn cut(&self) {
+        self.cut.store(true, Ordering::Relaxed);
+    }
+
+    /// Keeps `waker` to wake the event stream in `slot` (given one if it has none) at
+    /// shutdown.
+    fn keep_waker(&self, slot: &mut Option<usize>, waker: &Waker) {
+        let mut streams = self
+            .event_streams
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        let index = *slot.get_or_insert_with(|| {
+            streams.free.pop().unwrap_or_else(|| {
+                streams.wakers.push(None);
+                streams.wakers.len() - 1
+            })
+        });
+        match &mut streams.wakers[index] {
+            Some(kept) if kept.will_wake(waker) => {}
+            entry => *entry = Some(waker.clone()),
+        }
+    }
+
+    /// The event stream in `slot` has ended.
+    fn forget_waker(&self, slot: usize) {
+        let mut streams = self
+            .event_streams
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        streams.wakers[slot] = None;
+        streams.free.push(slot);
+    }
+
     /// A request arrived: counted, and in flight until the returned guard is dropped.
     pub(crate) fn request(self: &Arc<Self>) -> InFlight {
         self.requests.fetch_add(EVENT + 1, Ordering::Relaxed);
@@ -422,11 +542,14 @@ impl InFlight {
     /// The response is ready: an event; the request stays counted until its body is sent.
     fn answered(mut self) -> Option<Sending> {
         let activity = self.0.take()?;
-        activity.sending.fetch_add(1, Ordering::Relaxed);
         activity.requests.fetch_add(EVENT, Ordering::Relaxed);
+        // Handed to hyper: waiting on it from now.
+        let epoch = activity.epoch.load(Ordering::Relaxed);
+        activity.waiting_bodies[body_slot(epoch)].fetch_add(1, Ordering::Relaxed);
         Some(Sending {
             activity,
-            producing: false,
+            waiting_since: Some(epoch),
+            waker_slot: None,
         })
     }
 }
@@ -445,29 +568,40 @@ impl Drop for InFlight {
 /// A response being sent; counted out when hyper drops its body.
 struct Sending {
     activity: Arc<Activity>,
-    /// The body's last poll found its producer with nothing yet.
-    producing: bool,
+    /// The body epoch of the last piece hyper took, while hyper holds the body and has not
+    /// asked for more; `None` while its producer has nothing (a quiet event stream), or once
+    /// it has ended.
+    waiting_since: Option<u64>,
+    /// An event stream's slot among the connection's wakers.
+    waker_slot: Option<usize>,
 }
 
 impl Sending {
-    fn producing(&mut self, now: bool) {
-        if now != self.producing {
-            self.producing = now;
-            if now {
-                self.activity.producing.fetch_add(1, Ordering::Relaxed);
-            } else {
-                self.activity.producing.fetch_sub(1, Ordering::Relaxed);
-                // The producer has something again: what hyper does with it is new.
-                self.activity.body_progress.fetch_add(1, Ordering::Relaxed);
-            }
+    /// hyper took a piece: waiting on hyper from this epoch. (Two atomic operations once per
+    /// epoch, a load for the other pieces.)
+    fn progressed(&mut self) {
+        let epoch = self.activity.epoch.load(Ordering::Relaxed);
+        if self.waiting_since != Some(epoch) {
+            self.not_waiting();
+            self.activity.waiting_bodies[body_slot(epoch)].fetch_add(1, Ordering::Relaxed);
+            self.waiting_since = Some(epoch);
+        }
+    }
+
+    /// The producer has nothing yet, or the body has ended: nothing waits on hyper.
+    fn not_waiting(&mut self) {
+        if let Some(epoch) = self.waiting_since.take() {
+            self.activity.waiting_bodies[body_slot(epoch)].fetch_sub(1, Ordering::Relaxed);
         }
     }
 }
 
 impl Drop for Sending {
     fn drop(&mut self) {
-        self.producing(false);
-        self.activity.sending.fetch_sub(1, Ordering::Relaxed);
+        self.not_waiting();
+        if let Some(slot) = self.waker_slot {
+            self.activity.forget_waker(slot);
+        }
         self.activity
             .requests
             .fetch_add(EVENT.wrapping_sub(1), Ordering::Relaxed);
@@ -501,13 +635,51 @@ where
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let this = self.project();
-        let Ok(response) = ready!(this.inner.poll(cx));
+        let cut = this
+            .guard
+            .as_ref()
+            .and_then(|guard| guard.0.as_ref())
+            .is_some_and(|activity| activity.cut.load(Ordering::Relaxed));
+        let response = if cut {
+            shutting_down()
+        } else {
+            let Ok(response) = ready!(this.inner.poll(cx));
+            response
+        };
         let sending = this.guard.take().and_then(InFlight::answered);
+        let event_stream = is_event_stream(&response);
+        let http2 = sending
+            .as_ref()
+            .is_some_and(|sending| sending.activity.http2.load(Ordering::Relaxed));
         Poll::Ready(Ok(response.map(|body| TrackedBody {
             inner: body,
             sending,
+            event_stream,
+            http2,
+            rest: None,
         })))
     }
+}
+
+/// The answer to a request still unanswered at the shutdown timeout.
+fn shutting_down() -> Response<ResponseBody> {
+    let error = ApiError::new(
+        StatusCode::SERVICE_UNAVAILABLE,
+        "The server is shutting down; retry shortly",
+    )
+    .with_header(RETRY_AFTER, HeaderValue::from_static("1"))
+    .with_header(CONNECTION, HeaderValue::from_static("close"));
+    error_response(error)
+}
+
+/// Whether `response` is an event stream (of unknown length, `text/event-stream`): it has
+/// no end of its own, so it ends when the server shuts down (its clients reconnect).
+fn is_event_stream(response: &Response<ResponseBody>) -> bool {
+    response.body().size_hint().exact().is_none()
+        && response
+            .headers()
+            .get(CONTENT_TYPE)
+            .is_some_and(|value| value.as_bytes().starts_with(b"text/event-stream"))
 }
 
 pin_project! {
@@ -516,6 +688,24 @@ pin_project! {
         #[pin]
         inner: ResponseBody,
         sending: Option<Sending>,
+        // An event stream: it ends when the server shuts down.
+        event_stream: bool,
+        // HTTP/2: data is handed to hyper in pieces of `HTTP2_PIECE` at most, this the rest.
+        http2: bool,
+        rest: Option<bytes::Bytes>,
+    }
+}
+
+/// The most bytes of a response handed to hyper at once on HTTP/2: hyper asks for more only
+/// when the stream has window, so a client that gives none holds this much of a response in
+/// the server's buffers, not all of it, and its stream is seen waiting (the write timeout).
+const HTTP2_PIECE: usize = 64 * 1024;
+
+/// The next piece of `rest` (and none left once it is all taken).
+fn next_piece(rest: &mut Option<bytes::Bytes>) -> bytes::Bytes {
+    match rest {
+        Some(bytes) if bytes.len() > HTTP2_PIECE => bytes.split_to(HTTP2_PIECE),
+        _ => rest.take().unwrap_or_default(),
     }
 }
 
@@ -528,27 +718,72 @@ impl Body for TrackedBody {
         cx: &mut Context<'_>,
     ) -> Poll<Option<Result<Frame<bytes::Bytes>, BoxError>>> {
         let this = self.project();
-        let polled = this.inner.poll_frame(cx);
-        if let Some(sending) = this.sending.as_mut() {
-            sending.producing(polled.is_pending());
+        if this.rest.is_some() {
+            if let Some(sending) = this.sending.as_mut() {
+                sending.progressed();
+            }
+            return Poll::Ready(Some(Ok(Frame::data(next_piece(this.rest)))));
         }
-        let frame = ready!(polled);
-        if let (Some(Ok(_)), Some(sending)) = (&frame, &this.sending) {
-            sending
-                .activity
-                .body_progress
-                .fetch_add(1, Ordering::Relaxed);
+        if *this.event_stream
+            && let Some(sending) = this.sending.as_mut()
+        {
+            if sending.activity.closing.load(Ordering::Relaxed) {
+                // The final chunk, at once.
+                sending.not_waiting();
+                return Poll::Ready(None);
+            }
+            let polled = this.inner.poll_frame(cx);
+            if polled.is_pending() {
+                sending
+                    .activity
+                    .keep_waker(&mut sending.waker_slot, cx.waker());
+            }
+            return track(sending, polled);
         }
-        Poll::Ready(frame)
+        let mut polled = this.inner.poll_frame(cx);
+        if *this.http2
+            && let Poll::Ready(Some(Ok(frame))) = &mut polled
+            && let Some(data) = frame.data_mut()
+            && data.len() > HTTP2_PIECE
+        {
+            let rest = data.split_off(HTTP2_PIECE);
+            *this.rest = Some(rest);
+        }
+        match this.sending.as_mut() {
+            Some(sending) => track(sending, polled),
+            None => polled,
+        }
     }
 
     fn is_end_stream(&self) -> bool {
-        self.inner.is_end_stream()
+        self.rest.is_none() && self.inner.is_end_stream()
     }
 
     fn size_hint(&self) -> SizeHint {
-        self.inner.size_hint()
+        let inner = self.inner.size_hint();
+        let Some(rest) = &self.rest else {
+            return inner;
+        };
+        let rest = rest.len() as u64;
+        let mut hint = SizeHint::new();
+        hint.set_lower(inner.lower() + rest);
+        if let Some(upper) = inner.upper() {
+            hint.set_upper(upper + rest);
+        }
+        hint
     }
+}
+
+/// Counts what a poll of a body tracked by `sending` gave.
+fn track<T>(
+    sending: &mut Sending,
+    polled: Poll<Option<Result<T, BoxError>>>,
+) -> Poll<Option<Result<T, BoxError>>> {
+    match &polled {
+        Poll::Ready(Some(Ok(_))) => sending.progressed(),
+        _ => sending.not_waiting(),
+    }
+    polled
 }
 
 #[cfg(test)]
@@ -731,14 +966,14 @@ mod tests {
 
     #[tokio::test(start_paused = true)]
     async fn a_deadline_fires_within_a_look_after_it_is_due_never_before() {
-        // Looks every 2.5 s (a quarter of the head deadline); the idle deadline, 11 s, is not
-        // a whole number of looks.
+        // Looks every 2.25 s (a quarter of the idle deadline, the shortest); the idle
+        // deadline, 9 s, is not a whole number of looks from when the request ends.
         let deadlines = Deadlines {
-            idle: Some(Duration::from_secs(11)),
+            idle: Some(Duration::from_secs(9)),
             write: Duration::from_secs(30),
             head: Duration::from_secs(10),
         };
-        let tick = Duration::from_millis(2500);
+        let tick = Duration::from_millis(2250);
         let activity = http2();
         let in_flight = activity.request();
         let started = tokio::time::Instant::now();
@@ -746,7 +981,7 @@ mod tests {
         // Answered between two looks.
         tokio::time::sleep(Duration::from_millis(3700)).await;
         drop(in_flight);
-        let due = started + Duration::from_millis(3700) + Duration::from_secs(11);
+        let due = started + Duration::from_millis(3700) + Duration::from_secs(9);
         assert_eq!(watcher.await.unwrap(), Verdict::Idle);
         let fired = tokio::time::Instant::now();
         assert!(fired >= due, "{:?} early", due - fired);
@@ -843,7 +1078,9 @@ mod tests {
         let took = tokio::time::Instant::now();
         assert_eq!(watcher.await.unwrap(), Verdict::Stalled);
         assert!(took.elapsed() >= DEADLINES.write, "{:?}", took.elapsed());
-        // Once sent, the head deadline counts from then.
+        // The body ends (hyper takes its end) and is dropped once sent: the head deadline
+        // counts from then.
+        assert!(matches!(poll_body(&mut body).await, Poll::Ready(None)));
         let watcher = spawn_watch(&activity, DEADLINES);
         tokio::time::sleep(DEADLINES.head).await;
         drop(body);
@@ -868,6 +1105,134 @@ mod tests {
         assert_eq!(started.elapsed(), Duration::from_secs(1));
         assert_eq!(watcher.next().await, Verdict::HeadTimeout);
         assert_eq!(started.elapsed(), deadlines.head);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn one_stream_without_progress_stalls_the_connection_while_others_progress() {
+        let activity = http2();
+        let ready = Arc::new(AtomicBool::new(true));
+        // Granted no window: hyper never takes a piece of it.
+        let _starved = answered(&activity, &ready).await;
+        let watcher = spawn_watch(&activity, DEADLINES);
+        let started = tokio::time::Instant::now();
+        // Another stream takes a piece every second: the connection writes all the time.
+        let progress = tokio::spawn({
+            let activity = Arc::clone(&activity);
+            async move {
+                loop {
+                    let mut busy = answered(&activity, &Arc::new(AtomicBool::new(true))).await;
+                    assert!(matches!(
+                        poll_body(&mut busy).await,
+                        Poll::Ready(Some(Ok(_)))
+                    ));
+                    tokio::time::sleep(Duration::from_secs(1)).await;
+                }
+            }
+        });
+        assert_eq!(watcher.await.unwrap(), Verdict::Stalled);
+        progress.abort();
+        let took = started.elapsed();
+        let epoch = DEADLINES.write / EPOCHS_PER_WRITE_TIMEOUT;
+        assert!(took >= DEADLINES.write, "{took:?}");
+        assert!(took <= DEADLINES.write + 2 * epoch, "{took:?}");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_stream_that_progresses_now_and_then_is_no_stall() {
+        let activity = http2();
+        let ready = Arc::new(AtomicBool::new(true));
+        let watcher = spawn_watch(&activity, DEADLINES);
+        for _ in 0..10 {
+            let mut body = answered(&activity, &ready).await;
+            assert!(matches!(
+                poll_body(&mut body).await,
+                Poll::Ready(Some(Ok(_)))
+            ));
+            tokio::time::sleep(DEADLINES.write / 2).await;
+            assert!(matches!(poll_body(&mut body).await, Poll::Ready(None)));
+        }
+        assert!(!watcher.is_finished(), "{:?}", watcher.await);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn at_the_cap_a_connection_idle_for_a_while_is_shed_a_busy_one_is_not() {
+        let activity = http2();
+        let mut watcher = activity.watcher(DEADLINES);
+        // Just connected: about to send its request.
+        assert_eq!(watcher.shed(), None);
+        tokio::time::sleep(SHED_AFTER).await;
+        assert_eq!(watcher.shed(), Some(Verdict::Idle));
+        let activity = http2();
+        let mut watcher = activity.watcher(DEADLINES);
+        let in_flight = activity.request();
+        tokio::time::sleep(SHED_AFTER * 4).await;
+        assert_eq!(watcher.shed(), None, "a request is in flight");
+        drop(in_flight);
+        assert_eq!(watcher.shed(), None, "it has just been answered");
+    }
+
+    /// An event stream's response to a request of `activity`: a producer with nothing yet.
+    async fn event_stream(activity: &Arc<Activity>) -> TrackedBody {
+        let body = ResponseBody::stream(Producer {
+            ready: Arc::new(AtomicBool::new(false)),
+            sent: false,
+        });
+        let mut response = Response::new(body);
+        response
+            .headers_mut()
+            .insert(CONTENT_TYPE, HeaderValue::from_static("text/event-stream"));
+        let tracked = TrackedFuture::new(
+            std::future::ready(Ok::<_, Infallible>(response)),
+            activity.request(),
+        );
+        tracked.await.unwrap().into_body()
+    }
+
+    #[tokio::test]
+    async fn at_shutdown_a_quiet_event_stream_is_woken_and_ends() {
+        let activity = Arc::new(Activity::default());
+        let mut stream = event_stream(&activity).await;
+        let mut other = answered(&activity, &Arc::new(AtomicBool::new(false))).await;
+        let ended = tokio::spawn(async move {
+            let frame = poll_fn(|cx| Pin::new(&mut stream).poll_frame(cx)).await;
+            (frame.is_none(), stream)
+        });
+        tokio::task::yield_now().await;
+        assert!(!ended.is_finished());
+        activity.end_event_streams();
+        let (ended, stream) = tokio::time::timeout(Duration::from_secs(5), ended)
+            .await
+            .expect("the event stream was not woken")
+            .unwrap();
+        assert!(ended, "the stream ended with its final chunk");
+        drop(stream);
+        // Another streamed response (a download) is not cut short.
+        assert!(poll_body(&mut other).await.is_pending());
+        assert_eq!(
+            activity
+                .event_streams
+                .lock()
+                .unwrap()
+                .wakers
+                .iter()
+                .flatten()
+                .count(),
+            0
+        );
+    }
+
+    #[tokio::test]
+    async fn after_the_cut_an_unanswered_request_gets_a_503() {
+        let activity = Arc::new(Activity::default());
+        let never = TrackedFuture::new(
+            std::future::pending::<Result<Response<ResponseBody>, Infallible>>(),
+            activity.request(),
+        );
+        activity.cut();
+        let response = never.await.unwrap();
+        assert_eq!(response.status(), StatusCode::SERVICE_UNAVAILABLE);
+        assert_eq!(response.headers()[CONNECTION], "close");
+        assert_eq!(response.headers()[RETRY_AFTER], "1");
     }
 
     #[test]

@@ -43,6 +43,8 @@ use strata_routing::{
 };
 use strata_upload::UploadLimits;
 
+use crate::deadline::MinDataRate;
+
 /// Where a server listens.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Listen {
@@ -166,6 +168,19 @@ pub struct ServerLimits {
     /// HTTP/2: how long a connection may send nothing before it gets a ping (default 20 s, at
     /// least 1 s: an answer counts as activity); `None` sends none.
     pub http2_keep_alive_interval: Option<Duration>,
+    /// HTTP/2: the most streams (requests) a client may have open at once on one connection
+    /// (default 100): with the connection cap, it bounds the responses, files and buffers one
+    /// client can hold.
+    pub http2_max_concurrent_streams: u32,
+    /// The slowest a request body may arrive (default 1 KiB/s on average once the server has
+    /// waited 5 s for it); then the request gets a 408 and its connection is closed. Time the
+    /// application did not read does not count. `None`: no minimum (the body idle and read
+    /// timeouts still apply).
+    pub min_body_rate: Option<MinDataRate>,
+    /// How long a request may wait for the application's own layers to take it (a place
+    /// under a concurrency limit) before it gets a 503 with `Retry-After: 1` (default 5 s).
+    /// `None`: as long as they take.
+    pub admission_timeout: Option<Duration>,
     /// HTTP/2: how long the answer to a ping may take before the connection is dropped, a peer
     /// gone without closing (default 20 s). An idle peer that answers is closed by the idle
     /// timeout instead.
@@ -185,6 +200,12 @@ impl Default for ServerLimits {
             write_timeout: Some(Duration::from_secs(30)),
             http2_keep_alive_interval: Some(Duration::from_secs(20)),
             http2_keep_alive_timeout: Duration::from_secs(20),
+            http2_max_concurrent_streams: 100,
+            min_body_rate: Some(MinDataRate {
+                bytes_per_second: 1024,
+                grace: Duration::from_secs(5),
+            }),
+            admission_timeout: Some(Duration::from_secs(5)),
         }
     }
 }

@@ -19,29 +19,34 @@
 //!
 //! Here the request is counted when hyper hands it over; for HTTP/1 the stack is cloned and,
 //! being ready at once (as every Strata stage is), called directly. A stack that is not ready
-//! at once (an application's concurrency limit) is driven by tower's `Oneshot`, and so is every
-//! HTTP/2 request: hyper calls an HTTP/2 service on the connection's task and spawns only the
-//! future it returns, so the stack's own work (and a panic in a user's layer) belongs in that
-//! future, in the stream's task.
+//! at once (an application's concurrency limit) is waited for in the returned future, and so
+//! is every HTTP/2 request: hyper calls an HTTP/2 service on the connection's task and spawns
+//! only the future it returns, so the stack's own work (and a panic in a user's layer) belongs
+//! in that future, in the stream's task. The wait is bounded by the admission timeout: then
+//! the request gets a 503 with `Retry-After` (and an HTTP/1 connection whose request body is
+//! unread is closed), instead of queueing without end behind a full limit.
+//!
+//! Requests with a body get the peer's [`ClientAddr`] in their extensions, for limits kept
+//! per client (the body budget's share).
 
 use std::convert::Infallible;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
-use std::task::{Context, Poll, Waker};
+use std::task::{Context, Poll, Waker, ready};
 use std::time::Duration;
 
-use http::header::HOST;
-use http::{Request, Response, StatusCode, Version};
+use http::header::{CONNECTION, HOST, RETRY_AFTER};
+use http::{HeaderValue, Request, Response, StatusCode, Version};
 use hyper::body::Incoming;
 use pin_project_lite::pin_project;
 use strata_core::{ApiError, ClientAddr, ErrorHandler, Logger, ResponseBody, error_response};
-use tower::util::Oneshot;
+use tokio::time::Sleep;
 use tower_service::Service;
 
 use crate::activity::{Activity, TrackedBody, TrackedFuture};
 use crate::config::ServerLimits;
-use crate::deadline::{BodyDeadline, ServerBody};
+use crate::deadline::{BodyDeadline, MinDataRate, ServerBody};
 
 /// Why `request` cannot be served, if it cannot.
 fn host_problem<B>(request: &Request<B>) -> Option<&'static str> {
@@ -67,8 +72,34 @@ pub(crate) struct ConnectionService<S> {
     client: Option<ClientAddr>,
     body_idle: Duration,
     body_total: Duration,
+    min_body_rate: Option<MinDataRate>,
+    /// What a request that waits too long for the application needs to be refused.
+    admission: Arc<Admission>,
+}
+
+/// How long a request may wait for the application's layers to take it, and how it is refused
+/// then.
+pub(crate) struct Admission {
+    timeout: Option<Duration>,
     errors: Option<ErrorHandler>,
     logger: Logger,
+}
+
+impl Admission {
+    /// `error` for a request of `method` to `uri` as the router's error handler (or the default
+    /// envelope) answers it.
+    fn respond(
+        &self,
+        error: ApiError,
+        method: &http::Method,
+        uri: &http::Uri,
+        headers: &http::HeaderMap,
+    ) -> Response<ResponseBody> {
+        match &self.errors {
+            Some(handler) => handler.respond(error, method, uri, headers, &self.logger),
+            None => error_response(error),
+        }
+    }
 }
 
 impl<S> ConnectionService<S> {
@@ -84,10 +115,14 @@ impl<S> ConnectionService<S> {
             app,
             activity,
             client,
-            errors,
-            logger,
             body_idle: ServerLimits::or_never(limits.body_idle_timeout),
             body_total: ServerLimits::or_never(limits.body_read_timeout),
+            min_body_rate: limits.min_body_rate,
+            admission: Arc::new(Admission {
+                timeout: limits.admission_timeout,
+                errors,
+                logger,
+            }),
         }
     }
 }
@@ -105,7 +140,9 @@ where
         let future = match host_problem(&request) {
             None => {
                 let (idle, total) = (self.body_idle, self.body_total);
-                let mut request = request.map(|body| BodyDeadline::new(body, idle, total));
+                let rate = self.min_body_rate;
+                let mut request =
+                    request.map(|body| BodyDeadline::new(body, idle, total).min_rate(rate));
                 // Only where a per-client limit may need it: a request without a body costs
                 // no extension.
                 if let Some(client) = self.client
@@ -114,36 +151,31 @@ where
                     request.extensions_mut().insert(client);
                 }
                 let mut app = self.app.clone();
+                let waiting = |app, request| AppFuture::Waiting {
+                    app: Some(app),
+                    request: Some(request),
+                    admission: Arc::clone(&self.admission),
+                    deadline: None,
+                };
                 if request.version() == Version::HTTP_2 {
-                    return TrackedFuture::new(
-                        AppFuture::Waiting {
-                            oneshot: Oneshot::new(app, request),
-                        },
-                        in_flight,
-                    );
+                    return TrackedFuture::new(waiting(app, request), in_flight);
                 }
                 match app.poll_ready(&mut Context::from_waker(Waker::noop())) {
                     Poll::Ready(Ok(())) => AppFuture::Called {
                         future: app.call(request),
                     },
                     Poll::Ready(Err(never)) => match never {},
-                    Poll::Pending => AppFuture::Waiting {
-                        oneshot: Oneshot::new(app, request),
-                    },
+                    Poll::Pending => waiting(app, request),
                 }
             }
             Some(problem) => {
                 let error = ApiError::new(StatusCode::BAD_REQUEST, problem);
-                let response = match &self.errors {
-                    Some(handler) => handler.respond(
-                        error,
-                        request.method(),
-                        request.uri(),
-                        request.headers(),
-                        &self.logger,
-                    ),
-                    None => error_response(error),
-                };
+                let response = self.admission.respond(
+                    error,
+                    request.method(),
+                    request.uri(),
+                    request.headers(),
+                );
                 AppFuture::Refused {
                     response: Some(response),
                 }
@@ -158,7 +190,15 @@ pin_project! {
     #[project = AppFutureProj]
     pub(crate) enum AppFuture<S: Service<Request<ServerBody>>> {
         Called { #[pin] future: S::Future },
-        Waiting { #[pin] oneshot: Oneshot<S, Request<ServerBody>> },
+        // Waiting for the application to be ready (HTTP/2 requests start here: their stack's
+        // work belongs to the stream's task), within the admission timeout.
+        Waiting {
+            app: Option<S>,
+            request: Option<Request<ServerBody>>,
+            admission: Arc<Admission>,
+            // Made when the application first says it is not ready.
+            deadline: Option<Pin<Box<Sleep>>>,
+        },
         Refused { response: Option<Response<ResponseBody>> },
     }
 }
@@ -169,15 +209,77 @@ where
 {
     type Output = Result<Response<ResponseBody>, Infallible>;
 
-    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        match self.project() {
-            AppFutureProj::Called { future } => future.poll(cx),
-            AppFutureProj::Waiting { oneshot } => oneshot.poll(cx),
-            AppFutureProj::Refused { response } => Poll::Ready(Ok(response
-                .take()
-                .unwrap_or_else(|| error_response(ApiError::internal("polled after completion"))))),
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        loop {
+            match self.as_mut().project() {
+                AppFutureProj::Called { future } => return future.poll(cx),
+                AppFutureProj::Waiting {
+                    app,
+                    request,
+                    admission,
+                    deadline,
+                } => {
+                    let (Some(service), Some(_)) = (app.as_mut(), request.as_ref()) else {
+                        return Poll::Ready(Ok(polled_after_completion()));
+                    };
+                    match service.poll_ready(cx) {
+                        Poll::Ready(Ok(())) => {
+                            let (Some(mut service), Some(request)) = (app.take(), request.take())
+                            else {
+                                return Poll::Ready(Ok(polled_after_completion()));
+                            };
+                            let future = service.call(request);
+                            self.set(AppFuture::Called { future });
+                        }
+                        Poll::Ready(Err(never)) => match never {},
+                        Poll::Pending => {
+                            let Some(timeout) = admission.timeout else {
+                                return Poll::Pending;
+                            };
+                            let deadline = deadline.get_or_insert_with(|| {
+                                Box::pin(tokio::time::sleep_until(crate::deadline::deadline_after(
+                                    timeout,
+                                )))
+                            });
+                            ready!(deadline.as_mut().poll(cx));
+                            let Some(request) = request.take() else {
+                                return Poll::Ready(Ok(polled_after_completion()));
+                            };
+                            let response = not_admitted(admission, &request, timeout);
+                            return Poll::Ready(Ok(response));
+                        }
+                    }
+                }
+                AppFutureProj::Refused { response } => {
+                    return Poll::Ready(Ok(response
+                        .take()
+                        .unwrap_or_else(polled_after_completion)));
+                }
+            }
         }
     }
+}
+
+fn polled_after_completion() -> Response<ResponseBody> {
+    error_response(ApiError::internal("polled after completion"))
+}
+
+/// The 503 of a request the application did not take within the admission timeout; an
+/// HTTP/1 connection whose request body is unread is closed after it.
+fn not_admitted(
+    admission: &Admission,
+    request: &Request<ServerBody>,
+    timeout: Duration,
+) -> Response<ResponseBody> {
+    let mut error = ApiError::new(
+        StatusCode::SERVICE_UNAVAILABLE,
+        format!("The server is busy: the request waited {timeout:?} to be taken; retry shortly"),
+    )
+    .with_header(RETRY_AFTER, HeaderValue::from_static("1"));
+    if request.version() < Version::HTTP_2 && !http_body::Body::is_end_stream(request.body()) {
+        error = error.with_header(CONNECTION, HeaderValue::from_static("close"));
+    }
+    admission.respond(error, request.method(), request.uri(), request.headers())
 }
 
 #[cfg(test)]

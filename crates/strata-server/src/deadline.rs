@@ -127,33 +127,85 @@ pub(crate) fn deadline_after(after: Duration) -> tokio::time::Instant {
 /// with the body deadlines of [`ServerLimits`](crate::ServerLimits).
 pub type ServerBody = BodyDeadline<hyper::body::Incoming>;
 
+/// The slowest a request body may arrive: `bytes_per_second` on average over the time the
+/// server waited for it, once it has waited `grace` (a first slow start is allowed). Time the
+/// application did not read (a body held back by flow control) does not count.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MinDataRate {
+    /// The lowest average rate.
+    pub bytes_per_second: u32,
+    /// How long the server waits for the body before the rate counts.
+    pub grace: Duration,
+}
+
+impl MinDataRate {
+    /// Whether `received` bytes in `waited` are too few.
+    fn too_slow(&self, received: u64, waited: Duration) -> bool {
+        waited > self.grace
+            && u128::from(received) * 1000 < u128::from(self.bytes_per_second) * waited.as_millis()
+    }
+}
+
 pin_project! {
-    /// A request body with deadlines: no piece for `idle`, or not all within `total`, and the
-    /// body fails with a [`BodyTimeout`] (the body readers answer 408 and close the connection).
+    /// A request body with deadlines, counted from the moment its request's head was complete:
+    /// no piece for `idle`, not all within `total`, or slower than its [`MinDataRate`], and
+    /// the body fails with a [`BodyTimeout`] (the body readers answer 408 and close the
+    /// connection).
     ///
-    /// The timers start at the first poll: a body nobody reads (most GETs) costs nothing.
+    /// A body with nothing to read (most GETs) costs nothing; the others read the clock once
+    /// when made, and their timers are made at the first poll that waits.
     pub struct BodyDeadline<B> {
         #[pin]
         inner: B,
         idle_after: Duration,
         total_after: Duration,
+        min_rate: Option<MinDataRate>,
+        // When the head was complete (none for a body with nothing to read).
+        started: Option<tokio::time::Instant>,
         idle: Option<Pin<Box<Sleep>>>,
         total: Option<Pin<Box<Sleep>>>,
+        // Bytes received, and the time spent waiting for them (up to the last piece).
+        received: u64,
+        waited: Duration,
+        // Since when the reader has been waiting for the next piece.
+        waiting_since: Option<tokio::time::Instant>,
+        // A piece arrived since the reader last waited: the pause counts from the next wait.
+        arrived: bool,
     }
 }
 
-impl<B> BodyDeadline<B> {
+impl<B: http_body::Body> BodyDeadline<B> {
     /// `inner` failing with a [`BodyTimeout`] after `idle_after` without data or `total_after`
-    /// in all.
+    /// in all, both counted from now.
     pub fn new(inner: B, idle_after: Duration, total_after: Duration) -> Self {
+        let started = (!inner.is_end_stream()).then(tokio::time::Instant::now);
         Self {
             inner,
             idle_after,
             total_after,
+            min_rate: None,
+            started,
             idle: None,
             total: None,
+            received: 0,
+            waited: Duration::ZERO,
+            waiting_since: None,
+            arrived: false,
         }
     }
+
+    /// Fails the body, too, when it arrives slower than `rate`.
+    #[must_use]
+    pub fn min_rate(mut self, rate: Option<MinDataRate>) -> Self {
+        self.min_rate = rate;
+        self
+    }
+}
+
+/// `at + after`, or far away when that is beyond any clock.
+fn instant_after(at: tokio::time::Instant, after: Duration) -> tokio::time::Instant {
+    at.checked_add(after)
+        .unwrap_or_else(|| crate::deadline::deadline_after(Duration::MAX))
 }
 
 impl<B> http_body::Body for BodyDeadline<B>
@@ -169,27 +221,54 @@ where
         cx: &mut Context<'_>,
     ) -> Poll<Option<Result<http_body::Frame<Self::Data>, Self::Error>>> {
         let this = self.project();
-        let total_after = *this.total_after;
-        let total = this
-            .total
-            .get_or_insert_with(|| Box::pin(tokio::time::sleep(total_after)));
         match this.inner.poll_frame(cx) {
             Poll::Ready(Some(Ok(frame))) => {
-                if let Some(idle) = this.idle {
-                    idle.as_mut().reset(deadline_after(*this.idle_after));
+                if let Some(since) = this.waiting_since.take() {
+                    *this.waited += since.elapsed();
+                }
+                *this.arrived = true;
+                if let Some(data) = frame.data_ref() {
+                    *this.received += bytes::Buf::remaining(data) as u64;
+                }
+                if let Some(rate) = this.min_rate
+                    && rate.too_slow(*this.received, *this.waited)
+                {
+                    let error = BodyTimeout::too_slow(rate.bytes_per_second);
+                    return Poll::Ready(Some(Err(Box::new(error))));
                 }
                 Poll::Ready(Some(Ok(frame)))
             }
             Poll::Ready(Some(Err(error))) => Poll::Ready(Some(Err(error.into()))),
             Poll::Ready(None) => Poll::Ready(None),
             Poll::Pending => {
+                let now = tokio::time::Instant::now();
+                let started = *this.started.get_or_insert(now);
+                this.waiting_since.get_or_insert(now);
+                let total_after = *this.total_after;
+                let total = this.total.get_or_insert_with(|| {
+                    Box::pin(tokio::time::sleep_until(instant_after(
+                        started,
+                        total_after,
+                    )))
+                });
                 if total.as_mut().poll(cx).is_ready() {
                     return Poll::Ready(Some(Err(Box::new(BodyTimeout::total(total_after)))));
                 }
+                // Until the first piece, the pause counts from the head; then from the last
+                // piece (as good as now: the reader asks again as soon as it has one).
                 let idle_after = *this.idle_after;
-                let idle = this
-                    .idle
-                    .get_or_insert_with(|| Box::pin(tokio::time::sleep(idle_after)));
+                let arrived = std::mem::take(this.arrived);
+                let idle = if let Some(idle) = this.idle {
+                    if arrived {
+                        idle.as_mut().reset(instant_after(now, idle_after));
+                    }
+                    idle
+                } else {
+                    let from = if arrived { now } else { started };
+                    let deadline = instant_after(from, idle_after);
+                    this.idle
+                        .insert(Box::pin(tokio::time::sleep_until(deadline)))
+                };
                 if idle.as_mut().poll(cx).is_ready() {
                     return Poll::Ready(Some(Err(Box::new(BodyTimeout::idle(idle_after)))));
                 }
@@ -351,5 +430,112 @@ mod tests {
         let error = server.read(&mut [0; 16]).await.unwrap_err();
         assert_eq!(error.kind(), io::ErrorKind::TimedOut);
         assert_eq!(started.elapsed(), TIMEOUT);
+    }
+
+    /// A request body whose pieces the test sends; never ends.
+    struct Trickle(tokio::sync::mpsc::UnboundedReceiver<bytes::Bytes>);
+
+    impl http_body::Body for Trickle {
+        type Data = bytes::Bytes;
+        type Error = std::convert::Infallible;
+
+        fn poll_frame(
+            mut self: Pin<&mut Self>,
+            cx: &mut Context<'_>,
+        ) -> Poll<Option<Result<http_body::Frame<bytes::Bytes>, Self::Error>>> {
+            match self.0.poll_recv(cx) {
+                Poll::Ready(Some(piece)) => Poll::Ready(Some(Ok(http_body::Frame::data(piece)))),
+                _ => Poll::Pending,
+            }
+        }
+    }
+
+    const IDLE: Duration = Duration::from_secs(10);
+    const TOTAL: Duration = Duration::from_secs(60);
+    const RATE: MinDataRate = MinDataRate {
+        bytes_per_second: 1024,
+        grace: Duration::from_secs(5),
+    };
+
+    fn body() -> (
+        Pin<Box<BodyDeadline<Trickle>>>,
+        tokio::sync::mpsc::UnboundedSender<bytes::Bytes>,
+    ) {
+        let (sender, pieces) = tokio::sync::mpsc::unbounded_channel();
+        let body = BodyDeadline::new(Trickle(pieces), IDLE, TOTAL).min_rate(Some(RATE));
+        (Box::pin(body), sender)
+    }
+
+    /// The next frame's data length, or the body's error as text.
+    async fn next(body: &mut Pin<Box<BodyDeadline<Trickle>>>) -> Result<usize, String> {
+        use http_body_util::BodyExt;
+        match body.frame().await {
+            Some(Ok(frame)) => Ok(frame.into_data().map_or(0, |data| data.len())),
+            Some(Err(error)) => Err(error.to_string()),
+            None => Err("ended".into()),
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn body_deadlines_count_from_the_head_not_from_the_first_read() {
+        let (mut body, _sender) = body();
+        // Nobody reads for a while (the request waits for a place under a limit).
+        tokio::time::sleep(IDLE + Duration::from_secs(1)).await;
+        let read_at = tokio::time::Instant::now();
+        let error = next(&mut body).await.unwrap_err();
+        assert!(
+            error.contains("no part of the request body arrived"),
+            "{error}"
+        );
+        assert_eq!(read_at.elapsed(), Duration::ZERO);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn time_the_application_does_not_read_is_not_the_clients() {
+        let (mut body, sender) = body();
+        sender.send(bytes::Bytes::from(vec![0; 100])).unwrap();
+        // Sent at once; read 20 s later (slower than the minimum rate, if that time counted).
+        tokio::time::sleep(Duration::from_secs(20)).await;
+        assert_eq!(next(&mut body).await, Ok(100));
+        sender.send(bytes::Bytes::from(vec![0; 100])).unwrap();
+        assert_eq!(next(&mut body).await, Ok(100));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_body_slower_than_the_minimum_rate_fails_after_the_grace() {
+        let (mut body, sender) = body();
+        let started = tokio::time::Instant::now();
+        let trickle = tokio::spawn(async move {
+            // A byte every 3 s: under the idle timeout, far under 1 KiB/s.
+            loop {
+                tokio::time::sleep(Duration::from_secs(3)).await;
+                if sender.send(bytes::Bytes::from_static(b"x")).is_err() {
+                    break;
+                }
+            }
+        });
+        assert_eq!(next(&mut body).await, Ok(1));
+        let error = next(&mut body).await.unwrap_err();
+        assert!(
+            error.contains("slower than 1024 bytes per second"),
+            "{error}"
+        );
+        // At the first piece after the grace.
+        assert_eq!(started.elapsed(), Duration::from_secs(6));
+        trickle.abort();
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_body_at_the_minimum_rate_is_read_whole() {
+        let (mut body, sender) = body();
+        tokio::spawn(async move {
+            for _ in 0..20 {
+                tokio::time::sleep(Duration::from_secs(1)).await;
+                sender.send(bytes::Bytes::from(vec![0; 1100])).unwrap();
+            }
+        });
+        for _ in 0..20 {
+            assert_eq!(next(&mut body).await, Ok(1100));
+        }
     }
 }

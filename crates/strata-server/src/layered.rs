@@ -8,8 +8,8 @@ use std::pin::Pin;
 use std::task::{Context, Poll, ready};
 
 use bytes::Bytes;
-use http::header::RETRY_AFTER;
-use http::{HeaderMap, HeaderValue, Method, Request, Response, StatusCode, Uri};
+use http::header::{CONNECTION, RETRY_AFTER};
+use http::{HeaderMap, HeaderValue, Method, Request, Response, StatusCode, Uri, Version};
 use http_body::Body;
 use pin_project_lite::pin_project;
 use strata_core::{
@@ -67,10 +67,13 @@ struct Seen {
     uri: Uri,
     /// Kept only when the error handler reads request headers.
     headers: HeaderMap,
+    /// An HTTP/1 request with a body, which may still be arriving: a layer's error answer
+    /// closes the connection (the rest of the body would be read as the next request).
+    closes: bool,
 }
 
 impl Errors {
-    fn seen<B>(&self, request: &Request<B>) -> Seen {
+    fn seen<B: Body>(&self, request: &Request<B>) -> Seen {
         let reads_headers = self
             .handler
             .as_ref()
@@ -83,6 +86,7 @@ impl Errors {
             } else {
                 HeaderMap::new()
             },
+            closes: request.version() < Version::HTTP_2 && !request.body().is_end_stream(),
         }
     }
 
@@ -114,6 +118,9 @@ impl Errors {
             );
             self.logger.error_with_causes(line, &api);
         }
+        if seen.closes {
+            api = api.with_header(CONNECTION, HeaderValue::from_static("close"));
+        }
         let hidden = api.status().is_server_error() || !api.expose();
         if self.mode == Mode::Production && hidden && !own_text {
             api.set_message(api.status().canonical_reason().unwrap_or("Error"));
@@ -129,6 +136,7 @@ impl Errors {
 
 impl<S, RB, B> Service<Request<RB>> for Layered<S>
 where
+    RB: Body,
     S: Service<Request<RB>, Response = Response<B>>,
     S::Error: Into<BoxError>,
     B: Body<Data = Bytes> + Send + 'static,
@@ -285,6 +293,7 @@ mod tests {
             method: Method::GET,
             uri: Uri::from_static("/books?page=2"),
             headers: HeaderMap::new(),
+            closes: false,
         }
     }
 

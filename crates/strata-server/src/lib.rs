@@ -46,7 +46,7 @@ pub use attach::{Attached, attach_routing};
 pub use config::{
     Config, ConfigBuilder, Https, Listen, LoggerOptions, Pem, ServerLimits, ServerSettings,
 };
-pub use deadline::{BodyDeadline, ServerBody};
+pub use deadline::{BodyDeadline, MinDataRate, ServerBody};
 pub use error::ServerError;
 pub use etag::{ETag, ETagFuture, ETagLayer};
 pub use logging::install_default_subscriber;

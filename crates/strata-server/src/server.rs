@@ -14,7 +14,7 @@ use strata_core::{BoxError, ClientAddr, ErrorHandler, Logger, ResponseBody};
 use strata_routing::Routing;
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::{TcpListener, UnixListener};
-use tokio::sync::{OwnedSemaphorePermit, Semaphore, oneshot, watch};
+use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore, TryAcquireError, oneshot, watch};
 use tokio::task::{JoinHandle, JoinSet};
 use tower_layer::Layer;
 use tower_service::Service;
@@ -23,7 +23,7 @@ use crate::activity::{Activity, ActivityIo, Deadlines, Verdict};
 use crate::app::{App, build_app};
 use crate::config::{Config, Listen, ServerLimits};
 use crate::connection::ConnectionService;
-use crate::deadline::{FirstByteDeadline, ServerBody};
+use crate::deadline::{FirstByteDeadline, ServerBody, deadline_after};
 use crate::error::ServerError;
 use crate::layered::{Errors, Layered};
 use crate::logging::install_default_subscriber;
@@ -300,6 +300,7 @@ fn connection_builder(limits: &ServerLimits) -> auto::Builder<TokioExecutor> {
         .http2()
         .timer(TokioTimer::new())
         .max_header_list_size(u32::try_from(limits.max_header_bytes).unwrap_or(u32::MAX))
+        .max_concurrent_streams(limits.http2_max_concurrent_streams)
         // A peer that stops answering pings is dropped. (Not the header-read timeout: a head
         // is not what a ping waits for, and `Duration::MAX` there overflowed hyper's ping timer.)
         .keep_alive_interval(
@@ -368,6 +369,8 @@ struct Serving<S> {
     header_timeout: Duration,
     limits: ServerLimits,
     logger: Logger,
+    /// Told when the server is at its connection cap: idle connections close to make room.
+    pressure: Arc<Notify>,
 }
 
 impl<S: ServedApp> Serving<S> {
@@ -375,7 +378,7 @@ impl<S: ServedApp> Serving<S> {
         &self,
         io: IO,
         client: Option<ClientAddr>,
-        stop: watch::Receiver<bool>,
+        shutdown: Shutdown,
         slot: OwnedSemaphorePermit,
         connections: &mut JoinSet<()>,
     ) where
@@ -390,7 +393,7 @@ impl<S: ServedApp> Serving<S> {
                     // The connection's place under the cap, given back when it ends.
                     let _slot = slot;
                     let io = FirstByteDeadline::new(io, serving.header_timeout);
-                    serving.serve(io, client, stop).await;
+                    serving.serve(io, client, shutdown).await;
                 });
             }
             #[cfg(not(feature = "tls"))]
@@ -405,7 +408,7 @@ impl<S: ServedApp> Serving<S> {
                         // The handshake used the first deadline; the request gets its own.
                         Ok(Ok(stream)) => {
                             let stream = FirstByteDeadline::new(stream, serving.header_timeout);
-                            serving.serve(stream, client, stop).await;
+                            serving.serve(stream, client, shutdown).await;
                         }
                         Ok(Err(error)) => serving
                             .logger
@@ -417,7 +420,7 @@ impl<S: ServedApp> Serving<S> {
         }
     }
 
-    async fn serve<IO>(&self, io: IO, client: Option<ClientAddr>, stop: watch::Receiver<bool>)
+    async fn serve<IO>(&self, io: IO, client: Option<ClientAddr>, shutdown: Shutdown)
     where
         IO: AsyncRead + AsyncWrite + Unpin + Send + 'static,
     {
@@ -446,13 +449,26 @@ impl<S: ServedApp> Serving<S> {
             head: self.header_timeout,
         };
         let watcher = AbortOnDrop(tokio::spawn(watch_connection(
-            activity, stop, deadlines, orders,
+            activity,
+            shutdown,
+            Arc::clone(&self.pressure),
+            deadlines,
+            orders,
         )));
         let mut orders_open = true;
+        // Once cut (the shutdown timeout has passed), how long unanswered requests have to
+        // get their 503 before the connection is dropped.
+        // (Not polled, so not in the timer wheel, until then.)
+        let mut cut_grace = std::pin::pin!(tokio::time::sleep(FOREVER));
+        let mut cut = false;
         let result = loop {
             tokio::select! {
                 biased;
                 result = connection.as_mut() => break result,
+                () = cut_grace.as_mut(), if cut => {
+                    self.logger.debug("connection closed at the shutdown timeout");
+                    return;
+                }
                 order = &mut ordered, if orders_open => match order {
                     Ok(Order::CloseGracefully { then }) => {
                         connection.as_mut().graceful_shutdown();
@@ -464,6 +480,13 @@ impl<S: ServedApp> Serving<S> {
                     Ok(Order::Drop(reason)) => {
                         self.logger.debug(reason);
                         return;
+                    }
+                    Ok(Order::Cut) => {
+                        // The connection is polled on: an HTTP/1 request without an answer
+                        // gets its 503 (the activity says so), then the connection closes.
+                        orders_open = false;
+                        cut = true;
+                        cut_grace.as_mut().reset(deadline_after(CUT_GRACE));
                     }
                     Err(_) => orders_open = false,
                 },
@@ -485,7 +508,22 @@ enum Order {
     },
     /// Drop the connection now, for this reason.
     Drop(&'static str),
+    /// The shutdown timeout has passed: answer what has no answer yet with a 503, then close
+    /// (dropped after [`CUT_GRACE`]).
+    Cut,
 }
+
+/// What a connection hears of the server's shutdown.
+#[derive(Clone)]
+struct Shutdown {
+    /// Graceful shutdown has begun.
+    stop: watch::Receiver<bool>,
+    /// The shutdown timeout has passed.
+    cut: watch::Receiver<bool>,
+}
+
+/// How long a connection cut at the shutdown timeout has to send its 503s.
+const CUT_GRACE: Duration = Duration::from_secs(1);
 
 /// Aborts a task when dropped: a connection's watcher ends with its connection.
 struct AbortOnDrop(JoinHandle<()>);
@@ -500,19 +538,35 @@ impl Drop for AbortOnDrop {
 /// closed when one of them says so.
 async fn watch_connection(
     activity: Arc<Activity>,
-    mut stop: watch::Receiver<bool>,
+    mut shutdown: Shutdown,
+    pressure: Arc<Notify>,
     deadlines: Deadlines,
     orders: oneshot::Sender<Order>,
 ) {
     let mut watcher = activity.watcher(deadlines);
-    let verdict = tokio::select! {
-        _ = stop.wait_for(|stop| *stop) => None,
-        verdict = watcher.next() => Some(verdict),
+    // Whether the connection closes to make room (the server is at its cap).
+    let mut shed = false;
+    let verdict = loop {
+        tokio::select! {
+            _ = shutdown.stop.wait_for(|stop| *stop) => break None,
+            verdict = watcher.next() => break Some(verdict),
+            // The server is at its cap: an idle connection makes room.
+            () = pressure.notified() => if let Some(verdict) = watcher.shed() {
+                shed = verdict == Verdict::Idle;
+                break Some(verdict);
+            },
+        }
     };
     let give_up = match verdict {
-        // Server shutdown: finish what is in flight, take nothing new (the accept loop's
-        // shutdown timeout ends what does not finish).
-        None => None,
+        // Server shutdown: finish what is in flight, take nothing new, end event streams (the
+        // accept loop's shutdown timeout ends what does not finish).
+        None => {
+            activity.end_event_streams();
+            None
+        }
+        // Made room: nothing was in flight; the client hears GOAWAY, not a long goodbye (an
+        // HTTP/2 close waits for a ping's answer).
+        Some(Verdict::Idle) if shed => Some(SHED_GRACE),
         // An idle connection closing gracefully still has its streams to finish; one that
         // cannot (a stream without window) is dropped after the write timeout.
         Some(Verdict::Idle) => Some(deadlines.write),
@@ -537,11 +591,15 @@ async fn watch_connection(
             None => std::future::pending().await,
         }
     };
-    let reason = tokio::select! {
-        verdict = watcher.next() => drop_reason(verdict),
-        () = out_of_time => "idle connection closed: its streams did not finish",
+    let order = tokio::select! {
+        verdict = watcher.next() => Order::Drop(drop_reason(verdict)),
+        () = out_of_time => Order::Drop("idle connection closed: its streams did not finish"),
+        _ = shutdown.cut.wait_for(|cut| *cut) => {
+            activity.cut();
+            Order::Cut
+        }
     };
-    let _ = next.send(Order::Drop(reason));
+    let _ = next.send(order);
 }
 
 /// Why a connection is dropped for `verdict` (not `Idle`, which closes gracefully).
@@ -570,6 +628,12 @@ fn default_max_connections() -> usize {
         .unwrap_or(1024);
     soft.saturating_sub(64).max(16)
 }
+
+/// How long a connection closed to make room has to say goodbye.
+const SHED_GRACE: Duration = Duration::from_millis(100);
+
+/// At the connection cap, idle connections are asked to close at most once per this period.
+const SHED_PERIOD: Duration = Duration::from_millis(100);
 
 /// Accept errors are logged at most once per this period, with the count of the others.
 const ACCEPT_LOG_PERIOD: Duration = Duration::from_secs(5);
@@ -619,19 +683,42 @@ async fn accept_loop<S: ServedApp>(
     slots: Arc<Semaphore>,
 ) {
     let mut connections = JoinSet::new();
+    let (cut, cut_heard) = watch::channel(false);
+    let shutdown = Shutdown {
+        stop: stop.clone(),
+        cut: cut_heard,
+    };
     let mut errors = AcceptErrors {
         last_logged: None,
         suppressed: 0,
     };
+    // When idle connections were last asked to make room.
+    let mut shed_at: Option<tokio::time::Instant> = None;
     loop {
-        // At the cap, wait for a connection to end before accepting another: clients queue in
-        // the kernel's backlog instead of costing memory and file descriptors here.
-        let slot = tokio::select! {
-            _ = stop.wait_for(|stop| *stop) => break,
-            slot = Arc::clone(&slots).acquire_owned() => match slot {
-                Ok(slot) => slot,
-                Err(_) => break,
-            },
+        // At the cap, idle connections are asked to close, and the next client is accepted
+        // when a connection ends: clients queue in the kernel's backlog instead of costing
+        // memory and file descriptors here.
+        let slot = match Arc::clone(&slots).try_acquire_owned() {
+            Ok(slot) => slot,
+            Err(TryAcquireError::Closed) => break,
+            Err(TryAcquireError::NoPermits) => {
+                let freed = loop {
+                    if shed_at.is_none_or(|at| at.elapsed() >= SHED_PERIOD) {
+                        serving.pressure.notify_waiters();
+                        shed_at = Some(tokio::time::Instant::now());
+                    }
+                    tokio::select! {
+                        _ = stop.wait_for(|stop| *stop) => break None,
+                        slot = Arc::clone(&slots).acquire_owned() => break slot.ok(),
+                        // Connections busy at the last call may be idle now.
+                        () = tokio::time::sleep(SHED_PERIOD) => {}
+                    }
+                };
+                match freed {
+                    Some(slot) => slot,
+                    None => break,
+                }
+            }
         };
         let accepted = tokio::select! {
             // A dropped `Server` (closed channel) stops too.
@@ -644,10 +731,10 @@ async fn accept_loop<S: ServedApp>(
             Ok(Accepted::Tcp(stream, peer)) => {
                 let _ = stream.set_nodelay(true);
                 let client = Some(ClientAddr(peer.ip()));
-                serving.spawn(stream, client, stop.clone(), slot, &mut connections);
+                serving.spawn(stream, client, shutdown.clone(), slot, &mut connections);
             }
             Ok(Accepted::Unix(stream)) => {
-                serving.spawn(stream, None, stop.clone(), slot, &mut connections);
+                serving.spawn(stream, None, shutdown.clone(), slot, &mut connections);
             }
             Err(error) => {
                 errors.record(&error, &serving.logger);
@@ -673,6 +760,10 @@ async fn accept_loop<S: ServedApp>(
             "Shutdown timeout: closing {} connection(s) still open",
             connections.len()
         ));
+        // Requests without an answer get a 503 and their connections close, briefly.
+        cut.send_replace(true);
+        let closed = async { while connections.join_next().await.is_some() {} };
+        let _ = tokio::time::timeout(CUT_GRACE, closed).await;
         connections.abort_all();
     }
     while connections.join_next().await.is_some() {}
@@ -799,6 +890,7 @@ async fn start<S: ServedApp>(
             .unwrap_or_else(default_max_connections)
             .clamp(1, Semaphore::MAX_PERMITS),
     ));
+    let pressure = Arc::new(Notify::new());
     let mut servers = Vec::new();
     let mut tasks = Vec::new();
     let listeners = [
@@ -821,6 +913,7 @@ async fn start<S: ServedApp>(
             header_timeout: ServerLimits::or_never(limits.header_read_timeout),
             limits: *limits,
             logger: logger.clone(),
+            pressure: Arc::clone(&pressure),
         };
         tasks.push(tokio::spawn(accept_loop(
             bound,
@@ -902,12 +995,18 @@ mod tests {
             header_timeout: ServerLimits::or_never(limits.header_read_timeout),
             limits,
             logger: Logger::tracing(),
+            pressure: Arc::new(Notify::new()),
         };
         let (client, server) = tokio::io::duplex(64 * 1024);
         let (stop, stopped) = watch::channel(false);
+        let (cut, cut_heard) = watch::channel(false);
+        let shutdown = Shutdown {
+            stop: stopped,
+            cut: cut_heard,
+        };
         let task = tokio::spawn(async move {
-            let _stop = stop;
-            serving.serve(server, None, stopped).await;
+            let _signals = (stop, cut);
+            serving.serve(server, None, shutdown).await;
         });
         (task, client)
     }
@@ -969,9 +1068,11 @@ mod tests {
 
     fn limits() -> ServerLimits {
         ServerLimits {
-            // Neither is what ends the connections below.
-            header_read_timeout: Some(Duration::from_secs(1)),
+            // Neither is what ends the connections below before their time.
+            header_read_timeout: Some(Duration::from_secs(30)),
             idle_timeout: Some(Duration::from_secs(300)),
+            http2_keep_alive_interval: Some(Duration::from_secs(2)),
+            http2_keep_alive_timeout: Duration::from_secs(3),
             ..ServerLimits::default()
         }
     }
@@ -983,7 +1084,7 @@ mod tests {
         let seen = http2_peer(client, false).await;
         task.await.unwrap();
         assert_eq!(seen.pings, 1, "{seen:?}");
-        // (hyper says GOAWAY before it closes; the idle timeout is five minutes away.)
+        // (hyper says GOAWAY before it closes; the header-read and idle timeouts are further away.)
         let due = limits.http2_keep_alive_interval.unwrap() + limits.http2_keep_alive_timeout;
         assert!(
             seen.closed >= due && seen.closed < due + Duration::from_secs(1),
@@ -992,7 +1093,9 @@ mod tests {
     }
 
     #[tokio::test(start_paused = true)]
-    async fn an_idle_http2_peer_that_answers_pings_lives_until_the_idle_timeout() {
+    async fn an_idle_http2_peer_that_answers_pings_is_closed_at_the_header_read_timeout() {
+        // A connection without a stream is held no longer than one without a request head,
+        // however long the idle timeout.
         let limits = limits();
         let (task, client) = serve(limits);
         let seen = http2_peer(client, true).await;
@@ -1004,8 +1107,10 @@ mod tests {
         );
         let goaway = seen.goaway.unwrap();
         // The watcher looks every quarter of the shortest connection timeout.
-        let tick = limits.header_read_timeout.unwrap() / 4;
-        let idle = limits.idle_timeout.unwrap();
-        assert!(goaway >= idle && goaway <= idle + tick, "{seen:?}");
+        let head = limits.header_read_timeout.unwrap();
+        let tick = head / 4;
+        assert!(goaway >= head && goaway <= head + tick, "{seen:?}");
+        // Closed once the client has seen the GOAWAY (it answers the ping that follows).
+        assert!(seen.closed <= goaway + Duration::from_secs(1), "{seen:?}");
     }
 }

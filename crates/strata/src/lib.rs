@@ -116,7 +116,7 @@ pub use strata_routing::{
 pub use strata_server as server;
 pub use strata_server::{
     Attached, Config, ConfigBuilder, ETagLayer, Https, Listen, ListeningServer, LocalAddr,
-    LoggerOptions, Pem, Server, ServerBody, ServerError, ServerLimits, ServerSettings,
+    LoggerOptions, MinDataRate, Pem, Server, ServerBody, ServerError, ServerLimits, ServerSettings,
     ShutdownHandle, attach_routing, create_server, create_server_with,
 };
 /// Test utilities: `test_endpoint`, `test_middleware` (feature `testing`).
