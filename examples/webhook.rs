@@ -97,7 +97,8 @@ pub(crate) fn webhook_routing() -> Routing {
 }
 
 /// The configuration: headers are an input source for POST (the signature), and webhooks are
-/// small.
+/// small. A `topic` header cannot redirect a delivery: path parameters win over headers (the
+/// server warns of `:topic` at start).
 pub(crate) fn webhook_config() -> strata::ConfigBuilder {
     create_config()
         .cors(false)

@@ -1222,3 +1222,51 @@ async fn at_the_shutdown_timeout_a_request_without_an_answer_gets_a_503() {
         started.elapsed()
     );
 }
+
+// Path parameters win over headers (issue 25)
+
+#[derive(Deserialize, Validate, JsonSchema)]
+#[garde(allow_unvalidated)]
+struct Hook {
+    topic: String,
+}
+
+#[derive(Serialize, Validate, JsonSchema)]
+#[garde(allow_unvalidated)]
+struct Acted {
+    topic: String,
+}
+
+#[tokio::test]
+async fn a_header_named_like_a_path_parameter_does_not_override_it() {
+    // The webhook example's sources: the headers last, for its signature header.
+    let config = create_config()
+        .cors(false)
+        .input_sources(
+            &http::Method::POST,
+            [InputSource::Body, InputSource::Params, InputSource::Headers],
+        )
+        .listen(std::net::SocketAddr::from(([127, 0, 0, 1], 0)))
+        .build();
+    let hook = default_endpoints_factory()
+        .post()
+        .handler(|input: Hook, _ctx, _logger| async move { Ok(Acted { topic: input.topic }) });
+    let server = create_server(&config, &routing! { "hooks" => { ":topic" => hook } })
+        .await
+        .unwrap();
+    let LocalAddr::Tcp(addr) = server.servers()[0].local_addr.clone() else {
+        panic!("TCP")
+    };
+    let answer = exchange(
+        addr,
+        b"POST /hooks/orders HTTP/1.1\r\nHost: a\r\nTopic: payments\r\n\
+          Content-Type: application/json\r\nContent-Length: 2\r\nConnection: close\r\n\r\n{}",
+        false,
+    )
+    .await;
+    assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+    assert!(
+        answer.ends_with(r#""data":{"topic":"orders"}}"#),
+        "{answer}"
+    );
+}

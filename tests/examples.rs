@@ -286,6 +286,14 @@ async fn webhook_checks_the_signature_over_the_exact_bytes() {
         received["data"],
         serde_json::json!({"topic": "orders", "bytes": body.len(), "event": "order.paid"})
     );
+    // A `topic` header does not redirect a delivery: the path wins (issue 25).
+    let mut redirected = deliver(body, &webhook::signature(body));
+    redirected
+        .headers_mut()
+        .insert("topic", http::HeaderValue::from_static("payments"));
+    let (status, received) = send(addr, redirected).await;
+    assert_eq!(status, 200, "{received}");
+    assert_eq!(received["data"]["topic"], "orders");
     let tampered: &'static [u8] = b"{ \"type\" : \"order.paid\",\n  \"id\": 18 }";
     let (status, refused) = send(addr, deliver(tampered, &webhook::signature(body))).await;
     assert_eq!(status, 401);

@@ -12,7 +12,10 @@
 //! | DELETE | query, params |
 //! | QUERY | query, body, params |
 //!
-//! `headers` may be added as a source: names are lower-case, repeated headers are lists.
+//! `headers` may be added as a source: names are lower-case, repeated headers are lists. A
+//! header never overrides a path parameter, wherever it is in the list: a header named like a
+//! parameter of the route is left out (routing warns of such names at startup). Otherwise the
+//! configured order holds, as in express-zod-api.
 //!
 //! # Example
 //!

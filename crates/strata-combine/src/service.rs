@@ -108,6 +108,9 @@ pub(crate) fn combine(
         return Ok(Input::from(plain));
     }
     let mut input = Input::new();
+    // The names of the path parameters, once merged: a header of one of these names is left
+    // out (see `InputSource::Headers`). Kept only when headers are a source.
+    let mut param_names: Vec<std::sync::Arc<str>> = Vec::new();
     for source in sources {
         match source {
             InputSource::Query => input.merge(text(std::mem::take(&mut parsed.query).into_pairs())),
@@ -128,19 +131,32 @@ pub(crate) fn combine(
                 )]),
                 _ => {}
             },
-            InputSource::Params => input.merge(
-                std::mem::take(&mut parsed.params)
-                    .into_inner()
-                    .into_iter()
-                    .map(|(k, v)| (String::from(&*k), InputValue::Text(TextValue::One(v)))),
-            ),
+            InputSource::Params => {
+                let params = std::mem::take(&mut parsed.params).into_inner();
+                if sources.contains(&InputSource::Headers) {
+                    param_names.extend(params.iter().map(|(k, _)| k.clone()));
+                }
+                input.merge(
+                    params
+                        .into_iter()
+                        .map(|(k, v)| (String::from(&*k), InputValue::Text(TextValue::One(v)))),
+                );
+            }
             // Files exist only when uploads are enabled; the parse stage then provides them.
             InputSource::Files => input.merge(
                 std::mem::take(&mut parsed.files)
                     .into_iter()
                     .map(|(k, files)| (k, InputValue::Files(files))),
             ),
-            InputSource::Headers => input.merge(headers(header_map)?),
+            // A header never overrides a path parameter, whatever the order: the path names
+            // the resource, while headers are whatever a client or a proxy adds, outside what
+            // a body signature covers. Only headers: the other sources keep express-zod-api's
+            // rule, later ones win (the spec's POST merges files after the parameters).
+            InputSource::Headers => input.merge(
+                headers(header_map)?
+                    .into_iter()
+                    .filter(|(name, _)| !param_names.iter().any(|param| **param == **name)),
+            ),
         }
     }
     Ok(input)

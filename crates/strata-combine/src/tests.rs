@@ -103,6 +103,72 @@ async fn configured_sources_replace_the_defaults() {
     );
 }
 
+/// The webhook case of issue 25: `POST /hooks/orders` with `topic: payments`.
+fn hook(sources: &[InputSource]) -> (CombineLayer, Request<Parsed>) {
+    let mut table = InputSources::default();
+    table.set(&Method::POST, sources);
+    let parsed = Parsed {
+        params: [("topic", "orders")].into_iter().collect::<PathParams>(),
+        ..Parsed::default()
+    };
+    let request = Request::post("/hooks/orders")
+        .header("Topic", "payments")
+        .header("x-signature", "sha256=00")
+        .body(parsed)
+        .unwrap();
+    (CombineLayer::with_sources(table), request)
+}
+
+#[tokio::test]
+async fn a_header_never_overrides_a_path_parameter() {
+    use InputSource::{Body, Headers, Params};
+    for sources in [[Body, Params, Headers], [Headers, Body, Params]] {
+        let (layer, request) = hook(&sources);
+        let input = combine(layer, request).await.unwrap();
+        assert_eq!(
+            input.get("topic"),
+            Some(&"orders".into()),
+            "the path wins with {sources:?}"
+        );
+        assert_eq!(
+            input.get("x-signature"),
+            Some(&"sha256=00".into()),
+            "other headers stay"
+        );
+    }
+    // Without path parameters among the sources, the header is the only `topic`.
+    let (layer, request) = hook(&[Body, Headers]);
+    let input = combine(layer, request).await.unwrap();
+    assert_eq!(input.get("topic"), Some(&"payments".into()));
+}
+
+#[tokio::test]
+async fn headers_keep_their_place_against_the_other_sources() {
+    let mut sources = InputSources::default();
+    sources.set(
+        &Method::GET,
+        [
+            InputSource::Query,
+            InputSource::Params,
+            InputSource::Headers,
+        ],
+    );
+    let request = Request::get("/")
+        .header("q", "from a header")
+        .header("id", "from a header")
+        .body(everything())
+        .unwrap();
+    let input = combine(CombineLayer::with_sources(sources), request)
+        .await
+        .unwrap();
+    assert_eq!(
+        input.get("q"),
+        Some(&"from a header".into()),
+        "over the query"
+    );
+    assert_eq!(input.get("id"), Some(&"p".into()), "not over the path");
+}
+
 #[tokio::test]
 async fn repeated_headers_become_lists() {
     let mut sources = InputSources::default();

@@ -17,11 +17,21 @@ pub enum InputSource {
     Params,
     /// Uploaded files (multipart; only when uploads are enabled).
     Files,
-    /// Request headers, with lower-case names.
+    /// Request headers, with lower-case names; repeated headers are lists.
+    ///
+    /// A header never overrides a path parameter, wherever `Headers` is in the list: a header
+    /// named like a parameter of the route is left out of the input (`topic: payments` on
+    /// `POST /hooks/orders` leaves `topic` = `orders`). Headers are what any client or proxy
+    /// adds, the path names the resource. Against the other sources headers keep their place:
+    /// put them first to let every other source override them, as express-zod-api advises.
     Headers,
 }
 
 /// Which sources are merged into the input, per method (spec table 2.2).
+///
+/// The sources of a method are merged in their order, a later source replacing the values of
+/// an earlier one key by key (express-zod-api's rule), with one exception: a header never
+/// replaces a path parameter ([`InputSource::Headers`]).
 ///
 /// HEAD uses GET's sources. Methods outside the six use body, query, params. Cloning shares the
 /// table (every endpoint of a routing holds the same one); a change copies it first.
@@ -57,7 +67,8 @@ impl Default for InputSources {
 }
 
 impl InputSources {
-    /// The sources of `method`, in merge order (later ones win).
+    /// The sources of `method`, in merge order (later ones win, but headers never over path
+    /// parameters).
     ///
     /// ```
     /// use http::Method;
@@ -82,6 +93,9 @@ impl InputSources {
     /// Replaces the sources of `method`, one of GET, POST, PUT, PATCH, DELETE, QUERY, and
     /// returns `true`; other methods (HEAD follows GET) have no list of their own, and `false`
     /// is returned.
+    ///
+    /// `sources` are in merge order: a later source replaces an earlier one's values key by
+    /// key, except that headers never replace path parameters ([`InputSource::Headers`]).
     pub fn set(&mut self, method: &Method, sources: impl Into<Vec<InputSource>>) -> bool {
         if !(matches!(
             *method,

@@ -23,6 +23,7 @@ use strata_core::error_response;
 use strata_core::{
     ApiError, ErrorHandler, ErrorKind, IncomingBody, Logger, PathParams, ResponseBody,
 };
+use strata_input::InputSource;
 use strata_input::text::percent_decode;
 use tower_service::Service;
 
@@ -114,21 +115,64 @@ impl Router {
     /// Compiles `routing` for `config` (a [`RoutingConfig`](crate::RoutingConfig), or a server's
     /// configuration: anything that lends [`RouterSettings`] and [`PipelineSettings`]): flattens
     /// and checks the tree, builds the trie and every endpoint's service.
+    ///
+    /// Warnings go to the default logger (`tracing`): one for each path parameter of a method
+    /// that merges headers into its input, since a header of that name is ignored (the path
+    /// wins, see [`InputSource::Headers`](strata_input::InputSource::Headers)).
     pub fn new<C>(routing: &Routing, config: &C) -> Result<Self, RoutingError>
     where
         C: AsRef<RouterSettings> + AsRef<PipelineSettings>,
     {
+        Self::with_logger(routing, config, &Logger::tracing())
+    }
+
+    /// [`Router::new`], its startup warnings sent to `logger`.
+    pub fn with_logger<C>(
+        routing: &Routing,
+        config: &C,
+        logger: &Logger,
+    ) -> Result<Self, RoutingError>
+    where
+        C: AsRef<RouterSettings> + AsRef<PipelineSettings>,
+    {
         let router: &RouterSettings = config.as_ref();
-        let compiled = compile(routing, router, config.as_ref())?;
+        let pipeline: &PipelineSettings = config.as_ref();
+        let compiled = compile(routing, router, pipeline)?;
         let cors = router.cors.clone().ok_or(RoutingError::CorsNotConfigured)?;
-        Ok(Self {
+        let built = Self {
             shared: Arc::new(Shared {
                 compiled,
                 cors,
                 wrong_method: router.wrong_method_behavior,
                 errors: router.error_handler.clone(),
             }),
-        })
+        };
+        built.warn_of_ignored_headers(pipeline, logger);
+        Ok(built)
+    }
+
+    /// Warns of each path parameter a header could name on a method that merges both: the
+    /// combine stage leaves such a header out (the path wins), which its sender may not expect.
+    fn warn_of_ignored_headers(&self, pipeline: &PipelineSettings, logger: &Logger) {
+        for route in self.routes() {
+            let sources = pipeline.input_sources.for_method(route.method());
+            if !(sources.contains(&InputSource::Headers) && sources.contains(&InputSource::Params))
+            {
+                continue;
+            }
+            // Header names reach the input in lower case: `:userId` meets no header.
+            for param in route
+                .params()
+                .filter(|name| !name.bytes().any(|b| b.is_ascii_uppercase()))
+            {
+                logger.warn(format_args!(
+                    "{method} {path}: header `{param}` is ignored, the path parameter of that \
+                     name wins (headers are an input source of {method})",
+                    method = route.method(),
+                    path = route.path(),
+                ));
+            }
+        }
     }
 
     pub(crate) fn compiled(&self) -> &Compiled {
@@ -384,4 +428,91 @@ impl Future for RouterFuture {
 #[allow(clippy::panic)] // `Calling` is replaced by `Ready` just above
 fn unreachable_state() -> ! {
     unreachable!("the router future is ready once its call has completed")
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Mutex;
+
+    use strata_core::{Level, LogSink};
+
+    use super::*;
+    use crate::{Endpoint, EndpointMeta, Nest, RoutingConfig, routing};
+
+    #[derive(Default)]
+    struct Capture(Mutex<Vec<(Level, String)>>);
+
+    impl LogSink for Capture {
+        fn log(&self, level: Level, message: std::fmt::Arguments<'_>) {
+            self.0
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .push((level, message.to_string()));
+        }
+    }
+
+    fn endpoint(methods: &[Method], fields: &[&str]) -> Endpoint {
+        let meta = EndpointMeta {
+            methods: methods.to_vec(),
+            input_fields: fields.iter().map(|f| (*f).to_owned()).collect(),
+            ..EndpointMeta::default()
+        };
+        Endpoint::from_parts(meta, |_| {
+            tower::util::BoxCloneSyncService::new(tower::service_fn(|_| async {
+                Ok::<_, Infallible>(Response::new(ResponseBody::empty()))
+            }))
+        })
+    }
+
+    /// The warnings of compiling `routing` with headers merged for POST.
+    fn warnings(routing: &Routing, sources: &[InputSource]) -> Vec<(Level, String)> {
+        let mut config = RoutingConfig::new(false);
+        config.pipeline.input_sources.set(&Method::POST, sources);
+        let capture = Arc::new(Capture::default());
+        let logger = Logger::with_sink(capture.clone());
+        Router::with_logger(routing, &config, &logger).unwrap_or_else(|error| panic!("{error}"));
+        let records = capture
+            .0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        records.clone()
+    }
+
+    #[test]
+    fn a_path_parameter_of_a_method_merging_headers_is_a_warning() {
+        use InputSource::{Body, Headers, Params};
+        let tree = routing! {
+            "hooks" => { ":topic" => endpoint(&[Method::POST], &["topic"]) },
+            // GET merges no headers; `:userId` is no header's name; `/plain` has no parameter.
+            "users" => endpoint(&[Method::GET], &[]).nest(routing! {
+                ":userId" => endpoint(&[Method::GET, Method::POST], &["userId"]),
+                "/:id/posts" => endpoint(&[Method::GET, Method::POST], &["id"]),
+            }),
+            "plain" => endpoint(&[Method::POST], &[]),
+        };
+        let expected = [
+            "POST /hooks/:topic: header `topic` is ignored, the path parameter of that name \
+             wins (headers are an input source of POST)",
+            "POST /users/:id/posts: header `id` is ignored, the path parameter of that name \
+             wins (headers are an input source of POST)",
+        ];
+        for sources in [[Body, Params, Headers], [Headers, Body, Params]] {
+            let records = warnings(&tree, &sources);
+            assert_eq!(
+                records,
+                expected.map(|line| (Level::Warn, line.to_owned())),
+                "{sources:?}"
+            );
+        }
+        assert_eq!(
+            warnings(&tree, &[Body, Params]),
+            [],
+            "no headers, no warning"
+        );
+        assert_eq!(
+            warnings(&tree, &[Body, Headers]),
+            [],
+            "no parameters in the input, nothing ignored"
+        );
+    }
 }
