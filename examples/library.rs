@@ -428,7 +428,17 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     };
     let covers = std::env::var_os("COVERS_DIR")
         .map_or_else(|| std::env::temp_dir().join("strata-covers"), PathBuf::from);
-    let config = library_config().listen(port).build();
+    // The application's own layers, around each endpoint's work once its body has been read
+    // (uploads arriving slowly hold no place and count no time): a 504 for work that takes
+    // more than 30 s, and at most 1024 requests being worked on at once, over all endpoints.
+    let config = library_config()
+        .after_body(
+            tower::ServiceBuilder::new()
+                .timeout(std::time::Duration::from_secs(30))
+                .layer(tower::limit::GlobalConcurrencyLimitLayer::new(1024)),
+        )
+        .listen(port)
+        .build();
     let routing = library_routing(covers.clone());
     let doc = library_documentation(&routing, &config)?;
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -441,12 +451,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     }
     std::fs::create_dir_all(&covers)?;
     println!("Covers are saved in {}", covers.display());
-    // The application's own layers around the app: a 504 for a request that takes more than
-    // 30 s, and at most 1024 requests at once.
-    let layers = tower::ServiceBuilder::new()
-        .timeout(std::time::Duration::from_secs(30))
-        .concurrency_limit(1024);
-    let server = strata::create_server_with(&config, &with_docs(routing, &doc), layers).await?;
+    let server = create_server(&config, &with_docs(routing, &doc)).await?;
     for listening in server.servers() {
         println!("Listening on {:?}", listening.local_addr);
     }

@@ -1270,3 +1270,68 @@ async fn a_header_named_like_a_path_parameter_does_not_override_it() {
         "{answer}"
     );
 }
+
+#[tokio::test]
+async fn layers_after_the_body_count_neither_uploads_nor_their_time() {
+    let config = create_config()
+        .cors(false)
+        .server_limits(ServerLimits {
+            body_idle_timeout: Some(Duration::from_secs(2)),
+            body_read_timeout: Some(Duration::from_secs(10)),
+            ..limits()
+        })
+        .after_body(
+            tower::ServiceBuilder::new()
+                .timeout(Duration::from_millis(300))
+                .layer(tower::limit::GlobalConcurrencyLimitLayer::new(1)),
+        )
+        .listen(std::net::SocketAddr::from(([127, 0, 0, 1], 0)))
+        .build();
+    let server = create_server(&config, &routing()).await.unwrap();
+    let LocalAddr::Tcp(addr) = server.servers()[0].local_addr.clone() else {
+        panic!("TCP")
+    };
+    // An honest upload taking 1 s (over the 300 ms timeout of the work).
+    let text = "a".repeat(40);
+    let body = format!(r#"{{"text":"{text}"}}"#);
+    let head = format!(
+        "POST /note HTTP/1.1\r\nHost: a\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+        body.len()
+    );
+    let upload = tokio::spawn(async move {
+        let mut stream = TcpStream::connect(addr).await.unwrap();
+        stream.write_all(head.as_bytes()).await.unwrap();
+        for piece in body.as_bytes().chunks(2) {
+            stream.write_all(piece).await.unwrap();
+            tokio::time::sleep(Duration::from_millis(40)).await;
+        }
+        let mut answer = Vec::new();
+        stream.read_to_end(&mut answer).await.unwrap();
+        String::from_utf8_lossy(&answer).into_owned()
+    });
+    // Meanwhile the only place under the limit is free: others are served at once.
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let started = std::time::Instant::now();
+    let health = exchange(
+        addr,
+        b"GET /wait HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n",
+        false,
+    )
+    .await;
+    assert!(health.starts_with("HTTP/1.1 200"), "{health}");
+    assert!(
+        started.elapsed() < Duration::from_millis(300),
+        "{:?}",
+        started.elapsed()
+    );
+    let uploaded = upload.await.unwrap();
+    assert!(uploaded.starts_with("HTTP/1.1 200"), "{uploaded}");
+    // The timeout still times the work.
+    let slow = exchange(
+        addr,
+        b"GET /wait?ms=1000 HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n",
+        false,
+    )
+    .await;
+    assert!(slow.starts_with("HTTP/1.1 504"), "{slow}");
+}

@@ -54,6 +54,7 @@
 //! # }
 //! ```
 
+pub mod after_body;
 mod compile;
 pub mod endpoint;
 mod error;
@@ -63,6 +64,7 @@ mod statics;
 mod tree;
 mod walk;
 
+pub use after_body::{AfterBody, AfterBodyInner, AfterBodyService, layer_error};
 pub use endpoint::{
     AnyBody, Endpoint, EndpointFuture, EndpointId, EndpointMeta, EndpointService, EndpointStack,
     SharedService, into_request_body,

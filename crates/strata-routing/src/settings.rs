@@ -32,6 +32,7 @@ use strata_parse::{
 };
 use strata_upload::UploadLimits;
 
+use crate::after_body::AfterBody;
 use crate::endpoint::EndpointMeta;
 
 /// The answer to a request for a known path with a method it does not serve.
@@ -186,6 +187,10 @@ pub struct PipelineSettings {
     /// limits, their text parts as a form and their files into the `files` source. `None` (the
     /// default): uploads are off and such bodies are refused with 415.
     pub uploads: Option<UploadLimits>,
+    /// The application's own tower layers around each endpoint's work, after its body has
+    /// been read ([`AfterBody`]): a timeout or a concurrency limit there does not count
+    /// uploads still arriving. `None` (the default): none.
+    pub after_body: Option<AfterBody>,
 }
 
 impl Default for PipelineSettings {
@@ -197,6 +202,7 @@ impl Default for PipelineSettings {
             max_fields: DEFAULT_MAX_FIELDS,
             body_budget: Some(BodyBudget::new(DEFAULT_BODY_BUDGET)),
             uploads: None,
+            after_body: None,
         }
     }
 }

@@ -33,15 +33,20 @@ use std::net::{Ipv4Addr, SocketAddr};
 use std::path::PathBuf;
 use std::time::Duration;
 
+use http::Request;
 use http::{HeaderMap, Method};
+use strata_core::{BoxError, Output};
 use strata_core::{ErrorHandler, Level, Mode, ResultHandler};
 use strata_input::InputSource;
+use strata_input::Parsed;
 use strata_parse::BodyBudget;
 use strata_routing::{
-    Cors, CorsRequest, MethodLikeRouteBehavior, PipelineSettings, RouterSettings, RoutingConfig,
-    WrongMethodBehavior,
+    AfterBody, AfterBodyInner, Cors, CorsRequest, MethodLikeRouteBehavior, PipelineSettings,
+    RouterSettings, RoutingConfig, WrongMethodBehavior,
 };
 use strata_upload::UploadLimits;
+use tower_layer::Layer;
+use tower_service::Service;
 
 use crate::deadline::MinDataRate;
 
@@ -384,6 +389,38 @@ impl ConfigBuilder {
             config.pipeline.body_budget = bytes.into().map(BodyBudget::new);
         /// Sets the mode.
         mode(mode: Mode) => config.pipeline.mode = mode;
+    }
+
+    /// Places the application's own tower `layer` around each endpoint's work, after its body
+    /// has been read ([`AfterBody`]): a timeout or a concurrency limit there counts neither
+    /// uploads still arriving nor the time they take. (Layers given to `create_server_with`
+    /// see every request from its head on.)
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use strata_server::Config;
+    /// use tower::ServiceBuilder;
+    /// use tower::limit::GlobalConcurrencyLimitLayer;
+    ///
+    /// let config = Config::builder()
+    ///     .cors(false)
+    ///     .after_body(
+    ///         ServiceBuilder::new()
+    ///             .timeout(Duration::from_secs(30)) // the work, not the upload
+    ///             .layer(GlobalConcurrencyLimitLayer::new(1024)), // shared by all endpoints
+    ///     )
+    ///     .build();
+    /// assert!(config.pipeline.after_body.is_some());
+    /// ```
+    pub fn after_body<L>(mut self, layer: L) -> Self
+    where
+        L: Layer<AfterBodyInner> + Send + Sync + 'static,
+        L::Service: Service<Request<Parsed>, Response = Output> + Clone + Send + Sync + 'static,
+        <L::Service as Service<Request<Parsed>>>::Error: Into<BoxError>,
+        <L::Service as Service<Request<Parsed>>>::Future: Send + 'static,
+    {
+        self.config.pipeline.after_body = Some(AfterBody::new(layer));
+        self
     }
 
     /// Serves HTTPS on `listen` with the certificate chain `cert` and private key `key`.

@@ -22,6 +22,7 @@ use strata_middleware::{
 use strata_output::{HandlerOutput, OutputLayer, OutputService};
 use strata_routing::{Endpoint, EndpointMeta, PipelineSettings, SharedService};
 use strata_validate::{ValidateLayer, ValidateService};
+use tower::util::Either;
 use tower_layer::Layer;
 
 /// Builds endpoints that share a result handler and a list of middleware.
@@ -490,14 +491,16 @@ where
         let handler = HandlerService::new(handler);
         Endpoint::from_shared(meta, move |settings: &PipelineSettings| -> SharedService {
             let core = validate.layer(output.layer(handler.clone()));
+            let work =
+                CombineLayer::with_sources(settings.input_sources.clone()).layer(layers.wrap(core));
+            // The application's layers after the body, when it has some.
+            let work = match &settings.after_body {
+                Some(after_body) => Either::Left(after_body.wrap(work)),
+                None => Either::Right(work),
+            };
             let service = FormatLayer::new(result_handler.clone())
                 .mode(settings.mode)
-                .layer(
-                    settings.parse_layer().raw_body(raw_body).layer(
-                        CombineLayer::with_sources(settings.input_sources.clone())
-                            .layer(layers.wrap(core)),
-                    ),
-                );
+                .layer(settings.parse_layer().raw_body(raw_body).layer(work));
             SharedService::new(service)
         })
     }

@@ -107,10 +107,10 @@ pub use strata_parse as parse;
 /// Routing: the tree, the trie, method dispatch, CORS, static files.
 pub use strata_routing as routing;
 pub use strata_routing::{
-    AnyBody, Cors, CorsRequest, Dotfiles, Endpoint, EndpointFuture, EndpointMeta, EndpointService,
-    MethodLikeRouteBehavior, Nest, PipelineSettings, Route, Router, RouterSettings, Routing,
-    RoutingConfig, RoutingError, ServeStatic, SharedService, StaticOptions, WrongMethodBehavior,
-    routing,
+    AfterBody, AnyBody, Cors, CorsRequest, Dotfiles, Endpoint, EndpointFuture, EndpointMeta,
+    EndpointService, MethodLikeRouteBehavior, Nest, PipelineSettings, Route, Router,
+    RouterSettings, Routing, RoutingConfig, RoutingError, ServeStatic, SharedService,
+    StaticOptions, WrongMethodBehavior, routing,
 };
 /// Running a routing: `create_server`, `attach_routing`.
 pub use strata_server as server;
