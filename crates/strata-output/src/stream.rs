@@ -83,10 +83,11 @@ where
 /// `Content-Type` (guessed from the extension unless set), `Content-Length`, `Last-Modified`
 /// and `Accept-Ranges: bytes`.
 ///
-/// [`open`](Self::open) checks the file and keeps no descriptor: the body opens it again when
-/// it is first asked for bytes (an HTTP/2 stream without flow-control window holds no file and
-/// no buffer), and fails, cutting the response, if it is no longer the same file (another
-/// file, length or modification time) rather than send other bytes than announced.
+/// [`open`](Self::open) checks the file and keeps no descriptor: the body opens it again for
+/// each chunk it reads and closes it after, so a download waiting for an HTTP/2 window or for
+/// a slow client holds no descriptor (the head is sent before the first read). If the file is
+/// no longer the same (another file, length or modification time), the body fails, cutting
+/// the response, rather than send other bytes than announced; the server logs it.
 ///
 /// A GET with one byte range (`Range: bytes=0-9`, `bytes=100-`, `bytes=-500`) gets a 206 with
 /// those bytes and `Content-Range`; a range starting past the end a 416 with
@@ -241,7 +242,7 @@ impl HandlerOutput for FileResponse {
             ResponseBody::stream(FileBody {
                 path,
                 identity,
-                first,
+                next: first,
                 remaining: count,
                 state: Reading::Head,
             })
@@ -324,8 +325,9 @@ fn reopen(path: &Path, identity: Identity, offset: u64) -> io::Result<std::fs::F
     Ok(file)
 }
 
-/// The next `count` bytes of `file`; fewer is an error (the file shrank meanwhile).
-fn read_chunk(mut file: std::fs::File, count: usize) -> io::Result<(std::fs::File, Bytes)> {
+/// The next `count` bytes of `file`, which is closed on return; fewer is an error (the file
+/// shrank meanwhile).
+fn read_chunk(mut file: std::fs::File, count: usize) -> io::Result<Bytes> {
     let mut chunk = vec![0; count];
     file.read_exact(&mut chunk).map_err(|error| {
         if error.kind() == io::ErrorKind::UnexpectedEof {
@@ -334,7 +336,7 @@ fn read_chunk(mut file: std::fs::File, count: usize) -> io::Result<(std::fs::Fil
             error
         }
     })?;
-    Ok((file, Bytes::from(chunk)))
+    Ok(Bytes::from(chunk))
 }
 
 /// Whether `error` is the system being short of something it will have again shortly (file
@@ -371,14 +373,18 @@ fn unreadable(path: &Path, error: io::Error) -> ApiError {
     }
 }
 
-/// The bytes `first..first + remaining` of a checked file, read a chunk at a time on the
-/// blocking threads. The file is opened when the first chunk is asked for, and closed after
-/// the last.
+/// The bytes `next..next + remaining` of a checked file, read a chunk at a time on the
+/// blocking threads, each from the file opened for that chunk and closed after it.
+///
+/// Hyper (1.12) polls an HTTP/2 body for its next chunk before the stream has window, and
+/// holds that chunk until it has; an HTTP/1 body waits likewise while the client does not
+/// read. Were the file kept open between chunks, every such stream would hold a descriptor:
+/// a few thousand stalled downloads would take the process's limit.
 struct FileBody {
     path: Arc<Path>,
     identity: Identity,
-    /// The first byte to send (a range's start).
-    first: u64,
+    /// The next byte to send.
+    next: u64,
     /// How many bytes are left to send.
     remaining: u64,
     state: Reading,
@@ -386,18 +392,15 @@ struct FileBody {
 
 /// Where a [`FileBody`] is.
 enum Reading {
-    /// Not polled yet. The first poll yields an empty chunk and opens nothing: the format
-    /// stage reads a streamed body's first chunk before it sends the head, and that must not
-    /// open the file (the head goes at once; an HTTP/2 body is polled again only when its
-    /// stream has window).
+    /// Not polled yet. The first poll yields an empty chunk and reads nothing: the format
+    /// stage reads a streamed body's first chunk before it sends the head, and the head need
+    /// not wait for the disk, nor a HEAD or a stream that never gets window open the file.
     Head,
-    /// The head is sent; the file is not open.
-    Closed,
-    /// A chunk being read (after opening the file, for the first).
-    Busy(tokio::task::JoinHandle<io::Result<(std::fs::File, Bytes)>>),
-    /// Open between two chunks.
-    Open(std::fs::File),
-    /// Every byte sent, or failed: the file is closed.
+    /// Between two chunks: the file is closed.
+    Idle,
+    /// A chunk being read.
+    Busy(tokio::task::JoinHandle<io::Result<Bytes>>),
+    /// Every byte sent, or failed.
     Done,
 }
 
@@ -416,23 +419,19 @@ impl Body for FileBody {
     fn poll_frame(self: Pin<&mut Self>, cx: &mut Context<'_>) -> PollFrame {
         let this = self.get_mut();
         loop {
-            let count =
-                usize::try_from(this.remaining.min(FILE_CHUNK as u64)).unwrap_or(FILE_CHUNK);
             this.state = match std::mem::replace(&mut this.state, Reading::Done) {
                 Reading::Head => {
-                    this.state = Reading::Closed;
+                    this.state = Reading::Idle;
                     return Poll::Ready(Some(Ok(Frame::data(Bytes::new()))));
                 }
-                Reading::Closed | Reading::Open(_) if count == 0 => Reading::Done,
-                Reading::Closed => {
-                    let (path, identity, first) =
-                        (Arc::clone(&this.path), this.identity, this.first);
+                Reading::Idle if this.remaining == 0 => Reading::Done,
+                Reading::Idle => {
+                    let count = usize::try_from(this.remaining.min(FILE_CHUNK as u64))
+                        .unwrap_or(FILE_CHUNK);
+                    let (path, identity, next) = (Arc::clone(&this.path), this.identity, this.next);
                     Reading::Busy(tokio::task::spawn_blocking(move || {
-                        read_chunk(reopen(&path, identity, first)?, count)
+                        read_chunk(reopen(&path, identity, next)?, count)
                     }))
-                }
-                Reading::Open(file) => {
-                    Reading::Busy(tokio::task::spawn_blocking(move || read_chunk(file, count)))
                 }
                 Reading::Busy(mut reading) => {
                     let read = match Pin::new(&mut reading).poll(cx) {
@@ -444,13 +443,14 @@ impl Body for FileBody {
                             read.unwrap_or_else(|stopped| Err(io::Error::other(stopped)))
                         }
                     };
-                    let (file, chunk) = match read {
-                        Ok(read) => read,
+                    let chunk = match read {
+                        Ok(chunk) => chunk,
                         Err(error) => return Poll::Ready(Some(Err(this.failed(error)))),
                     };
+                    this.next += chunk.len() as u64;
                     this.remaining -= chunk.len() as u64;
                     if this.remaining > 0 {
-                        this.state = Reading::Open(file);
+                        this.state = Reading::Idle;
                     }
                     return Poll::Ready(Some(Ok(Frame::data(chunk))));
                 }
@@ -714,6 +714,27 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn a_file_replaced_during_the_download_cuts_it() {
+        let path = file("replaced-later", 200_000);
+        let mut body = FileResponse::open(&path)
+            .await
+            .unwrap()
+            .into_streamed(&RangeHeaders::default())
+            .unwrap()
+            .take_stream()
+            .unwrap();
+        let head = body.frame().await.unwrap().unwrap().into_data().unwrap();
+        assert!(head.is_empty());
+        let chunk = body.frame().await.unwrap().unwrap().into_data().unwrap();
+        assert_eq!(chunk.len(), FILE_CHUNK);
+        let other = path.with_extension("new");
+        std::fs::write(&other, content(200_000)).unwrap();
+        std::fs::rename(&other, &path).unwrap();
+        let error = body.frame().await.unwrap().unwrap_err();
+        assert!(failure_cause(&error).contains("changed"), "{error}");
+    }
+
+    #[tokio::test]
     async fn a_file_grown_or_gone_after_the_check_is_not_sent() {
         let path = file("grown", 100);
         let file = FileResponse::open(&path).await.unwrap();
@@ -739,7 +760,7 @@ mod tests {
 
     #[cfg(target_os = "linux")]
     #[tokio::test]
-    async fn the_file_is_open_only_while_its_body_is_read() {
+    async fn the_file_is_open_only_while_a_chunk_is_read() {
         let path = file("descriptors", 200_000);
         let file = FileResponse::open(&path).await.unwrap();
         assert_eq!(descriptors_of(&path), 0, "after the check");
@@ -753,7 +774,7 @@ mod tests {
         assert_eq!(descriptors_of(&path), 0, "before the first chunk");
         let chunk = body.frame().await.unwrap().unwrap().into_data().unwrap();
         assert_eq!(chunk.len(), FILE_CHUNK);
-        assert_eq!(descriptors_of(&path), 1, "between chunks");
+        assert_eq!(descriptors_of(&path), 0, "between chunks");
         let mut received = chunk.len();
         while let Some(frame) = body.frame().await {
             received += frame.unwrap().into_data().unwrap().len();
