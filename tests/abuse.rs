@@ -1065,11 +1065,11 @@ async fn one_byte_range_of_a_file_response_is_a_206_and_if_range_is_checked() {
     assert!(suffix.starts_with("HTTP/1.1 206"), "{suffix}");
     assert!(suffix.ends_with("\r\n\r\nxyz"), "{suffix}");
 
-    let past = exchange(addr, get("Range: bytes=26-\r\n").as_bytes(), false).await;
-    assert!(past.starts_with("HTTP/1.1 416"), "{past}");
+    let beyond = exchange(addr, get("Range: bytes=26-\r\n").as_bytes(), false).await;
+    assert!(beyond.starts_with("HTTP/1.1 416"), "{beyond}");
     assert!(
-        head_of(&past).contains("content-range: bytes */26"),
-        "{past}"
+        head_of(&beyond).contains("content-range: bytes */26"),
+        "{beyond}"
     );
 
     // `If-Range` naming the file's date keeps the range; another validator gets it all.
