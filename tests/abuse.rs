@@ -111,6 +111,7 @@ fn routing_with(started: &Started) -> Routing {
         "wait" => wait, "note" => note, "upload" => upload, "big" => big, "cover" => cover,
         "s" => slow,
         "public" => ServeStatic::dir(scratch()),
+        "files" => { ":name" => file_download() },
     }
 }
 
@@ -1334,4 +1335,141 @@ async fn layers_after_the_body_count_neither_uploads_nor_their_time() {
     )
     .await;
     assert!(slow.starts_with("HTTP/1.1 504"), "{slow}");
+}
+
+// Files: lazy opening, ranges, shortages (issue 25)
+
+#[derive(Deserialize, Validate, JsonSchema)]
+#[garde(allow_unvalidated)]
+struct FileName {
+    name: String,
+}
+
+/// `/files/:name`: the file of that name in the scratch directory, sent by a handler.
+fn file_download() -> Endpoint {
+    default_endpoints_factory()
+        .get()
+        .handler(|input: FileName, _ctx, _logger| async move {
+            FileResponse::open(scratch().join(input.name)).await
+        })
+}
+
+/// How many descriptors of this process are open on `path` (the server runs in the test's
+/// process).
+fn descriptors_of(path: &std::path::Path) -> usize {
+    let path = path.canonicalize().unwrap();
+    std::fs::read_dir("/proc/self/fd")
+        .unwrap()
+        .filter_map(Result::ok)
+        .filter(|entry| std::fs::read_link(entry.path()).is_ok_and(|target| target == path))
+        .count()
+}
+
+#[tokio::test]
+async fn http2_downloads_without_window_hold_no_descriptor_of_the_file() {
+    use http_body_util::Empty;
+    const STREAMS: usize = 64;
+    let (_server, addr) = start().await;
+    let path = scratch().join("lazy.bin");
+    std::fs::write(&path, vec![7_u8; 256 * 1024]).unwrap();
+    let stream = TcpStream::connect(addr).await.unwrap();
+    let (sender, connection) =
+        hyper::client::conn::http2::Builder::new(hyper_util::rt::TokioExecutor::new())
+            .timer(hyper_util::rt::TokioTimer::new())
+            // No flow-control window: the server cannot send a byte of any body.
+            .initial_stream_window_size(0)
+            .handshake::<_, Empty<hyper::body::Bytes>>(hyper_util::rt::TokioIo::new(stream))
+            .await
+            .unwrap();
+    tokio::spawn(connection);
+    let downloads: Vec<_> = (0..STREAMS)
+        .map(|_| {
+            let mut sender = sender.clone();
+            tokio::spawn(async move {
+                let request = http::Request::get("http://a/files/lazy.bin")
+                    .body(Empty::new())
+                    .unwrap();
+                sender.send_request(request).await.unwrap()
+            })
+        })
+        .collect();
+    let mut responses = Vec::with_capacity(STREAMS);
+    for download in downloads {
+        let response = download.await.unwrap();
+        assert_eq!(response.status(), 200);
+        assert_eq!(response.headers()["content-length"], "262144");
+        responses.push(response);
+    }
+    // Every stream has its head and waits for window: none holds the file open (once the
+    // reads of first chunks, which hyper takes before it has window, are over).
+    until(
+        "no descriptor of the file while the streams wait for window",
+        || descriptors_of(&path) == 0,
+    )
+    .await;
+    drop(responses);
+}
+
+#[tokio::test]
+async fn one_byte_range_of_a_file_response_is_a_206_and_if_range_is_checked() {
+    let (_server, addr) = start().await;
+    std::fs::write(scratch().join("letters.txt"), "abcdefghijklmnopqrstuvwxyz").unwrap();
+    let get = |extra: &str| {
+        format!("GET /files/letters.txt HTTP/1.1\r\nHost: a\r\n{extra}Connection: close\r\n\r\n")
+    };
+    let head_of = |answer: &str| {
+        answer
+            .split("\r\n\r\n")
+            .next()
+            .unwrap()
+            .to_ascii_lowercase()
+    };
+
+    let whole = exchange(addr, get("").as_bytes(), false).await;
+    assert!(whole.starts_with("HTTP/1.1 200"), "{whole}");
+    assert!(head_of(&whole).contains("accept-ranges: bytes"), "{whole}");
+    assert!(
+        whole.ends_with("\r\n\r\nabcdefghijklmnopqrstuvwxyz"),
+        "{whole}"
+    );
+    let last_modified = whole
+        .lines()
+        .find_map(|line| {
+            let (name, value) = line.split_once(": ")?;
+            name.eq_ignore_ascii_case("last-modified")
+                .then(|| value.to_owned())
+        })
+        .expect("a Last-Modified header");
+
+    let part = exchange(addr, get("Range: bytes=0-9\r\n").as_bytes(), false).await;
+    assert!(part.starts_with("HTTP/1.1 206"), "{part}");
+    assert!(
+        head_of(&part).contains("content-range: bytes 0-9/26"),
+        "{part}"
+    );
+    assert!(head_of(&part).contains("content-length: 10"), "{part}");
+    assert!(part.ends_with("\r\n\r\nabcdefghij"), "{part}");
+
+    let suffix = exchange(addr, get("Range: bytes=-3\r\n").as_bytes(), false).await;
+    assert!(suffix.starts_with("HTTP/1.1 206"), "{suffix}");
+    assert!(suffix.ends_with("\r\n\r\nxyz"), "{suffix}");
+
+    let beyond = exchange(addr, get("Range: bytes=26-\r\n").as_bytes(), false).await;
+    assert!(beyond.starts_with("HTTP/1.1 416"), "{beyond}");
+    assert!(
+        head_of(&beyond).contains("content-range: bytes */26"),
+        "{beyond}"
+    );
+
+    // `If-Range` naming the file's date keeps the range; another validator gets it all.
+    let same = format!("Range: bytes=0-9\r\nIf-Range: {last_modified}\r\n");
+    let same = exchange(addr, get(&same).as_bytes(), false).await;
+    assert!(same.starts_with("HTTP/1.1 206"), "{same}");
+    let other = "Range: bytes=0-9\r\nIf-Range: \"some-other-version\"\r\n";
+    let other = exchange(addr, get(other).as_bytes(), false).await;
+    assert!(other.starts_with("HTTP/1.1 200"), "{other}");
+    assert!(
+        other.ends_with("\r\n\r\nabcdefghijklmnopqrstuvwxyz"),
+        "{other}"
+    );
 }

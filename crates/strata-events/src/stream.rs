@@ -20,7 +20,7 @@ use serde_json::{Value, json};
 use strata_core::{
     ApiError, BoxError, Logger, Output, PollFrame, ResponseBody, ResponseDescription, StreamFailure,
 };
-use strata_output::HandlerOutput;
+use strata_output::{HandlerOutput, RangeHeaders};
 use tokio::sync::mpsc;
 use tokio::time::{Instant, Sleep};
 use tokio_util::task::AbortOnDropHandle;
@@ -320,7 +320,7 @@ impl<E: Events> HandlerOutput for EventStream<E> {
         (StatusCode::OK, HeaderMap::new(), EventFrames(PhantomData))
     }
 
-    fn into_streamed(self) -> Result<Output, Self> {
+    fn into_streamed(self, _: &RangeHeaders) -> Result<Output, Self> {
         let mut headers = HeaderMap::new();
         headers.insert(CONTENT_TYPE, HeaderValue::from_static("text/event-stream"));
         headers.insert(CACHE_CONTROL, HeaderValue::from_static("no-cache"));

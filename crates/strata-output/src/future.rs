@@ -9,6 +9,7 @@ use serde::Serialize;
 use strata_core::{ApiError, BoxError, ErrorKind, Output};
 use strata_validate::Decoder;
 
+use crate::range::RangeHeaders;
 use crate::reply::HandlerOutput;
 
 pin_project! {
@@ -17,12 +18,17 @@ pin_project! {
         #[pin]
         inner: F,
         checker: Decoder<O>,
+        range: RangeHeaders,
     }
 }
 
 impl<F, O> ResponseFuture<F, O> {
-    pub(crate) fn new(inner: F, checker: Decoder<O>) -> Self {
-        Self { inner, checker }
+    pub(crate) fn new(inner: F, checker: Decoder<O>, range: RangeHeaders) -> Self {
+        Self {
+            inner,
+            checker,
+            range,
+        }
     }
 }
 
@@ -39,7 +45,7 @@ where
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let this = self.project();
         let output = ready!(this.inner.poll(cx)).map_err(ApiError::from_inner)?;
-        let (status, headers, body) = match output.into_streamed() {
+        let (status, headers, body) = match output.into_streamed(this.range) {
             Ok(streamed) => return Poll::Ready(Ok(streamed)),
             Err(output) => output.into_parts(),
         };

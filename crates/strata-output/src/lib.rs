@@ -12,6 +12,7 @@
 //!
 //! ```
 //! use garde::Validate;
+//! use http::Request;
 //! use schemars::JsonSchema;
 //! use serde::Serialize;
 //! use strata_core::ApiError;
@@ -28,12 +29,14 @@
 //! # async fn main() {
 //! let service = ServiceBuilder::new()
 //!     .layer(OutputLayer::<Greeting>::new())
-//!     .service(service_fn(|text: String| async move { Ok::<_, ApiError>(Greeting { text }) }));
+//!     .service(service_fn(|request: Request<String>| async move {
+//!         Ok::<_, ApiError>(Greeting { text: request.into_body() })
+//!     }));
 //!
-//! let output = service.clone().oneshot("hi".to_owned()).await.unwrap();
+//! let output = service.clone().oneshot(Request::new("hi".to_owned())).await.unwrap();
 //! assert_eq!(output.data().get(), r#"{"text":"hi"}"#);
 //!
-//! let error = service.oneshot(String::new()).await.unwrap_err();
+//! let error = service.oneshot(Request::new(String::new())).await.unwrap_err();
 //! assert_eq!(error.status(), 500);
 //! assert_eq!(error.message(), "output.text: length is lower than 1");
 //! # }
@@ -41,12 +44,14 @@
 
 mod future;
 mod layer;
+mod range;
 mod reply;
 mod service;
 mod stream;
 
 pub use future::ResponseFuture;
 pub use layer::OutputLayer;
+pub use range::RangeHeaders;
 pub use reply::{HandlerOutput, Reply};
 pub use service::OutputService;
 pub use stream::{Binary, FileResponse, StreamResponse};

@@ -5,6 +5,8 @@ use schemars::{JsonSchema, Schema};
 use serde::Serialize;
 use strata_core::{Output, ResponseDescription};
 
+use crate::range::RangeHeaders;
+
 /// What a handler may return: a body to check and serialize, a success status and headers.
 ///
 /// Every `Serialize + Validate + JsonSchema` type is one (status 200, no headers); [`Reply`]
@@ -18,13 +20,16 @@ pub trait HandlerOutput: Send + 'static {
 
     /// The output as a body sent as it is (a file, a stream, events), bypassing the check,
     /// the serialization and the envelope; `Err(self)` (the default) for outputs sent as JSON.
+    /// `range` is the request's `Range` and `If-Range`, for an output that can send part of
+    /// itself (a file); others ignore it.
     ///
     /// # Errors
     /// `self`, for JSON outputs.
-    fn into_streamed(self) -> Result<Output, Self>
+    fn into_streamed(self, range: &RangeHeaders) -> Result<Output, Self>
     where
         Self: Sized,
     {
+        let _ = range;
         Err(self)
     }
 

@@ -2,6 +2,7 @@ use std::fmt;
 use std::task::{Context, Poll};
 
 use garde::Validate;
+use http::Request;
 use schemars::JsonSchema;
 use serde::Serialize;
 use strata_core::{ApiError, BoxError, Output};
@@ -10,10 +11,12 @@ use tower_service::Service;
 
 use crate::future::ResponseFuture;
 use crate::layer::OutputLayer;
+use crate::range::RangeHeaders;
 use crate::reply::HandlerOutput;
 
 /// Checks and serializes the inner service's output, whose body type is `O`; see the
-/// [crate docs](crate).
+/// [crate docs](crate). It takes an `http::Request`, whose `Range` and `If-Range` it keeps for
+/// a streamed output ([`RangeHeaders`]).
 pub struct OutputService<S, O> {
     inner: S,
     checker: Decoder<O>,
@@ -55,9 +58,9 @@ impl<S: fmt::Debug, O> fmt::Debug for OutputService<S, O> {
     }
 }
 
-impl<S, O, R> Service<R> for OutputService<S, O>
+impl<S, O, B> Service<Request<B>> for OutputService<S, O>
 where
-    S: Service<R>,
+    S: Service<Request<B>>,
     S::Error: Into<BoxError> + 'static,
     S::Response: HandlerOutput<Body = O>,
     O::Context: Default,
@@ -71,7 +74,9 @@ where
         self.inner.poll_ready(cx).map_err(ApiError::from_inner)
     }
 
-    fn call(&mut self, request: R) -> Self::Future {
-        ResponseFuture::new(self.inner.call(request), self.checker.clone())
+    fn call(&mut self, request: Request<B>) -> Self::Future {
+        // Kept before the handler takes the request: a file answers them with part of itself.
+        let range = RangeHeaders::new(request.method(), request.headers());
+        ResponseFuture::new(self.inner.call(request), self.checker.clone(), range)
     }
 }

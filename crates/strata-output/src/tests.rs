@@ -1,6 +1,7 @@
 use std::collections::BTreeMap;
 
 use garde::Validate;
+use http::Request;
 use schemars::JsonSchema;
 use serde::Serialize;
 use strata_core::{ApiError, ErrorKind, Output, http_error};
@@ -27,7 +28,7 @@ struct Item {
 async fn run(page: Result<Page, ApiError>) -> Result<Output, ApiError> {
     let service = tower_layer::Layer::layer(
         &OutputLayer::<Page>::new(),
-        service_fn(move |(): ()| {
+        service_fn(move |_: Request<()>| {
             let page = match &page {
                 Ok(p) => Ok(Page {
                     items: p
@@ -47,7 +48,7 @@ async fn run(page: Result<Page, ApiError>) -> Result<Output, ApiError> {
             async move { page }
         }),
     );
-    service.oneshot(()).await
+    service.oneshot(Request::new(())).await
 }
 
 #[tokio::test]
@@ -102,13 +103,13 @@ async fn serialization_failures_are_500() {
     }
     let service = tower_layer::Layer::layer(
         &OutputLayer::<Bad>::new(),
-        service_fn(|(): ()| async {
+        service_fn(|_: Request<()>| async {
             Ok::<_, ApiError>(Bad {
                 map: BTreeMap::from([((1, 2), 3)]),
             })
         }),
     );
-    let error = service.oneshot(()).await.unwrap_err();
+    let error = service.oneshot(Request::new(())).await.unwrap_err();
     assert_eq!(error.status(), 500);
     assert!(
         error
@@ -127,7 +128,8 @@ async fn handlers_may_choose_another_success_status() {
 
     let service = tower_layer::Layer::layer(
         &OutputLayer::<Item>::new(),
-        service_fn(|status: StatusCode| async move {
+        service_fn(|request: Request<StatusCode>| async move {
+            let status = *request.body();
             Ok::<_, ApiError>(
                 Reply::new(Item {
                     display_name: "new".into(),
@@ -136,10 +138,17 @@ async fn handlers_may_choose_another_success_status() {
             )
         }),
     );
-    let output = service.clone().oneshot(StatusCode::CREATED).await.unwrap();
+    let output = service
+        .clone()
+        .oneshot(Request::new(StatusCode::CREATED))
+        .await
+        .unwrap();
     assert_eq!(output.status(), 201);
     assert_eq!(output.data().get(), r#"{"displayName":"new"}"#);
-    let error = service.oneshot(StatusCode::NOT_FOUND).await.unwrap_err();
+    let error = service
+        .oneshot(Request::new(StatusCode::NOT_FOUND))
+        .await
+        .unwrap_err();
     assert_eq!(error.status(), 500);
     assert_eq!(
         error.message(),

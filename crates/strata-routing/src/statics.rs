@@ -2,13 +2,14 @@
 
 use std::convert::Infallible;
 use std::future::Future;
+use std::io;
 use std::path::{Path, PathBuf};
 use std::pin::Pin;
 use std::sync::{Arc, OnceLock};
 use std::task::{Context, Poll};
 
 use crate::endpoint::SharedService;
-use http::header::{CACHE_CONTROL, CONTENT_TYPE, LOCATION};
+use http::header::{CACHE_CONTROL, CONTENT_TYPE, LOCATION, RETRY_AFTER};
 use http::{HeaderMap, HeaderValue, Method, Request, Response, StatusCode, Uri};
 use strata_core::error_response;
 use strata_core::{ApiError, ErrorHandler, ErrorKind, Logger, RequestBody, ResponseBody};
@@ -67,8 +68,7 @@ fn answer(
             finish_headers(response.headers_mut(), cache_control);
             response
         }
-        // Anything else is an OS error passed through (a name too long, a directory that
-        // became unreadable): not the client's business.
+        // Anything else (a redirect `ServeDir` cannot build) is not the client's business.
         _ => {
             context.logger.debug(format_args!(
                 "static files: {status} for {path}, answered 404"
@@ -76,6 +76,48 @@ fn answer(
             context.respond(not_found(&context.method, path))
         }
     }
+}
+
+/// The answer to an error `ServeDir` met instead of a file. Its `try_call` gives the error
+/// itself (its `call` makes every one an empty 404 or 500, and so cannot tell a shortage from
+/// a broken file): a shortage of descriptors or memory is a 503 to retry; anything else (no
+/// such file, no permission, a name the OS refuses) the 404 of a file that is not there.
+fn unreadable(error: io::Error, context: &ErrorContext, path: &str) -> ApiError {
+    if is_shortage(&error) {
+        context.logger.warn(format_args!(
+            "static files: {error} for {path}, answered 503"
+        ));
+        return ApiError::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "The server is short of open files or memory right now; retry shortly",
+        )
+        .with_header(RETRY_AFTER, HeaderValue::from_static("1"))
+        .with_source(error);
+    }
+    if error.kind() != io::ErrorKind::NotFound {
+        context.logger.debug(format_args!(
+            "static files: {error} for {path}, answered 404"
+        ));
+    }
+    not_found(&context.method, path)
+}
+
+/// Whether `error` is the system being short of something it will have again shortly (file
+/// descriptors, memory) rather than anything about the file.
+fn is_shortage(error: &io::Error) -> bool {
+    // EMFILE (the process's limit) and ENFILE (the system's) are 24 and 23 on Linux, macOS and
+    // the BSDs, ERROR_TOO_MANY_OPEN_FILES 4 on Windows; std gives them no kind of their own.
+    const TOO_MANY_OPEN_FILES: &[i32] = if cfg!(unix) {
+        &[24, 23]
+    } else if cfg!(windows) {
+        &[4]
+    } else {
+        &[]
+    };
+    error.kind() == io::ErrorKind::OutOfMemory
+        || error
+            .raw_os_error()
+            .is_some_and(|code| TOO_MANY_OPEN_FILES.contains(&code))
 }
 
 /// What an error answer needs once the request went to `ServeDir`.
@@ -292,11 +334,57 @@ impl Service<Request<RequestBody>> for StaticService {
             if !stays_inside(&root, &real_root, file, index).await {
                 return Ok(context.respond(not_found(&context.method, original.path())));
             }
-            let response = match dir.call(Request::from_parts(parts, body)).await {
-                Ok(response) => response,
-                Err(never) => match never {},
-            };
-            Ok(answer(response, &context, cache_control, original.path()))
+            match dir.try_call(Request::from_parts(parts, body)).await {
+                Ok(response) => Ok(answer(response, &context, cache_control, original.path())),
+                Err(error) => {
+                    let error = unreadable(error, &context, original.path());
+                    Ok(context.respond(error))
+                }
+            }
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn context() -> ErrorContext {
+        ErrorContext {
+            errors: None,
+            method: Method::GET,
+            uri: Uri::from_static("/public/a.txt"),
+            headers: HeaderMap::new(),
+            logger: Logger::default(),
+        }
+    }
+
+    #[test]
+    fn a_shortage_of_descriptors_or_memory_is_a_503_to_retry() {
+        let mut errors = vec![io::Error::from(io::ErrorKind::OutOfMemory)];
+        if cfg!(unix) {
+            // EMFILE, ENFILE, ENOMEM.
+            errors.extend([24, 23, 12].map(io::Error::from_raw_os_error));
+        }
+        for error in errors {
+            let text = error.to_string();
+            let answer = unreadable(error, &context(), "/public/a.txt");
+            assert_eq!(answer.status(), StatusCode::SERVICE_UNAVAILABLE, "{text}");
+            assert_eq!(answer.headers().unwrap()[RETRY_AFTER], "1");
+            assert!(answer.message().contains("retry"), "{}", answer.message());
+        }
+    }
+
+    #[test]
+    fn other_errors_are_the_404_of_a_missing_file() {
+        for kind in [
+            io::ErrorKind::NotFound,
+            io::ErrorKind::PermissionDenied,
+            io::ErrorKind::InvalidInput,
+        ] {
+            let answer = unreadable(io::Error::from(kind), &context(), "/public/a.txt");
+            assert_eq!(answer.status(), StatusCode::NOT_FOUND, "{kind}");
+            assert_eq!(answer.message(), "Can not GET /public/a.txt");
+        }
     }
 }
