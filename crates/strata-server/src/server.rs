@@ -802,7 +802,10 @@ pub async fn create_server(config: &Config, routing: &Routing) -> Result<Server,
 /// concurrency or rate limit, anything `tower` or `tower-http` offers.
 ///
 /// The layers see every request after the server's checks (`Host`, body deadlines) and before
-/// request ids and routing. Their errors become error responses: tower's `Timeout` a 504, its
+/// request ids, routing and the reading of its body: a concurrency limit or a timeout here counts
+/// uploads still arriving. To place layers after the body is read, use
+/// `create_config().after_body(..)` ([`ConfigBuilder::after_body`](crate::ConfigBuilder::after_body)).
+/// A request the layers do not take within `ServerLimits::admission_timeout` gets a 503. Their errors become error responses: tower's `Timeout` a 504, its
 /// `LoadShed` a 503 with `Retry-After: 1`, a Strata stage's error what it was, anything else a
 /// 500; server errors are logged with their causes, and the router's error handler
 /// (`create_config().error_handler(..)`) formats them when one is set.
