@@ -1473,3 +1473,46 @@ async fn one_byte_range_of_a_file_response_is_a_206_and_if_range_is_checked() {
         "{other}"
     );
 }
+
+#[tokio::test]
+async fn at_the_shutdown_timeout_an_http2_stream_without_an_answer_gets_a_503() {
+    use http_body_util::Empty;
+    let config = create_config()
+        .cors(false)
+        .server_limits(ServerLimits {
+            shutdown_timeout: Some(Duration::from_millis(300)),
+            ..limits()
+        })
+        .listen(std::net::SocketAddr::from(([127, 0, 0, 1], 0)))
+        .build();
+    let started_handler = Started::default();
+    let server = create_server(&config, &routing_with(&started_handler))
+        .await
+        .unwrap();
+    let LocalAddr::Tcp(addr) = server.servers()[0].local_addr.clone() else {
+        panic!("TCP")
+    };
+    let stream = TcpStream::connect(addr).await.unwrap();
+    let (mut sender, connection) =
+        hyper::client::conn::http2::Builder::new(hyper_util::rt::TokioExecutor::new())
+            .handshake::<_, Empty<hyper::body::Bytes>>(hyper_util::rt::TokioIo::new(stream))
+            .await
+            .unwrap();
+    tokio::spawn(connection);
+    let waiting = tokio::spawn(async move {
+        let request = http::Request::get("http://a/wait?ms=2000")
+            .body(Empty::new())
+            .unwrap();
+        sender.send_request(request).await.map(|r| r.status())
+    });
+    started_handler.reached(1).await;
+    let started = std::time::Instant::now();
+    server.shutdown().await;
+    let status = waiting.await.unwrap().unwrap();
+    assert_eq!(status, 503);
+    assert!(
+        started.elapsed() < Duration::from_millis(1500),
+        "{:?}",
+        started.elapsed()
+    );
+}

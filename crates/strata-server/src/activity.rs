@@ -15,7 +15,7 @@ use std::io;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
-use std::task::{Context, Poll, Waker, ready};
+use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 
 use http::header::{CONNECTION, CONTENT_TYPE, RETRY_AFTER};
@@ -470,7 +470,8 @@ impl<IO: AsyncWrite> AsyncWrite for ActivityIo<IO> {
     }
 }
 
-/// The wakers of a connection's event streams, each in its slot.
+/// The wakers of a connection's event streams and of its HTTP/2 requests not answered yet, each
+/// in its slot, woken at shutdown.
 #[derive(Debug, Default)]
 struct EventStreams {
     wakers: Vec<Option<Waker>>,
@@ -482,6 +483,11 @@ impl Activity {
     /// waiting on their producer are woken for it.
     pub(crate) fn end_event_streams(&self) {
         self.closing.store(true, Ordering::Relaxed);
+        self.wake_all();
+    }
+
+    /// Wakes every waker kept (each is kept again when its task waits again).
+    fn wake_all(&self) {
         let woken: Vec<Waker> = {
             let mut streams = self
                 .event_streams
@@ -493,13 +499,15 @@ impl Activity {
     }
 
     /// The shutdown timeout has passed: a request not answered yet is answered with a 503
-    /// at its next poll (for HTTP/1, the connection's task polls it while it closes).
+    /// at its next poll (for HTTP/1 the connection's task polls it while it closes; an HTTP/2
+    /// request's task is woken).
     pub(crate) fn cut(&self) {
         self.cut.store(true, Ordering::Relaxed);
+        self.wake_all();
     }
 
-    /// Keeps `waker` to wake the event stream in `slot` (given one if it has none) at
-    /// shutdown.
+    /// Keeps `waker` to wake the event stream or request in `slot` (given one if it has none)
+    /// at shutdown.
     fn keep_waker(&self, slot: &mut Option<usize>, waker: &Waker) {
         let mut streams = self
             .event_streams
@@ -517,7 +525,7 @@ impl Activity {
         }
     }
 
-    /// The event stream in `slot` has ended.
+    /// The event stream or request in `slot` has ended.
     fn forget_waker(&self, slot: usize) {
         let mut streams = self
             .event_streams
@@ -530,18 +538,28 @@ impl Activity {
     /// A request arrived: counted, and in flight until the returned guard is dropped.
     pub(crate) fn request(self: &Arc<Self>) -> InFlight {
         self.requests.fetch_add(EVENT + 1, Ordering::Relaxed);
-        InFlight(Some(Arc::clone(self)))
+        InFlight {
+            activity: Some(Arc::clone(self)),
+            waker_slot: None,
+        }
     }
 }
 
 /// A request in flight; counted out when dropped unanswered, or handed on to [`Sending`] when
 /// its response is ready.
-pub(crate) struct InFlight(Option<Arc<Activity>>);
+pub(crate) struct InFlight {
+    activity: Option<Arc<Activity>>,
+    /// An HTTP/2 request's slot among the connection's wakers, while it waits.
+    waker_slot: Option<usize>,
+}
 
 impl InFlight {
     /// The response is ready: an event; the request stays counted until its body is sent.
     fn answered(mut self) -> Option<Sending> {
-        let activity = self.0.take()?;
+        let activity = self.activity.take()?;
+        if let Some(slot) = self.waker_slot.take() {
+            activity.forget_waker(slot);
+        }
         activity.requests.fetch_add(EVENT, Ordering::Relaxed);
         // Handed to hyper: waiting on it from now.
         let epoch = activity.epoch.load(Ordering::Relaxed);
@@ -556,7 +574,10 @@ impl InFlight {
 
 impl Drop for InFlight {
     fn drop(&mut self) {
-        if let Some(activity) = &self.0 {
+        if let Some(activity) = &self.activity {
+            if let Some(slot) = self.waker_slot {
+                activity.forget_waker(slot);
+            }
             // One request fewer, one event more.
             activity
                 .requests
@@ -635,16 +656,28 @@ where
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let this = self.project();
-        let cut = this
+        let activity = this
             .guard
             .as_ref()
-            .and_then(|guard| guard.0.as_ref())
-            .is_some_and(|activity| activity.cut.load(Ordering::Relaxed));
+            .and_then(|guard| guard.activity.as_ref());
+        let cut = activity.is_some_and(|activity| activity.cut.load(Ordering::Relaxed));
         let response = if cut {
             shutting_down()
         } else {
-            let Ok(response) = ready!(this.inner.poll(cx));
-            response
+            match this.inner.poll(cx) {
+                Poll::Ready(Ok(response)) => response,
+                Poll::Pending => {
+                    // An HTTP/2 request runs in a task of its own: kept to be woken for the
+                    // cut at the shutdown timeout (an HTTP/1 one is polled by its connection).
+                    if let Some(guard) = this.guard.as_mut()
+                        && let Some(activity) = &guard.activity
+                        && activity.http2.load(Ordering::Relaxed)
+                    {
+                        activity.keep_waker(&mut guard.waker_slot, cx.waker());
+                    }
+                    return Poll::Pending;
+                }
+            }
         };
         let sending = this.guard.take().and_then(InFlight::answered);
         let event_stream = is_event_stream(&response);
