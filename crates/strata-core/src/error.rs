@@ -192,16 +192,24 @@ impl ApiError {
         self
     }
 
-    /// Makes the response close the connection (`Connection: close`): for an error answered
-    /// before the request's body was read whole, whose rest will not be read.
+    /// Makes the response close the connection (`Connection: close`, once however often it is
+    /// called): for an error answered before the request's body was read whole, whose rest will
+    /// not be read.
     ///
     /// ```
-    /// let error = strata_core::http_error!(413, "Too large").with_connection_close();
-    /// assert_eq!(error.headers().unwrap()["connection"], "close");
+    /// let error = strata_core::http_error!(413, "Too large")
+    ///     .with_connection_close()
+    ///     .with_connection_close();
+    /// let headers = error.headers().unwrap();
+    /// assert_eq!(headers.get_all("connection").iter().collect::<Vec<_>>(), ["close"]);
     /// ```
     #[must_use]
-    pub fn with_connection_close(self) -> Self {
-        self.with_header(http::header::CONNECTION, HeaderValue::from_static("close"))
+    pub fn with_connection_close(mut self) -> Self {
+        self.0
+            .headers
+            .get_or_insert_with(Box::default)
+            .insert(http::header::CONNECTION, HeaderValue::from_static("close"));
+        self
     }
 
     /// Attaches the error that caused this one.
