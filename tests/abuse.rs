@@ -402,12 +402,15 @@ async fn the_applications_own_layers_wrap_the_app() {
 
 #[tokio::test]
 async fn bodies_over_the_memory_budget_wait_their_turn_with_a_503() {
-    let config = create_config()
+    let mut config = create_config()
         .cors(false)
         .server_limits(limits())
-        .body_budget(3000)
         .listen(std::net::SocketAddr::from(([127, 0, 0, 1], 0)))
         .build();
+    // Every client here is 127.0.0.1: the address may hold the whole budget, so that this is
+    // the budget's own limit (the share has its own tests at the end).
+    let budget = strata::parse::BodyBudget::new(3000).per_client(3000);
+    config.pipeline.body_budget = Some(budget.clone());
     let server = create_server(&config, &routing()).await.unwrap();
     let LocalAddr::Tcp(addr) = server.servers()[0].local_addr.clone() else {
         panic!("TCP")
@@ -417,21 +420,30 @@ async fn bodies_over_the_memory_budget_wait_their_turn_with_a_503() {
             "POST /note HTTP/1.1\r\nHost: a\r\nContent-Type: application/json\r\nContent-Length: {length}\r\nConnection: close\r\n\r\n"
         )
     };
-    // A stalled request holds 2000 bytes of the 3000 until its body deadline ends it.
-    let stalled = tokio::spawn(async move { stall(addr, &head(2000), b"{", None).await });
-    let budget = config.pipeline.body_budget.clone().unwrap();
-    until("the stalled body holds its share", || budget.used() >= 2000).await;
+    // A stalled request holds the 2000 bytes that arrived of the 2500 it declared, until its
+    // body deadline ends it.
+    let sent = format!(r#"{{"text":"{}"#, "s".repeat(1991));
+    let stalled =
+        tokio::spawn(async move { stall(addr, &head(2500), sent.as_bytes(), None).await });
+    until("the stalled body holds what arrived", || {
+        budget.used() >= 2000
+    })
+    .await;
+    // Another 2000 bytes do not fit beside them: 503 as they arrive, and the server closes the
+    // connection (the client did not ask it to).
+    let keep_alive = head(2000).replace("Connection: close\r\n", "");
+    let started = std::time::Instant::now();
     let refused = exchange(
         addr,
-        format!("{}{}", head(2000), "x".repeat(2000)).as_bytes(),
+        format!("{keep_alive}{}", "x".repeat(2000)).as_bytes(),
         false,
     )
     .await;
     assert!(refused.starts_with("HTTP/1.1 503"), "{refused}");
-    assert!(
-        refused.to_ascii_lowercase().contains("retry-after: 1"),
-        "{refused}"
-    );
+    let lower = refused.to_ascii_lowercase();
+    assert!(lower.contains("retry-after: 1"), "{refused}");
+    assert!(lower.contains("connection: close"), "{refused}");
+    assert!(started.elapsed() < Duration::from_secs(4), "not closed");
     // A small body still fits beside it.
     let body = r#"{"text":"fits"}"#;
     let small = exchange(
@@ -444,6 +456,7 @@ async fn bodies_over_the_memory_budget_wait_their_turn_with_a_503() {
     // Once the stalled request is answered (408), its share is back.
     let (answer, _) = stalled.await.unwrap();
     assert!(answer.starts_with("HTTP/1.1 408"), "{answer}");
+    assert_eq!(budget.used(), 0);
     let body = format!(r#"{{"text":"{}"}}"#, "y".repeat(1980));
     let big = exchange(
         addr,
@@ -1515,4 +1528,137 @@ async fn at_the_shutdown_timeout_an_http2_stream_without_an_answer_gets_a_503() 
         "{:?}",
         started.elapsed()
     );
+}
+
+// The body budget counts bytes that arrived (issue 25)
+
+/// A server with `budget` and body deadlines long enough for the attacks below to last.
+async fn start_with_budget(
+    budget: &strata::parse::BodyBudget,
+) -> (strata::Server, std::net::SocketAddr) {
+    let mut config = create_config()
+        .cors(false)
+        .server_limits(ServerLimits {
+            body_idle_timeout: Some(Duration::from_secs(5)),
+            body_read_timeout: Some(Duration::from_secs(10)),
+            ..ServerLimits::default()
+        })
+        .listen(std::net::SocketAddr::from(([127, 0, 0, 1], 0)))
+        .build();
+    config.pipeline.body_budget = Some(budget.clone());
+    let server = create_server(&config, &routing()).await.unwrap();
+    let LocalAddr::Tcp(addr) = server.servers()[0].local_addr.clone() else {
+        panic!("TCP")
+    };
+    (server, addr)
+}
+
+/// A connection from `from`, any address of 127/8 (Linux routes them all to loopback): the
+/// server sees another client than 127.0.0.1.
+async fn connect_from(from: [u8; 4], addr: std::net::SocketAddr) -> TcpStream {
+    let socket = tokio::net::TcpSocket::new_v4().unwrap();
+    socket.bind(std::net::SocketAddr::from((from, 0))).unwrap();
+    socket.connect(addr).await.unwrap()
+}
+
+#[tokio::test]
+async fn bodies_that_promise_much_and_trickle_do_not_starve_other_requests() {
+    let budget = strata::parse::BodyBudget::new(64 * 1024);
+    let (_server, addr) = start_with_budget(&budget).await;
+    // 32 connections from one host declare 16 KiB each and send a byte every 100 ms. Reserved
+    // up front, four such promises held the whole budget for as long as they liked.
+    let head = "POST /note HTTP/1.1\r\nHost: a\r\nContent-Type: application/json\r\nContent-Length: 16384\r\n\r\n";
+    let mut trickles = Vec::new();
+    for _ in 0..32 {
+        let mut stream = connect_from([127, 0, 0, 2], addr).await;
+        stream.write_all(head.as_bytes()).await.unwrap();
+        stream.write_all(b"{").await.unwrap();
+        trickles.push(tokio::spawn(async move {
+            // Bounded: 5 s at most, whatever the server does.
+            for _ in 0..50 {
+                tokio::time::sleep(Duration::from_millis(100)).await;
+                if stream.write_all(b" ").await.is_err() {
+                    return;
+                }
+            }
+        }));
+    }
+    until("every trickled body has begun", || budget.used() >= 32).await;
+    // An ordinary POST from another address is answered, again and again.
+    let body = r#"{"text":"an ordinary note"}"#;
+    let request = format!(
+        "POST /note HTTP/1.1\r\nHost: a\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    );
+    for _ in 0..5 {
+        let answer = exchange(addr, request.as_bytes(), false).await;
+        assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    // The trickles hold what arrived (a buffer at most twice that), not what they declared.
+    assert!(budget.used() < 4096, "{}", budget.used());
+    for trickle in trickles {
+        trickle.abort();
+    }
+}
+
+#[tokio::test]
+async fn one_address_cannot_take_more_than_its_share_while_another_still_fits() {
+    let budget = strata::parse::BodyBudget::new(8000);
+    assert_eq!(budget.client_share(), 2000, "a quarter by default");
+    let (_server, addr) = start_with_budget(&budget).await;
+    let attacker = [127, 0, 0, 2];
+    let attackers = strata::core::ClientAddr(attacker.into());
+    let head = "POST /note HTTP/1.1\r\nHost: a\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n";
+    // Three bodies of which 600 bytes arrive, then nothing: the address holds 1800 of its
+    // 2000.
+    let mut stalled = Vec::new();
+    for count in 1..=3 {
+        let mut stream = connect_from(attacker, addr).await;
+        stream.write_all(head.as_bytes()).await.unwrap();
+        stream.write_all(&[b' '; 600]).await.unwrap();
+        stalled.push(stream);
+        until("the body holds what arrived", || {
+            budget.used_by(attackers) >= 600 * count
+        })
+        .await;
+    }
+    // A fourth goes over the share: a 503 as its bytes arrive, and the connection is closed.
+    let mut fourth = connect_from(attacker, addr).await;
+    fourth.write_all(head.as_bytes()).await.unwrap();
+    fourth.write_all(&[b' '; 600]).await.unwrap();
+    let mut answer = Vec::new();
+    let read = tokio::time::timeout(Duration::from_secs(5), fourth.read_to_end(&mut answer)).await;
+    assert!(read.is_ok(), "the connection was not closed");
+    let answer = String::from_utf8_lossy(&answer);
+    assert!(answer.starts_with("HTTP/1.1 503"), "{answer}");
+    assert!(
+        answer.to_ascii_lowercase().contains("connection: close"),
+        "{answer}"
+    );
+    assert_eq!(budget.used_by(attackers), 1800);
+    // Another address (one counted apart: the counters are hashed at random) still fits a
+    // body as large as the attacker's three.
+    let other = (3..=255)
+        .map(|last| [127, 0, 0, last])
+        .find(|other| budget.used_by(strata::core::ClientAddr((*other).into())) == 0)
+        .unwrap();
+    let body = format!(r#"{{"text":"{}"}}"#, "o".repeat(1789));
+    let mut stream = connect_from(other, addr).await;
+    let request = format!(
+        "POST /note HTTP/1.1\r\nHost: a\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    );
+    stream.write_all(request.as_bytes()).await.unwrap();
+    let mut answer = Vec::new();
+    let read = tokio::time::timeout(Duration::from_secs(5), stream.read_to_end(&mut answer)).await;
+    assert!(read.is_ok(), "no answer");
+    let answer = String::from_utf8_lossy(&answer);
+    assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+    // The attacker's share is given back when its connections go.
+    drop(stalled);
+    until("the stalled bodies gave their share back", || {
+        budget.used() == 0
+    })
+    .await;
 }

@@ -49,6 +49,11 @@ pub enum ErrorKind {
     Internal,
     /// No route for the path, or the method is not allowed on it.
     Routing,
+    /// Clients hold too much of something shared right now (the body budget, a layer's
+    /// capacity): a 503 with `Retry-After` that clients caused, not a fault of the server.
+    /// Logged at warn level, at most one line per message every few seconds
+    /// ([`Logger::server_error`](crate::Logger::server_error)), since clients can cause it at will.
+    Overload,
 }
 
 /// An error that becomes an HTTP response through the endpoint's result handler.
@@ -184,6 +189,26 @@ impl ApiError {
             .headers
             .get_or_insert_with(Box::default)
             .append(name, value);
+        self
+    }
+
+    /// Makes the response close the connection (`Connection: close`, once however often it is
+    /// called): for an error answered before the request's body was read whole, whose rest will
+    /// not be read.
+    ///
+    /// ```
+    /// let error = strata_core::http_error!(413, "Too large")
+    ///     .with_connection_close()
+    ///     .with_connection_close();
+    /// let headers = error.headers().unwrap();
+    /// assert_eq!(headers.get_all("connection").iter().collect::<Vec<_>>(), ["close"]);
+    /// ```
+    #[must_use]
+    pub fn with_connection_close(mut self) -> Self {
+        self.0
+            .headers
+            .get_or_insert_with(Box::default)
+            .insert(http::header::CONNECTION, HeaderValue::from_static("close"));
         self
     }
 
@@ -594,10 +619,7 @@ impl ApiError {
                 format!("Request timeout: {timeout}"),
             )
             .with_kind(ErrorKind::Parse)
-            .with_header(
-                http::header::CONNECTION,
-                http::HeaderValue::from_static("close"),
-            ),
+            .with_connection_close(),
         )
     }
 }

@@ -32,7 +32,7 @@ pub use describe::{
     Security,
 };
 pub use error::{ApiError, ApiResult, BodyTimeout, BoxError, Causes, ErrorKind, panic_message};
-pub use logger::{Fields, Level, LogSink, Logger, Record};
+pub use logger::{Fields, Level, LogRateLimit, LogSink, Logger, Record};
 pub use method::{is_query, query_method};
 pub use mode::{MODE_VARIABLE, Mode};
 pub use payload::{ClientAddr, Output, PathParams, RequestInfo, StreamFailure, Validated};

@@ -34,8 +34,9 @@ impl<R: ResultHandler> Finish<R> {
                     error.status().as_u16(),
                     error.message()
                 );
-                // The causes, innermost last: what the message alone does not say.
-                self.logger.error_with_causes(line, &error);
+                // The causes, innermost last: what the message alone does not say. An overload
+                // clients caused is a rate-limited warning: they can cause it at will.
+                self.logger.server_error(line, &error);
             }
             if self.mode == Mode::Production
                 && (error.status().is_server_error() || !error.expose())

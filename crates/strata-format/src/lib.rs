@@ -8,7 +8,10 @@
 //!   panicking handler does not take the connection down;
 //! - in [`Mode::Production`](strata_core::Mode), replaces the message of 5xx errors and of errors
 //!   marked not exposed with the status's reason phrase (`Internal Server Error`);
-//! - logs 5xx errors with their real message through the request's logger.
+//! - logs 5xx errors with their real message through the request's logger: at error level,
+//!   except overloads that clients caused ([`ErrorKind::Overload`](strata_core::ErrorKind), such
+//!   as the body budget's 503), at warn level and at most one line per message every 5 s
+//!   ([`Logger::server_error`](strata_core::Logger::server_error)).
 //!
 //! [`DefaultResultHandler`] produces the spec's envelope:
 //! `{"status":"success","data":...}` and `{"status":"error","error":{"message":"..."}}`, as

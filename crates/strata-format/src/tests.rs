@@ -184,6 +184,38 @@ async fn server_errors_are_logged_with_the_real_message() {
     );
 }
 
+#[tokio::test]
+async fn overloads_clients_cause_are_one_warning_per_period() {
+    let capture = Arc::new(Capture::default());
+    let overloaded = tower_layer::Layer::layer(
+        &FormatLayer::new(DefaultResultHandler),
+        service_fn(|_: Request<()>| async {
+            // A message no other test logs: the limit is process-wide.
+            Err::<Output, _>(
+                http_error!(503, "format test: the budget is spent")
+                    .with_kind(strata_core::ErrorKind::Overload)
+                    .with_header(RETRY_AFTER, HeaderValue::from_static("1")),
+            )
+        }),
+    );
+    for _ in 0..50 {
+        let mut request = request("/upload");
+        request
+            .extensions_mut()
+            .insert(Logger::with_sink(capture.clone()));
+        let response = overloaded.clone().oneshot(request).await.unwrap();
+        assert_eq!(response.status(), 503);
+        assert_eq!(response.headers()[RETRY_AFTER], "1");
+    }
+    assert_eq!(
+        *capture.0.lock().unwrap(),
+        [(
+            Level::Warn,
+            "GET /upload: 503 format test: the budget is spent".to_owned()
+        )]
+    );
+}
+
 /// A custom envelope: `{"ok":true,"result":...}` / `{"ok":false,"reason":...}`, errors always 200.
 #[derive(Clone)]
 struct Custom;

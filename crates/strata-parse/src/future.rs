@@ -11,7 +11,7 @@ use strata_core::{ApiError, BoxError, ErrorKind, PathParams};
 use strata_input::{Parsed, ParsedBody, Query, UploadedFile};
 use tower_service::Service;
 
-use crate::budget::BodyReservation;
+use crate::budget::{BodyReservation, OverBudget};
 use crate::service::{BodyKind, parse_body, too_large};
 
 /// An error of the body itself: a server's body deadline is a 408; a limit applied by an outer
@@ -50,9 +50,12 @@ pub(crate) struct Pending<S> {
     /// turns out not to be empty (its length was unknown up front).
     pub(crate) unreadable: Option<ApiError>,
     pub(crate) limit: usize,
+    /// The body's `Content-Length` (or exact size hint), if any: the buffer grows to it, no more.
+    pub(crate) declared: Option<usize>,
     pub(crate) max_fields: usize,
     pub(crate) inner: S,
-    /// The body's share of the budget, held until the request is answered.
+    /// The body's share of the budget, grown as it arrives and held until the request is
+    /// answered (a multipart read has it meanwhile).
     pub(crate) reservation: Option<BodyReservation>,
 }
 
@@ -77,9 +80,140 @@ impl<S: Service<Request<Parsed>>> Pending<S> {
     }
 }
 
-/// The multipart read (`strata_upload::read_multipart`, an `async fn`), boxed to be stored.
-pub(crate) type ReadMultipart =
-    Pin<Box<dyn Future<Output = Result<strata_upload::Multipart, ApiError>> + Send>>;
+/// The multipart read (`strata_upload::read_multipart`, an `async fn`), boxed to be stored; it
+/// gives back the body's reservation.
+pub(crate) type ReadMultipart = Pin<
+    Box<
+        dyn Future<
+                Output = (
+                    Result<strata_upload::Multipart, ApiError>,
+                    Option<BodyReservation>,
+                ),
+            > + Send,
+    >,
+>;
+
+/// Makes room for `needed` bytes in `buffer`, reserved from the budget before they are
+/// allocated: what a body holds is its buffer. The buffer doubles (few copies) but never past
+/// the declared length, when it is honest, or the limit: a body that arrives whole in one chunk
+/// takes one buffer of its size, and a slow one no more than twice what arrived.
+fn make_room(
+    buffer: &mut Vec<u8>,
+    needed: usize,
+    pending: &mut Pending<impl Sized>,
+) -> Result<(), OverBudget> {
+    if needed <= buffer.capacity() {
+        return Ok(());
+    }
+    let most = match pending.declared {
+        Some(declared) if declared >= needed => declared.min(pending.limit),
+        _ => pending.limit,
+    };
+    let target = buffer.capacity().saturating_mul(2).min(most).max(needed);
+    if let Some(reservation) = &mut pending.reservation {
+        reservation.try_grow(target.saturating_sub(reservation.bytes()))?;
+    }
+    buffer.reserve_exact(target - buffer.len());
+    Ok(())
+}
+
+/// What a multipart read shares with its body while the body is moved into the reader.
+#[cfg(feature = "upload")]
+pub(crate) struct Metering {
+    reservation: Option<BodyReservation>,
+    refused: Option<OverBudget>,
+    ended: bool,
+}
+
+#[cfg(feature = "upload")]
+impl Metering {
+    pub(crate) fn new(reservation: Option<BodyReservation>) -> Self {
+        Self {
+            reservation,
+            refused: None,
+            ended: false,
+        }
+    }
+
+    /// The read's result, told as the budget's 503 when the budget stopped it, closing the
+    /// connection when it failed before the body's end; and the reservation, to be held until
+    /// the request is answered.
+    pub(crate) fn finish(
+        self,
+        read: Result<strata_upload::Multipart, ApiError>,
+    ) -> (
+        Result<strata_upload::Multipart, ApiError>,
+        Option<BodyReservation>,
+    ) {
+        let read = match (read, self.refused) {
+            (Err(_), Some(refused)) => Err(refused.error()),
+            (Err(error), None) if !self.ended => Err(error.with_connection_close()),
+            (read, _) => read,
+        };
+        (read, self.reservation)
+    }
+}
+
+#[cfg(feature = "upload")]
+pin_project! {
+    /// A multipart body: its bytes are reserved from the budget as they arrive (the whole body
+    /// stays in memory, its files too, until the request is answered; nothing goes to disk
+    /// before a handler moves a file), and whether it ended is noted.
+    pub(crate) struct Metered<'a, B> {
+        #[pin]
+        body: B,
+        metering: &'a mut Metering,
+    }
+}
+
+#[cfg(feature = "upload")]
+impl<'a, B> Metered<'a, B> {
+    pub(crate) fn new(body: B, metering: &'a mut Metering) -> Self {
+        Self { body, metering }
+    }
+}
+
+#[cfg(feature = "upload")]
+impl<B> Body for Metered<'_, B>
+where
+    B: Body,
+    B::Error: Into<BoxError>,
+{
+    type Data = B::Data;
+    type Error = BoxError;
+
+    fn poll_frame(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<http_body::Frame<B::Data>, BoxError>>> {
+        let mut this = self.project();
+        let frame = match ready!(this.body.as_mut().poll_frame(cx)) {
+            None => {
+                this.metering.ended = true;
+                return Poll::Ready(None);
+            }
+            Some(Err(error)) => return Poll::Ready(Some(Err(error.into()))),
+            Some(Ok(frame)) => frame,
+        };
+        this.metering.ended = this.body.is_end_stream();
+        let arrived = frame.data_ref().map_or(0, Buf::remaining);
+        if let Some(reservation) = &mut this.metering.reservation
+            && let Err(refused) = reservation.try_grow(arrived)
+        {
+            this.metering.refused = Some(refused);
+            return Poll::Ready(Some(Err(refused.error().into())));
+        }
+        Poll::Ready(Some(Ok(frame)))
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.body.is_end_stream()
+    }
+
+    fn size_hint(&self) -> http_body::SizeHint {
+        self.body.size_hint()
+    }
+}
 
 pin_project! {
     #[project = StateProj]
@@ -127,11 +261,12 @@ impl<B, S: Service<Request<Parsed>>> ResponseFuture<B, S> {
         }
     }
 
-    pub(crate) fn reading(body: B, capacity: usize, pending: Pending<S>) -> Self {
+    pub(crate) fn reading(body: B, pending: Pending<S>) -> Self {
         Self {
             state: State::Reading {
                 body,
-                buffer: Vec::with_capacity(capacity),
+                // Allocated as bytes arrive, not as declared.
+                buffer: Vec::new(),
                 pending: Some(Box::new(pending)),
             },
         }
@@ -155,9 +290,10 @@ where
                     return future.poll(cx).map_err(ApiError::from_inner);
                 }
                 StateProj::Multipart { read, pending } => {
-                    let result = ready!(read.as_mut().poll(cx));
+                    let (result, reservation) = ready!(read.as_mut().poll(cx));
                     let next = match (result, pending.take()) {
-                        (Ok(multipart), Some(pending)) => {
+                        (Ok(multipart), Some(mut pending)) => {
+                            pending.reservation = reservation;
                             let body = if multipart.fields.is_empty() {
                                 ParsedBody::Empty
                             } else {
@@ -181,23 +317,40 @@ where
                     buffer,
                     pending,
                 } => {
-                    let limit = pending.as_ref().map_or(0, |p| p.limit);
                     let frame = ready!(body.as_mut().poll_frame(cx));
+                    // An error before the body's end leaves the rest unread: the connection
+                    // cannot be used for another request.
+                    let ended = body.is_end_stream();
+                    let fail = |error: ApiError| State::Error {
+                        error: Some(if ended {
+                            error
+                        } else {
+                            error.with_connection_close()
+                        }),
+                    };
                     match frame {
                         Some(Ok(frame)) => {
                             let Ok(mut data) = frame.into_data() else {
                                 continue;
                             };
+                            let Some(pending) = pending.as_deref_mut() else {
+                                this.state.set(State::Error { error: None });
+                                continue;
+                            };
                             if data.has_remaining()
-                                && let Some(error) =
-                                    pending.as_mut().and_then(|p| p.unreadable.take())
+                                && let Some(error) = pending.unreadable.take()
                             {
-                                this.state.set(State::Error { error: Some(error) });
+                                this.state.set(fail(error));
                                 continue;
                             }
-                            if buffer.len() + data.remaining() > limit {
-                                let error = too_large(limit);
-                                this.state.set(State::Error { error: Some(error) });
+                            let needed = buffer.len() + data.remaining();
+                            if needed > pending.limit {
+                                let error = too_large(pending.limit);
+                                this.state.set(fail(error));
+                                continue;
+                            }
+                            if let Err(refused) = make_room(buffer, needed, pending) {
+                                this.state.set(fail(refused.error()));
                                 continue;
                             }
                             while data.has_remaining() {
@@ -209,7 +362,7 @@ where
                         }
                         Some(Err(error)) => {
                             let error = read_error(error.into());
-                            this.state.set(State::Error { error: Some(error) });
+                            this.state.set(fail(error));
                         }
                         None => {
                             let Some(pending) = pending.take() else {

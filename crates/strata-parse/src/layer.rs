@@ -62,8 +62,9 @@ impl ParseLayer {
     }
 
     /// Shares `budget` of bodies held in memory with every service of this layer (and others
-    /// given the same budget): a request that would go over it gets a 503 before its body is
-    /// read.
+    /// given the same budget): a body reserves its bytes as they arrive, and a request whose
+    /// next chunk would go over the budget, or over its client address's share of it, gets a
+    /// 503 with `Retry-After: 1` that closes the connection. See [`BodyBudget`].
     #[must_use]
     pub fn body_budget(mut self, budget: BodyBudget) -> Self {
         Arc::make_mut(&mut self.options).budget = Some(budget);

@@ -13,6 +13,7 @@
 //! | problem | status |
 //! |---|---|
 //! | body over the limit (default 1 MiB), checked before and while reading | 413 |
+//! | a chunk over the [body budget](BodyBudget) or its client address's share of it, as it arrives | 503, `Retry-After: 1` |
 //! | body with a content type that cannot be read (multipart while uploads are off) | 415 |
 //! | a file, a field, their count or a multipart body over its [upload limit](strata_upload::UploadLimits) | 413 |
 //! | malformed multipart (no boundary, truncated, bad part headers) | 400 |
@@ -21,7 +22,9 @@
 //! | more query or form parameters than the limit (default 1000) | 400 |
 //!
 //! An empty body is an empty object. Bodies are read only up to the limit: the rest is never
-//! buffered.
+//! buffered. An error met while reading a body, before its end (a limit, the budget, a body
+//! that stalls), makes the response close the connection (`Connection: close`): the rest of
+//! the body is not read.
 //!
 //! # Example
 //!
@@ -63,7 +66,7 @@ mod future;
 mod layer;
 mod service;
 
-pub use budget::{BodyBudget, BodyReservation, DEFAULT_BODY_BUDGET};
+pub use budget::{BodyBudget, BodyReservation, DEFAULT_BODY_BUDGET, OverBudget};
 
 /// Whether this build reads `multipart/form-data` bodies (the `upload` feature): without it a
 /// multipart body is refused with a 415 that names the feature, and routing refuses to start

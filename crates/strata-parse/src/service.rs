@@ -5,11 +5,13 @@ use http::header::{CONTENT_LENGTH, CONTENT_TYPE};
 use http::request::Parts;
 use http::{HeaderMap, Request, StatusCode};
 use http_body::Body;
-use strata_core::{ApiError, BoxError, ErrorKind, PathParams};
+use strata_core::{ApiError, BoxError, ClientAddr, ErrorKind, PathParams};
 use strata_input::text::{DecodeTextError, PlainQuery, parse_urlencoded};
 use strata_input::{InputSource, JsonObject, Parsed, ParsedBody, Query, UploadedFile};
 use tower_service::Service;
 
+#[cfg(feature = "upload")]
+use crate::future::{Metered, Metering};
 use crate::future::{Pending, ResponseFuture};
 use crate::layer::{Options, ParseLayer};
 
@@ -186,9 +188,6 @@ fn parse_query(parts: &Parts, max_fields: usize) -> Result<Query, ApiError> {
     }
 }
 
-/// The most memory reserved for a body before its bytes arrive.
-const INITIAL_CAPACITY_MAX: usize = 64 * 1024;
-
 fn declared_length(headers: &HeaderMap) -> Option<u64> {
     headers.get(CONTENT_LENGTH)?.to_str().ok()?.parse().ok()
 }
@@ -270,23 +269,15 @@ where
             }
             _ => None::<String>,
         };
-        // What the body may come to in memory, from the declared length or the limit, reserved
-        // from the shared budget before a byte is read.
-        let most = match multipart {
-            Some(limits) => limits.body_size(),
-            None => options.body_limit as u64,
-        };
-        let expected = declared.map_or(most, |n| n.min(most));
-        let reservation = match &options.budget {
-            None => None,
-            Some(budget) => {
-                match budget.try_reserve(usize::try_from(expected).unwrap_or(usize::MAX)) {
-                    Some(reservation) => Some(reservation),
-                    None => return ResponseFuture::error(crate::BodyBudget::exhausted()),
-                }
-            }
-        };
-        let pending = Pending {
+        // The budget is drawn on as the body arrives: a declared length costs a client
+        // nothing, so it reserves nothing.
+        let client = parts.extensions.get::<ClientAddr>().copied();
+        let reservation = options
+            .budget
+            .as_ref()
+            .map(|budget| budget.reservation(client));
+        #[cfg_attr(not(feature = "upload"), allow(unused_mut))]
+        let mut pending = Pending {
             reservation,
             parts,
             query,
@@ -294,21 +285,26 @@ where
             kind,
             unreadable,
             limit: options.body_limit,
+            declared: declared.and_then(|n| usize::try_from(n).ok()),
             max_fields: options.max_fields,
             inner: take_ready(&mut self.inner),
         };
         #[cfg(feature = "upload")]
         if let (Some(limits), Some(boundary)) = (multipart, boundary) {
             let limits = limits.clone();
-            let read = async move { strata_upload::read_multipart(body, boundary, &limits).await };
+            let reservation = pending.reservation.take();
+            let read = async move {
+                let mut metering = Metering::new(reservation);
+                let read = strata_upload::read_multipart(
+                    Metered::new(body, &mut metering),
+                    boundary,
+                    &limits,
+                )
+                .await;
+                metering.finish(read)
+            };
             return ResponseFuture::multipart(Box::pin(read), pending);
         }
-        // The declared length is the client's word: reserve no more than a modest amount up front.
-        let capacity = declared
-            .and_then(|n| usize::try_from(n).ok())
-            .unwrap_or(0)
-            .min(options.body_limit)
-            .min(INITIAL_CAPACITY_MAX);
-        ResponseFuture::reading(body, capacity, pending)
+        ResponseFuture::reading(body, pending)
     }
 }

@@ -7,7 +7,7 @@ use std::task::{Context, Poll};
 use bytes::Bytes;
 use http::{Method, Request};
 use http_body::{Body, Frame};
-use strata_core::{ApiError, ErrorKind, PathParams};
+use strata_core::{ApiError, ClientAddr, ErrorKind, PathParams};
 use strata_input::text::parse_urlencoded;
 use strata_input::{InputSource, InputSources, Parsed, ParsedBody, TextValue};
 #[cfg(feature = "upload")]
@@ -15,7 +15,7 @@ use strata_upload::UploadedFile;
 use strata_upload::{MultipartForm, UploadLimits};
 use tower::{ServiceExt, service_fn};
 
-use crate::ParseLayer;
+use crate::{BodyBudget, ParseLayer};
 
 async fn parse<B>(layer: ParseLayer, request: Request<B>) -> Result<Parsed, ApiError>
 where
@@ -559,4 +559,261 @@ async fn an_outer_length_limit_is_413() {
     let error = parse(ParseLayer::new(), request).await.unwrap_err();
     assert_eq!(error.status(), 413);
     assert_eq!(error.kind(), ErrorKind::PayloadTooLarge);
+}
+
+/// A body the test feeds: each chunk sent is one frame; it ends when the sender is dropped.
+struct Fed(tokio::sync::mpsc::UnboundedReceiver<Bytes>);
+
+impl Body for Fed {
+    type Data = Bytes;
+    type Error = Infallible;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, Infallible>>> {
+        self.0
+            .poll_recv(cx)
+            .map(|chunk| chunk.map(|chunk| Ok(Frame::data(chunk))))
+    }
+}
+
+/// A JSON POST of `declared` bytes (when given) from `client` (when given), its body fed
+/// through the sender.
+fn fed_post(
+    declared: Option<usize>,
+    client: Option<ClientAddr>,
+) -> (tokio::sync::mpsc::UnboundedSender<Bytes>, Request<Fed>) {
+    fed_post_of("application/json", declared, client)
+}
+
+/// A POST of `content_type`, as [`fed_post`].
+fn fed_post_of(
+    content_type: &str,
+    declared: Option<usize>,
+    client: Option<ClientAddr>,
+) -> (tokio::sync::mpsc::UnboundedSender<Bytes>, Request<Fed>) {
+    let (sender, receiver) = tokio::sync::mpsc::unbounded_channel();
+    let mut request = Request::post("/").header("content-type", content_type);
+    if let Some(declared) = declared {
+        request = request.header("content-length", declared);
+    }
+    let mut request = request.body(Fed(receiver)).unwrap();
+    if let Some(client) = client {
+        request.extensions_mut().insert(client);
+    }
+    (sender, request)
+}
+
+/// The parse stage in a task, its inner service holding each parsed request until `answer`
+/// gets a permit (as a handler would until it answers).
+fn spawn_held<B>(
+    layer: &ParseLayer,
+    request: Request<B>,
+    answer: &Arc<tokio::sync::Semaphore>,
+) -> tokio::task::JoinHandle<Result<Parsed, ApiError>>
+where
+    B: Body + Send + 'static,
+    B::Error: Into<strata_core::BoxError>,
+{
+    let answer = Arc::clone(answer);
+    let service = tower_layer::Layer::layer(
+        layer,
+        service_fn(move |request: Request<Parsed>| {
+            let answer = Arc::clone(&answer);
+            async move {
+                let _permit = answer.acquire().await;
+                Ok::<_, ApiError>(request.into_body())
+            }
+        }),
+    );
+    tokio::spawn(service.oneshot(request))
+}
+
+/// Lets the spawned tasks run until they wait again.
+async fn settle() {
+    for _ in 0..20 {
+        tokio::task::yield_now().await;
+    }
+}
+
+fn client(last: u8) -> ClientAddr {
+    ClientAddr([192, 0, 2, last].into())
+}
+
+#[tokio::test]
+async fn a_slow_body_with_a_large_content_length_holds_only_what_arrived() {
+    let budget = BodyBudget::new(1 << 20);
+    let layer = ParseLayer::new().body_budget(budget.clone());
+    let answer = Arc::new(tokio::sync::Semaphore::new(0));
+    let body = format!(r#"{{"text":"{}"}}"#, "x".repeat(990));
+    let (sender, request) = fed_post(Some(body.len()), Some(client(1)));
+    let parsed = spawn_held(&layer, request, &answer);
+    settle().await;
+    assert_eq!(budget.used(), 0, "a declared length reserves nothing");
+    let mut arrived = 0;
+    for chunk in body.as_bytes().chunks(100) {
+        sender.send(Bytes::copy_from_slice(chunk)).unwrap();
+        arrived += chunk.len();
+        settle().await;
+        let used = budget.used();
+        assert!(arrived <= used && used <= 2 * arrived, "{arrived} {used}");
+        assert_eq!(budget.used_by(client(1)), used);
+    }
+    assert_eq!(
+        budget.used(),
+        body.len(),
+        "an honest body ends in one buffer"
+    );
+    drop(sender);
+    settle().await;
+    assert_eq!(
+        budget.used(),
+        body.len(),
+        "held until the request is answered"
+    );
+    answer.add_permits(1);
+    let parsed = parsed.await.unwrap().unwrap();
+    assert!(matches!(parsed.body, ParsedBody::JsonObject(_)));
+    drop(parsed);
+    assert_eq!((budget.used(), budget.used_by(client(1))), (0, 0));
+}
+
+#[tokio::test]
+async fn a_chunk_over_the_budget_is_a_503_that_closes_the_connection() {
+    let budget = BodyBudget::new(1000);
+    let layer = ParseLayer::new().body_budget(budget.clone());
+    let answer = Arc::new(tokio::sync::Semaphore::new(0));
+    // Stalled bodies with a megabyte declared hold a byte each.
+    let mut stalled = Vec::new();
+    for _ in 0..100 {
+        let (sender, request) = fed_post(Some(1 << 20), None);
+        sender.send(Bytes::from_static(b"{")).unwrap();
+        stalled.push((sender, spawn_held(&layer, request, &answer)));
+    }
+    settle().await;
+    assert_eq!(budget.used(), 100);
+    // An ordinary body fits beside them (before, their promises held the whole budget).
+    let small = format!(r#"{{"text":"{}"}}"#, "x".repeat(500));
+    let request = Request::post("/")
+        .header("content-type", "application/json")
+        .body(small.clone())
+        .unwrap();
+    let held = spawn_held(&layer, request, &answer);
+    settle().await;
+    assert_eq!(budget.used(), 100 + small.len());
+    // A chunk that does not fit ends its request.
+    let (sender, request) = fed_post(Some(2000), None);
+    sender.send(Bytes::from(vec![b' '; 500])).unwrap();
+    let error = parse(layer.clone(), request).await.unwrap_err();
+    assert_eq!(error.status(), 503);
+    assert_eq!(error.kind(), ErrorKind::Overload);
+    let headers = error.headers().unwrap();
+    assert_eq!(headers["retry-after"], "1");
+    assert_eq!(
+        headers["connection"], "close",
+        "the rest of the body is unread"
+    );
+    assert_eq!(
+        budget.used(),
+        100 + small.len(),
+        "the refused chunk holds nothing"
+    );
+    answer.add_permits(1000);
+    assert!(held.await.unwrap().is_ok());
+    drop(stalled);
+    settle().await;
+    assert_eq!(budget.used(), 0);
+}
+
+#[tokio::test]
+async fn one_address_over_its_share_gets_a_503_while_another_fits() {
+    let budget = BodyBudget::new(1000);
+    let layer = ParseLayer::new().body_budget(budget.clone());
+    let answer = Arc::new(tokio::sync::Semaphore::new(0));
+    let (first, request) = fed_post(Some(900), Some(client(1)));
+    first.send(Bytes::from(vec![b' '; 200])).unwrap();
+    let held = spawn_held(&layer, request, &answer);
+    settle().await;
+    assert_eq!(budget.used_by(client(1)), 200);
+    // A second body from the address goes over its share (a quarter: 250).
+    let (second, request) = fed_post(Some(100), Some(client(1)));
+    second.send(Bytes::from(vec![b' '; 100])).unwrap();
+    let error = parse(layer.clone(), request).await.unwrap_err();
+    assert_eq!(
+        (error.status().as_u16(), error.kind()),
+        (503, ErrorKind::Overload)
+    );
+    assert_eq!(
+        error.message(),
+        "The server holds too many request bodies from this address right now; retry shortly"
+    );
+    assert_eq!(error.headers().unwrap()["connection"], "close");
+    // Another address (one counted apart: the counters are hashed) still fits.
+    let other = (2..=255)
+        .map(client)
+        .find(|other| budget.used_by(*other) == 0)
+        .unwrap();
+    let body = format!(r#"{{"text":"{}"}}"#, "y".repeat(189));
+    let mut request = Request::post("/")
+        .header("content-type", "application/json")
+        .body(body)
+        .unwrap();
+    request.extensions_mut().insert(other);
+    let parsed = spawn_held(&layer, request, &answer);
+    settle().await;
+    assert_eq!(budget.used_by(other), 200);
+    // Both give their share back when answered, the first one failing (its body ends short);
+    // the first address may then send again.
+    answer.add_permits(2);
+    drop(first);
+    assert_eq!(held.await.unwrap().unwrap_err().status(), 400);
+    assert!(parsed.await.unwrap().is_ok());
+    assert_eq!(budget.used(), 0);
+    let mut request = Request::post("/")
+        .header("content-type", "application/json")
+        .body(format!(r#"{{"text":"{}"}}"#, "z".repeat(230)))
+        .unwrap();
+    request.extensions_mut().insert(client(1));
+    assert!(parse(layer, request).await.is_ok());
+}
+
+#[cfg(feature = "upload")]
+#[tokio::test]
+async fn a_multipart_upload_reserves_what_arrives_and_past_the_budget_is_a_503() {
+    let budget = BodyBudget::new(4000);
+    let layer = ParseLayer::new()
+        .upload(UploadLimits::new())
+        .body_budget(budget.clone());
+    let answer = Arc::new(tokio::sync::Semaphore::new(0));
+    let form = MultipartForm::new().text("title", "Trip").file(
+        "photo",
+        UploadedFile::new("a.jpg", "image/jpeg", vec![7_u8; 2500]),
+    );
+    let content_type = form.content_type();
+    let bytes = form.into_bytes();
+    let (sender, request) = fed_post_of(&content_type, Some(bytes.len()), Some(client(1)));
+    let upload = spawn_held(&layer, request, &answer);
+    sender.send(bytes.slice(..100)).unwrap();
+    settle().await;
+    assert_eq!(budget.used(), 100, "what arrived, not what was declared");
+    sender.send(bytes.slice(100..)).unwrap();
+    drop(sender);
+    settle().await;
+    // Files stay in memory until the request is answered: all of it is held.
+    assert_eq!(budget.used(), bytes.len());
+    // A second upload does not fit: the budget's 503, not a malformed body.
+    let (sender, request) = fed_post_of(&content_type, Some(bytes.len()), None);
+    sender.send(bytes.clone()).unwrap();
+    let error = parse(layer, request).await.unwrap_err();
+    assert_eq!(
+        (error.status().as_u16(), error.kind()),
+        (503, ErrorKind::Overload)
+    );
+    assert_eq!(error.headers().unwrap()["connection"], "close");
+    assert_eq!(budget.used(), bytes.len());
+    answer.add_permits(1);
+    let parsed = upload.await.unwrap().unwrap();
+    assert_eq!(parsed.files[0].1[0].size(), 2500);
+    assert_eq!(budget.used(), 0);
 }

@@ -179,9 +179,10 @@ pub struct PipelineSettings {
     pub body_limit: usize,
     /// The most parameters in a query string or a form body (default 1000); more is a 400.
     pub max_fields: usize,
-    /// Bytes of request bodies held in memory at once, over all requests (default 256 MiB; a
-    /// handle, shared by clones): a request whose body would go over it gets a 503 with
-    /// `Retry-After` before any of it is read. `None`: no such budget.
+    /// Bytes of request bodies held in memory at once, over all requests (default 256 MiB, of
+    /// which one client address may hold a quarter; a handle, shared by clones), counted as
+    /// bodies arrive: a request whose next chunk would go over it gets a 503 with
+    /// `Retry-After` and a closed connection. `None`: no such budget.
     pub body_budget: Option<BodyBudget>,
     /// File uploads (spec 2.3 `upload`): `multipart/form-data` bodies are read within these
     /// limits, their text parts as a form and their files into the `files` source. `None` (the

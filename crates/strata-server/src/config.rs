@@ -383,8 +383,11 @@ impl ConfigBuilder {
         /// 415.
         upload(limits: impl Into<UploadLimits>) => config.pipeline.uploads = Some(limits.into());
         /// Sets the budget of request bodies held in memory at once, over all requests (default
-        /// 256 MiB): a request whose body would go over it gets a 503 with `Retry-After` before
-        /// any of it is read. `None` turns the budget off.
+        /// 256 MiB), counted as bodies arrive: a request whose next chunk would go over it, or
+        /// over its client address's share (a quarter), gets a 503 with `Retry-After` and the
+        /// connection is closed. `None` turns the budget off. Behind a reverse proxy, give the
+        /// proxy's address the whole budget: set `pipeline.body_budget` of the built
+        /// configuration to `BodyBudget::new(n).per_client(n)` (see `BodyBudget`).
         body_budget(bytes: impl Into<Option<usize>>) =>
             config.pipeline.body_budget = bytes.into().map(BodyBudget::new);
         /// Sets the mode.

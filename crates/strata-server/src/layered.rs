@@ -98,11 +98,12 @@ impl Errors {
             (api.with_source(error), true)
         } else if error.is::<tower::load_shed::error::Overloaded>() {
             let api = ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "The server is overloaded")
+                .with_kind(ErrorKind::Overload)
                 .with_header(RETRY_AFTER, HeaderValue::from_static("1"));
             (api.with_source(error), true)
         } else {
             let api = ApiError::from_boxed(error);
-            if api.status().is_server_error() {
+            if api.status().is_server_error() && api.kind() != ErrorKind::Overload {
                 (api.with_kind(ErrorKind::Internal), false)
             } else {
                 (api, false)
@@ -116,7 +117,8 @@ impl Errors {
                 api.status().as_u16(),
                 api.message()
             );
-            self.logger.error_with_causes(line, &api);
+            // Shed load is the clients' doing: a rate-limited warning.
+            self.logger.server_error(line, &api);
         }
         if seen.closes {
             api = api.with_header(CONNECTION, HeaderValue::from_static("close"));

@@ -143,7 +143,7 @@ pub async fn read_multipart<B>(
     limits: &UploadLimits,
 ) -> Result<Multipart, ApiError>
 where
-    B: Body + Send + 'static,
+    B: Body + Send,
     B::Error: Into<BoxError>,
 {
     let constraints = multer::Constraints::new()
