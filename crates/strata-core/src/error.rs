@@ -608,7 +608,53 @@ impl fmt::Display for BodyTimeout {
 
 impl std::error::Error for BodyTimeout {}
 
+/// Whether `error` is the system being short of something it will have again shortly (file
+/// descriptors, memory) rather than anything about what was asked for.
+fn is_shortage(error: &std::io::Error) -> bool {
+    // EMFILE (the process's limit) and ENFILE (the system's) are 24 and 23 on Linux, macOS and
+    // the BSDs, ERROR_TOO_MANY_OPEN_FILES 4 on Windows; std gives them no kind of their own.
+    const TOO_MANY_OPEN_FILES: &[i32] = if cfg!(unix) {
+        &[24, 23]
+    } else if cfg!(windows) {
+        &[4]
+    } else {
+        &[]
+    };
+    error.kind() == std::io::ErrorKind::OutOfMemory
+        || error
+            .raw_os_error()
+            .is_some_and(|code| TOO_MANY_OPEN_FILES.contains(&code))
+}
+
 impl ApiError {
+    /// The error of a request the server cannot serve for want of file descriptors or memory
+    /// (EMFILE, ENFILE, out of memory): a 503 with `Retry-After: 1`, an
+    /// [`ErrorKind::Overload`] (many clients at once cause it); any other io error is given
+    /// back.
+    ///
+    /// ```
+    /// use strata_core::{ApiError, ErrorKind};
+    ///
+    /// let shortage = ApiError::from_shortage(std::io::Error::from_raw_os_error(24)).unwrap();
+    /// assert_eq!((shortage.status().as_u16(), shortage.kind()), (503, ErrorKind::Overload));
+    /// assert!(ApiError::from_shortage(std::io::ErrorKind::NotFound.into()).is_err());
+    /// ```
+    ///
+    /// # Errors
+    /// `error` itself when it is not a shortage.
+    pub fn from_shortage(error: std::io::Error) -> Result<Self, std::io::Error> {
+        if !is_shortage(&error) {
+            return Err(error);
+        }
+        Ok(ApiError::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "The server is short of open files or memory right now; retry shortly",
+        )
+        .with_kind(ErrorKind::Overload)
+        .with_header(http::header::RETRY_AFTER, HeaderValue::from_static("1"))
+        .with_source(error))
+    }
+
     /// The error for a body that failed with a [`BodyTimeout`]: a 408 whose response closes the
     /// connection (the rest of the body will not be read); `None` for any other failure.
     pub fn from_body_timeout(error: &BoxError) -> Option<Self> {

@@ -18,7 +18,6 @@ use futures_util::TryStreamExt;
 use garde::Validate;
 use http::header::{
     ACCEPT_RANGES, CONTENT_DISPOSITION, CONTENT_LENGTH, CONTENT_RANGE, CONTENT_TYPE, LAST_MODIFIED,
-    RETRY_AFTER,
 };
 use http::{HeaderMap, HeaderName, HeaderValue, StatusCode};
 use http_body::{Body, Frame, SizeHint};
@@ -339,38 +338,14 @@ fn read_chunk(mut file: std::fs::File, count: usize) -> io::Result<Bytes> {
     Ok(Bytes::from(chunk))
 }
 
-/// Whether `error` is the system being short of something it will have again shortly (file
-/// descriptors, memory) rather than anything about the file.
-fn is_shortage(error: &io::Error) -> bool {
-    // EMFILE (the process's limit) and ENFILE (the system's) are 24 and 23 on Linux, macOS and
-    // the BSDs, ERROR_TOO_MANY_OPEN_FILES 4 on Windows; std gives them no kind of their own.
-    const TOO_MANY_OPEN_FILES: &[i32] = if cfg!(unix) {
-        &[24, 23]
-    } else if cfg!(windows) {
-        &[4]
-    } else {
-        &[]
-    };
-    error.kind() == io::ErrorKind::OutOfMemory
-        || error
-            .raw_os_error()
-            .is_some_and(|code| TOO_MANY_OPEN_FILES.contains(&code))
-}
-
 /// The answer to a file that cannot be checked.
 fn unreadable(path: &Path, error: io::Error) -> ApiError {
     if error.kind() == io::ErrorKind::NotFound {
-        ApiError::new(StatusCode::NOT_FOUND, "File not found")
-    } else if is_shortage(&error) {
-        ApiError::new(
-            StatusCode::SERVICE_UNAVAILABLE,
-            "The server is short of open files or memory right now; retry shortly",
-        )
-        .with_header(RETRY_AFTER, HeaderValue::from_static("1"))
-        .with_source(error)
-    } else {
-        ApiError::internal(format!("Cannot read {}", path.display())).with_source(error)
+        return ApiError::new(StatusCode::NOT_FOUND, "File not found");
     }
+    ApiError::from_shortage(error).unwrap_or_else(|error| {
+        ApiError::internal(format!("Cannot read {}", path.display())).with_source(error)
+    })
 }
 
 /// The bytes `next..next + remaining` of a checked file, read a chunk at a time on the
@@ -812,15 +787,19 @@ mod tests {
             let text = error.to_string();
             let answer = unreadable(path, error);
             assert_eq!(answer.status(), StatusCode::SERVICE_UNAVAILABLE, "{text}");
-            assert_eq!(answer.headers().unwrap()[RETRY_AFTER], "1");
+            assert_eq!(answer.headers().unwrap()[http::header::RETRY_AFTER], "1");
             assert!(answer.message().contains("retry"), "{}", answer.message());
             assert!(answer.causes().to_string().contains(&text));
         }
         // Not found, or anything about the file itself, is not a shortage.
-        assert!(!is_shortage(&io::Error::from(io::ErrorKind::NotFound)));
-        assert!(!is_shortage(&io::Error::from(
-            io::ErrorKind::PermissionDenied
-        )));
+        assert_eq!(
+            unreadable(path, io::ErrorKind::NotFound.into()).status(),
+            StatusCode::NOT_FOUND
+        );
+        assert_eq!(
+            unreadable(path, io::ErrorKind::PermissionDenied.into()).status(),
+            StatusCode::INTERNAL_SERVER_ERROR
+        );
     }
 
     #[tokio::test]

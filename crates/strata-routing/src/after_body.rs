@@ -120,18 +120,20 @@ impl Service<Request<Parsed>> for AfterBodyService {
 }
 
 /// The error response of a tower layer's `error`: tower's timeout a 504, its load shedding a
-/// 503 with `Retry-After: 1`, a Strata error (boxed by a layer) what it was, anything else a
-/// 500 (an internal error).
+/// 503 with `Retry-After: 1` (an [`ErrorKind::Overload`]), a Strata error (boxed by a layer)
+/// what it was, anything else a 500 (an internal error).
 pub fn layer_error(error: BoxError) -> ApiError {
     if error.is::<tower::timeout::error::Elapsed>() {
         ApiError::new(StatusCode::GATEWAY_TIMEOUT, "The request took too long").with_source(error)
     } else if error.is::<tower::load_shed::error::Overloaded>() {
+        // The clients' doing: logged as a rate-limited warning.
         ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "The server is overloaded")
+            .with_kind(ErrorKind::Overload)
             .with_header(RETRY_AFTER, HeaderValue::from_static("1"))
             .with_source(error)
     } else {
         let api = ApiError::from_boxed(error);
-        if api.status().is_server_error() {
+        if api.status().is_server_error() && api.kind() != ErrorKind::Overload {
             api.with_kind(ErrorKind::Internal)
         } else {
             api

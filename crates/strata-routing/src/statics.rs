@@ -9,7 +9,7 @@ use std::sync::{Arc, OnceLock};
 use std::task::{Context, Poll};
 
 use crate::endpoint::SharedService;
-use http::header::{CACHE_CONTROL, CONTENT_TYPE, LOCATION, RETRY_AFTER};
+use http::header::{CACHE_CONTROL, CONTENT_TYPE, LOCATION};
 use http::{HeaderMap, HeaderValue, Method, Request, Response, StatusCode, Uri};
 use strata_core::error_response;
 use strata_core::{ApiError, ErrorHandler, ErrorKind, Logger, RequestBody, ResponseBody};
@@ -83,41 +83,21 @@ fn answer(
 /// a broken file): a shortage of descriptors or memory is a 503 to retry; anything else (no
 /// such file, no permission, a name the OS refuses) the 404 of a file that is not there.
 fn unreadable(error: io::Error, context: &ErrorContext, path: &str) -> ApiError {
-    if is_shortage(&error) {
-        context.logger.warn(format_args!(
-            "static files: {error} for {path}, answered 503"
-        ));
-        return ApiError::new(
-            StatusCode::SERVICE_UNAVAILABLE,
-            "The server is short of open files or memory right now; retry shortly",
-        )
-        .with_header(RETRY_AFTER, HeaderValue::from_static("1"))
-        .with_source(error);
-    }
+    let error = match ApiError::from_shortage(error) {
+        Ok(shortage) => {
+            // A rate-limited warning: clients cause it at will.
+            let line = format_args!("static files: {path}, answered 503");
+            context.logger.server_error(line, &shortage);
+            return shortage;
+        }
+        Err(error) => error,
+    };
     if error.kind() != io::ErrorKind::NotFound {
         context.logger.debug(format_args!(
             "static files: {error} for {path}, answered 404"
         ));
     }
     not_found(&context.method, path)
-}
-
-/// Whether `error` is the system being short of something it will have again shortly (file
-/// descriptors, memory) rather than anything about the file.
-fn is_shortage(error: &io::Error) -> bool {
-    // EMFILE (the process's limit) and ENFILE (the system's) are 24 and 23 on Linux, macOS and
-    // the BSDs, ERROR_TOO_MANY_OPEN_FILES 4 on Windows; std gives them no kind of their own.
-    const TOO_MANY_OPEN_FILES: &[i32] = if cfg!(unix) {
-        &[24, 23]
-    } else if cfg!(windows) {
-        &[4]
-    } else {
-        &[]
-    };
-    error.kind() == io::ErrorKind::OutOfMemory
-        || error
-            .raw_os_error()
-            .is_some_and(|code| TOO_MANY_OPEN_FILES.contains(&code))
 }
 
 /// What an error answer needs once the request went to `ServeDir`.
@@ -370,7 +350,7 @@ mod tests {
             let text = error.to_string();
             let answer = unreadable(error, &context(), "/public/a.txt");
             assert_eq!(answer.status(), StatusCode::SERVICE_UNAVAILABLE, "{text}");
-            assert_eq!(answer.headers().unwrap()[RETRY_AFTER], "1");
+            assert_eq!(answer.headers().unwrap()[http::header::RETRY_AFTER], "1");
             assert!(answer.message().contains("retry"), "{}", answer.message());
         }
     }

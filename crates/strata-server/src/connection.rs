@@ -36,11 +36,13 @@ use std::sync::Arc;
 use std::task::{Context, Poll, Waker, ready};
 use std::time::Duration;
 
-use http::header::{CONNECTION, HOST, RETRY_AFTER};
+use http::header::{HOST, RETRY_AFTER};
 use http::{HeaderValue, Request, Response, StatusCode, Version};
 use hyper::body::Incoming;
 use pin_project_lite::pin_project;
-use strata_core::{ApiError, ClientAddr, ErrorHandler, Logger, ResponseBody, error_response};
+use strata_core::{
+    ApiError, ClientAddr, ErrorHandler, ErrorKind, Logger, ResponseBody, error_response,
+};
 use tokio::time::Sleep;
 use tower_service::Service;
 
@@ -275,10 +277,18 @@ fn not_admitted(
         StatusCode::SERVICE_UNAVAILABLE,
         format!("The server is busy: the request waited {timeout:?} to be taken; retry shortly"),
     )
+    .with_kind(ErrorKind::Overload)
     .with_header(RETRY_AFTER, HeaderValue::from_static("1"));
     if request.version() < Version::HTTP_2 && !http_body::Body::is_end_stream(request.body()) {
-        error = error.with_header(CONNECTION, HeaderValue::from_static("close"));
+        error = error.with_connection_close();
     }
+    // Clients can cause it at will: a rate-limited warning.
+    let line = format_args!(
+        "{} {}: 503 not taken by the application's layers within {timeout:?}",
+        request.method(),
+        request.uri().path()
+    );
+    admission.logger.server_error(line, &error);
     admission.respond(error, request.method(), request.uri(), request.headers())
 }
 

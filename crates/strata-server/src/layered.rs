@@ -8,13 +8,11 @@ use std::pin::Pin;
 use std::task::{Context, Poll, ready};
 
 use bytes::Bytes;
-use http::header::{CONNECTION, RETRY_AFTER};
-use http::{HeaderMap, HeaderValue, Method, Request, Response, StatusCode, Uri, Version};
+use http::{HeaderMap, Method, Request, Response, Uri, Version};
 use http_body::Body;
 use pin_project_lite::pin_project;
-use strata_core::{
-    ApiError, BoxError, ErrorHandler, ErrorKind, Logger, Mode, ResponseBody, error_response,
-};
+use strata_core::{ApiError, BoxError, ErrorHandler, Logger, Mode, ResponseBody, error_response};
+use strata_routing::layer_error;
 use tower_service::Service;
 
 /// Turns what a user's stack answers into the server's responses: any body becomes a
@@ -93,22 +91,9 @@ impl Errors {
     #[allow(clippy::needless_pass_by_value)] // the error ends here
     fn respond(&self, error: BoxError, seen: &Seen) -> Response<ResponseBody> {
         // Our own texts for tower's errors say nothing internal: shown in production too.
-        let (mut api, own_text) = if error.is::<tower::timeout::error::Elapsed>() {
-            let api = ApiError::new(StatusCode::GATEWAY_TIMEOUT, "The request took too long");
-            (api.with_source(error), true)
-        } else if error.is::<tower::load_shed::error::Overloaded>() {
-            let api = ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "The server is overloaded")
-                .with_kind(ErrorKind::Overload)
-                .with_header(RETRY_AFTER, HeaderValue::from_static("1"));
-            (api.with_source(error), true)
-        } else {
-            let api = ApiError::from_boxed(error);
-            if api.status().is_server_error() && api.kind() != ErrorKind::Overload {
-                (api.with_kind(ErrorKind::Internal), false)
-            } else {
-                (api, false)
-            }
-        };
+        let own_text = error.is::<tower::timeout::error::Elapsed>()
+            || error.is::<tower::load_shed::error::Overloaded>();
+        let mut api = layer_error(error);
         if api.status().is_server_error() {
             let line = format_args!(
                 "{} {}: {} {} (a layer of the application)",
@@ -121,7 +106,7 @@ impl Errors {
             self.logger.server_error(line, &api);
         }
         if seen.closes {
-            api = api.with_header(CONNECTION, HeaderValue::from_static("close"));
+            api = api.with_connection_close();
         }
         let hidden = api.status().is_server_error() || !api.expose();
         if self.mode == Mode::Production && hidden && !own_text {
@@ -212,6 +197,7 @@ mod tests {
     use std::fmt::Write as _;
     use std::sync::{Arc, Mutex};
 
+    use http::StatusCode;
     use http_body_util::BodyExt;
     use schemars::Schema;
     use strata_core::{
