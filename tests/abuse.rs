@@ -1378,12 +1378,13 @@ fn descriptors_of(path: &std::path::Path) -> usize {
         .count()
 }
 
-#[tokio::test]
-async fn http2_downloads_without_window_hold_no_descriptor_of_the_file() {
+/// 64 HTTP/2 streams without window download `name` of the scratch directory from `uri`
+/// (a route of the test's routing): while they wait, none holds the file open.
+async fn http2_downloads_without_window_hold_no_descriptor(name: &str, uri: &str) {
     use http_body_util::Empty;
     const STREAMS: usize = 64;
     let (_server, addr) = start().await;
-    let path = scratch().join("lazy.bin");
+    let path = scratch().join(name);
     std::fs::write(&path, vec![7_u8; 256 * 1024]).unwrap();
     let stream = TcpStream::connect(addr).await.unwrap();
     let (sender, connection) =
@@ -1398,10 +1399,9 @@ async fn http2_downloads_without_window_hold_no_descriptor_of_the_file() {
     let downloads: Vec<_> = (0..STREAMS)
         .map(|_| {
             let mut sender = sender.clone();
+            let uri = format!("http://a{uri}");
             tokio::spawn(async move {
-                let request = http::Request::get("http://a/files/lazy.bin")
-                    .body(Empty::new())
-                    .unwrap();
+                let request = http::Request::get(uri).body(Empty::new()).unwrap();
                 sender.send_request(request).await.unwrap()
             })
         })
@@ -1421,6 +1421,17 @@ async fn http2_downloads_without_window_hold_no_descriptor_of_the_file() {
     )
     .await;
     drop(responses);
+}
+
+#[tokio::test]
+async fn http2_downloads_without_window_hold_no_descriptor_of_the_file() {
+    http2_downloads_without_window_hold_no_descriptor("lazy.bin", "/files/lazy.bin").await;
+}
+
+#[tokio::test]
+async fn http2_downloads_of_static_files_without_window_hold_no_descriptor() {
+    http2_downloads_without_window_hold_no_descriptor("lazy-static.bin", "/public/lazy-static.bin")
+        .await;
 }
 
 #[tokio::test]

@@ -109,8 +109,7 @@ where
 /// ```
 #[derive(Debug)]
 pub struct FileResponse {
-    path: Arc<Path>,
-    identity: Identity,
+    file: CheckedFile,
     headers: HeaderMap,
 }
 
@@ -125,7 +124,7 @@ impl FileResponse {
     pub async fn open(path: impl AsRef<Path>) -> Result<Self, ApiError> {
         let path: Arc<Path> = Arc::from(path.as_ref());
         let checked = Arc::clone(&path);
-        let identity = tokio::task::spawn_blocking(move || check(&checked))
+        let file = tokio::task::spawn_blocking(move || CheckedFile::check(&checked))
             .await
             .unwrap_or_else(|stopped| Err(io::Error::other(stopped)))
             .map_err(|error| unreadable(&path, error))?;
@@ -134,21 +133,17 @@ impl FileResponse {
             .unwrap_or(OCTET_STREAM);
         let mut headers = HeaderMap::new();
         headers.insert(CONTENT_TYPE, HeaderValue::from_static(guessed));
-        Ok(Self {
-            path,
-            identity,
-            headers,
-        })
+        Ok(Self { file, headers })
     }
 
     /// The length in bytes, sent as `Content-Length` (of a 200).
     pub fn len(&self) -> u64 {
-        self.identity.len
+        self.file.len()
     }
 
     /// Whether the file is empty.
     pub fn is_empty(&self) -> bool {
-        self.identity.len == 0
+        self.file.is_empty()
     }
 
     /// The `Content-Type` that will be sent.
@@ -201,15 +196,11 @@ impl HandlerOutput for FileResponse {
     }
 
     fn into_streamed(self, request: &RangeHeaders) -> Result<Output, Self> {
-        let Self {
-            path,
-            identity,
-            mut headers,
-        } = self;
-        let len = identity.len;
+        let Self { file, mut headers } = self;
+        let (len, modified) = (file.identity.len, file.identity.modified);
         headers.insert(ACCEPT_RANGES, HeaderValue::from_static("bytes"));
         if !headers.contains_key(LAST_MODIFIED)
-            && let Some(date) = identity.modified.and_then(http_date)
+            && let Some(date) = modified.and_then(http_date)
         {
             headers.insert(LAST_MODIFIED, date);
         }
@@ -235,18 +226,7 @@ impl HandlerOutput for FileResponse {
             }
         };
         headers.insert(CONTENT_LENGTH, HeaderValue::from(count));
-        let body = if count == 0 {
-            ResponseBody::empty()
-        } else {
-            ResponseBody::stream(FileBody {
-                path,
-                identity,
-                next: first,
-                remaining: count,
-                state: Reading::Head,
-            })
-        };
-        Ok(Output::streamed(status, headers, body))
+        Ok(Output::streamed(status, headers, file.body(first, count)))
     }
 
     fn describe(_: &Schema) -> Option<Vec<ResponseDescription>> {
@@ -291,6 +271,69 @@ impl Identity {
             #[cfg(unix)]
             node: (metadata.dev(), metadata.ino()),
         }
+    }
+}
+
+/// A regular file on disk, checked (its length, modification time and, on Unix, device and
+/// inode), to be sent a chunk at a time from the file opened for each chunk and closed after:
+/// a download that waits (an HTTP/2 stream without window, a client that does not read) holds
+/// no descriptor. [`FileResponse`] sends one; so does the routing's `ServeStatic`.
+///
+/// ```
+/// use http_body::Body;
+/// use strata_output::CheckedFile;
+///
+/// let path = std::env::temp_dir().join(format!("strata-checked-doc-{}", std::process::id()));
+/// std::fs::write(&path, "0123456789").unwrap();
+/// let file = CheckedFile::check(&path).unwrap(); // blocking: on a blocking thread in servers
+/// assert_eq!(file.len(), 10);
+/// assert_eq!(file.body(2, 5).size_hint().exact(), Some(5));
+/// # std::fs::remove_file(&path).unwrap();
+/// ```
+#[derive(Debug, Clone)]
+pub struct CheckedFile {
+    path: Arc<Path>,
+    identity: Identity,
+}
+
+impl CheckedFile {
+    /// Checks the file at `path`; it is opened and closed at once (so that a file that cannot
+    /// be read, or a shortage of descriptors, shows now). Blocking. Not a regular file (a
+    /// directory, a FIFO, a device): `NotFound`.
+    ///
+    /// # Errors
+    /// What the system said.
+    pub fn check(path: impl AsRef<Path>) -> io::Result<Self> {
+        let path: Arc<Path> = Arc::from(path.as_ref());
+        let identity = check(&path)?;
+        Ok(Self { path, identity })
+    }
+
+    /// The length in bytes when checked.
+    pub fn len(&self) -> u64 {
+        self.identity.len
+    }
+
+    /// Whether the file was empty when checked.
+    pub fn is_empty(&self) -> bool {
+        self.identity.len == 0
+    }
+
+    /// The `count` bytes from byte `first`, as a body: each chunk is read on a blocking thread
+    /// from the file opened for it, which must still be the file checked (else the body fails:
+    /// the response is cut rather than other bytes sent). Its first frame is empty and reads
+    /// nothing, so that a response's head never waits for the disk.
+    pub fn body(&self, first: u64, count: u64) -> ResponseBody {
+        if count == 0 {
+            return ResponseBody::empty();
+        }
+        ResponseBody::stream(FileBody {
+            path: Arc::clone(&self.path),
+            identity: self.identity,
+            next: first,
+            remaining: count,
+            state: Reading::Head,
+        })
     }
 }
 

@@ -9,12 +9,14 @@ use std::sync::{Arc, OnceLock};
 use std::task::{Context, Poll};
 
 use crate::endpoint::SharedService;
-use http::header::{CACHE_CONTROL, CONTENT_TYPE, LOCATION};
+use http::header::{CACHE_CONTROL, CONTENT_LENGTH, CONTENT_RANGE, CONTENT_TYPE, LOCATION};
 use http::{HeaderMap, HeaderValue, Method, Request, Response, StatusCode, Uri};
 use strata_core::error_response;
 use strata_core::{ApiError, ErrorHandler, ErrorKind, Logger, RequestBody, ResponseBody};
 use strata_input::text::percent_decode;
+use strata_output::CheckedFile;
 use tower_http::services::ServeDir;
+use tower_http::services::fs::ServeFileSystemResponseBody;
 use tower_service::Service;
 
 use crate::router::{not_found, respond};
@@ -48,7 +50,7 @@ pub(crate) struct StaticService {
 /// `ServeDir`'s answer as the routing gives it: files, ranges, caching and redirects with
 /// express's headers; anything else the 404 of the error handler.
 fn answer(
-    response: Response<tower_http::services::fs::ServeFileSystemResponseBody>,
+    response: Response<ResponseBody>,
     context: &ErrorContext,
     cache_control: Option<HeaderValue>,
     path: &str,
@@ -64,7 +66,7 @@ fn answer(
             || status == StatusCode::PRECONDITION_FAILED
             || status == StatusCode::RANGE_NOT_SATISFIABLE =>
         {
-            let mut response = response.map(ResponseBody::stream);
+            let mut response = response;
             finish_headers(response.headers_mut(), cache_control);
             response
         }
@@ -75,6 +77,59 @@ fn answer(
             ));
             context.respond(not_found(&context.method, path))
         }
+    }
+}
+
+/// `ServeDir`'s answer to a GET with the file's bytes sent from a [`CheckedFile`], opened for
+/// each chunk: `ServeDir`'s own body keeps the file open until the response is sent, so
+/// downloads that wait (HTTP/2 streams without window) would hold a descriptor each. The file
+/// `ServeDir` sent (`file`, or its `index.html`) is checked again; when it is no longer the one
+/// `ServeDir` measured, its own body is kept.
+async fn reopened(
+    response: Response<ServeFileSystemResponseBody>,
+    file: PathBuf,
+    index: bool,
+) -> Response<ResponseBody> {
+    let Some((first, count, total)) = sent_span(&response) else {
+        return response.map(ResponseBody::stream);
+    };
+    let checked = tokio::task::spawn_blocking(move || {
+        let served = if index && file.is_dir() {
+            file.join("index.html")
+        } else {
+            file
+        };
+        CheckedFile::check(served)
+    })
+    .await;
+    match checked {
+        Ok(Ok(checked)) if checked.len() == total => {
+            // Dropping `ServeDir`'s body closes its file.
+            let (parts, _open) = response.into_parts();
+            Response::from_parts(parts, checked.body(first, count))
+        }
+        _ => response.map(ResponseBody::stream),
+    }
+}
+
+/// The bytes a 200 or 206 of a file sends: the first, how many, and the file's length.
+fn sent_span<B>(response: &Response<B>) -> Option<(u64, u64, u64)> {
+    let number =
+        |name| -> Option<u64> { response.headers().get(name)?.to_str().ok()?.parse().ok() };
+    match response.status() {
+        StatusCode::OK => {
+            let len = number(CONTENT_LENGTH)?;
+            (len > 0).then_some((0, len, len))
+        }
+        StatusCode::PARTIAL_CONTENT => {
+            let range = response.headers().get(CONTENT_RANGE)?.to_str().ok()?;
+            let (span, total) = range.strip_prefix("bytes ")?.split_once('/')?;
+            let (first, last) = span.split_once('-')?;
+            let (first, last): (u64, u64) = (first.parse().ok()?, last.parse().ok()?);
+            let total = total.parse().ok()?;
+            (first <= last && last < total).then_some((first, last - first + 1, total))
+        }
+        _ => None,
     }
 }
 
@@ -311,11 +366,18 @@ impl Service<Request<RequestBody>> for StaticService {
         let index = self.options.index;
         let cache_control = self.options.cache_control.clone();
         Box::pin(async move {
-            if !stays_inside(&root, &real_root, file, index).await {
+            if !stays_inside(&root, &real_root, file.clone(), index).await {
                 return Ok(context.respond(not_found(&context.method, original.path())));
             }
             match dir.try_call(Request::from_parts(parts, body)).await {
-                Ok(response) => Ok(answer(response, &context, cache_control, original.path())),
+                Ok(response) => {
+                    let response = if context.method == Method::GET {
+                        reopened(response, file, index).await
+                    } else {
+                        response.map(ResponseBody::stream)
+                    };
+                    Ok(answer(response, &context, cache_control, original.path()))
+                }
                 Err(error) => {
                     let error = unreadable(error, &context, original.path());
                     Ok(context.respond(error))
