@@ -437,7 +437,8 @@ mod tests {
     use strata_core::{Level, LogSink};
 
     use super::*;
-    use crate::{Endpoint, EndpointMeta, Nest, RoutingConfig, routing};
+    use crate::walk::tests::endpoint;
+    use crate::{Nest, RoutingConfig, routing};
 
     #[derive(Default)]
     struct Capture(Mutex<Vec<(Level, String)>>);
@@ -449,19 +450,6 @@ mod tests {
                 .unwrap_or_else(std::sync::PoisonError::into_inner)
                 .push((level, message.to_string()));
         }
-    }
-
-    fn endpoint(methods: &[Method], fields: &[&str]) -> Endpoint {
-        let meta = EndpointMeta {
-            methods: methods.to_vec(),
-            input_fields: fields.iter().map(|f| (*f).to_owned()).collect(),
-            ..EndpointMeta::default()
-        };
-        Endpoint::from_parts(meta, |_| {
-            tower::util::BoxCloneSyncService::new(tower::service_fn(|_| async {
-                Ok::<_, Infallible>(Response::new(ResponseBody::empty()))
-            }))
-        })
     }
 
     /// The warnings of compiling `routing` with headers merged for POST.

@@ -432,24 +432,6 @@ mod tests {
         assert_eq!(started.elapsed(), TIMEOUT);
     }
 
-    /// A request body whose pieces the test sends; never ends.
-    struct Trickle(tokio::sync::mpsc::UnboundedReceiver<bytes::Bytes>);
-
-    impl http_body::Body for Trickle {
-        type Data = bytes::Bytes;
-        type Error = std::convert::Infallible;
-
-        fn poll_frame(
-            mut self: Pin<&mut Self>,
-            cx: &mut Context<'_>,
-        ) -> Poll<Option<Result<http_body::Frame<bytes::Bytes>, Self::Error>>> {
-            match self.0.poll_recv(cx) {
-                Poll::Ready(Some(piece)) => Poll::Ready(Some(Ok(http_body::Frame::data(piece)))),
-                _ => Poll::Pending,
-            }
-        }
-    }
-
     const IDLE: Duration = Duration::from_secs(10);
     const TOTAL: Duration = Duration::from_secs(60);
     const RATE: MinDataRate = MinDataRate {
@@ -458,16 +440,16 @@ mod tests {
     };
 
     fn body() -> (
-        Pin<Box<BodyDeadline<Trickle>>>,
-        tokio::sync::mpsc::UnboundedSender<bytes::Bytes>,
+        Pin<Box<BodyDeadline<Pieces>>>,
+        tokio::sync::mpsc::Sender<bytes::Bytes>,
     ) {
-        let (sender, pieces) = tokio::sync::mpsc::unbounded_channel();
-        let body = BodyDeadline::new(Trickle(pieces), IDLE, TOTAL).min_rate(Some(RATE));
+        let (sender, pieces) = tokio::sync::mpsc::channel(64);
+        let body = BodyDeadline::new(Pieces(pieces), IDLE, TOTAL).min_rate(Some(RATE));
         (Box::pin(body), sender)
     }
 
     /// The next frame's data length, or the body's error as text.
-    async fn next(body: &mut Pin<Box<BodyDeadline<Trickle>>>) -> Result<usize, String> {
+    async fn next(body: &mut Pin<Box<BodyDeadline<Pieces>>>) -> Result<usize, String> {
         use http_body_util::BodyExt;
         match body.frame().await {
             Some(Ok(frame)) => Ok(frame.into_data().map_or(0, |data| data.len())),
@@ -493,11 +475,11 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn time_the_application_does_not_read_is_not_the_clients() {
         let (mut body, sender) = body();
-        sender.send(bytes::Bytes::from(vec![0; 100])).unwrap();
+        sender.try_send(bytes::Bytes::from(vec![0; 100])).unwrap();
         // Sent at once; read 20 s later (slower than the minimum rate, if that time counted).
         tokio::time::sleep(Duration::from_secs(20)).await;
         assert_eq!(next(&mut body).await, Ok(100));
-        sender.send(bytes::Bytes::from(vec![0; 100])).unwrap();
+        sender.try_send(bytes::Bytes::from(vec![0; 100])).unwrap();
         assert_eq!(next(&mut body).await, Ok(100));
     }
 
@@ -509,7 +491,7 @@ mod tests {
             // A byte every 3 s: under the idle timeout, far under 1 KiB/s.
             loop {
                 tokio::time::sleep(Duration::from_secs(3)).await;
-                if sender.send(bytes::Bytes::from_static(b"x")).is_err() {
+                if sender.try_send(bytes::Bytes::from_static(b"x")).is_err() {
                     break;
                 }
             }
@@ -531,7 +513,7 @@ mod tests {
         tokio::spawn(async move {
             for _ in 0..20 {
                 tokio::time::sleep(Duration::from_secs(1)).await;
-                sender.send(bytes::Bytes::from(vec![0; 1100])).unwrap();
+                sender.try_send(bytes::Bytes::from(vec![0; 1100])).unwrap();
             }
         });
         for _ in 0..20 {
