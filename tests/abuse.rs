@@ -1673,3 +1673,58 @@ async fn one_address_cannot_take_more_than_its_share_while_another_still_fits() 
     })
     .await;
 }
+
+#[tokio::test]
+async fn one_address_holds_at_most_its_share_of_the_connection_cap() {
+    let (_server, addr) = start_layered(
+        ServerLimits {
+            max_connections: Some(8),
+            max_connections_per_client: Some(3),
+            header_read_timeout: Some(Duration::from_secs(30)),
+            ..limits()
+        },
+        tower::layer::util::Identity::new(),
+    )
+    .await;
+    let attacker = [127, 0, 0, 2];
+    // Three connections hold the address's share (each has sent a request and keeps the
+    // connection).
+    let mut share = Vec::new();
+    for _ in 0..3 {
+        let mut stream = connect_from(attacker, addr).await;
+        stream
+            .write_all(b"GET /wait HTTP/1.1\r\nHost: a\r\n\r\n")
+            .await
+            .unwrap();
+        let head = read_one_response(&mut stream).await;
+        assert!(head.starts_with("HTTP/1.1 200"), "{head}");
+        share.push(stream);
+    }
+    // A fourth from the same address is closed at once, unanswered.
+    let mut refused = connect_from(attacker, addr).await;
+    let _ = refused
+        .write_all(b"GET /wait HTTP/1.1\r\nHost: a\r\n\r\n")
+        .await;
+    let mut answer = Vec::new();
+    let read = tokio::time::timeout(Duration::from_secs(2), refused.read_to_end(&mut answer)).await;
+    assert!(matches!(read, Ok(Ok(0) | Err(_))), "{read:?} {answer:?}");
+    // Another address still gets in, under the cap.
+    let answer = exchange(
+        addr,
+        b"GET /wait HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n",
+        false,
+    )
+    .await;
+    assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+    // Once one of the three closes, the address has a place again.
+    drop(share.pop());
+    // (The server sees the close at its next read.)
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let mut again = connect_from(attacker, addr).await;
+    again
+        .write_all(b"GET /wait HTTP/1.1\r\nHost: a\r\n\r\n")
+        .await
+        .unwrap();
+    let head = read_one_response(&mut again).await;
+    assert!(head.starts_with("HTTP/1.1 200"), "{head}");
+}

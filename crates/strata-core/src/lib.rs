@@ -15,6 +15,7 @@
 //! type-erased endpoint and the settings in `strata-routing`.
 
 pub mod body;
+mod client;
 pub mod ctx;
 pub mod describe;
 mod error;
@@ -26,6 +27,7 @@ pub mod payload;
 mod result_handler;
 
 pub use body::{IncomingBody, PollFrame, RequestBody, ResponseBody};
+pub use client::PerClient;
 pub use ctx::{Get, HCons, HNil};
 pub use describe::{
     DeclaredError, MiddlewareInput, PositiveFn, ResponseDescription, ResponseHeader, SchemaFn,

@@ -34,6 +34,11 @@ use crate::reply::HandlerOutput;
 /// How many bytes of a file are read at once: the most of it held in memory per response.
 const FILE_CHUNK: usize = 64 * 1024;
 
+/// The first chunk read of a file, doubled for each next one up to [`FILE_CHUNK`]: hyper reads
+/// an HTTP/2 body's next chunk before the stream has window and holds it, so a download that
+/// never gets window holds this much, and one that does is at full size after three chunks.
+const FIRST_FILE_CHUNK: usize = 8 * 1024;
+
 /// The media type of bytes whose type is not known.
 const OCTET_STREAM: &str = "application/octet-stream";
 
@@ -332,6 +337,7 @@ impl CheckedFile {
             identity: self.identity,
             next: first,
             remaining: count,
+            chunk: FIRST_FILE_CHUNK,
             state: Reading::Head,
         })
     }
@@ -405,6 +411,8 @@ struct FileBody {
     next: u64,
     /// How many bytes are left to send.
     remaining: u64,
+    /// How many bytes the next chunk reads.
+    chunk: usize,
     state: Reading,
 }
 
@@ -444,8 +452,9 @@ impl Body for FileBody {
                 }
                 Reading::Idle if this.remaining == 0 => Reading::Done,
                 Reading::Idle => {
-                    let count = usize::try_from(this.remaining.min(FILE_CHUNK as u64))
-                        .unwrap_or(FILE_CHUNK);
+                    let count = usize::try_from(this.remaining.min(this.chunk as u64))
+                        .unwrap_or(this.chunk);
+                    this.chunk = (this.chunk * 2).min(FILE_CHUNK);
                     let (path, identity, next) = (Arc::clone(&this.path), this.identity, this.next);
                     Reading::Busy(tokio::task::spawn_blocking(move || {
                         read_chunk(reopen(&path, identity, next)?, count)
@@ -744,7 +753,7 @@ mod tests {
         let head = body.frame().await.unwrap().unwrap().into_data().unwrap();
         assert!(head.is_empty());
         let chunk = body.frame().await.unwrap().unwrap().into_data().unwrap();
-        assert_eq!(chunk.len(), FILE_CHUNK);
+        assert_eq!(chunk.len(), FIRST_FILE_CHUNK);
         let other = path.with_extension("new");
         std::fs::write(&other, content(200_000)).unwrap();
         std::fs::rename(&other, &path).unwrap();
@@ -791,13 +800,15 @@ mod tests {
         assert!(head.data_ref().unwrap().is_empty());
         assert_eq!(descriptors_of(&path), 0, "before the first chunk");
         let chunk = body.frame().await.unwrap().unwrap().into_data().unwrap();
-        assert_eq!(chunk.len(), FILE_CHUNK);
+        assert_eq!(chunk.len(), FIRST_FILE_CHUNK, "a small first chunk");
         assert_eq!(descriptors_of(&path), 0, "between chunks");
-        let mut received = chunk.len();
+        let mut sizes = vec![chunk.len()];
         while let Some(frame) = body.frame().await {
-            received += frame.unwrap().into_data().unwrap().len();
+            sizes.push(frame.unwrap().into_data().unwrap().len());
         }
-        assert_eq!(received, 200_000);
+        assert_eq!(sizes.iter().sum::<usize>(), 200_000);
+        // Doubled up to the full chunk: 8, 16, 32, 64, 64 KiB, then the rest.
+        assert_eq!(&sizes[..5], &[8192, 16_384, 32_768, FILE_CHUNK, FILE_CHUNK]);
         assert_eq!(descriptors_of(&path), 0, "after the last chunk");
     }
 

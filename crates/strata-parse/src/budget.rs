@@ -8,23 +8,16 @@
 //! back when its request is answered. One client address may hold at most a share of the
 //! budget (a quarter by default), so that one host cannot take all of it.
 
-use std::collections::hash_map::RandomState;
-use std::hash::BuildHasher;
-use std::net::IpAddr;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use http::header::RETRY_AFTER;
 use http::{HeaderValue, StatusCode};
 
-use strata_core::{ApiError, ClientAddr, ErrorKind};
+use strata_core::{ApiError, ClientAddr, ErrorKind, PerClient};
 
 /// The default budget: 256 MiB.
 pub const DEFAULT_BODY_BUDGET: usize = 256 * 1024 * 1024;
-
-/// How many counters share the client addresses: an address is counted in the one its hash
-/// picks.
-const CLIENT_BUCKETS: usize = 1024;
 
 /// Bytes of request bodies the server may hold at once, and the most one client address may
 /// hold of them. A handle: its clones share one count, so every endpoint built from one
@@ -75,14 +68,10 @@ struct Count {
     used: AtomicUsize,
     /// The most one client address may hold.
     per_client: AtomicUsize,
-    /// Bytes held per client address, by hashed bucket: fixed in size and lock-free, where a map
-    /// of addresses would need a lock and grow with the addresses an attacker can use. Two
-    /// addresses in one bucket share a share; with a quarter of the budget each, at most four
-    /// buckets can be full at once, so an innocent address lands in one of them with a chance
-    /// of 4 in 1024.
-    clients: [AtomicUsize; CLIENT_BUCKETS],
-    /// Keyed at random per budget: which addresses share a bucket cannot be planned.
-    hasher: RandomState,
+    /// Bytes held per client address. Two addresses in one counter share a share; with a quarter
+    /// of the budget each, at most four counters can be full at once, so an innocent address
+    /// lands in one of them with a chance of 4 in 1024.
+    clients: PerClient,
 }
 
 impl std::fmt::Debug for Count {
@@ -102,8 +91,7 @@ impl BodyBudget {
             capacity,
             used: AtomicUsize::new(0),
             per_client: AtomicUsize::new(capacity / 4),
-            clients: [const { AtomicUsize::new(0) }; CLIENT_BUCKETS],
-            hasher: RandomState::new(),
+            clients: PerClient::new(),
         }))
     }
 
@@ -133,7 +121,7 @@ impl BodyBudget {
 
     /// The bytes reserved now by `client` (and any address that shares its counter).
     pub fn used_by(&self, client: ClientAddr) -> usize {
-        self.0.clients[self.bucket(client)].load(Ordering::Relaxed)
+        self.0.clients.counter(client).load(Ordering::Relaxed)
     }
 
     /// An empty reservation for a body from `client` (`None`: unknown, counted against the
@@ -166,15 +154,7 @@ impl BodyBudget {
     }
 
     fn bucket(&self, client: ClientAddr) -> usize {
-        // An IPv4 address as itself; IPv6 by its /64, the least one host is usually given.
-        let key = match client.0.to_canonical() {
-            IpAddr::V4(v4) => (false, u64::from(v4.to_bits())),
-            IpAddr::V6(v6) => (true, u64::try_from(v6.to_bits() >> 64).unwrap_or_default()),
-        };
-        // The remainder is below the bucket count: it fits.
-        #[allow(clippy::cast_possible_truncation)]
-        let bucket = (self.0.hasher.hash_one(key) % CLIENT_BUCKETS as u64) as usize;
-        bucket
+        self.0.clients.slot(client)
     }
 }
 
@@ -232,14 +212,17 @@ impl BodyReservation {
         if let Some(bucket) = self.bucket {
             let share = count.per_client.load(Ordering::Relaxed);
             let mine = self.bytes;
-            add_within(&count.clients[bucket], bytes, |held, wanted| {
+            add_within(count.clients.counter_in(bucket), bytes, |held, wanted| {
                 wanted <= share || held == mine
             })
             .map_err(|()| OverBudget::ClientShare)?;
         }
         if add_within(&count.used, bytes, |_, wanted| wanted <= count.capacity).is_err() {
             if let Some(bucket) = self.bucket {
-                count.clients[bucket].fetch_sub(bytes, Ordering::AcqRel);
+                count
+                    .clients
+                    .counter_in(bucket)
+                    .fetch_sub(bytes, Ordering::AcqRel);
             }
             return Err(OverBudget::Total);
         }
@@ -276,7 +259,10 @@ impl Drop for BodyReservation {
         let count = &*self.budget.0;
         count.used.fetch_sub(self.bytes, Ordering::AcqRel);
         if let Some(bucket) = self.bucket {
-            count.clients[bucket].fetch_sub(self.bytes, Ordering::AcqRel);
+            count
+                .clients
+                .counter_in(bucket)
+                .fetch_sub(self.bytes, Ordering::AcqRel);
         }
     }
 }

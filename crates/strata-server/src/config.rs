@@ -162,6 +162,11 @@ pub struct ServerLimits {
     /// accepting (new clients wait in the kernel's backlog) and keeps serving the ones it has.
     /// `None` (the default): the process's open-file limit less 64, at least 16.
     pub max_connections: Option<usize>,
+    /// The most connections one client address may have at once (IPv6: one /64); past it a new
+    /// connection from that address is closed at once, so that one host cannot take every
+    /// place under the cap. `None` (the default): a quarter of `max_connections`, at least 16.
+    /// Behind a reverse proxy every client has the proxy's address: set it to the cap.
+    pub max_connections_per_client: Option<usize>,
     /// How long a connection may go without a request before it is closed gracefully (HTTP/2:
     /// GOAWAY, even while it answers pings; default 60 s). An idle HTTP/1 keep-alive connection
     /// is closed sooner, by the header-read timeout. `None`: kept until the client closes it.
@@ -201,6 +206,7 @@ impl Default for ServerLimits {
             body_idle_timeout: Some(Duration::from_secs(10)),
             body_read_timeout: Some(Duration::from_secs(60)),
             max_connections: None,
+            max_connections_per_client: None,
             idle_timeout: Some(Duration::from_secs(60)),
             write_timeout: Some(Duration::from_secs(30)),
             http2_keep_alive_interval: Some(Duration::from_secs(20)),

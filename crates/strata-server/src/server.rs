@@ -10,7 +10,12 @@ use hyper_util::server::conn::auto;
 use std::convert::Infallible;
 
 use http::{Request, Response};
-use strata_core::{BoxError, ClientAddr, ErrorHandler, Logger, ResponseBody};
+use std::sync::atomic::Ordering;
+
+use strata_core::{
+    ApiError, BoxError, ClientAddr, ErrorHandler, ErrorKind, LogRateLimit, Logger, PerClient,
+    ResponseBody,
+};
 use strata_routing::Routing;
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::{TcpListener, UnixListener};
@@ -379,7 +384,7 @@ impl<S: ServedApp> Serving<S> {
         io: IO,
         client: Option<ClientAddr>,
         shutdown: Shutdown,
-        slot: OwnedSemaphorePermit,
+        slot: Place,
         connections: &mut JoinSet<()>,
     ) where
         IO: AsyncRead + AsyncWrite + Unpin + Send + 'static,
@@ -629,6 +634,86 @@ fn default_max_connections() -> usize {
     soft.saturating_sub(64).max(16)
 }
 
+/// A connection's place: under the cap, and among its address's connections.
+struct Place {
+    _permit: OwnedSemaphorePermit,
+    _client: Option<ClientConnection>,
+}
+
+/// Connections per client address, within a share of the cap (`max_connections_per_client`).
+struct ClientConnections {
+    counts: PerClient,
+    share: usize,
+    /// Refusals are logged at most once per period.
+    refusals: LogRateLimit,
+}
+
+/// A connection counted for its address until it ends.
+struct ClientConnection {
+    clients: Arc<ClientConnections>,
+    slot: usize,
+}
+
+impl ClientConnections {
+    fn new(share: usize) -> Self {
+        Self {
+            counts: PerClient::new(),
+            share,
+            refusals: LogRateLimit::new(Duration::from_secs(5)),
+        }
+    }
+
+    /// Counts a connection of `client`, unless its address holds its share.
+    fn take(self: &Arc<Self>, client: ClientAddr) -> Option<ClientConnection> {
+        let slot = self.counts.slot(client);
+        let counter = self.counts.counter_in(slot);
+        let mut held = counter.load(Ordering::Relaxed);
+        loop {
+            if held >= self.share {
+                return None;
+            }
+            match counter.compare_exchange_weak(held, held + 1, Ordering::AcqRel, Ordering::Relaxed)
+            {
+                Ok(_) => {
+                    return Some(ClientConnection {
+                        clients: Arc::clone(self),
+                        slot,
+                    });
+                }
+                Err(now) => held = now,
+            }
+        }
+    }
+
+    fn refused(&self, client: ClientAddr, logger: &Logger) {
+        let error = ApiError::new(
+            http::StatusCode::SERVICE_UNAVAILABLE,
+            format!("{} connections from one address at most", self.share),
+        )
+        .with_kind(ErrorKind::Overload);
+        let line = format_args!(
+            "connection from {} refused: its address holds its share",
+            client.0
+        );
+        logger.warn_rate_limited(&self.refusals, line, &error);
+    }
+}
+
+impl Drop for ClientConnection {
+    fn drop(&mut self) {
+        self.clients
+            .counts
+            .counter_in(self.slot)
+            .fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+/// The default share of the connection cap one address may hold: a quarter, at least 16 (and
+/// at most the cap).
+fn default_client_share(cap: usize) -> usize {
+    (cap / 4).max(16).min(cap)
+}
+
 /// How long a connection closed to make room has to say goodbye.
 const SHED_GRACE: Duration = Duration::from_millis(100);
 
@@ -681,6 +766,7 @@ async fn accept_loop<S: ServedApp>(
     mut stop: watch::Receiver<bool>,
     shutdown_timeout: Duration,
     slots: Arc<Semaphore>,
+    clients: Arc<ClientConnections>,
 ) {
     let mut connections = JoinSet::new();
     let (cut, cut_heard) = watch::channel(false);
@@ -729,12 +815,31 @@ async fn accept_loop<S: ServedApp>(
         while connections.try_join_next().is_some() {}
         match accepted {
             Ok(Accepted::Tcp(stream, peer)) => {
+                let client = ClientAddr(peer.ip());
+                let Some(counted) = clients.take(client) else {
+                    // One address holds its share of the cap: the others keep theirs.
+                    clients.refused(client, &serving.logger);
+                    continue;
+                };
                 let _ = stream.set_nodelay(true);
-                let client = Some(ClientAddr(peer.ip()));
-                serving.spawn(stream, client, shutdown.clone(), slot, &mut connections);
+                let place = Place {
+                    _permit: slot,
+                    _client: Some(counted),
+                };
+                serving.spawn(
+                    stream,
+                    Some(client),
+                    shutdown.clone(),
+                    place,
+                    &mut connections,
+                );
             }
             Ok(Accepted::Unix(stream)) => {
-                serving.spawn(stream, None, shutdown.clone(), slot, &mut connections);
+                let place = Place {
+                    _permit: slot,
+                    _client: None,
+                };
+                serving.spawn(stream, None, shutdown.clone(), place, &mut connections);
             }
             Err(error) => {
                 errors.record(&error, &serving.logger);
@@ -894,6 +999,11 @@ async fn start<S: ServedApp>(
             .clamp(1, Semaphore::MAX_PERMITS),
     ));
     let pressure = Arc::new(Notify::new());
+    let clients = Arc::new(ClientConnections::new(
+        limits
+            .max_connections_per_client
+            .unwrap_or_else(|| default_client_share(slots.available_permits())),
+    ));
     let mut servers = Vec::new();
     let mut tasks = Vec::new();
     let listeners = [
@@ -924,6 +1034,7 @@ async fn start<S: ServedApp>(
             receiver.clone(),
             ServerLimits::or_never(limits.shutdown_timeout),
             Arc::clone(&slots),
+            Arc::clone(&clients),
         )));
     }
     Ok(Server {
