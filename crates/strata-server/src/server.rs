@@ -256,6 +256,26 @@ async fn bind_unix(path: &std::path::Path) -> std::io::Result<UnixListener> {
     }
 }
 
+/// The kernel's queue of connections not accepted yet (the system's `somaxconn` may lower it):
+/// tokio's `TcpListener::bind` asks for 128, and while one host opens connections as fast as
+/// the server closes them (past its share), a full queue drops other clients' SYNs, which they
+/// send again only a second later.
+const LISTEN_BACKLOG: u32 = 1024;
+
+/// A TCP listener on `addr`, with address reuse as `TcpListener::bind` has it and a queue of
+/// [`LISTEN_BACKLOG`].
+fn listen_tcp(addr: SocketAddr) -> std::io::Result<TcpListener> {
+    let socket = if addr.is_ipv4() {
+        tokio::net::TcpSocket::new_v4()?
+    } else {
+        tokio::net::TcpSocket::new_v6()?
+    };
+    #[cfg(unix)]
+    socket.set_reuseaddr(true)?;
+    socket.bind(addr)?;
+    socket.listen(LISTEN_BACKLOG)
+}
+
 async fn bind(listen: &Listen) -> Result<(Bound, LocalAddr), ServerError> {
     let failed = |source| ServerError::Bind {
         listen: describe(listen),
@@ -274,7 +294,7 @@ async fn bind(listen: &Listen) -> Result<(Bound, LocalAddr), ServerError> {
             let addr = tcp
                 .socket_addr()
                 .ok_or_else(|| ServerError::Config("no address".into()))?;
-            let listener = TcpListener::bind(addr).await.map_err(failed)?;
+            let listener = listen_tcp(addr).map_err(failed)?;
             let local = listener.local_addr().map_err(failed)?;
             Ok((Bound::Tcp(listener), LocalAddr::Tcp(local)))
         }
