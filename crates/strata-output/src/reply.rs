@@ -15,13 +15,19 @@ pub trait HandlerOutput: Send + 'static {
     /// The body: checked with its garde rules, serialized, described by its JSON Schema.
     type Body: Serialize + Validate + JsonSchema;
 
+    /// Whether [`into_streamed`](Self::into_streamed) reads the request's `Range` and
+    /// `If-Range` (a file does): only then does the output stage keep them, so that other
+    /// endpoints pay no header lookups for it.
+    const READS_RANGE: bool = false;
+
     /// Splits into status, headers and body.
     fn into_parts(self) -> (StatusCode, HeaderMap, Self::Body);
 
     /// The output as a body sent as it is (a file, a stream, events), bypassing the check,
     /// the serialization and the envelope; `Err(self)` (the default) for outputs sent as JSON.
-    /// `range` is the request's `Range` and `If-Range`, for an output that can send part of
-    /// itself (a file); others ignore it.
+    /// `range` is the request's `Range` and `If-Range` when [`READS_RANGE`](Self::READS_RANGE)
+    /// says so (empty otherwise), for an output that can send part of itself (a file); others
+    /// ignore it.
     ///
     /// # Errors
     /// `self`, for JSON outputs.

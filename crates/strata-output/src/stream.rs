@@ -196,6 +196,8 @@ impl FileResponse {
 impl HandlerOutput for FileResponse {
     type Body = Binary;
 
+    const READS_RANGE: bool = true;
+
     fn into_parts(self) -> (StatusCode, HeaderMap, Binary) {
         (StatusCode::OK, self.headers, Binary)
     }

@@ -48,7 +48,7 @@ use tower_service::Service;
 
 use crate::activity::{Activity, TrackedBody, TrackedFuture};
 use crate::config::ServerLimits;
-use crate::deadline::{BodyDeadline, MinDataRate, ServerBody};
+use crate::deadline::{BodyDeadline, BodyLimits, ServerBody};
 
 /// Why `request` cannot be served, if it cannot.
 fn host_problem<B>(request: &Request<B>) -> Option<&'static str> {
@@ -72,9 +72,7 @@ pub(crate) struct ConnectionService<S> {
     activity: Arc<Activity>,
     /// The peer's address, put in the extensions of requests with a body.
     client: Option<ClientAddr>,
-    body_idle: Duration,
-    body_total: Duration,
-    min_body_rate: Option<MinDataRate>,
+    body_limits: Arc<BodyLimits>,
     /// What a request that waits too long for the application needs to be refused.
     admission: Arc<Admission>,
 }
@@ -117,9 +115,11 @@ impl<S> ConnectionService<S> {
             app,
             activity,
             client,
-            body_idle: ServerLimits::or_never(limits.body_idle_timeout),
-            body_total: ServerLimits::or_never(limits.body_read_timeout),
-            min_body_rate: limits.min_body_rate,
+            body_limits: Arc::new(BodyLimits {
+                idle: ServerLimits::or_never(limits.body_idle_timeout),
+                total: ServerLimits::or_never(limits.body_read_timeout),
+                min_rate: limits.min_body_rate,
+            }),
             admission: Arc::new(Admission {
                 timeout: limits.admission_timeout,
                 errors,
@@ -141,10 +141,8 @@ where
         let in_flight = self.activity.request();
         let future = match host_problem(&request) {
             None => {
-                let (idle, total) = (self.body_idle, self.body_total);
-                let rate = self.min_body_rate;
                 let mut request =
-                    request.map(|body| BodyDeadline::new(body, idle, total).min_rate(rate));
+                    request.map(|body| BodyDeadline::with_limits(body, &self.body_limits));
                 // Only where a per-client limit may need it: a request without a body costs
                 // no extension.
                 if let Some(client) = self.client

@@ -11,6 +11,7 @@
 use std::future::Future;
 use std::io;
 use std::pin::Pin;
+use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Duration;
 
@@ -146,6 +147,14 @@ impl MinDataRate {
     }
 }
 
+/// The deadlines of request bodies: shared by every body of a connection.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct BodyLimits {
+    pub(crate) idle: Duration,
+    pub(crate) total: Duration,
+    pub(crate) min_rate: Option<MinDataRate>,
+}
+
 pin_project! {
     /// A request body with deadlines, counted from the moment its request's head was complete:
     /// no piece for `idle`, not all within `total`, or slower than its [`MinDataRate`], and
@@ -153,21 +162,31 @@ pin_project! {
     /// connection).
     ///
     /// A body with nothing to read (most GETs) costs nothing; the others read the clock once
-    /// when made, and their timers are made at the first poll that waits.
+    /// when made, and their timers are made (one allocation) at the first poll that waits.
     pub struct BodyDeadline<B> {
         #[pin]
         inner: B,
-        idle_after: Duration,
-        total_after: Duration,
-        min_rate: Option<MinDataRate>,
-        // When the head was complete (none for a body with nothing to read).
+        // The deadlines, for a body with something to read.
+        limits: Option<Arc<BodyLimits>>,
+        // When the head was complete.
         started: Option<tokio::time::Instant>,
-        idle: Option<Pin<Box<Sleep>>>,
-        total: Option<Pin<Box<Sleep>>>,
-        // Bytes received, and the time spent waiting for them (up to the last piece).
+        // Bytes received.
         received: u64,
+        // Made at the first poll that waits.
+        timing: Option<Pin<Box<Timing>>>,
+    }
+}
+
+pin_project! {
+    /// The timers of a body that has waited, and the time it waited.
+    struct Timing {
+        #[pin]
+        idle: Sleep,
+        #[pin]
+        total: Sleep,
+        // The time spent waiting for pieces (up to the last one), and since when the reader
+        // has been waiting for the next.
         waited: Duration,
-        // Since when the reader has been waiting for the next piece.
         waiting_since: Option<tokio::time::Instant>,
         // A piece arrived since the reader last waited: the pause counts from the next wait.
         arrived: bool,
@@ -178,26 +197,34 @@ impl<B: http_body::Body> BodyDeadline<B> {
     /// `inner` failing with a [`BodyTimeout`] after `idle_after` without data or `total_after`
     /// in all, both counted from now.
     pub fn new(inner: B, idle_after: Duration, total_after: Duration) -> Self {
-        let started = (!inner.is_end_stream()).then(tokio::time::Instant::now);
+        Self::with_limits(
+            inner,
+            &Arc::new(BodyLimits {
+                idle: idle_after,
+                total: total_after,
+                min_rate: None,
+            }),
+        )
+    }
+
+    /// `inner` with `limits`, counted from now.
+    pub(crate) fn with_limits(inner: B, limits: &Arc<BodyLimits>) -> Self {
+        let something_to_read = !inner.is_end_stream();
         Self {
             inner,
-            idle_after,
-            total_after,
-            min_rate: None,
-            started,
-            idle: None,
-            total: None,
+            limits: something_to_read.then(|| Arc::clone(limits)),
+            started: something_to_read.then(tokio::time::Instant::now),
             received: 0,
-            waited: Duration::ZERO,
-            waiting_since: None,
-            arrived: false,
+            timing: None,
         }
     }
 
     /// Fails the body, too, when it arrives slower than `rate`.
     #[must_use]
     pub fn min_rate(mut self, rate: Option<MinDataRate>) -> Self {
-        self.min_rate = rate;
+        if let Some(limits) = &mut self.limits {
+            Arc::make_mut(limits).min_rate = rate;
+        }
         self
     }
 }
@@ -221,20 +248,31 @@ where
         cx: &mut Context<'_>,
     ) -> Poll<Option<Result<http_body::Frame<Self::Data>, Self::Error>>> {
         let this = self.project();
-        match this.inner.poll_frame(cx) {
+        let polled = this.inner.poll_frame(cx);
+        let Some(limits) = this.limits.as_deref() else {
+            // Nothing was expected: nothing to time.
+            return polled.map(|frame| frame.map(|frame| frame.map_err(Into::into)));
+        };
+        match polled {
             Poll::Ready(Some(Ok(frame))) => {
-                if let Some(since) = this.waiting_since.take() {
-                    *this.waited += since.elapsed();
-                }
-                *this.arrived = true;
-                if let Some(data) = frame.data_ref() {
+                if let Some(timing) = this.timing.as_mut() {
+                    let timing = timing.as_mut().project();
+                    if let Some(since) = timing.waiting_since.take() {
+                        *timing.waited += since.elapsed();
+                    }
+                    *timing.arrived = true;
+                    if let Some(data) = frame.data_ref() {
+                        *this.received += bytes::Buf::remaining(data) as u64;
+                    }
+                    if let Some(rate) = limits.min_rate
+                        && rate.too_slow(*this.received, *timing.waited)
+                    {
+                        let error = BodyTimeout::too_slow(rate.bytes_per_second);
+                        return Poll::Ready(Some(Err(Box::new(error))));
+                    }
+                } else if let Some(data) = frame.data_ref() {
+                    // Nothing waited for yet: too early for a rate.
                     *this.received += bytes::Buf::remaining(data) as u64;
-                }
-                if let Some(rate) = this.min_rate
-                    && rate.too_slow(*this.received, *this.waited)
-                {
-                    let error = BodyTimeout::too_slow(rate.bytes_per_second);
-                    return Poll::Ready(Some(Err(Box::new(error))));
                 }
                 Poll::Ready(Some(Ok(frame)))
             }
@@ -243,34 +281,30 @@ where
             Poll::Pending => {
                 let now = tokio::time::Instant::now();
                 let started = *this.started.get_or_insert(now);
-                this.waiting_since.get_or_insert(now);
-                let total_after = *this.total_after;
-                let total = this.total.get_or_insert_with(|| {
-                    Box::pin(tokio::time::sleep_until(instant_after(
-                        started,
-                        total_after,
-                    )))
+                let timing = this.timing.get_or_insert_with(|| {
+                    // Until the first piece, the pause counts from the head too.
+                    Box::pin(Timing {
+                        idle: tokio::time::sleep_until(instant_after(started, limits.idle)),
+                        total: tokio::time::sleep_until(instant_after(started, limits.total)),
+                        waited: Duration::ZERO,
+                        waiting_since: None,
+                        arrived: false,
+                    })
                 });
-                if total.as_mut().poll(cx).is_ready() {
-                    return Poll::Ready(Some(Err(Box::new(BodyTimeout::total(total_after)))));
+                let mut timing = timing.as_mut().project();
+                timing.waiting_since.get_or_insert(now);
+                if timing.total.as_mut().poll(cx).is_ready() {
+                    let error = BodyTimeout::total(limits.total);
+                    return Poll::Ready(Some(Err(Box::new(error))));
                 }
-                // Until the first piece, the pause counts from the head; then from the last
-                // piece (as good as now: the reader asks again as soon as it has one).
-                let idle_after = *this.idle_after;
-                let arrived = std::mem::take(this.arrived);
-                let idle = if let Some(idle) = this.idle {
-                    if arrived {
-                        idle.as_mut().reset(instant_after(now, idle_after));
-                    }
-                    idle
-                } else {
-                    let from = if arrived { now } else { started };
-                    let deadline = instant_after(from, idle_after);
-                    this.idle
-                        .insert(Box::pin(tokio::time::sleep_until(deadline)))
-                };
-                if idle.as_mut().poll(cx).is_ready() {
-                    return Poll::Ready(Some(Err(Box::new(BodyTimeout::idle(idle_after)))));
+                // After a piece, the pause counts from the next wait (as good as the piece's
+                // arrival: the reader asks again as soon as it has one).
+                if std::mem::take(timing.arrived) {
+                    timing.idle.as_mut().reset(instant_after(now, limits.idle));
+                }
+                if timing.idle.as_mut().poll(cx).is_ready() {
+                    let error = BodyTimeout::idle(limits.idle);
+                    return Poll::Ready(Some(Err(Box::new(error))));
                 }
                 Poll::Pending
             }
