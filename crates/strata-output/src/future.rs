@@ -9,7 +9,7 @@ use serde::Serialize;
 use strata_core::{ApiError, BoxError, ErrorKind, Output};
 use strata_validate::Decoder;
 
-use crate::range::RangeHeaders;
+use crate::range::{NO_RANGE, RangeHeaders};
 use crate::reply::HandlerOutput;
 
 pin_project! {
@@ -18,12 +18,13 @@ pin_project! {
         #[pin]
         inner: F,
         checker: Decoder<O>,
-        range: RangeHeaders,
+        // Only for an output that reads them, and only when the request has them.
+        range: Option<Box<RangeHeaders>>,
     }
 }
 
 impl<F, O> ResponseFuture<F, O> {
-    pub(crate) fn new(inner: F, checker: Decoder<O>, range: RangeHeaders) -> Self {
+    pub(crate) fn new(inner: F, checker: Decoder<O>, range: Option<Box<RangeHeaders>>) -> Self {
         Self {
             inner,
             checker,
@@ -45,7 +46,8 @@ where
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let this = self.project();
         let output = ready!(this.inner.poll(cx)).map_err(ApiError::from_inner)?;
-        let (status, headers, body) = match output.into_streamed(this.range) {
+        let range = this.range.as_deref().unwrap_or(&NO_RANGE);
+        let (status, headers, body) = match output.into_streamed(range) {
             Ok(streamed) => return Poll::Ready(Ok(streamed)),
             Err(output) => output.into_parts(),
         };

@@ -25,7 +25,20 @@ pub struct RangeHeaders {
     if_range: Option<HeaderValue>,
 }
 
+/// No `Range` and no `If-Range`.
+pub(crate) static NO_RANGE: RangeHeaders = RangeHeaders {
+    range: None,
+    if_range: None,
+};
+
 impl RangeHeaders {
+    /// Those of a request with `method` and `headers`, boxed, or `None` when it has neither (a
+    /// response future carries a pointer, not two header values, for the common case).
+    pub(crate) fn boxed(method: &Method, headers: &HeaderMap) -> Option<Box<Self>> {
+        let headers = Self::new(method, headers);
+        (headers.range.is_some() || headers.if_range.is_some()).then(|| Box::new(headers))
+    }
+
     /// Those of a request with `method` and `headers`.
     pub fn new(method: &Method, headers: &HeaderMap) -> Self {
         if method != Method::GET {

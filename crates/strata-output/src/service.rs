@@ -77,9 +77,9 @@ where
     fn call(&mut self, request: Request<B>) -> Self::Future {
         // Kept before the handler takes the request: a file answers them with part of itself.
         let range = if S::Response::READS_RANGE {
-            RangeHeaders::new(request.method(), request.headers())
+            RangeHeaders::boxed(request.method(), request.headers())
         } else {
-            RangeHeaders::default()
+            None
         };
         ResponseFuture::new(self.inner.call(request), self.checker.clone(), range)
     }

@@ -723,9 +723,10 @@ pin_project! {
         sending: Option<Sending>,
         // An event stream: it ends when the server shuts down.
         event_stream: bool,
-        // HTTP/2: data is handed to hyper in pieces of `HTTP2_PIECE` at most, this the rest.
+        // HTTP/2: data is handed to hyper in pieces of `HTTP2_PIECE` at most, this the rest
+        // (boxed: rare, and the body is moved about).
         http2: bool,
-        rest: Option<bytes::Bytes>,
+        rest: Option<Box<bytes::Bytes>>,
     }
 }
 
@@ -735,10 +736,10 @@ pin_project! {
 const HTTP2_PIECE: usize = 64 * 1024;
 
 /// The next piece of `rest` (and none left once it is all taken).
-fn next_piece(rest: &mut Option<bytes::Bytes>) -> bytes::Bytes {
+fn next_piece(rest: &mut Option<Box<bytes::Bytes>>) -> bytes::Bytes {
     match rest {
         Some(bytes) if bytes.len() > HTTP2_PIECE => bytes.split_to(HTTP2_PIECE),
-        _ => rest.take().unwrap_or_default(),
+        _ => rest.take().map(|bytes| *bytes).unwrap_or_default(),
     }
 }
 
@@ -780,7 +781,7 @@ impl Body for TrackedBody {
             && data.len() > HTTP2_PIECE
         {
             let rest = data.split_off(HTTP2_PIECE);
-            *this.rest = Some(rest);
+            *this.rest = Some(Box::new(rest));
         }
         match this.sending.as_mut() {
             Some(sending) => track(sending, polled),
