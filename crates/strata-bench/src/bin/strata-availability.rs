@@ -96,8 +96,8 @@ usage:
   strata-availability serve <default|library> [--log LEVEL]
       the server alone: prints `listening <address>`, serves until its standard input closes
 
-attacks: h2-downloads h2-idle budget-promises slow-bodies-library, and none (the control,
-not in the default list)
+attacks: h2-downloads h2-idle budget-promises slow-bodies-library; not in the default list:
+none (the control) and slow-bodies (slow-bodies-library against the default server)
 ";
 
 fn main() -> ExitCode {
@@ -157,6 +157,9 @@ enum Attack {
     H2Idle,
     BudgetPromises,
     SlowBodiesLibrary,
+    /// `slow-bodies-library` against the default server (not in [`Attack::ALL`]): whether
+    /// the layers matter.
+    SlowBodies,
 }
 
 impl Attack {
@@ -174,6 +177,7 @@ impl Attack {
             Attack::H2Idle => "h2-idle",
             Attack::BudgetPromises => "budget-promises",
             Attack::SlowBodiesLibrary => "slow-bodies-library",
+            Attack::SlowBodies => "slow-bodies",
         }
     }
 
@@ -198,6 +202,7 @@ impl Attack {
                 "POST /note, Content-Length: 65536, one byte every 5 s, \
                  to the library example's layers"
             }
+            Attack::SlowBodies => "POST /note, Content-Length: 65536, one byte every 5 s",
         }
     }
 }
@@ -297,7 +302,7 @@ fn parse(args: impl IntoIterator<Item = String>) -> Result<Command, String> {
             name => {
                 let attack = Attack::ALL
                     .into_iter()
-                    .chain([Attack::Nothing])
+                    .chain([Attack::Nothing, Attack::SlowBodies])
                     .find(|attack| attack.name() == name)
                     .ok_or_else(|| format!("unknown attack or option {name:?}"))?;
                 if !options.attacks.contains(&attack) {
@@ -684,7 +689,9 @@ async fn attacker_slot(attack: Attack, addr: SocketAddr, tally: Arc<Tally>) {
             Attack::H2Downloads => h2_downloads(stream, &tally).await,
             Attack::H2Idle => h2_idle(stream, &tally).await,
             Attack::BudgetPromises => body_promise(stream, PROMISED, &tally).await,
-            Attack::SlowBodiesLibrary => body_promise(stream, SLOW_BODY, &tally).await,
+            Attack::SlowBodiesLibrary | Attack::SlowBodies => {
+                body_promise(stream, SLOW_BODY, &tally).await;
+            }
             Attack::Nothing => {}
         }
         tally.closed(opened.elapsed());
@@ -1470,6 +1477,11 @@ mod tests {
         );
         assert_eq!(Attack::SlowBodiesLibrary.variant(), Variant::Library);
         assert_eq!(Attack::BudgetPromises.variant(), Variant::Default);
+        assert_eq!(Attack::SlowBodies.variant(), Variant::Default);
+        let Ok(Command::Run(options)) = parse(args("none slow-bodies")) else {
+            panic!("a run")
+        };
+        assert_eq!(options.attacks, [Attack::Nothing, Attack::SlowBodies]);
     }
 
     fn probe_of(outcome: Outcome, ms: u64) -> Probe {
