@@ -61,8 +61,8 @@ const CHECK_WAIT: Duration = Duration::from_secs(3);
 const NOTE_EVERY: Duration = Duration::from_millis(500);
 /// The goal: at least this share of the health checks good, in percent.
 const GOAL_PERCENT: usize = 95;
-/// The attacker starts this long before the checker.
-const HEAD_START: Duration = Duration::from_secs(2);
+/// The attacker starts this long before the checker (by default).
+const HEAD_START_SECONDS: u64 = 2;
 /// The slow attackers do something (a body byte, some window) this often.
 const TRICKLE: Duration = Duration::from_secs(5);
 /// The window given to one stream (and the connection) every [`TRICKLE`].
@@ -87,10 +87,12 @@ strata-availability: while 127.0.0.1 attacks a default Strata server, are the he
 127.0.0.2 answered (a 200 within 1 s, for at least 95 % of them)?
 
 usage:
-  strata-availability [--seconds N] [--nofile N] [--connections N] [--server-log LEVEL] [attack...]
+  strata-availability [--seconds N] [--nofile N] [--connections N] [--head-start N]
+                      [--server-log LEVEL] [attack...]
       each attack (default: all) against a new server under `prlimit --nofile=N:N` (default
-      512: a connection cap of 448), for N seconds (default 20) after a 2 s head start, with
-      --connections attacking connections (default: twice the cap); --server-log writes the
+      512: a connection cap of 448), for N seconds (default 20) after the attacker's head start
+      (default 2 s), with --connections attacking connections (default: twice the cap);
+      --server-log writes the
       server's log at LEVEL (debug, info, warn, error) to strata-availability-<attack>.log in
       the temporary directory
   strata-availability serve <default|library> [--log LEVEL]
@@ -212,6 +214,8 @@ impl Attack {
 struct Options {
     /// Seconds of health checks per attack.
     seconds: u64,
+    /// Seconds the attacker runs before the checker starts.
+    head_start: u64,
     /// The server's open-file limit (soft and hard).
     nofile: u64,
     /// Attacking connections; `None`: twice the connection cap.
@@ -270,6 +274,7 @@ fn parse(args: impl IntoIterator<Item = String>) -> Result<Command, String> {
     let mut args = args.into_iter();
     let mut options = Options {
         seconds: DEFAULT_SECONDS,
+        head_start: HEAD_START_SECONDS,
         nofile: DEFAULT_NOFILE,
         connections: None,
         server_log: None,
@@ -288,6 +293,12 @@ fn parse(args: impl IntoIterator<Item = String>) -> Result<Command, String> {
             "-h" | "--help" => return Ok(Command::Help),
             "serve" if first => return parse_serve(args),
             "--seconds" => options.seconds = number("--seconds", value("--seconds")?)?,
+            "--head-start" => {
+                let text = value("--head-start")?;
+                options.head_start = text
+                    .parse()
+                    .map_err(|_| format!("--head-start takes seconds, not {text:?}"))?;
+            }
             "--nofile" => {
                 options.nofile = number("--nofile", value("--nofile")?)?;
                 if options.nofile < 128 {
@@ -1292,7 +1303,7 @@ fn run(options: &Options) -> Result<bool, String> {
         connections = options.connections(),
         every = CHECK_EVERY.as_millis(),
         seconds = options.seconds,
-        head = HEAD_START.as_secs(),
+        head = options.head_start,
     );
     let mut lines = Vec::new();
     let mut all_good = true;
@@ -1329,7 +1340,7 @@ fn run_attack(
     let (stop, stopped) = watch::channel(false);
     let attacker = start_attacker(attack, addr, options.connections(), stopped);
     let head_start = Instant::now();
-    while head_start.elapsed() < HEAD_START {
+    while head_start.elapsed() < Duration::from_secs(options.head_start) {
         std::thread::sleep(Duration::from_millis(250));
         peaks.look(pid, addr.port());
     }
@@ -1407,7 +1418,10 @@ mod tests {
             panic!("a run")
         };
         assert_eq!(options.attacks, Attack::ALL.to_vec());
-        assert_eq!((options.seconds, options.nofile), (20, 512));
+        assert_eq!(
+            (options.seconds, options.nofile, options.head_start),
+            (20, 512, 2)
+        );
         assert_eq!(options.cap(), 448);
         assert_eq!(options.connections(), 896);
         assert_eq!(options.server_log, None);
@@ -1417,10 +1431,11 @@ mod tests {
     fn options_and_attacks_are_read() {
         let parsed = parse(args(
             "--seconds 5 h2-idle --nofile 1024 budget-promises h2-idle --connections 10 \
-             --server-log warn",
+             --server-log warn --head-start 0",
         ));
         let expected = Options {
             seconds: 5,
+            head_start: 0,
             nofile: 1024,
             connections: Some(10),
             server_log: Some(Level::Warn),
@@ -1458,6 +1473,7 @@ mod tests {
             "serve default extra",
             "h2-idle serve default",
             "--server-log",
+            "--head-start -1",
         ] {
             assert!(parse(args(bad)).is_err(), "{bad:?} was accepted");
         }
