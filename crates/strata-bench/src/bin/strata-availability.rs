@@ -1,15 +1,24 @@
 //! `strata-availability`: the goal figure of issue 25. While one address attacks a Strata
 //! server with the default configuration, does another address keep getting answers?
 //!
-//! `strata-availability [--seconds N] [--nofile N] [--connections N] [--server-log LEVEL]
-//! [attack...]` runs each attack (all four by default) against a fresh server, a child process
-//! (`strata-availability serve <variant>`) under `prlimit --nofile=N:N` (512 by default: the
-//! default connection cap is then 448). The attacker connects from 127.0.0.1; a health checker
-//! from 127.0.0.2 opens a new connection every 100 ms and sends `GET /health`, which is good when
-//! it is answered 200 within 1 s. The goal: at least 95 % good health checks over the run. The
-//! attacker starts 2 s before the checker (it is at full strength when the run begins) and goes
-//! on until the last check has its answer. Each attack is bounded: 2× the connection cap of
-//! connections (`--connections` to change it), each reopened as soon as the server closes it.
+//! `cargo run --release -p strata-bench --bin strata-availability -- [--seconds N] [--nofile N]
+//! [--connections N] [--head-start N] [--server-log LEVEL] [attack...]` runs each attack (all
+//! four by default) against a fresh server, a child process (`strata-availability serve
+//! <variant>`, killed by its process id afterwards) under `prlimit --nofile=N:N` (512 by
+//! default: the default connection cap is then 448). The attacker connects from 127.0.0.1 (one
+//! tokio thread); a health checker from 127.0.0.2 (another) opens a new connection every 100 ms
+//! and sends `GET /health`, which is good when it is answered 200 within 1 s. The goal: at
+//! least 95 % good health checks over the run (20 s by default); the process exits with 1 when
+//! an attack misses it. The attacker starts 2 s before the checker (it is at full strength when
+//! the run begins) and goes on until the last check has its answer. Each attack is bounded: 2×
+//! the connection cap of connections (`--connections` to change it), each reopened as soon as
+//! the server closes it. `none` (no attack, the control) and `slow-bodies` (the slow bodies
+//! against the default server) can be named too.
+//!
+//! Each attack's report says what the checks that were not good got (a late 200, another
+//! status, no connection or no answer within 3 s), what the attacker saw (connections, their
+//! lifetimes, the answers), the server's peaks read from `/proc` (descriptors, RSS, the
+//! listening socket's accept queue) and the kernel's `ListenOverflows` over the run.
 //!
 //! - `h2-downloads`: HTTP/2 connections that give every stream a flow-control window of 0 and
 //!   open as many `GET /file` (a 4 MiB `FileResponse`) streams as the server allows; every 5 s
@@ -92,9 +101,9 @@ usage:
       each attack (default: all) against a new server under `prlimit --nofile=N:N` (default
       512: a connection cap of 448), for N seconds (default 20) after the attacker's head start
       (default 2 s), with --connections attacking connections (default: twice the cap);
-      --server-log writes the
-      server's log at LEVEL (debug, info, warn, error) to strata-availability-<attack>.log in
-      the temporary directory
+      --server-log writes the server's log at LEVEL (debug, info, warn, error) to
+      strata-availability-<attack>.log in the temporary directory; exits with 1 when an
+      attack misses the goal
   strata-availability serve <default|library> [--log LEVEL]
       the server alone: prints `listening <address>`, serves until its standard input closes
 
