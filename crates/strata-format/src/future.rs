@@ -113,7 +113,9 @@ impl Body for Prefixed {
             self.info.uri.path(),
             error.message()
         );
-        self.logger.error_with_causes(line, &error);
+        // An overload (a shortage of descriptors while a file is sent) is a rate-limited
+        // warning, anything else an error.
+        self.logger.server_error(line, &error);
         Poll::Ready(Some(Err(error.message().to_owned().into())))
     }
 

@@ -435,8 +435,12 @@ enum Reading {
 impl FileBody {
     /// A failure after the head: the response is cut, and the format stage logs why.
     fn failed(&self, error: io::Error) -> BoxError {
-        let message = format!("Cannot read {}", self.path.display());
-        StreamFailure(ApiError::internal(message).with_source(error)).into()
+        // Out of descriptors or memory: an overload many clients cause, logged as such.
+        let failure = ApiError::from_shortage(error).unwrap_or_else(|error| {
+            let message = format!("Cannot read {}", self.path.display());
+            ApiError::internal(message).with_source(error)
+        });
+        StreamFailure(failure).into()
     }
 }
 

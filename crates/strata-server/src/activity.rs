@@ -176,6 +176,11 @@ impl Activity {
         }
     }
 
+    /// Nothing in flight, being sent, written or flushed now.
+    pub(crate) fn is_quiet(&self) -> bool {
+        self.look().quiet()
+    }
+
     /// Starts a new body epoch; whether a body has waited on hyper since `STALL_EPOCHS` or
     /// more epochs before it (slots older than that are checked too, so that a new watcher
     /// of an old connection misses none).

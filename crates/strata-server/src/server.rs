@@ -616,9 +616,24 @@ async fn watch_connection(
             None => std::future::pending().await,
         }
     };
+    // Closing for idleness with nothing in flight a second later: only a peer that does not
+    // answer the goodbye (an HTTP/2 close waits for a ping's answer) keeps it open, and it
+    // need not keep its place for the write timeout.
+    let closing_idle = verdict == Some(Verdict::Idle);
+    let still_quiet = async {
+        loop {
+            tokio::time::sleep(QUIET_GOODBYE).await;
+            if activity.is_quiet() {
+                break;
+            }
+        }
+    };
     let order = tokio::select! {
         verdict = watcher.next() => Order::Drop(drop_reason(verdict)),
         () = out_of_time => Order::Drop("idle connection closed: its streams did not finish"),
+        () = still_quiet, if closing_idle => {
+            Order::Drop("idle connection closed: the peer did not finish the goodbye")
+        }
         _ = shutdown.cut.wait_for(|cut| *cut) => {
             activity.cut();
             Order::Cut
@@ -733,6 +748,9 @@ impl Drop for ClientConnection {
 fn default_client_share(cap: usize) -> usize {
     (cap / 4).max(16).min(cap)
 }
+
+/// How long a connection closed for idleness may stay quiet before it is dropped.
+const QUIET_GOODBYE: Duration = Duration::from_secs(1);
 
 /// How long a connection closed to make room has to say goodbye.
 const SHED_GRACE: Duration = Duration::from_millis(100);
@@ -1222,6 +1240,26 @@ mod tests {
         let due = limits.http2_keep_alive_interval.unwrap() + limits.http2_keep_alive_timeout;
         assert!(
             seen.closed >= due && seen.closed < due + Duration::from_secs(1),
+            "{seen:?}"
+        );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn an_idle_http2_peer_that_ignores_the_goodbye_is_dropped_a_second_later() {
+        let limits = ServerLimits {
+            header_read_timeout: Some(Duration::from_secs(5)),
+            http2_keep_alive_interval: None,
+            ..limits()
+        };
+        let (task, client) = serve(limits);
+        let seen = http2_peer(client, false).await;
+        task.await.unwrap();
+        let goaway = seen.goaway.unwrap();
+        let head = limits.header_read_timeout.unwrap();
+        assert!(goaway >= head && goaway <= head + head / 4, "{seen:?}");
+        // Not the write timeout (30 s) later: the connection has nothing in flight.
+        assert!(
+            seen.closed >= goaway + QUIET_GOODBYE && seen.closed <= goaway + 2 * QUIET_GOODBYE,
             "{seen:?}"
         );
     }
