@@ -103,6 +103,44 @@ async fn etags_are_opt_in_and_a_matching_if_none_match_is_a_304() {
             .is_empty()
     );
 
+    // HEAD gets GET's tag, its length and no body, and a 304 for a matching tag, as express.
+    let head = call(
+        &config,
+        &routing,
+        Request::head("/hello").body(String::new()).unwrap(),
+    )
+    .await;
+    assert_eq!(head.status(), StatusCode::OK);
+    assert_eq!(head.headers()[ETAG], tag);
+    let head_length = head.headers()[http::header::CONTENT_LENGTH].clone();
+    assert!(
+        head.into_body()
+            .collect()
+            .await
+            .unwrap()
+            .to_bytes()
+            .is_empty()
+    );
+    let get_body = call(
+        &config,
+        &routing,
+        get("/hello").body(String::new()).unwrap(),
+    )
+    .await
+    .into_body()
+    .collect()
+    .await
+    .unwrap()
+    .to_bytes();
+    assert_eq!(head_length, get_body.len().to_string().as_str());
+    let head_cached = Request::head("/hello")
+        .header(IF_NONE_MATCH, tag.clone())
+        .body(String::new())
+        .unwrap();
+    let head_cached = call(&config, &routing, head_cached).await;
+    assert_eq!(head_cached.status(), StatusCode::NOT_MODIFIED);
+    assert_eq!(head_cached.headers()[ETAG], tag);
+
     // Another tag, or a POST: the whole answer, and no tag on the POST.
     let stale = get("/hello")
         .header(IF_NONE_MATCH, "W/\"0-0\"")

@@ -191,7 +191,21 @@ impl ResponseBody {
             Kind::Boxed(_) => None,
         }
     }
+
+    /// The bytes not yet sent, when the body is in memory (no copy).
+    pub fn into_bytes(self) -> Option<Bytes> {
+        match self.0 {
+            Kind::Full(data) => Some(data.unwrap_or_default()),
+            Kind::Boxed(_) => None,
+        }
+    }
 }
+
+/// The body a HEAD response would have had, had it been a GET's, when that body was in memory:
+/// the router answers HEAD with an empty body and keeps these bytes in the response's
+/// extensions, for layers above it that describe the body (an `ETag` must be the GET's).
+#[derive(Debug, Clone)]
+pub struct HeadBody(pub Bytes);
 
 impl<T: Into<Bytes>> From<T> for ResponseBody {
     fn from(data: T) -> Self {

@@ -26,7 +26,7 @@ mod mode;
 pub mod payload;
 mod result_handler;
 
-pub use body::{IncomingBody, PollFrame, RequestBody, ResponseBody};
+pub use body::{HeadBody, IncomingBody, PollFrame, RequestBody, ResponseBody};
 pub use client::PerClient;
 pub use ctx::{Get, HCons, HNil};
 pub use describe::{

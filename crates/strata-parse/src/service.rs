@@ -62,6 +62,24 @@ enum Uploads {
     On,
 }
 
+/// The content type of a raw body, as sent (empty when there is none).
+fn raw_content_type(headers: &HeaderMap) -> &str {
+    headers
+        .get(CONTENT_TYPE)
+        .and_then(|value| value.to_str().ok())
+        .unwrap_or_default()
+}
+
+/// An empty raw body: zero bytes of its content type when it has one (as express's raw parser
+/// gives an empty buffer), no body at all without one.
+fn empty_raw(headers: &HeaderMap) -> ParsedBody {
+    if headers.contains_key(CONTENT_TYPE) {
+        ParsedBody::Raw(UploadedFile::new("", raw_content_type(headers), Vec::new()))
+    } else {
+        ParsedBody::Empty
+    }
+}
+
 fn body_kind(headers: &HeaderMap, uploads: Uploads, raw: bool) -> Result<BodyKind, ApiError> {
     if raw {
         return Ok(BodyKind::Raw);
@@ -152,16 +170,17 @@ pub(crate) fn parse_body(
     headers: &HeaderMap,
 ) -> Result<ParsedBody, ApiError> {
     if bytes.is_empty() {
-        return Ok(ParsedBody::Empty);
+        return Ok(match kind {
+            BodyKind::Raw => empty_raw(headers),
+            _ => ParsedBody::Empty,
+        });
     }
     match kind {
-        BodyKind::Raw => {
-            let content_type = headers
-                .get(CONTENT_TYPE)
-                .and_then(|value| value.to_str().ok())
-                .unwrap_or_default();
-            Ok(ParsedBody::Raw(UploadedFile::new("", content_type, bytes)))
-        }
+        BodyKind::Raw => Ok(ParsedBody::Raw(UploadedFile::new(
+            "",
+            raw_content_type(headers),
+            bytes,
+        ))),
         BodyKind::Json => JsonObject::new(bytes)
             .map(ParsedBody::JsonObject)
             .map_err(|error| ApiError::bad_request(ErrorKind::Parse, error.to_string())),
@@ -222,10 +241,16 @@ where
             Err(error) => return ResponseFuture::error(error),
         };
         let empty = body.is_end_stream() || body.size_hint().exact() == Some(0);
-        if empty || !options.input_sources.reads_body(&parts.method) {
+        let reads_body = options.input_sources.reads_body(&parts.method);
+        if empty || !reads_body {
+            let body = if options.raw_body && reads_body {
+                empty_raw(&parts.headers)
+            } else {
+                ParsedBody::Empty
+            };
             let parsed = Parsed {
                 query,
-                body: ParsedBody::Empty,
+                body,
                 params,
                 files: Vec::new(),
             };

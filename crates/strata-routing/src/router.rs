@@ -21,7 +21,7 @@ use http::{HeaderMap, HeaderValue, Method, Request, Response, StatusCode};
 use http_body::Body;
 use strata_core::error_response;
 use strata_core::{
-    ApiError, ErrorHandler, ErrorKind, IncomingBody, Logger, PathParams, ResponseBody,
+    ApiError, ErrorHandler, ErrorKind, HeadBody, IncomingBody, Logger, PathParams, ResponseBody,
 };
 use strata_input::InputSource;
 use strata_input::text::percent_decode;
@@ -415,7 +415,11 @@ impl Future for RouterFuture {
                     .headers_mut()
                     .insert(CONTENT_LENGTH, HeaderValue::from(length));
             }
-            *response.body_mut() = ResponseBody::empty();
+            let body = std::mem::take(response.body_mut());
+            // Kept for the layers above that describe the body (an `ETag`): no copy.
+            if let Some(bytes) = body.into_bytes().filter(|bytes| !bytes.is_empty()) {
+                response.extensions_mut().insert(HeadBody(bytes));
+            }
         }
         apply_cors(
             &mut response,

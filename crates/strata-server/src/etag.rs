@@ -8,7 +8,7 @@ use std::task::{Context, Poll, ready};
 use http::header::{CONTENT_LENGTH, CONTENT_TYPE, ETAG, IF_NONE_MATCH};
 use http::{HeaderValue, Method, Request, Response, StatusCode};
 use pin_project_lite::pin_project;
-use strata_core::ResponseBody;
+use strata_core::{HeadBody, ResponseBody};
 use tower_layer::Layer;
 use tower_service::Service;
 
@@ -90,7 +90,8 @@ where
     }
 
     fn call(&mut self, request: Request<B>) -> Self::Future {
-        let get = request.method() == Method::GET;
+        // HEAD gets the tag GET would get (from the bytes the router kept, `HeadBody`).
+        let get = request.method() == Method::GET || request.method() == Method::HEAD;
         let if_none_match = get
             .then(|| request.headers().get(IF_NONE_MATCH).cloned())
             .flatten();
@@ -127,7 +128,11 @@ where
         {
             return Poll::Ready(Ok(response));
         }
-        let Some(tag) = response.body().bytes().map(weak_tag) else {
+        let tag = match response.extensions().get::<HeadBody>() {
+            Some(HeadBody(bytes)) => Some(weak_tag(bytes)),
+            None => response.body().bytes().map(weak_tag),
+        };
+        let Some(tag) = tag else {
             return Poll::Ready(Ok(response));
         };
         let fresh = this
