@@ -768,6 +768,18 @@ async fn the_document_and_its_page_are_served() {
     let body = response.into_body().collect().await.unwrap().to_bytes();
     let html = std::str::from_utf8(&body).unwrap();
     assert!(html.contains("<title>Users</title>") && html.contains(r#"url: "/openapi.json""#));
+    // The viewer at a pinned version, checked by the browser against its hash.
+    assert!(html.contains(&format!(
+        r#"<script src="{}" integrity="{}" crossorigin="anonymous"></script>"#,
+        strata::openapi::SWAGGER_UI_SCRIPT,
+        strata::openapi::SWAGGER_UI_SCRIPT_INTEGRITY
+    )));
+    assert!(html.contains(&format!(
+        r#"<link rel="stylesheet" href="{}" integrity="{}" crossorigin="anonymous">"#,
+        strata::openapi::SWAGGER_UI_STYLESHEET,
+        strata::openapi::SWAGGER_UI_STYLESHEET_INTEGRITY
+    )));
+    assert!(!html.contains("swagger-ui-dist@5/"), "no floating version");
 
     // Serving them leaves the document unchanged: they describe nothing.
     let again = Documentation::new(&routing, &config()).build().unwrap();

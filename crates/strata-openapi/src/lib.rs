@@ -73,6 +73,7 @@ pub use document::{
 };
 pub use error::DocumentationError;
 pub use serve::{
-    DocsPage, SWAGGER_UI_SCRIPT, SWAGGER_UI_STYLESHEET, docs_page, openapi_endpoint,
+    DocsPage, SWAGGER_UI_SCRIPT, SWAGGER_UI_SCRIPT_INTEGRITY, SWAGGER_UI_STYLESHEET,
+    SWAGGER_UI_STYLESHEET_INTEGRITY, SWAGGER_UI_VERSION, docs_page, openapi_endpoint,
     openapi_yaml_endpoint,
 };

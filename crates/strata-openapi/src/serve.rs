@@ -52,25 +52,51 @@ pub fn openapi_yaml_endpoint(doc: &OpenApi) -> Endpoint {
     fixed(Bytes::from(doc.to_yaml()), "application/yaml")
 }
 
-/// The default Swagger UI script (its public CDN build).
+/// The version of Swagger UI the default page loads from its public CDN: pinned, so that the
+/// page does not change under the application (the same as `tests/tools/package.json`'s, whose
+/// files CI checks the integrity hashes below against).
+pub const SWAGGER_UI_VERSION: &str = "5.35.0";
+/// The default Swagger UI script (its public CDN build, at [`SWAGGER_UI_VERSION`]).
 pub const SWAGGER_UI_SCRIPT: &str =
-    "https://cdn.jsdelivr.net/npm/swagger-ui-dist@5/swagger-ui-bundle.js";
-/// The default Swagger UI style sheet (its public CDN build).
+    "https://cdn.jsdelivr.net/npm/swagger-ui-dist@5.35.0/swagger-ui-bundle.js";
+/// The subresource integrity of [`SWAGGER_UI_SCRIPT`]: a browser refuses a script that is not
+/// these bytes (a CDN serving something else).
+pub const SWAGGER_UI_SCRIPT_INTEGRITY: &str =
+    "sha384-gjRm0bEPMeTmMh5jT2cHccIwCUZSTd8YC+j0d0sXw0MdGEfScduGpSyF3ZSSLkX9";
+/// The default Swagger UI style sheet (its public CDN build, at [`SWAGGER_UI_VERSION`]).
 pub const SWAGGER_UI_STYLESHEET: &str =
-    "https://cdn.jsdelivr.net/npm/swagger-ui-dist@5/swagger-ui.css";
+    "https://cdn.jsdelivr.net/npm/swagger-ui-dist@5.35.0/swagger-ui.css";
+/// The subresource integrity of [`SWAGGER_UI_STYLESHEET`].
+pub const SWAGGER_UI_STYLESHEET_INTEGRITY: &str =
+    "sha384-WlYgdmXYOOBWL5apwjDEZwN+U3HmXSSu5R6V5aGxEcf7z+KuRNwBhoxKVN1i3D5I";
 
 /// A page rendering a document with [Swagger UI](https://swagger.io/tools/swagger-ui/), served by
 /// [`docs_page`].
 ///
-/// The viewer's script and style come from its public CDN build unless set: to serve them
-/// offline, install the `swagger-ui-dist` package, serve its folder with `ServeStatic` and point
-/// [`script_url`](Self::script_url) and [`stylesheet_url`](Self::stylesheet_url) at it.
+/// The viewer's script and style come from its public CDN build, at a pinned version and with
+/// subresource integrity, unless set: to serve them offline, install the `swagger-ui-dist`
+/// package, serve its folder with `ServeStatic` and point [`script_url`](Self::script_url) and
+/// [`stylesheet_url`](Self::stylesheet_url) at it (which drops the pinned integrity; give your
+/// own with [`script_integrity`](Self::script_integrity) and
+/// [`stylesheet_integrity`](Self::stylesheet_integrity) when the assets come from elsewhere).
+///
+/// ```
+/// use strata_openapi::{DocsPage, SWAGGER_UI_SCRIPT_INTEGRITY};
+///
+/// let html = DocsPage::new("/openapi.json").html();
+/// assert!(html.contains("swagger-ui-dist@5.35.0/swagger-ui-bundle.js"));
+/// assert!(html.contains(&format!("integrity=\"{SWAGGER_UI_SCRIPT_INTEGRITY}\"")));
+/// let offline = DocsPage::new("/openapi.json").script_url("/ui/swagger-ui-bundle.js").html();
+/// assert!(!offline.contains(SWAGGER_UI_SCRIPT_INTEGRITY));
+/// ```
 #[derive(Debug, Clone)]
 pub struct DocsPage {
     document_url: String,
     title: String,
     script_url: String,
     stylesheet_url: String,
+    script_integrity: Option<String>,
+    stylesheet_integrity: Option<String>,
 }
 
 impl DocsPage {
@@ -81,6 +107,8 @@ impl DocsPage {
             title: "API documentation".to_owned(),
             script_url: SWAGGER_UI_SCRIPT.to_owned(),
             stylesheet_url: SWAGGER_UI_STYLESHEET.to_owned(),
+            script_integrity: Some(SWAGGER_UI_SCRIPT_INTEGRITY.to_owned()),
+            stylesheet_integrity: Some(SWAGGER_UI_STYLESHEET_INTEGRITY.to_owned()),
         }
     }
 
@@ -91,17 +119,35 @@ impl DocsPage {
         self
     }
 
-    /// Where the browser loads `swagger-ui-bundle.js` from.
+    /// Where the browser loads `swagger-ui-bundle.js` from (without an integrity hash, unless
+    /// [`script_integrity`](Self::script_integrity) gives one).
     #[must_use]
     pub fn script_url(mut self, url: impl Into<String>) -> Self {
         self.script_url = url.into();
+        self.script_integrity = None;
         self
     }
 
-    /// Where the browser loads `swagger-ui.css` from.
+    /// Where the browser loads `swagger-ui.css` from (without an integrity hash, unless
+    /// [`stylesheet_integrity`](Self::stylesheet_integrity) gives one).
     #[must_use]
     pub fn stylesheet_url(mut self, url: impl Into<String>) -> Self {
         self.stylesheet_url = url.into();
+        self.stylesheet_integrity = None;
+        self
+    }
+
+    /// The subresource integrity of the script (`sha384-<base64>`).
+    #[must_use]
+    pub fn script_integrity(mut self, integrity: impl Into<String>) -> Self {
+        self.script_integrity = Some(integrity.into());
+        self
+    }
+
+    /// The subresource integrity of the style sheet (`sha384-<base64>`).
+    #[must_use]
+    pub fn stylesheet_integrity(mut self, integrity: impl Into<String>) -> Self {
+        self.stylesheet_integrity = Some(integrity.into());
         self
     }
 
@@ -112,17 +158,29 @@ impl DocsPage {
             html,
             "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n\
              <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n\
-             <title>{title}</title>\n<link rel=\"stylesheet\" href=\"{css}\">\n</head>\n<body>\n\
-             <div id=\"swagger-ui\"></div>\n<script src=\"{js}\"></script>\n<script>\n\
+             <title>{title}</title>\n<link rel=\"stylesheet\" href=\"{css}\"{css_integrity}>\n</head>\n<body>\n\
+             <div id=\"swagger-ui\"></div>\n<script src=\"{js}\"{js_integrity}></script>\n<script>\n\
              window.ui = SwaggerUIBundle({{ url: {url}, dom_id: \"#swagger-ui\", deepLinking: true }});\n\
              </script>\n</body>\n</html>\n",
             title = escape_html(&self.title),
             css = escape_html(&self.stylesheet_url),
             js = escape_html(&self.script_url),
+            css_integrity = integrity(self.stylesheet_integrity.as_deref()),
+            js_integrity = integrity(self.script_integrity.as_deref()),
             url = script_string(&self.document_url),
         );
         html
     }
+}
+
+/// The attributes of a subresource integrity check, or nothing.
+fn integrity(hash: Option<&str>) -> String {
+    hash.map_or_else(String::new, |hash| {
+        format!(
+            " integrity=\"{}\" crossorigin=\"anonymous\"",
+            escape_html(hash)
+        )
+    })
 }
 
 fn escape_html(text: &str) -> String {
