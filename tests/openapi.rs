@@ -1058,3 +1058,66 @@ fn a_custom_result_handler_is_described_by_its_own_statuses_and_the_routers_by_t
         json!({ "const": "error" })
     );
 }
+
+#[derive(Deserialize, Validate, JsonSchema)]
+struct NameSearch {
+    /// Optional, never null (`not_null`).
+    #[garde(skip)]
+    #[serde(default, deserialize_with = "strata::not_null")]
+    #[schemars(with = "String")]
+    name: Option<String>,
+    /// A plain `Option`.
+    #[garde(skip)]
+    page: Option<u32>,
+}
+
+#[derive(Serialize, Validate, JsonSchema)]
+#[garde(allow_unvalidated)]
+struct Found {
+    count: u32,
+}
+
+#[test]
+fn optional_query_fields_are_absent_or_a_value_never_null() {
+    let found = |input: NameSearch| Found {
+        count: u32::from(input.name.is_some()) + input.page.unwrap_or(0),
+    };
+    let search = default_endpoints_factory()
+        .get()
+        .handler(move |input: NameSearch, _ctx, _logger| async move { Ok(found(input)) });
+    let create = default_endpoints_factory()
+        .post()
+        .handler(move |input: NameSearch, _ctx, _logger| async move { Ok(found(input)) });
+    let routing = routing! { "search" => search, "create" => create };
+    let doc = Documentation::new(&routing, &config()).build().unwrap();
+    let value = doc.to_value();
+    let parameters = &value["paths"]["/search"]["get"]["parameters"];
+    let schema_of = |name: &str| {
+        parameters
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|p| p["name"] == name)
+            .unwrap()["schema"]
+            .clone()
+    };
+    // A query string cannot carry null: not `["string", "null"]`, and no `default: null` the
+    // schema would refuse (openapi-spec-validator rejected the document with it).
+    assert_eq!(
+        schema_of("name"),
+        json!({"type": "string", "description": "Optional, never null (`not_null`)."})
+    );
+    assert_eq!(
+        schema_of("page")["type"],
+        json!("integer"),
+        "{}",
+        schema_of("page")
+    );
+    // In a JSON body, null is a value: a plain `Option` keeps it; `not_null` states no default
+    // it refuses.
+    let body = &value["paths"]["/create"]["post"]["requestBody"]["content"]["application/json"]["schema"]
+        ["properties"];
+    assert_eq!(body["page"]["type"], json!(["integer", "null"]));
+    assert!(body["name"].get("default").is_none(), "{}", body["name"]);
+    assert_eq!(body["name"]["type"], "string");
+}

@@ -109,7 +109,9 @@ test("places every field: path parameters encoded and removed, lists repeated, n
   });
   // A path parameter the server would refuse, to see the encoding.
   await recorder.provide("get /v1/books/:id", { id: "a/b c?" as unknown as number });
-  await recorder.provide("get /v1/books", { genre: null, limit: 2 });
+  // Optional query fields are typed as absent or a value (a query string carries no null); a
+  // null that gets there anyway (untyped JavaScript) is left out all the same.
+  await recorder.provide("get /v1/books", { genre: null as unknown as "novel", limit: 2 });
   // The library has no list field; a list where one would be, to see repeated keys.
   await recorder.provide("get /v1/books", { genre: ["novel", "poetry"] as unknown as "novel" });
   await recorder.provide("post /v1/books", { title: "Ode", genre: "poetry" });

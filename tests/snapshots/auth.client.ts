@@ -41,7 +41,7 @@ export type GetV1PlainResponse = GetV1PlainPositiveResponse | GetV1PlainNegative
 /** `get /v1/profile`: The caller's profile */
 export type GetV1ProfileInput = {
   key: string;
-  detail?: number | null;
+  detail?: number;
 };
 
 export type GetV1ProfilePositiveResponse = {

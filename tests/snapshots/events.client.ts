@@ -11,7 +11,7 @@ export type ErrorResponse = {
 /** `get /countdown`: Counts down, one event per tick */
 export type GetCountdownInput = {
   /** Milliseconds between ticks (default 1000). */
-  every_ms?: number | null;
+  every_ms?: number;
   /** Where to start. */
   from: number;
 };

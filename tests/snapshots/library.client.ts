@@ -43,7 +43,7 @@ export type OffsetPage_books_Book = {
  * Offset pages of the books, optionally of one genre.
  */
 export type ListBooksInput = {
-  genre?: Genre | null;
+  genre?: Genre;
   limit?: number;
   offset?: number;
 };
@@ -119,7 +119,7 @@ export type DeleteBookResponse = DeleteBookPositiveResponse | DeleteBookNegative
 /** `post /v1/books/:id/cover`: Sets the cover of a book */
 export type UploadCoverInput = {
   id: number;
-  caption?: string | null;
+  caption?: string;
   cover: Blob;
 };
 

@@ -99,10 +99,10 @@ export type GetStatsResponse = GetStatsPositiveResponse | GetStatsNegativeRespon
  * @deprecated
  */
 export type GetV1UsersInput = {
-  active?: boolean | null;
+  active?: boolean;
   /** Users with all of these tags. */
   tags: string[];
-  "x-trace"?: string | null;
+  "x-trace"?: string;
 };
 
 export type GetV1UsersPositiveResponse = {

@@ -18,7 +18,8 @@ use crate::document::{
 };
 use crate::error::DocumentationError;
 use crate::schemas::{
-    Fields, Generators, is_array, is_file, is_text, multipart_file, object_fields, rewrite_refs,
+    Fields, Generators, drop_null_default, is_array, is_file, is_text, multipart_file,
+    object_fields, rewrite_refs, without_null,
 };
 
 /// Describes a routing as an OpenAPI 3.1 document, exactly as a server with the same
@@ -546,6 +547,13 @@ impl<'r> Described<'r> {
                     format!("is an object, which a {carrier} cannot carry"),
                 ));
             }
+            let mut schema = schema;
+            if carrier.is_empty() {
+                drop_null_default(&mut schema);
+            } else {
+                // Text carries no `null`: an `Option` there is a parameter that may be absent.
+                without_null(&mut schema);
+            }
             placed.push((name, schema, required, place));
         }
         let fields = placed;
@@ -667,7 +675,11 @@ impl<'r> Described<'r> {
         let mut content = BTreeMap::new();
         if self.media == BodyMedia::Multipart {
             if let Some(properties) = schema["properties"].as_object_mut() {
-                properties.values_mut().for_each(multipart_file);
+                properties.values_mut().for_each(|property| {
+                    // Form fields are text or files: no `null`.
+                    without_null(property);
+                    multipart_file(property);
+                });
             }
             content.insert(
                 "multipart/form-data".to_owned(),

@@ -363,6 +363,69 @@ pub(crate) fn multipart_file(schema: &mut Value) {
     }
 }
 
+/// `schema` as a value that cannot be `null` (a path, query or header parameter, a multipart
+/// field: text, where `null` cannot travel): `null` taken out of `type` lists, `anyOf`/`oneOf`
+/// choices and `enum`s, a single remaining choice put in place of the `anyOf`, and a `default`
+/// of `null` dropped.
+pub(crate) fn without_null(schema: &mut Value) {
+    let Some(object) = schema.as_object_mut() else {
+        return;
+    };
+    if let Some(Value::Array(types)) = object.get_mut("type") {
+        types.retain(|kind| kind != "null");
+        if let [single] = types.as_slice() {
+            let single = single.clone();
+            object.insert("type".to_owned(), single);
+        }
+    }
+    if let Some(Value::Array(values)) = object.get_mut("enum") {
+        values.retain(|value| !value.is_null());
+    }
+    for key in ["anyOf", "oneOf"] {
+        let Some(Value::Array(choices)) = object.get_mut(key) else {
+            continue;
+        };
+        choices.retain(|choice| !is_null_schema(choice));
+        if let [single] = choices.as_slice() {
+            let single = single.clone();
+            object.remove(key);
+            if let Value::Object(fields) = single {
+                for (name, value) in fields {
+                    object.entry(name).or_insert(value);
+                }
+            }
+        }
+    }
+    drop_null_default(schema);
+}
+
+/// Whether `schema` admits only `null`.
+fn is_null_schema(schema: &Value) -> bool {
+    schema.get("type").and_then(Value::as_str) == Some("null")
+        || schema.get("const").is_some_and(Value::is_null)
+}
+
+/// Drops a `default` of `null` from `schema` when its `type` does not admit `null` (a field read
+/// with `strata::not_null`, whose absence is `None` but whose `null` is refused): a document
+/// never states a default its schema refuses.
+pub(crate) fn drop_null_default(schema: &mut Value) {
+    let Some(object) = schema.as_object_mut() else {
+        return;
+    };
+    if !object.get("default").is_some_and(Value::is_null) {
+        return;
+    }
+    let admits_null = match object.get("type") {
+        Some(Value::String(kind)) => kind == "null",
+        Some(Value::Array(kinds)) => kinds.iter().any(|kind| kind == "null"),
+        // No type, a reference, choices: not known here; leave it.
+        _ => true,
+    };
+    if !admits_null {
+        object.remove("default");
+    }
+}
+
 /// Whether a value of `schema` can be written as text (a query or form value, or a list of
 /// them): not an object. References are followed; a schema that says nothing counts as text.
 pub(crate) fn is_text(schema: &Value, definitions: &Map<String, Value>) -> bool {
@@ -516,5 +579,31 @@ mod tests {
             file["items"]["contentMediaType"],
             "application/octet-stream"
         );
+    }
+
+    #[test]
+    fn null_is_taken_out_where_text_cannot_carry_it() {
+        let mut listed = json!({ "type": ["integer", "null"], "default": null, "minimum": 1 });
+        without_null(&mut listed);
+        assert_eq!(listed, json!({ "type": "integer", "minimum": 1 }));
+        let mut chosen = json!({
+            "anyOf": [{ "$ref": "#/components/schemas/Genre" }, { "type": "null" }],
+            "description": "A genre."
+        });
+        without_null(&mut chosen);
+        assert_eq!(
+            chosen,
+            json!({ "$ref": "#/components/schemas/Genre", "description": "A genre." })
+        );
+        let mut named = json!({ "enum": ["a", "b", null], "type": ["string", "null"] });
+        without_null(&mut named);
+        assert_eq!(named, json!({ "enum": ["a", "b"], "type": "string" }));
+        // A default of null stays where null is admitted, and goes where it is not.
+        let mut nullable = json!({ "type": ["string", "null"], "default": null });
+        drop_null_default(&mut nullable);
+        assert!(nullable.get("default").is_some());
+        let mut refused = json!({ "type": "string", "default": null });
+        drop_null_default(&mut refused);
+        assert_eq!(refused, json!({ "type": "string" }));
     }
 }
