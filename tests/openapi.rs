@@ -304,10 +304,13 @@ async fn inputs_are_where_the_config_reads_them_and_required_as_validated() {
     let doc = doc_of(&routing, &config);
 
     let get = &doc["paths"]["/v1/users/{id}"]["get"];
+    // A sized integer has its type's bounds where its rules give none: a larger id, valid by
+    // a document without them, is refused by the server.
     assert_eq!(
         get["parameters"],
         json!([{ "name": "id", "in": "path", "required": true,
-                 "schema": { "type": "integer", "format": "uint32", "minimum": 1 } }])
+                 "schema": { "type": "integer", "format": "uint32", "minimum": 1,
+                             "maximum": 4_294_967_295_u32 } }])
     );
     assert!(get.get("requestBody").is_none());
 

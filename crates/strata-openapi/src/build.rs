@@ -19,7 +19,7 @@ use crate::document::{
 use crate::error::DocumentationError;
 use crate::schemas::{
     Fields, Generators, drop_null_default, is_array, is_file, is_text, multipart_file,
-    object_fields, rewrite_refs, without_null,
+    object_fields, rewrite_refs, with_integer_bounds, without_null,
 };
 
 /// Describes a routing as an OpenAPI 3.1 document, exactly as a server with the same
@@ -548,6 +548,7 @@ impl<'r> Described<'r> {
                 ));
             }
             let mut schema = schema;
+            with_integer_bounds(&mut schema);
             if carrier.is_empty() {
                 drop_null_default(&mut schema);
             } else {

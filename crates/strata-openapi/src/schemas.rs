@@ -27,10 +27,12 @@ pub(crate) struct Generators {
 impl Generators {
     pub(crate) fn new() -> Self {
         let settings = || {
-            SchemaSettings::draft2020_12().with(|settings| {
-                settings.definitions_path = "/components/schemas".into();
-                settings.meta_schema = None;
-            })
+            SchemaSettings::draft2020_12()
+                .with(|settings| {
+                    settings.definitions_path = "/components/schemas".into();
+                    settings.meta_schema = None;
+                })
+                .with_transform(schemars::transform::RecursiveTransform(integer_bounds))
         };
         Self {
             input: settings().for_deserialize().into_generator(),
@@ -360,6 +362,45 @@ pub(crate) fn multipart_file(schema: &mut Value) {
                 choices.iter_mut().for_each(multipart_file);
             }
         }
+    }
+}
+
+/// Gives a sized integer (`format` `uint32`, `int8`, ...) the bounds of its type where its
+/// schema states none: schemars says `{"format": "uint32", "minimum": 0}` for a `u32`, so a
+/// larger integer was valid by the document and refused by the server.
+pub(crate) fn integer_bounds(schema: &mut schemars::Schema) {
+    let Some(object) = schema.as_object_mut() else {
+        return;
+    };
+    let Some(format) = object.get("format").and_then(Value::as_str) else {
+        return;
+    };
+    let (minimum, maximum): (Value, Value) = match format {
+        "int8" => (i8::MIN.into(), i8::MAX.into()),
+        "int16" => (i16::MIN.into(), i16::MAX.into()),
+        "int32" => (i32::MIN.into(), i32::MAX.into()),
+        "int64" | "int" => (i64::MIN.into(), i64::MAX.into()),
+        "uint8" => (0.into(), u8::MAX.into()),
+        "uint16" => (0.into(), u16::MAX.into()),
+        "uint32" => (0.into(), u32::MAX.into()),
+        "uint64" | "uint" => (0.into(), u64::MAX.into()),
+        _ => return,
+    };
+    if !object.contains_key("minimum") && !object.contains_key("exclusiveMinimum") {
+        object.insert("minimum".to_owned(), minimum);
+    }
+    if !object.contains_key("maximum") && !object.contains_key("exclusiveMaximum") {
+        object.insert("maximum".to_owned(), maximum);
+    }
+}
+
+/// [`integer_bounds`] over `schema` and everything in it (an input field's schema, taken from
+/// the input type's own, which the generator's transforms have not seen).
+pub(crate) fn with_integer_bounds(schema: &mut Value) {
+    use schemars::transform::Transform;
+    if let Ok(mut typed) = schemars::Schema::try_from(std::mem::take(schema)) {
+        schemars::transform::RecursiveTransform(integer_bounds).transform(&mut typed);
+        *schema = typed.to_value();
     }
 }
 
