@@ -547,15 +547,12 @@ impl<'r> Described<'r> {
                     format!("is an object, which a {carrier} cannot carry"),
                 ));
             }
-            let mut schema = schema;
-            with_integer_bounds(&mut schema);
-            if carrier.is_empty() {
-                drop_null_default(&mut schema);
-            } else {
-                // Text carries no `null`: an `Option` there is a parameter that may be absent.
-                without_null(&mut schema);
-            }
-            placed.push((name, schema, required, place));
+            placed.push((
+                name,
+                as_documented(schema, !carrier.is_empty()),
+                required,
+                place,
+            ));
         }
         let fields = placed;
         let media = BodyMedia::of(raw, files, &fields, generators.input.definitions());
@@ -949,6 +946,20 @@ fn first_example(schema: &Value) -> Option<Value> {
         .and_then(|examples| examples.first())
         .or_else(|| schema.get("example"))
         .cloned()
+}
+
+/// A field's schema as the document states it: sized integers with their bounds, and no `null`
+/// where the field is text (a path, query or header value cannot carry one) nor a `default` of
+/// `null` its schema refuses.
+fn as_documented(mut schema: Value, text: bool) -> Value {
+    with_integer_bounds(&mut schema);
+    if text {
+        // An `Option` there is a parameter that may be absent.
+        without_null(&mut schema);
+    } else {
+        drop_null_default(&mut schema);
+    }
+    schema
 }
 
 fn parameter(name: &str, schema: &Value, required: bool, location: ParameterLocation) -> Parameter {
