@@ -1199,8 +1199,8 @@ async fn a_layers_timeout_while_the_body_arrives_closes_the_connection() {
     );
 }
 
-#[tokio::test]
-async fn at_the_shutdown_timeout_a_request_without_an_answer_gets_a_503() {
+/// A server whose shutdown timeout is 300 ms, its `/wait` handler marking `started`.
+async fn start_with_short_shutdown(started: &Started) -> (strata::Server, std::net::SocketAddr) {
     let config = create_config()
         .cors(false)
         .server_limits(ServerLimits {
@@ -1209,13 +1209,19 @@ async fn at_the_shutdown_timeout_a_request_without_an_answer_gets_a_503() {
         })
         .listen(std::net::SocketAddr::from(([127, 0, 0, 1], 0)))
         .build();
-    let started_handler = Started::default();
-    let server = create_server(&config, &routing_with(&started_handler))
+    let server = create_server(&config, &routing_with(started))
         .await
         .unwrap();
     let LocalAddr::Tcp(addr) = server.servers()[0].local_addr.clone() else {
         panic!("TCP")
     };
+    (server, addr)
+}
+
+#[tokio::test]
+async fn at_the_shutdown_timeout_a_request_without_an_answer_gets_a_503() {
+    let started_handler = Started::default();
+    let (server, addr) = start_with_short_shutdown(&started_handler).await;
     let waiting = tokio::spawn(async move {
         exchange(
             addr,
@@ -1501,21 +1507,8 @@ async fn one_byte_range_of_a_file_response_is_a_206_and_if_range_is_checked() {
 #[tokio::test]
 async fn at_the_shutdown_timeout_an_http2_stream_without_an_answer_gets_a_503() {
     use http_body_util::Empty;
-    let config = create_config()
-        .cors(false)
-        .server_limits(ServerLimits {
-            shutdown_timeout: Some(Duration::from_millis(300)),
-            ..limits()
-        })
-        .listen(std::net::SocketAddr::from(([127, 0, 0, 1], 0)))
-        .build();
     let started_handler = Started::default();
-    let server = create_server(&config, &routing_with(&started_handler))
-        .await
-        .unwrap();
-    let LocalAddr::Tcp(addr) = server.servers()[0].local_addr.clone() else {
-        panic!("TCP")
-    };
+    let (server, addr) = start_with_short_shutdown(&started_handler).await;
     let stream = TcpStream::connect(addr).await.unwrap();
     let (mut sender, connection) =
         hyper::client::conn::http2::Builder::new(hyper_util::rt::TokioExecutor::new())
