@@ -18,7 +18,9 @@ use http::HeaderValue;
 use http::header::RETRY_AFTER;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use strata::openapi::{Documentation, DocumentationError, OpenApi, openapi_endpoint};
+use strata::openapi::{
+    Documentation, DocumentationError, OpenApi, OpenApiVersion, openapi_endpoint,
+};
 use strata::prelude::*;
 use strata::typescript::{Integration, IntegrationError, TypeScript};
 use strata::{
@@ -197,8 +199,10 @@ pub(crate) fn auth_routing() -> Routing {
 pub(crate) fn auth_documentation(
     routing: &Routing,
     config: &Config,
+    version: OpenApiVersion,
 ) -> Result<OpenApi, DocumentationError> {
     Documentation::new(routing, config)
+        .openapi_version(version)
         .title("Accounts")
         .version("1.0.0")
         .server_url("http://127.0.0.1:8093")
@@ -230,10 +234,14 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         .logger(Level::Debug, true)
         .build();
     let routing = auth_routing();
-    let doc = auth_documentation(&routing, &config)?;
+    let doc = auth_documentation(&routing, &config, OpenApiVersion::V3_2)?;
     let args: Vec<String> = std::env::args().skip(1).collect();
     match args.as_slice() {
         [flag, file] if flag == "--openapi" => return Ok(doc.write_file(file)?),
+        [flag, file] if flag == "--openapi-3.1" => {
+            let doc = auth_documentation(&routing, &config, OpenApiVersion::V3_1)?;
+            return Ok(doc.write_file(file)?);
+        }
         [flag, file] if flag == "--client" => {
             return Ok(auth_client(&routing, &config)?.write_file(file)?);
         }

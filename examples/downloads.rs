@@ -3,7 +3,8 @@
 //! line per piece). Errors before the first byte are the usual JSON envelopes.
 //!
 //! `cargo run --example downloads`, then `curl -i localhost:8094/files/readme.txt` or
-//! `curl localhost:8094/report?rows=5`.
+//! `curl localhost:8094/report?rows=5` (`PORT` sets the port); `/openapi.json` describes the
+//! API, and `-- --openapi downloads.json` (`--openapi-3.1` for OpenAPI 3.1) writes it and exits.
 
 use std::path::PathBuf;
 use std::pin::Pin;
@@ -15,6 +16,7 @@ use http::HeaderValue;
 use schemars::JsonSchema;
 use serde::Deserialize;
 use strata::StreamResponse;
+use strata::openapi::{Documentation, DocumentationError, OpenApi, OpenApiVersion};
 use strata::prelude::*;
 
 #[derive(Deserialize, Validate, JsonSchema)]
@@ -90,19 +92,50 @@ pub(crate) fn downloads_routing(dir: PathBuf) -> Routing {
     routing! { "files" => { ":name" => file }, "report" => report }
 }
 
+/// The API's OpenAPI document.
+pub(crate) fn downloads_documentation(
+    routing: &Routing,
+    config: &Config,
+    version: OpenApiVersion,
+) -> Result<OpenApi, DocumentationError> {
+    Documentation::new(routing, config)
+        .openapi_version(version)
+        .title("Downloads")
+        .version("1.0.0")
+        .build()
+}
+
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let port = match std::env::var("PORT") {
+        Ok(port) => port
+            .parse::<u16>()
+            .map_err(|e| format!("PORT={port:?} is not a port: {e}"))?,
+        Err(_) => 8094,
+    };
     let dir = std::env::temp_dir().join("strata-downloads");
+    let config = create_config().cors(false).listen(port).build();
+    let routing = downloads_routing(dir.clone());
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    if let [flag, file] = args.as_slice() {
+        let version = match flag.as_str() {
+            "--openapi" => OpenApiVersion::V3_2,
+            "--openapi-3.1" => OpenApiVersion::V3_1,
+            _ => return Err(format!("unknown option {flag}").into()),
+        };
+        return Ok(downloads_documentation(&routing, &config, version)?.write_file(file)?);
+    }
     std::fs::create_dir_all(&dir)?;
     std::fs::write(
         dir.join("readme.txt"),
         "Files are streamed, a piece at a time.\n",
     )?;
-    println!("serving {} on http://localhost:8094/files/", dir.display());
-    let config = create_config().cors(false).listen(8094).build();
-    create_server(&config, &downloads_routing(dir))
-        .await?
-        .run()
-        .await;
+    println!(
+        "serving {} on http://localhost:{port}/files/",
+        dir.display()
+    );
+    let doc = downloads_documentation(&routing, &config, OpenApiVersion::V3_2)?;
+    let routing = routing.route("openapi.json", strata::openapi::openapi_endpoint(&doc));
+    create_server(&config, &routing).await?.run().await;
     Ok(())
 }

@@ -2,13 +2,15 @@
 //! where a reconnecting client left off (`Last-Event-ID`), stopped when the client leaves.
 //!
 //! `cargo run --example events`, then `curl -N localhost:8095/countdown?from=5` (or open it
-//! with `new EventSource(..)` in a browser).
+//! with `new EventSource(..)` in a browser). `PORT` sets the port; `/openapi.json` describes the
+//! API, and `-- --openapi events.json` (`--openapi-3.1` for OpenAPI 3.1) writes it and exits.
 
 use std::time::Duration;
 
 use garde::Validate;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
+use strata::openapi::OpenApiVersion;
 use strata::prelude::*;
 
 /// The events of the countdown.
@@ -80,15 +82,26 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     };
     let config = create_config().cors(true).listen(port).build();
     let routing = events_routing();
+    let document = |version| {
+        strata::openapi::Documentation::new(&routing, &config)
+            .openapi_version(version)
+            .title("Countdown")
+            .build()
+    };
     let args: Vec<String> = std::env::args().skip(1).collect();
-    if let [flag, file] = args.as_slice()
-        && flag == "--client"
-    {
-        return Ok(events_client(&routing, &config)?.write_file(file)?);
+    match args.as_slice() {
+        [flag, file] if flag == "--client" => {
+            return Ok(events_client(&routing, &config)?.write_file(file)?);
+        }
+        [flag, file] if flag == "--openapi" => {
+            return Ok(document(OpenApiVersion::V3_2)?.write_file(file)?);
+        }
+        [flag, file] if flag == "--openapi-3.1" => {
+            return Ok(document(OpenApiVersion::V3_1)?.write_file(file)?);
+        }
+        _ => {}
     }
-    let doc = strata::openapi::Documentation::new(&routing, &config)
-        .title("Countdown")
-        .build()?;
+    let doc = document(OpenApiVersion::V3_2)?;
     let routing = routing.route("openapi.json", strata::openapi::openapi_endpoint(&doc));
     println!("curl -N 'http://localhost:{port}/countdown?from=5'");
     create_server(&config, &routing).await?.run().await;

@@ -28,7 +28,7 @@ use garde::Validate;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use strata::Level;
-use strata::openapi::{DocsPage, Documentation, DocumentationError, OpenApi};
+use strata::openapi::{DocsPage, Documentation, DocumentationError, OpenApi, OpenApiVersion};
 use strata::paginate::{
     CursorInput, CursorPage, OffsetInput, OffsetPage, decode_cursor, encode_cursor, pagination,
 };
@@ -284,6 +284,7 @@ fn search_endpoint(books: &Books) -> Endpoint {
     books
         .query()
         .tag("books")
+        .operation_id("searchBooks")
         .short_description("Finds books by title words and genres")
         .handler(|input: SearchInput, ctx, _logger| async move {
             let library: &Library = ctx.get();
@@ -390,8 +391,10 @@ fn cover_endpoint(books: &Books) -> Endpoint {
 pub(crate) fn library_documentation(
     routing: &Routing,
     config: &Config,
+    version: OpenApiVersion,
 ) -> Result<OpenApi, DocumentationError> {
     Documentation::new(routing, config)
+        .openapi_version(version)
         .title("Library")
         .version("1.0.0")
         .description("Books in pages, a feed, and covers.")
@@ -440,10 +443,14 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         .listen(port)
         .build();
     let routing = library_routing(covers.clone());
-    let doc = library_documentation(&routing, &config)?;
+    let doc = library_documentation(&routing, &config, OpenApiVersion::V3_2)?;
     let args: Vec<String> = std::env::args().skip(1).collect();
     match args.as_slice() {
         [flag, file] if flag == "--openapi" => return Ok(doc.write_file(file)?),
+        [flag, file] if flag == "--openapi-3.1" => {
+            let doc = library_documentation(&routing, &config, OpenApiVersion::V3_1)?;
+            return Ok(doc.write_file(file)?);
+        }
         [flag, file] if flag == "--client" => {
             return Ok(library_client(&routing, &config)?.write_file(file)?);
         }

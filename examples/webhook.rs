@@ -5,7 +5,9 @@
 //!
 //! `cargo run --example webhook`, then:
 //! `curl -X POST localhost:8093/hooks/orders -H 'x-signature: sha256=…' --data-binary @event.json`
-//! (the example prints a valid signature of a sample body at start).
+//! (the example prints a valid signature of a sample body at start). `PORT` sets the port;
+//! `/openapi.json` describes the API, and `-- --openapi webhook.json` (`--openapi-3.1` for
+//! OpenAPI 3.1) writes it and exits.
 
 use std::fmt::Write as _;
 
@@ -13,6 +15,7 @@ use garde::Validate;
 use ring::hmac;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
+use strata::openapi::{Documentation, DocumentationError, OpenApi, OpenApiVersion};
 use strata::prelude::*;
 use strata::{DeclaredError, RawBody};
 
@@ -109,15 +112,43 @@ pub(crate) fn webhook_config() -> strata::ConfigBuilder {
         )
 }
 
+/// The API's OpenAPI document.
+pub(crate) fn webhook_documentation(
+    routing: &Routing,
+    config: &Config,
+    version: OpenApiVersion,
+) -> Result<OpenApi, DocumentationError> {
+    Documentation::new(routing, config)
+        .openapi_version(version)
+        .title("Webhooks")
+        .version("1.0.0")
+        .build()
+}
+
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let port = match std::env::var("PORT") {
+        Ok(port) => port
+            .parse::<u16>()
+            .map_err(|e| format!("PORT={port:?} is not a port: {e}"))?,
+        Err(_) => 8093,
+    };
+    let config = webhook_config().listen(port).build();
+    let routing = webhook_routing();
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    if let [flag, file] = args.as_slice() {
+        let version = match flag.as_str() {
+            "--openapi" => OpenApiVersion::V3_2,
+            "--openapi-3.1" => OpenApiVersion::V3_1,
+            _ => return Err(format!("unknown option {flag}").into()),
+        };
+        return Ok(webhook_documentation(&routing, &config, version)?.write_file(file)?);
+    }
     let sample = br#"{"type":"order.paid","id":17}"#;
     println!("a sample delivery: {}", String::from_utf8_lossy(sample));
     println!("its signature:     x-signature: {}", signature(sample));
-    let config = webhook_config().listen(8093).build();
-    create_server(&config, &webhook_routing())
-        .await?
-        .run()
-        .await;
+    let doc = webhook_documentation(&routing, &config, OpenApiVersion::V3_2)?;
+    let routing = routing.route("openapi.json", strata::openapi::openapi_endpoint(&doc));
+    create_server(&config, &routing).await?.run().await;
     Ok(())
 }

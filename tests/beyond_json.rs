@@ -144,7 +144,7 @@ async fn query_reads_the_query_string_then_the_body_then_the_path() {
 }
 
 #[tokio::test]
-async fn query_sources_are_configurable_and_query_operations_stay_out_of_the_document() {
+async fn query_sources_are_configurable_and_query_operations_are_documented_in_openapi_3_2() {
     let routing = routing! { "search" => search(), "list" => listing() };
     let config = create_config()
         .cors(false)
@@ -171,12 +171,33 @@ async fn query_sources_are_configurable_and_query_operations_stay_out_of_the_doc
     );
     drop(server);
 
-    let document = strata::openapi::Documentation::new(&routing, &config.build())
+    let config = config.build();
+    let document = strata::openapi::Documentation::new(&routing, &config)
         .build()
         .unwrap()
         .to_value();
+    assert_eq!(document["openapi"], "3.2.0");
+    // The configured sources: the body only, so `shelf` is a body field, not a parameter.
+    let search = &document["paths"]["/search"]["query"];
+    assert_eq!(search["operationId"], "querySearch", "{document}");
+    assert!(search.get("parameters").is_none(), "{search}");
+    let body = &search["requestBody"]["content"]["application/json"]["schema"];
+    assert_eq!(body["required"], json!(["shelf", "term"]), "{body}");
+    assert!(document.get("x-omitted-operations").is_none());
+
+    // OpenAPI 3.1 has no QUERY operation: left out, and said so.
+    let document = strata::openapi::Documentation::new(&routing, &config)
+        .openapi_version(strata::openapi::OpenApiVersion::V3_1)
+        .build()
+        .unwrap()
+        .to_value();
+    assert_eq!(document["openapi"], "3.1.0");
     assert!(document["paths"].get("/search").is_none(), "{document}");
     assert!(document["paths"].get("/list").is_some());
+    assert_eq!(
+        document["x-omitted-operations"],
+        json!({"QUERY /search": "OpenAPI 3.1 has no QUERY operation (3.2 adds one)"})
+    );
 }
 
 #[derive(Deserialize, Validate, JsonSchema)]
@@ -496,5 +517,5 @@ fn the_document_of_raw_bodies_files_and_streams() {
     }
     let value = document.to_value();
     assert!(value["paths"]["/hooks/{source}"]["post"]["requestBody"].is_object());
-    assert!(value["paths"].get("/search").is_none());
+    assert!(value["paths"]["/search"]["query"]["requestBody"].is_object());
 }

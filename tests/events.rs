@@ -323,7 +323,9 @@ fn the_document_shows_the_events() {
     }
     let document = document.to_value();
     let ok = &document["paths"]["/ticks"]["get"]["responses"]["200"]["content"];
-    let frames = ok["text/event-stream"]["schema"]["oneOf"]
+    // OpenAPI 3.2: each event is an item of the stream (`schema` would be the whole stream).
+    assert!(ok["text/event-stream"].get("schema").is_none(), "{ok}");
+    let frames = ok["text/event-stream"]["itemSchema"]["oneOf"]
         .as_array()
         .unwrap();
     let names: Vec<&str> = frames
@@ -332,12 +334,34 @@ fn the_document_shows_the_events() {
         .collect();
     // (schemars lists unit variants first.)
     assert_eq!(names, ["done", "tick", "resumed"]);
-    assert_eq!(frames[0]["properties"]["data"], json!({"type": "null"}));
+    // `data` is what an EventSource receives: JSON text, of the event's type.
     assert_eq!(
-        frames[1]["properties"]["data"]["properties"]["n"]["type"],
+        frames[0]["properties"]["data"],
+        json!({
+            "type": "string",
+            "contentMediaType": "application/json",
+            "contentSchema": {"type": "null"},
+        })
+    );
+    assert_eq!(
+        frames[1]["properties"]["data"]["contentSchema"]["properties"]["n"]["type"],
         "integer"
     );
     assert_eq!(frames[0]["required"], json!(["event", "data"]));
+
+    // OpenAPI 3.1 has no `itemSchema`: `schema` describes one event there.
+    let document = strata::openapi::Documentation::new(&routing, &config)
+        .openapi_version(strata::openapi::OpenApiVersion::V3_1)
+        .build()
+        .unwrap()
+        .to_value();
+    let ok = &document["paths"]["/ticks"]["get"]["responses"]["200"]["content"];
+    assert_eq!(
+        ok["text/event-stream"]["schema"]["oneOf"],
+        json!(frames),
+        "{ok}"
+    );
+    assert!(ok["text/event-stream"].get("itemSchema").is_none());
 }
 
 #[tokio::test]

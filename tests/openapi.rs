@@ -11,7 +11,9 @@ use http_body_util::BodyExt;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
-use strata::openapi::{DocsPage, Documentation, DocumentationError, docs_page, openapi_endpoint};
+use strata::openapi::{
+    DocsPage, Documentation, DocumentationError, OpenApiVersion, docs_page, openapi_endpoint,
+};
 use strata::paginate::{OffsetInput, OffsetPage, pagination};
 use strata::prelude::*;
 use strata::{DeclaredError, ResponseHeader};
@@ -144,7 +146,7 @@ fn assert_refs_resolve(doc: &Value, value: &Value) {
 #[test]
 fn every_route_is_an_operation_with_head_for_get_and_no_options() {
     let doc = doc_of(&users_routing(), &config());
-    assert_eq!(doc["openapi"], "3.1.0");
+    assert_eq!(doc["openapi"], "3.2.0");
     assert_eq!(
         doc["info"],
         json!({ "title": "Test API", "version": "1.2.0" })
@@ -789,7 +791,7 @@ async fn the_document_and_its_page_are_served() {
     assert_eq!(again.to_value(), doc.to_value());
 
     let yaml = doc.to_yaml();
-    assert!(yaml.starts_with("openapi: 3.1.0\n"), "{yaml}");
+    assert!(yaml.starts_with("openapi: 3.2.0\n"), "{yaml}");
     assert!(yaml.contains("operationId: getV1UsersId"));
 }
 
@@ -802,13 +804,14 @@ fn snapshot(name: &str, doc: &strata::openapi::OpenApi) {
 fn the_examples_documents_match_their_snapshots() {
     let config = library::library_config().listen(8091).build();
     let routing = library::library_routing(std::env::temp_dir());
-    let doc = library::library_documentation(&routing, &config).unwrap();
+    let doc = library::library_documentation(&routing, &config, OpenApiVersion::V3_2).unwrap();
     snapshot("library.openapi.json", &doc);
     let value = doc.to_value();
     assert_refs_resolve(&value, &value);
 
     let config = create_config().cors(true).build();
-    let doc = auth::auth_documentation(&auth::auth_routing(), &config).unwrap();
+    let doc =
+        auth::auth_documentation(&auth::auth_routing(), &config, OpenApiVersion::V3_2).unwrap();
     snapshot("auth.openapi.json", &doc);
     let value = doc.to_value();
     assert_refs_resolve(&value, &value);

@@ -20,6 +20,8 @@ void client.provide("put /v1/books/:id", { id: 7 });
 void client.provide("get /v1/books/:id", { id: 7, verbose: true });
 // @ts-expect-error: an optional field set to undefined (exactOptionalPropertyTypes)
 void client.provide("get /v1/books", { limit: undefined });
+// @ts-expect-error: a QUERY body's words are a list
+void client.provide("query /v1/books/search", { words: "moby" });
 // @ts-expect-error: a file field needs a Blob
 void client.provide("post /v1/books/:id/cover", { id: 1, cover: "cover.png" });
 

@@ -37,6 +37,26 @@ test("creates, reads, lists and deletes a book", async () => {
   if (gone.status === "error") assert.equal(gone.error.message, `No book has the id ${book.id}`);
 });
 
+test("finds books with a QUERY request whose criteria travel in a JSON body", async () => {
+  const created = await client.provide("post /v1/books", { title: "Querying Moby", genre: "novel" });
+  assert.equal(created.status, "success");
+  if (created.status !== "success") return;
+  const found = await client.provide("query /v1/books/search", {
+    words: ["QUERYING", "moby"],
+    genres: ["novel"],
+  });
+  assert.equal(found.status, "success");
+  if (found.status !== "success") return;
+  assert.deepEqual(found.data.books, [created.data]);
+  const none = await client.provide("query /v1/books/search", { words: ["moby"], genres: ["poetry"] });
+  assert.deepEqual(none, { status: "success", data: { books: [] } });
+  // The body is validated as any other input: an empty word is refused.
+  const refused = await client.provide("query /v1/books/search", { words: [""] });
+  assert.equal(refused.status, "error");
+  if (refused.status === "error") assert.match(refused.error.message, /words\[0\]/);
+  await client.provide("delete /v1/books/:id", { id: created.data.id });
+});
+
 test("a validation error is a typed error envelope", async () => {
   const refused = await client.provide("post /v1/books", { title: "", genre: "poetry" });
   assert.equal(refused.status, "error");

@@ -79,7 +79,7 @@ export interface Events {}
 /** The server the default implementation sends requests to. */
 export const serverUrl = "http://127.0.0.1:8093";
 
-export type Method = "GET" | "POST" | "PUT" | "PATCH" | "DELETE";
+export type Method = "GET" | "POST" | "PUT" | "PATCH" | "DELETE" | "QUERY";
 
 /** A request ready to send: every input field is in the path, the query, a header or the body. */
 export interface PreparedRequest {

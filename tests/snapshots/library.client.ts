@@ -28,6 +28,10 @@ export type ErrorResponse = {
   status: "error";
 };
 
+export type Found = {
+  books: Book[];
+};
+
 export type Genre = "novel" | "poetry";
 
 export type OffsetPage_books_Book = {
@@ -88,6 +92,23 @@ export type BookFeedNegativeResponse = ErrorResponse;
 
 export type BookFeedResponse = BookFeedPositiveResponse | BookFeedNegativeResponse;
 
+/** `query /v1/books/search`: Finds books by title words and genres */
+export type SearchBooksInput = {
+  /** The genres to look in; all when absent. */
+  genres?: Genre[] | null;
+  /** Words that must all be in the title (any case). */
+  words: string[];
+};
+
+export type SearchBooksPositiveResponse = {
+  data: Found;
+  status: "success";
+};
+
+export type SearchBooksNegativeResponse = ErrorResponse;
+
+export type SearchBooksResponse = SearchBooksPositiveResponse | SearchBooksNegativeResponse;
+
 /** `get /v1/books/:id`: One book */
 export type GetBookInput = {
   id: number;
@@ -137,6 +158,7 @@ export type Request =
   | "get /v1/books"
   | "post /v1/books"
   | "get /v1/books/feed"
+  | "query /v1/books/search"
   | "get /v1/books/:id"
   | "delete /v1/books/:id"
   | "post /v1/books/:id/cover";
@@ -146,6 +168,7 @@ export interface Input {
   "get /v1/books": ListBooksInput;
   "post /v1/books": CreateBookInput;
   "get /v1/books/feed": BookFeedInput;
+  "query /v1/books/search": SearchBooksInput;
   "get /v1/books/:id": GetBookInput;
   "delete /v1/books/:id": DeleteBookInput;
   "post /v1/books/:id/cover": UploadCoverInput;
@@ -156,6 +179,7 @@ export interface Response {
   "get /v1/books": ListBooksResponse;
   "post /v1/books": CreateBookResponse;
   "get /v1/books/feed": BookFeedResponse;
+  "query /v1/books/search": SearchBooksResponse;
   "get /v1/books/:id": GetBookResponse;
   "delete /v1/books/:id": DeleteBookResponse;
   "post /v1/books/:id/cover": UploadCoverResponse;
@@ -170,7 +194,7 @@ export interface Events {}
 /** The server the default implementation sends requests to. */
 export const serverUrl = "http://localhost:8091";
 
-export type Method = "GET" | "POST" | "PUT" | "PATCH" | "DELETE";
+export type Method = "GET" | "POST" | "PUT" | "PATCH" | "DELETE" | "QUERY";
 
 /** A request ready to send: every input field is in the path, the query, a header or the body. */
 export interface PreparedRequest {
@@ -224,6 +248,7 @@ const placements: { readonly [K in Request]: Placement } = {
   "get /v1/books": { headers: [], body: "query" },
   "post /v1/books": { headers: [], body: "json" },
   "get /v1/books/feed": { headers: [], body: "query" },
+  "query /v1/books/search": { headers: [], body: "json" },
   "get /v1/books/:id": { headers: [], body: "query" },
   "delete /v1/books/:id": { headers: [], body: "query" },
   "post /v1/books/:id/cover": { headers: [], body: "multipart" },

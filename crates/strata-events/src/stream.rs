@@ -223,7 +223,10 @@ impl Body for EventBody {
     }
 }
 
-/// The body schema of an event stream of `E`: one of `{event, data, id?, retry?}` per event.
+/// The body schema of an event stream of `E`: one of `{event, data, id?, retry?}` per event,
+/// each field as an `EventSource` receives it: `data` is JSON text (`contentMediaType`) whose
+/// value the event's type describes (`contentSchema`), as OpenAPI 3.2 advises for
+/// `text/event-stream`.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct EventFrames<E>(PhantomData<fn() -> E>);
 
@@ -257,7 +260,11 @@ impl<E: JsonSchema> JsonSchema for EventFrames<E> {
                     "type": "object",
                     "properties": {
                         "event": { "const": name },
-                        "data": data,
+                        "data": {
+                            "type": "string",
+                            "contentMediaType": "application/json",
+                            "contentSchema": data,
+                        },
                         "id": { "type": "string" },
                         "retry": { "type": "integer", "minimum": 0 },
                     },

@@ -13,17 +13,17 @@ use strata_routing::EndpointMeta;
 use strata_routing::{PipelineSettings, RouteInfo, Router, RouterSettings, Routing, RoutingConfig};
 
 use crate::document::{
-    Components, Header, Info, MediaType, OPENAPI_VERSION, OpenApi, Operation, Parameter,
+    Components, Header, Info, MediaType, OpenApi, OpenApiVersion, Operation, Parameter,
     ParameterLocation, PathItem, RequestBody, Response, SecurityScheme, Server, Tag,
 };
 use crate::error::DocumentationError;
 use crate::schemas::{
-    Fields, Generators, drop_null_default, is_array, is_file, is_text, multipart_file,
+    Fields, Generators, Merged, drop_null_default, is_array, is_file, is_text, multipart_file,
     object_fields, rewrite_refs, with_integer_bounds, without_null,
 };
 
-/// Describes a routing as an OpenAPI 3.1 document, exactly as a server with the same
-/// configuration serves it.
+/// Describes a routing as an OpenAPI 3.2 document (3.1 on request), exactly as a server with
+/// the same configuration serves it.
 ///
 /// ```no_run
 /// use strata_openapi::Documentation;
@@ -46,6 +46,7 @@ pub struct Documentation<'a> {
     description: Option<String>,
     servers: Vec<String>,
     tag_descriptions: BTreeMap<String, String>,
+    openapi_version: OpenApiVersion,
 }
 
 impl<'a> Documentation<'a> {
@@ -68,6 +69,7 @@ impl<'a> Documentation<'a> {
             description: None,
             servers: Vec::new(),
             tag_descriptions: BTreeMap::new(),
+            openapi_version: OpenApiVersion::default(),
         }
     }
 
@@ -81,6 +83,11 @@ impl<'a> Documentation<'a> {
         /// A description of the whole API.
         #[must_use]
         description(text: impl Into<String>) => description = Some(text.into());
+        /// The version of OpenAPI to write (default 3.2). A 3.1 document leaves QUERY
+        /// operations out, as 3.1 has no field for them, and names them under
+        /// `x-omitted-operations`.
+        #[must_use]
+        openapi_version(version: OpenApiVersion) => openapi_version = version;
     }
 
     /// Adds a server URL (repeatable).
@@ -107,11 +114,19 @@ impl<'a> Documentation<'a> {
         let mut tags = BTreeSet::new();
         // Path shapes (`/users/{}`) → the first route documented with that shape.
         let mut shapes: HashMap<String, (String, String)> = HashMap::new();
+        let mut omitted = BTreeMap::new();
         for route in router.routes() {
             let meta = route.endpoint().meta();
-            // OpenAPI 3.1 has no field for QUERY operations (3.2 adds one): they are served
-            // but not described, and so not in generated clients either (README says so).
-            if meta.undocumented || strata_core::is_query(route.method()) {
+            if meta.undocumented {
+                continue;
+            }
+            if self.openapi_version == OpenApiVersion::V3_1 && strata_core::is_query(route.method())
+            {
+                // Served, but 3.1 has no field for it: said in the document, not left silent.
+                omitted.insert(
+                    format!("{} {}", route.method(), openapi_path(route.path())),
+                    "OpenAPI 3.1 has no QUERY operation (3.2 adds one)".to_owned(),
+                );
                 continue;
             }
             let described = Described::new(route, &self.config, &mut generators)?;
@@ -153,29 +168,10 @@ impl<'a> Documentation<'a> {
             }
         }
         let merged = generators.finish();
-        for item in paths.values_mut() {
-            for operation in item.operations_mut() {
-                for parameter in &mut operation.parameters {
-                    rewrite_refs(&mut parameter.schema, &merged.input_names);
-                }
-                if let Some(body) = &mut operation.request_body {
-                    for media in body.content.values_mut() {
-                        rewrite_refs(&mut media.schema, &merged.input_names);
-                    }
-                }
-                for response in operation.responses.values_mut() {
-                    for media in response.content.values_mut() {
-                        rewrite_refs(&mut media.schema, &merged.output_names);
-                    }
-                    for header in response.headers.values_mut() {
-                        rewrite_refs(&mut header.schema, &merged.output_names);
-                    }
-                }
-            }
-        }
+        finish_operations(&mut paths, &merged, self.openapi_version);
         tags.extend(self.tag_descriptions.keys().cloned());
         Ok(OpenApi {
-            openapi: OPENAPI_VERSION.to_owned(),
+            openapi: self.openapi_version.as_str().to_owned(),
             info: Info {
                 title: self.title,
                 version: self.version,
@@ -194,6 +190,7 @@ impl<'a> Documentation<'a> {
                 schemas: merged.schemas,
                 security_schemes,
             },
+            omitted_operations: omitted,
         })
     }
 }
@@ -641,10 +638,7 @@ impl<'r> Described<'r> {
             if let Some(object) = schema.as_object_mut() {
                 object.remove(RAW_MARKER);
             }
-            let media = MediaType {
-                schema,
-                example: None,
-            };
+            let media = MediaType::new(schema);
             return Some(RequestBody {
                 required: *required,
                 content: BTreeMap::from([("application/octet-stream".to_owned(), media)]),
@@ -679,13 +673,7 @@ impl<'r> Described<'r> {
                     multipart_file(property);
                 });
             }
-            content.insert(
-                "multipart/form-data".to_owned(),
-                MediaType {
-                    schema,
-                    example: None,
-                },
-            );
+            content.insert("multipart/form-data".to_owned(), MediaType::new(schema));
         } else {
             let media_types: &[&str] = if self.media == BodyMedia::JsonOrForm {
                 &["application/json", "application/x-www-form-urlencoded"]
@@ -697,8 +685,8 @@ impl<'r> Described<'r> {
                 content.insert(
                     (*media).to_owned(),
                     MediaType {
-                        schema: schema.clone(),
                         example: example.clone(),
+                        ..MediaType::new(schema.clone())
                     },
                 );
             }
@@ -752,12 +740,12 @@ impl<'r> Described<'r> {
                 let mut part = response(&description, Some(text.clone()), &headers);
                 let shared = generators.error_envelope(description.schema.as_value());
                 for (mime, mut media) in std::mem::take(&mut part.content) {
-                    media.schema = shared.clone();
+                    media.schema = Some(shared.clone());
                     match entry.content.get_mut(&mime) {
                         Some(existing) if existing.schema != media.schema => {
-                            existing.schema = serde_json::json!({
+                            existing.schema = Some(serde_json::json!({
                                 "anyOf": [existing.schema.take(), media.schema]
-                            });
+                            }));
                         }
                         Some(_) => {}
                         None => {
@@ -927,6 +915,51 @@ fn router_negative(config: &RoutingConfig) -> Vec<ResponseDescription> {
     )
 }
 
+/// Points the operations' references at the components' final names and, in 3.2, gives event
+/// streams by their items.
+fn finish_operations(
+    paths: &mut BTreeMap<String, PathItem>,
+    merged: &Merged,
+    version: OpenApiVersion,
+) {
+    for operation in paths.values_mut().flat_map(PathItem::operations_mut) {
+        for parameter in &mut operation.parameters {
+            rewrite_refs(&mut parameter.schema, &merged.input_names);
+        }
+        let bodies = operation
+            .request_body
+            .iter_mut()
+            .flat_map(|b| b.content.values_mut());
+        for media in bodies {
+            media
+                .schemas_mut()
+                .for_each(|schema| rewrite_refs(schema, &merged.input_names));
+        }
+        for response in operation.responses.values_mut() {
+            for (mime, media) in &mut response.content {
+                media
+                    .schemas_mut()
+                    .for_each(|schema| rewrite_refs(schema, &merged.output_names));
+                if version == OpenApiVersion::V3_2 && is_event_stream(mime) {
+                    // 3.2: `schema` would describe the whole stream, `itemSchema` one event
+                    // (what 3.1 documents give as `schema`).
+                    media.item_schema = media.schema.take();
+                }
+            }
+            for header in response.headers.values_mut() {
+                rewrite_refs(&mut header.schema, &merged.output_names);
+            }
+        }
+    }
+}
+
+/// Whether `mime` is `text/event-stream` (parameters and case aside).
+fn is_event_stream(mime: &str) -> bool {
+    mime.split(';')
+        .next()
+        .is_some_and(|essence| essence.trim().eq_ignore_ascii_case("text/event-stream"))
+}
+
 fn scheme_name(raw: &str) -> String {
     raw.chars()
         .map(|c| {
@@ -1048,10 +1081,7 @@ fn response(
             .map(|mime| {
                 (
                     mime.clone(),
-                    MediaType {
-                        schema: description.schema.as_value().clone(),
-                        example: None,
-                    },
+                    MediaType::new(description.schema.as_value().clone()),
                 )
             })
             .collect(),

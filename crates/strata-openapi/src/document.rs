@@ -1,15 +1,41 @@
-//! The OpenAPI 3.1 document model: the parts Strata writes, serialized in the specification's
-//! field order.
+//! The OpenAPI 3.2 (or 3.1) document model: the parts Strata writes, serialized in the
+//! specification's field order.
 
 use std::collections::BTreeMap;
 
 use serde::Serialize;
 use serde_json::Value;
 
-/// The OpenAPI version written.
-pub const OPENAPI_VERSION: &str = "3.1.0";
+/// The OpenAPI version written by default ([`OpenApiVersion::default`]).
+pub const OPENAPI_VERSION: &str = "3.2.0";
 
-/// An OpenAPI 3.1 document.
+/// The version of OpenAPI a document is written in.
+///
+/// 3.2 (the default, as express-zod-api 29 writes) describes QUERY operations and gives an event
+/// stream's events as `itemSchema`. 3.1 is for tools that do not read 3.2 yet: it has no field for
+/// QUERY operations, so they are left out of the document (and listed under the document's
+/// `x-omitted-operations`), and an event stream's `schema` describes one event.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum OpenApiVersion {
+    /// OpenAPI 3.1.0.
+    V3_1,
+    /// OpenAPI 3.2.0.
+    #[default]
+    V3_2,
+}
+
+impl OpenApiVersion {
+    /// The version as the document's `openapi` field states it (`3.2.0`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            OpenApiVersion::V3_1 => "3.1.0",
+            OpenApiVersion::V3_2 => OPENAPI_VERSION,
+        }
+    }
+}
+
+/// An OpenAPI 3.2 (or 3.1) document.
 ///
 /// Built by [`Documentation::build`](crate::Documentation::build); fields are public so that an
 /// application can adjust what was generated (a summary, a server, a schema) before writing it
@@ -17,7 +43,7 @@ pub const OPENAPI_VERSION: &str = "3.1.0";
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[non_exhaustive]
 pub struct OpenApi {
-    /// `3.1.0`.
+    /// `3.2.0` or `3.1.0`.
     pub openapi: String,
     /// Title, version, description.
     pub info: Info,
@@ -31,6 +57,13 @@ pub struct OpenApi {
     pub paths: BTreeMap<String, PathItem>,
     /// Named schemas and security schemes.
     pub components: Components,
+    /// The routes this version of OpenAPI cannot describe (`QUERY /v1/search` in a 3.1
+    /// document), and why: served, but not in the document nor in clients generated from it.
+    #[serde(
+        rename = "x-omitted-operations",
+        skip_serializing_if = "BTreeMap::is_empty"
+    )]
+    pub omitted_operations: BTreeMap<String, String>,
 }
 
 impl OpenApi {
@@ -120,6 +153,9 @@ pub struct PathItem {
     pub head: Option<Operation>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub patch: Option<Operation>,
+    /// OpenAPI 3.2's QUERY operation.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub query: Option<Operation>,
 }
 
 impl PathItem {
@@ -132,6 +168,7 @@ impl PathItem {
             "DELETE" => &mut self.delete,
             "HEAD" => &mut self.head,
             "PATCH" => &mut self.patch,
+            "QUERY" => &mut self.query,
             _ => return None,
         })
     }
@@ -145,6 +182,7 @@ impl PathItem {
             ("delete", &self.delete),
             ("head", &self.head),
             ("patch", &self.patch),
+            ("query", &self.query),
         ]
         .into_iter()
         .filter_map(|(method, operation)| operation.as_ref().map(|o| (method, o)))
@@ -158,6 +196,7 @@ impl PathItem {
             &mut self.delete,
             &mut self.head,
             &mut self.patch,
+            &mut self.query,
         ]
         .into_iter()
         .filter_map(Option::as_mut)
@@ -247,13 +286,48 @@ pub struct RequestBody {
 
 /// A body of one media type.
 #[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
 #[non_exhaustive]
 pub struct MediaType {
-    /// Its schema.
-    pub schema: Value,
+    /// Its schema: the whole body's. Absent for an event stream in a 3.2 document, whose
+    /// [`item_schema`](Self::item_schema) describes each event instead.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub schema: Option<Value>,
+    /// OpenAPI 3.2: the schema of each item of a sequential body (an event of
+    /// `text/event-stream`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub item_schema: Option<Value>,
     /// An example.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub example: Option<Value>,
+}
+
+impl MediaType {
+    /// A body of `schema`.
+    pub fn new(schema: Value) -> Self {
+        Self {
+            schema: Some(schema),
+            item_schema: None,
+            example: None,
+        }
+    }
+
+    /// What one value of this media type looks like: the body's schema, or the schema of one
+    /// item of a sequential body (an event); `true` (anything) when neither is given.
+    pub fn value_schema(&self) -> &Value {
+        static ANYTHING: Value = Value::Bool(true);
+        self.item_schema
+            .as_ref()
+            .or(self.schema.as_ref())
+            .unwrap_or(&ANYTHING)
+    }
+
+    /// The schemas this media type holds, to rewrite or inspect in place.
+    pub fn schemas_mut(&mut self) -> impl Iterator<Item = &mut Value> {
+        [self.schema.as_mut(), self.item_schema.as_mut()]
+            .into_iter()
+            .flatten()
+    }
 }
 
 /// A response.

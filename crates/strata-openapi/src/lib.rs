@@ -1,5 +1,6 @@
-//! API descriptions for Strata: an [OpenAPI 3.1](https://spec.openapis.org/oas/v3.1.0) document
-//! from a routing, routes that serve it, and a page that renders it.
+//! API descriptions for Strata: an [OpenAPI 3.2](https://spec.openapis.org/oas/v3.2.0) document
+//! (or [3.1](https://spec.openapis.org/oas/v3.1.0), [`Documentation::openapi_version`]) from a
+//! routing, routes that serve it, and a page that renders it.
 //!
 //! [`Documentation`] walks the compiled routing (the router's own walk, so the document cannot
 //! drift from what the server serves) and describes each operation:
@@ -9,13 +10,18 @@
 //! - inputs where the configuration reads them for the method: path parameters (required),
 //!   query parameters (GET, DELETE; arrays `style: form, explode: true`), header parameters when
 //!   the method's sources include headers, a JSON and urlencoded body (POST, PUT, PATCH), or a
-//!   `multipart/form-data` body when the input takes files; middleware inputs alike;
+//!   `multipart/form-data` body when the input takes files; middleware inputs alike; QUERY
+//!   routes as 3.2's `query` operations with their body (a 3.1 document leaves them out and
+//!   names them under `x-omitted-operations`);
 //! - the result handler's success responses (with the statuses an endpoint declares) and an
 //!   error response for every status the pipeline can answer with: 400, the statuses declared by
 //!   middleware and endpoints, 404 for routes with parameters, 413 and 415 when a body is read,
 //!   500;
 //! - middleware security as `apiKey` schemes, one requirement per operation;
-//! - named types once under `components/schemas`, referenced everywhere.
+//! - named types once under `components/schemas`, referenced everywhere;
+//! - event streams (`text/event-stream`) by their events: 3.2's `itemSchema` (3.1: `schema`),
+//!   one object per event name whose `data` is JSON text (`contentMediaType`,
+//!   `contentSchema`), as an `EventSource` receives it.
 //!
 //! A 405 is not listed: it answers methods that have no operation on the path, and an
 //! operation is one method. Static mounts ([`Router::static_mounts`](strata_routing::Router))
@@ -51,7 +57,7 @@
 //!     .build()
 //!     .expect("a describable routing");
 //! let json = doc.to_value();
-//! assert_eq!(json["openapi"], "3.1.0");
+//! assert_eq!(json["openapi"], "3.2.0");
 //! assert_eq!(json["paths"]["/v1/hello"]["get"]["operationId"], "getV1Hello");
 //! assert_eq!(json["paths"]["/v1/hello"]["head"]["operationId"], "headV1Hello");
 //!
@@ -68,8 +74,8 @@ mod serve;
 
 pub use build::Documentation;
 pub use document::{
-    Components, Header, Info, MediaType, OPENAPI_VERSION, OpenApi, Operation, Parameter,
-    ParameterLocation, PathItem, RequestBody, Response, SecurityScheme, Server, Tag,
+    Components, Header, Info, MediaType, OPENAPI_VERSION, OpenApi, OpenApiVersion, Operation,
+    Parameter, ParameterLocation, PathItem, RequestBody, Response, SecurityScheme, Server, Tag,
 };
 pub use error::DocumentationError;
 pub use serve::{

@@ -387,6 +387,7 @@ fn requests_of<'d>(document: &'d OpenApi, used: &mut BTreeSet<String>) -> Vec<Re
             ("put", &item.put),
             ("patch", &item.patch),
             ("delete", &item.delete),
+            ("query", &item.query),
         ] {
             let Some(operation) = operation else { continue };
             let base = unique(&pascal_case(&operation.operation_id), used, |base, used| {
@@ -612,7 +613,7 @@ fn describe(
         }
         for (mime, media) in response.content.iter().filter(|_| !bodiless) {
             members.push(if is_json(mime) {
-                converter.convert(&media.schema).map_err(|problem| {
+                converter.convert(media.value_schema()).map_err(|problem| {
                     schema_error(
                         &request.key,
                         &format!("the response {status} ({mime})"),
@@ -661,7 +662,7 @@ fn events_of(
         return Ok(None);
     };
     let frames = media
-        .schema
+        .value_schema()
         .get("oneOf")
         .and_then(Value::as_array)
         .map_or(&[][..], Vec::as_slice);
@@ -673,7 +674,11 @@ fn events_of(
         else {
             continue;
         };
-        let data = frame.pointer("/properties/data").unwrap_or(&Value::Null);
+        // `data` is JSON text: the client parses it into what `contentSchema` describes.
+        let data = frame
+            .pointer("/properties/data/contentSchema")
+            .or_else(|| frame.pointer("/properties/data"))
+            .unwrap_or(&Value::Null);
         let ty = converter.convert(data).map_err(|problem| {
             schema_error(
                 &request.key,
@@ -708,13 +713,13 @@ fn body_fields(
             // A raw body: the bytes of one Blob, sent as they are, the field `raw` of the input.
             let media = &body.content["application/octet-stream"];
             let ty = converter
-                .convert(&media.schema)
+                .convert(media.value_schema())
                 .map_err(|problem| schema_error(&request.key, "the request body", problem))?;
             properties.push(Property {
                 name: RAW_FIELD.to_owned(),
                 ty,
                 optional: !body.required,
-                doc: doc_of(&media.schema),
+                doc: doc_of(media.value_schema()),
             });
             BodyKind::Raw
         }
@@ -730,7 +735,7 @@ fn body_fields(
                 });
             };
             let ty = converter
-                .convert(&media.schema)
+                .convert(media.value_schema())
                 .map_err(|problem| schema_error(&request.key, "the request body", problem))?;
             match ty {
                 Ts::Object(object) => {
@@ -802,7 +807,7 @@ fn pagination(operation: &Operation, converter: &Converter<'_>) -> Option<Style>
             if !is_json(mime) {
                 return None;
             }
-            let envelope = converter.resolve(&media.schema)?;
+            let envelope = converter.resolve(media.value_schema())?;
             let status_literal = envelope
                 .get("properties")?
                 .get("status")

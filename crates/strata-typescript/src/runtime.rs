@@ -112,7 +112,7 @@ const HAS_MORE_BOTH: &str = "  /**
 const RUNTIME: &str = r#"/** The server the default implementation sends requests to. */
 export const serverUrl = {server_url};
 
-export type Method = "GET" | "POST" | "PUT" | "PATCH" | "DELETE";
+export type Method = "GET" | "POST" | "PUT" | "PATCH" | "DELETE" | "QUERY";
 
 /** A request ready to send: every input field is in the path, the query, a header or the body. */
 export interface PreparedRequest {
