@@ -479,6 +479,83 @@ fn a_schema_without_a_type_is_an_error_naming_the_request_and_the_place() {
     assert!(problem.contains("#/$defs/Inner"), "{problem}");
 }
 
+/// A result handler whose statuses have bodies of their own: a 202 without one, a 404 and a
+/// 409 each with its own JSON shape, a 503 in text.
+#[derive(Clone, Debug)]
+struct Varied;
+
+impl strata::ResultHandler for Varied {
+    fn positive(&self, output: &Schema) -> Vec<strata::ResponseDescription> {
+        vec![
+            strata::ResponseDescription::new(StatusCode::OK, output.clone())
+                .mime_type("application/json"),
+            strata::ResponseDescription::new(StatusCode::ACCEPTED, json_schema!(true)),
+        ]
+    }
+
+    fn negative(&self) -> Vec<strata::ResponseDescription> {
+        let missing = json_schema!({
+            "type": "object",
+            "properties": { "missing": { "type": "string" } },
+            "required": ["missing"]
+        });
+        let conflict = json_schema!({
+            "type": "object",
+            "properties": { "conflict": { "type": "integer", "format": "uint32" } },
+            "required": ["conflict"]
+        });
+        vec![
+            strata::ResponseDescription::new(StatusCode::NOT_FOUND, missing)
+                .mime_type("application/json"),
+            strata::ResponseDescription::new(StatusCode::CONFLICT, conflict)
+                .mime_type("application/json"),
+            strata::ResponseDescription::new(
+                StatusCode::SERVICE_UNAVAILABLE,
+                json_schema!({ "type": "string" }),
+            )
+            .mime_type("text/plain"),
+        ]
+    }
+
+    fn handle(
+        &self,
+        _result: Result<strata::Output, ApiError>,
+        _: &strata::RequestInfo,
+        _: &Logger,
+    ) -> http::Response<strata::ResponseBody> {
+        http::Response::new(strata::ResponseBody::empty())
+    }
+}
+
+#[test]
+fn each_status_has_its_own_body_type() {
+    // Compiled by tsc in `.ci/client-checks` and narrowed by tests/client/compile-fail.ts.
+    let config = create_config().cors(true).build();
+    let one = strata::EndpointsFactory::new(Varied)
+        .get()
+        .operation_id("getUser")
+        .handler(|_: UserId, _ctx, _logger| async move { Ok(user()) });
+    let types = Integration::new(
+        &routing! { "v1" => { "users" => { ":id" => one } } },
+        &config,
+    )
+    .variant(Variant::Types)
+    .build()
+    .unwrap()
+    .to_string();
+    snapshot("statuses.types.ts", &types);
+    // Each status has its body: none for the 202, the handler's for the 404 and the router's
+    // envelope beside it (the router answers 404 too), the 409's own, text for the 503.
+    assert!(
+        types.contains(
+            "export type GetUserResponseByStatus = {\n  200: User;\n  202: undefined;\n  400: ErrorResponse;\n  404: ErrorResponse | ErrorResponse2;\n  409: ErrorResponse3;\n  500: ErrorResponse;\n  503: string;\n};"
+        ),
+        "{types}"
+    );
+    assert!(types.contains("  \"get /v1/users/:id\": GetUserResponseByStatus;"));
+    assert!(types.contains("export type StatusResponse<K extends Request> = {"));
+}
+
 #[test]
 fn what_the_document_cannot_describe_the_client_cannot_either() {
     let config = create_config().cors(true).build();

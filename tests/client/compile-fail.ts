@@ -1,8 +1,9 @@
 // Calls that do not fit the API must not compile: each `@ts-expect-error` below must stay an
 // error (tsc fails on one that is not), so a client that accepts them fails the check.
-import { Client, type Response } from "../snapshots/library.client.js";
+import { Client, type Response, type StatusResponse } from "../snapshots/library.client.js";
 import type { Input } from "../snapshots/library.types.js";
 import { Subscription } from "../snapshots/events.client.js";
+import type { StatusResponse as OwnBodies } from "../snapshots/statuses.types.js";
 
 declare const client: Client;
 
@@ -37,6 +38,54 @@ export async function misuse(response: Response["get /v1/books/:id"]): Promise<v
   // @ts-expect-error: the types file's inputs are the client's
   const input: Input["get /v1/books/:id"] = { id: "7" };
   void input;
+}
+
+export async function misuseStatuses(): Promise<void> {
+  const response = await client.provideWithStatus("get /v1/books/:id", { id: 7 });
+  // @ts-expect-error: the body is not known before the status
+  void response.body.data;
+  switch (response.status) {
+    case 200:
+      void response.body.data.title;
+      // @ts-expect-error: a 200's body has no `error`
+      void response.body.error;
+      break;
+    case 404:
+      void response.body.error.message;
+      // @ts-expect-error: a 404's body has no `data`
+      void response.body.data;
+      break;
+    // @ts-expect-error: 201 is not a status of this request
+    case 201:
+      break;
+  }
+  // @ts-expect-error: the statuses are the document's, not any number
+  const status: StatusResponse<"get /v1/books/:id">["status"] = 418;
+  void status;
+  // @ts-expect-error: the input is checked as for `provide`
+  void client.provideWithStatus("get /v1/books/:id", { id: "7" });
+  // @ts-expect-error: a status implementation resolves with the status too
+  void new Client(Object.assign(async () => undefined, { withStatus: async () => undefined }));
+}
+
+export function narrow(response: OwnBodies<"get /v1/users/:id">): string {
+  switch (response.status) {
+    case 200:
+      return response.body.name;
+    case 202:
+      // @ts-expect-error: a 202 has no body
+      return response.body.name;
+    case 404:
+      // @ts-expect-error: a 404 is the handler's or the router's envelope, not known which
+      return response.body.missing;
+    case 409:
+      // @ts-expect-error: a 409's body has its own shape
+      return response.body.missing;
+    case 503:
+      return response.body;
+    default:
+      return "";
+  }
 }
 
 {

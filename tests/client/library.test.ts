@@ -1,5 +1,6 @@
 // The library example's generated client against the running example (LIBRARY_URL): every
-// call goes through `provide`, and every value read from a response is typed by the client.
+// call goes through `provide` or `provideWithStatus`, and every value read from a response is
+// typed by the client.
 import assert from "node:assert/strict";
 import { test } from "node:test";
 
@@ -62,6 +63,67 @@ test("a validation error is a typed error envelope", async () => {
   assert.equal(refused.status, "error");
   if (refused.status !== "error") return;
   assert.match(refused.error.message, /title/);
+});
+
+test("provideWithStatus: the body typed by the status code", async () => {
+  const created = await client.provideWithStatus("post /v1/books", {
+    title: "Persuasion",
+    genre: "novel",
+  });
+  assert.equal(created.status, 201);
+  if (created.status !== 201) return;
+  const { id } = created.body.data;
+
+  const read = await client.provideWithStatus("get /v1/books/:id", { id });
+  switch (read.status) {
+    case 200:
+      assert.equal(read.body.data.title, "Persuasion");
+      break;
+    default:
+      assert.fail(`status ${read.status}: ${read.body.error.message}`);
+  }
+
+  await client.provide("delete /v1/books/:id", { id });
+  const gone = await client.provideWithStatus("get /v1/books/:id", { id });
+  switch (gone.status) {
+    case 404:
+      assert.equal(gone.body.error.message, `No book has the id ${id}`);
+      break;
+    case 200:
+      assert.fail(`a removed book is still there: ${gone.body.data.title}`);
+      break;
+    default:
+      assert.fail(`status ${gone.status}`);
+  }
+
+  const refused = await client.provideWithStatus("post /v1/books", { title: "", genre: "poetry" });
+  assert.equal(refused.status, 400);
+  if (refused.status === 400) assert.match(refused.body.error.message, /title/);
+});
+
+test("provideWithStatus needs an implementation that tells the status", async () => {
+  const bodyOnly = new Client(async () => ({ status: "success", data: null }));
+  await assert.rejects(bodyOnly.provideWithStatus("get /v1/books/:id", { id: 1 }), TypeError);
+
+  // A custom implementation: the body for `provide`, the status beside it for
+  // `provideWithStatus`; both get the same prepared request.
+  const seen: PreparedRequest[] = [];
+  const withStatus = async (request: PreparedRequest) => {
+    seen.push(request);
+    return { status: 404, body: { status: "error", error: { message: "none" } } };
+  };
+  const custom = new Client(
+    Object.assign(async (request: PreparedRequest) => (await withStatus(request)).body, {
+      withStatus,
+    }),
+  );
+  const answer = await custom.provideWithStatus("get /v1/books/:id", { id: 7 });
+  assert.deepEqual(answer, { status: 404, body: { status: "error", error: { message: "none" } } });
+  assert.deepEqual(await custom.provide("get /v1/books/:id", { id: 8 }), answer.body);
+  assert.deepEqual(
+    seen.map((request) => `${request.method} ${request.path}`),
+    ["GET /v1/books/7", "GET /v1/books/8"],
+  );
 });
 
 test("walks every offset page with hasMore", async () => {

@@ -1,7 +1,8 @@
 // The runtime of a generated client on shapes the examples do not have: header fields, lists
 // in the query, a JSON body beside a path parameter, `.`/`..` as a path parameter, a caller's
 // content type, cursor-only `hasMore`; and the default implementation against a small Node
-// server answering JSON, an empty JSON body, no content (204), text and another media type.
+// server answering JSON, an empty JSON body, no content (204), text and another media type,
+// with and without the status (`provideWithStatus`).
 import assert from "node:assert/strict";
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
@@ -102,6 +103,20 @@ test("the default implementation reads JSON, text, no content and other bodies",
     assert.ok(sequence instanceof Blob);
     const text: unknown = await client.provide("get /v1/users/:id", { id: 2 });
     assert.equal(text, "hello");
+    // With the status: the same bodies, the status beside them; one the document does not give
+    // (this server's 404 for what it does not know) arrives as it is.
+    assert.deepEqual(await client.provideWithStatus("delete /v1/users/:id", { id: 1 }), {
+      status: 204,
+      body: undefined,
+    });
+    const stats = await client.provideWithStatus("get /stats", {});
+    assert.equal(stats.status, 200);
+    if (stats.status === 200) assert.equal(stats.body.data.count, 2);
+    const unknown: { status: number; body: unknown } = await client.provideWithStatus(
+      "get /v1/users/:id",
+      { id: 3 },
+    );
+    assert.deepEqual(unknown, { status: 404, body: undefined });
   } finally {
     server.close();
   }

@@ -27,6 +27,14 @@ export type GetV1LimitedNegativeResponse = ErrorResponse;
 
 export type GetV1LimitedResponse = GetV1LimitedPositiveResponse | GetV1LimitedNegativeResponse;
 
+export type GetV1LimitedResponseByStatus = {
+  200: GetV1LimitedPositiveResponse;
+  400: GetV1LimitedNegativeResponse;
+  401: GetV1LimitedNegativeResponse;
+  429: GetV1LimitedNegativeResponse;
+  500: GetV1LimitedNegativeResponse;
+};
+
 /** `get /v1/plain`: The caller's name as text */
 export type GetV1PlainInput = {
   key: string;
@@ -37,6 +45,13 @@ export type GetV1PlainPositiveResponse = string;
 export type GetV1PlainNegativeResponse = string;
 
 export type GetV1PlainResponse = GetV1PlainPositiveResponse | GetV1PlainNegativeResponse;
+
+export type GetV1PlainResponseByStatus = {
+  200: GetV1PlainPositiveResponse;
+  400: GetV1PlainNegativeResponse;
+  401: GetV1PlainNegativeResponse;
+  500: GetV1PlainNegativeResponse;
+};
 
 /** `get /v1/profile`: The caller's profile */
 export type GetV1ProfileInput = {
@@ -52,6 +67,13 @@ export type GetV1ProfilePositiveResponse = {
 export type GetV1ProfileNegativeResponse = ErrorResponse;
 
 export type GetV1ProfileResponse = GetV1ProfilePositiveResponse | GetV1ProfileNegativeResponse;
+
+export type GetV1ProfileResponseByStatus = {
+  200: GetV1ProfilePositiveResponse;
+  400: GetV1ProfileNegativeResponse;
+  401: GetV1ProfileNegativeResponse;
+  500: GetV1ProfileNegativeResponse;
+};
 
 /** Every request of the API: `<method> <path>`. */
 export type Request = "get /v1/limited" | "get /v1/plain" | "get /v1/profile";
@@ -69,6 +91,21 @@ export interface Response {
   "get /v1/plain": GetV1PlainResponse;
   "get /v1/profile": GetV1ProfileResponse;
 }
+
+/** The response body of each request by status code, as the document gives them. */
+export interface ResponseByStatus {
+  "get /v1/limited": GetV1LimitedResponseByStatus;
+  "get /v1/plain": GetV1PlainResponseByStatus;
+  "get /v1/profile": GetV1ProfileResponseByStatus;
+}
+
+/**
+ * A response of `K` as its status code and body, one member per status the document gives:
+ * `switch (response.status)` narrows `body` (`Client.provideWithStatus`).
+ */
+export type StatusResponse<K extends Request> = {
+  [S in keyof ResponseByStatus[K]]: { status: S; body: ResponseByStatus[K][S] };
+}[keyof ResponseByStatus[K]];
 
 /** The requests that answer with pages (see `Client.hasMore`). */
 export type PaginatedRequest = never;
@@ -93,30 +130,44 @@ export interface PreparedRequest {
 
 /**
  * Sends a prepared request; resolves with the response body: parsed JSON, text for `text/*`,
- * `undefined` for an empty body, a `Blob` otherwise.
+ * `undefined` for an empty body, a `Blob` otherwise. `Client.provideWithStatus` needs its
+ * `withStatus` (the default implementation has one).
  */
-export type Implementation = (request: PreparedRequest) => Promise<unknown>;
+export interface Implementation {
+  (request: PreparedRequest): Promise<unknown>;
+  /** Sends the request the same way; resolves with the status code beside the body. */
+  readonly withStatus?: StatusImplementation;
+}
+
+/** Sends a prepared request; resolves with the response's status code and its body. */
+export type StatusImplementation = (
+  request: PreparedRequest,
+) => Promise<{ status: number; body: unknown }>;
 
 /** An implementation with `fetch`, sending to `baseUrl` (an absolute URL outside browsers). */
-export const createDefaultImplementation =
-  (baseUrl: string = serverUrl): Implementation =>
-  async ({ method, path, headers, body, signal }) => {
+export const createDefaultImplementation = (baseUrl: string = serverUrl): Implementation => {
+  const withStatus: StatusImplementation = async ({ method, path, headers, body, signal }) => {
     const response = await fetch(baseUrl.replace(/\/+$/, "") + path, {
       method,
       headers,
       body: body ?? null,
       signal: signal ?? null,
     });
-    if ([204, 205, 304].includes(response.status)) return undefined;
+    const { status } = response;
+    if ([204, 205, 304].includes(status)) return { status, body: undefined };
     const type = response.headers.get("content-type") ?? "";
     if (/^application\/([\w.-]+\+)?json\s*(;|$)/i.test(type)) {
       const text = await response.text();
-      return text === "" ? undefined : (JSON.parse(text) as unknown);
+      return { status, body: text === "" ? undefined : (JSON.parse(text) as unknown) };
     }
-    if (/^text\//i.test(type)) return response.text();
+    if (/^text\//i.test(type)) return { status, body: await response.text() };
     const blob = await response.blob();
-    return blob.size === 0 ? undefined : blob;
+    return { status, body: blob.size === 0 ? undefined : blob };
   };
+  const bodyOnly = async (request: PreparedRequest): Promise<unknown> =>
+    (await withStatus(request)).body;
+  return Object.assign(bodyOnly, { withStatus });
+};
 
 /** Per call: more headers (credentials, say) and a signal to abort. */
 export interface RequestOptions {
@@ -244,6 +295,26 @@ export class Client {
       body,
       signal: options.signal,
     }) as Promise<Response[K]>;
+  }
+
+  /**
+   * Sends `request` as `provide` does; resolves with the status code beside the body, typed
+   * by the status the document gives it: `switch (response.status)` narrows `body`. A status
+   * the document does not give (a proxy's 502, say) arrives all the same, outside the type.
+   * Needs the implementation's `withStatus`: the default implementation has it.
+   */
+  public async provideWithStatus<K extends Request>(
+    request: K,
+    params: Input[K],
+    options: RequestOptions = {},
+  ): Promise<StatusResponse<K>> {
+    const { withStatus } = this.#implementation;
+    if (withStatus === undefined) {
+      throw new TypeError("provideWithStatus: the client's implementation has no withStatus");
+    }
+    // The request `provide` prepares, sent by the implementation that tells the status.
+    const response = await new Client(withStatus).provide(request, params, options);
+    return response as unknown as StatusResponse<K>;
   }
 
   /** Whether another page follows: no request of this API is paginated. */

@@ -61,6 +61,12 @@ export type ListBooksNegativeResponse = ErrorResponse;
 
 export type ListBooksResponse = ListBooksPositiveResponse | ListBooksNegativeResponse;
 
+export type ListBooksResponseByStatus = {
+  200: ListBooksPositiveResponse;
+  400: ListBooksNegativeResponse;
+  500: ListBooksNegativeResponse;
+};
+
 /** `post /v1/books`: Adds a book */
 export type CreateBookInput = {
   genre: Genre;
@@ -75,6 +81,17 @@ export type CreateBookPositiveResponse = {
 export type CreateBookNegativeResponse = ErrorResponse;
 
 export type CreateBookResponse = CreateBookPositiveResponse | CreateBookNegativeResponse;
+
+export type CreateBookResponseByStatus = {
+  201: CreateBookPositiveResponse;
+  400: CreateBookNegativeResponse;
+  408: CreateBookNegativeResponse;
+  409: CreateBookNegativeResponse;
+  413: CreateBookNegativeResponse;
+  415: CreateBookNegativeResponse;
+  500: CreateBookNegativeResponse;
+  503: CreateBookNegativeResponse;
+};
 
 /** `get /v1/books/feed`: Walks all books with a cursor */
 export type BookFeedInput = {
@@ -91,6 +108,12 @@ export type BookFeedPositiveResponse = {
 export type BookFeedNegativeResponse = ErrorResponse;
 
 export type BookFeedResponse = BookFeedPositiveResponse | BookFeedNegativeResponse;
+
+export type BookFeedResponseByStatus = {
+  200: BookFeedPositiveResponse;
+  400: BookFeedNegativeResponse;
+  500: BookFeedNegativeResponse;
+};
 
 /** `query /v1/books/search`: Finds books by title words and genres */
 export type SearchBooksInput = {
@@ -109,6 +132,16 @@ export type SearchBooksNegativeResponse = ErrorResponse;
 
 export type SearchBooksResponse = SearchBooksPositiveResponse | SearchBooksNegativeResponse;
 
+export type SearchBooksResponseByStatus = {
+  200: SearchBooksPositiveResponse;
+  400: SearchBooksNegativeResponse;
+  408: SearchBooksNegativeResponse;
+  413: SearchBooksNegativeResponse;
+  415: SearchBooksNegativeResponse;
+  500: SearchBooksNegativeResponse;
+  503: SearchBooksNegativeResponse;
+};
+
 /** `get /v1/books/:id`: One book */
 export type GetBookInput = {
   id: number;
@@ -123,6 +156,13 @@ export type GetBookNegativeResponse = ErrorResponse;
 
 export type GetBookResponse = GetBookPositiveResponse | GetBookNegativeResponse;
 
+export type GetBookResponseByStatus = {
+  200: GetBookPositiveResponse;
+  400: GetBookNegativeResponse;
+  404: GetBookNegativeResponse;
+  500: GetBookNegativeResponse;
+};
+
 /** `delete /v1/books/:id`: Removes a book; answers with it */
 export type DeleteBookInput = {
   id: number;
@@ -136,6 +176,13 @@ export type DeleteBookPositiveResponse = {
 export type DeleteBookNegativeResponse = ErrorResponse;
 
 export type DeleteBookResponse = DeleteBookPositiveResponse | DeleteBookNegativeResponse;
+
+export type DeleteBookResponseByStatus = {
+  200: DeleteBookPositiveResponse;
+  400: DeleteBookNegativeResponse;
+  404: DeleteBookNegativeResponse;
+  500: DeleteBookNegativeResponse;
+};
 
 /** `post /v1/books/:id/cover`: Sets the cover of a book */
 export type UploadCoverInput = {
@@ -152,6 +199,17 @@ export type UploadCoverPositiveResponse = {
 export type UploadCoverNegativeResponse = ErrorResponse;
 
 export type UploadCoverResponse = UploadCoverPositiveResponse | UploadCoverNegativeResponse;
+
+export type UploadCoverResponseByStatus = {
+  200: UploadCoverPositiveResponse;
+  400: UploadCoverNegativeResponse;
+  404: UploadCoverNegativeResponse;
+  408: UploadCoverNegativeResponse;
+  413: UploadCoverNegativeResponse;
+  415: UploadCoverNegativeResponse;
+  500: UploadCoverNegativeResponse;
+  503: UploadCoverNegativeResponse;
+};
 
 /** Every request of the API: `<method> <path>`. */
 export type Request =
@@ -185,6 +243,25 @@ export interface Response {
   "post /v1/books/:id/cover": UploadCoverResponse;
 }
 
+/** The response body of each request by status code, as the document gives them. */
+export interface ResponseByStatus {
+  "get /v1/books": ListBooksResponseByStatus;
+  "post /v1/books": CreateBookResponseByStatus;
+  "get /v1/books/feed": BookFeedResponseByStatus;
+  "query /v1/books/search": SearchBooksResponseByStatus;
+  "get /v1/books/:id": GetBookResponseByStatus;
+  "delete /v1/books/:id": DeleteBookResponseByStatus;
+  "post /v1/books/:id/cover": UploadCoverResponseByStatus;
+}
+
+/**
+ * A response of `K` as its status code and body, one member per status the document gives:
+ * `switch (response.status)` narrows `body` (`Client.provideWithStatus`).
+ */
+export type StatusResponse<K extends Request> = {
+  [S in keyof ResponseByStatus[K]]: { status: S; body: ResponseByStatus[K][S] };
+}[keyof ResponseByStatus[K]];
+
 /** The requests that answer with pages (see `Client.hasMore`). */
 export type PaginatedRequest = "get /v1/books" | "get /v1/books/feed";
 
@@ -208,30 +285,44 @@ export interface PreparedRequest {
 
 /**
  * Sends a prepared request; resolves with the response body: parsed JSON, text for `text/*`,
- * `undefined` for an empty body, a `Blob` otherwise.
+ * `undefined` for an empty body, a `Blob` otherwise. `Client.provideWithStatus` needs its
+ * `withStatus` (the default implementation has one).
  */
-export type Implementation = (request: PreparedRequest) => Promise<unknown>;
+export interface Implementation {
+  (request: PreparedRequest): Promise<unknown>;
+  /** Sends the request the same way; resolves with the status code beside the body. */
+  readonly withStatus?: StatusImplementation;
+}
+
+/** Sends a prepared request; resolves with the response's status code and its body. */
+export type StatusImplementation = (
+  request: PreparedRequest,
+) => Promise<{ status: number; body: unknown }>;
 
 /** An implementation with `fetch`, sending to `baseUrl` (an absolute URL outside browsers). */
-export const createDefaultImplementation =
-  (baseUrl: string = serverUrl): Implementation =>
-  async ({ method, path, headers, body, signal }) => {
+export const createDefaultImplementation = (baseUrl: string = serverUrl): Implementation => {
+  const withStatus: StatusImplementation = async ({ method, path, headers, body, signal }) => {
     const response = await fetch(baseUrl.replace(/\/+$/, "") + path, {
       method,
       headers,
       body: body ?? null,
       signal: signal ?? null,
     });
-    if ([204, 205, 304].includes(response.status)) return undefined;
+    const { status } = response;
+    if ([204, 205, 304].includes(status)) return { status, body: undefined };
     const type = response.headers.get("content-type") ?? "";
     if (/^application\/([\w.-]+\+)?json\s*(;|$)/i.test(type)) {
       const text = await response.text();
-      return text === "" ? undefined : (JSON.parse(text) as unknown);
+      return { status, body: text === "" ? undefined : (JSON.parse(text) as unknown) };
     }
-    if (/^text\//i.test(type)) return response.text();
+    if (/^text\//i.test(type)) return { status, body: await response.text() };
     const blob = await response.blob();
-    return blob.size === 0 ? undefined : blob;
+    return { status, body: blob.size === 0 ? undefined : blob };
   };
+  const bodyOnly = async (request: PreparedRequest): Promise<unknown> =>
+    (await withStatus(request)).body;
+  return Object.assign(bodyOnly, { withStatus });
+};
 
 /** Per call: more headers (credentials, say) and a signal to abort. */
 export interface RequestOptions {
@@ -363,6 +454,26 @@ export class Client {
       body,
       signal: options.signal,
     }) as Promise<Response[K]>;
+  }
+
+  /**
+   * Sends `request` as `provide` does; resolves with the status code beside the body, typed
+   * by the status the document gives it: `switch (response.status)` narrows `body`. A status
+   * the document does not give (a proxy's 502, say) arrives all the same, outside the type.
+   * Needs the implementation's `withStatus`: the default implementation has it.
+   */
+  public async provideWithStatus<K extends Request>(
+    request: K,
+    params: Input[K],
+    options: RequestOptions = {},
+  ): Promise<StatusResponse<K>> {
+    const { withStatus } = this.#implementation;
+    if (withStatus === undefined) {
+      throw new TypeError("provideWithStatus: the client's implementation has no withStatus");
+    }
+    // The request `provide` prepares, sent by the implementation that tells the status.
+    const response = await new Client(withStatus).provide(request, params, options);
+    return response as unknown as StatusResponse<K>;
   }
 
   /**

@@ -50,6 +50,12 @@ export type GetEventsNegativeResponse = ErrorResponse;
 
 export type GetEventsResponse = GetEventsPositiveResponse | GetEventsNegativeResponse;
 
+export type GetEventsResponseByStatus = {
+  200: GetEventsPositiveResponse;
+  400: GetEventsNegativeResponse;
+  500: GetEventsNegativeResponse;
+};
+
 /** `post /hooks/:source` */
 export type PostHooksSourceInput = {
   source: string;
@@ -67,6 +73,17 @@ export type PostHooksSourceResponse =
   | PostHooksSourcePositiveResponse
   | PostHooksSourceNegativeResponse;
 
+export type PostHooksSourceResponseByStatus = {
+  200: PostHooksSourcePositiveResponse;
+  400: PostHooksSourceNegativeResponse;
+  404: PostHooksSourceNegativeResponse;
+  408: PostHooksSourceNegativeResponse;
+  413: PostHooksSourceNegativeResponse;
+  415: PostHooksSourceNegativeResponse;
+  500: PostHooksSourceNegativeResponse;
+  503: PostHooksSourceNegativeResponse;
+};
+
 /** `get /reserved` */
 export type GetReservedInput = Record<string, never>;
 
@@ -79,6 +96,12 @@ export type GetReservedNegativeResponse = ErrorResponse;
 
 export type GetReservedResponse = GetReservedPositiveResponse | GetReservedNegativeResponse;
 
+export type GetReservedResponseByStatus = {
+  200: GetReservedPositiveResponse;
+  400: GetReservedNegativeResponse;
+  500: GetReservedNegativeResponse;
+};
+
 /** `get /stats` */
 export type GetStatsInput = Record<string, never>;
 
@@ -90,6 +113,12 @@ export type GetStatsPositiveResponse = {
 export type GetStatsNegativeResponse = ErrorResponse;
 
 export type GetStatsResponse = GetStatsPositiveResponse | GetStatsNegativeResponse;
+
+export type GetStatsResponseByStatus = {
+  200: GetStatsPositiveResponse;
+  400: GetStatsNegativeResponse;
+  500: GetStatsNegativeResponse;
+};
 
 /**
  * `get /v1/users`
@@ -114,6 +143,12 @@ export type GetV1UsersNegativeResponse = ErrorResponse;
 
 export type GetV1UsersResponse = GetV1UsersPositiveResponse | GetV1UsersNegativeResponse;
 
+export type GetV1UsersResponseByStatus = {
+  200: GetV1UsersPositiveResponse;
+  400: GetV1UsersNegativeResponse;
+  500: GetV1UsersNegativeResponse;
+};
+
 /** `post /v1/users` */
 export type AddUserInput = {
   name: string;
@@ -129,6 +164,17 @@ export type AddUserNegativeResponse = ErrorResponse;
 
 export type AddUserResponse = AddUserPositiveResponse | AddUserNegativeResponse;
 
+export type AddUserResponseByStatus = {
+  201: AddUserPositiveResponse;
+  202: AddUserPositiveResponse;
+  400: AddUserNegativeResponse;
+  408: AddUserNegativeResponse;
+  413: AddUserNegativeResponse;
+  415: AddUserNegativeResponse;
+  500: AddUserNegativeResponse;
+  503: AddUserNegativeResponse;
+};
+
 /** `get /v1/users/:id` */
 export type GetV1UsersIdInput = {
   id: number;
@@ -142,6 +188,13 @@ export type GetV1UsersIdPositiveResponse = {
 export type GetV1UsersIdNegativeResponse = ErrorResponse;
 
 export type GetV1UsersIdResponse = GetV1UsersIdPositiveResponse | GetV1UsersIdNegativeResponse;
+
+export type GetV1UsersIdResponseByStatus = {
+  200: GetV1UsersIdPositiveResponse;
+  400: GetV1UsersIdNegativeResponse;
+  404: GetV1UsersIdNegativeResponse;
+  500: GetV1UsersIdNegativeResponse;
+};
 
 /** `patch /v1/users/:id` */
 export type PatchV1UsersIdInput = {
@@ -160,6 +213,17 @@ export type PatchV1UsersIdResponse =
   | PatchV1UsersIdPositiveResponse
   | PatchV1UsersIdNegativeResponse;
 
+export type PatchV1UsersIdResponseByStatus = {
+  200: PatchV1UsersIdPositiveResponse;
+  400: PatchV1UsersIdNegativeResponse;
+  404: PatchV1UsersIdNegativeResponse;
+  408: PatchV1UsersIdNegativeResponse;
+  413: PatchV1UsersIdNegativeResponse;
+  415: PatchV1UsersIdNegativeResponse;
+  500: PatchV1UsersIdNegativeResponse;
+  503: PatchV1UsersIdNegativeResponse;
+};
+
 /** `delete /v1/users/:id` */
 export type DeleteV1UsersIdInput = {
   id: number;
@@ -172,6 +236,13 @@ export type DeleteV1UsersIdNegativeResponse = ErrorResponse;
 export type DeleteV1UsersIdResponse =
   | DeleteV1UsersIdPositiveResponse
   | DeleteV1UsersIdNegativeResponse;
+
+export type DeleteV1UsersIdResponseByStatus = {
+  204: DeleteV1UsersIdPositiveResponse;
+  400: DeleteV1UsersIdNegativeResponse;
+  404: DeleteV1UsersIdNegativeResponse;
+  500: DeleteV1UsersIdNegativeResponse;
+};
 
 /** Every request of the API: `<method> <path>`. */
 export type Request =
@@ -213,6 +284,28 @@ export interface Response {
   "delete /v1/users/:id": DeleteV1UsersIdResponse;
 }
 
+/** The response body of each request by status code, as the document gives them. */
+export interface ResponseByStatus {
+  "get /events": GetEventsResponseByStatus;
+  "post /hooks/:source": PostHooksSourceResponseByStatus;
+  "get /reserved": GetReservedResponseByStatus;
+  "get /stats": GetStatsResponseByStatus;
+  /** @deprecated */
+  "get /v1/users": GetV1UsersResponseByStatus;
+  "post /v1/users": AddUserResponseByStatus;
+  "get /v1/users/:id": GetV1UsersIdResponseByStatus;
+  "patch /v1/users/:id": PatchV1UsersIdResponseByStatus;
+  "delete /v1/users/:id": DeleteV1UsersIdResponseByStatus;
+}
+
+/**
+ * A response of `K` as its status code and body, one member per status the document gives:
+ * `switch (response.status)` narrows `body` (`Client.provideWithStatus`).
+ */
+export type StatusResponse<K extends Request> = {
+  [S in keyof ResponseByStatus[K]]: { status: S; body: ResponseByStatus[K][S] };
+}[keyof ResponseByStatus[K]];
+
 /** The requests that answer with pages (see `Client.hasMore`). */
 export type PaginatedRequest = "get /events";
 
@@ -236,30 +329,44 @@ export interface PreparedRequest {
 
 /**
  * Sends a prepared request; resolves with the response body: parsed JSON, text for `text/*`,
- * `undefined` for an empty body, a `Blob` otherwise.
+ * `undefined` for an empty body, a `Blob` otherwise. `Client.provideWithStatus` needs its
+ * `withStatus` (the default implementation has one).
  */
-export type Implementation = (request: PreparedRequest) => Promise<unknown>;
+export interface Implementation {
+  (request: PreparedRequest): Promise<unknown>;
+  /** Sends the request the same way; resolves with the status code beside the body. */
+  readonly withStatus?: StatusImplementation;
+}
+
+/** Sends a prepared request; resolves with the response's status code and its body. */
+export type StatusImplementation = (
+  request: PreparedRequest,
+) => Promise<{ status: number; body: unknown }>;
 
 /** An implementation with `fetch`, sending to `baseUrl` (an absolute URL outside browsers). */
-export const createDefaultImplementation =
-  (baseUrl: string = serverUrl): Implementation =>
-  async ({ method, path, headers, body, signal }) => {
+export const createDefaultImplementation = (baseUrl: string = serverUrl): Implementation => {
+  const withStatus: StatusImplementation = async ({ method, path, headers, body, signal }) => {
     const response = await fetch(baseUrl.replace(/\/+$/, "") + path, {
       method,
       headers,
       body: body ?? null,
       signal: signal ?? null,
     });
-    if ([204, 205, 304].includes(response.status)) return undefined;
+    const { status } = response;
+    if ([204, 205, 304].includes(status)) return { status, body: undefined };
     const type = response.headers.get("content-type") ?? "";
     if (/^application\/([\w.-]+\+)?json\s*(;|$)/i.test(type)) {
       const text = await response.text();
-      return text === "" ? undefined : (JSON.parse(text) as unknown);
+      return { status, body: text === "" ? undefined : (JSON.parse(text) as unknown) };
     }
-    if (/^text\//i.test(type)) return response.text();
+    if (/^text\//i.test(type)) return { status, body: await response.text() };
     const blob = await response.blob();
-    return blob.size === 0 ? undefined : blob;
+    return { status, body: blob.size === 0 ? undefined : blob };
   };
+  const bodyOnly = async (request: PreparedRequest): Promise<unknown> =>
+    (await withStatus(request)).body;
+  return Object.assign(bodyOnly, { withStatus });
+};
 
 /** Per call: more headers (credentials, say) and a signal to abort. */
 export interface RequestOptions {
@@ -393,6 +500,26 @@ export class Client {
       body,
       signal: options.signal,
     }) as Promise<Response[K]>;
+  }
+
+  /**
+   * Sends `request` as `provide` does; resolves with the status code beside the body, typed
+   * by the status the document gives it: `switch (response.status)` narrows `body`. A status
+   * the document does not give (a proxy's 502, say) arrives all the same, outside the type.
+   * Needs the implementation's `withStatus`: the default implementation has it.
+   */
+  public async provideWithStatus<K extends Request>(
+    request: K,
+    params: Input[K],
+    options: RequestOptions = {},
+  ): Promise<StatusResponse<K>> {
+    const { withStatus } = this.#implementation;
+    if (withStatus === undefined) {
+      throw new TypeError("provideWithStatus: the client's implementation has no withStatus");
+    }
+    // The request `provide` prepares, sent by the implementation that tells the status.
+    const response = await new Client(withStatus).provide(request, params, options);
+    return response as unknown as StatusResponse<K>;
   }
 
   /** Whether another page follows a successful page: `nextCursor !== null`. */

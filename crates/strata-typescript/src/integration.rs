@@ -119,6 +119,9 @@ const RESERVED: &[&str] = &[
     "Request",
     "RequestOptions",
     "Response",
+    "ResponseByStatus",
+    "StatusImplementation",
+    "StatusResponse",
     // Globals a generated file uses or a reader expects.
     "AbortSignal",
     "Array",
@@ -294,7 +297,13 @@ fn unique(
 }
 
 /// The operation's types' suffixes: a base is free when none of its names is taken.
-const SUFFIXES: [&str; 4] = ["Input", "PositiveResponse", "NegativeResponse", "Response"];
+const SUFFIXES: [&str; 5] = [
+    "Input",
+    "PositiveResponse",
+    "NegativeResponse",
+    "Response",
+    "ResponseByStatus",
+];
 
 fn generate(
     document: &OpenApi,
@@ -463,11 +472,30 @@ fn print_operation(out: &mut String, request: &Request<'_>, described: &Describe
         out.push('\n');
         out.push_str(&ty.alias(&format!("{base}{suffix}"), &doc));
     }
+    out.push('\n');
+    out.push_str(&status_map(
+        &format!("{base}ResponseByStatus"),
+        &described.statuses,
+    ));
     if let Some(events) = &described.events {
         out.push('\n');
         let doc = Doc::text(Some("Its events: name → data.".to_owned()));
         out.push_str(&events.alias(&format!("{base}Events"), &doc));
     }
+}
+
+/// `export type <name> = { 200: …; 404: … };`: status codes as numeric keys, so that `keyof`
+/// gives number literals a `switch` on a response's status narrows by.
+fn status_map(name: &str, statuses: &[(u16, Ts)]) -> String {
+    if statuses.is_empty() {
+        return format!("export type {name} = Record<never, never>;\n");
+    }
+    let mut out = format!("export type {name} = {{\n");
+    for (status, ty) in statuses {
+        let _ = writeln!(out, "  {status}: {};", ty.print(2));
+    }
+    out.push_str("};\n");
+    out
 }
 
 /// `Events`: the events of each GET event-stream request, for `Subscription`.
@@ -521,7 +549,18 @@ fn print_map(
     out.push_str("}\n");
 }
 
-/// `Request`, the maps keyed by it, and `PaginatedRequest`.
+/// `StatusResponse<K>`: a response of `K` as its status code and body, a union over the
+/// statuses of `ResponseByStatus[K]`.
+const STATUS_RESPONSE: &str = "/**
+ * A response of `K` as its status code and body, one member per status the document gives:
+ * `switch (response.status)` narrows `body` (`Client.provideWithStatus`).
+ */
+export type StatusResponse<K extends Request> = {
+  [S in keyof ResponseByStatus[K]]: { status: S; body: ResponseByStatus[K][S] };
+}[keyof ResponseByStatus[K]];
+";
+
+/// `Request`, the maps keyed by it, `StatusResponse` and `PaginatedRequest`.
 fn print_maps(out: &mut String, requests: &[Request<'_>], paginated: &[&str]) {
     out.push('\n');
     let keys = Ts::union(requests.iter().map(|r| Ts::Literal(string_literal(&r.key))));
@@ -537,10 +576,16 @@ fn print_maps(out: &mut String, requests: &[Request<'_>], paginated: &[&str]) {
             "Response",
             "The response body of each request: `status` tells success from error.",
         ),
+        (
+            "ResponseByStatus",
+            "The response body of each request by status code, as the document gives them.",
+        ),
     ] {
         let all: Vec<&Request<'_>> = requests.iter().collect();
         print_map(out, map, text, &all, true);
     }
+    out.push('\n');
+    out.push_str(STATUS_RESPONSE);
     out.push('\n');
     let paginated = Ts::union(paginated.iter().map(|key| Ts::Literal(string_literal(key))));
     out.push_str(&paginated.alias(
@@ -556,6 +601,8 @@ struct Described {
     input: Ts,
     positive: Ts,
     negative: Ts,
+    /// Each documented status code and its body type (`<base>ResponseByStatus`).
+    statuses: Vec<(u16, Ts)>,
     placement: Placement,
     /// The events of a GET event stream (`text/event-stream`): name → data.
     events: Option<Ts>,
@@ -601,10 +648,34 @@ fn describe(
     }
     let (body, index) = body_fields(request, converter, &mut properties)?;
     let events = events_of(request, converter)?;
-    let mut positive = Vec::new();
-    let mut negative = Vec::new();
-    for (status, response) in &operation.responses {
-        let success = status.starts_with('2');
+    let bodies = bodies_of(request, converter)?;
+    let union_of = |success: bool| {
+        Ts::union(
+            bodies
+                .iter()
+                .filter(|(status, _)| status.starts_with('2') == success)
+                .map(|(_, ty)| ty.clone()),
+        )
+    };
+    let (positive, negative) = (union_of(true), union_of(false));
+    let statuses = by_status(&request.base, &bodies, &positive, &negative);
+    Ok(Described {
+        input: Ts::Object(Object { properties, index }),
+        positive,
+        negative,
+        statuses,
+        placement: Placement { headers, body },
+        events,
+    })
+}
+
+/// The body type of each status the operation documents, in the document's order.
+fn bodies_of(
+    request: &Request<'_>,
+    converter: &mut Converter<'_>,
+) -> Result<Vec<(String, Ts)>, IntegrationError> {
+    let mut bodies = Vec::new();
+    for (status, response) in &request.operation.responses {
         let mut members = Vec::new();
         // No body (and none is read for these statuses, whatever a document says).
         let bodiless = matches!(status.as_str(), "204" | "205" | "304");
@@ -627,19 +698,33 @@ fn describe(
                 Ts::name("Blob")
             });
         }
-        if success {
-            positive.extend(members);
-        } else {
-            negative.extend(members);
-        }
+        bodies.push((status.clone(), Ts::union(members)));
     }
-    Ok(Described {
-        input: Ts::Object(Object { properties, index }),
-        positive: Ts::union(positive),
-        negative: Ts::union(negative),
-        placement: Placement { headers, body },
-        events,
-    })
+    Ok(bodies)
+}
+
+/// The entries of `<base>ResponseByStatus`: each status code the document gives (a key that is
+/// no status code, as a range `4XX` or `default`, cannot be matched by a `switch` on a number:
+/// left out) with its body type, written as the operation's positive or negative response type
+/// when it is all of it (one success status; errors that share one envelope).
+fn by_status(base: &str, bodies: &[(String, Ts)], positive: &Ts, negative: &Ts) -> Vec<(u16, Ts)> {
+    bodies
+        .iter()
+        .filter_map(|(status, ty)| {
+            let code = status
+                .parse::<u16>()
+                .ok()
+                .filter(|code| (100..=599).contains(code) && status.len() == 3)?;
+            let ty = if status.starts_with('2') && ty == positive {
+                Ts::Name(format!("{base}PositiveResponse"))
+            } else if !status.starts_with('2') && ty == negative {
+                Ts::Name(format!("{base}NegativeResponse"))
+            } else {
+                ty.clone()
+            };
+            Some((code, ty))
+        })
+        .collect()
 }
 
 /// The events of a GET request answering `text/event-stream` (what an `EventSource` can
@@ -877,5 +962,75 @@ mod tests {
         let mut used = BTreeSet::from(["Book".to_owned()]);
         assert_eq!(unique("Book", &mut used, |n, u| u.contains(n)), "Book2");
         assert_eq!(unique("Book", &mut used, |n, u| u.contains(n)), "Book3");
+    }
+
+    #[test]
+    fn each_status_code_keys_its_body_type() {
+        let (page, other) = (Ts::name("Page"), Ts::name("Other"));
+        let error = Ts::name("ErrorResponse");
+        let positive = Ts::union([page.clone(), Ts::name("undefined")]);
+        let bodies = vec![
+            ("200".to_owned(), page.clone()),
+            ("204".to_owned(), Ts::name("undefined")),
+            ("400".to_owned(), error.clone()),
+            ("404".to_owned(), error.clone()),
+            ("409".to_owned(), other.clone()),
+            // No status code a `switch` can match: left out.
+            ("4XX".to_owned(), error.clone()),
+            ("default".to_owned(), error.clone()),
+            ("2000".to_owned(), page.clone()),
+        ];
+        let negative = Ts::union([error.clone(), other.clone()]);
+        let statuses = by_status("ListBooks", &bodies, &positive, &negative);
+        assert_eq!(
+            statuses,
+            vec![
+                (200, page.clone()),
+                (204, Ts::name("undefined")),
+                (400, error.clone()),
+                (404, error.clone()),
+                (409, other.clone()),
+            ]
+        );
+        // A status whose body is all of the positive or negative type names it.
+        let statuses = by_status("ListBooks", &bodies[..4], &page, &error);
+        assert_eq!(
+            statuses,
+            vec![
+                (200, Ts::name("ListBooksPositiveResponse")),
+                (204, Ts::name("undefined")),
+                (400, Ts::name("ListBooksNegativeResponse")),
+                (404, Ts::name("ListBooksNegativeResponse")),
+            ]
+        );
+    }
+
+    #[test]
+    fn status_maps_key_by_numbers() {
+        let object = Ts::Object(Object {
+            properties: vec![Property {
+                name: "missing".to_owned(),
+                ty: Ts::name("string"),
+                optional: false,
+                doc: Doc::default(),
+            }],
+            index: None,
+        });
+        let map = status_map(
+            "GetUserResponseByStatus",
+            &[
+                (200, Ts::name("GetUserPositiveResponse")),
+                (204, Ts::name("undefined")),
+                (404, Ts::union([object, Ts::name("ErrorResponse")])),
+            ],
+        );
+        assert_eq!(
+            map,
+            "export type GetUserResponseByStatus = {\n  200: GetUserPositiveResponse;\n  204: undefined;\n  404: {\n    missing: string;\n  } | ErrorResponse;\n};\n"
+        );
+        assert_eq!(
+            status_map("NoneResponseByStatus", &[]),
+            "export type NoneResponseByStatus = Record<never, never>;\n"
+        );
     }
 }

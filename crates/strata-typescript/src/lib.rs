@@ -6,16 +6,23 @@
 //! - one type per named schema (`components/schemas`), and per operation an input type (path,
 //!   query, header and body fields together, typed as the server reads them: a numeric query
 //!   parameter is a `number`), a positive and a negative response type and their union,
-//!   discriminated by the envelope's `status`;
-//! - `Request` (`"get /v1/books" | "post /v1/books" | …`), the maps `Input` and `Response`
-//!   keyed by it, and `PaginatedRequest`;
+//!   discriminated by the envelope's `status`, and the body of each documented status code
+//!   (`ListBooksResponseByStatus = { 200: ListBooksPositiveResponse; 400: …; 404: … }`; no
+//!   body, as for 204, is `undefined`);
+//! - `Request` (`"get /v1/books" | "post /v1/books" | …`), the maps `Input`, `Response` and
+//!   `ResponseByStatus` keyed by it, `StatusResponse<K>` (`{ status: 200; body: … } |
+//!   { status: 404; body: … } | …`: a `switch` on `status` narrows `body`) and
+//!   `PaginatedRequest`;
 //! - with [`Variant::Client`], `class Client { provide(request, params, options?);
-//!   static hasMore(response) }`: `provide` substitutes and percent-encodes path parameters,
-//!   sends header fields as headers, the other fields in the query string (GET, DELETE: lists
-//!   as repeated keys), as JSON, or as `multipart/form-data` when the input has files; the
-//!   default implementation uses `fetch` and a custom one can be passed (credentials, another
-//!   HTTP stack); `hasMore` tells whether a page of an offset (`offset + limit < total`) or
-//!   cursor (`nextCursor !== null`) pagination has a successor.
+//!   provideWithStatus(request, params, options?); static hasMore(response) }`: `provide`
+//!   substitutes and percent-encodes path parameters, sends header fields as headers, the other
+//!   fields in the query string (GET, DELETE: lists as repeated keys), as JSON, or as
+//!   `multipart/form-data` when the input has files, and resolves with the body;
+//!   `provideWithStatus` sends the same and resolves with a `StatusResponse`; the default
+//!   implementation uses `fetch` and a custom one can be passed (credentials, another HTTP
+//!   stack; with a `withStatus` for `provideWithStatus`); `hasMore` tells whether a page of an
+//!   offset (`offset + limit < total`) or cursor (`nextCursor !== null`) pagination has a
+//!   successor.
 //!
 //! The file compiles with `tsc --strict`, `noUncheckedIndexedAccess` and
 //! `exactOptionalPropertyTypes`. HEAD operations are left out (they have no body to read).

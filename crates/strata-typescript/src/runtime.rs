@@ -126,30 +126,44 @@ export interface PreparedRequest {
 
 /**
  * Sends a prepared request; resolves with the response body: parsed JSON, text for `text/*`,
- * `undefined` for an empty body, a `Blob` otherwise.
+ * `undefined` for an empty body, a `Blob` otherwise. `Client.provideWithStatus` needs its
+ * `withStatus` (the default implementation has one).
  */
-export type Implementation = (request: PreparedRequest) => Promise<unknown>;
+export interface Implementation {
+  (request: PreparedRequest): Promise<unknown>;
+  /** Sends the request the same way; resolves with the status code beside the body. */
+  readonly withStatus?: StatusImplementation;
+}
+
+/** Sends a prepared request; resolves with the response's status code and its body. */
+export type StatusImplementation = (
+  request: PreparedRequest,
+) => Promise<{ status: number; body: unknown }>;
 
 /** An implementation with `fetch`, sending to `baseUrl` (an absolute URL outside browsers). */
-export const createDefaultImplementation =
-  (baseUrl: string = serverUrl): Implementation =>
-  async ({ method, path, headers, body, signal }) => {
+export const createDefaultImplementation = (baseUrl: string = serverUrl): Implementation => {
+  const withStatus: StatusImplementation = async ({ method, path, headers, body, signal }) => {
     const response = await fetch(baseUrl.replace(/\/+$/, "") + path, {
       method,
       headers,
       body: body ?? null,
       signal: signal ?? null,
     });
-    if ([204, 205, 304].includes(response.status)) return undefined;
+    const { status } = response;
+    if ([204, 205, 304].includes(status)) return { status, body: undefined };
     const type = response.headers.get("content-type") ?? "";
     if (/^application\/([\w.-]+\+)?json\s*(;|$)/i.test(type)) {
       const text = await response.text();
-      return text === "" ? undefined : (JSON.parse(text) as unknown);
+      return { status, body: text === "" ? undefined : (JSON.parse(text) as unknown) };
     }
-    if (/^text\//i.test(type)) return response.text();
+    if (/^text\//i.test(type)) return { status, body: await response.text() };
     const blob = await response.blob();
-    return blob.size === 0 ? undefined : blob;
+    return { status, body: blob.size === 0 ? undefined : blob };
   };
+  const bodyOnly = async (request: PreparedRequest): Promise<unknown> =>
+    (await withStatus(request)).body;
+  return Object.assign(bodyOnly, { withStatus });
+};
 
 /** Per call: more headers (credentials, say) and a signal to abort. */
 export interface RequestOptions {
@@ -275,6 +289,26 @@ export class Client {
       body,
       signal: options.signal,
     }) as Promise<Response[K]>;
+  }
+
+  /**
+   * Sends `request` as `provide` does; resolves with the status code beside the body, typed
+   * by the status the document gives it: `switch (response.status)` narrows `body`. A status
+   * the document does not give (a proxy's 502, say) arrives all the same, outside the type.
+   * Needs the implementation's `withStatus`: the default implementation has it.
+   */
+  public async provideWithStatus<K extends Request>(
+    request: K,
+    params: Input[K],
+    options: RequestOptions = {},
+  ): Promise<StatusResponse<K>> {
+    const { withStatus } = this.#implementation;
+    if (withStatus === undefined) {
+      throw new TypeError("provideWithStatus: the client's implementation has no withStatus");
+    }
+    // The request `provide` prepares, sent by the implementation that tells the status.
+    const response = await new Client(withStatus).provide(request, params, options);
+    return response as unknown as StatusResponse<K>;
   }
 
 {has_more}}
