@@ -85,7 +85,12 @@ async fn send(routing: &Routing, config: &Config, request: Request<String>) -> (
 
 /// The 400's message for `request` against the table's routing.
 async fn message_of(request: Request<String>) -> String {
-    let (status, body) = send(&routing(), &create_config().cors(true).build(), request).await;
+    message_of_at(&routing(), &create_config().cors(true).build(), request).await
+}
+
+/// The 400's message for `request` against `routing`.
+async fn message_of_at(routing: &Routing, config: &Config, request: Request<String>) -> String {
+    let (status, body) = send(routing, config, request).await;
     assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
     body["error"]["message"].as_str().unwrap().to_owned()
 }
@@ -209,6 +214,69 @@ async fn null_is_none_for_optional_fields_unless_the_field_refuses_it() {
         answer["error"]["message"],
         "nickname: expected string, received null"
     );
+}
+
+/// An empty value is `None` (an HTML form sends an empty field so), any other a number: the
+/// schema says `number`, the field reads more.
+fn empty_as_none<'de, D: serde::Deserializer<'de>>(
+    deserializer: D,
+) -> Result<Option<f64>, D::Error> {
+    let text = String::deserialize(deserializer)?;
+    if text.is_empty() {
+        return Ok(None);
+    }
+    text.parse().map(Some).map_err(serde::de::Error::custom)
+}
+
+#[derive(Debug, Deserialize, Validate, JsonSchema)]
+struct QueryTypes {
+    #[garde(skip)]
+    #[serde(default, deserialize_with = "empty_as_none")]
+    #[schemars(with = "Option<f64>")]
+    num: Option<f64>,
+    #[garde(skip)]
+    #[allow(dead_code)] // only whether it decodes matters here
+    int: Option<i64>,
+    #[garde(skip)]
+    #[serde(rename = "bool")]
+    #[allow(dead_code)] // only whether it decodes matters here
+    flag: Option<bool>,
+}
+
+#[tokio::test]
+async fn a_value_its_field_reads_is_not_named_though_its_schema_refuses_it() {
+    let query_types =
+        default_endpoints_factory()
+            .get()
+            .handler(|input: QueryTypes, _ctx, _logger| async move {
+                Ok(Done {
+                    ok: input.num.is_none(),
+                })
+            });
+    let routing = routing! { "v1" => { "query-types" => query_types } };
+    let config = create_config().cors(true).build();
+    let (status, body) = send(
+        &routing,
+        &config,
+        get("/v1/query-types?num=&int=1.5&bool=yes"),
+    )
+    .await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+    let message = body["error"]["message"].as_str().unwrap();
+    assert_eq!(
+        message,
+        "bool: expected boolean, received string \"yes\"; \
+         int: expected integer, received string \"1.5\""
+    );
+    assert!(!message.contains("num"), "{message}");
+    let (status, body) = send(&routing, &config, get("/v1/query-types?num=")).await;
+    assert_eq!(
+        (status, &body["data"]["ok"]),
+        (StatusCode::OK, &json!(true))
+    );
+    // What the field itself refuses is named.
+    let message = message_of_at(&routing, &config, get("/v1/query-types?num=abc")).await;
+    assert_eq!(message, "num: expected number, received string \"abc\"");
 }
 
 #[derive(Debug, Deserialize, Validate, JsonSchema)]

@@ -294,6 +294,45 @@ impl<'de> Deserializer<'de> for ValueDeserializer<'de> {
     }
 }
 
+/// Forwards to [`ValueDeserializer`].
+macro_rules! forward_to_value {
+    ($($method:ident($($arg:ident: $ty:ty),*);)*) => {$(
+        fn $method<V: Visitor<'de>>(self, $($arg: $ty,)* visitor: V) -> Result<V::Value, DeError> {
+            ValueDeserializer(self).$method($($arg,)* visitor)
+        }
+    )*};
+}
+
+/// One value, read as the [`Input`] it belongs to reads it: JSON strictly, text leniently,
+/// files as files. For reading an input's entries one by one, in an order of one's own.
+///
+/// ```
+/// use serde::Deserialize;
+/// use strata_input::InputValue;
+///
+/// assert_eq!(u32::deserialize(&InputValue::from("5")).unwrap(), 5);
+/// assert!(u32::deserialize(&InputValue::Json(serde_json::json!("5"))).is_err());
+/// ```
+impl<'de> Deserializer<'de> for &'de InputValue {
+    type Error = DeError;
+
+    forward_to_value! {
+        deserialize_any(); deserialize_bool(); deserialize_i8(); deserialize_i16();
+        deserialize_i32(); deserialize_i64(); deserialize_i128(); deserialize_u8();
+        deserialize_u16(); deserialize_u32(); deserialize_u64(); deserialize_u128();
+        deserialize_f32(); deserialize_f64(); deserialize_char(); deserialize_str();
+        deserialize_string(); deserialize_bytes(); deserialize_byte_buf(); deserialize_option();
+        deserialize_unit(); deserialize_seq(); deserialize_map(); deserialize_identifier();
+        deserialize_ignored_any();
+        deserialize_unit_struct(name: &'static str);
+        deserialize_newtype_struct(name: &'static str);
+        deserialize_tuple(len: usize);
+        deserialize_tuple_struct(name: &'static str, len: usize);
+        deserialize_struct(name: &'static str, fields: &'static [&'static str]);
+        deserialize_enum(name: &'static str, variants: &'static [&'static str]);
+    }
+}
+
 /// Tuples of text or files are read as their lists.
 macro_rules! tuples_as_seq {
     () => {
@@ -752,6 +791,26 @@ mod tests {
             .into_iter()
             .collect();
         assert_eq!(Borrowed::deserialize(&input).unwrap().name, "zero-copy");
+    }
+
+    #[test]
+    fn one_value_reads_as_its_input_reads_it() {
+        assert_eq!(u32::deserialize(&text("5")).unwrap(), 5);
+        assert_eq!(Option::<u8>::deserialize(&text("7")).unwrap(), Some(7));
+        assert_eq!(Role::deserialize(&text("admin")).unwrap(), Role::Admin);
+        let many: InputValue = TextValue::Many(vec!["a".into(), "b".into()]).into();
+        assert_eq!(Vec::<String>::deserialize(&many).unwrap(), ["a", "b"]);
+        assert_eq!(Vec::<u8>::deserialize(&text("3")).unwrap(), [3]);
+        assert_eq!(
+            u32::deserialize(&InputValue::Json(json!("5")))
+                .unwrap_err()
+                .message(),
+            "invalid type: string \"5\", expected u32"
+        );
+        assert_eq!(
+            bool::deserialize(&many).unwrap_err().message(),
+            "invalid type: sequence, expected a boolean"
+        );
     }
 
     #[test]

@@ -10,9 +10,12 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 use strata_core::{ApiError, ErrorKind};
-use strata_input::Input;
+use strata_input::{Input, InputValue};
 
-use crate::explain::{Issue, MAX_ISSUES, explain, joined, natural_order, plain_words, render};
+use crate::confirm::{readable, reads_fields};
+use crate::explain::{
+    Cause, Explained, Issue, MAX_ISSUES, explain, joined, natural_order, plain_words, render,
+};
 
 /// Maps the Rust field names in garde's paths to the names used on the wire (as serde reads and
 /// writes them), by walking the type's JSON Schema along the path.
@@ -326,12 +329,55 @@ where
     T: DeserializeOwned + JsonSchema + Validate,
     T::Context: Default,
 {
+    /// The problems the schema finds in `entries` that serde agrees with: a value the schema
+    /// says does not decode is not a problem when `T`'s deserializer reads it (a lenient
+    /// `deserialize_with` reads what its schema refuses), so an entry's decoding problems are
+    /// dropped when its value decodes. Its rule problems stay (garde checks them once decoded),
+    /// as do missing fields and, in an entry that does not decode, every problem inside it.
+    fn agreed(
+        &self,
+        entries: &[(String, InputValue)],
+        explained: Explained,
+    ) -> (Vec<Issue>, usize) {
+        let Explained {
+            mut issues,
+            mut total,
+            unkept,
+            ..
+        } = explained;
+        let mut suspects: Vec<usize> = issues
+            .iter()
+            .filter(|issue| issue.cause == Cause::Decoding)
+            .filter_map(|issue| issue.entry)
+            .chain(unkept.keys().copied())
+            .collect();
+        suspects.sort_unstable();
+        suspects.dedup();
+        // At most one deserialization per suspect entry (see `readable`).
+        let decoding = if suspects.is_empty() || !reads_fields(&self.names().schema) {
+            Vec::new()
+        } else {
+            readable::<T>(entries, &suspects)
+        };
+        let decodes =
+            |entry: Option<usize>| entry.is_some_and(|e| decoding.binary_search(&e).is_ok());
+        let before = issues.len();
+        issues.retain(|issue| issue.cause != Cause::Decoding || !decodes(issue.entry));
+        let unlisted: usize = decoding.iter().filter_map(|e| unkept.get(e)).sum();
+        // Two entries whose long keys are cut to the same path may have said the same thing.
+        issues.dedup_by(|a, b| a.path == b.path && a.message == b.message);
+        total -= before - issues.len() + unlisted;
+        (issues, total)
+    }
+
     /// Every problem of `input`, which `T` failed to decode from with serde's message `plain`:
-    /// the schema's explanation, and serde's own problem when no explained one is at its place
-    /// (what a schema cannot show: a custom deserializer, a `flatten`, a file sent as text).
+    /// the schema's explanation where serde agrees, and serde's own problem when no explained
+    /// one is at its place (what a schema cannot show: a custom deserializer, a `flatten`, a
+    /// file sent as text).
     fn explain(&self, input: &Input, plain: &str) -> String {
-        let explained = explain(&self.names().schema, input.entries());
-        let (mut issues, mut total) = (explained.issues, explained.total);
+        let entries = input.entries();
+        let explained = explain(&self.names().schema, entries);
+        let (mut issues, mut total) = self.agreed(entries, explained);
         let (path, message) = match serde_path_to_error::deserialize::<_, T>(input) {
             Err(tracked) => {
                 let path = if tracked.path().iter().next().is_some() {
@@ -357,7 +403,15 @@ where
             .iter()
             .any(|issue| at_or_under(&path, &issue.path) || at_or_under(&issue.path, &path));
         if !covered || issues.is_empty() {
-            issues.insert(0, Issue { path, message });
+            issues.insert(
+                0,
+                Issue {
+                    path,
+                    message,
+                    entry: None,
+                    cause: Cause::Decoding,
+                },
+            );
             total += 1;
             issues.sort_by(|a, b| natural_order(&a.path, &b.path));
         }
@@ -591,6 +645,257 @@ mod tests {
                 tags: vec!["a".into()],
                 exact: None,
             }
+        );
+    }
+}
+
+/// The explanation agrees with the fields' own deserializers.
+#[cfg(test)]
+mod lenient_tests {
+    use serde::Deserialize;
+
+    use super::*;
+    use strata_input::{InputValue, TextValue};
+
+    /// An empty text is `None` (a form's or a query's empty field), any other a number.
+    fn empty_as_none<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<f64>, D::Error> {
+        let text = String::deserialize(d)?;
+        if text.is_empty() {
+            return Ok(None);
+        }
+        text.parse().map(Some).map_err(serde::de::Error::custom)
+    }
+
+    /// An even number.
+    fn even<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<u32>, D::Error> {
+        let number = u32::deserialize(d)?;
+        if number % 2 == 1 {
+            return Err(serde::de::Error::custom("not even"));
+        }
+        Ok(Some(number))
+    }
+
+    /// Empty texts are left out.
+    fn skip_empty<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<u32>, D::Error> {
+        Vec::<String>::deserialize(d)?
+            .into_iter()
+            .filter(|text| !text.is_empty())
+            .map(|text| text.parse().map_err(serde::de::Error::custom))
+            .collect()
+    }
+
+    #[derive(Debug, Deserialize, Validate, JsonSchema)]
+    #[allow(dead_code)] // what decodes matters, not the values
+    struct Lenient {
+        #[garde(skip)]
+        #[serde(default, deserialize_with = "empty_as_none")]
+        #[schemars(with = "Option<f64>")]
+        num: Option<f64>,
+        #[garde(skip)]
+        int: Option<i64>,
+        #[garde(skip)]
+        #[serde(rename = "bool")]
+        flag: Option<bool>,
+        #[garde(length(chars, min = 2))]
+        name: Option<String>,
+        #[garde(skip)]
+        #[serde(default, deserialize_with = "skip_empty")]
+        #[schemars(with = "Vec<u32>")]
+        ids: Vec<u32>,
+        #[garde(skip)]
+        #[serde(default, deserialize_with = "even")]
+        #[schemars(with = "Option<u32>")]
+        even: Option<u32>,
+    }
+
+    fn input(pairs: &[(&str, &str)]) -> Input {
+        pairs
+            .iter()
+            .map(|(key, value)| ((*key).to_owned(), InputValue::from(*value)))
+            .collect()
+    }
+
+    fn message(input: &Input) -> String {
+        Decoder::<Lenient>::new()
+            .decode(input)
+            .unwrap_err()
+            .message()
+            .to_owned()
+    }
+
+    #[test]
+    fn a_value_its_deserializer_reads_is_not_listed() {
+        let bad = "bool: expected boolean, received string \"yes\"; \
+                   int: expected integer, received string \"1.5\"";
+        // Wherever it comes: before, between or after the values that do not decode.
+        for pairs in [
+            [("num", ""), ("int", "1.5"), ("bool", "yes")],
+            [("int", "1.5"), ("num", ""), ("bool", "yes")],
+            [("int", "1.5"), ("bool", "yes"), ("num", "")],
+        ] {
+            assert_eq!(message(&input(&pairs)), bad, "{pairs:?}");
+        }
+        let decoded = Decoder::<Lenient>::new()
+            .decode(&input(&[("num", "")]))
+            .unwrap();
+        assert_eq!(decoded.num, None);
+    }
+
+    #[test]
+    fn a_value_its_deserializer_refuses_is_listed() {
+        assert_eq!(
+            message(&input(&[("num", "abc"), ("int", "2")])),
+            "num: expected number, received string \"abc\""
+        );
+        // Runs of values that decode, between values that do not.
+        let mut mixed = input(&[("num", ""), ("int", "x"), ("name", "a"), ("bool", "")]);
+        mixed.insert(
+            "ids",
+            InputValue::Text(TextValue::Many(vec![String::new(), "7".into()])),
+        );
+        assert_eq!(
+            message(&mixed),
+            "bool: expected boolean, received string \"\"; \
+             int: expected integer, received string \"x\"; \
+             name: length is lower than 2"
+        );
+        let mut wrong = input(&[("num", "")]);
+        wrong.insert(
+            "ids",
+            InputValue::Text(TextValue::Many(vec![String::new(), "x".into()])),
+        );
+        assert_eq!(
+            message(&wrong),
+            "ids[0]: expected integer, received string \"\"; \
+             ids[1]: expected integer, received string \"x\""
+        );
+    }
+
+    #[test]
+    fn serde_s_problem_is_named_when_the_schema_s_are_not_problems() {
+        // The schema's only problem is in a value that decodes; serde refuses one the schema
+        // cannot judge.
+        assert_eq!(
+            message(&input(&[("num", ""), ("even", "3")])),
+            "even: not even"
+        );
+        assert_eq!(
+            message(&input(&[("num", ""), ("even", "3"), ("int", "x")])),
+            "even: not even; int: expected integer, received string \"x\""
+        );
+    }
+
+    #[test]
+    fn a_json_body_is_asked_too() {
+        let body = strata_input::JsonObject::new(r#"{"num": "", "int": 1.5}"#).unwrap();
+        assert_eq!(
+            message(&Input::from(body)),
+            "int: expected integer or null, received number 1.5"
+        );
+    }
+
+    #[derive(Debug, Deserialize, Validate, JsonSchema)]
+    #[serde(deny_unknown_fields)]
+    #[allow(dead_code)] // what decodes matters, not the values
+    struct Strict {
+        #[garde(skip)]
+        #[serde(alias = "nick")]
+        nickname: Option<String>,
+        #[garde(skip)]
+        age: Option<u8>,
+    }
+
+    #[test]
+    fn an_alias_is_no_unknown_field() {
+        let decoder = Decoder::<Strict>::new();
+        let err = decoder
+            .decode(&input(&[("nick", "Dan"), ("age", "x"), ("other", "1")]))
+            .unwrap_err();
+        assert_eq!(
+            err.message(),
+            "age: expected integer, received string \"x\"; other: unknown field"
+        );
+    }
+
+    #[test]
+    fn problems_beyond_the_kept_ones_are_not_counted_for_a_value_that_decodes() {
+        let mut input = input(&[("int", "1.5")]);
+        input.insert(
+            "ids",
+            InputValue::Text(TextValue::Many(vec![String::new(); 1_500])),
+        );
+        assert_eq!(
+            message(&input),
+            "int: expected integer, received string \"1.5\""
+        );
+    }
+}
+
+/// Where serde cannot be asked about one entry at a time, the schema's explanation stands.
+#[cfg(test)]
+mod buffered_tests {
+    use serde::Deserialize;
+    use serde_json::json;
+
+    use super::*;
+    use strata_input::InputValue;
+
+    #[derive(Debug, Deserialize, Validate, JsonSchema)]
+    #[allow(dead_code)] // what decodes matters, not the values
+    struct Paged {
+        #[serde(flatten)]
+        #[garde(dive)]
+        page: Page,
+        #[garde(skip)]
+        q: Option<String>,
+    }
+
+    #[derive(Debug, Deserialize, Validate, JsonSchema)]
+    #[allow(dead_code)] // what decodes matters, not the values
+    struct Page {
+        #[garde(skip)]
+        limit: Option<u32>,
+    }
+
+    #[derive(Debug, Deserialize, Validate, JsonSchema)]
+    #[serde(tag = "kind", content = "data")]
+    #[allow(dead_code)] // what decodes matters, not the values
+    enum Command {
+        Move {
+            #[garde(skip)]
+            steps: u32,
+            #[garde(skip)]
+            speed: u32,
+        },
+        Stop,
+    }
+
+    #[test]
+    fn a_flattened_field_is_still_named() {
+        let mut input = Input::new();
+        input.insert("limit", InputValue::Json(json!("x")));
+        input.insert("q", InputValue::Json(json!(5)));
+        let err = Decoder::<Paged>::new().decode(&input).unwrap_err();
+        assert_eq!(
+            err.message(),
+            "limit: expected integer or null, received string \"x\"; \
+             q: expected string or null, received number 5"
+        );
+    }
+
+    #[test]
+    fn content_beside_its_tag_is_still_named() {
+        let mut input = Input::new();
+        input.insert("kind", "Move".into());
+        input.insert(
+            "data",
+            InputValue::Json(json!({ "steps": "x", "speed": "y" })),
+        );
+        let err = Decoder::<Command>::new().decode(&input).unwrap_err();
+        assert_eq!(
+            err.message(),
+            "data.speed: expected integer, received string \"y\"; \
+             data.steps: expected integer, received string \"x\""
         );
     }
 }

@@ -13,6 +13,11 @@
 //! caller falls back to serde's message, reworded. Text values (query, path, headers, forms)
 //! are read as leniently as the deserializer reads them: `"5"` is an integer where one is
 //! wanted.
+//!
+//! The schema is not the deserializer: a field's `deserialize_with` may read what its schema
+//! refuses. Each problem says in which of the input's entries it is and whether it is one of
+//! decoding ([`Cause`]); the caller keeps an entry's decoding problems only where serde refuses
+//! that entry too (`crate::confirm`).
 
 use std::collections::HashMap;
 use std::fmt::Write as _;
@@ -27,6 +32,22 @@ use strata_input::{InputValue, TextValue, UploadedFile};
 pub(crate) struct Issue {
     pub(crate) path: String,
     pub(crate) message: String,
+    /// The input's entry it is in (its index), `None` for the whole input (a missing field).
+    pub(crate) entry: Option<usize>,
+    /// What the schema says about the value: one serde would not decode, or one garde's rules
+    /// would refuse once decoded.
+    pub(crate) cause: Cause,
+}
+
+/// Why a value is a problem, by the schema.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Cause {
+    /// It does not decode: a wrong type, a value out of an enum or of its Rust type's range, an
+    /// unknown or missing field. The schema may say so of a value a field's own deserializer
+    /// reads (`deserialize_with`): serde has the last word.
+    Decoding,
+    /// It breaks a rule (length, range, pattern, format), which garde checks too.
+    Rule,
 }
 
 /// At most this many issues are listed; the rest are counted.
@@ -93,6 +114,8 @@ fn shown(text: &str) -> String {
 pub(crate) struct Explained {
     pub(crate) issues: Vec<Issue>,
     pub(crate) total: usize,
+    /// Of the problems counted and not kept, the decoding ones in each entry (by index).
+    pub(crate) unkept: HashMap<usize, usize>,
     /// Schema nodes visited (the budget is [`MAX_VISITS`]).
     #[cfg_attr(not(test), allow(dead_code))]
     pub(crate) visits: usize,
@@ -112,6 +135,8 @@ pub(crate) fn explain(schema: &Value, entries: &[(String, InputValue)]) -> Expla
         root: schema,
         issues: Vec::new(),
         counted: 0,
+        unkept: HashMap::new(),
+        entry: None,
         visits: 0,
         patterns: HashMap::new(),
     };
@@ -123,6 +148,7 @@ pub(crate) fn explain(schema: &Value, entries: &[(String, InputValue)]) -> Expla
     issues.dedup();
     Explained {
         total: walker.counted + issues.len(),
+        unkept: walker.unkept,
         visits: walker.visits,
         issues,
     }
@@ -182,6 +208,10 @@ struct Walker<'s> {
     issues: Vec<Issue>,
     /// Problems found beyond [`MAX_KEPT`].
     counted: usize,
+    /// Of those, the decoding ones in each entry.
+    unkept: HashMap<usize, usize>,
+    /// The entry of the input being walked.
+    entry: Option<usize>,
     /// Schema nodes visited, against [`MAX_VISITS`].
     visits: usize,
     /// Compiled `pattern`s (`None` for a pattern the regex crate cannot compile).
@@ -206,14 +236,29 @@ const ANNOTATIONS: [&str; 10] = [
 const TEXT_ORDER: [&str; 5] = ["string", "integer", "number", "boolean", "array"];
 
 impl<'s> Walker<'s> {
+    /// A value that does not decode.
     fn push(&mut self, path: &str, message: String) {
+        self.push_as(Cause::Decoding, path, message);
+    }
+
+    /// A value that breaks a rule.
+    fn rule(&mut self, path: &str, message: String) {
+        self.push_as(Cause::Rule, path, message);
+    }
+
+    fn push_as(&mut self, cause: Cause, path: &str, message: String) {
         if self.issues.len() >= MAX_KEPT {
             self.counted += 1;
+            if let (Cause::Decoding, Some(entry)) = (cause, self.entry) {
+                *self.unkept.entry(entry).or_default() += 1;
+            }
             return;
         }
         self.issues.push(Issue {
             path: path.to_owned(),
             message,
+            entry: self.entry,
+            cause,
         });
     }
 
@@ -317,14 +362,14 @@ impl<'s> Walker<'s> {
                     .iter()
                     .map(|(k, v)| (k.as_str(), Node::Json(v)))
                     .collect();
-                self.object(&entries, object, path, depth);
+                self.object(&entries, object, path, depth, false);
             }
             (Kind::Object, Node::Entries(entries)) => {
                 let entries: Vec<(&str, Node<'_>)> = entries
                     .iter()
                     .map(|(k, v)| (k.as_str(), Node::of(v)))
                     .collect();
-                self.object(&entries, object, path, depth);
+                self.object(&entries, object, path, depth, true);
             }
             (Kind::Array, Node::Json(Value::Array(items))) => {
                 let items: Vec<Node<'_>> = items.iter().map(Node::Json).collect();
@@ -506,12 +551,15 @@ impl<'s> Walker<'s> {
         tagged
     }
 
+    /// The members of an object; `top` for the input's own entries, whose problems say in
+    /// which entry they are.
     fn object(
         &mut self,
         entries: &[(&str, Node<'_>)],
         schema: &'s Map<String, Value>,
         path: &mut String,
         depth: usize,
+        top: bool,
     ) {
         let properties = schema.get("properties").and_then(Value::as_object);
         if let Some(Value::Array(required)) = schema.get("required") {
@@ -524,7 +572,10 @@ impl<'s> Walker<'s> {
         }
         let extra = schema.get("additionalProperties");
         let patterned = schema.get("patternProperties").and_then(Value::as_object);
-        for (key, value) in entries {
+        for (index, (key, value)) in entries.iter().enumerate() {
+            if top {
+                self.entry = Some(index);
+            }
             let known = properties.and_then(|p| p.get(*key));
             let len = path.len();
             if !path.is_empty() {
@@ -549,6 +600,9 @@ impl<'s> Walker<'s> {
                 (None, None) => {}
             }
             path.truncate(len);
+        }
+        if top {
+            self.entry = None;
         }
     }
 
@@ -588,12 +642,12 @@ impl<'s> Walker<'s> {
         if let Some(min) = bound(min)
             && len < min
         {
-            self.push(path, format!("length is lower than {min}"));
+            self.rule(path, format!("length is lower than {min}"));
         }
         if let Some(max) = bound(max)
             && len > max
         {
-            self.push(path, format!("length is greater than {max}"));
+            self.rule(path, format!("length is greater than {max}"));
         }
     }
 
@@ -612,17 +666,17 @@ impl<'s> Walker<'s> {
         if let Some(min) = bound("minLength")
             && (text.len() as u64) < min
         {
-            self.push(path, format!("length is lower than {min}"));
+            self.rule(path, format!("length is lower than {min}"));
         }
         if let Some(max) = bound("maxLength")
             && text.chars().count() as u64 > max
         {
-            self.push(path, format!("length is greater than {max}"));
+            self.rule(path, format!("length is greater than {max}"));
         }
         if let Some(pattern) = schema.get("pattern").and_then(Value::as_str)
             && self.pattern(pattern).is_some_and(|re| !re.is_match(text))
         {
-            self.push(path, format!("does not match pattern /{pattern}/"));
+            self.rule(path, format!("does not match pattern /{pattern}/"));
         }
         let invalid = match schema.get("format").and_then(Value::as_str) {
             Some("email") => garde::rules::email::parse_email(text)
@@ -639,29 +693,33 @@ impl<'s> Walker<'s> {
             _ => None,
         };
         if let Some(message) = invalid {
-            self.push(path, message);
+            self.rule(path, message);
         }
     }
 
     fn number(&mut self, number: &Number, schema: &Map<String, Value>, path: &str) {
         // The integer's Rust type, by the `format` schemars writes: its range is a rule too
-        // (schemars writes `minimum: 0` for unsigned types, not always the maximum).
-        if let Some((min, max)) = schema
+        // (schemars writes `minimum: 0` for unsigned types, not always the maximum). A value
+        // out of it does not decode, whichever bound says so.
+        let range = schema
             .get("format")
             .and_then(Value::as_str)
-            .and_then(integer_range)
-        {
-            let whole = number
-                .as_i64()
-                .map(i128::from)
-                .or_else(|| number.as_u64().map(i128::from));
-            if let Some(whole) = whole {
-                if whole > max && schema.get("maximum").is_none() {
-                    self.push(path, format!("greater than {max}"));
-                }
-                if whole < min && schema.get("minimum").is_none() {
-                    self.push(path, format!("lower than {min}"));
-                }
+            .and_then(integer_range);
+        let whole = number
+            .as_i64()
+            .map(i128::from)
+            .or_else(|| number.as_u64().map(i128::from));
+        let (above, below) = match (range, whole) {
+            (Some((min, max)), Some(whole)) => (whole > max, whole < min),
+            _ => (false, false),
+        };
+        let cause = |out: bool| if out { Cause::Decoding } else { Cause::Rule };
+        if let Some((min, max)) = range {
+            if above && schema.get("maximum").is_none() {
+                self.push(path, format!("greater than {max}"));
+            }
+            if below && schema.get("minimum").is_none() {
+                self.push(path, format!("lower than {min}"));
             }
         }
         let value = number.as_f64().unwrap_or(f64::NAN);
@@ -669,28 +727,28 @@ impl<'s> Walker<'s> {
         if let Some(min) = bound("minimum")
             && value < min.as_f64().unwrap_or(f64::NEG_INFINITY)
         {
-            self.push(path, format!("lower than {min}"));
+            self.push_as(cause(below), path, format!("lower than {min}"));
         }
         if let Some(max) = bound("maximum")
             && value > max.as_f64().unwrap_or(f64::INFINITY)
         {
-            self.push(path, format!("greater than {max}"));
+            self.push_as(cause(above), path, format!("greater than {max}"));
         }
         if let Some(min) = bound("exclusiveMinimum")
             && value <= min.as_f64().unwrap_or(f64::NEG_INFINITY)
         {
-            self.push(path, format!("not greater than {min}"));
+            self.rule(path, format!("not greater than {min}"));
         }
         if let Some(max) = bound("exclusiveMaximum")
             && value >= max.as_f64().unwrap_or(f64::INFINITY)
         {
-            self.push(path, format!("not lower than {max}"));
+            self.rule(path, format!("not lower than {max}"));
         }
         if let Some(step) = bound("multipleOf").and_then(Value::as_f64)
             && step > 0.0
             && (value / step).fract().abs() > f64::EPSILON
         {
-            self.push(path, format!("not a multiple of {step}"));
+            self.rule(path, format!("not a multiple of {step}"));
         }
     }
 }
@@ -977,6 +1035,57 @@ mod tests {
              name: expected string, received null; \
              nick: expected string or null, received number 3"
         );
+    }
+
+    #[test]
+    fn each_problem_says_its_entry_and_whether_it_is_one_of_decoding() {
+        let schema = json!({
+            "type": "object",
+            "properties": {
+                "name": { "type": "string", "minLength": 1 },
+                "tags": { "type": "array", "items": { "type": "string" } },
+                "small": { "type": "integer", "format": "uint8", "minimum": 0 },
+                "capped": { "type": "integer", "format": "uint8", "minimum": 0, "maximum": 10 }
+            },
+            "required": ["id"]
+        });
+        let input: Vec<(String, InputValue)> = [
+            ("name", json!("")),
+            ("tags", json!(["ok", 5])),
+            ("small", json!(-1)),
+            ("capped", json!(11)),
+        ]
+        .into_iter()
+        .map(|(key, value)| (key.to_owned(), InputValue::Json(value)))
+        .collect();
+        let found: Vec<(String, Option<usize>, Cause)> = explain(&schema, &input)
+            .issues
+            .into_iter()
+            .map(|issue| (issue.path, issue.entry, issue.cause))
+            .collect();
+        let expected = [
+            ("capped", Some(3), Cause::Rule),
+            ("id", None, Cause::Decoding),
+            ("name", Some(0), Cause::Rule),
+            // Below `u8`'s range: no rule, the type refuses it.
+            ("small", Some(2), Cause::Decoding),
+            ("tags[1]", Some(1), Cause::Decoding),
+        ];
+        let expected: Vec<(String, Option<usize>, Cause)> = expected
+            .into_iter()
+            .map(|(path, entry, cause)| (path.to_owned(), entry, cause))
+            .collect();
+        assert_eq!(found, expected);
+        // `id: required` is kept first: 201 of the tags' problems are only counted, by entry.
+        let explained = explain(&schema, &many_bad_tags());
+        assert_eq!(explained.unkept.get(&0), Some(&201));
+        assert_eq!(explained.total, MAX_KEPT + 201);
+    }
+
+    /// One entry, `tags`, with more problems than are kept.
+    fn many_bad_tags() -> Vec<(String, InputValue)> {
+        let tags: Vec<Value> = (0..MAX_KEPT + 200).map(|i| json!(i)).collect();
+        vec![("tags".to_owned(), InputValue::Json(Value::Array(tags)))]
     }
 
     #[test]

@@ -51,6 +51,7 @@
 //! # }
 //! ```
 
+mod confirm;
 mod decode;
 mod explain;
 mod layer;
