@@ -23,6 +23,7 @@ use strata::prelude::*;
 pub(crate) struct FileName {
     /// A file name in the served directory (no path).
     #[garde(pattern(r"^[A-Za-z0-9_-][A-Za-z0-9._-]*$"), length(max = 100))]
+    #[schemars(example = &"readme.txt")]
     name: String,
 }
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # selftest.sh — proves the three judges work, using only the fixtures here:
-#   1. validate-openapi.sh accepts fixtures/valid.json and rejects
-#      fixtures/invalid.json (with BOTH validators)
+#   1. validate-openapi.sh accepts fixtures/valid.json and valid-3.2.json and
+#      rejects fixtures/invalid.json and invalid-3.2.json (with BOTH validators)
 #   2. schemathesis.sh passes against fixtures/mock_server.py (good) and fails
 #      against the same server in error500 mode
 #   3. docs-page.sh finds the operations of fixtures/valid.json in Swagger UI
@@ -65,6 +65,16 @@ if [ "$(grep -c '^FAIL ' "$logs/out")" -eq 2 ]; then
     ok "both validators rejected fixtures/invalid.json"
 else
     ko "not both validators rejected fixtures/invalid.json"
+    sed 's/^/    | /' "$logs/out"
+fi
+
+# OpenAPI 3.2 (QUERY operations, event streams by their items): read as 3.2, not let through.
+expect 0 "validate-openapi.sh accepts fixtures/valid-3.2.json" ./validate-openapi.sh "$fx/valid-3.2.json"
+expect nonzero "validate-openapi.sh rejects fixtures/invalid-3.2.json" ./validate-openapi.sh "$fx/invalid-3.2.json"
+if [ "$(grep -c '^FAIL ' "$logs/out")" -eq 2 ]; then
+    ok "both validators rejected fixtures/invalid-3.2.json"
+else
+    ko "not both validators rejected fixtures/invalid-3.2.json"
     sed 's/^/    | /' "$logs/out"
 fi
 
