@@ -510,6 +510,52 @@ fn middleware_inputs_security_and_declared_errors() {
 }
 
 #[test]
+fn security_documents_the_401_of_a_missing_credential() {
+    // No 401 declared: the stage's own 401 is documented.
+    let auth = Middleware::new(|_input: Credentials, _request, _logger| async move { Ok(Account) })
+        .security(Security::input("key"));
+    let read = default_endpoints_factory()
+        .add_middleware(auth)
+        .get()
+        .handler(|input: UserId, _ctx, _logger| async move {
+            Ok(User {
+                id: input.id,
+                name: String::new(),
+            })
+        });
+    let open =
+        default_endpoints_factory()
+            .get()
+            .handler(|input: UserId, _ctx, _logger| async move {
+                Ok(User {
+                    id: input.id,
+                    name: String::new(),
+                })
+            });
+    let routing = routing! { "/users/:id" => read, "/open/:id" => open };
+    let doc = doc_of(&routing, &config());
+    assert_eq!(
+        doc["paths"]["/users/{id}"]["get"]["responses"]["401"]["description"],
+        "Unauthorized: a credential the operation's security names is missing"
+    );
+    assert!(doc["paths"]["/open/{id}"]["get"]["responses"]["401"].is_null());
+    // A declared 401 keeps its own words (`secured` declares one).
+    let read = secured()
+        .get()
+        .handler(|input: UserId, _ctx, _logger| async move {
+            Ok(User {
+                id: input.id,
+                name: String::new(),
+            })
+        });
+    let doc = doc_of(&routing! { "/users/:id" => read }, &config());
+    assert_eq!(
+        doc["paths"]["/users/{id}"]["get"]["responses"]["401"]["description"],
+        "Invalid credentials"
+    );
+}
+
+#[test]
 fn responses_cover_success_statuses_and_every_pipeline_error() {
     let doc = doc_of(&users_routing(), &config());
     let post = &doc["paths"]["/v1/users"]["post"]["responses"];

@@ -791,6 +791,26 @@ impl<'r> Described<'r> {
         {
             add_status(&mut statuses, *status, description, headers, false);
         }
+        // The middleware stage answers 401 to a request without a credential the security
+        // names; a middleware's own 401 says it already.
+        if meta
+            .security
+            .iter()
+            .flat_map(Security::leaves)
+            .next()
+            .is_some()
+            && !statuses
+                .iter()
+                .any(|s| s.status == StatusCode::UNAUTHORIZED)
+        {
+            add_status(
+                &mut statuses,
+                StatusCode::UNAUTHORIZED,
+                "Unauthorized: a credential the operation's security names is missing",
+                &[],
+                false,
+            );
+        }
         // Statuses the result handler itself says it answers with.
         for description in &meta.negative {
             // A status already listed keeps its reason unless the handler gives its own.
