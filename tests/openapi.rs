@@ -414,6 +414,12 @@ fn file_inputs_are_multipart_and_need_uploads() {
         schema["properties"].get("id").is_none(),
         "the path parameter is not in the body"
     );
+    // Extra parts may have any UTF-8 name but one with a control character (except tab), which
+    // cannot travel in a part's header.
+    assert_eq!(
+        schema["propertyNames"],
+        json!({ "pattern": "^[^\\u0000-\\u0008\\u000A-\\u001F\\u007F]*$" })
+    );
 
     let error = Documentation::new(&routing, &create_config().cors(false).build())
         .build()

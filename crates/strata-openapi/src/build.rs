@@ -679,6 +679,10 @@ impl<'r> Described<'r> {
                     multipart_file(property);
                 });
             }
+            if !self.closed {
+                // The names extra parts may have.
+                schema["propertyNames"] = serde_json::json!({ "pattern": MULTIPART_NAME });
+            }
             content.insert(
                 "multipart/form-data".to_owned(),
                 MediaType {
@@ -938,6 +942,11 @@ impl<'r> Described<'r> {
         }
     }
 }
+
+/// A multipart part's name travels in its `Content-Disposition` header, where any UTF-8 text
+/// passes but a control character other than tab (which HTTP header values cannot hold, and the
+/// HTML form encoding leaves as it is but for CR and LF) makes the body unreadable: a 400.
+const MULTIPART_NAME: &str = r"^[^\u0000-\u0008\u000A-\u001F\u007F]*$";
 
 /// What the router answers its own errors with.
 fn router_negative(config: &RoutingConfig) -> Vec<ResponseDescription> {
