@@ -851,6 +851,39 @@ fn snapshot(name: &str, doc: &strata::openapi::OpenApi) {
 }
 
 #[test]
+fn the_library_feed_describes_its_cursor() {
+    let config = library::library_config().listen(8091).build();
+    let routing = library::library_routing(std::env::temp_dir());
+    let doc = library::library_documentation(&routing, &config)
+        .unwrap()
+        .to_value();
+    let feed = &doc["paths"]["/v1/books/feed"]["get"];
+    let cursor = feed["parameters"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|parameter| parameter["name"] == "cursor")
+        .unwrap();
+    // What `encode_cursor` writes: base64url, eight characters at least, no upper bound.
+    assert_eq!(
+        cursor["schema"]["pattern"],
+        json!("^[A-Za-z0-9_-]+$"),
+        "{cursor}"
+    );
+    assert_eq!(cursor["schema"]["minLength"], 8);
+    assert!(cursor["schema"].get("maxLength").is_none());
+    // And that one the API did not write is a 400, which the operation documents.
+    assert!(
+        cursor["description"]
+            .as_str()
+            .unwrap()
+            .ends_with("is refused with 400."),
+        "{cursor}"
+    );
+    assert!(feed["responses"]["400"].is_object());
+}
+
+#[test]
 fn the_examples_documents_match_their_snapshots() {
     let config = library::library_config().listen(8091).build();
     let routing = library::library_routing(std::env::temp_dir());
