@@ -416,6 +416,12 @@ fn file_inputs_are_multipart_and_need_uploads() {
         schema["properties"].get("id").is_none(),
         "the path parameter is not in the body"
     );
+    // Extra parts may have any UTF-8 name but one with a control character (except tab), which
+    // cannot travel in a part's header.
+    assert_eq!(
+        schema["propertyNames"],
+        json!({ "pattern": "^[^\\u0000-\\u0008\\u000A-\\u001F\\u007F]*$" })
+    );
 
     let error = Documentation::new(&routing, &create_config().cors(false).build())
         .build()
@@ -508,6 +514,52 @@ fn middleware_inputs_security_and_declared_errors() {
     assert_eq!(
         responses["429"]["content"]["application/json"]["schema"],
         json!({ "$ref": "#/components/schemas/ErrorResponse" })
+    );
+}
+
+#[test]
+fn security_documents_the_401_of_a_missing_credential() {
+    // No 401 declared: the stage's own 401 is documented.
+    let auth = Middleware::new(|_input: Credentials, _request, _logger| async move { Ok(Account) })
+        .security(Security::input("key"));
+    let read = default_endpoints_factory()
+        .add_middleware(auth)
+        .get()
+        .handler(|input: UserId, _ctx, _logger| async move {
+            Ok(User {
+                id: input.id,
+                name: String::new(),
+            })
+        });
+    let open =
+        default_endpoints_factory()
+            .get()
+            .handler(|input: UserId, _ctx, _logger| async move {
+                Ok(User {
+                    id: input.id,
+                    name: String::new(),
+                })
+            });
+    let routing = routing! { "/users/:id" => read, "/open/:id" => open };
+    let doc = doc_of(&routing, &config());
+    assert_eq!(
+        doc["paths"]["/users/{id}"]["get"]["responses"]["401"]["description"],
+        "Unauthorized: a credential the operation's security names is missing"
+    );
+    assert!(doc["paths"]["/open/{id}"]["get"]["responses"]["401"].is_null());
+    // A declared 401 keeps its own words (`secured` declares one).
+    let read = secured()
+        .get()
+        .handler(|input: UserId, _ctx, _logger| async move {
+            Ok(User {
+                id: input.id,
+                name: String::new(),
+            })
+        });
+    let doc = doc_of(&routing! { "/users/:id" => read }, &config());
+    assert_eq!(
+        doc["paths"]["/users/{id}"]["get"]["responses"]["401"]["description"],
+        "Invalid credentials"
     );
 }
 
@@ -798,6 +850,39 @@ async fn the_document_and_its_page_are_served() {
 /// Compares `doc` with the committed snapshot; `UPDATE_SNAPSHOTS=1` rewrites it.
 fn snapshot(name: &str, doc: &strata::openapi::OpenApi) {
     common::compare_snapshot(name, &(doc.to_json_pretty() + "\n"), "openapi");
+}
+
+#[test]
+fn the_library_feed_describes_its_cursor() {
+    let config = library::library_config().listen(8091).build();
+    let routing = library::library_routing(std::env::temp_dir());
+    let doc = library::library_documentation(&routing, &config, OpenApiVersion::V3_2)
+        .unwrap()
+        .to_value();
+    let feed = &doc["paths"]["/v1/books/feed"]["get"];
+    let cursor = feed["parameters"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|parameter| parameter["name"] == "cursor")
+        .unwrap();
+    // What `encode_cursor` writes: base64url, eight characters at least, no upper bound.
+    assert_eq!(
+        cursor["schema"]["pattern"],
+        json!("^[A-Za-z0-9_-]+$"),
+        "{cursor}"
+    );
+    assert_eq!(cursor["schema"]["minLength"], 8);
+    assert!(cursor["schema"].get("maxLength").is_none());
+    // And that one the API did not write is a 400, which the operation documents.
+    assert!(
+        cursor["description"]
+            .as_str()
+            .unwrap()
+            .ends_with("is refused with 400."),
+        "{cursor}"
+    );
+    assert!(feed["responses"]["400"].is_object());
 }
 
 #[test]

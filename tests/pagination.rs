@@ -115,5 +115,8 @@ async fn a_client_walks_every_page() {
 
     let page = fetch(addr, "/numbers/offset?limit=5").await;
     assert_eq!(page["error"]["message"], "limit: greater than 4");
+    // A cursor of the documented shape that this API did not write: refused.
+    let page = fetch(addr, "/numbers/cursor?cursor=AAAAAAAA").await;
+    assert_eq!(page["error"]["message"], "cursor: damaged or altered");
     server.shutdown().await;
 }

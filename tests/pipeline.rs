@@ -529,10 +529,20 @@ async fn middleware_grant_deny_and_context() {
 
     // the middleware's own input is validated before the endpoint's
     let calls_before = calls.load(Ordering::SeqCst);
-    let (status, body) = call(&endpoint, &config, get("/?key=12&greeting=x")).await;
+    let request = Request::get("/?key=12&greeting=x")
+        .header("token", "456")
+        .body(String::new())
+        .unwrap();
+    let (status, body) = call(&endpoint, &config, request).await;
     assert_eq!(
         (status.as_u16(), message(&body)),
         (400, "key: length is lower than 3")
+    );
+    // and before that, the credentials its security names must be there
+    let (status, body) = call(&endpoint, &config, get("/?key=12&greeting=x")).await;
+    assert_eq!(
+        (status.as_u16(), message(&body)),
+        (401, "Missing credential: token (header)")
     );
     assert_eq!(
         calls.load(Ordering::SeqCst),

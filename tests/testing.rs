@@ -96,7 +96,7 @@ async fn middleware_grant_has_output() {
         !outcome.response.is_end_called(),
         "a granting middleware sends nothing"
     );
-    // the middleware validates its own input
+    // the credentials its security names must be there (401), then it validates its own input
     let outcome = test_middleware(
         auth::auth_middleware(),
         TestArgs::new(TestRequest::get()),
@@ -104,10 +104,23 @@ async fn middleware_grant_has_output() {
     )
     .await;
     assert!(outcome.output.is_none());
+    assert_eq!(outcome.response.status_code(), 401);
+    assert_eq!(
+        outcome.response.json_data().unwrap()["error"]["message"],
+        "Missing credentials: key, token (header)"
+    );
+    let (name, value) = token("456");
+    let outcome = test_middleware(
+        auth::auth_middleware(),
+        TestArgs::new(TestRequest::get().query("key", "").header(name, value)),
+        HNil,
+    )
+    .await;
+    assert!(outcome.output.is_none());
     assert_eq!(outcome.response.status_code(), 400);
     assert_eq!(
         outcome.response.json_data().unwrap()["error"]["message"],
-        "key: required"
+        "key: length is lower than 1"
     );
 }
 
@@ -171,9 +184,10 @@ async fn custom_result_handler() {
         outcome.response.text(),
         Some(r#"ok {"name":"Jane","detail":1}"#)
     );
+    let (name, value) = token("456");
     let outcome = test_endpoint(
         &endpoint,
-        TestArgs::new(TestRequest::get().query("key", "1")),
+        TestArgs::new(TestRequest::get().query("key", "1").header(name, value)),
     )
     .await;
     assert_eq!(outcome.response.text(), Some("failed: Invalid key"));
@@ -368,6 +382,51 @@ async fn the_same_cases_through_the_routing() {
     );
     let (_, _, body, _) = call("/v1/plain?key=123", Some("456"), &config).await;
     assert_eq!(body, r#"ok {"name":"Jane","detail":1}"#);
+}
+
+#[tokio::test]
+async fn a_missing_credential_is_a_401_and_a_malformed_one_a_400() {
+    let config = create_config().cors(false).build();
+    // No key (the input field the security names): 401, not the input's `key: required`.
+    let (status, headers, body, logs) = call("/v1/profile", Some("456"), &config).await;
+    assert_eq!(
+        (status, body.as_str()),
+        (
+            StatusCode::UNAUTHORIZED,
+            r#"{"status":"error","error":{"message":"Missing credential: key"}}"#
+        )
+    );
+    // API keys have no HTTP challenge: no `WWW-Authenticate`.
+    assert!(!headers.contains_key("www-authenticate"));
+    // The middleware did not run.
+    assert!(logs.messages(strata::Level::Debug).is_empty());
+    // No token (the header it names): 401.
+    let (status, _, body, _) = call("/v1/profile?key=123", None, &config).await;
+    assert_eq!(
+        (status, body.as_str()),
+        (
+            StatusCode::UNAUTHORIZED,
+            r#"{"status":"error","error":{"message":"Missing credential: token (header)"}}"#
+        )
+    );
+    // A key that is there but breaks its rules: 400.
+    let (status, _, body, _) = call("/v1/profile?key=", Some("456"), &config).await;
+    assert_eq!(
+        (status, body.as_str()),
+        (
+            StatusCode::BAD_REQUEST,
+            r#"{"status":"error","error":{"message":"key: length is lower than 1"}}"#
+        )
+    );
+    // Through the custom result handler, like every error.
+    let (status, _, body, _) = call("/v1/plain", None, &config).await;
+    assert_eq!(
+        (status, body.as_str()),
+        (
+            StatusCode::UNAUTHORIZED,
+            "failed: Missing credentials: key, token (header)"
+        )
+    );
 }
 
 #[tokio::test]

@@ -87,6 +87,10 @@ fn routing(saved: PathBuf) -> Routing {
 }
 
 async fn start(uploads: bool, saved: PathBuf) -> (Server, SocketAddr) {
+    serve(uploads, &routing(saved)).await
+}
+
+async fn serve(uploads: bool, routing: &Routing) -> (Server, SocketAddr) {
     let mut config = create_config()
         .cors(false)
         .development()
@@ -94,9 +98,7 @@ async fn start(uploads: bool, saved: PathBuf) -> (Server, SocketAddr) {
     if uploads {
         config = config.upload(UploadLimits::builder().file_size(LIMIT as u64).files(3));
     }
-    let server = create_server(&config.build(), &routing(saved))
-        .await
-        .unwrap();
+    let server = create_server(&config.build(), routing).await.unwrap();
     let LocalAddr::Tcp(addr) = server.servers()[0].local_addr.clone() else {
         panic!("TCP")
     };
@@ -251,6 +253,68 @@ async fn missing_and_malformed_uploads_are_bad_requests() {
 
     server.shutdown().await;
     std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// Fields named in French: declared names that are not ASCII.
+#[derive(Deserialize, Validate, JsonSchema)]
+struct Captioned {
+    #[garde(skip)]
+    #[serde(rename = "légende")]
+    caption: String,
+    #[garde(skip)]
+    #[serde(rename = "pièce")]
+    piece: UploadedFile,
+}
+
+#[derive(Serialize, Validate, JsonSchema)]
+struct CaptionedFile {
+    #[garde(skip)]
+    caption: String,
+    #[garde(skip)]
+    file: String,
+}
+
+#[tokio::test]
+async fn part_names_are_utf8_text() {
+    let endpoint =
+        default_endpoints_factory()
+            .post()
+            .handler(|input: Captioned, _ctx, _logger| async move {
+                Ok(CaptionedFile {
+                    caption: input.caption,
+                    file: input.piece.name().to_owned(),
+                })
+            });
+    let (server, addr) = serve(true, &routing! { "upload" => endpoint }).await;
+    let expected = json!({ "caption": "Été", "file": "façade.txt" });
+
+    // Declared names match; an undeclared part named `ünïcode` is ignored like any extra field.
+    let form = MultipartForm::new()
+        .text("ünïcode", "extra")
+        .text("légende", "Été")
+        .file("pièce", UploadedFile::new("façade.txt", "text/plain", "x"));
+    let (status, body) = send(addr, form).await;
+    assert_eq!((status, &body["data"]), (200, &expected), "{body}");
+
+    // The same as raw bytes: UTF-8 in `Content-Disposition`, as browsers send it.
+    let raw = "--b\r\nContent-Disposition: form-data; name=\"ünïcode\"\r\n\r\n{\"x\": 1}\r\n\
+               --b\r\nContent-Disposition: form-data; name=\"légende\"\r\n\r\nÉté\r\n\
+               --b\r\nContent-Disposition: form-data; name=\"pièce\"; filename=\"façade.txt\"\r\n\
+               Content-Type: text/plain\r\n\r\nx\r\n--b--\r\n";
+    let (status, body) = post(addr, "multipart/form-data; boundary=b", Bytes::from(raw)).await;
+    assert_eq!((status, &body["data"]), (200, &expected), "{body}");
+
+    // A control character in a part's name cannot travel in its header: a 400 that says so.
+    let raw = raw.replacen("ünïcode", "ün\u{4}code", 1);
+    let (status, body) = post(addr, "multipart/form-data; boundary=b", Bytes::from(raw)).await;
+    assert_eq!(status, 400);
+    assert!(
+        message(&body).starts_with(
+            "Malformed multipart body: a part's headers cannot be read (invalid header value)"
+        ),
+        "{body}"
+    );
+    server.shutdown().await;
 }
 
 #[tokio::test]

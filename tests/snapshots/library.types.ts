@@ -95,7 +95,7 @@ export type CreateBookResponseByStatus = {
 
 /** `get /v1/books/feed`: Walks all books with a cursor */
 export type BookFeedInput = {
-  /** Opaque; absent for the first page */
+  /** The `nextCursor` of the page before, as it came (unpadded base64url); absent for the first page. A cursor this API did not write, or one altered, cut or from an incompatible version, is refused with 400. */
   cursor?: string;
   limit?: number;
 };

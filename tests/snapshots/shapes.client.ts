@@ -36,7 +36,7 @@ export type default2 = {
 
 /** `get /events` */
 export type GetEventsInput = {
-  /** Opaque; absent for the first page */
+  /** The `nextCursor` of the page before, as it came (unpadded base64url); absent for the first page. A cursor this API did not write, or one altered, cut or from an incompatible version, is refused with 400. */
   cursor?: string;
   limit?: number;
 };

@@ -7,8 +7,10 @@ use std::sync::Arc;
 use http::StatusCode;
 use schemars::{Schema, SchemaGenerator};
 
-/// How a middleware authenticates, for generated API descriptions (spec section 5). It checks
-/// nothing by itself.
+/// How a middleware authenticates, for generated API descriptions (spec section 5), and which
+/// credentials it needs: the middleware stage answers 401 to a request in which one of them is
+/// absent, before the middleware runs. Whether a credential is valid is the middleware's to
+/// check.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum Security {

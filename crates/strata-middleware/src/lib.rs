@@ -4,7 +4,10 @@
 //! endpoint's, a 400 on failure), the request parts, the context built so far and the logger. It
 //! grants by returning a value, which joins the context, or denies by returning an
 //! [`ApiError`](strata_core::ApiError) with a status (e.g. 401), which stops processing. An
-//! optional [`Security`](strata_core::Security) describes the scheme for API descriptions.
+//! optional [`Security`](strata_core::Security) describes the scheme for API descriptions and
+//! names the credentials the middleware needs: a request without one of them is answered 401
+//! (`Missing credential: key`) before the middleware's input is read; one that is present but
+//! malformed is the input's to refuse (400) or the middleware's to deny.
 //!
 //! [`MiddlewareLayer`] runs one middleware: `Request<Staged<C>>` in, `Request<Staged<HCons<O, C>>>`
 //! to the inner service. Stack one layer per middleware, in attachment order.

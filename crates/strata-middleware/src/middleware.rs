@@ -1,10 +1,11 @@
 use std::fmt;
 use std::future::Future;
 
-use http::StatusCode;
 use http::request::Parts;
+use http::{HeaderMap, StatusCode};
 use schemars::JsonSchema;
 use strata_core::{ApiError, DeclaredError, Logger, MiddlewareInput, RequestInfo, Security};
+use strata_input::Input;
 use strata_validate::Decoder;
 
 /// The function of a middleware, for a context type `C`.
@@ -92,6 +93,7 @@ impl<T> Middleware<(), State<T>> {
             handler: State(value),
             decoder: Decoder::new(),
             security: None,
+            credentials: Box::default(),
             errors: Vec::new(),
         }
     }
@@ -118,7 +120,18 @@ pub struct Middleware<I, H> {
     pub(crate) handler: H,
     pub(crate) decoder: Decoder<I>,
     security: Option<Security>,
+    /// The security's credentials, flattened once (checked on every request).
+    credentials: Box<[Credential]>,
     errors: Vec<DeclaredError>,
+}
+
+/// One credential of a middleware's [`Security`], as the stage looks for it.
+#[derive(Debug, Clone)]
+enum Credential {
+    /// A request header (its name in lower case).
+    Header(String),
+    /// A field of the merged input.
+    Input(String),
 }
 
 impl<I, F> Middleware<I, Owned<F>> {
@@ -153,6 +166,7 @@ impl<I, F> Middleware<I, Owned<F>> {
             handler: Owned(f),
             decoder: Decoder::new(),
             security: None,
+            credentials: Box::default(),
             errors: Vec::new(),
         }
     }
@@ -172,6 +186,7 @@ impl<I, F> Middleware<I, Stateless<F>> {
             handler: Stateless(f),
             decoder: Decoder::new(),
             security: None,
+            credentials: Box::default(),
             errors: Vec::new(),
         }
     }
@@ -189,17 +204,74 @@ impl<I, F> Middleware<I, WithContext<F>> {
             handler: WithContext(f),
             decoder: Decoder::new(),
             security: None,
+            credentials: Box::default(),
             errors: Vec::new(),
         }
     }
 }
 
 impl<I, H> Middleware<I, H> {
-    /// Describes how the middleware authenticates.
+    /// Describes how the middleware authenticates, for API descriptions, and names the
+    /// credentials it needs: a request lacking one of them (the header of a
+    /// [`Security::header`] absent, the input field of a [`Security::input`] absent from the
+    /// merged input) is answered 401 before the middleware's input is read, and the middleware
+    /// is not called. A credential that is present but malformed is the middleware's input to
+    /// judge: a 400 when it fails the input's rules, or whatever the middleware answers.
     #[must_use]
     pub fn security(mut self, security: Security) -> Self {
+        self.credentials = security
+            .leaves()
+            .into_iter()
+            .filter_map(|leaf| match leaf {
+                Security::Header { name, .. } => Some(Credential::Header(name.clone())),
+                Security::Input { name, .. } => Some(Credential::Input(name.clone())),
+                // `leaves` flattens combinations.
+                _ => None,
+            })
+            .collect();
         self.security = Some(security);
         self
+    }
+
+    /// The 401 for the credentials of its security this request lacks, if it lacks any.
+    ///
+    /// No `WWW-Authenticate` goes with it. RFC 9110 asks a 401 for a challenge, a scheme the
+    /// client answers in `Authorization`; every credential a [`Security`] names is an API key
+    /// (OpenAPI's `apiKey`: a header of the API's choosing, or an input field, documented as a
+    /// query parameter), for which HTTP registers no scheme, so there is no challenge a client
+    /// could answer: an invented one (`ApiKey ...`) would be understood by none. Were
+    /// `Security` to gain HTTP schemes sent in `Authorization` (`bearer`, `basic`), theirs would
+    /// go here (`Bearer`, `Basic realm="..."`).
+    pub(crate) fn missing_credentials(
+        &self,
+        headers: &HeaderMap,
+        input: &Input,
+    ) -> Option<ApiError> {
+        if self.credentials.is_empty() {
+            return None;
+        }
+        let missing: Vec<String> = self
+            .credentials
+            .iter()
+            .filter_map(|credential| match credential {
+                Credential::Header(name) => {
+                    (!headers.contains_key(name.as_str())).then(|| format!("{name} (header)"))
+                }
+                Credential::Input(name) => (!has_field(input, name)).then(|| name.clone()),
+            })
+            .collect();
+        if missing.is_empty() {
+            return None;
+        }
+        let noun = if missing.len() == 1 {
+            "credential"
+        } else {
+            "credentials"
+        };
+        Some(ApiError::new(
+            StatusCode::UNAUTHORIZED,
+            format!("Missing {noun}: {}", missing.join(", ")),
+        ))
     }
 
     /// The security description.
@@ -232,6 +304,15 @@ impl<I, H> Middleware<I, H> {
     }
 }
 
+/// Whether the merged input has the field `name`. A plain query (the input of most GETs) is
+/// asked in place: its entries are not built for it.
+fn has_field(input: &Input, name: &str) -> bool {
+    match input.as_plain_query() {
+        Some(query) => query.pairs().any(|(key, _)| key == name),
+        None => input.get(name).is_some(),
+    }
+}
+
 impl<I: JsonSchema, H> Middleware<I, H> {
     /// The JSON Schema of the middleware's input type.
     pub fn input_schema(&self) -> schemars::Schema {
@@ -253,6 +334,7 @@ impl<I, H: Clone> Clone for Middleware<I, H> {
             handler: self.handler.clone(),
             decoder: self.decoder.clone(),
             security: self.security.clone(),
+            credentials: self.credentials.clone(),
             errors: self.errors.clone(),
         }
     }

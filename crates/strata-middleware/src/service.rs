@@ -75,6 +75,13 @@ where
 
     fn call(&mut self, request: Request<Staged<C>>) -> Self::Future {
         let (parts, staged) = request.into_parts();
+        // Credentials first: a request without them learns nothing of the input's rules.
+        if let Some(error) = self
+            .middleware
+            .missing_credentials(&parts.headers, &staged.input)
+        {
+            return ResponseFuture::error(error);
+        }
         let input = match self.middleware.decoder.decode(&staged.input) {
             Ok(input) => input,
             Err(error) => return ResponseFuture::error(error),

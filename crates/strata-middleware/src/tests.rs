@@ -135,3 +135,117 @@ fn security_and_schema_are_kept() {
     let schema = middleware.input_schema();
     assert!(schema.as_value()["properties"]["key"].is_object());
 }
+
+/// `auth` behind a security naming the input field `key` and the header `token`, counting its
+/// calls, in front of a service that answers the user.
+fn secured(
+    calls: Arc<AtomicUsize>,
+) -> impl tower::Service<Request<Staged>, Response = User, Error = ApiError> + Clone {
+    let middleware = Middleware::new(move |input: KeyInput, _request, _logger| {
+        calls.fetch_add(1, Ordering::SeqCst);
+        async move { Ok(User(input.key)) }
+    })
+    .security(strata_core::Security::and([
+        strata_core::Security::input("key"),
+        strata_core::Security::header("Token"),
+    ]));
+    ServiceBuilder::new()
+        .layer(MiddlewareLayer::new(middleware))
+        .service(service_fn(
+            |request: Request<Staged<HCons<User, HNil>>>| async move {
+                Ok::<_, ApiError>(request.into_body().ctx.head)
+            },
+        ))
+}
+
+fn with_token(mut request: Request<Staged>) -> Request<Staged> {
+    request
+        .headers_mut()
+        .insert("token", http::HeaderValue::from_static("456"));
+    request
+}
+
+#[tokio::test]
+async fn a_missing_credential_is_a_401_before_the_input_is_read() {
+    let calls = Arc::new(AtomicUsize::new(0));
+    let service = secured(calls.clone());
+    // No key: 401, not the input's `key: required`.
+    let error = service
+        .clone()
+        .oneshot(with_token(Request::new(Staged::default())))
+        .await
+        .unwrap_err();
+    assert_eq!(error.status(), 401);
+    assert_eq!(error.message(), "Missing credential: key");
+    assert_eq!(error.kind(), strata_core::ErrorKind::Http);
+    // An API key has no challenge HTTP defines: no `WWW-Authenticate`.
+    assert!(error.headers().is_none());
+    // No header.
+    let error = service.clone().oneshot(staged("secret")).await.unwrap_err();
+    assert_eq!(
+        (error.status().as_u16(), error.message()),
+        (401, "Missing credential: token (header)")
+    );
+    // Neither.
+    let error = service
+        .clone()
+        .oneshot(Request::new(Staged::default()))
+        .await
+        .unwrap_err();
+    assert_eq!(
+        (error.status().as_u16(), error.message()),
+        (401, "Missing credentials: key, token (header)")
+    );
+    assert_eq!(calls.load(Ordering::SeqCst), 0, "middleware not called");
+    // Present but malformed: the input's rules say so, a 400.
+    let error = service
+        .clone()
+        .oneshot(with_token(staged("ab")))
+        .await
+        .unwrap_err();
+    assert_eq!(
+        (error.status().as_u16(), error.message()),
+        (400, "key: length is lower than 3")
+    );
+    // An empty header is present: the middleware judges it.
+    let mut request = staged("secret");
+    request
+        .headers_mut()
+        .insert("token", http::HeaderValue::from_static(""));
+    assert_eq!(
+        service.clone().oneshot(request).await.unwrap(),
+        User("secret".into())
+    );
+    assert_eq!(calls.load(Ordering::SeqCst), 1);
+}
+
+#[tokio::test]
+async fn credentials_are_found_in_a_plain_query() {
+    let service = secured(Arc::new(AtomicUsize::new(0)));
+    let query = |uri: &str| {
+        let uri: http::Uri = uri.parse().unwrap();
+        let query = strata_input::text::PlainQuery::check(&uri, 100)
+            .unwrap()
+            .unwrap();
+        with_token(Request::new(Staged {
+            input: Input::from(query),
+            ctx: HNil,
+        }))
+    };
+    assert_eq!(
+        service
+            .clone()
+            .oneshot(query("/?key=secret"))
+            .await
+            .unwrap(),
+        User("secret".into())
+    );
+    // A key without `=` is present, empty: the input's rules refuse it.
+    let error = service.clone().oneshot(query("/?key")).await.unwrap_err();
+    assert_eq!(error.status(), 400);
+    let error = service.oneshot(query("/?keys=secret")).await.unwrap_err();
+    assert_eq!(
+        (error.status().as_u16(), error.message()),
+        (401, "Missing credential: key")
+    );
+}

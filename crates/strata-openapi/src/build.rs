@@ -673,6 +673,10 @@ impl<'r> Described<'r> {
                     multipart_file(property);
                 });
             }
+            if !self.closed {
+                // The names extra parts may have.
+                schema["propertyNames"] = serde_json::json!({ "pattern": MULTIPART_NAME });
+            }
             content.insert("multipart/form-data".to_owned(), MediaType::new(schema));
         } else {
             let media_types: &[&str] = if self.media == BodyMedia::JsonOrForm {
@@ -778,6 +782,26 @@ impl<'r> Described<'r> {
         } in &meta.errors
         {
             add_status(&mut statuses, *status, description, headers, false);
+        }
+        // The middleware stage answers 401 to a request without a credential the security
+        // names; a middleware's own 401 says it already.
+        if meta
+            .security
+            .iter()
+            .flat_map(Security::leaves)
+            .next()
+            .is_some()
+            && !statuses
+                .iter()
+                .any(|s| s.status == StatusCode::UNAUTHORIZED)
+        {
+            add_status(
+                &mut statuses,
+                StatusCode::UNAUTHORIZED,
+                "Unauthorized: a credential the operation's security names is missing",
+                &[],
+                false,
+            );
         }
         // Statuses the result handler itself says it answers with.
         for description in &meta.negative {
@@ -906,6 +930,11 @@ impl<'r> Described<'r> {
         }
     }
 }
+
+/// A multipart part's name travels in its `Content-Disposition` header, where any UTF-8 text
+/// passes but a control character other than tab (which HTTP header values cannot hold, and the
+/// HTML form encoding leaves as it is but for CR and LF) makes the body unreadable: a 400.
+const MULTIPART_NAME: &str = r"^[^\u0000-\u0008\u000A-\u001F\u007F]*$";
 
 /// What the router answers its own errors with.
 fn router_negative(config: &RoutingConfig) -> Vec<ResponseDescription> {

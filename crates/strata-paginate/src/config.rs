@@ -14,7 +14,15 @@ pub trait PageConfig: Send + Sync + 'static {
 pub trait OffsetConfig: PageConfig {}
 
 /// A configuration for cursor pagination (`cursor`, `limit`; output `nextCursor`, `limit`).
-pub trait CursorConfig: PageConfig {}
+pub trait CursorConfig: PageConfig {
+    /// Whether the API's cursors are [`encode_cursor`](crate::encode_cursor)'s (the default,
+    /// and what [`pagination!`](crate::pagination!) declares): the input's `cursor` is then
+    /// documented as what that codec writes, unpadded base64url of at least
+    /// [`MIN_CURSOR_LENGTH`](crate::MIN_CURSOR_LENGTH) characters, refused with 400 when this
+    /// API did not write it. An API with cursors of its own making (a database's page tokens)
+    /// implements the traits by hand with `false`: `cursor` is then documented as any string.
+    const ENCODED_CURSORS: bool = true;
+}
 
 const fn same(a: &str, b: &str) -> bool {
     let (a, b) = (a.as_bytes(), b.as_bytes());

@@ -12,6 +12,14 @@ use strata_core::{ApiError, ErrorKind};
 
 const VERSION: u8 = 1;
 
+/// The shortest cursor [`encode_cursor`] writes: a version byte, at least one byte of JSON and
+/// the four-byte checksum are six bytes, eight base64url characters. [`decode_cursor`] refuses
+/// every shorter string.
+pub const MIN_CURSOR_LENGTH: usize = 8;
+
+/// What every cursor [`encode_cursor`] writes matches: base64url's alphabet, without padding.
+pub(crate) const CURSOR_PATTERN: &str = "^[A-Za-z0-9_-]+$";
+
 /// FNV-1a, 32 bits: small and enough to detect accidental damage.
 fn checksum(bytes: &[u8]) -> [u8; 4] {
     let mut hash: u32 = 0x811c_9dc5;
@@ -65,6 +73,37 @@ pub fn decode_cursor<T: DeserializeOwned>(cursor: &str) -> Result<T, ApiError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn cursors_are_base64url_of_at_least_eight_characters() {
+        let shortest = encode_cursor(&0u8);
+        assert_eq!(shortest.len(), MIN_CURSOR_LENGTH);
+        for cursor in [
+            shortest,
+            encode_cursor(&("2026-11-21", u64::MAX)),
+            encode_cursor("ünïcode ~?/+"),
+        ] {
+            assert!(cursor.len() >= MIN_CURSOR_LENGTH);
+            assert!(
+                cursor
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_'),
+                "{cursor}"
+            );
+        }
+        // The longest string decode_cursor could read that is shorter: a version and a
+        // checksum around no JSON at all, seven characters, is no position.
+        let mut empty = vec![VERSION];
+        empty.extend_from_slice(&checksum(&[VERSION]));
+        let empty = URL_SAFE_NO_PAD.encode(empty);
+        assert_eq!(empty.len(), MIN_CURSOR_LENGTH - 1);
+        assert_eq!(
+            decode_cursor::<serde_json::Value>(&empty)
+                .unwrap_err()
+                .message(),
+            "cursor: does not name a position here"
+        );
+    }
 
     #[test]
     fn tampering_is_detected() {

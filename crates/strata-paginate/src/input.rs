@@ -213,6 +213,12 @@ impl<P: OffsetConfig, F: JsonSchema> JsonSchema for OffsetInput<P, F> {
 
 /// The input of a cursor-paginated endpoint: `cursor` (absent for the first page), `limit`, and
 /// the endpoint's filter fields `F`.
+///
+/// Its JSON Schema documents `cursor` as [`encode_cursor`](crate::encode_cursor) writes it
+/// (base64url, at least [`MIN_CURSOR_LENGTH`](crate::MIN_CURSOR_LENGTH) characters), and says
+/// that one this API did not write is refused with 400, as
+/// [`decode_cursor`](crate::decode_cursor) does; see [`CursorConfig::ENCODED_CURSORS`] for
+/// cursors of another making.
 #[derive(Debug)]
 pub struct CursorInput<P, F = NoFilters> {
     /// The page size.
@@ -243,9 +249,39 @@ impl<P: CursorConfig, F: JsonSchema> JsonSchema for CursorInput<P, F> {
 
     fn json_schema(generator: &mut SchemaGenerator) -> Schema {
         let page = serde_json::json!({
-            "cursor": { "type": "string", "description": "Opaque; absent for the first page" },
+            "cursor": cursor_schema::<P>(),
             "limit": limit_schema::<P>(),
         });
         with_page_properties::<F>(generator, page)
+    }
+}
+
+/// The schema of `cursor` for the configuration `P`.
+///
+/// A cursor of [`encode_cursor`](crate::encode_cursor) is described as what it is (base64url
+/// without padding, at least [`MIN_CURSOR_LENGTH`](crate::MIN_CURSOR_LENGTH) characters, no
+/// upper bound: a position is any JSON value), so that a client or a test generating requests
+/// from the document does not send what can never be one. That is not enough to make any such
+/// string valid: the checksum, the version and the position inside are the server's to check,
+/// and a cursor this API did not write (made up, altered, cut, or from an incompatible version)
+/// is refused with 400 (`cursor: ...`), which the description says; the operation's 400 is in
+/// the document already. A cursor is a request's input, not a resource: a 404 would say the
+/// page is gone when the request is what is wrong.
+fn cursor_schema<P: CursorConfig>() -> Value {
+    if P::ENCODED_CURSORS {
+        serde_json::json!({
+            "type": "string",
+            "pattern": crate::cursor::CURSOR_PATTERN,
+            "minLength": crate::MIN_CURSOR_LENGTH,
+            "description": "The `nextCursor` of the page before, as it came (unpadded \
+                base64url); absent for the first page. A cursor this API did not write, or one \
+                altered, cut or from an incompatible version, is refused with 400.",
+        })
+    } else {
+        serde_json::json!({
+            "type": "string",
+            "description": "The `nextCursor` of the page before, as it came; absent for the \
+                first page.",
+        })
     }
 }

@@ -67,7 +67,7 @@ mod input;
 mod output;
 
 pub use config::{CursorConfig, OffsetConfig, PageConfig};
-pub use cursor::{decode_cursor, encode_cursor};
+pub use cursor::{MIN_CURSOR_LENGTH, decode_cursor, encode_cursor};
 pub use input::{CursorInput, NoFilters, OffsetInput};
 pub use output::{Cursor, CursorPage, Offset, OffsetPage, Page, PageMeta};
 

@@ -244,3 +244,44 @@ fn schemas_show_the_page_fields_filters_and_items_name() {
     let output = cursor.meta().output_schema.as_ref().unwrap().as_value();
     assert_eq!(output["required"], json!(["events", "nextCursor", "limit"]));
 }
+
+/// Cursors of the application's own making (say, a database's page tokens).
+struct OwnCursors;
+
+impl crate::PageConfig for OwnCursors {
+    const ITEMS_NAME: &'static str = "items";
+    const MAX_LIMIT: u32 = 10;
+    const DEFAULT_LIMIT: u32 = 5;
+}
+
+impl crate::CursorConfig for OwnCursors {
+    const ENCODED_CURSORS: bool = false;
+}
+
+#[test]
+fn the_cursor_is_documented_as_the_codec_writes_it() {
+    let cursor = cursor_endpoint();
+    let input = cursor.meta().input_schema.as_ref().unwrap().as_value();
+    let schema = &input["properties"]["cursor"];
+    assert_eq!(schema["type"], "string");
+    assert_eq!(schema["pattern"], "^[A-Za-z0-9_-]+$");
+    assert_eq!(schema["minLength"], crate::MIN_CURSOR_LENGTH);
+    assert!(schema.get("maxLength").is_none(), "a position has no bound");
+    let description = schema["description"].as_str().unwrap();
+    assert!(description.contains("refused with 400"), "{description}");
+    // Every cursor the codec writes fits it, and what fits it may still be refused (400).
+    let written = encode_cursor(&3u64);
+    assert!(written.len() >= crate::MIN_CURSOR_LENGTH);
+    assert_eq!(decode_cursor::<u64>("AAAAAAAA").unwrap_err().status(), 400);
+
+    // Cursors of the application's own: any string.
+    let own = CursorInput::<OwnCursors>::json_schema(&mut schemars::SchemaGenerator::default());
+    let schema = &own.as_value()["properties"]["cursor"];
+    assert_eq!(
+        schema,
+        &json!({
+            "type": "string",
+            "description": "The `nextCursor` of the page before, as it came; absent for the first page."
+        })
+    );
+}

@@ -96,8 +96,31 @@ fn multer_error(error: multer::Error) -> ApiError {
                 .exposed(false)
                 .with_source(source)
         }
+        // httparse refuses a control character (but tab) in a part's header line: a name or a
+        // file name holding one (the HTML form encoding writes them as they are; only `"`, CR
+        // and LF are escaped) makes the part unreadable, and so the body.
+        multer::Error::ReadHeaderFailed(cause) => malformed(format!(
+            "Malformed multipart body: a part's headers cannot be read ({cause}); a part's \
+             name, its file name and other header values may hold any UTF-8 text but control \
+             characters other than tab"
+        )),
         other => malformed(format!("Malformed multipart body: {other}")),
     }
+}
+
+/// A part whose `Content-Disposition` is not UTF-8 text: its name and file name cannot be
+/// read (multer then gives neither), so it is refused rather than dropped or taken for a text
+/// field. RFC 7578 (4.2) has names in UTF-8, which pass.
+fn check_disposition(part: &multer::Field<'_>) -> Result<(), ApiError> {
+    let disposition = part.headers().get(http::header::CONTENT_DISPOSITION);
+    if disposition.is_some_and(|value| std::str::from_utf8(value.as_bytes()).is_err()) {
+        return Err(malformed(format!(
+            "Malformed multipart body: the Content-Disposition of part {} is not UTF-8 (a \
+             part's name and file name are UTF-8 text)",
+            part.index() + 1
+        )));
+    }
+    Ok(())
 }
 
 fn name_for_message(name: &str) -> &str {
@@ -136,7 +159,11 @@ fn count_file(files: &mut usize, limits: &UploadLimits) -> Result<(), ApiError> 
 /// | a text field over `field_size` | 413 `Field "<field>" exceeds the size limit of N bytes` |
 /// | a body over `body_size` | 413 `Multipart body exceeds the limit of N bytes` |
 /// | a text field that is not UTF-8 | 400 naming the field |
+/// | a part's `Content-Disposition` that is not UTF-8 | 400 `Malformed multipart body: the Content-Disposition of part N is not UTF-8 …` |
+/// | a control character (but tab) in a part's headers, its name included | 400 `Malformed multipart body: a part's headers cannot be read …` |
 /// | a malformed or truncated body | 400 `Malformed multipart body: …` |
+///
+/// Names are UTF-8 text (RFC 7578 4.2): a part named `ünïcode` is read under that name.
 pub async fn read_multipart<B>(
     body: B,
     boundary: String,
@@ -156,6 +183,7 @@ where
     let (mut fields, mut files) = (0_usize, 0_usize);
 
     while let Some(mut part) = reader.next_field().await.map_err(multer_error)? {
+        check_disposition(&part)?;
         let Some(name) = part.name().map(str::to_owned) else {
             while part.chunk().await.map_err(multer_error)?.is_some() {}
             continue;

@@ -193,6 +193,39 @@ async fn malformed_bodies_are_bad_requests() {
         (error.status().as_u16(), error.message()),
         (400, r#"Field "bio" is not valid UTF-8"#)
     );
+    // A name that is not UTF-8 (Latin-1 `é`): refused, naming the problem, not dropped.
+    let mut raw = b"--B\r\nContent-Disposition: form-data; name=\"caf".to_vec();
+    raw.push(0xe9);
+    raw.extend_from_slice(b"\"\r\n\r\n1\r\n--B--\r\n");
+    let error = read_multipart(Full::new(Bytes::from(raw)), "B".to_owned(), &limits)
+        .await
+        .unwrap_err();
+    assert_eq!(
+        (error.status().as_u16(), error.message()),
+        (
+            400,
+            "Malformed multipart body: the Content-Disposition of part 1 is not UTF-8 (a part's \
+             name and file name are UTF-8 text)"
+        )
+    );
+    // A control character in a name: the part's headers cannot be read, and the message says
+    // what may not be there.
+    let error = read_raw(
+        "--B\r\nContent-Disposition: form-data; name=\"x\"\r\n\r\n1\r\n\
+         --B\r\nContent-Disposition: form-data; name=\"\u{a1}\u{4}ps\"\r\n\r\n2\r\n--B--\r\n",
+        &limits,
+    )
+    .await
+    .unwrap_err();
+    assert_eq!(
+        (error.status().as_u16(), error.message()),
+        (
+            400,
+            "Malformed multipart body: a part's headers cannot be read (invalid header value); \
+             a part's name, its file name and other header values may hold any UTF-8 text but \
+             control characters other than tab"
+        )
+    );
     // A content type without a boundary.
     assert_eq!(
         boundary("multipart/form-data").unwrap_err().message(),
@@ -317,4 +350,37 @@ async fn a_default_form_works_and_header_values_cannot_add_headers() {
     let body = form.into_bytes();
     let text = String::from_utf8_lossy(&body);
     assert!(!text.contains("\r\nX-Injected"), "{text}");
+}
+
+#[tokio::test]
+async fn names_are_utf8_text() {
+    // Raw UTF-8 in `Content-Disposition` (RFC 7578 4.2), two, three and four bytes a character;
+    // a tab is allowed in a header value.
+    let raw = "--B\r\nContent-Disposition: form-data; name=\"ünïcode\"\r\n\r\n1\r\n\
+               --B\r\nContent-Disposition: form-data; name=\"\u{a1}\u{d5b57}\u{bb}ps\"\r\n\r\n2\r\n\
+               --B\r\nContent-Disposition: form-data; name=\"a\tb\"\r\n\r\n3\r\n\
+               --B\r\nContent-Disposition: form-data; name=\"pièce\"; filename=\"résumé €.txt\"\r\n\
+               Content-Type: text/plain\r\n\r\nabc\r\n--B--\r\n";
+    let parts = read_raw(raw, &UploadLimits::new()).await.unwrap();
+    assert_eq!(
+        parts.fields,
+        [
+            ("ünïcode".to_owned(), TextValue::One("1".into())),
+            (
+                "\u{a1}\u{d5b57}\u{bb}ps".to_owned(),
+                TextValue::One("2".into())
+            ),
+            ("a\tb".to_owned(), TextValue::One("3".into())),
+        ]
+    );
+    assert_eq!(parts.files.len(), 1);
+    assert_eq!(parts.files[0].0, "pièce");
+    assert_eq!(parts.files[0].1[0].name(), "résumé €.txt");
+    // `MultipartForm` writes them so too.
+    let form = MultipartForm::new().text("ünïcode", "é");
+    let parts = read(form, &UploadLimits::new()).await.unwrap();
+    assert_eq!(
+        parts.fields,
+        [("ünïcode".to_owned(), TextValue::One("é".into()))]
+    );
 }
