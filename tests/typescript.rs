@@ -579,3 +579,37 @@ fn what_the_document_cannot_describe_the_client_cannot_either() {
     );
     assert!(std::error::Error::source(&error).is_some());
 }
+
+#[test]
+fn a_file_of_any_type_is_unknown_until_it_is_read_and_a_declared_type_says_what_it_is() {
+    #[derive(Deserialize, Validate, JsonSchema)]
+    struct FileName {
+        #[garde(length(min = 1))]
+        name: String,
+    }
+    let config = create_config().cors(true).build();
+    let open = |input: FileName| strata::FileResponse::open(std::env::temp_dir().join(input.name));
+    let any = default_endpoints_factory()
+        .get()
+        .operation_id("anyFile")
+        .handler(move |input: FileName, _ctx, _logger| open(input));
+    let image = default_endpoints_factory()
+        .get()
+        .operation_id("image")
+        .success_media_type("image/png")
+        .handler(move |input: FileName, _ctx, _logger| open(input));
+    let types = Integration::new(&routing! { "any" => any, "image" => image }, &config)
+        .variant(Variant::Types)
+        .build()
+        .unwrap()
+        .to_string();
+    // `*/*`: the default implementation reads JSON, text or a Blob by the Content-Type sent.
+    assert!(
+        types.contains("export type AnyFilePositiveResponse = unknown;"),
+        "{types}"
+    );
+    assert!(
+        types.contains("export type ImagePositiveResponse = Blob;"),
+        "{types}"
+    );
+}

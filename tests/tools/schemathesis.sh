@@ -6,7 +6,8 @@
 #   * every operation in SCHEMA_FILE, requests sent to BASE_URL only
 #     (the document's `servers` are ignored; --url wins)
 #   * checks: not_a_server_error, status_code_conformance,
-#     content_type_conformance, response_schema_conformance
+#     content_type_conformance, response_schema_conformance (SCHEMATHESIS_CHECKS=all:
+#     every check)
 #   * positive and negative inputs (--mode all) in all phases: examples,
 #     coverage, fuzzing, stateful
 #   * --max-examples $SCHEMATHESIS_MAX_EXAMPLES (default 50), --seed
@@ -24,6 +25,7 @@
 #   SCHEMATHESIS_REQUEST_TIMEOUT (10)   seconds per request
 #   SCHEMATHESIS_REPORT_DIR    (unset)  keep report.json and junit.xml there
 #   SCHEMATHESIS_EXTRA_ARGS    (unset)  appended to `st run` (word-split)
+#   SCHEMATHESIS_CONFIG        (schemathesis.toml here) the config file (per-operation settings)
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -52,6 +54,13 @@ case "$base_url" in
         ;;
 esac
 schema="$(cd "$(dirname "$schema")" && pwd)/$(basename "$schema")"
+config="${SCHEMATHESIS_CONFIG:-$here/schemathesis.toml}"
+if [ ! -f "$config" ]; then
+    echo "schemathesis.sh: no such config file: $config" >&2
+    exit 2
+fi
+# st runs in a directory of its own (below): the config by its absolute path.
+config="$(cd "$(dirname "$config")" && pwd)/$(basename "$config")"
 
 max_examples="${SCHEMATHESIS_MAX_EXAMPLES:-50}"
 seed="${SCHEMATHESIS_SEED:-42}"
@@ -102,7 +111,7 @@ trap 'rm -rf "$work"' EXIT
 
 # shellcheck disable=SC2054 # the commas are inside option values
 cmd=(
-    "$st" --config-file "$here/schemathesis.toml" --no-color
+    "$st" --config-file "$config" --no-color
     run "$schema"
     --url "$base_url"
     --checks "$checks"

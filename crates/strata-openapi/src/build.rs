@@ -420,9 +420,11 @@ struct Described<'r> {
 enum BodyMedia {
     /// `multipart/form-data`: the input takes files.
     Multipart,
-    /// JSON or a urlencoded form: every body field can be written as text.
+    /// JSON or a urlencoded form: every body field is one text value.
     JsonOrForm,
-    /// JSON only: some field is an object, which a form cannot carry.
+    /// JSON only: some field is an object, which a form cannot carry, or a list, which a form
+    /// carries as repeated names but cannot tell from one value when it has one item, nor send
+    /// when it has none (the server reads such forms all the same).
     Json,
     /// The exact bytes of any content type (the input's `raw: RawBody`).
     Raw,
@@ -443,7 +445,7 @@ impl BodyMedia {
         } else if fields
             .iter()
             .filter(|field| field.3 == Place::Body)
-            .all(|(_, schema, _, _)| is_text(schema, definitions))
+            .all(|(_, schema, _, _)| is_text(schema, definitions) && !is_array(schema))
         {
             BodyMedia::JsonOrForm
         } else {

@@ -61,12 +61,14 @@ impl Validate for Binary {
 
 strata_input::binary_json_schema!(Binary, "Binary");
 
-/// A 200 of binary data, as the document describes streamed outputs.
+/// A 200 of binary data, as the document describes streamed outputs: of any media type (`*/*`),
+/// since the type is the file's or the stream's, known only when it is sent; an endpoint that
+/// knows it says so with the factory's `success_media_type` (`text/csv`).
 fn binary_response(description: &str) -> Vec<ResponseDescription> {
     let schema = json_schema!({ "type": "string", "format": "binary" });
     vec![
         ResponseDescription::new(StatusCode::OK, schema)
-            .mime_type(OCTET_STREAM)
+            .mime_type("*/*")
             .description(description),
     ]
 }
@@ -237,7 +239,9 @@ impl HandlerOutput for FileResponse {
     }
 
     fn describe(_: &Schema) -> Option<Vec<ResponseDescription>> {
-        Some(binary_response("The file"))
+        Some(binary_response(
+            "The file, of the type its name's extension says",
+        ))
     }
 }
 

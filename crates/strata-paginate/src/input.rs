@@ -205,7 +205,14 @@ impl<P: OffsetConfig, F: JsonSchema> JsonSchema for OffsetInput<P, F> {
     fn json_schema(generator: &mut SchemaGenerator) -> Schema {
         let page = serde_json::json!({
             "limit": limit_schema::<P>(),
-            "offset": { "type": "integer", "minimum": 0, "default": 0 },
+            // A `u64`: its bounds, so that no larger integer is valid by the document.
+            "offset": {
+                "type": "integer",
+                "format": "uint64",
+                "minimum": 0,
+                "maximum": u64::MAX,
+                "default": 0,
+            },
         });
         with_page_properties::<F>(generator, page)
     }

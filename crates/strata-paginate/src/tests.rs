@@ -181,6 +181,11 @@ async fn limits_are_rejected_not_clamped() {
             "limit: expected integer, received string \"many\"",
         ),
         (vec![("offset", "-1")], "offset: lower than 0"),
+        // One past the document's maximum (`u64::MAX`).
+        (
+            vec![("offset", "18446744073709551616")],
+            "offset: greater than 18446744073709551615",
+        ),
     ] {
         let (status, body) = get(&endpoint, &query).await;
         assert_eq!(

@@ -694,6 +694,10 @@ fn bodies_of(
             } else if mime.starts_with("text/") {
                 // The default implementation reads text bodies as text.
                 Ts::name("string")
+            } else if mime.starts_with("*/") || mime.starts_with("application/*") {
+                // Any type, known when it is sent (a file by its name): the default
+                // implementation reads it as JSON, text or a Blob by its `Content-Type`.
+                Ts::name("unknown")
             } else {
                 Ts::name("Blob")
             });

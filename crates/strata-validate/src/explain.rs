@@ -287,10 +287,7 @@ impl<'s> Walker<'s> {
             return;
         }
         let Some(object) = schema.as_object() else {
-            if *schema == Value::Bool(false) {
-                self.push(path, "not allowed".to_owned());
-            }
-            return;
+            return self.boolean_schema(schema, path);
         };
         if object.contains_key("$ref") {
             // The target, then any keyword beside the reference (schemars puts an internally
@@ -384,6 +381,7 @@ impl<'s> Walker<'s> {
             (Kind::String, Node::Json(Value::String(text))) => self.string(text, object, path),
             (Kind::String, Node::Text(text)) => self.string(text, object, path),
             (Kind::Number(number), _) => self.number(&number, object, path),
+            (Kind::BeyondRange { negative }, _) => self.beyond_range(negative, object, path),
             _ => {}
         }
     }
@@ -432,9 +430,15 @@ impl<'s> Walker<'s> {
                             Some(Kind::Number(n))
                         }
                         Some(_) => None,
-                        // Beyond 64 bits: only a 128-bit type takes it; nothing to check.
+                        // Beyond 64 bits: out of a 64-bit (or smaller) type's range; only a
+                        // 128-bit type takes it, and there is nothing to check.
                         None => (text.parse::<i128>().is_ok() || text.parse::<u128>().is_ok())
-                            .then_some(Kind::Other),
+                            .then(|| match integer_format_range(schema) {
+                                Some(_) => Kind::BeyondRange {
+                                    negative: text.starts_with('-'),
+                                },
+                                None => Kind::Other,
+                            }),
                     },
                     // `NaN`, `inf`, `1e400` are `f64`s to Rust, not JSON numbers: accepted,
                     // nothing to check.
@@ -697,6 +701,29 @@ impl<'s> Walker<'s> {
         }
     }
 
+    /// `false` admits nothing; `true` everything.
+    fn boolean_schema(&mut self, schema: &Value, path: &str) {
+        if *schema == Value::Bool(false) {
+            self.push(path, "not allowed".to_owned());
+        }
+    }
+
+    /// An integer beyond 64 bits where the type has 64 or fewer: out of range, by the schema's
+    /// bound when it states one, else by the type's.
+    fn beyond_range(&mut self, negative: bool, schema: &Map<String, Value>, path: &str) {
+        let range = integer_format_range(schema).unwrap_or_default();
+        let (key, words, limit) = if negative {
+            ("minimum", "lower than", range.0)
+        } else {
+            ("maximum", "greater than", range.1)
+        };
+        let bound = schema
+            .get(key)
+            .filter(|b| b.is_number())
+            .map_or_else(|| limit.to_string(), ToString::to_string);
+        self.push(path, format!("{words} {bound}"));
+    }
+
     fn number(&mut self, number: &Number, schema: &Map<String, Value>, path: &str) {
         // The integer's Rust type, by the `format` schemars writes: its range is a rule too
         // (schemars writes `minimum: 0` for unsigned types, not always the maximum). A value
@@ -759,6 +786,10 @@ enum Kind {
     Array,
     String,
     Number(Number),
+    /// An integer in text beyond 64 bits, where the schema's type is 64 bits or fewer.
+    BeyondRange {
+        negative: bool,
+    },
     /// A boolean, a null, files: nothing more to check.
     Other,
 }
@@ -773,6 +804,14 @@ fn kinds_of(schema: &Map<String, Value>) -> Vec<&str> {
 }
 
 /// The range of an integer `format` as schemars writes them for Rust's integer types.
+/// The range of the integer type the schema's `format` names.
+fn integer_format_range(schema: &Map<String, Value>) -> Option<(i128, i128)> {
+    schema
+        .get("format")
+        .and_then(Value::as_str)
+        .and_then(integer_range)
+}
+
 fn integer_range(format: &str) -> Option<(i128, i128)> {
     Some(match format {
         "int8" => (i8::MIN.into(), i8::MAX.into()),
@@ -1178,6 +1217,19 @@ mod tests {
                 &entries(json!({ "small": 4_294_967_295_u64, "signed": -128 }))
             ),
             ""
+        );
+        // In text (a query string), beyond 64 bits: the bound, not "expected integer".
+        let text = |value: &str| InputValue::Text(TextValue::One(value.to_owned()));
+        assert_eq!(
+            messages(
+                &schema,
+                &[
+                    ("small".to_owned(), text("18446744073709551616")),
+                    ("signed".to_owned(), text("-99999999999999999999")),
+                    ("capped".to_owned(), text("99999999999999999999")),
+                ]
+            ),
+            "capped: greater than 9; signed: lower than -128; small: greater than 4294967295"
         );
     }
 
