@@ -156,6 +156,14 @@ impl Flattener {
             if !routable(&method) {
                 return Err(RoutingError::UnsupportedMethod { method, path });
             }
+            if let Some(declared) = &endpoint.meta().declared
+                && (declared.method != method || declared.path != path)
+            {
+                return Err(RoutingError::NotAsDeclared {
+                    declared: declared.to_string(),
+                    mounted: format!("{method} {path}"),
+                });
+            }
             for segment in segments {
                 if let Segment::Param(name) = segment
                     && !endpoint.meta().input_fields.iter().any(|f| f == name)
@@ -178,6 +186,14 @@ impl Flattener {
 
     fn walk(&mut self, parent: &[Segment], routing: &Routing) -> Result<(), RoutingError> {
         for (key, route) in &routing.entries {
+            if key.is_empty() {
+                return Err(RoutingError::InvalidKey {
+                    key: key.clone(),
+                    parent: display(parent),
+                    reason: "an empty key (`Routing::operation` mounts only endpoints built with \
+                             `implement(&OPERATION, ..)`)",
+                });
+            }
             // "<method> <path>"
             if let Some((method, path)) = key.split_once(' ') {
                 let invalid = |reason| RoutingError::InvalidKey {

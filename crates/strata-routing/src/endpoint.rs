@@ -31,6 +31,9 @@ use crate::settings::PipelineSettings;
 pub struct EndpointMeta {
     /// Declared methods; empty means none declared (the endpoint serves GET).
     pub methods: Vec<Method>,
+    /// The [`Operation`](strata_core::Operation) the endpoint implements: routing refuses to
+    /// mount it at another method or path.
+    pub declared: Option<strata_core::DeclaredRoute>,
     /// Grouping label.
     pub tag: Option<String>,
     /// Short text.

@@ -52,6 +52,15 @@ pub enum RoutingError {
         /// The route it clashes with.
         with: String,
     },
+    /// An endpoint that implements an [`Operation`](strata_core::Operation) is mounted at
+    /// another method or path than the operation declares (its clients would call the
+    /// declared one and get a 404).
+    NotAsDeclared {
+        /// Where the operation says it is (`GET /v1/books/:id`).
+        declared: String,
+        /// Where the routing mounts it.
+        mounted: String,
+    },
     /// `cors` was not chosen in the config: it must be set to `true`, `false` or a function.
     CorsNotConfigured,
     /// The pipeline's settings turn uploads on, but this build reads no multipart bodies
@@ -78,6 +87,10 @@ impl fmt::Display for RoutingError {
                 write!(f, "Invalid routing key {key:?} under {parent:?}: {reason}")
             }
             Self::Conflict { route, with } => write!(f, "{route} conflicts with {with}"),
+            Self::NotAsDeclared { declared, mounted } => write!(
+                f,
+                "{mounted}: the endpoint implements the operation {declared}, so it must be mounted there"
+            ),
             Self::CorsNotConfigured => f.write_str(
                 "cors must be configured explicitly: true, false or a function (create_config().cors(..))",
             ),

@@ -32,6 +32,27 @@ impl Routing {
         self.entries.push((key.into(), route.into()));
         self
     }
+
+    /// Mounts an endpoint that implements an [`Operation`](strata_core::Operation) where the
+    /// operation says (the key `"get /v1/books/:id"`): the path is written once, in the
+    /// declaration, which is the whole path, so call this on the routing's root. An endpoint
+    /// that implements none is an [`InvalidKey`](crate::RoutingError::InvalidKey) error when the
+    /// routing is compiled.
+    #[must_use]
+    pub fn operation(self, endpoint: Endpoint) -> Self {
+        let key = endpoint
+            .meta()
+            .declared
+            .as_ref()
+            .map_or_else(String::new, |declared| {
+                format!(
+                    "{} {}",
+                    declared.method.as_str().to_ascii_lowercase(),
+                    declared.path
+                )
+            });
+        self.route(key, endpoint)
+    }
 }
 
 /// What a routing key holds.

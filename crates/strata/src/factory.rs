@@ -342,6 +342,47 @@ where
         self.build_with(handler_fn(f))
     }
 
+    /// Builds the endpoint that implements `operation`, declared once and shared with its
+    /// clients: the operation's method, and an async handler of `(input, ctx, logger)` that
+    /// takes the operation's input type and returns its output type (another type does not
+    /// compile). Routing refuses to mount it anywhere but where the operation says
+    /// ([`RoutingError::NotAsDeclared`](strata_routing::RoutingError::NotAsDeclared));
+    /// [`Routing::operation`](strata_routing::Routing::operation) mounts it there.
+    ///
+    /// ```
+    /// use strata::prelude::*;
+    /// # #[derive(serde::Deserialize, garde::Validate, schemars::JsonSchema)]
+    /// # pub struct BookId { #[garde(skip)] id: u32 }
+    /// # #[derive(serde::Serialize, garde::Validate, schemars::JsonSchema)]
+    /// # #[garde(allow_unvalidated)]
+    /// # pub struct Book { id: u32 }
+    ///
+    /// // In a crate the server and its clients share:
+    /// pub const GET_BOOK: Operation<BookId, Book> = Operation::get("/v1/books/:id");
+    ///
+    /// let get_book = default_endpoints_factory()
+    ///     .endpoint()
+    ///     .implement(&GET_BOOK, |input, _ctx, _logger| async move { Ok(Book { id: input.id }) });
+    /// let routing = Routing::new().operation(get_book);
+    /// # let _ = routing;
+    /// ```
+    pub fn implement<F, Fut, I, O>(
+        mut self,
+        operation: &strata_core::Operation<I, O>,
+        f: F,
+    ) -> Endpoint
+    where
+        F: Fn(I, C, Logger) -> Fut + Clone + Send + Sync + 'static,
+        Fut: Future<Output = Result<O, ApiError>> + Send + 'static,
+        I: InputType,
+        O: OutputType,
+        L: MiddlewareChain<C>,
+    {
+        self.meta.methods = vec![operation.method()];
+        self.meta.declared = Some(operation.declared_route());
+        self.handler(f)
+    }
+
     /// Builds an endpoint that reads no input, with an async handler of `(ctx, logger)`: the
     /// same as [`handler`](Self::handler) with `()` as the input (any input is ignored).
     ///

@@ -64,7 +64,7 @@ pub use factory::{
 };
 pub use strata_core::{
     ApiError, ApiResult, BoxError, Ctx, DeclaredError, DefaultResultHandler, ErrorHandler,
-    ErrorKind, Get, HCons, HNil, IncomingBody, Level, Logger, Mode, Output, PathParams,
+    ErrorKind, Get, HCons, HNil, IncomingBody, Level, Logger, Mode, Operation, Output, PathParams,
     RequestBody, RequestInfo, ResponseBody, ResponseDescription, ResponseHeader, ResultHandler,
     Security, Validated, http_error,
 };
@@ -77,6 +77,10 @@ pub use strata_output::{Binary, FileResponse, HandlerOutput, Reply, StreamRespon
 pub use strata_upload::{MoveError, MultipartForm, UploadLimits, UploadedFileExt};
 pub use strata_validate::{Decoder, not_null};
 
+/// The typed Rust client: calls the [`Operation`]s a server implements, with their own types,
+/// over any tower service (feature `client`).
+#[cfg(feature = "client")]
+pub use strata_client as client;
 /// Stage 2: combine input sources.
 pub use strata_combine as combine;
 /// The shared vocabulary ([`strata_core`]).
@@ -94,8 +98,8 @@ pub use strata_handler as handler;
 pub use strata_input as input;
 /// Stage 3: middleware.
 pub use strata_middleware as middleware;
-/// API descriptions: an OpenAPI 3.1 document from a routing, routes serving it (feature
-/// `openapi`).
+/// API descriptions: an OpenAPI 3.2 (or 3.1) document from a routing, routes serving it
+/// (feature `openapi`).
 #[cfg(feature = "openapi")]
 pub use strata_openapi as openapi;
 /// Stage 6: output checks.
@@ -155,8 +159,9 @@ pub mod prelude {
     pub use crate::{
         ApiError, ApiResult, Config, CorsRequest, Ctx, DefaultResultHandler, Endpoint,
         EndpointsFactory, FileResponse, Get, HCons, HNil, InputSource, Level, Logger, Middleware,
-        MiddlewareChain, Mode, Nest, RawBody, Reply, RequestInfo, ResultHandler, Router, Routing,
-        Security, ServeStatic, UploadLimits, UploadedFile, UploadedFileExt, attach_routing,
-        create_config, create_server, default_endpoints_factory, http_error, routing,
+        MiddlewareChain, Mode, Nest, Operation, RawBody, Reply, RequestInfo, ResultHandler, Router,
+        Routing, Security, ServeStatic, UploadLimits, UploadedFile, UploadedFileExt,
+        attach_routing, create_config, create_server, default_endpoints_factory, http_error,
+        routing,
     };
 }

@@ -1,0 +1,288 @@
+//! A typed Rust client for a Strata API: it calls the very [`Operation`]s the server
+//! implements, with their own input and output types, over any `tower::Service`.
+//!
+//! A crate (or module) shared by the server and its clients declares each operation once: a
+//! `const` [`Operation`] of its method, path, input and output. The server implements it
+//! (`EndpointBuilder::implement`) and routing refuses to mount it anywhere else; a client calls
+//! it with [`Client::call`]. A changed input or output type breaks both sides at compile time,
+//! with nothing generated: no build script, no OpenAPI round trip.
+//!
+//! [`Client`] runs over any service of `http::Request<Full<Bytes>>`: the `Router` itself (no
+//! socket, as in tests), or a network client such as hyper-util's pooled one, with any tower
+//! layers around it (timeouts, retries, concurrency limits, tracing).
+//!
+//! An input is placed where the server reads it by default: path parameters substituted and
+//! percent-encoded; for GET, HEAD and DELETE the other fields in the query string (lists as
+//! repeated keys, `null` left out); for POST, PUT, PATCH and QUERY a JSON body. The response is
+//! read by an [`Envelope`], the client's counterpart of the server's result handler
+//! ([`DefaultEnvelope`] reads the default one). What goes wrong is a [`ClientError`]: the
+//! server's error (status, message, body), a transport error, a body that is not the output
+//! (with the path where), an input that cannot be sent, a timeout.
+//!
+//! # Example
+//!
+//! ```
+//! use serde::{Deserialize, Serialize};
+//! use strata::prelude::*;
+//! use strata_client::Client;
+//!
+//! #[derive(Serialize, Deserialize, garde::Validate, schemars::JsonSchema)]
+//! pub struct Greeting {
+//!     #[garde(length(min = 1))]
+//!     name: String,
+//! }
+//!
+//! #[derive(Debug, Serialize, Deserialize, garde::Validate, schemars::JsonSchema)]
+//! #[garde(allow_unvalidated)]
+//! pub struct Greeted {
+//!     text: String,
+//! }
+//!
+//! // Shared by the server and its clients.
+//! pub const GREET: Operation<Greeting, Greeted> = Operation::get("/v1/greet/:name");
+//!
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! // The server implements it...
+//! let greet = default_endpoints_factory().endpoint().implement(&GREET, |input, _ctx, _logger| {
+//!     async move { Ok(Greeted { text: format!("Hello, {}", input.name) }) }
+//! });
+//! let routing = Routing::new().operation(greet);
+//! let config = create_config().cors(false).build();
+//! let router = strata::Router::new(&routing, &config)?;
+//!
+//! // ...and a client calls it, here over the router in memory.
+//! let client = Client::new(router);
+//! let greeted = client.call(&GREET, Greeting { name: "Ada".into() }).await?;
+//! assert_eq!(greeted.text, "Hello, Ada");
+//! let refused = client.call(&GREET, Greeting { name: String::new() }).await.unwrap_err();
+//! assert_eq!(refused.status(), Some(http::StatusCode::NOT_FOUND)); // an empty path segment
+//! # Ok(())
+//! # }
+//! ```
+
+mod envelope;
+mod error;
+mod request;
+
+use std::future::{Future, IntoFuture};
+use std::pin::Pin;
+use std::time::Duration;
+
+use bytes::Bytes;
+use http::header::CONTENT_TYPE;
+use http::{HeaderMap, HeaderName, HeaderValue, Request, Response};
+use http_body_util::{BodyExt, Full, LengthLimitError, Limited};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use strata_core::BoxError;
+use tower::{Service, ServiceExt};
+
+pub use envelope::{DefaultEnvelope, Envelope, api_error, decode};
+pub use error::ClientError;
+pub use strata_core::Operation;
+
+/// The timeout of a call unless the client or the call sets another.
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// The largest response body read unless the client sets another: 64 MiB.
+pub const DEFAULT_MAX_RESPONSE_BODY: usize = 64 * 1024 * 1024;
+
+/// A typed client of a Strata API over the service `S` (a `Router`, or a network client), reading
+/// responses with the envelope `E`.
+#[derive(Debug, Clone)]
+pub struct Client<S, E = DefaultEnvelope> {
+    inner: S,
+    base_url: String,
+    headers: HeaderMap,
+    timeout: Option<Duration>,
+    max_response_body: usize,
+    envelope: E,
+}
+
+impl<S> Client<S> {
+    /// A client sending requests to `service`, reading the default result handler's envelope.
+    pub fn new(service: S) -> Self {
+        Self {
+            inner: service,
+            base_url: String::new(),
+            headers: HeaderMap::new(),
+            timeout: Some(DEFAULT_TIMEOUT),
+            max_response_body: DEFAULT_MAX_RESPONSE_BODY,
+            envelope: DefaultEnvelope,
+        }
+    }
+}
+
+impl<S, E> Client<S, E> {
+    strata_core::inner_service_accessors!();
+
+    /// Where the API is (`https://api.example.com`, or with a prefix): requests go to this URL
+    /// followed by the operation's path. Without one (a `Router` in memory) requests carry only
+    /// the path.
+    #[must_use]
+    pub fn base_url(mut self, url: impl Into<String>) -> Self {
+        let mut url = url.into();
+        while url.ends_with('/') {
+            url.pop();
+        }
+        self.base_url = url;
+        self
+    }
+
+    /// A header sent with every call (credentials, say); a call's own headers win.
+    #[must_use]
+    pub fn header(mut self, name: HeaderName, value: HeaderValue) -> Self {
+        self.headers.insert(name, value);
+        self
+    }
+
+    /// The timeout of each call, from sending the request to reading the whole response
+    /// (default [`DEFAULT_TIMEOUT`]; `None`: no timeout); a call may set its own.
+    #[must_use]
+    pub fn timeout(mut self, timeout: Option<Duration>) -> Self {
+        self.timeout = timeout;
+        self
+    }
+
+    /// The largest response body read (default [`DEFAULT_MAX_RESPONSE_BODY`]); a larger one is
+    /// [`ClientError::TooLarge`].
+    #[must_use]
+    pub fn max_response_body(mut self, bytes: usize) -> Self {
+        self.max_response_body = bytes;
+        self
+    }
+
+    /// Reads responses with `envelope`, the counterpart of the server's result handler.
+    pub fn envelope<E2: Envelope>(self, envelope: E2) -> Client<S, E2> {
+        Client {
+            inner: self.inner,
+            base_url: self.base_url,
+            headers: self.headers,
+            timeout: self.timeout,
+            max_response_body: self.max_response_body,
+            envelope,
+        }
+    }
+
+    /// A call of `operation` with `input`: await it for the output, or set its headers and
+    /// timeout first (`client.call(&OP, input).header(name, value).await`).
+    pub fn call<I, O>(&self, operation: &Operation<I, O>, input: I) -> Call<'_, S, E, I, O> {
+        Call {
+            client: self,
+            operation: *operation,
+            input,
+            headers: HeaderMap::new(),
+            timeout: self.timeout,
+        }
+    }
+}
+
+/// One call of an operation, sent when awaited (or with [`Call::send`]).
+#[derive(Debug)]
+#[must_use = "a call is sent when awaited"]
+pub struct Call<'c, S, E, I, O> {
+    client: &'c Client<S, E>,
+    operation: Operation<I, O>,
+    input: I,
+    headers: HeaderMap,
+    timeout: Option<Duration>,
+}
+
+impl<S, E, I, O> Call<'_, S, E, I, O> {
+    /// A header of this call (it wins over the client's).
+    pub fn header(mut self, name: HeaderName, value: HeaderValue) -> Self {
+        self.headers.insert(name, value);
+        self
+    }
+
+    /// This call's timeout (`None`: none).
+    pub fn timeout(mut self, timeout: Option<Duration>) -> Self {
+        self.timeout = timeout;
+        self
+    }
+}
+
+impl<S, E, I, O, B> Call<'_, S, E, I, O>
+where
+    S: Service<Request<Full<Bytes>>, Response = Response<B>> + Clone,
+    S::Error: Into<BoxError>,
+    B: http_body::Body,
+    B::Error: Into<BoxError>,
+    E: Envelope,
+    I: Serialize,
+    O: DeserializeOwned,
+{
+    /// Sends the call and reads its output.
+    pub async fn send(self) -> Result<O, ClientError> {
+        let request = self.request()?;
+        let client = self.client;
+        let exchange = async {
+            let response = client
+                .inner
+                .clone()
+                .oneshot(request)
+                .await
+                .map_err(|error| ClientError::Transport(error.into()))?;
+            let (parts, body) = response.into_parts();
+            let limit = client.max_response_body;
+            let bytes = Limited::new(body, limit)
+                .collect()
+                .await
+                .map_err(|error| {
+                    if error.is::<LengthLimitError>() {
+                        ClientError::TooLarge { limit }
+                    } else {
+                        ClientError::Transport(error)
+                    }
+                })?
+                .to_bytes();
+            client.envelope.read(parts.status, &parts.headers, &bytes)
+        };
+        match self.timeout {
+            Some(after) => tokio::time::timeout(after, exchange)
+                .await
+                .map_err(|_| ClientError::Timeout(after))?,
+            None => exchange.await,
+        }
+    }
+
+    /// The HTTP request of the call.
+    fn request(&self) -> Result<Request<Full<Bytes>>, ClientError> {
+        let method = self.operation.method();
+        let placed = request::place(&method, self.operation.path(), &self.input)?;
+        let uri = format!("{}{}", self.client.base_url, placed.path_and_query);
+        let mut request = Request::builder()
+            .method(method)
+            .uri(uri)
+            .body(Full::new(placed.body.clone().unwrap_or_default()))
+            .map_err(|error| ClientError::Input(error.to_string()))?;
+        let headers = request.headers_mut();
+        headers.extend(self.client.headers.clone());
+        headers.extend(self.headers.clone());
+        if placed.body.is_some() {
+            headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+        }
+        Ok(request)
+    }
+}
+
+impl<'c, S, E, I, O, B> IntoFuture for Call<'c, S, E, I, O>
+where
+    S: Service<Request<Full<Bytes>>, Response = Response<B>> + Clone + Send + Sync + 'c,
+    S::Future: Send,
+    S::Error: Into<BoxError>,
+    B: http_body::Body + Send + 'c,
+    B::Data: Send,
+    B::Error: Into<BoxError>,
+    E: Envelope,
+    I: Serialize + Send + 'c,
+    O: DeserializeOwned + Send + 'c,
+{
+    type Output = Result<O, ClientError>;
+    type IntoFuture = Pin<Box<dyn Future<Output = Result<O, ClientError>> + Send + 'c>>;
+
+    fn into_future(self) -> Self::IntoFuture {
+        Box::pin(self.send())
+    }
+}

@@ -1,0 +1,174 @@
+//! Operations declared once, shared by the server that implements them and the clients that
+//! call them.
+//!
+//! An [`Operation`] is a method, a path and two types, the input and the output, with no
+//! handler: a `const` in a crate (or module) that both sides depend on. The server implements
+//! it (the facade's `EndpointBuilder::implement`, whose handler must take the declared input
+//! and return the declared output) and routing checks that it is mounted where it says; a
+//! client (`strata-client`) calls it with the same types. A changed type breaks both sides at
+//! compile time, and nothing is generated.
+//!
+//! ```
+//! use strata_core::Operation;
+//!
+//! # struct BookId; struct Book;
+//! pub const GET_BOOK: Operation<BookId, Book> = Operation::get("/v1/books/:id");
+//!
+//! assert_eq!(GET_BOOK.method(), http::Method::GET);
+//! assert_eq!(GET_BOOK.path(), "/v1/books/:id");
+//! assert_eq!(GET_BOOK.to_string(), "GET /v1/books/:id");
+//! ```
+
+use std::fmt;
+use std::marker::PhantomData;
+
+use http::Method;
+
+/// A declared operation: its method and path, and its input `I` and output `O` types.
+///
+/// The path is written as routing displays it: segments after `/`, path parameters as `:name`
+/// (fields of `I`).
+pub struct Operation<I, O> {
+    method: &'static str,
+    path: &'static str,
+    types: PhantomData<fn(I) -> O>,
+}
+
+impl<I, O> Operation<I, O> {
+    const fn new(method: &'static str, path: &'static str) -> Self {
+        Self {
+            method,
+            path,
+            types: PhantomData,
+        }
+    }
+
+    /// A GET operation at `path`.
+    pub const fn get(path: &'static str) -> Self {
+        Self::new("GET", path)
+    }
+
+    /// A POST operation at `path`.
+    pub const fn post(path: &'static str) -> Self {
+        Self::new("POST", path)
+    }
+
+    /// A PUT operation at `path`.
+    pub const fn put(path: &'static str) -> Self {
+        Self::new("PUT", path)
+    }
+
+    /// A PATCH operation at `path`.
+    pub const fn patch(path: &'static str) -> Self {
+        Self::new("PATCH", path)
+    }
+
+    /// A DELETE operation at `path`.
+    pub const fn delete(path: &'static str) -> Self {
+        Self::new("DELETE", path)
+    }
+
+    /// A QUERY operation at `path`.
+    pub const fn query(path: &'static str) -> Self {
+        Self::new("QUERY", path)
+    }
+
+    /// The method.
+    pub fn method(&self) -> Method {
+        method_of(self.method)
+    }
+
+    /// The path, `:name` for a parameter.
+    pub const fn path(&self) -> &'static str {
+        self.path
+    }
+
+    /// Where the operation is declared to be mounted.
+    pub fn declared_route(&self) -> DeclaredRoute {
+        DeclaredRoute {
+            method: self.method(),
+            path: self.path,
+        }
+    }
+}
+
+fn method_of(name: &str) -> Method {
+    match name {
+        "GET" => Method::GET,
+        "POST" => Method::POST,
+        "PUT" => Method::PUT,
+        "PATCH" => Method::PATCH,
+        "DELETE" => Method::DELETE,
+        _ => crate::query_method(),
+    }
+}
+
+// By hand: an operation is a method and a path whatever its types are (derives would ask
+// `I: Clone` and so on).
+impl<I, O> Clone for Operation<I, O> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<I, O> Copy for Operation<I, O> {}
+
+impl<I, O> fmt::Debug for Operation<I, O> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Operation")
+            .field("method", &self.method)
+            .field("path", &self.path)
+            .field("input", &std::any::type_name::<I>())
+            .field("output", &std::any::type_name::<O>())
+            .finish()
+    }
+}
+
+impl<I, O> fmt::Display for Operation<I, O> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} {}", self.method, self.path)
+    }
+}
+
+/// Where an endpoint that implements an [`Operation`] must be mounted: routing refuses it
+/// anywhere else.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DeclaredRoute {
+    /// The method.
+    pub method: Method,
+    /// The path, as routing displays it.
+    pub path: &'static str,
+}
+
+impl fmt::Display for DeclaredRoute {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} {}", self.method, self.path)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_constructor_declares_its_method() {
+        let all: [Operation<(), ()>; 6] = [
+            Operation::get("/a"),
+            Operation::post("/a"),
+            Operation::put("/a"),
+            Operation::patch("/a"),
+            Operation::delete("/a"),
+            Operation::query("/a"),
+        ];
+        let methods: Vec<String> = all.iter().map(|op| op.method().to_string()).collect();
+        assert_eq!(methods, ["GET", "POST", "PUT", "PATCH", "DELETE", "QUERY"]);
+        assert_eq!(
+            all[5].declared_route(),
+            DeclaredRoute {
+                method: crate::query_method(),
+                path: "/a"
+            }
+        );
+        assert_eq!(all[1].declared_route().to_string(), "POST /a");
+    }
+}

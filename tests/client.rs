@@ -1,0 +1,427 @@
+//! The typed Rust client (`strata::client`): operations declared once, implemented by the
+//! server, called by the client in memory over the router and over a real socket.
+
+#![allow(clippy::unwrap_used)] // tests fail loudly by design
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use garde::Validate;
+use http::{HeaderName, HeaderValue, StatusCode};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use strata::RoutingError;
+use strata::client::{Client, ClientError};
+use strata::prelude::*;
+
+/// The declarations a server and its clients share (a crate of their own in a real project).
+mod api {
+    use super::{Book, BookId, Found, NewBook, Search, Shelf, ShelfQuery};
+    use strata::Operation;
+
+    pub(crate) const CREATE_BOOK: Operation<NewBook, Book> = Operation::post("/v1/books");
+    pub(crate) const GET_BOOK: Operation<BookId, Book> = Operation::get("/v1/books/:id");
+    pub(crate) const DELETE_BOOK: Operation<BookId, Book> = Operation::delete("/v1/books/:id");
+    pub(crate) const LIST_SHELF: Operation<ShelfQuery, Shelf> =
+        Operation::get("/v1/shelves/:shelf");
+    pub(crate) const SEARCH: Operation<Search, Found> = Operation::query("/v1/books/search");
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Validate, JsonSchema)]
+#[garde(allow_unvalidated)]
+pub(crate) struct Book {
+    id: u32,
+    title: String,
+    shelf: String,
+}
+
+#[derive(Serialize, Deserialize, Validate, JsonSchema)]
+pub(crate) struct NewBook {
+    #[garde(length(chars, min = 1, max = 100))]
+    title: String,
+    #[garde(length(min = 1))]
+    shelf: String,
+}
+
+#[derive(Serialize, Deserialize, Validate, JsonSchema)]
+pub(crate) struct BookId {
+    #[garde(skip)]
+    id: u32,
+}
+
+#[derive(Serialize, Deserialize, Validate, JsonSchema)]
+pub(crate) struct ShelfQuery {
+    /// The shelf (a path parameter: any text, percent-encoded by the client).
+    #[garde(length(min = 1))]
+    shelf: String,
+    /// Title words, all of which must appear (repeated query keys).
+    #[garde(skip)]
+    #[serde(default)]
+    words: Vec<String>,
+    #[garde(skip)]
+    limit: Option<u32>,
+}
+
+#[derive(Debug, Serialize, Deserialize, Validate, JsonSchema)]
+#[garde(allow_unvalidated)]
+pub(crate) struct Shelf {
+    shelf: String,
+    books: Vec<Book>,
+}
+
+#[derive(Serialize, Deserialize, Validate, JsonSchema)]
+pub(crate) struct Search {
+    #[garde(length(min = 1), inner(length(min = 1)))]
+    words: Vec<String>,
+}
+
+#[derive(Debug, Serialize, Deserialize, Validate, JsonSchema)]
+#[garde(allow_unvalidated)]
+pub(crate) struct Found {
+    books: Vec<Book>,
+}
+
+type Books = Arc<Mutex<Vec<Book>>>;
+
+fn has_words(book: &Book, words: &[String]) -> bool {
+    let title = book.title.to_lowercase();
+    words.iter().all(|w| title.contains(&w.to_lowercase()))
+}
+
+/// The server: each endpoint implements its declaration, mounted where it says.
+fn routing(books: &Books) -> Routing {
+    let factory = default_endpoints_factory().with_state(books.clone());
+    let create = factory
+        .endpoint()
+        .implement(&api::CREATE_BOOK, |input, ctx, _| async move {
+            let books: &Books = ctx.get();
+            let mut books = books.lock().unwrap();
+            let book = Book {
+                id: u32::try_from(books.len()).unwrap() + 1,
+                title: input.title,
+                shelf: input.shelf,
+            };
+            books.push(book.clone());
+            Ok(book)
+        });
+    let get = factory
+        .endpoint()
+        .implement(&api::GET_BOOK, |input, ctx, _| async move {
+            let books: &Books = ctx.get();
+            let books = books.lock().unwrap();
+            books
+                .iter()
+                .find(|b| b.id == input.id)
+                .cloned()
+                .ok_or_else(|| http_error!(404, "No book has the id {}", input.id))
+        });
+    let delete = factory
+        .endpoint()
+        .implement(&api::DELETE_BOOK, |input, ctx, _| async move {
+            let books: &Books = ctx.get();
+            let mut books = books.lock().unwrap();
+            let at = books
+                .iter()
+                .position(|b| b.id == input.id)
+                .ok_or_else(|| http_error!(404, "No book has the id {}", input.id))?;
+            Ok(books.remove(at))
+        });
+    let shelf = factory
+        .endpoint()
+        .implement(&api::LIST_SHELF, |input, ctx, _| async move {
+            let books: &Books = ctx.get();
+            let books = books.lock().unwrap();
+            let limit = input.limit.map_or(usize::MAX, |l| l as usize);
+            Ok(Shelf {
+                books: books
+                    .iter()
+                    .filter(|b| b.shelf == input.shelf && has_words(b, &input.words))
+                    .take(limit)
+                    .cloned()
+                    .collect(),
+                shelf: input.shelf,
+            })
+        });
+    let search = factory
+        .endpoint()
+        .implement(&api::SEARCH, |input, ctx, _| async move {
+            let books: &Books = ctx.get();
+            let books = books.lock().unwrap();
+            Ok(Found {
+                books: books
+                    .iter()
+                    .filter(|b| has_words(b, &input.words))
+                    .cloned()
+                    .collect(),
+            })
+        });
+    Routing::new()
+        .operation(create)
+        .operation(get)
+        .operation(delete)
+        .operation(shelf)
+        .operation(search)
+}
+
+fn config() -> strata::Config {
+    create_config()
+        .cors(false)
+        .listen(std::net::SocketAddr::from(([127, 0, 0, 1], 0)))
+        .build()
+}
+
+/// The walk every transport must pass: create, read, list with path and query fields, a QUERY
+/// search, a typed 400 naming the field, a 404, delete.
+async fn walk<S, B>(client: &Client<S>)
+where
+    S: tower::Service<
+            http::Request<http_body_util::Full<bytes::Bytes>>,
+            Response = http::Response<B>,
+        > + Clone
+        + Send
+        + Sync,
+    S::Future: Send,
+    S::Error: Into<strata::BoxError>,
+    B: http_body::Body + Send,
+    B::Data: Send,
+    B::Error: Into<strata::BoxError>,
+{
+    let emma = client
+        .call(
+            &api::CREATE_BOOK,
+            NewBook {
+                title: "Emma".into(),
+                shelf: "19th century / novels".into(),
+            },
+        )
+        .await
+        .unwrap();
+    assert_eq!(emma.title, "Emma");
+    let persuasion = client
+        .call(
+            &api::CREATE_BOOK,
+            NewBook {
+                title: "Persuasion of Emma".into(),
+                shelf: "19th century / novels".into(),
+            },
+        )
+        .await
+        .unwrap();
+    let read = client
+        .call(&api::GET_BOOK, BookId { id: emma.id })
+        .await
+        .unwrap();
+    assert_eq!(read, emma);
+
+    // A path parameter with spaces and a slash, and a list as repeated query keys.
+    let shelf = client
+        .call(
+            &api::LIST_SHELF,
+            ShelfQuery {
+                shelf: "19th century / novels".into(),
+                words: vec!["emma".into(), "persuasion".into()],
+                limit: None,
+            },
+        )
+        .await
+        .unwrap();
+    assert_eq!(shelf.shelf, "19th century / novels");
+    assert_eq!(shelf.books, std::slice::from_ref(&persuasion));
+    let one = client
+        .call(
+            &api::LIST_SHELF,
+            ShelfQuery {
+                shelf: "19th century / novels".into(),
+                words: Vec::new(),
+                limit: Some(1),
+            },
+        )
+        .await
+        .unwrap();
+    assert_eq!(one.books, std::slice::from_ref(&emma));
+
+    // QUERY: the criteria in a JSON body.
+    let found = client
+        .call(
+            &api::SEARCH,
+            Search {
+                words: vec!["EMMA".into()],
+            },
+        )
+        .await
+        .unwrap();
+    assert_eq!(found.books, [emma.clone(), persuasion.clone()]);
+
+    // The server's validation error, typed: status, message naming the field, the body.
+    let refused = client
+        .call(
+            &api::CREATE_BOOK,
+            NewBook {
+                title: String::new(),
+                shelf: "x".into(),
+            },
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(refused.status(), Some(StatusCode::BAD_REQUEST));
+    assert!(refused.message().unwrap().contains("title"), "{refused}");
+    let body: serde_json::Value = refused.error_body().unwrap().unwrap();
+    assert_eq!(body["status"], "error");
+
+    let deleted = client
+        .call(&api::DELETE_BOOK, BookId { id: emma.id })
+        .await
+        .unwrap();
+    assert_eq!(deleted, emma);
+    let gone = client
+        .call(&api::GET_BOOK, BookId { id: emma.id })
+        .await
+        .unwrap_err();
+    assert_eq!(gone.status(), Some(StatusCode::NOT_FOUND));
+    assert_eq!(
+        gone.message(),
+        Some(format!("No book has the id {}", emma.id).as_str())
+    );
+}
+
+#[tokio::test]
+async fn the_walk_in_memory_over_the_router() {
+    let books = Books::default();
+    let router = Router::new(&routing(&books), &config()).unwrap();
+    walk(&Client::new(router)).await;
+}
+
+#[tokio::test]
+async fn the_walk_over_a_real_socket_with_hyper_util_s_pooled_client() {
+    let books = Books::default();
+    let server = create_server(&config(), &routing(&books)).await.unwrap();
+    let strata::LocalAddr::Tcp(addr) = server.servers()[0].local_addr.clone() else {
+        panic!("TCP")
+    };
+    let pool = hyper_util::client::legacy::Client::builder(hyper_util::rt::TokioExecutor::new())
+        .build_http();
+    let client = Client::new(pool).base_url(format!("http://{addr}/"));
+    walk(&client).await;
+    server.shutdown().await;
+}
+
+#[tokio::test]
+async fn headers_timeouts_and_bodies_that_are_not_the_output() {
+    #[derive(Debug, Serialize, Deserialize, Validate, JsonSchema)]
+    #[garde(allow_unvalidated)]
+    struct Seen {
+        token: Option<String>,
+    }
+    #[derive(Debug, Deserialize)]
+    #[allow(dead_code)]
+    struct Wrong {
+        token: u32,
+    }
+    const SEEN: Operation<(), Seen> = Operation::get("/seen");
+    const SEEN_WRONGLY: Operation<(), Wrong> = Operation::get("/seen");
+    const SLOW: Operation<(), Seen> = Operation::get("/slow");
+    let slow = default_endpoints_factory()
+        .endpoint()
+        .implement(&SLOW, |(), _ctx, _logger| async {
+            tokio::time::sleep(Duration::from_secs(5)).await;
+            Ok(Seen { token: None })
+        });
+    // Any endpoint answers a declaration that matches it (this one reads the request's headers).
+    let seen = default_endpoints_factory().get().handler_with_request(
+        |(): (), _ctx, _logger, parts: http::request::Parts| async move {
+            let token = parts
+                .headers
+                .get("token")
+                .map(|t| t.to_str().unwrap().to_owned());
+            Ok(Seen { token })
+        },
+    );
+    let routing = routing! { "seen" => seen }.operation(slow);
+    let router = Router::new(&routing, &config()).unwrap();
+    let token = HeaderName::from_static("token");
+    let client = Client::new(router).header(token.clone(), HeaderValue::from_static("client"));
+    let seen = client.call(&SEEN, ()).await.unwrap();
+    assert_eq!(seen.token.as_deref(), Some("client"));
+    let seen = client
+        .call(&SEEN, ())
+        .header(token, HeaderValue::from_static("call"))
+        .await
+        .unwrap();
+    assert_eq!(
+        seen.token.as_deref(),
+        Some("call"),
+        "the call's header wins"
+    );
+
+    // A success whose body is not the declared output: where, and why.
+    let error = client.call(&SEEN_WRONGLY, ()).await.unwrap_err();
+    assert!(
+        matches!(&error, ClientError::Decode { path, .. } if path == "data.token"),
+        "{error:?}"
+    );
+
+    let error = client
+        .call(&SLOW, ())
+        .timeout(Some(Duration::from_millis(50)))
+        .await
+        .unwrap_err();
+    assert!(matches!(error, ClientError::Timeout(_)), "{error:?}");
+    let small = client.clone().max_response_body(8);
+    let error = small.call(&SEEN, ()).await.unwrap_err();
+    assert!(
+        matches!(error, ClientError::TooLarge { limit: 8 }),
+        "{error:?}"
+    );
+}
+
+#[test]
+fn an_operation_mounted_elsewhere_is_a_routing_error() {
+    let endpoint = || {
+        default_endpoints_factory().endpoint().implement(
+            &api::GET_BOOK,
+            |input, _ctx, _logger| async move {
+                Ok(Book {
+                    id: input.id,
+                    title: String::new(),
+                    shelf: String::new(),
+                })
+            },
+        )
+    };
+    let error = |routing: Routing| Router::new(&routing, &config()).unwrap_err();
+    // Another path.
+    let elsewhere = error(routing! { "v2" => { "books" => { ":id" => endpoint() } } });
+    assert!(
+        matches!(&elsewhere, RoutingError::NotAsDeclared { declared, mounted }
+            if declared == "GET /v1/books/:id" && mounted == "GET /v2/books/:id"),
+        "{elsewhere}"
+    );
+    assert_eq!(
+        elsewhere.to_string(),
+        "GET /v2/books/:id: the endpoint implements the operation GET /v1/books/:id, so it must be mounted there"
+    );
+    // The same path with another parameter name is another path for the client.
+    let renamed = error(routing! { "get /v1/books/:book" => endpoint() });
+    assert!(matches!(
+        renamed,
+        RoutingError::NotAsDeclared { .. } | RoutingError::UnknownParam { .. }
+    ));
+    // Another method.
+    let method = error(routing! { "post /v1/books/:id" => endpoint() });
+    assert!(
+        matches!(method, RoutingError::MethodNotSupported { .. }),
+        "{method}"
+    );
+    // Where it says: fine, written out or with `Routing::operation`.
+    assert!(Router::new(&routing! { "get /v1/books/:id" => endpoint() }, &config()).is_ok());
+    assert!(Router::new(&Routing::new().operation(endpoint()), &config()).is_ok());
+    // `Routing::operation` takes only endpoints that implement one.
+    let plain = default_endpoints_factory()
+        .get()
+        .handler_without_input(|_ctx, _logger| async move { Ok(Found { books: Vec::new() }) });
+    let undeclared = error(Routing::new().operation(plain));
+    assert!(
+        matches!(undeclared, RoutingError::InvalidKey { .. }),
+        "{undeclared}"
+    );
+}
