@@ -425,3 +425,12 @@ fn an_operation_mounted_elsewhere_is_a_routing_error() {
         "{undeclared}"
     );
 }
+
+#[test]
+fn types_and_places_are_checked_before_any_call() {
+    let cases = trybuild::TestCases::new();
+    cases.compile_fail("tests/ui/client_wrong_input.rs");
+    cases.compile_fail("tests/ui/client_wrong_output.rs");
+    cases.compile_fail("tests/ui/implement_wrong_output.rs");
+    cases.pass("tests/ui/implement_at_another_path.rs");
+}
