@@ -434,3 +434,141 @@ fn types_and_places_are_checked_before_any_call() {
     cases.compile_fail("tests/ui/implement_wrong_output.rs");
     cases.pass("tests/ui/implement_at_another_path.rs");
 }
+
+#[derive(Serialize, Deserialize, Validate, JsonSchema)]
+struct CoverUpload {
+    #[garde(skip)]
+    id: u32,
+    #[garde(length(max = 80))]
+    caption: Option<String>,
+    #[garde(skip)]
+    cover: strata::UploadedFile,
+}
+
+#[derive(Debug, PartialEq, Serialize, Deserialize, Validate, JsonSchema)]
+#[garde(allow_unvalidated)]
+struct Stored {
+    id: u32,
+    name: String,
+    mimetype: String,
+    bytes: Vec<u8>,
+    caption: Option<String>,
+}
+
+#[derive(Serialize, Deserialize, Validate, JsonSchema)]
+#[garde(allow_unvalidated)]
+struct Hook {
+    raw: strata::RawBody,
+    topic: String,
+    source: String,
+}
+
+#[derive(Debug, PartialEq, Serialize, Deserialize, Validate, JsonSchema)]
+#[garde(allow_unvalidated)]
+struct Received {
+    topic: String,
+    source: String,
+    content_type: String,
+    text: String,
+}
+
+const UPLOAD: Operation<CoverUpload, Stored> = Operation::post("/v1/books/:id/cover");
+const HOOK: Operation<Hook, Received> = Operation::post("/hooks/:topic");
+
+/// A router with uploads on, the cover upload and the webhook.
+fn upload_router() -> Router {
+    let upload =
+        default_endpoints_factory()
+            .endpoint()
+            .implement(&UPLOAD, |input, _, _| async move {
+                Ok(Stored {
+                    id: input.id,
+                    name: input.cover.name().to_owned(),
+                    mimetype: input.cover.mimetype().to_owned(),
+                    bytes: input.cover.data().to_vec(),
+                    caption: input.caption,
+                })
+            });
+    let hook = default_endpoints_factory()
+        .endpoint()
+        .implement(&HOOK, |input, _, _| async move {
+            Ok(Received {
+                topic: input.topic,
+                source: input.source,
+                content_type: input.raw.content_type().to_owned(),
+                text: String::from_utf8_lossy(input.raw.data()).into_owned(),
+            })
+        });
+    let routing = Routing::new().operation(upload).operation(hook);
+    let config = create_config()
+        .cors(false)
+        .upload(strata::UploadLimits::builder().file_size(1024).files(1))
+        .input_sources(
+            &http::Method::POST,
+            [
+                InputSource::Body,
+                InputSource::Query,
+                InputSource::Params,
+                InputSource::Files,
+            ],
+        )
+        .build();
+    Router::new(&routing, &config).unwrap()
+}
+
+#[tokio::test]
+async fn files_go_in_a_form() {
+    let client = Client::new(upload_router());
+    let cover = || CoverUpload {
+        id: 4,
+        caption: Some("Première «édition»".into()),
+        cover: strata::UploadedFile::new("emma.png", "image/png", &b"\x89PNG\r\n"[..]),
+    };
+    let stored = client.call(&UPLOAD, cover()).await.unwrap();
+    assert_eq!(
+        stored,
+        Stored {
+            id: 4,
+            name: "emma.png".into(),
+            mimetype: "image/png".into(),
+            bytes: b"\x89PNG\r\n".to_vec(),
+            caption: Some("Première «édition»".into()),
+        }
+    );
+    // The server's limits answer as for any client: a file over its size is a 413.
+    let large = CoverUpload {
+        cover: strata::UploadedFile::new("big.bin", "", vec![0_u8; 2048]),
+        ..cover()
+    };
+    let error = client.call(&UPLOAD, large).await.unwrap_err();
+    assert_eq!(
+        error.status(),
+        Some(StatusCode::PAYLOAD_TOO_LARGE),
+        "{error}"
+    );
+}
+
+#[tokio::test]
+async fn a_raw_body_goes_as_it_is() {
+    let client = Client::new(upload_router());
+    let received = client
+        .call(
+            &HOOK,
+            Hook {
+                raw: strata::RawBody::new("application/json", &b"{ \"type\" : \"paid\" }"[..]),
+                topic: "orders".into(),
+                source: "ci".into(),
+            },
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        received,
+        Received {
+            topic: "orders".into(),
+            source: "ci".into(),
+            content_type: "application/json".into(),
+            text: "{ \"type\" : \"paid\" }".into(),
+        }
+    );
+}

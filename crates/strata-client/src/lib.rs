@@ -13,7 +13,9 @@
 //!
 //! An input is placed where the server reads it by default: path parameters substituted and
 //! percent-encoded; for GET, HEAD and DELETE the other fields in the query string (lists as
-//! repeated keys, `null` left out); for POST, PUT, PATCH and QUERY a JSON body. The response is
+//! repeated keys, `null` left out); for POST, PUT, PATCH and QUERY a JSON body; an input with
+//! `UploadedFile` fields as a `multipart/form-data` form, one with `raw: RawBody` as that body
+//! (other fields in the query string). The response is
 //! read by an [`Envelope`], the client's counterpart of the server's result handler
 //! ([`DefaultEnvelope`] reads the default one). What goes wrong is a [`ClientError`]: the
 //! server's error (status, message, body), a transport error, a body that is not the output
@@ -252,16 +254,19 @@ where
         let method = self.operation.method();
         let placed = request::place(&method, self.operation.path(), &self.input)?;
         let uri = format!("{}{}", self.client.base_url, placed.path_and_query);
+        let (content_type, body) = placed.body.unwrap_or_default();
         let mut request = Request::builder()
             .method(method)
             .uri(uri)
-            .body(Full::new(placed.body.clone().unwrap_or_default()))
+            .body(Full::new(body))
             .map_err(|error| ClientError::Input(error.to_string()))?;
         let headers = request.headers_mut();
         headers.extend(self.client.headers.clone());
         headers.extend(self.headers.clone());
-        if placed.body.is_some() {
-            headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+        if !content_type.is_empty() {
+            let content_type = HeaderValue::try_from(content_type)
+                .map_err(|error| ClientError::Input(format!("the body's media type: {error}")))?;
+            headers.insert(CONTENT_TYPE, content_type);
         }
         Ok(request)
     }

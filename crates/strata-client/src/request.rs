@@ -1,10 +1,13 @@
-//! Placing an input where the server reads it: path parameters, the query string, the body.
+//! Placing an input where the server reads it: path parameters, the query string, the body (JSON,
+//! a multipart form with the input's files, or a raw body).
 
 use bytes::Bytes;
 use http::Method;
 use percent_encoding::{AsciiSet, NON_ALPHANUMERIC, utf8_percent_encode};
 use serde::Serialize;
 use serde_json::{Map, Value};
+use strata_input::raw::RAW_FIELD;
+use strata_input::{FILE_PLACEHOLDER, UploadedFile, capture_files};
 
 use crate::ClientError;
 
@@ -20,8 +23,8 @@ const SEGMENT: &AsciiSet = &NON_ALPHANUMERIC
 pub(crate) struct Placed {
     /// The path with its query string.
     pub(crate) path_and_query: String,
-    /// The JSON body, for methods that send one.
-    pub(crate) body: Option<Bytes>,
+    /// The body and its content type, for requests that send one.
+    pub(crate) body: Option<(String, Bytes)>,
 }
 
 /// Whether the server reads `method`'s input from the query string (its default sources),
@@ -32,13 +35,16 @@ fn reads_query(method: &Method) -> bool {
 
 /// `input` placed for `method` and `path` (`/v1/books/:id`): each `:name` replaced by the field
 /// `name`, percent-encoded; the other fields in the query string (GET, HEAD, DELETE: lists as
-/// repeated keys, `null` left out) or as a JSON body (POST, PUT, PATCH, QUERY).
+/// repeated keys, `null` left out) or as a JSON body (POST, PUT, PATCH, QUERY). An input with
+/// files (`UploadedFile` fields) is a `multipart/form-data` body; one with a `raw: RawBody` is
+/// that body, of its own type, the other fields in the query string.
 pub(crate) fn place<I: Serialize>(
     method: &Method,
     path: &str,
     input: &I,
 ) -> Result<Placed, ClientError> {
-    let mut fields = match serde_json::to_value(input) {
+    let (value, files) = capture_files(|| serde_json::to_value(input));
+    let mut fields = match value {
         Ok(Value::Object(fields)) => fields,
         // A unit input (`()`) has no fields.
         Ok(Value::Null) => Map::new(),
@@ -72,12 +78,24 @@ pub(crate) fn place<I: Serialize>(
     if target.is_empty() {
         target.push('/');
     }
+    let raw = fields.get(RAW_FIELD).and_then(file_index);
+    if let Some(index) = raw {
+        fields.remove(RAW_FIELD);
+        let file = &files[index];
+        push_query(&mut target, &fields);
+        return Ok(Placed {
+            path_and_query: target,
+            body: Some((file.mimetype().to_owned(), file.data().clone())),
+        });
+    }
+    if !files.is_empty() {
+        return Ok(Placed {
+            path_and_query: target,
+            body: Some(multipart(&fields, &files)),
+        });
+    }
     if reads_query(method) {
-        let query = query_string(&fields);
-        if !query.is_empty() {
-            target.push('?');
-            target.push_str(&query);
-        }
+        push_query(&mut target, &fields);
         return Ok(Placed {
             path_and_query: target,
             body: None,
@@ -87,8 +105,117 @@ pub(crate) fn place<I: Serialize>(
         serde_json::to_vec(&fields).map_err(|error| ClientError::Input(error.to_string()))?;
     Ok(Placed {
         path_and_query: target,
-        body: Some(Bytes::from(body)),
+        body: Some(("application/json".to_owned(), Bytes::from(body))),
     })
+}
+
+/// `?` and the fields' query string, when there are any.
+fn push_query(target: &mut String, fields: &Map<String, Value>) {
+    let query = query_string(fields);
+    if !query.is_empty() {
+        target.push('?');
+        target.push_str(&query);
+    }
+}
+
+/// The index of the captured file a value stands for (`{"$strata:file": 2}`).
+fn file_index(value: &Value) -> Option<usize> {
+    match value {
+        Value::Object(map) if map.len() == 1 => map
+            .get(FILE_PLACEHOLDER)
+            .and_then(Value::as_u64)
+            .and_then(|index| usize::try_from(index).ok()),
+        _ => None,
+    }
+}
+
+/// The fields as `multipart/form-data` (RFC 7578): files as file parts of their name and type,
+/// lists as repeated parts, text as text parts, `null` as nothing; the content type with its
+/// boundary.
+fn multipart(fields: &Map<String, Value>, files: &[UploadedFile]) -> (String, Bytes) {
+    let mut parts: Vec<(&str, Part<'_>)> = Vec::new();
+    for (name, value) in fields {
+        let values = match value {
+            Value::Array(items) => items.iter().collect(),
+            other => vec![other],
+        };
+        for value in values {
+            if let Some(index) = file_index(value) {
+                parts.push((name, Part::File(&files[index])));
+            } else if let Some(text) = text_of(value) {
+                parts.push((name, Part::Text(text)));
+            }
+        }
+    }
+    let boundary = boundary_for(&parts);
+    let mut body = Vec::new();
+    for (name, part) in &parts {
+        body.extend_from_slice(format!("--{boundary}\r\n").as_bytes());
+        let name = quoted(name);
+        match part {
+            Part::Text(text) => {
+                body.extend_from_slice(
+                    format!("Content-Disposition: form-data; name=\"{name}\"\r\n\r\n").as_bytes(),
+                );
+                body.extend_from_slice(text.as_bytes());
+            }
+            Part::File(file) => {
+                let filename = quoted(file.name());
+                body.extend_from_slice(
+                    format!(
+                        "Content-Disposition: form-data; name=\"{name}\"; filename=\"{filename}\"\r\n\
+                         Content-Type: {}\r\n\r\n",
+                        file.mimetype()
+                    )
+                    .as_bytes(),
+                );
+                body.extend_from_slice(file.data());
+            }
+        }
+        body.extend_from_slice(b"\r\n");
+    }
+    body.extend_from_slice(format!("--{boundary}--\r\n").as_bytes());
+    (
+        format!("multipart/form-data; boundary={boundary}"),
+        Bytes::from(body),
+    )
+}
+
+/// A part of a form.
+enum Part<'f> {
+    Text(String),
+    File(&'f UploadedFile),
+}
+
+/// A name in a `Content-Disposition` parameter: HTML's form encoding escapes `"`, CR and LF.
+fn quoted(name: &str) -> String {
+    name.replace('"', "%22")
+        .replace('\r', "%0D")
+        .replace('\n', "%0A")
+}
+
+/// A boundary that no part contains (RFC 2046), from the process's random hash keys.
+fn boundary_for(parts: &[(&str, Part<'_>)]) -> String {
+    use std::hash::{BuildHasher, Hasher};
+    let keys = std::collections::hash_map::RandomState::new();
+    for attempt in 0_u64.. {
+        let mut hasher = keys.build_hasher();
+        hasher.write_u64(attempt);
+        let boundary = format!("strata-{:016x}", hasher.finish());
+        let inside = parts.iter().any(|(_, part)| {
+            let bytes: &[u8] = match part {
+                Part::Text(text) => text.as_bytes(),
+                Part::File(file) => file.data(),
+            };
+            bytes
+                .windows(boundary.len())
+                .any(|window| window == boundary.as_bytes())
+        });
+        if !inside {
+            return boundary;
+        }
+    }
+    unreachable!("a boundary is found long before the attempts run out")
 }
 
 /// One path segment, percent-encoded; `.` and `..` escaped, since clients and servers resolve
@@ -184,9 +311,69 @@ mod tests {
             assert_eq!(placed.path_and_query, "/v1/books/1");
             assert_eq!(
                 placed.body.unwrap(),
-                Bytes::from_static(br#"{"title":"Emma"}"#)
+                (
+                    "application/json".to_owned(),
+                    Bytes::from_static(br#"{"title":"Emma"}"#)
+                )
             );
         }
+    }
+
+    #[test]
+    fn files_make_a_form() {
+        #[derive(Serialize)]
+        struct CoverUpload {
+            id: u32,
+            caption: Option<String>,
+            tags: Vec<String>,
+            cover: UploadedFile,
+        }
+        let cover = CoverUpload {
+            id: 3,
+            caption: Some("a \"quoted\" caption".into()),
+            tags: vec!["a".into(), "b".into()],
+            cover: UploadedFile::new("c\"1.png", "image/png", &b"PNG"[..]),
+        };
+        let placed = place(&Method::POST, "/v1/books/:id/cover", &cover).unwrap();
+        assert_eq!(placed.path_and_query, "/v1/books/3/cover");
+        let (content_type, body) = placed.body.unwrap();
+        let boundary = content_type
+            .strip_prefix("multipart/form-data; boundary=")
+            .unwrap();
+        let expected = format!(
+            "--{boundary}\r\nContent-Disposition: form-data; name=\"caption\"\r\n\r\n\
+             a \"quoted\" caption\r\n\
+             --{boundary}\r\nContent-Disposition: form-data; name=\"cover\"; \
+             filename=\"c%221.png\"\r\nContent-Type: image/png\r\n\r\nPNG\r\n\
+             --{boundary}\r\nContent-Disposition: form-data; name=\"tags\"\r\n\r\na\r\n\
+             --{boundary}\r\nContent-Disposition: form-data; name=\"tags\"\r\n\r\nb\r\n\
+             --{boundary}--\r\n"
+        );
+        assert_eq!(String::from_utf8_lossy(&body), expected);
+    }
+
+    #[test]
+    fn a_raw_body_is_the_body_and_the_other_fields_the_query() {
+        #[derive(Serialize)]
+        struct Hook {
+            raw: strata_input::RawBody,
+            topic: String,
+            source: &'static str,
+        }
+        let hook = Hook {
+            raw: strata_input::RawBody::new("application/json", &b"{ \"a\": 1 }"[..]),
+            topic: "orders".into(),
+            source: "ci",
+        };
+        let placed = place(&Method::POST, "/hooks/:topic", &hook).unwrap();
+        assert_eq!(placed.path_and_query, "/hooks/orders?source=ci");
+        assert_eq!(
+            placed.body.unwrap(),
+            (
+                "application/json".to_owned(),
+                Bytes::from_static(b"{ \"a\": 1 }")
+            )
+        );
     }
 
     #[test]

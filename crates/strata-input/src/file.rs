@@ -166,6 +166,70 @@ impl<'de> Deserialize<'de> for UploadedFile {
     }
 }
 
+/// The key of the one-entry object a file serializes as inside [`capture_files`]: its index in
+/// the captured files.
+pub const FILE_PLACEHOLDER: &str = "$strata:file";
+
+thread_local! {
+    /// The files serialized so far by [`capture_files`] on this thread (`None` outside it). The
+    /// bytes of a file cannot travel through a serde data model that has no bytes type of its
+    /// own (`serde_json::Value`), so they leave beside it, as deserialization's hand-off brings
+    /// them in.
+    static CAPTURED: RefCell<Option<Vec<UploadedFile>>> = const { RefCell::new(None) };
+}
+
+/// Runs `serialize`, a serialization of an input (to a `serde_json::Value`, say), with its files
+/// captured: each [`UploadedFile`] (and [`RawBody`](crate::RawBody)) serializes as
+/// `{"$strata:file": index}` and is returned at that index, bytes shared, not copied. A client
+/// then sends them as the parts of a form (or as the body itself). Outside it, a file
+/// serializes as what it is, without its bytes: `{"name", "mimetype", "size"}`.
+///
+/// ```
+/// use strata_input::{UploadedFile, capture_files};
+///
+/// #[derive(serde::Serialize)]
+/// struct Cover {
+///     id: u32,
+///     cover: UploadedFile,
+/// }
+/// let cover = Cover { id: 7, cover: UploadedFile::new("c.png", "image/png", &b"png"[..]) };
+/// let (value, files) = capture_files(|| serde_json::to_value(&cover));
+/// assert_eq!(value.unwrap(), serde_json::json!({"id": 7, "cover": {"$strata:file": 0}}));
+/// assert_eq!(files[0].name(), "c.png");
+/// assert_eq!(
+///     serde_json::to_value(&cover).unwrap()["cover"],
+///     serde_json::json!({"name": "c.png", "mimetype": "image/png", "size": 3})
+/// );
+/// ```
+pub fn capture_files<R>(serialize: impl FnOnce() -> R) -> (R, Vec<UploadedFile>) {
+    let outer = CAPTURED.with(|slot| slot.borrow_mut().replace(Vec::new()));
+    let result = serialize();
+    let files = CAPTURED.with(|slot| std::mem::replace(&mut *slot.borrow_mut(), outer));
+    (result, files.unwrap_or_default())
+}
+
+impl serde::Serialize for UploadedFile {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::{SerializeMap, SerializeStruct};
+        let index = CAPTURED.with(|slot| {
+            slot.borrow_mut().as_mut().map(|files| {
+                files.push(self.clone());
+                files.len() - 1
+            })
+        });
+        if let Some(index) = index {
+            let mut map = serializer.serialize_map(Some(1))?;
+            map.serialize_entry(FILE_PLACEHOLDER, &index)?;
+            return map.end();
+        }
+        let mut file = serializer.serialize_struct("UploadedFile", 3)?;
+        file.serialize_field("name", &self.name)?;
+        file.serialize_field("mimetype", &self.mimetype)?;
+        file.serialize_field("size", &self.data.len())?;
+        file.end()
+    }
+}
+
 crate::binary_json_schema!(UploadedFile, "UploadedFile");
 
 #[cfg(test)]

@@ -42,7 +42,7 @@ mod sources;
 pub mod text;
 
 pub use de::DeError;
-pub use file::UploadedFile;
+pub use file::{FILE_PLACEHOLDER, UploadedFile, capture_files};
 pub use input::{Input, InputValue, JsonObject, JsonObjectError, TextValue};
 pub use payload::{Parsed, ParsedBody, Query, Staged};
 pub use raw::RawBody;

@@ -91,6 +91,14 @@ impl fmt::Debug for RawBody {
     }
 }
 
+/// As a file (see [`capture_files`](crate::capture_files)): a client sends it as the body.
+impl serde::Serialize for RawBody {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let file = UploadedFile::new("", self.content_type.clone(), self.data.clone());
+        serde::Serialize::serialize(&file, serializer)
+    }
+}
+
 impl<'de> Deserialize<'de> for RawBody {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
         UploadedFile::deserialize(deserializer).map(Self::from)
