@@ -572,3 +572,80 @@ async fn a_raw_body_goes_as_it_is() {
         }
     );
 }
+
+#[tokio::test]
+async fn a_file_downloads_as_a_stream_of_bytes() {
+    use futures_core::Stream;
+    #[derive(Serialize, Deserialize, Validate, JsonSchema)]
+    struct FileName {
+        #[garde(pattern(r"^[a-z0-9.-]+$"))]
+        name: String,
+    }
+    const DOWNLOAD: Operation<FileName, strata::FileResponse> = Operation::get("/files/:name");
+    let dir = std::env::temp_dir().join(format!("strata-client-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    // Larger than the first chunk (8 KiB): several pieces.
+    let content: Vec<u8> = (0..100_000_u32).map(|i| (i % 251) as u8).collect();
+    std::fs::write(dir.join("data.bin"), &content).unwrap();
+    let served = dir.clone();
+    let download =
+        default_endpoints_factory()
+            .endpoint()
+            .implement(&DOWNLOAD, move |input, _, _| {
+                let path = served.join(input.name);
+                async move { strata::FileResponse::open(path).await }
+            });
+    let router = Router::new(&Routing::new().operation(download), &config()).unwrap();
+    let client = Client::new(router);
+
+    let file = client
+        .call(
+            &DOWNLOAD,
+            FileName {
+                name: "data.bin".into(),
+            },
+        )
+        .download()
+        .await
+        .unwrap();
+    assert_eq!(file.status(), StatusCode::OK);
+    assert_eq!(file.content_type(), Some("application/octet-stream"));
+    let mut stream = std::pin::pin!(file.into_stream());
+    let mut received = Vec::new();
+    let mut pieces = 0;
+    while let Some(piece) = std::future::poll_fn(|cx| stream.as_mut().poll_next(cx)).await {
+        received.extend_from_slice(&piece.unwrap());
+        pieces += 1;
+    }
+    assert_eq!(received, content);
+    assert!(pieces > 1, "read as it arrives, in {pieces} pieces");
+
+    let whole = client
+        .call(
+            &DOWNLOAD,
+            FileName {
+                name: "data.bin".into(),
+            },
+        )
+        .download()
+        .await
+        .unwrap()
+        .bytes(1 << 20)
+        .await
+        .unwrap();
+    assert_eq!(whole, content);
+
+    let missing = client
+        .call(
+            &DOWNLOAD,
+            FileName {
+                name: "nothing.bin".into(),
+            },
+        )
+        .download()
+        .await
+        .unwrap_err();
+    assert_eq!(missing.status(), Some(StatusCode::NOT_FOUND));
+    assert_eq!(missing.message(), Some("File not found"));
+    std::fs::remove_dir_all(&dir).unwrap();
+}

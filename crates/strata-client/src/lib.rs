@@ -63,6 +63,7 @@
 //! # }
 //! ```
 
+mod download;
 mod envelope;
 mod error;
 mod request;
@@ -74,12 +75,14 @@ use std::time::Duration;
 use bytes::Bytes;
 use http::header::CONTENT_TYPE;
 use http::{HeaderMap, HeaderName, HeaderValue, Request, Response};
-use http_body_util::{BodyExt, Full, LengthLimitError, Limited};
+use http_body_util::Full;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
-use strata_core::BoxError;
+use strata_core::{BoxError, StreamedOutput};
 use tower::{Service, ServiceExt};
 
+pub use download::Download;
+pub(crate) use download::read_limited;
 pub use envelope::{DefaultEnvelope, Envelope, api_error, decode};
 pub use error::ClientError;
 pub use strata_core::Operation;
@@ -203,54 +206,12 @@ impl<S, E, I, O> Call<'_, S, E, I, O> {
         self.timeout = timeout;
         self
     }
-}
-
-impl<S, E, I, O, B> Call<'_, S, E, I, O>
-where
-    S: Service<Request<Full<Bytes>>, Response = Response<B>> + Clone,
-    S::Error: Into<BoxError>,
-    B: http_body::Body,
-    B::Error: Into<BoxError>,
-    E: Envelope,
-    I: Serialize,
-    O: DeserializeOwned,
-{
-    /// Sends the call and reads its output.
-    pub async fn send(self) -> Result<O, ClientError> {
-        let request = self.request()?;
-        let client = self.client;
-        let exchange = async {
-            let response = client
-                .inner
-                .clone()
-                .oneshot(request)
-                .await
-                .map_err(|error| ClientError::Transport(error.into()))?;
-            let (parts, body) = response.into_parts();
-            let limit = client.max_response_body;
-            let bytes = Limited::new(body, limit)
-                .collect()
-                .await
-                .map_err(|error| {
-                    if error.is::<LengthLimitError>() {
-                        ClientError::TooLarge { limit }
-                    } else {
-                        ClientError::Transport(error)
-                    }
-                })?
-                .to_bytes();
-            client.envelope.read(parts.status, &parts.headers, &bytes)
-        };
-        match self.timeout {
-            Some(after) => tokio::time::timeout(after, exchange)
-                .await
-                .map_err(|_| ClientError::Timeout(after))?,
-            None => exchange.await,
-        }
-    }
 
     /// The HTTP request of the call.
-    fn request(&self) -> Result<Request<Full<Bytes>>, ClientError> {
+    fn request_of(&self) -> Result<Request<Full<Bytes>>, ClientError>
+    where
+        I: Serialize,
+    {
         let method = self.operation.method();
         let placed = request::place(&method, self.operation.path(), &self.input)?;
         let uri = format!("{}{}", self.client.base_url, placed.path_and_query);
@@ -269,6 +230,84 @@ where
             headers.insert(CONTENT_TYPE, content_type);
         }
         Ok(request)
+    }
+}
+
+impl<S, E, I, O, B> Call<'_, S, E, I, O>
+where
+    S: Service<Request<Full<Bytes>>, Response = Response<B>> + Clone,
+    S::Error: Into<BoxError>,
+    B: http_body::Body,
+    B::Error: Into<BoxError>,
+    E: Envelope,
+    I: Serialize,
+    O: DeserializeOwned,
+{
+    /// Sends the call and reads its output.
+    pub async fn send(self) -> Result<O, ClientError> {
+        let request = self.request_of()?;
+        let client = self.client;
+        let exchange = async {
+            let response = client
+                .inner
+                .clone()
+                .oneshot(request)
+                .await
+                .map_err(|error| ClientError::Transport(error.into()))?;
+            let (parts, body) = response.into_parts();
+            let bytes = read_limited(body, client.max_response_body).await?;
+            client.envelope.read(parts.status, &parts.headers, &bytes)
+        };
+        match self.timeout {
+            Some(after) => tokio::time::timeout(after, exchange)
+                .await
+                .map_err(|_| ClientError::Timeout(after))?,
+            None => exchange.await,
+        }
+    }
+}
+
+impl<S, E, I, O, B> Call<'_, S, E, I, O>
+where
+    S: Service<Request<Full<Bytes>>, Response = Response<B>> + Clone,
+    S::Error: Into<BoxError>,
+    B: http_body::Body,
+    B::Error: Into<BoxError>,
+    E: Envelope,
+    I: Serialize,
+    O: StreamedOutput,
+{
+    /// Sends the call of an operation whose output is a file or a stream and returns the
+    /// response to read as bytes ([`Download`]); an error status is the server's error, read
+    /// by the envelope. The timeout covers the wait for the response's head, not the reading
+    /// of its body.
+    pub async fn download(self) -> Result<Download<B>, ClientError> {
+        let request = self.request_of()?;
+        let client = self.client;
+        let head = async {
+            client
+                .inner
+                .clone()
+                .oneshot(request)
+                .await
+                .map_err(|error| ClientError::Transport(error.into()))
+        };
+        let response = match self.timeout {
+            Some(after) => tokio::time::timeout(after, head)
+                .await
+                .map_err(|_| ClientError::Timeout(after))??,
+            None => head.await?,
+        };
+        let (parts, body) = response.into_parts();
+        if !parts.status.is_success() {
+            let bytes = read_limited(body, client.max_response_body).await?;
+            return Err(client
+                .envelope
+                .read::<serde::de::IgnoredAny>(parts.status, &parts.headers, &bytes)
+                .err()
+                .unwrap_or_else(|| api_error(parts.status, &bytes)));
+        }
+        Ok(Download::new(parts.status, parts.headers, body))
     }
 }
 

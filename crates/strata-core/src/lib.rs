@@ -39,7 +39,7 @@ pub use error::{ApiError, ApiResult, BodyTimeout, BoxError, Causes, ErrorKind, p
 pub use logger::{Fields, Level, LogRateLimit, LogSink, Logger, Record};
 pub use method::{is_query, query_method};
 pub use mode::{MODE_VARIABLE, Mode};
-pub use operation::{DeclaredRoute, Operation};
+pub use operation::{DeclaredRoute, Operation, StreamedOutput};
 pub use payload::{ClientAddr, Output, PathParams, RequestInfo, StreamFailure, Validated};
 pub use result_handler::{
     DefaultResultHandler, ErrorHandler, ResultHandler, error_response, json_response,

@@ -130,6 +130,11 @@ impl<I, O> fmt::Display for Operation<I, O> {
     }
 }
 
+/// An output sent as bytes, not as an envelope (a file, a stream): a client reads an operation
+/// with such an output as a download (a stream of bytes), not as JSON. Implemented by
+/// `strata_output`'s `FileResponse` and `StreamResponse`.
+pub trait StreamedOutput {}
+
 /// Where an endpoint that implements an [`Operation`] must be mounted: routing refuses it
 /// anywhere else.
 #[derive(Debug, Clone, PartialEq, Eq)]

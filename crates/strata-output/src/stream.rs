@@ -195,6 +195,8 @@ impl FileResponse {
     }
 }
 
+impl strata_core::StreamedOutput for FileResponse {}
+
 impl HandlerOutput for FileResponse {
     type Body = Binary;
 
@@ -556,6 +558,8 @@ impl<S> StreamResponse<S> {
         self
     }
 }
+
+impl<S> strata_core::StreamedOutput for StreamResponse<S> {}
 
 impl<S, E> HandlerOutput for StreamResponse<S>
 where
