@@ -344,8 +344,8 @@ where
 
     /// Builds the endpoint that implements `operation`, declared once and shared with its
     /// clients: the operation's method, and an async handler of `(input, ctx, logger)` that
-    /// takes the operation's input type and returns its output type (another type does not
-    /// compile). Routing refuses to mount it anywhere but where the operation says
+    /// takes the operation's input type and returns its output type, or a
+    /// [`Reply`](strata_output::Reply) of it (another type does not compile). Routing refuses to mount it anywhere but where the operation says
     /// ([`RoutingError::NotAsDeclared`](strata_routing::RoutingError::NotAsDeclared));
     /// [`Routing::operation`](strata_routing::Routing::operation) mounts it there.
     ///
@@ -366,16 +366,16 @@ where
     /// let routing = Routing::new().operation(get_book);
     /// # let _ = routing;
     /// ```
-    pub fn implement<F, Fut, I, O>(
+    pub fn implement<F, Fut, I, O, T>(
         mut self,
         operation: &strata_core::Operation<I, O>,
         f: F,
     ) -> Endpoint
     where
         F: Fn(I, C, Logger) -> Fut + Clone + Send + Sync + 'static,
-        Fut: Future<Output = Result<O, ApiError>> + Send + 'static,
+        Fut: Future<Output = Result<T, ApiError>> + Send + 'static,
         I: InputType,
-        O: OutputType,
+        T: Returns<O>,
         L: MiddlewareChain<C>,
     {
         self.meta.methods = vec![operation.method()];
@@ -566,6 +566,15 @@ impl<T> InputType for T where
 pub trait OutputType: HandlerOutput<Body: Validate<Context: Default>> {}
 
 impl<T> OutputType for T where T: HandlerOutput<Body: Validate<Context: Default>> {}
+
+/// What a handler implementing an [`Operation`](strata_core::Operation) with output `O` may
+/// return: `O` itself, or a [`Reply`](strata_output::Reply) of it (another success status,
+/// response headers): the client reads `O` either way.
+pub trait Returns<O>: OutputType {}
+
+impl<O: OutputType> Returns<O> for O {}
+
+impl<O> Returns<O> for strata_output::Reply<O> where strata_output::Reply<O>: OutputType {}
 
 /// Adds `item` unless it is there already (declarations are idempotent).
 fn push_new<T: PartialEq>(items: &mut Vec<T>, item: T) {

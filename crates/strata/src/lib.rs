@@ -59,7 +59,7 @@
 mod factory;
 
 pub use factory::{
-    EndpointBuilder, EndpointsFactory, InputType, OutputType, StateFactory,
+    EndpointBuilder, EndpointsFactory, InputType, OutputType, Returns, StateFactory,
     default_endpoints_factory,
 };
 pub use strata_core::{
