@@ -21,6 +21,10 @@
 //! server's error (status, message, body), a transport error, a body that is not the output
 //! (with the path where), an input that cannot be sent, a timeout.
 //!
+//! A paginated operation (the offset or cursor inputs and pages of `strata-paginate`) is
+//! followed with [`Client::pages`]: a `Stream` of its pages, one request per page taken, until
+//! there are no more; [`Pages::items`] flattens it into the items.
+//!
 //! # Example
 //!
 //! ```
@@ -66,6 +70,7 @@
 mod download;
 mod envelope;
 mod error;
+mod pages;
 mod request;
 
 use std::future::{Future, IntoFuture};
@@ -85,6 +90,7 @@ pub use download::Download;
 pub(crate) use download::read_limited;
 pub use envelope::{DefaultEnvelope, Envelope, api_error, decode};
 pub use error::ClientError;
+pub use pages::{Items, Pages, Paginated};
 pub use strata_core::Operation;
 
 /// The timeout of a call unless the client or the call sets another.
@@ -181,6 +187,80 @@ impl<S, E> Client<S, E> {
             timeout: self.timeout,
         }
     }
+
+    /// The pages of the paginated `operation` from `input` (the first page's, say
+    /// `OffsetInput::first(filters)` or `CursorInput::first(filters)`): a
+    /// [`Stream`](futures_core::Stream) of pages that asks for each page when the one before
+    /// has been taken, following offsets or cursors ([`Paginated`]) until there are no more;
+    /// [`Pages::items`] flattens it into the items. It ends after the last page, or after
+    /// yielding the first error. Every request carries the client's headers and the stream's
+    /// own ([`Pages::header`]) and has its own timeout.
+    ///
+    /// ```
+    /// use serde::{Deserialize, Serialize};
+    /// use strata::paginate::{OffsetInput, OffsetPage, pagination};
+    /// use strata::prelude::*;
+    /// use strata_client::Client;
+    ///
+    /// pagination! { pub Numbers: offset { items_name: "numbers", max_limit: 10, default_limit: 3 } }
+    ///
+    /// #[derive(Serialize, Deserialize, garde::Validate, schemars::JsonSchema)]
+    /// pub struct Parity {
+    ///     #[garde(skip)]
+    ///     odd: bool,
+    /// }
+    ///
+    /// #[derive(Debug, Serialize, Deserialize, garde::Validate, schemars::JsonSchema)]
+    /// #[garde(allow_unvalidated)]
+    /// pub struct Number {
+    ///     n: u32,
+    /// }
+    ///
+    /// // Shared by the server and its clients.
+    /// pub const NUMBERS: Operation<OffsetInput<Numbers, Parity>, OffsetPage<Numbers, Number>> =
+    ///     Operation::get("/numbers");
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let numbers = default_endpoints_factory().endpoint().implement(&NUMBERS, |input, _, _| {
+    ///     async move {
+    ///         let all: Vec<u32> = (1..=10).filter(|n| (n % 2 == 1) == input.filters.odd).collect();
+    ///         let page = all.iter().skip(input.offset as usize).take(input.limit as usize);
+    ///         let page = page.map(|&n| Number { n }).collect();
+    ///         Ok(OffsetPage::new(page, all.len() as u64, &input))
+    ///     }
+    /// });
+    /// let router = strata::Router::new(
+    ///     &Routing::new().operation(numbers),
+    ///     &create_config().cors(false).build(),
+    /// )?;
+    /// let client = Client::new(router);
+    ///
+    /// // Page by page (3, then 2 odd numbers)...
+    /// let mut pages = client.pages(&NUMBERS, OffsetInput::first(Parity { odd: true }));
+    /// let mut sizes = Vec::new();
+    /// while let Some(page) = pages.next().await {
+    ///     sizes.push(page?.items.len());
+    /// }
+    /// assert_eq!(sizes, [3, 2]);
+    ///
+    /// // ...or item by item, pages of 2.
+    /// let first = OffsetInput::first(Parity { odd: false }).with_limit(2);
+    /// let mut items = client.pages(&NUMBERS, first).items();
+    /// let mut even = Vec::new();
+    /// while let Some(number) = items.next().await {
+    ///     even.push(number?.n);
+    /// }
+    /// assert_eq!(even, [2, 4, 6, 8, 10]);
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn pages<I, O>(&self, operation: &Operation<I, O>, input: I) -> Pages<'_, S, E, I, O>
+    where
+        I: Paginated<O>,
+    {
+        Pages::new(self, *operation, input)
+    }
 }
 
 /// One call of an operation, sent when awaited (or with [`Call::send`]).
@@ -206,31 +286,6 @@ impl<S, E, I, O> Call<'_, S, E, I, O> {
         self.timeout = timeout;
         self
     }
-
-    /// The HTTP request of the call.
-    fn request_of(&self) -> Result<Request<Full<Bytes>>, ClientError>
-    where
-        I: Serialize,
-    {
-        let method = self.operation.method();
-        let placed = request::place(&method, self.operation.path(), &self.input)?;
-        let uri = format!("{}{}", self.client.base_url, placed.path_and_query);
-        let (content_type, body) = placed.body.unwrap_or_default();
-        let mut request = Request::builder()
-            .method(method)
-            .uri(uri)
-            .body(Full::new(body))
-            .map_err(|error| ClientError::Input(error.to_string()))?;
-        let headers = request.headers_mut();
-        headers.extend(self.client.headers.clone());
-        headers.extend(self.headers.clone());
-        if !content_type.is_empty() {
-            let content_type = HeaderValue::try_from(content_type)
-                .map_err(|error| ClientError::Input(format!("the body's media type: {error}")))?;
-            headers.insert(CONTENT_TYPE, content_type);
-        }
-        Ok(request)
-    }
 }
 
 impl<S, E, I, O, B> Call<'_, S, E, I, O>
@@ -245,25 +300,10 @@ where
 {
     /// Sends the call and reads its output.
     pub async fn send(self) -> Result<O, ClientError> {
-        let request = self.request_of()?;
-        let client = self.client;
-        let exchange = async {
-            let response = client
-                .inner
-                .clone()
-                .oneshot(request)
-                .await
-                .map_err(|error| ClientError::Transport(error.into()))?;
-            let (parts, body) = response.into_parts();
-            let bytes = read_limited(body, client.max_response_body).await?;
-            client.envelope.read(parts.status, &parts.headers, &bytes)
-        };
-        match self.timeout {
-            Some(after) => tokio::time::timeout(after, exchange)
-                .await
-                .map_err(|_| ClientError::Timeout(after))?,
-            None => exchange.await,
-        }
+        let request = self
+            .client
+            .request(&self.operation, &self.headers, &self.input)?;
+        self.client.respond(request, self.timeout).await
     }
 }
 
@@ -282,8 +322,8 @@ where
     /// by the envelope. The timeout covers the wait for the response's head, not the reading
     /// of its body.
     pub async fn download(self) -> Result<Download<B>, ClientError> {
-        let request = self.request_of()?;
         let client = self.client;
+        let request = client.request(&self.operation, &self.headers, &self.input)?;
         let head = async {
             client
                 .inner
@@ -308,6 +348,70 @@ where
                 .unwrap_or_else(|| api_error(parts.status, &bytes)));
         }
         Ok(Download::new(parts.status, parts.headers, body))
+    }
+}
+
+impl<S, E, B> Client<S, E>
+where
+    S: Service<Request<Full<Bytes>>, Response = Response<B>> + Clone,
+    S::Error: Into<BoxError>,
+    B: http_body::Body,
+    B::Error: Into<BoxError>,
+    E: Envelope,
+{
+    /// Sends `request` and reads the output `O` from its response, within `timeout`.
+    async fn respond<O: DeserializeOwned>(
+        &self,
+        request: Request<Full<Bytes>>,
+        timeout: Option<Duration>,
+    ) -> Result<O, ClientError> {
+        let exchange = async {
+            let response = self
+                .inner
+                .clone()
+                .oneshot(request)
+                .await
+                .map_err(|error| ClientError::Transport(error.into()))?;
+            let (parts, body) = response.into_parts();
+            let bytes = read_limited(body, self.max_response_body).await?;
+            self.envelope.read(parts.status, &parts.headers, &bytes)
+        };
+        match timeout {
+            Some(after) => tokio::time::timeout(after, exchange)
+                .await
+                .map_err(|_| ClientError::Timeout(after))?,
+            None => exchange.await,
+        }
+    }
+}
+
+impl<S, E> Client<S, E> {
+    /// The HTTP request of `operation` with `input`: the client's headers, then `headers` (a
+    /// call's own, which win).
+    fn request<I: Serialize, O>(
+        &self,
+        operation: &Operation<I, O>,
+        headers: &HeaderMap,
+        input: &I,
+    ) -> Result<Request<Full<Bytes>>, ClientError> {
+        let method = operation.method();
+        let placed = request::place(&method, operation.path(), input)?;
+        let uri = format!("{}{}", self.base_url, placed.path_and_query);
+        let (content_type, body) = placed.body.unwrap_or_default();
+        let mut request = Request::builder()
+            .method(method)
+            .uri(uri)
+            .body(Full::new(body))
+            .map_err(|error| ClientError::Input(error.to_string()))?;
+        let sent = request.headers_mut();
+        sent.extend(self.headers.clone());
+        sent.extend(headers.clone());
+        if !content_type.is_empty() {
+            let content_type = HeaderValue::try_from(content_type)
+                .map_err(|error| ClientError::Input(format!("the body's media type: {error}")))?;
+            sent.insert(CONTENT_TYPE, content_type);
+        }
+        Ok(request)
     }
 }
 

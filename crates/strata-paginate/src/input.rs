@@ -9,13 +9,13 @@ use garde::Validate;
 use schemars::{JsonSchema, Schema, SchemaGenerator, json_schema};
 use serde::de::value::{MapAccessDeserializer, StringDeserializer};
 use serde::de::{DeserializeSeed, IgnoredAny, MapAccess, Visitor};
-use serde::{Deserialize, Deserializer};
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::Value;
 
 use crate::config::{CursorConfig, OffsetConfig, PageConfig};
 
-/// No filter fields: a page input alone.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+/// No filter fields: a page input alone (written as nothing: no field).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
 pub struct NoFilters;
 
 impl<'de> Deserialize<'de> for NoFilters {
@@ -176,6 +176,83 @@ impl<'de, P: OffsetConfig, F: Deserialize<'de>> Deserialize<'de> for OffsetInput
     }
 }
 
+impl<P: OffsetConfig, F> OffsetInput<P, F> {
+    /// The first page with `filters`: `DEFAULT_LIMIT` items from offset 0, as the server reads
+    /// an input without `limit` and `offset`. A client starts a listing with it.
+    pub fn first(filters: F) -> Self {
+        Self::new(P::DEFAULT_LIMIT, 0, filters)
+    }
+
+    /// The page of `limit` items from `offset`, with `filters`. Not checked here: the server
+    /// refuses a `limit` outside `1..=MAX_LIMIT` with 400.
+    pub fn new(limit: u32, offset: u64, filters: F) -> Self {
+        Self {
+            limit,
+            offset,
+            filters,
+            config: PhantomData,
+        }
+    }
+
+    /// The same input with pages of `limit` items.
+    #[must_use]
+    pub fn with_limit(mut self, limit: u32) -> Self {
+        self.limit = limit;
+        self
+    }
+}
+
+/// The wire form of an offset input: `limit`, `offset`, and the filters' own fields beside them.
+#[derive(Serialize)]
+struct OffsetWire<'a, F> {
+    limit: u32,
+    offset: u64,
+    #[serde(flatten)]
+    filters: &'a F,
+}
+
+/// What the server reads: `limit`, `offset` and the filters' fields, in one object.
+impl<P, F: Serialize> Serialize for OffsetInput<P, F> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        OffsetWire {
+            limit: self.limit,
+            offset: self.offset,
+            filters: &self.filters,
+        }
+        .serialize(serializer)
+    }
+}
+
+// By hand: an input is comparable and cloneable when its filters are, whatever `P` is.
+macro_rules! page_input_traits {
+    ($($input:ident { $($field:ident),* }),*) => {$(
+        impl<P, F: Clone> Clone for $input<P, F> {
+            fn clone(&self) -> Self {
+                Self { $($field: self.$field.clone(),)* config: PhantomData }
+            }
+        }
+
+        impl<P, F: PartialEq> PartialEq for $input<P, F> {
+            fn eq(&self, other: &Self) -> bool {
+                true $(&& self.$field == other.$field)*
+            }
+        }
+    )*};
+}
+
+page_input_traits!(
+    OffsetInput {
+        limit,
+        offset,
+        filters
+    },
+    CursorInput {
+        limit,
+        cursor,
+        filters
+    }
+);
+
 /// A page input is valid when its limit is within the configuration's and its filters are.
 macro_rules! validate_page_input {
     ($($input:ident: $config:ident),*) => {$(
@@ -246,6 +323,57 @@ impl<'de, P: CursorConfig, F: Deserialize<'de>> Deserialize<'de> for CursorInput
             filters,
             config: PhantomData,
         })
+    }
+}
+
+impl<P: CursorConfig, F> CursorInput<P, F> {
+    /// The first page with `filters`: `DEFAULT_LIMIT` items, no cursor, as the server reads an
+    /// input without `limit` and `cursor`. A client starts a listing with it.
+    pub fn first(filters: F) -> Self {
+        Self::new(P::DEFAULT_LIMIT, None, filters)
+    }
+
+    /// The page of `limit` items from `cursor` (`None`: the first), with `filters`. Not checked
+    /// here: the server refuses a `limit` outside `1..=MAX_LIMIT`, or a cursor it did not
+    /// write, with 400.
+    pub fn new(limit: u32, cursor: Option<String>, filters: F) -> Self {
+        Self {
+            limit,
+            cursor,
+            filters,
+            config: PhantomData,
+        }
+    }
+
+    /// The same input with pages of `limit` items.
+    #[must_use]
+    pub fn with_limit(mut self, limit: u32) -> Self {
+        self.limit = limit;
+        self
+    }
+}
+
+/// The wire form of a cursor input: `limit`, `cursor` (left out for the first page), and the
+/// filters' own fields beside them.
+#[derive(Serialize)]
+struct CursorWire<'a, F> {
+    limit: u32,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    cursor: Option<&'a str>,
+    #[serde(flatten)]
+    filters: &'a F,
+}
+
+/// What the server reads: `limit`, `cursor` unless this is the first page, and the filters'
+/// fields, in one object.
+impl<P, F: Serialize> Serialize for CursorInput<P, F> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        CursorWire {
+            limit: self.limit,
+            cursor: self.cursor.as_deref(),
+            filters: &self.filters,
+        }
+        .serialize(serializer)
     }
 }
 

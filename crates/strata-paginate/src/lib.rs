@@ -16,6 +16,10 @@
 //! the field (rejected, like express-zod-api, not clamped). The filters are read from the same
 //! input, validated together with the page fields, and appear in the input's JSON Schema.
 //!
+//! For clients the other way round: inputs serialize as the server reads them (start with
+//! [`OffsetInput::first`] or [`CursorInput::first`]) and pages deserialize from what the server
+//! writes, so that `strata-client` follows the pages of an operation (`Client::pages`).
+//!
 //! # Example
 //!
 //! ```

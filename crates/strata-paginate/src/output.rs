@@ -7,6 +7,7 @@ use std::marker::PhantomData;
 
 use garde::Validate;
 use schemars::{JsonSchema, Schema, SchemaGenerator, json_schema};
+use serde::de::{self, Deserialize, Deserializer, IgnoredAny, MapAccess, Visitor};
 use serde::ser::{Serialize, SerializeMap, Serializer};
 use serde_json::{Value, json};
 
@@ -164,6 +165,23 @@ impl<P: CursorConfig, T> Page<P, T, Cursor> {
     }
 }
 
+// By hand: a page is comparable and cloneable when its items and metadata are, whatever `P` is.
+impl<P, T: Clone, M: Clone> Clone for Page<P, T, M> {
+    fn clone(&self) -> Self {
+        Self {
+            items: self.items.clone(),
+            meta: self.meta.clone(),
+            config: PhantomData,
+        }
+    }
+}
+
+impl<P, T: PartialEq, M: PartialEq> PartialEq for Page<P, T, M> {
+    fn eq(&self, other: &Self) -> bool {
+        self.items == other.items && self.meta == other.meta
+    }
+}
+
 impl<P, T: fmt::Debug, M: fmt::Debug> fmt::Debug for Page<P, T, M> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Page")
@@ -179,6 +197,113 @@ impl<P: PageConfig, T: Serialize, M: PageMeta<P>> Serialize for Page<P, T, M> {
         map.serialize_entry(P::ITEMS_NAME, &self.items)?;
         self.meta.serialize_into(&mut map)?;
         map.end()
+    }
+}
+
+/// The metadata properties of a page as read, before its style checks that it has its own.
+#[derive(Default)]
+struct MetaValues {
+    /// The properties read, in order.
+    seen: Vec<&'static str>,
+    total: u64,
+    limit: u32,
+    offset: u64,
+    next_cursor: Option<String>,
+}
+
+/// Reads a page written by [`Page`]'s `Serialize`: the items under `P::ITEMS_NAME`, the style's
+/// metadata properties `keys` (each required; another style's are ignored, like any other
+/// property), then `build` makes the metadata of those read.
+fn read_page<'de, D, P, T, M>(
+    deserializer: D,
+    keys: &'static [&'static str],
+    build: fn(MetaValues) -> M,
+) -> Result<Page<P, T, M>, D::Error>
+where
+    D: Deserializer<'de>,
+    P: PageConfig,
+    T: Deserialize<'de>,
+{
+    struct PageVisitor<P, T, M> {
+        keys: &'static [&'static str],
+        build: fn(MetaValues) -> M,
+        types: PhantomData<fn() -> (P, T)>,
+    }
+
+    impl<'de, P: PageConfig, T: Deserialize<'de>, M> Visitor<'de> for PageVisitor<P, T, M> {
+        type Value = Page<P, T, M>;
+
+        fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            write!(f, "a page of `{}`", P::ITEMS_NAME)
+        }
+
+        fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+            let mut items = None;
+            let mut meta = MetaValues::default();
+            while let Some(key) = map.next_key::<String>()? {
+                // The items first: a style's names are free for the other's items.
+                if key == P::ITEMS_NAME {
+                    if items.is_some() {
+                        return Err(de::Error::duplicate_field(P::ITEMS_NAME));
+                    }
+                    items = Some(map.next_value::<Vec<T>>()?);
+                    continue;
+                }
+                let Some(&name) = self.keys.iter().find(|k| **k == key) else {
+                    map.next_value::<IgnoredAny>()?;
+                    continue;
+                };
+                if meta.seen.contains(&name) {
+                    return Err(de::Error::duplicate_field(name));
+                }
+                meta.seen.push(name);
+                match name {
+                    "total" => meta.total = map.next_value()?,
+                    "limit" => meta.limit = map.next_value()?,
+                    "offset" => meta.offset = map.next_value()?,
+                    _ => meta.next_cursor = map.next_value()?,
+                }
+            }
+            let items = items.ok_or_else(|| de::Error::missing_field(P::ITEMS_NAME))?;
+            if let Some(missing) = self.keys.iter().find(|k| !meta.seen.contains(k)) {
+                return Err(de::Error::missing_field(missing));
+            }
+            let meta = (self.build)(meta);
+            Ok(Page {
+                items,
+                meta,
+                config: PhantomData,
+            })
+        }
+    }
+
+    deserializer.deserialize_map(PageVisitor {
+        keys,
+        build,
+        types: PhantomData,
+    })
+}
+
+/// Reads what `Serialize` writes: `<items_name>`, `total`, `limit`, `offset`, all required;
+/// other properties are ignored.
+impl<'de, P: OffsetConfig, T: Deserialize<'de>> Deserialize<'de> for Page<P, T, Offset> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        read_page(deserializer, &["total", "limit", "offset"], |meta| Offset {
+            total: meta.total,
+            limit: meta.limit,
+            offset: meta.offset,
+        })
+    }
+}
+
+/// Reads what `Serialize` writes: `<items_name>`, `nextCursor` (a string, or null on the last
+/// page), `limit`, all required; other properties are ignored.
+impl<'de, P: CursorConfig, T: Deserialize<'de>> Deserialize<'de> for Page<P, T, Cursor> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        read_page(deserializer, &["nextCursor", "limit"], |meta| Cursor {
+            next_cursor: meta.next_cursor,
+            limit: meta.limit,
+        })
     }
 }
 

@@ -27,7 +27,7 @@ enum Role {
     User,
 }
 
-#[derive(Debug, Deserialize, Validate, JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize, Validate, JsonSchema)]
 struct Filters {
     #[garde(skip)]
     role: Option<Role>,
@@ -289,4 +289,158 @@ fn the_cursor_is_documented_as_the_codec_writes_it() {
             "description": "The `nextCursor` of the page before, as it came; absent for the first page."
         })
     );
+}
+
+/// An item as a client reads it back.
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+struct Read {
+    id: u64,
+    role: String,
+}
+
+fn admins() -> Filters {
+    Filters {
+        role: Some(Role::Admin),
+        search: Some("ad".into()),
+    }
+}
+
+#[test]
+fn inputs_serialize_as_the_server_reads_them() {
+    let first = OffsetInput::<Offsets, Filters>::first(admins());
+    assert_eq!((first.limit, first.offset), (2, 0));
+    let input = first.clone().with_limit(3);
+    let input = OffsetInput::<Offsets, Filters>::new(input.limit, 4, input.filters);
+    let wire = serde_json::to_value(&input).unwrap();
+    assert_eq!(
+        wire,
+        json!({"limit": 3, "offset": 4, "role": "admin", "search": "ad"})
+    );
+    let back: OffsetInput<Offsets, Filters> = serde_json::from_value(wire).unwrap();
+    assert_eq!(back, input);
+
+    // The first cursor page leaves `cursor` out; no filters add nothing.
+    let first = CursorInput::<Cursors>::first(crate::NoFilters);
+    assert_eq!(serde_json::to_value(&first).unwrap(), json!({"limit": 2}));
+    let back: CursorInput<Cursors> = serde_json::from_value(json!({"limit": 2})).unwrap();
+    assert_eq!(back, first);
+    let next = CursorInput::<Cursors, Filters>::new(1, Some(encode_cursor(&2u64)), admins());
+    let wire = serde_json::to_value(&next).unwrap();
+    assert_eq!(wire["cursor"], encode_cursor(&2u64));
+    assert_eq!(wire["limit"], 1);
+    assert_eq!(wire["role"], "admin");
+    let back: CursorInput<Cursors, Filters> = serde_json::from_value(wire).unwrap();
+    assert_eq!(back, next);
+    assert_eq!(
+        serde_json::to_value(OffsetInput::<Offsets>::first(crate::NoFilters)).unwrap(),
+        json!({"limit": 2, "offset": 0})
+    );
+}
+
+#[test]
+fn pages_deserialize_from_what_they_serialize() {
+    let items = vec![
+        Read {
+            id: 2,
+            role: "admin".into(),
+        },
+        Read {
+            id: 4,
+            role: "admin".into(),
+        },
+    ];
+    let input = OffsetInput::<Offsets, Filters>::new(2, 2, admins());
+    let page = OffsetPage::new(items.clone(), 9, &input);
+    let wire = serde_json::to_value(&page).unwrap();
+    assert_eq!(wire["total"], 9);
+    let back: OffsetPage<Offsets, Read> = serde_json::from_value(wire).unwrap();
+    assert_eq!(back, page);
+
+    let input = CursorInput::<Cursors>::first(crate::NoFilters);
+    for next in [Some(encode_cursor(&4u64)), None] {
+        let page = CursorPage::new(items.clone(), next, &input);
+        let text = serde_json::to_string(&page).unwrap();
+        let back: CursorPage<Cursors, Read> = serde_json::from_str(&text).unwrap();
+        assert_eq!(back, page);
+    }
+}
+
+#[test]
+fn a_page_needs_its_own_properties_and_ignores_others() {
+    let read = |value: Value| serde_json::from_value::<OffsetPage<Offsets, u8>>(value);
+    let page = read(json!({"extra": [1], "offset": 0, "users": [7], "limit": 2, "total": 1}));
+    assert_eq!(page.unwrap().items, [7]);
+    for (value, message) in [
+        (
+            json!({"users": [], "limit": 2, "offset": 0}),
+            "missing field `total`",
+        ),
+        (
+            json!({"items": [], "total": 0, "limit": 2, "offset": 0}),
+            "missing field `users`",
+        ),
+        (
+            json!({"users": ["x"], "total": 0, "limit": 2, "offset": 0}),
+            "invalid type: string \"x\", expected u8",
+        ),
+        (
+            json!([1]),
+            "invalid type: sequence, expected a page of `users`",
+        ),
+    ] {
+        let error = read(value.clone()).unwrap_err().to_string();
+        assert!(error.starts_with(message), "{value}: {error}");
+    }
+    for (text, field) in [
+        (
+            r#"{"users": [], "total": 0, "total": 1, "limit": 2, "offset": 0}"#,
+            "total",
+        ),
+        (
+            r#"{"users": [], "total": 0, "users": [1], "limit": 2, "offset": 0}"#,
+            "users",
+        ),
+    ] {
+        let error = serde_json::from_str::<OffsetPage<Offsets, u8>>(text).unwrap_err();
+        let expected = format!("duplicate field `{field}`");
+        assert!(error.to_string().starts_with(&expected), "{error}");
+    }
+    // `nextCursor` is required: null on the last page, never absent.
+    let cursor =
+        serde_json::from_value::<CursorPage<Cursors, u8>>(json!({"events": [], "limit": 2}));
+    assert!(
+        cursor
+            .unwrap_err()
+            .to_string()
+            .starts_with("missing field `nextCursor`")
+    );
+
+    // Another style's names are free for the items.
+    pagination! { Totals: cursor { items_name: "total" } }
+    let page: CursorPage<Totals, u8> =
+        serde_json::from_value(json!({"total": [1, 2], "nextCursor": null, "limit": 20})).unwrap();
+    assert_eq!((page.has_more(), page.items), (false, vec![1, 2]));
+}
+
+#[tokio::test]
+async fn a_client_reads_the_endpoint_s_page() {
+    let (status, body) = get(&offset_endpoint(), &[("role", "admin"), ("limit", "1")]).await;
+    assert_eq!(status, 200);
+    let page: OffsetPage<Offsets, Read> = serde_json::from_value(body["data"].clone()).unwrap();
+    assert_eq!(
+        page.items,
+        [Read {
+            id: 2,
+            role: "admin".into()
+        }]
+    );
+    assert_eq!(
+        page.meta,
+        crate::Offset {
+            total: 2,
+            limit: 1,
+            offset: 0
+        }
+    );
+    assert!(page.has_more());
 }
