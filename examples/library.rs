@@ -24,41 +24,18 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::{Arc, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
-use garde::Validate;
-use schemars::JsonSchema;
-use serde::{Deserialize, Serialize};
 use strata::Level;
 use strata::openapi::{DocsPage, Documentation, DocumentationError, OpenApi, OpenApiVersion};
-use strata::paginate::{
-    CursorInput, CursorPage, OffsetInput, OffsetPage, decode_cursor, encode_cursor, pagination,
-};
+use strata::paginate::{CursorPage, OffsetInput, OffsetPage, decode_cursor, encode_cursor};
 use strata::prelude::*;
 use strata::typescript::{Integration, IntegrationError};
 use strata::{DeclaredError, Reply};
 
-pagination! {
-    /// Offset pages of books: `limit` 1..=10 (default 3), `offset`.
-    pub(crate) BookPages: offset { items_name: "books", max_limit: 10, default_limit: 3 }
-}
-pagination! {
-    /// Cursor pages of books.
-    pub(crate) BookFeed: cursor { items_name: "books", max_limit: 10, default_limit: 3 }
-}
+#[allow(dead_code)] // some of the shared types are only the client's
+#[path = "shared/library_api.rs"]
+pub(crate) mod api;
 
-#[derive(Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "lowercase")]
-pub(crate) enum Genre {
-    Novel,
-    Poetry,
-}
-
-#[derive(Clone, Serialize, Validate, JsonSchema)]
-#[garde(allow_unvalidated)]
-pub(crate) struct Book {
-    id: u32,
-    title: String,
-    genre: Genre,
-}
+use api::{Book, BookFilters, BookPages, Cover, Found, Genre};
 
 const BOOKS: [(&str, Genre); 7] = [
     ("Middlemarch", Genre::Novel),
@@ -150,49 +127,6 @@ fn no_book(id: u32) -> ApiError {
     http_error!(404, "No book has the id {id}")
 }
 
-/// A book to add.
-#[derive(Deserialize, Validate, JsonSchema)]
-#[garde(allow_unvalidated)]
-pub(crate) struct NewBook {
-    #[garde(length(chars, min = 1, max = 100))]
-    title: String,
-    genre: Genre,
-}
-
-/// A book by its id, from the path.
-#[derive(Deserialize, Validate, JsonSchema)]
-#[garde(allow_unvalidated)]
-pub(crate) struct BookId {
-    id: u32,
-}
-
-/// The list's own filter, validated together with `limit` and `offset`.
-#[derive(Deserialize, Validate, JsonSchema)]
-#[garde(allow_unvalidated)]
-pub(crate) struct BookFilters {
-    genre: Option<Genre>,
-}
-
-/// A cover upload: the book from the path, the file and an optional caption from the form.
-#[derive(Deserialize, Validate, JsonSchema)]
-#[garde(allow_unvalidated)]
-pub(crate) struct CoverInput {
-    id: u32,
-    cover: UploadedFile,
-    #[garde(length(chars, max = 80))]
-    caption: Option<String>,
-}
-
-#[derive(Serialize, Validate, JsonSchema)]
-#[garde(allow_unvalidated)]
-pub(crate) struct Cover {
-    book: u32,
-    name: String,
-    size: usize,
-    mimetype: String,
-    caption: Option<String>,
-}
-
 /// The routing; covers are saved in `covers`.
 pub(crate) fn library_routing(covers: PathBuf) -> Routing {
     // Every endpoint finds the library in its context: `let library: &Library = ctx.get();`.
@@ -201,17 +135,10 @@ pub(crate) fn library_routing(covers: PathBuf) -> Routing {
     let (create, read, remove) = book_endpoints(&books);
     let upload = cover_endpoint(&books);
     let search = search_endpoint(&books);
-    routing! {
-        "v1" => {
-            "books" => {
-                "get" => list,
-                "post" => create,
-                "search" => search,
-                "feed" => feed,
-                ":id" => { "get" => read, "delete" => remove, "cover" => upload },
-            },
-        }
-    }
+    // Each endpoint implements an operation of the shared API, mounted where it says.
+    [list, create, search, feed, read, remove, upload]
+        .into_iter()
+        .fold(Routing::new(), Routing::operation)
 }
 
 /// The factory of the library's endpoints: the library as their state.
@@ -220,12 +147,13 @@ type Books = strata::StateFactory<Library>;
 /// The list (offset pages) and the feed (cursor pages).
 fn page_endpoints(books: &Books) -> (Endpoint, Endpoint) {
     let list = books
-        .get()
+        .endpoint()
         .tag("books")
         .short_description("Lists books, a page at a time")
         .description("Offset pages of the books, optionally of one genre.")
         .operation_id("listBooks")
-        .handler(
+        .implement(
+            &api::LIST_BOOKS,
             |input: OffsetInput<BookPages, BookFilters>, ctx, _logger| async move {
                 let library: &Library = ctx.get();
                 let matching = library.books(input.filters.genre, 0);
@@ -239,11 +167,11 @@ fn page_endpoints(books: &Books) -> (Endpoint, Endpoint) {
             },
         );
     let feed = books
-        .get()
+        .endpoint()
         .tag("books")
         .short_description("Walks all books with a cursor")
         .operation_id("bookFeed")
-        .handler(|input: CursorInput<BookFeed>, ctx, _logger| async move {
+        .implement(&api::BOOK_FEED, |input, ctx, _logger| async move {
             let library: &Library = ctx.get();
             // The cursor is the id of the next book; a tampered cursor is a 400.
             let after: u32 = input
@@ -263,30 +191,14 @@ fn page_endpoints(books: &Books) -> (Endpoint, Endpoint) {
     (list, feed)
 }
 
-#[derive(Deserialize, Validate, JsonSchema)]
-pub(crate) struct SearchInput {
-    /// Words that must all be in the title (any case).
-    #[garde(length(max = 10), inner(length(chars, min = 1, max = 40)))]
-    words: Vec<String>,
-    /// The genres to look in; all when absent.
-    #[garde(skip)]
-    genres: Option<Vec<Genre>>,
-}
-
-#[derive(Serialize, Validate, JsonSchema)]
-#[garde(allow_unvalidated)]
-pub(crate) struct Found {
-    books: Vec<Book>,
-}
-
 /// A search with structured criteria in the body: the QUERY method (safe like GET, with a body).
 fn search_endpoint(books: &Books) -> Endpoint {
     books
-        .query()
+        .endpoint()
         .tag("books")
         .operation_id("searchBooks")
         .short_description("Finds books by title words and genres")
-        .handler(|input: SearchInput, ctx, _logger| async move {
+        .implement(&api::SEARCH_BOOKS, |input, ctx, _logger| async move {
             let library: &Library = ctx.get();
             let words: Vec<String> = input.words.iter().map(|w| w.to_lowercase()).collect();
             let found = library
@@ -310,7 +222,7 @@ fn search_endpoint(books: &Books) -> Endpoint {
 /// Adding, reading and removing one book.
 fn book_endpoints(books: &Books) -> (Endpoint, Endpoint, Endpoint) {
     let create = books
-        .post()
+        .endpoint()
         .tag("books")
         .short_description("Adds a book")
         .operation_id("createBook")
@@ -319,12 +231,12 @@ fn book_endpoints(books: &Books) -> (Endpoint, Endpoint, Endpoint) {
             http::StatusCode::CONFLICT,
             "The library is full",
         ))
-        .handler(|input: NewBook, ctx, _logger| async move {
+        .implement(&api::CREATE_BOOK, |input, ctx, _logger| async move {
             let library: &Library = ctx.get();
             Ok(Reply::created(library.add(input.title, input.genre)?))
         });
     let read = books
-        .get()
+        .endpoint()
         .tag("books")
         .short_description("One book")
         .operation_id("getBook")
@@ -332,12 +244,12 @@ fn book_endpoints(books: &Books) -> (Endpoint, Endpoint, Endpoint) {
             http::StatusCode::NOT_FOUND,
             "No such book",
         ))
-        .handler(|input: BookId, ctx, _logger| async move {
+        .implement(&api::GET_BOOK, |input, ctx, _logger| async move {
             let library: &Library = ctx.get();
             library.get(input.id)
         });
     let remove = books
-        .delete()
+        .endpoint()
         .tag("books")
         .short_description("Removes a book; answers with it")
         .operation_id("deleteBook")
@@ -345,7 +257,7 @@ fn book_endpoints(books: &Books) -> (Endpoint, Endpoint, Endpoint) {
             http::StatusCode::NOT_FOUND,
             "No such book",
         ))
-        .handler(|input: BookId, ctx, _logger| async move {
+        .implement(&api::DELETE_BOOK, |input, ctx, _logger| async move {
             let library: &Library = ctx.get();
             library.remove(input.id)
         });
@@ -355,7 +267,7 @@ fn book_endpoints(books: &Books) -> (Endpoint, Endpoint, Endpoint) {
 /// The cover upload, saving into the library's covers directory.
 fn cover_endpoint(books: &Books) -> Endpoint {
     books
-        .post()
+        .endpoint()
         .tag("books")
         .short_description("Sets the cover of a book")
         .operation_id("uploadCover")
@@ -363,7 +275,7 @@ fn cover_endpoint(books: &Books) -> Endpoint {
             http::StatusCode::NOT_FOUND,
             "No such book",
         ))
-        .handler(|input: CoverInput, ctx, logger| {
+        .implement(&api::UPLOAD_COVER, |input, ctx, logger| {
             async move {
                 let library: &Library = ctx.get();
                 library.get(input.id)?;

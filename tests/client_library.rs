@@ -1,0 +1,142 @@
+//! The library example walked by the typed Rust client twice, in memory over the router and
+//! over a real socket, with the operations the server implements; the auth example called with
+//! and without its credentials.
+
+#![allow(clippy::unwrap_used)] // tests fail loudly by design
+
+use http::{HeaderName, HeaderValue, StatusCode};
+use serde::{Deserialize, Serialize};
+use strata::client::{Client, Operation};
+use strata::prelude::*;
+
+#[allow(dead_code)]
+#[path = "../examples/client.rs"]
+mod client_example;
+
+#[allow(dead_code)]
+#[path = "../examples/auth.rs"]
+mod auth;
+
+use client_example::library;
+
+/// The steps every transport must take alike.
+fn check(steps: &[String]) {
+    let expected_prefixes = [
+        "created Frankenstein",
+        "read Frankenstein",
+        "5 novels: Middlemarch, Bleak House, Persuasion, Beloved, Frankenstein",
+        "the feed: 8 books in 3 pages",
+        "QUERY search found Frankenstein",
+        "uploaded cover.png (8 bytes)",
+        "refused: the server answered 400 Bad Request: title: length is lower than 1",
+        "deleted Frankenstein, then: the server answered 404 Not Found: No book has the id 8",
+    ];
+    assert_eq!(steps.len(), expected_prefixes.len(), "{steps:#?}");
+    for (step, prefix) in steps.iter().zip(expected_prefixes) {
+        assert!(step.starts_with(prefix), "{step:?} is not {prefix:?}");
+    }
+}
+
+fn covers() -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("strata-client-library-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+#[tokio::test]
+async fn the_library_walk_in_memory_over_the_router() {
+    let config = library::library_config().build();
+    let router = Router::new(&library::library_routing(covers()), &config).unwrap();
+    let steps = client_example::walk(&Client::new(router)).await.unwrap();
+    check(&steps);
+}
+
+#[tokio::test]
+async fn the_library_walk_over_a_real_socket() {
+    let config = library::library_config()
+        .listen(std::net::SocketAddr::from(([127, 0, 0, 1], 0)))
+        .build();
+    let server = create_server(&config, &library::library_routing(covers()))
+        .await
+        .unwrap();
+    let strata::LocalAddr::Tcp(addr) = server.servers()[0].local_addr.clone() else {
+        panic!("TCP")
+    };
+    let client = client_example::network_client(&format!("http://{addr}"));
+    let steps = client_example::walk(&client).await.unwrap();
+    check(&steps);
+    server.shutdown().await;
+}
+
+/// What the client sends to the auth example's profile: the account key (the middleware's
+/// input) and the detail (the endpoint's).
+#[derive(Serialize)]
+struct ProfileQuery {
+    key: &'static str,
+    detail: Option<u8>,
+}
+
+/// What it reads back.
+#[derive(Debug, Deserialize, PartialEq)]
+struct Profile {
+    name: String,
+    detail: u8,
+}
+
+/// A client's own declaration of an endpoint that implements none: any endpoint answers a
+/// declaration that matches it.
+const PROFILE: Operation<ProfileQuery, Profile> = Operation::get("/v1/profile");
+
+#[tokio::test]
+async fn the_auth_example_with_and_without_its_credentials() {
+    let config = create_config().cors(false).build();
+    let router = Router::new(&auth::auth_routing(), &config).unwrap();
+    let token = HeaderName::from_static("token");
+    let client = Client::new(router);
+    let signed_in = client
+        .clone()
+        .header(token.clone(), HeaderValue::from_static("456"));
+    let profile = signed_in
+        .call(
+            &PROFILE,
+            ProfileQuery {
+                key: "123",
+                detail: Some(2),
+            },
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        profile,
+        Profile {
+            name: "Jane".into(),
+            detail: 2
+        }
+    );
+    // Without the session token: the middleware's 401.
+    let error = client
+        .call(
+            &PROFILE,
+            ProfileQuery {
+                key: "123",
+                detail: None,
+            },
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(error.status(), Some(StatusCode::UNAUTHORIZED), "{error}");
+    // A wrong key, with the token on the call: 401 with the middleware's message.
+    let error = client
+        .call(
+            &PROFILE,
+            ProfileQuery {
+                key: "999",
+                detail: None,
+            },
+        )
+        .header(token, HeaderValue::from_static("456"))
+        .await
+        .unwrap_err();
+    assert_eq!(error.status(), Some(StatusCode::UNAUTHORIZED));
+    assert_eq!(error.message(), Some("Invalid key"));
+}
