@@ -97,7 +97,7 @@ fn routing(books: &Books) -> Routing {
             let books: &Books = ctx.get();
             let mut books = books.lock().unwrap();
             let book = Book {
-                id: u32::try_from(books.len()).unwrap() + 1,
+                id: books.iter().map(|b| b.id).max().unwrap_or(0) + 1,
                 title: input.title,
                 shelf: input.shelf,
             };
@@ -648,4 +648,113 @@ async fn a_file_downloads_as_a_stream_of_bytes() {
     assert_eq!(missing.status(), Some(StatusCode::NOT_FOUND));
     assert_eq!(missing.message(), Some("File not found"));
     std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// What the server saw of a request: its HTTP version and a header a layer adds.
+#[derive(Debug, Serialize, Deserialize, Validate, JsonSchema)]
+#[garde(allow_unvalidated)]
+struct Transport {
+    version: String,
+    layer: Option<String>,
+}
+
+const TRANSPORT: Operation<(), Transport> = Operation::get("/transport");
+
+#[tokio::test]
+async fn over_http2_tls_and_the_user_s_tower_layers() {
+    use tokio_rustls::rustls::pki_types::CertificateDer;
+    use tokio_rustls::rustls::pki_types::pem::PemObject;
+    use tokio_rustls::rustls::{ClientConfig, RootCertStore, crypto::ring};
+    use tower::ServiceBuilder;
+
+    let transport = default_endpoints_factory().get().handler_with_request(
+        |(): (), _ctx, _logger, parts: http::request::Parts| async move {
+            Ok(Transport {
+                version: format!("{:?}", parts.version),
+                layer: parts
+                    .headers
+                    .get("x-layer")
+                    .map(|v| v.to_str().unwrap().to_owned()),
+            })
+        },
+    );
+    let books = Books::default();
+    let routing = routing(&books).route("transport", transport);
+    let generated = rcgen::generate_simple_self_signed(vec!["localhost".to_owned()]).unwrap();
+    let cert_pem = generated.cert.pem();
+    let config = create_config()
+        .cors(false)
+        .listen(std::net::SocketAddr::from(([127, 0, 0, 1], 0)))
+        .https(
+            strata::Pem::Bytes(cert_pem.clone().into_bytes()),
+            strata::Pem::Bytes(generated.signing_key.serialize_pem().into_bytes()),
+            std::net::SocketAddr::from(([127, 0, 0, 1], 0)),
+        )
+        .build();
+    let server = create_server(&config, &routing).await.unwrap();
+    let port = |i: usize| match server.servers()[i].local_addr.clone() {
+        strata::LocalAddr::Tcp(addr) => addr.port(),
+        strata::LocalAddr::Unix(_) => panic!("TCP"),
+    };
+    let (plain, secure) = (port(0), port(1));
+
+    // HTTP/2 with prior knowledge, through a concurrency limit, a timeout and a layer that adds
+    // a header (as a tracing layer would), all the user's.
+    let pool = hyper_util::client::legacy::Client::builder(hyper_util::rt::TokioExecutor::new())
+        .http2_only(true)
+        .build_http::<http_body_util::Full<bytes::Bytes>>();
+    let layered = ServiceBuilder::new()
+        .concurrency_limit(4)
+        .timeout(Duration::from_secs(5))
+        .map_request(|mut request: http::Request<_>| {
+            request
+                .headers_mut()
+                .insert("x-layer", HeaderValue::from_static("traced"));
+            request
+        })
+        .service(pool);
+    let client = Client::new(layered).base_url(format!("http://127.0.0.1:{plain}"));
+    let seen = client.call(&TRANSPORT, ()).await.unwrap();
+    assert_eq!(seen.version, "HTTP/2.0");
+    assert_eq!(seen.layer.as_deref(), Some("traced"));
+    walk(&client).await;
+
+    // HTTPS through rustls (hyper-rustls), HTTP/2 by ALPN.
+    let mut roots = RootCertStore::empty();
+    roots
+        .add(CertificateDer::from_pem_slice(cert_pem.as_bytes()).unwrap())
+        .unwrap();
+    let tls = ClientConfig::builder_with_provider(Arc::new(ring::default_provider()))
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    let https = hyper_rustls::HttpsConnectorBuilder::new()
+        .with_tls_config(tls)
+        .https_only()
+        .enable_http1()
+        .enable_http2()
+        .build();
+    let pool = hyper_util::client::legacy::Client::builder(hyper_util::rt::TokioExecutor::new())
+        .build::<_, http_body_util::Full<bytes::Bytes>>(https);
+    let client = Client::new(pool).base_url(format!("https://localhost:{secure}"));
+    let seen = client.call(&TRANSPORT, ()).await.unwrap();
+    assert_eq!(seen.version, "HTTP/2.0");
+    // The walk's books already exist from the HTTP/2 walk: a new one is added and read back.
+    let book = client
+        .call(
+            &api::CREATE_BOOK,
+            NewBook {
+                title: "Over TLS".into(),
+                shelf: "secure".into(),
+            },
+        )
+        .await
+        .unwrap();
+    let read = client
+        .call(&api::GET_BOOK, BookId { id: book.id })
+        .await
+        .unwrap();
+    assert_eq!(read, book);
+    server.shutdown().await;
 }
