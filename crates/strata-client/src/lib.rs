@@ -7,6 +7,11 @@
 //! it with [`Client::call`]. A changed input or output type breaks both sides at compile time,
 //! with nothing generated: no build script, no OpenAPI round trip.
 //!
+//! An event-stream operation (`Operation<I, Events<E>>`, implemented with
+//! `EndpointBuilder::implement_events`) is subscribed to with [`Client::subscribe`]: a
+//! [`Subscription`], a `Stream` of typed events that reconnects with `Last-Event-ID` after a
+//! dropped connection and ends when the server ends the stream.
+//!
 //! [`Client`] runs over any service of `http::Request<Full<Bytes>>`: the `Router` itself (no
 //! socket, as in tests), or a network client such as hyper-util's pooled one, with any tower
 //! layers around it (timeouts, retries, concurrency limits, tracing).
@@ -70,8 +75,10 @@
 mod download;
 mod envelope;
 mod error;
+mod events;
 mod pages;
 mod request;
+mod sse;
 
 use std::future::{Future, IntoFuture};
 use std::pin::Pin;
@@ -90,8 +97,11 @@ pub use download::Download;
 pub(crate) use download::read_limited;
 pub use envelope::{DefaultEnvelope, Envelope, api_error, decode};
 pub use error::ClientError;
+pub use events::{
+    DEFAULT_MAX_RECONNECTS, DEFAULT_RECONNECT_DELAY, MAX_RECONNECT_DELAY, Subscription,
+};
 pub use pages::{Items, Pages, Paginated};
-pub use strata_core::Operation;
+pub use strata_core::{Events, Operation};
 
 /// The timeout of a call unless the client or the call sets another.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);

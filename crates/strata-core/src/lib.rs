@@ -10,7 +10,7 @@
 //! - the body types, [`Mode`], and the `QUERY` method;
 //! - [`ResultHandler`], the default envelope ([`DefaultResultHandler`]) and [`ErrorHandler`];
 //! - descriptions for API documents ([`describe`]);
-//! - operations declared once for servers and clients ([`Operation`]).
+//! - operations declared once for servers and clients ([`Operation`], [`Events`]).
 //!
 //! The merged input and its decoding live in `strata-input` and `strata-validate`, the
 //! type-erased endpoint and the settings in `strata-routing`.
@@ -39,7 +39,7 @@ pub use error::{ApiError, ApiResult, BodyTimeout, BoxError, Causes, ErrorKind, p
 pub use logger::{Fields, Level, LogRateLimit, LogSink, Logger, Record};
 pub use method::{is_query, query_method};
 pub use mode::{MODE_VARIABLE, Mode};
-pub use operation::{DeclaredRoute, Operation, StreamedOutput};
+pub use operation::{DeclaredRoute, Events, Operation, StreamedOutput};
 pub use payload::{ClientAddr, Output, PathParams, RequestInfo, StreamFailure, Validated};
 pub use result_handler::{
     DefaultResultHandler, ErrorHandler, ResultHandler, error_response, json_response,

@@ -18,6 +18,19 @@
 //! assert_eq!(GET_BOOK.path(), "/v1/books/:id");
 //! assert_eq!(GET_BOOK.to_string(), "GET /v1/books/:id");
 //! ```
+//!
+//! An event-stream operation (server-sent events) declares [`Events`] of its event type as
+//! its output: the server implements it with the facade's `EndpointBuilder::implement_events`
+//! and a client subscribes to it (`strata-client`'s `Client::subscribe`), a stream of typed
+//! events.
+//!
+//! ```
+//! use strata_core::{Events, Operation};
+//!
+//! # struct CountdownInput; enum Countdown {}
+//! pub const COUNTDOWN: Operation<CountdownInput, Events<Countdown>> = Operation::get("/countdown");
+//! # let _ = COUNTDOWN;
+//! ```
 
 use std::fmt;
 use std::marker::PhantomData;
@@ -134,6 +147,16 @@ impl<I, O> fmt::Display for Operation<I, O> {
 /// with such an output as a download (a stream of bytes), not as JSON. Implemented by
 /// `strata_output`'s `FileResponse` and `StreamResponse`.
 pub trait StreamedOutput {}
+
+/// The output of an event-stream operation: not one value but a stream of events of `E`, an
+/// enum whose variants are the events (the server's `Emitter<E>` sends them, a client's
+/// subscription reads them back).
+///
+/// Only a marker for [`Operation`]'s output type: no value of it exists. It is neither an
+/// output a handler returns nor a body a call reads, so an event-stream operation can only be
+/// implemented as one (`EndpointBuilder::implement_events`) and subscribed to
+/// (`Client::subscribe`).
+pub struct Events<E>(PhantomData<fn() -> E>);
 
 /// Where an endpoint that implements an [`Operation`] must be mounted: routing refuses it
 /// anywhere else.

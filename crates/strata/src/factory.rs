@@ -468,6 +468,79 @@ where
         })
     }
 
+    /// Builds the event-stream endpoint that implements `operation`, an operation whose output
+    /// is [`Events<E>`](strata_core::Events) (declared once, shared with its clients, who
+    /// subscribe to it): the operation's method, and `f` as for
+    /// [`event_stream`](Self::event_stream), taking the operation's input and an
+    /// [`Emitter`](strata_events::Emitter) of its events (another type does not compile).
+    /// Routing refuses to mount it anywhere but where the operation says;
+    /// [`Routing::operation`](strata_routing::Routing::operation) mounts it there.
+    ///
+    /// ```
+    /// use strata::prelude::*;
+    /// # #[derive(serde::Deserialize, garde::Validate, schemars::JsonSchema)]
+    /// # pub struct CountdownInput { #[garde(range(min = 1))] from: u32 }
+    /// #[derive(serde::Serialize, garde::Validate, schemars::JsonSchema)]
+    /// #[serde(rename_all = "camelCase")]
+    /// #[garde(allow_unvalidated)]
+    /// pub enum Countdown {
+    ///     Tick { left: u32 },
+    ///     Liftoff,
+    /// }
+    ///
+    /// // In a crate the server and its clients share:
+    /// pub const COUNTDOWN: Operation<CountdownInput, Events<Countdown>> =
+    ///     Operation::get("/countdown");
+    ///
+    /// let countdown = default_endpoints_factory().endpoint().implement_events(
+    ///     &COUNTDOWN,
+    ///     |input, _ctx, emitter, _logger| async move {
+    ///         for left in (1..=input.from).rev() {
+    ///             emitter.emit_with_id(Countdown::Tick { left }, &left.to_string()).await?;
+    ///         }
+    ///         emitter.emit(Countdown::Liftoff).await?;
+    ///         Ok(())
+    ///     },
+    /// );
+    /// let routing = Routing::new().operation(countdown);
+    /// # let _ = routing;
+    /// ```
+    #[cfg(feature = "events")]
+    pub fn implement_events<E, F, Fut, I>(
+        self,
+        operation: &strata_core::Operation<I, strata_core::Events<E>>,
+        f: F,
+    ) -> Endpoint
+    where
+        E: strata_events::Events,
+        F: Fn(I, C, strata_events::Emitter<E>, Logger) -> Fut + Clone + Send + Sync + 'static,
+        Fut: Future<Output = Result<(), ApiError>> + Send + 'static,
+        I: InputType,
+        L: MiddlewareChain<C>,
+    {
+        self.implement_events_with(operation, strata_events::EventStreamOptions::default(), f)
+    }
+
+    /// [`implement_events`](Self::implement_events) with options (the keep-alive interval).
+    #[cfg(feature = "events")]
+    pub fn implement_events_with<E, F, Fut, I>(
+        mut self,
+        operation: &strata_core::Operation<I, strata_core::Events<E>>,
+        options: strata_events::EventStreamOptions,
+        f: F,
+    ) -> Endpoint
+    where
+        E: strata_events::Events,
+        F: Fn(I, C, strata_events::Emitter<E>, Logger) -> Fut + Clone + Send + Sync + 'static,
+        Fut: Future<Output = Result<(), ApiError>> + Send + 'static,
+        I: InputType,
+        L: MiddlewareChain<C>,
+    {
+        self.meta.methods = vec![operation.method()];
+        self.meta.declared = Some(operation.declared_route());
+        self.event_stream_with(options, f)
+    }
+
     /// Builds the endpoint with any [`Handler`].
     pub fn build_with<H, I, O>(self, handler: H) -> Endpoint
     where

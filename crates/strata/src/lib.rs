@@ -64,9 +64,9 @@ pub use factory::{
 };
 pub use strata_core::{
     ApiError, ApiResult, BoxError, Ctx, DeclaredError, DefaultResultHandler, ErrorHandler,
-    ErrorKind, Get, HCons, HNil, IncomingBody, Level, Logger, Mode, Operation, Output, PathParams,
-    RequestBody, RequestInfo, ResponseBody, ResponseDescription, ResponseHeader, ResultHandler,
-    Security, Validated, http_error,
+    ErrorKind, Events, Get, HCons, HNil, IncomingBody, Level, Logger, Mode, Operation, Output,
+    PathParams, RequestBody, RequestInfo, ResponseBody, ResponseDescription, ResponseHeader,
+    ResultHandler, Security, Validated, http_error,
 };
 pub use strata_input::{
     Input, InputSource, InputSources, InputValue, Parsed, ParsedBody, Query, RawBody, Staged,
@@ -158,10 +158,10 @@ pub fn create_config() -> ConfigBuilder {
 pub mod prelude {
     pub use crate::{
         ApiError, ApiResult, Config, CorsRequest, Ctx, DefaultResultHandler, Endpoint,
-        EndpointsFactory, FileResponse, Get, HCons, HNil, InputSource, Level, Logger, Middleware,
-        MiddlewareChain, Mode, Nest, Operation, RawBody, Reply, RequestInfo, ResultHandler, Router,
-        Routing, Security, ServeStatic, UploadLimits, UploadedFile, UploadedFileExt,
-        attach_routing, create_config, create_server, default_endpoints_factory, http_error,
-        routing,
+        EndpointsFactory, Events, FileResponse, Get, HCons, HNil, InputSource, Level, Logger,
+        Middleware, MiddlewareChain, Mode, Nest, Operation, RawBody, Reply, RequestInfo,
+        ResultHandler, Router, Routing, Security, ServeStatic, UploadLimits, UploadedFile,
+        UploadedFileExt, attach_routing, create_config, create_server, default_endpoints_factory,
+        http_error, routing,
     };
 }

@@ -1,0 +1,693 @@
+//! Subscriptions: the typed events of an event-stream operation, reconnecting with
+//! `Last-Event-ID` after a dropped connection.
+
+use std::fmt;
+use std::future::Future;
+use std::marker::PhantomData;
+use std::mem;
+use std::pin::Pin;
+use std::task::{Context, Poll, ready};
+use std::time::Duration;
+
+use bytes::{Buf, Bytes};
+use futures_core::Stream;
+use http::header::{ACCEPT, CONTENT_TYPE};
+use http::{HeaderMap, HeaderName, HeaderValue, Method, Request, Response, StatusCode, Uri};
+use http_body::Body;
+use http_body_util::combinators::UnsyncBoxBody;
+use http_body_util::{BodyExt, Full};
+use serde::Serialize;
+use serde::de::{DeserializeOwned, IgnoredAny};
+use serde_json::value::RawValue;
+use strata_core::{BoxError, Events, Operation};
+use tokio::time::{Instant, Sleep};
+use tower::{Service, ServiceExt};
+
+use crate::sse::{Parser, RawEvent};
+use crate::{Client, ClientError, Envelope, api_error, decode, request};
+
+/// How long a subscription waits before reconnecting, until the server says otherwise
+/// (`retry:`).
+pub const DEFAULT_RECONNECT_DELAY: Duration = Duration::from_secs(1);
+
+/// How many reconnections in a row may fail before a subscription gives up.
+pub const DEFAULT_MAX_RECONNECTS: u32 = 5;
+
+/// The longest wait before a reconnection, whatever the server's `retry:` or the backoff says.
+pub const MAX_RECONNECT_DELAY: Duration = Duration::from_secs(60);
+
+type Connection = Response<UnsyncBoxBody<Bytes, BoxError>>;
+type Connecting = Pin<Box<dyn Future<Output = Result<Connection, BoxError>> + Send>>;
+type Connect = Box<dyn Fn(Request<Full<Bytes>>) -> Connecting + Send>;
+type ReadError = Box<dyn Fn(StatusCode, &HeaderMap, &[u8]) -> ClientError + Send>;
+
+impl<S, E> Client<S, E> {
+    /// Subscribes to the event-stream operation `operation` with `input`: a [`Stream`] of its
+    /// events, each read as `T` (the server's event enum).
+    ///
+    /// The request (sent when the stream is first polled) is the operation's, its input placed
+    /// as for [`call`](Self::call) (for a GET, in the query string), with the client's headers,
+    /// the subscription's own ([`Subscription::header`]) and `Accept: text/event-stream`.
+    ///
+    /// - An event is the enum variant its `event:` names, with its `data:` as the variant's
+    ///   content (a unit variant: `null`, or no data); one that does not read as `T` is a
+    ///   [`ClientError::Decode`] (its path starts with the event's name) and the stream goes
+    ///   on.
+    /// - When the server ends the stream, the stream ends.
+    /// - When the connection drops (a transport error, a body that breaks off, or nothing
+    ///   for the [`idle_timeout`](Subscription::idle_timeout)), the subscription waits and
+    ///   connects again, sending `Last-Event-ID` with the id of the last event it got: the wait
+    ///   is the server's last `retry:` (or [`reconnect_delay`](Subscription::reconnect_delay)),
+    ///   doubled for each reconnection in a row that gets nothing, at most
+    ///   [`MAX_RECONNECT_DELAY`]. After [`max_reconnects`](Subscription::max_reconnects)
+    ///   such reconnections the last error is the stream's last item.
+    /// - An error response (the input's 400, a 401) is a [`ClientError::Api`] read by the
+    ///   client's envelope, and the end: so is a success that is not `text/event-stream`
+    ///   ([`ClientError::Decode`]), an event larger than
+    ///   [`max_event_size`](Subscription::max_event_size) ([`ClientError::TooLarge`]), and an
+    ///   input that cannot be sent ([`ClientError::Input`]). A 204 ends the stream.
+    ///
+    /// The client's timeout is not the stream's: a stream has no end to wait for (and a Strata
+    /// server sends nothing, not even headers, before its first event). Set an
+    /// [`idle_timeout`](Subscription::idle_timeout) longer than the server's keep-alive
+    /// interval to reconnect when a connection goes silent.
+    ///
+    /// # Example
+    ///
+    /// ```
+    /// use futures_util::StreamExt;
+    /// use serde::{Deserialize, Serialize};
+    /// use strata::prelude::*;
+    /// use strata_client::Client;
+    ///
+    /// #[derive(Serialize, Deserialize, garde::Validate, schemars::JsonSchema)]
+    /// pub struct CountdownInput {
+    ///     #[garde(range(min = 1, max = 10))]
+    ///     from: u32,
+    /// }
+    ///
+    /// #[derive(Debug, PartialEq, Serialize, Deserialize, garde::Validate, schemars::JsonSchema)]
+    /// #[serde(rename_all = "camelCase")]
+    /// #[garde(allow_unvalidated)]
+    /// pub enum Countdown {
+    ///     Tick { left: u32 },
+    ///     Liftoff,
+    /// }
+    ///
+    /// // Shared by the server and its clients.
+    /// pub const COUNTDOWN: Operation<CountdownInput, Events<Countdown>> =
+    ///     Operation::get("/countdown");
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// // The server implements it...
+    /// let countdown = default_endpoints_factory().endpoint().implement_events(
+    ///     &COUNTDOWN,
+    ///     |input, _ctx, emitter, _logger| async move {
+    ///         for left in (1..=input.from).rev() {
+    ///             emitter.emit_with_id(Countdown::Tick { left }, &left.to_string()).await?;
+    ///         }
+    ///         emitter.emit(Countdown::Liftoff).await?;
+    ///         Ok(())
+    ///     },
+    /// );
+    /// let routing = Routing::new().operation(countdown);
+    /// let router = strata::Router::new(&routing, &create_config().cors(false).build())?;
+    ///
+    /// // ...and a client subscribes, here over the router in memory.
+    /// let client = Client::new(router);
+    /// let mut events = client.subscribe(&COUNTDOWN, CountdownInput { from: 2 });
+    /// let mut seen = Vec::new();
+    /// while let Some(event) = events.next().await {
+    ///     seen.push(event?);
+    /// }
+    /// assert_eq!(
+    ///     seen,
+    ///     [Countdown::Tick { left: 2 }, Countdown::Tick { left: 1 }, Countdown::Liftoff]
+    /// );
+    /// assert_eq!(events.last_event_id(), Some("1"));
+    ///
+    /// // A bad input: the server's 400, then the end.
+    /// let mut refused = client.subscribe(&COUNTDOWN, CountdownInput { from: 0 });
+    /// let error = refused.next().await.unwrap().unwrap_err();
+    /// assert_eq!(error.status(), Some(http::StatusCode::BAD_REQUEST));
+    /// assert!(refused.next().await.is_none());
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn subscribe<I, T, B>(
+        &self,
+        operation: &Operation<I, Events<T>>,
+        input: I,
+    ) -> Subscription<T>
+    where
+        S: Service<Request<Full<Bytes>>, Response = Response<B>> + Clone + Send + 'static,
+        S::Future: Send,
+        S::Error: Into<BoxError>,
+        B: Body + Send + 'static,
+        B::Error: Into<BoxError>,
+        E: Envelope,
+        I: Serialize,
+        T: DeserializeOwned,
+    {
+        let service = self.inner.clone();
+        let connect: Connect = Box::new(move |request| {
+            let service = service.clone();
+            Box::pin(async move {
+                let response = service.oneshot(request).await.map_err(Into::into)?;
+                Ok(response.map(|body| {
+                    body.map_frame(|frame| {
+                        frame.map_data(|mut data| data.copy_to_bytes(data.remaining()))
+                    })
+                    .map_err(Into::into)
+                    .boxed_unsync()
+                }))
+            })
+        });
+        let envelope = self.envelope.clone();
+        let read_error: ReadError = Box::new(move |status, headers, body| {
+            match envelope.read::<IgnoredAny>(status, headers, body) {
+                Err(error) => error,
+                // An envelope that takes an error status for a success: the body's error.
+                Ok(IgnoredAny) => api_error(status, body),
+            }
+        });
+        let method = operation.method();
+        let (target, state) = match target(&method, operation.path(), &self.base_url, &input) {
+            Ok(target) => (target, State::Start),
+            Err(error) => (Target::default(), State::Failed(error)),
+        };
+        Subscription {
+            connect,
+            read_error,
+            method,
+            target,
+            headers: self.headers.clone(),
+            parser: Parser::new(self.max_response_body),
+            state,
+            idle: None,
+            settings: Settings {
+                reconnect_delay: DEFAULT_RECONNECT_DELAY,
+                max_reconnects: DEFAULT_MAX_RECONNECTS,
+                idle_timeout: None,
+                max_error_body: self.max_response_body,
+            },
+            failures: 0,
+            events: PhantomData,
+        }
+    }
+}
+
+/// Where a subscription's requests go, and their body.
+#[derive(Debug, Default)]
+struct Target {
+    uri: Uri,
+    /// The body and its content type.
+    body: Option<(HeaderValue, Bytes)>,
+}
+
+fn target<I: Serialize>(
+    method: &Method,
+    path: &str,
+    base_url: &str,
+    input: &I,
+) -> Result<Target, ClientError> {
+    let placed = request::place(method, path, input)?;
+    let uri = format!("{base_url}{}", placed.path_and_query)
+        .parse()
+        .map_err(|error: http::uri::InvalidUri| ClientError::Input(error.to_string()))?;
+    let body = placed
+        .body
+        .map(|(content_type, bytes)| {
+            HeaderValue::try_from(content_type)
+                .map(|content_type| (content_type, bytes))
+                .map_err(|error| ClientError::Input(format!("the body's media type: {error}")))
+        })
+        .transpose()?;
+    Ok(Target { uri, body })
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Settings {
+    reconnect_delay: Duration,
+    max_reconnects: u32,
+    idle_timeout: Option<Duration>,
+    max_error_body: usize,
+}
+
+/// Where a subscription is.
+enum State {
+    /// Not connected yet.
+    Start,
+    /// Waiting to reconnect.
+    Waiting(Pin<Box<Sleep>>),
+    /// The request is out.
+    Connecting(Connecting),
+    /// Reading the events.
+    Streaming(UnsyncBoxBody<Bytes, BoxError>),
+    /// Reading an error response's body.
+    Refused {
+        status: StatusCode,
+        headers: HeaderMap,
+        body: UnsyncBoxBody<Bytes, BoxError>,
+        read: Vec<u8>,
+    },
+    /// This error is the last item (after the events already read).
+    Failed(ClientError),
+    /// The end.
+    Done,
+}
+
+/// The typed events of an event-stream operation, from [`Client::subscribe`]: a
+/// [`Stream`] of `Result<T, ClientError>`.
+///
+/// Its settings apply from the next connection on; set them before polling it.
+#[must_use = "a subscription connects when polled"]
+pub struct Subscription<T> {
+    connect: Connect,
+    read_error: ReadError,
+    method: Method,
+    target: Target,
+    headers: HeaderMap,
+    parser: Parser,
+    state: State,
+    /// Fires when the connection said nothing for the idle timeout.
+    idle: Option<Pin<Box<Sleep>>>,
+    settings: Settings,
+    /// Reconnections in a row that got nothing.
+    failures: u32,
+    events: PhantomData<fn() -> T>,
+}
+
+impl<T> fmt::Debug for Subscription<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let state = match self.state {
+            State::Start => "start",
+            State::Waiting(_) => "waiting to reconnect",
+            State::Connecting(_) => "connecting",
+            State::Streaming(_) => "streaming",
+            State::Refused { .. } => "reading an error",
+            State::Failed(_) | State::Done => "done",
+        };
+        f.debug_struct("Subscription")
+            .field("method", &self.method)
+            .field("uri", &self.target.uri)
+            .field("state", &state)
+            .field("last_event_id", &self.last_event_id())
+            .field("settings", &self.settings)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<T> Subscription<T> {
+    /// A header sent with every connection of this subscription (it wins over the client's).
+    pub fn header(mut self, name: HeaderName, value: HeaderValue) -> Self {
+        self.headers.insert(name, value);
+        self
+    }
+
+    /// Resumes after the event `id` (an id [`last_event_id`](Self::last_event_id) gave
+    /// before): the first connection sends it as `Last-Event-ID`.
+    pub fn resume_from(mut self, id: impl Into<String>) -> Self {
+        self.parser.resume_from(id.into());
+        self
+    }
+
+    /// The wait before reconnecting until the server sends `retry:` (default
+    /// [`DEFAULT_RECONNECT_DELAY`]; at most [`MAX_RECONNECT_DELAY`]).
+    pub fn reconnect_delay(mut self, delay: Duration) -> Self {
+        self.settings.reconnect_delay = delay;
+        self
+    }
+
+    /// How many reconnections in a row may get nothing (no response, an error, no bytes)
+    /// before the subscription gives up (default [`DEFAULT_MAX_RECONNECTS`]; 0: it never
+    /// reconnects).
+    pub fn max_reconnects(mut self, reconnects: u32) -> Self {
+        self.settings.max_reconnects = reconnects;
+        self
+    }
+
+    /// Reconnects when a connection says nothing, not even a keep-alive comment, for this
+    /// long, from the request on (default `None`: it waits). Longer than the server's
+    /// keep-alive interval (a Strata server's: 15 s by default) and than its wait before the
+    /// first event.
+    pub fn idle_timeout(mut self, timeout: Option<Duration>) -> Self {
+        self.settings.idle_timeout = timeout;
+        self
+    }
+
+    /// The largest event read, in bytes, its lines, name and id together (default: the
+    /// client's `max_response_body`); a larger one is [`ClientError::TooLarge`], and the end.
+    pub fn max_event_size(mut self, bytes: usize) -> Self {
+        self.parser.set_max(bytes);
+        self
+    }
+
+    /// The id of the last event received (`id:`), sent as `Last-Event-ID` when reconnecting;
+    /// keep it to resume a later subscription with [`resume_from`](Self::resume_from).
+    pub fn last_event_id(&self) -> Option<&str> {
+        Some(self.parser.last_id()).filter(|id| !id.is_empty())
+    }
+
+    /// The request of the next connection.
+    fn request(&self) -> Result<Request<Full<Bytes>>, ClientError> {
+        let body = self.target.body.as_ref();
+        let mut request = Request::new(Full::new(
+            body.map(|(_, bytes)| bytes.clone()).unwrap_or_default(),
+        ));
+        *request.method_mut() = self.method.clone();
+        *request.uri_mut() = self.target.uri.clone();
+        let headers = request.headers_mut();
+        headers.extend(self.headers.clone());
+        headers.insert(ACCEPT, HeaderValue::from_static("text/event-stream"));
+        if let Some((content_type, _)) = body {
+            headers.insert(CONTENT_TYPE, content_type.clone());
+        }
+        if let Some(id) = self.last_event_id() {
+            let id = HeaderValue::from_str(id).map_err(|_| {
+                ClientError::Input(format!("the last event id {id:?} cannot be a header"))
+            })?;
+            headers.insert("last-event-id", id);
+        }
+        Ok(request)
+    }
+
+    /// Sends the request of the next connection.
+    fn connect(&mut self) {
+        self.state = match self.request() {
+            Ok(request) => {
+                self.arm_idle();
+                State::Connecting((self.connect)(request))
+            }
+            Err(error) => State::Failed(error),
+        };
+    }
+
+    /// Starts (or restarts) the idle timeout.
+    fn arm_idle(&mut self) {
+        let deadline = self
+            .settings
+            .idle_timeout
+            .and_then(|timeout| Instant::now().checked_add(timeout));
+        match (deadline, &mut self.idle) {
+            (None, _) => self.idle = None,
+            (Some(deadline), Some(idle)) => idle.as_mut().reset(deadline),
+            (Some(deadline), None) => {
+                self.idle = Some(Box::pin(tokio::time::sleep_until(deadline)));
+            }
+        }
+    }
+
+    /// Whether the idle timeout fired (an error to drop the connection with).
+    fn poll_idle(&mut self, cx: &mut Context<'_>) -> Option<ClientError> {
+        let idle = self.idle.as_mut()?;
+        if idle.as_mut().poll(cx).is_pending() {
+            return None;
+        }
+        self.idle = None;
+        Some(ClientError::Timeout(
+            self.settings.idle_timeout.unwrap_or_default(),
+        ))
+    }
+
+    /// The connection dropped with `error`: reconnect after a while, or give up.
+    fn dropped(&mut self, error: ClientError) {
+        self.idle = None;
+        self.failures = self.failures.saturating_add(1);
+        if self.failures > self.settings.max_reconnects {
+            self.state = State::Failed(error);
+            return;
+        }
+        self.parser.reconnected();
+        let doubled = self
+            .settings
+            .reconnect_delay
+            .saturating_mul(1 << (self.failures - 1).min(16));
+        let wait = doubled.min(MAX_RECONNECT_DELAY);
+        self.state = State::Waiting(Box::pin(tokio::time::sleep(wait)));
+    }
+
+    /// Takes a `retry:` the stream sent as the reconnection delay.
+    fn take_retry(&mut self) {
+        if let Some(retry) = self.parser.take_retry() {
+            self.settings.reconnect_delay = retry.min(MAX_RECONNECT_DELAY);
+        }
+    }
+
+    /// The response to a request.
+    fn connected(&mut self, response: Connection) {
+        let (parts, body) = response.into_parts();
+        let status = parts.status;
+        if !status.is_success() {
+            self.state = State::Refused {
+                status,
+                headers: parts.headers,
+                body,
+                read: Vec::new(),
+            };
+            return;
+        }
+        if status == StatusCode::NO_CONTENT {
+            self.state = State::Done;
+            return;
+        }
+        let media_type = parts
+            .headers
+            .get(CONTENT_TYPE)
+            .and_then(|value| value.to_str().ok())
+            .unwrap_or("");
+        let essence = media_type.split(';').next().unwrap_or("").trim();
+        self.state = if essence.eq_ignore_ascii_case("text/event-stream") {
+            State::Streaming(body)
+        } else {
+            State::Failed(ClientError::Decode {
+                status,
+                path: String::new(),
+                message: format!("the response is {media_type:?}, not text/event-stream"),
+            })
+        };
+    }
+
+    /// Moves on from the current state; `Ready` when there is something to look at.
+    fn advance(&mut self, cx: &mut Context<'_>) -> Poll<()> {
+        match &mut self.state {
+            State::Start => self.connect(),
+            State::Waiting(sleep) => {
+                ready!(sleep.as_mut().poll(cx));
+                self.connect();
+            }
+            State::Connecting(connecting) => match connecting.as_mut().poll(cx) {
+                Poll::Ready(Ok(response)) => self.connected(response),
+                Poll::Ready(Err(error)) => self.dropped(ClientError::Transport(error)),
+                Poll::Pending => {
+                    let Some(timeout) = self.poll_idle(cx) else {
+                        return Poll::Pending;
+                    };
+                    self.dropped(timeout);
+                }
+            },
+            State::Streaming(_) => return self.poll_streaming(cx),
+            State::Refused { .. } => return self.poll_refused(cx),
+            State::Failed(_) | State::Done => {}
+        }
+        Poll::Ready(())
+    }
+
+    fn poll_streaming(&mut self, cx: &mut Context<'_>) -> Poll<()> {
+        let State::Streaming(body) = &mut self.state else {
+            return Poll::Ready(());
+        };
+        match Pin::new(body).poll_frame(cx) {
+            Poll::Ready(Some(Ok(frame))) => {
+                let Ok(data) = frame.into_data() else {
+                    // Trailers: nothing for the events.
+                    return Poll::Ready(());
+                };
+                if data.is_empty() {
+                    return Poll::Ready(());
+                }
+                self.failures = 0;
+                self.arm_idle();
+                if self.parser.feed(&data).is_err() {
+                    self.state = State::Failed(ClientError::TooLarge {
+                        limit: self.parser.max(),
+                    });
+                }
+                self.take_retry();
+            }
+            Poll::Ready(Some(Err(error))) => self.dropped(ClientError::Transport(error)),
+            // The server ended the stream: an event it broke off in is not one.
+            Poll::Ready(None) => self.state = State::Done,
+            Poll::Pending => {
+                let Some(timeout) = self.poll_idle(cx) else {
+                    return Poll::Pending;
+                };
+                self.dropped(timeout);
+            }
+        }
+        Poll::Ready(())
+    }
+
+    fn poll_refused(&mut self, cx: &mut Context<'_>) -> Poll<()> {
+        let limit = self.settings.max_error_body;
+        let State::Refused { body, read, .. } = &mut self.state else {
+            return Poll::Ready(());
+        };
+        let failure = match Pin::new(body).poll_frame(cx) {
+            Poll::Ready(Some(Ok(frame))) => match frame.into_data() {
+                Ok(data) if read.len() + data.len() > limit => ClientError::TooLarge { limit },
+                Ok(data) => {
+                    read.extend_from_slice(&data);
+                    return Poll::Ready(());
+                }
+                Err(_) => return Poll::Ready(()),
+            },
+            Poll::Ready(Some(Err(error))) => ClientError::Transport(error),
+            Poll::Ready(None) => {
+                let State::Refused {
+                    status,
+                    headers,
+                    read,
+                    ..
+                } = mem::replace(&mut self.state, State::Done)
+                else {
+                    return Poll::Ready(());
+                };
+                (self.read_error)(status, &headers, &read)
+            }
+            Poll::Pending => match self.poll_idle(cx) {
+                Some(timeout) => timeout,
+                None => return Poll::Pending,
+            },
+        };
+        self.idle = None;
+        self.state = State::Failed(failure);
+        Poll::Ready(())
+    }
+}
+
+impl<T: DeserializeOwned> Stream for Subscription<T> {
+    type Item = Result<T, ClientError>;
+
+    fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        let this = self.get_mut();
+        loop {
+            if let Some(event) = this.parser.next_event() {
+                return Poll::Ready(Some(read_event(&event)));
+            }
+            match mem::replace(&mut this.state, State::Done) {
+                State::Done => return Poll::Ready(None),
+                State::Failed(error) => return Poll::Ready(Some(Err(error))),
+                state => this.state = state,
+            }
+            ready!(this.advance(cx));
+        }
+    }
+}
+
+/// An event as `T`: the variant its name says, its data the variant's content. What does not
+/// read says where, from the event's name on.
+pub(crate) fn read_event<T: DeserializeOwned>(event: &RawEvent) -> Result<T, ClientError> {
+    read_event_as(event).map_err(|mut error| {
+        if let ClientError::Decode { path, .. } = &mut error
+            && path.is_empty()
+        {
+            path.clone_from(&event.name);
+        }
+        error
+    })
+}
+
+fn read_event_as<T: DeserializeOwned>(event: &RawEvent) -> Result<T, ClientError> {
+    let data = event.data.trim();
+    let name = serde_json::Value::String(event.name.clone()).to_string();
+    if data.is_empty() || data == "null" {
+        // A unit variant, as serde writes one: its name.
+        if let Ok(unit) = serde_json::from_str(&name) {
+            return Ok(unit);
+        }
+        return decode(StatusCode::OK, format!("{{{name}:null}}").as_bytes());
+    }
+    let data: &RawValue = serde_json::from_str(data).map_err(|error| ClientError::Decode {
+        status: StatusCode::OK,
+        path: event.name.clone(),
+        message: format!("the event's data is not JSON: {error}"),
+    })?;
+    decode(
+        StatusCode::OK,
+        format!("{{{name}:{}}}", data.get()).as_bytes(),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use serde::Deserialize;
+
+    use super::*;
+
+    #[derive(Debug, PartialEq, Deserialize)]
+    #[serde(rename_all = "camelCase")]
+    enum Feed {
+        Message { text: String },
+        Count(u32),
+        Maybe(Option<u32>),
+        Done,
+    }
+
+    fn read(name: &str, data: &str) -> Result<Feed, ClientError> {
+        read_event(&RawEvent {
+            name: name.to_owned(),
+            data: data.to_owned(),
+        })
+    }
+
+    #[test]
+    fn a_subscription_can_be_sent_to_a_task() {
+        fn spawnable<T: Send + Unpin + 'static>() {}
+        spawnable::<Subscription<Feed>>();
+    }
+
+    #[test]
+    fn events_read_as_the_variant_they_name() {
+        assert_eq!(
+            read("message", r#"{"text":"two\nlines"}"#).unwrap(),
+            Feed::Message {
+                text: "two\nlines".into()
+            }
+        );
+        assert_eq!(read("count", "3").unwrap(), Feed::Count(3));
+        // A unit variant: `null` as the server writes it, or no data at all.
+        assert_eq!(read("done", "null").unwrap(), Feed::Done);
+        assert_eq!(read("done", "").unwrap(), Feed::Done);
+        // `null` for a variant that is not a unit one is its content.
+        assert_eq!(read("maybe", "null").unwrap(), Feed::Maybe(None));
+        assert_eq!(read("maybe", " 4\n").unwrap(), Feed::Maybe(Some(4)));
+        // Names are JSON-escaped, not spliced.
+        assert!(read("count\":1,\"x", "2").is_err());
+    }
+
+    #[test]
+    fn what_does_not_read_says_where() {
+        let wrong = read("message", r#"{"text":5}"#).unwrap_err();
+        assert!(
+            matches!(&wrong, ClientError::Decode { path, .. } if path == "message.text"),
+            "{wrong:?}"
+        );
+        for unknown in [read("gone", "1"), read("gone", "null")] {
+            let unknown = unknown.unwrap_err();
+            assert!(
+                matches!(&unknown, ClientError::Decode { path, message, .. }
+                    if path == "gone" && message.contains("unknown variant `gone`")),
+                "{unknown:?}"
+            );
+        }
+        let not_json = read("count", "3, 4").unwrap_err();
+        assert!(
+            matches!(&not_json, ClientError::Decode { path, message, .. }
+                if path == "count" && message.contains("not JSON")),
+            "{not_json:?}"
+        );
+        assert!(read("count", "null").is_err());
+    }
+}
