@@ -13,8 +13,13 @@ use serde::{Deserialize, Serialize};
 use strata::openapi::OpenApiVersion;
 use strata::prelude::*;
 
+/// The countdown, declared once for the server and its clients (`strata::client`'s
+/// `subscribe` reads the typed events).
+pub(crate) const COUNTDOWN: strata::Operation<CountdownInput, strata::Events<Countdown>> =
+    strata::Operation::get("/countdown");
+
 /// The events of the countdown.
-#[derive(Serialize, Validate, JsonSchema)]
+#[derive(Debug, PartialEq, Serialize, Deserialize, Validate, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub(crate) enum Countdown {
     /// One step: the seconds left.
@@ -26,23 +31,23 @@ pub(crate) enum Countdown {
     Liftoff,
 }
 
-#[derive(Deserialize, Validate, JsonSchema)]
+#[derive(Serialize, Deserialize, Validate, JsonSchema)]
 pub(crate) struct CountdownInput {
     /// Where to start.
     #[garde(range(min = 1, max = 3600))]
-    from: u32,
+    pub(crate) from: u32,
     /// Milliseconds between ticks (default 1000).
     #[garde(range(min = 1, max = 10_000))]
-    every_ms: Option<u64>,
+    pub(crate) every_ms: Option<u64>,
 }
 
 /// The routing: `GET /countdown?from=N`.
 pub(crate) fn events_routing() -> Routing {
     let countdown = default_endpoints_factory()
-        .get()
+        .endpoint()
         .tag("events")
         .short_description("Counts down, one event per tick")
-        .event_stream(|input: CountdownInput, _ctx, emitter, logger| async move {
+        .implement_events(&COUNTDOWN, |input, _ctx, emitter, logger| async move {
             // A client that reconnects says the last tick it got: go on from there.
             let from = emitter
                 .last_event_id()
@@ -59,7 +64,7 @@ pub(crate) fn events_routing() -> Routing {
             logger.info("liftoff");
             Ok(())
         });
-    routing! { "countdown" => countdown }
+    Routing::new().operation(countdown)
 }
 
 /// The generated TypeScript client: `Subscription` with the countdown's typed events.

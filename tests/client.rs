@@ -758,3 +758,101 @@ async fn over_http2_tls_and_the_user_s_tower_layers() {
     assert_eq!(read, book);
     server.shutdown().await;
 }
+
+/// A server's own envelope: `{"ok": <output>}` on success, `{"problem": <message>, "code":
+/// <status>}` on error.
+#[derive(Clone)]
+struct Bare;
+
+impl strata::ResultHandler for Bare {
+    fn positive(&self, _output: &schemars::Schema) -> Vec<strata::ResponseDescription> {
+        Vec::new()
+    }
+
+    fn negative(&self) -> Vec<strata::ResponseDescription> {
+        Vec::new()
+    }
+
+    fn handle(
+        &self,
+        result: Result<strata::Output, ApiError>,
+        _request: &RequestInfo,
+        _logger: &Logger,
+    ) -> http::Response<strata::ResponseBody> {
+        let (status, body) = match result {
+            Ok(output) => (output.status(), format!(r#"{{"ok":{}}}"#, output.json())),
+            Err(error) => (
+                error.status(),
+                serde_json::json!({ "problem": error.message(), "code": error.status().as_u16() })
+                    .to_string(),
+            ),
+        };
+        strata::core::json_response(status, body)
+    }
+}
+
+/// Its counterpart in the client.
+#[derive(Clone)]
+struct BareEnvelope;
+
+impl strata::client::Envelope for BareEnvelope {
+    fn read<O: serde::de::DeserializeOwned>(
+        &self,
+        status: StatusCode,
+        _headers: &http::HeaderMap,
+        body: &[u8],
+    ) -> Result<O, ClientError> {
+        #[derive(Deserialize)]
+        struct Ok<O> {
+            ok: O,
+        }
+        #[derive(Deserialize)]
+        struct Problem {
+            problem: String,
+        }
+        if status.is_success() {
+            return strata::client::decode::<Ok<O>>(status, body).map(|ok| ok.ok);
+        }
+        let problem: Problem = strata::client::decode(status, body)?;
+        Err(ClientError::Api {
+            status,
+            message: problem.problem,
+            body: serde_json::from_slice(body).unwrap_or_default(),
+        })
+    }
+}
+
+#[tokio::test]
+async fn a_custom_result_handler_is_read_by_its_own_envelope() {
+    #[derive(Serialize, Deserialize)]
+    struct Code {
+        code: u16,
+    }
+    let factory = strata::EndpointsFactory::new(Bare);
+    let get = factory
+        .endpoint()
+        .implement(&api::GET_BOOK, |input, _ctx, _logger| async move {
+            if input.id == 1 {
+                Ok(Book {
+                    id: 1,
+                    title: "Emma".into(),
+                    shelf: "novels".into(),
+                })
+            } else {
+                Err(http_error!(404, "No book has the id {}", input.id))
+            }
+        });
+    let router = Router::new(&Routing::new().operation(get), &config()).unwrap();
+    let client = Client::new(router).envelope(BareEnvelope);
+    let book = client.call(&api::GET_BOOK, BookId { id: 1 }).await.unwrap();
+    assert_eq!(book.title, "Emma");
+    let error = client
+        .call(&api::GET_BOOK, BookId { id: 2 })
+        .await
+        .unwrap_err();
+    assert_eq!(error.status(), Some(StatusCode::NOT_FOUND));
+    assert_eq!(error.message(), Some("No book has the id 2"));
+    // The server's own error body, typed.
+    let code: Code = error.error_body().unwrap().unwrap();
+    assert_eq!(code.code, 404);
+}

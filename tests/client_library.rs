@@ -1,6 +1,7 @@
 //! The library example walked by the typed Rust client twice, in memory over the router and
 //! over a real socket, with the operations the server implements; the auth example called with
-//! and without its credentials.
+//! and without its credentials; the events example's countdown subscribed to, and resumed with
+//! `Last-Event-ID`.
 
 #![allow(clippy::unwrap_used)] // tests fail loudly by design
 
@@ -16,6 +17,10 @@ mod client_example;
 #[allow(dead_code)]
 #[path = "../examples/auth.rs"]
 mod auth;
+
+#[allow(dead_code)]
+#[path = "../examples/events.rs"]
+mod events;
 
 use client_example::library;
 
@@ -139,4 +144,44 @@ async fn the_auth_example_with_and_without_its_credentials() {
         .unwrap_err();
     assert_eq!(error.status(), Some(StatusCode::UNAUTHORIZED));
     assert_eq!(error.message(), Some("Invalid key"));
+}
+
+/// Every event of a subscription until the server ends the stream.
+async fn all<T>(mut subscription: strata::client::Subscription<T>) -> Vec<T>
+where
+    T: serde::de::DeserializeOwned,
+{
+    use futures_core::Stream;
+    let mut events = Vec::new();
+    while let Some(event) =
+        std::future::poll_fn(|cx| std::pin::Pin::new(&mut subscription).poll_next(cx)).await
+    {
+        events.push(event.unwrap());
+    }
+    events
+}
+
+#[tokio::test]
+async fn the_events_example_s_countdown_typed_and_resumed() {
+    use events::{COUNTDOWN, Countdown, CountdownInput};
+    let config = create_config().cors(false).build();
+    let router = Router::new(&events::events_routing(), &config).unwrap();
+    let client = Client::new(router);
+    let input = || CountdownInput {
+        from: 3,
+        every_ms: Some(1),
+    };
+    let countdown = all(client.subscribe(&COUNTDOWN, input())).await;
+    assert_eq!(
+        countdown,
+        [
+            Countdown::Tick { left: 3 },
+            Countdown::Tick { left: 2 },
+            Countdown::Tick { left: 1 },
+            Countdown::Liftoff,
+        ]
+    );
+    // A client that got tick 2 before its connection dropped resumes after it.
+    let resumed = all(client.subscribe(&COUNTDOWN, input()).resume_from("2")).await;
+    assert_eq!(resumed, [Countdown::Tick { left: 1 }, Countdown::Liftoff]);
 }
