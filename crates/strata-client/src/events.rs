@@ -173,7 +173,13 @@ impl<S, E> Client<S, E> {
             }
         });
         let method = operation.method();
-        let (target, state) = match target(&method, operation.path(), &self.base_url, &input) {
+        let (target, state) = match target(
+            &method,
+            operation.path(),
+            &self.base_url,
+            &input,
+            &self.input_sources,
+        ) {
             Ok(target) => (target, State::Start),
             Err(error) => (Target::default(), State::Failed(error)),
         };
@@ -211,8 +217,9 @@ fn target<I: Serialize>(
     path: &str,
     base_url: &str,
     input: &I,
+    sources: &strata_input::InputSources,
 ) -> Result<Target, ClientError> {
-    let placed = request::place(method, path, input)?;
+    let placed = request::place(method, path, input, sources)?;
     let uri = format!("{base_url}{}", placed.path_and_query)
         .parse()
         .map_err(|error: http::uri::InvalidUri| ClientError::Input(error.to_string()))?;

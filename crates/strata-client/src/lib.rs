@@ -118,6 +118,7 @@ pub struct Client<S, E = DefaultEnvelope> {
     headers: HeaderMap,
     timeout: Option<Duration>,
     max_response_body: usize,
+    input_sources: strata_input::InputSources,
     envelope: E,
 }
 
@@ -130,6 +131,7 @@ impl<S> Client<S> {
             headers: HeaderMap::new(),
             timeout: Some(DEFAULT_TIMEOUT),
             max_response_body: DEFAULT_MAX_RESPONSE_BODY,
+            input_sources: strata_input::InputSources::default(),
             envelope: DefaultEnvelope,
         }
     }
@@ -174,6 +176,15 @@ impl<S, E> Client<S, E> {
         self
     }
 
+    /// Places inputs as a server with these input sources reads them (its configuration's
+    /// `input_sources`, when it changes the defaults): a method whose sources have a body gets
+    /// the fields as a body, any other the query string.
+    #[must_use]
+    pub fn input_sources(mut self, sources: strata_input::InputSources) -> Self {
+        self.input_sources = sources;
+        self
+    }
+
     /// Reads responses with `envelope`, the counterpart of the server's result handler.
     pub fn envelope<E2: Envelope>(self, envelope: E2) -> Client<S, E2> {
         Client {
@@ -182,6 +193,7 @@ impl<S, E> Client<S, E> {
             headers: self.headers,
             timeout: self.timeout,
             max_response_body: self.max_response_body,
+            input_sources: self.input_sources,
             envelope,
         }
     }
@@ -405,7 +417,7 @@ impl<S, E> Client<S, E> {
         input: &I,
     ) -> Result<Request<Full<Bytes>>, ClientError> {
         let method = operation.method();
-        let placed = request::place(&method, operation.path(), input)?;
+        let placed = request::place(&method, operation.path(), input, &self.input_sources)?;
         let uri = format!("{}{}", self.base_url, placed.path_and_query);
         let (content_type, body) = placed.body.unwrap_or_default();
         let mut request = Request::builder()

@@ -7,7 +7,7 @@ use percent_encoding::{AsciiSet, NON_ALPHANUMERIC, utf8_percent_encode};
 use serde::Serialize;
 use serde_json::{Map, Value};
 use strata_input::raw::RAW_FIELD;
-use strata_input::{FILE_PLACEHOLDER, UploadedFile, capture_files};
+use strata_input::{FILE_PLACEHOLDER, InputSource, InputSources, UploadedFile, capture_files};
 
 use crate::ClientError;
 
@@ -27,21 +27,23 @@ pub(crate) struct Placed {
     pub(crate) body: Option<(String, Bytes)>,
 }
 
-/// Whether the server reads `method`'s input from the query string (its default sources),
-/// not from a body.
-fn reads_query(method: &Method) -> bool {
-    matches!(*method, Method::GET | Method::HEAD | Method::DELETE)
+/// Whether the server reads `method`'s input from the query string, not from a body: its
+/// sources for the method have no body (by default GET, HEAD and DELETE).
+fn reads_query(method: &Method, sources: &InputSources) -> bool {
+    !sources.for_method(method).contains(&InputSource::Body)
 }
 
-/// `input` placed for `method` and `path` (`/v1/books/:id`): each `:name` replaced by the field
-/// `name`, percent-encoded; the other fields in the query string (GET, HEAD, DELETE: lists as
-/// repeated keys, `null` left out) or as a JSON body (POST, PUT, PATCH, QUERY). An input with
+/// `input` placed for `method` and `path` (`/v1/books/:id`) as a server with `sources` reads
+/// it: each `:name` replaced by the field `name`, percent-encoded; the other fields in the query
+/// string when the method's sources have no body (by default GET, HEAD, DELETE: lists as
+/// repeated keys, `null` left out), else as a JSON body (POST, PUT, PATCH, QUERY). An input with
 /// files (`UploadedFile` fields) is a `multipart/form-data` body; one with a `raw: RawBody` is
 /// that body, of its own type, the other fields in the query string.
 pub(crate) fn place<I: Serialize>(
     method: &Method,
     path: &str,
     input: &I,
+    sources: &InputSources,
 ) -> Result<Placed, ClientError> {
     let (value, files) = capture_files(|| serde_json::to_value(input));
     let mut fields = match value {
@@ -94,7 +96,7 @@ pub(crate) fn place<I: Serialize>(
             body: Some(multipart(&fields, &files)),
         });
     }
-    if reads_query(method) {
+    if reads_query(method, sources) {
         push_query(&mut target, &fields);
         return Ok(Placed {
             path_and_query: target,
@@ -280,6 +282,24 @@ mod tests {
     use serde_json::json;
 
     use super::*;
+
+    /// Placed as a server with the default sources reads it.
+    fn place<I: Serialize>(method: &Method, path: &str, input: &I) -> Result<Placed, ClientError> {
+        super::place(method, path, input, &InputSources::default())
+    }
+
+    #[test]
+    fn the_server_s_sources_decide_between_query_and_body() {
+        let mut sources = InputSources::default();
+        assert!(sources.set(&Method::POST, [InputSource::Query, InputSource::Params]));
+        assert!(sources.set(&Method::GET, [InputSource::Body, InputSource::Params]));
+        let post = super::place(&Method::POST, "/a", &json!({"q": "x y"}), &sources).unwrap();
+        assert_eq!(post.path_and_query, "/a?q=x+y");
+        assert!(post.body.is_none());
+        let get = super::place(&Method::GET, "/a", &json!({"q": 1}), &sources).unwrap();
+        assert_eq!(get.path_and_query, "/a");
+        assert_eq!(get.body.unwrap().1, Bytes::from_static(br#"{"q":1}"#));
+    }
 
     #[test]
     fn path_parameters_are_encoded_and_leave_the_rest() {
