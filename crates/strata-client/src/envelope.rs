@@ -55,6 +55,11 @@ impl Envelope for DefaultEnvelope {
 
 /// `body` as `T`, a failure saying where.
 pub fn decode<T: DeserializeOwned>(status: StatusCode, body: &[u8]) -> Result<T, ClientError> {
+    // The fast path decodes without tracking paths; only a failure pays for a second pass
+    // that says where the problem is.
+    if let Ok(value) = serde_json::from_slice(body) {
+        return Ok(value);
+    }
     let mut reader = serde_json::Deserializer::from_slice(body);
     serde_path_to_error::deserialize(&mut reader)
         .map_err(|error| ClientError::Decode {

@@ -426,9 +426,16 @@ impl<S, E> Client<S, E> {
             .body(Full::new(body))
             .map_err(|error| ClientError::Input(error.to_string()))?;
         let sent = request.headers_mut();
-        sent.extend(self.headers.clone());
-        sent.extend(headers.clone());
-        if !content_type.is_empty() {
+        // (Most calls add no header: no copy then.)
+        if !self.headers.is_empty() {
+            sent.extend(self.headers.clone());
+        }
+        if !headers.is_empty() {
+            sent.extend(headers.clone());
+        }
+        if content_type == request::JSON {
+            sent.insert(CONTENT_TYPE, HeaderValue::from_static(request::JSON));
+        } else if !content_type.is_empty() {
             let content_type = HeaderValue::try_from(content_type)
                 .map_err(|error| ClientError::Input(format!("the body's media type: {error}")))?;
             sent.insert(CONTENT_TYPE, content_type);

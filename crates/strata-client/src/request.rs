@@ -18,6 +18,9 @@ const SEGMENT: &AsciiSet = &NON_ALPHANUMERIC
     .remove(b'_')
     .remove(b'~');
 
+/// The media type of a JSON body.
+pub(crate) const JSON: &str = "application/json";
+
 /// A request's target and body, before headers.
 #[derive(Debug)]
 pub(crate) struct Placed {
@@ -45,6 +48,18 @@ pub(crate) fn place<I: Serialize>(
     input: &I,
     sources: &InputSources,
 ) -> Result<Placed, ClientError> {
+    // The common body call (no path parameter, no file): the input written once, straight to
+    // JSON, in its fields' order; anything else goes through a `Value` to be taken apart.
+    if !path.contains(':') && !reads_query(method, sources) {
+        let (json, files) = capture_files(|| serde_json::to_vec(input));
+        let json = json.map_err(|error| ClientError::Input(error.to_string()))?;
+        if files.is_empty() && json.first() == Some(&b'{') {
+            return Ok(Placed {
+                path_and_query: path.to_owned(),
+                body: Some((JSON.to_owned(), Bytes::from(json))),
+            });
+        }
+    }
     let (value, files) = capture_files(|| serde_json::to_value(input));
     let mut fields = match value {
         Ok(Value::Object(fields)) => fields,
@@ -107,7 +122,7 @@ pub(crate) fn place<I: Serialize>(
         serde_json::to_vec(&fields).map_err(|error| ClientError::Input(error.to_string()))?;
     Ok(Placed {
         path_and_query: target,
-        body: Some(("application/json".to_owned(), Bytes::from(body))),
+        body: Some((JSON.to_owned(), Bytes::from(body))),
     })
 }
 
@@ -394,6 +409,34 @@ mod tests {
                 Bytes::from_static(b"{ \"a\": 1 }")
             )
         );
+    }
+
+    #[test]
+    fn a_body_without_path_parameters_is_written_once_in_field_order() {
+        #[derive(Serialize)]
+        struct Order {
+            zeta: u8,
+            alpha: &'static str,
+        }
+        let placed = place(
+            &Method::POST,
+            "/v1/orders",
+            &Order {
+                zeta: 1,
+                alpha: "a",
+            },
+        )
+        .unwrap();
+        assert_eq!(placed.path_and_query, "/v1/orders");
+        assert_eq!(
+            placed.body.unwrap(),
+            (
+                JSON.to_owned(),
+                Bytes::from_static(br#"{"zeta":1,"alpha":"a"}"#)
+            )
+        );
+        let unit = place(&Method::POST, "/v1/ping", &()).unwrap();
+        assert_eq!(unit.body.unwrap().1, Bytes::from_static(b"{}"));
     }
 
     #[test]
