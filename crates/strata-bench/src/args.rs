@@ -164,6 +164,8 @@ pub(crate) struct ClientOptions {
     pub(crate) rounds: usize,
     /// Calls in flight at once over the socket (tasks on the client's one thread).
     pub(crate) concurrency: usize,
+    /// Rounds and warm-ups of this many calls each instead of `duration` and `warmup`.
+    pub(crate) calls: Option<u64>,
     /// Server runtime worker threads.
     pub(crate) workers: usize,
     /// Pin the server and this process to different cores (with `taskset`).
@@ -190,6 +192,7 @@ impl ClientOptions {
             warmup,
             rounds,
             concurrency: 16,
+            calls: None,
             workers: 1,
             pin: true,
             operations: crate::client::OperationName::ALL.to_vec(),
@@ -217,7 +220,7 @@ USAGE:
     strata-bench serve fixed [--workers N]    the load generator's ceiling: fixed bytes, no HTTP
                                               stack (measure it with `load <addr> hello`)
     strata-bench client [--quick] [--duration <time>] [--warmup <time>] [--rounds N]
-                        [--concurrency N] [--workers N] [--no-pin] [--json <path>]
+                        [--concurrency N] [--calls N] [--workers N] [--no-pin] [--json <path>]
                         [--operation hello,order] [--way hand,typed,typed-untimed]
                         [--transport network,memory]
     strata-bench serve client [--workers N]
@@ -260,6 +263,8 @@ to core 1, one thread); then both over the Router in memory. Rounds alternate th
     --warmup <time>         warm-up of each client (default 1s, quick 300ms)
     --rounds <N>            measured rounds per client (default 5, quick 3)
     --concurrency <N>       calls in flight over the socket (default 16; in memory: 1)
+    --calls <N>             each warm-up and round makes N calls instead of lasting a time
+                            (instructions per call under valgrind: scripts/profile-client.sh)
     --workers <N>           server runtime worker threads (default 1)
     --operation <names>     hello (GET /v1/hello/:name), order (POST /v1/orders, ~1 KiB)
     --way <names>           hand, typed (the client's defaults), typed-untimed (no timeout)
@@ -467,6 +472,7 @@ fn parse_client(args: &[String]) -> Result<Command, String> {
             "--warmup" => options.warmup = parse_duration(&value()?)?,
             "--rounds" => options.rounds = positive(name, &value()?)?,
             "--concurrency" => options.concurrency = positive(name, &value()?)?,
+            "--calls" => options.calls = Some(positive(name, &value()?)? as u64),
             "--workers" => options.workers = positive(name, &value()?)?,
             "--operation" | "--operations" => options.operations = list(&value()?)?,
             "--way" | "--ways" => options.ways = list(&value()?)?,
@@ -706,6 +712,8 @@ mod tests {
             "client",
             "--quick",
             "--rounds=7",
+            "--calls",
+            "300",
             "--concurrency",
             "4",
             "--way",
@@ -720,6 +728,7 @@ mod tests {
             panic!("client options");
         };
         assert_eq!((options.rounds, options.concurrency), (7, 4));
+        assert_eq!((defaults.calls, options.calls), (None, Some(300)));
         assert!(options.duration < defaults.duration);
         assert_eq!(options.ways, [Way::Hand, Way::Typed]);
         assert_eq!(options.operations, [OperationName::Order]);

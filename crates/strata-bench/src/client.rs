@@ -40,6 +40,7 @@ use std::fmt::Write as _;
 use std::future::Future;
 use std::pin::Pin;
 use std::str::FromStr;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
@@ -339,21 +340,30 @@ where
         }
     }
 
-    /// `concurrency` tasks calling back to back for `duration`: calls, elapsed time, and this
+    /// `concurrency` tasks calling back to back for `length`: calls, elapsed time, and this
     /// process's CPU time over it.
-    async fn round(&self, concurrency: usize, duration: Duration) -> Result<RoundResult, String> {
+    async fn round(&self, concurrency: usize, length: Length) -> Result<RoundResult, String> {
         let cpu = || {
             child::process_cpu_time("/proc/self").ok_or("cannot read /proc/self/task/*/schedstat")
         };
         let cpu_before = cpu()?;
         let start = Instant::now();
-        let deadline = start + duration;
+        let (deadline, left) = match length {
+            Length::For(duration) => (start + duration, None),
+            Length::Calls(calls) => (start, Some(Arc::new(AtomicU64::new(calls)))),
+        };
         let mut tasks = tokio::task::JoinSet::new();
         for _ in 0..concurrency {
-            let caller = self.clone();
+            let (caller, left) = (self.clone(), left.clone());
             tasks.spawn(async move {
                 let mut calls = 0_u64;
-                while Instant::now() < deadline {
+                let another = || match &left {
+                    None => Instant::now() < deadline,
+                    Some(left) => left
+                        .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| n.checked_sub(1))
+                        .is_ok(),
+                };
+                while another() {
                     std::hint::black_box(caller.once().await?);
                     calls += 1;
                 }
@@ -372,6 +382,15 @@ where
             cpu_seconds: cpu.as_secs_f64(),
         })
     }
+}
+
+/// How long a round (or a warm-up) lasts.
+#[derive(Debug, Clone, Copy)]
+enum Length {
+    /// This long.
+    For(Duration),
+    /// This many calls, whatever they take (to count instructions per call under valgrind).
+    Calls(u64),
 }
 
 /// A request as a service receives it.
@@ -600,6 +619,8 @@ struct ClientReport {
     rounds: usize,
     round_seconds: f64,
     warmup_seconds: f64,
+    /// When set, every warm-up and round was this many calls (the times do not apply).
+    calls_per_round: Option<u64>,
     server_workers: usize,
     pinned: bool,
     target: f64,
@@ -635,14 +656,20 @@ where
         .map(|&way| Caller::<C, S>::new(way, service, base))
         .collect();
     for caller in &callers {
-        caller.round(concurrency, options.warmup).await?;
+        let warmup = options
+            .calls
+            .map_or(Length::For(options.warmup), Length::Calls);
+        caller.round(concurrency, warmup).await?;
     }
+    let length = options
+        .calls
+        .map_or(Length::For(options.duration), Length::Calls);
     let mut rounds: Vec<Vec<RoundResult>> = vec![Vec::new(); ways.len()];
     for round in 0..options.rounds {
         let mut line = format!("{label}: round {}/{}:", round + 1, options.rounds);
         for i in (0..ways.len()).map(|i| (i + round) % ways.len()) {
             let result = callers[i]
-                .round(concurrency, options.duration)
+                .round(concurrency, length)
                 .await
                 .map_err(|e| format!("{label}: {}: {e}", ways[i]))?;
             let _ = write!(
@@ -709,6 +736,7 @@ pub(crate) fn run(options: &ClientOptions) -> Result<(), String> {
         rounds: options.rounds,
         round_seconds: options.duration.as_secs_f64(),
         warmup_seconds: options.warmup.as_secs_f64(),
+        calls_per_round: options.calls,
         server_workers: options.workers,
         pinned,
         target: TARGET,
@@ -818,12 +846,19 @@ fn grouped(value: f64) -> String {
 fn markdown(report: &ClientReport, concurrency: usize) -> String {
     let m = &report.machine;
     let mut out = String::new();
+    let length = match report.calls_per_round {
+        Some(calls) => format!("{calls} calls per client and round, and per warm-up"),
+        None => format!(
+            "{:.1} s per client and round after {:.1} s of warm-up",
+            report.round_seconds, report.warmup_seconds
+        ),
+    };
     let _ = writeln!(
         out,
         "## strata-bench client\n\n{} cores, {}, {}, Linux {}, {}. Server: Strata \
-         (`serve client`), {} worker(s){}; client: this process, one thread{}. {} rounds of \
-         {:.1} s per client after {:.1} s of warm-up; {concurrency} calls in flight over the \
-         socket, 1 in memory. CPU: this process's, per call.\n",
+         (`serve client`), {} worker(s){}; client: this process, one thread{}. {} rounds, \
+         {length}; {concurrency} calls in flight over the socket, 1 in memory. CPU: this \
+         process's, per call.\n",
         m.cores,
         m.cpu,
         m.memory,
@@ -833,8 +868,6 @@ fn markdown(report: &ClientReport, concurrency: usize) -> String {
         if report.pinned { ", core 0" } else { "" },
         if report.pinned { ", core 1" } else { "" },
         report.rounds,
-        report.round_seconds,
-        report.warmup_seconds,
     );
     for operation in OperationName::ALL {
         let cases: Vec<_> = report
