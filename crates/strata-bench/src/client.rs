@@ -26,7 +26,7 @@
 //!
 //! Then each client gets a warm-up, and rounds follow, each client once per round in an order
 //! that rotates from round to round (so drift hits all alike): `--concurrency` tasks call back to
-//! back for `--duration`. Per round: calls, elapsed time, and this process's CPU time over it
+//! back for `--duration` (or `--calls` calls in all, for `scripts/profile-client.sh`). Per round: calls, elapsed time, and this process's CPU time over it
 //! (`/proc/self/task/*/schedstat`; the server is another process, so that is the client's).
 //! Reported: calls per second, CPU µs per call, and, per round, each typed client's CPU per call
 //! over the hand client's in the same round: median, min and max over the rounds.
