@@ -20,6 +20,10 @@ pub(crate) enum Command {
     ServeSoak { workers: usize },
     /// The child's side of the ceiling reference (`serve fixed`).
     ServeFixed { workers: usize },
+    /// The server of `strata-bench client` until standard input closes (`serve client`).
+    ServeClient { workers: usize },
+    /// The typed Rust client against a hand-written one, over a socket and in memory.
+    Client(ClientOptions),
     /// Mixed traffic against one Strata server for a long time, its memory sampled.
     Soak(SoakOptions),
     /// Start every server and run only the pre-flight checks, printing every answer.
@@ -149,6 +153,56 @@ impl Default for SoakOptions {
     }
 }
 
+/// Options of `strata-bench client`.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct ClientOptions {
+    /// Length of one measured round of one client.
+    pub(crate) duration: Duration,
+    /// Warm-up of each client, before the rounds.
+    pub(crate) warmup: Duration,
+    /// Measured rounds per client.
+    pub(crate) rounds: usize,
+    /// Calls in flight at once over the socket (tasks on the client's one thread).
+    pub(crate) concurrency: usize,
+    /// Rounds and warm-ups of this many calls each instead of `duration` and `warmup`.
+    pub(crate) calls: Option<u64>,
+    /// Server runtime worker threads.
+    pub(crate) workers: usize,
+    /// Pin the server and this process to different cores (with `taskset`).
+    pub(crate) pin: bool,
+    /// The operations measured (default both).
+    pub(crate) operations: Vec<crate::client::OperationName>,
+    /// The clients measured (default all).
+    pub(crate) ways: Vec<crate::client::Way>,
+    /// Over the socket, in memory, or both (default).
+    pub(crate) transports: Vec<crate::client::Transport>,
+    /// Where to write the results as JSON, if anywhere.
+    pub(crate) json: Option<PathBuf>,
+}
+
+impl ClientOptions {
+    fn defaults(quick: bool) -> Self {
+        let (duration, warmup, rounds) = if quick {
+            (Duration::from_millis(500), Duration::from_millis(300), 3)
+        } else {
+            (Duration::from_secs(2), Duration::from_secs(1), 5)
+        };
+        Self {
+            duration,
+            warmup,
+            rounds,
+            concurrency: 16,
+            calls: None,
+            workers: 1,
+            pin: true,
+            operations: crate::client::OperationName::ALL.to_vec(),
+            ways: crate::client::Way::ALL.to_vec(),
+            transports: crate::client::Transport::ALL.to_vec(),
+            json: None,
+        }
+    }
+}
+
 /// The usage text.
 pub(crate) const USAGE: &str = "\
 strata-bench: Strata against plain hyper, axum and express-zod-api over loopback
@@ -165,6 +219,11 @@ USAGE:
     strata-bench serve soak [--workers N]
     strata-bench serve fixed [--workers N]    the load generator's ceiling: fixed bytes, no HTTP
                                               stack (measure it with `load <addr> hello`)
+    strata-bench client [--quick] [--duration <time>] [--warmup <time>] [--rounds N]
+                        [--concurrency N] [--calls N] [--workers N] [--no-pin] [--json <path>]
+                        [--operation hello,order] [--way hand,typed,typed-untimed]
+                        [--transport network,memory]
+    strata-bench serve client [--workers N]
 
 OPTIONS:
     --quick                 short rounds (the whole run in ~2 minutes with wrk, ~1 without)
@@ -195,6 +254,22 @@ load to the last.
     --workers <N>           server runtime worker threads (default 1)
     --client-threads <N>    load generator worker threads (default 1)
     --json <path>           also write the summary as JSON
+
+CLIENT: the typed Rust client (strata::client::Client over hyper-util's pooled client) against
+a hand-written client on the same pool sending the same requests to the same Strata server
+(`serve client`, pinned to core 0), calls per second and this process's CPU per call (pinned
+to core 1, one thread); then both over the Router in memory. Rounds alternate the clients.
+    --duration <time>       one measured round of one client (default 2s, quick 500ms)
+    --warmup <time>         warm-up of each client (default 1s, quick 300ms)
+    --rounds <N>            measured rounds per client (default 5, quick 3)
+    --concurrency <N>       calls in flight over the socket (default 16; in memory: 1)
+    --calls <N>             each warm-up and round makes N calls instead of lasting a time
+                            (instructions per call under valgrind: scripts/profile-client.sh)
+    --workers <N>           server runtime worker threads (default 1)
+    --operation <names>     hello (GET /v1/hello/:name), order (POST /v1/orders, ~1 KiB)
+    --way <names>           hand, typed (the client's defaults), typed-untimed (no timeout)
+    --transport <names>     network, memory
+    --json <path>           also write every round as JSON
 ";
 
 /// `2`, `2s`, `1.5s`, `500ms`.
@@ -229,18 +304,21 @@ where
     if args.first().map(String::as_str) == Some("soak") {
         return parse_soak(&args[1..]);
     }
+    if args.first().map(String::as_str) == Some("client") {
+        return parse_client(&args[1..]);
+    }
     if args.first().map(String::as_str) == Some("serve")
-        && let Some(special @ ("soak" | "fixed")) = args.get(1).map(String::as_str)
+        && let Some(special @ ("soak" | "fixed" | "client")) = args.get(1).map(String::as_str)
     {
         let workers = match (args.get(2).map(String::as_str), args.get(3)) {
             (None, _) => 1,
             (Some("--workers"), Some(n)) if args.len() == 4 => positive("--workers", n)?,
             _ => return Err(format!("unexpected arguments: {:?}", &args[2..])),
         };
-        return Ok(if special == "soak" {
-            Command::ServeSoak { workers }
-        } else {
-            Command::ServeFixed { workers }
+        return Ok(match special {
+            "soak" => Command::ServeSoak { workers },
+            "client" => Command::ServeClient { workers },
+            _ => Command::ServeFixed { workers },
         });
     }
     if args.first().map(String::as_str) == Some("preflight") {
@@ -373,6 +451,56 @@ fn parse_preflight(args: &[String]) -> Result<Command, String> {
     Ok(Command::Preflight { scenarios })
 }
 
+/// `client`'s options (after `client`): `--flag value` or `--flag=value`.
+fn parse_client(args: &[String]) -> Result<Command, String> {
+    let quick = args.iter().any(|a| a == "--quick");
+    let mut options = ClientOptions::defaults(quick);
+    let mut iter = args.iter();
+    while let Some(arg) = iter.next() {
+        let (name, inline) = split_flag(arg);
+        let mut value = || {
+            inline
+                .clone()
+                .or_else(|| iter.next().cloned())
+                .ok_or_else(|| format!("{name} needs a value"))
+        };
+        match name {
+            "--quick" => {}
+            "-h" | "--help" => return Ok(Command::Help),
+            "--no-pin" => options.pin = false,
+            "--duration" => options.duration = parse_duration(&value()?)?,
+            "--warmup" => options.warmup = parse_duration(&value()?)?,
+            "--rounds" => options.rounds = positive(name, &value()?)?,
+            "--concurrency" => options.concurrency = positive(name, &value()?)?,
+            "--calls" => options.calls = Some(positive(name, &value()?)? as u64),
+            "--workers" => options.workers = positive(name, &value()?)?,
+            "--operation" | "--operations" => options.operations = list(&value()?)?,
+            "--way" | "--ways" => options.ways = list(&value()?)?,
+            "--transport" | "--transports" => options.transports = list(&value()?)?,
+            "--json" => options.json = Some(PathBuf::from(value()?)),
+            other => return Err(format!("unknown client argument {other:?}\n\n{USAGE}")),
+        }
+    }
+    Ok(Command::Client(options))
+}
+
+/// The comma-separated names of `text`, each once, in their declared order.
+fn list<T>(text: &str) -> Result<Vec<T>, String>
+where
+    T: std::str::FromStr<Err = String> + Ord,
+{
+    let mut names = Vec::new();
+    for name in text.split(',').filter(|s| !s.trim().is_empty()) {
+        names.push(name.trim().parse::<T>()?);
+    }
+    names.sort();
+    names.dedup();
+    if names.is_empty() {
+        return Err(format!("{text:?} names nothing"));
+    }
+    Ok(names)
+}
+
 /// `soak`'s options (after `soak`): `--flag value` or `--flag=value`.
 fn parse_soak(args: &[String]) -> Result<Command, String> {
     let mut options = SoakOptions::default();
@@ -485,6 +613,8 @@ mod tests {
             "--no-ezapi",
             "--quick-start",
             "strata-bench preflight",
+            "strata-bench client",
+            "--concurrency <N>",
             "--scenario <names>",
             "--no-pin",
         ] {
@@ -563,6 +693,57 @@ mod tests {
             &["soak", "--quick"],
             &["soak", "600"],
             &["serve", "soak", "--threads", "2"],
+        ] {
+            assert!(parse(args.iter().copied()).is_err(), "{args:?}");
+        }
+    }
+
+    #[test]
+    fn client() {
+        use crate::client::{OperationName, Transport, Way};
+        let Ok(Command::Client(defaults)) = parse(["client"]) else {
+            panic!("client");
+        };
+        assert_eq!(defaults.rounds, 5);
+        assert_eq!(defaults.concurrency, 16);
+        assert_eq!(defaults.ways, Way::ALL.to_vec());
+        assert!(defaults.pin && defaults.json.is_none());
+        let Ok(Command::Client(options)) = parse([
+            "client",
+            "--quick",
+            "--rounds=7",
+            "--calls",
+            "300",
+            "--concurrency",
+            "4",
+            "--way",
+            "typed,hand",
+            "--operation=order",
+            "--transport",
+            "memory",
+            "--no-pin",
+            "--json",
+            "/tmp/c.json",
+        ]) else {
+            panic!("client options");
+        };
+        assert_eq!((options.rounds, options.concurrency), (7, 4));
+        assert_eq!((defaults.calls, options.calls), (None, Some(300)));
+        assert!(options.duration < defaults.duration);
+        assert_eq!(options.ways, [Way::Hand, Way::Typed]);
+        assert_eq!(options.operations, [OperationName::Order]);
+        assert_eq!(options.transports, [Transport::Memory]);
+        assert!(!options.pin);
+        assert_eq!(options.json, Some(PathBuf::from("/tmp/c.json")));
+        assert_eq!(
+            parse(["serve", "client", "--workers", "2"]),
+            Ok(Command::ServeClient { workers: 2 })
+        );
+        for args in [
+            &["client", "--way", "curl"][..],
+            &["client", "--operation", ","],
+            &["client", "--concurrency", "0"],
+            &["client", "--connections", "4"],
         ] {
             assert!(parse(args.iter().copied()).is_err(), "{args:?}");
         }

@@ -193,6 +193,17 @@ impl ChildServer {
         )
     }
 
+    /// Starts the server of `strata-bench client` (`serve client`, Strata) and waits until it
+    /// listens.
+    pub(crate) fn spawn_client_app(workers: usize, pin: bool) -> Result<Self, String> {
+        Self::start(
+            ServerKind::Strata,
+            &["serve", "client", "--workers"],
+            workers,
+            pin,
+        )
+    }
+
     /// Runs this program with `args` and `workers` after them; reads the address it listens on.
     fn start(kind: ServerKind, args: &[&str], workers: usize, pin: bool) -> Result<Self, String> {
         let exe = std::env::current_exe().map_err(|e| format!("current_exe: {e}"))?;
@@ -308,13 +319,7 @@ impl ChildServer {
     /// CPU time used so far by every thread of the process (`/proc/<pid>/task/*/schedstat`,
     /// nanoseconds on the CPU).
     pub(crate) fn cpu_time(&self) -> Option<Duration> {
-        let tasks = std::fs::read_dir(format!("/proc/{}/task", self.child.id())).ok()?;
-        let mut total = 0u64;
-        for task in tasks.flatten() {
-            let stat = std::fs::read_to_string(task.path().join("schedstat")).ok()?;
-            total += stat.split_whitespace().next()?.parse::<u64>().ok()?;
-        }
-        Some(Duration::from_nanos(total))
+        process_cpu_time(&format!("/proc/{}", self.child.id()))
     }
 
     /// The child's process id.
@@ -341,6 +346,19 @@ impl ChildServer {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
+}
+
+/// CPU time used so far by every live thread of the process whose `/proc` directory is `proc`
+/// (`/proc/<pid>`, or `/proc/self`): the sum of `task/*/schedstat`'s first field, nanoseconds
+/// on the CPU.
+pub(crate) fn process_cpu_time(proc: &str) -> Option<Duration> {
+    let tasks = std::fs::read_dir(format!("{proc}/task")).ok()?;
+    let mut total = 0u64;
+    for task in tasks.flatten() {
+        let stat = std::fs::read_to_string(task.path().join("schedstat")).ok()?;
+        total += stat.split_whitespace().next()?.parse::<u64>().ok()?;
+    }
+    Some(Duration::from_nanos(total))
 }
 
 /// Reads lines from a child's standard output until `listening <addr>`; returns the address
@@ -384,6 +402,12 @@ pub(crate) fn serve(kind: ServerKind, scenario: Scenario, workers: usize) -> Res
 /// The ceiling reference (`serve fixed`): serves until standard input closes.
 pub(crate) fn serve_fixed(workers: usize) -> Result<(), String> {
     serve_until_closed("fixed", workers, crate::servers::start_fixed())
+}
+
+/// The side of `strata-bench client`'s server (`serve client`): serves until standard input
+/// closes.
+pub(crate) fn serve_client(workers: usize) -> Result<(), String> {
+    serve_until_closed("client", workers, crate::servers::start_client_app())
 }
 
 /// The soak server's side (`serve soak`): serves until standard input closes.

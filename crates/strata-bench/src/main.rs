@@ -10,12 +10,16 @@
 //! server gets a warm-up, and measured rounds alternate between the servers (hyper, axum,
 //! Strata, express-zod-api, hyper, ...) so that drift of the machine hits all of them alike.
 //!
+//! `strata-bench client` measures a client instead: the typed Rust client against a
+//! hand-written one, calling the same Strata server (see `client.rs`).
+//!
 //! `strata-bench soak` is a different run: mixed traffic (successes, 400s, 404s, 413s, uploads)
 //! against one Strata server (`strata-bench serve soak`) for ten minutes, its RSS sampled every
 //! ten seconds, every status checked (see `soak.rs`).
 
 mod args;
 mod child;
+mod client;
 mod load;
 mod model;
 mod preflight;
@@ -52,6 +56,8 @@ fn main() -> ExitCode {
         }) => child::serve(server, scenario, workers),
         Ok(Command::ServeSoak { workers }) => child::serve_soak(workers),
         Ok(Command::ServeFixed { workers }) => child::serve_fixed(workers),
+        Ok(Command::ServeClient { workers }) => child::serve_client(workers),
+        Ok(Command::Client(options)) => client::run(&options),
         Ok(Command::Soak(options)) => soak::run(&options),
         Ok(Command::Load {
             addr,

@@ -27,8 +27,8 @@ pub(crate) struct HelloInput {
     pub(crate) name: Option<String>,
 }
 
-/// Output of `GET /v1/hello`.
-#[derive(Debug, Serialize, Validate, JsonSchema)]
+/// Output of `GET /v1/hello` (and of `strata-bench client`'s `GET /v1/hello/:name`).
+#[derive(Debug, PartialEq, Serialize, Deserialize, Validate, JsonSchema)]
 pub(crate) struct HelloOutput {
     #[garde(skip)]
     pub(crate) greetings: String,
@@ -43,7 +43,7 @@ pub(crate) fn hello(input: &HelloInput) -> HelloOutput {
 }
 
 /// A postal address (nested object of [`Order`]).
-#[derive(Debug, Serialize, Deserialize, Validate, JsonSchema)]
+#[derive(Debug, Clone, Serialize, Deserialize, Validate, JsonSchema)]
 pub(crate) struct Address {
     #[garde(length(chars, min = 1, max = 100))]
     pub(crate) street: String,
@@ -56,7 +56,7 @@ pub(crate) struct Address {
 }
 
 /// One line of an [`Order`].
-#[derive(Debug, Serialize, Deserialize, Validate, JsonSchema)]
+#[derive(Debug, Clone, Serialize, Deserialize, Validate, JsonSchema)]
 pub(crate) struct Item {
     #[garde(length(min = 1, max = 32))]
     pub(crate) sku: String,
@@ -69,7 +69,7 @@ pub(crate) struct Item {
 }
 
 /// Input of `POST /v1/orders`: nested objects, a list, length, range and email rules.
-#[derive(Debug, Serialize, Deserialize, Validate, JsonSchema)]
+#[derive(Debug, Clone, Serialize, Deserialize, Validate, JsonSchema)]
 pub(crate) struct Order {
     #[garde(length(chars, min = 1, max = 64))]
     pub(crate) customer: String,
@@ -88,7 +88,7 @@ pub(crate) struct Order {
 }
 
 /// Output of `POST /v1/orders`.
-#[derive(Debug, Serialize, Validate, JsonSchema)]
+#[derive(Debug, PartialEq, Serialize, Deserialize, Validate, JsonSchema)]
 pub(crate) struct OrderSummary {
     #[garde(skip)]
     pub(crate) customer: String,

@@ -1,6 +1,7 @@
 //! The three Rust servers (hyper, axum, Strata), started in this process on a loopback port.
 
 pub(crate) mod axum_ref;
+pub(crate) mod client_app;
 pub(crate) mod hyper_ref;
 pub(crate) mod soak_app;
 pub(crate) mod strata_app;
@@ -133,6 +134,12 @@ pub(crate) async fn start_fixed() -> io::Result<Running> {
 /// a tokio runtime.
 pub(crate) async fn start_soak() -> io::Result<Running> {
     start_strata(&soak_app::config(loopback()), &soak_app::routing()).await
+}
+
+/// Starts the server of `strata-bench client` on 127.0.0.1 and a port the system picks. Call
+/// from a tokio runtime.
+pub(crate) async fn start_client_app() -> io::Result<Running> {
+    start_strata(&strata_app::config(loopback()), &client_app::routing()).await
 }
 
 async fn start_strata(config: &strata::Config, routing: &strata::Routing) -> io::Result<Running> {
