@@ -15,8 +15,7 @@
 //!   30 s timeout per call), `client.call(&OP, input).await`;
 //! - **typed-untimed**: the same with `.timeout(None)`, which tells the timer's part.
 //!
-//! The typed client takes its input by value, so it gets a clone of the input per call; the
-//! hand client serializes the same input by reference (the clone is the typed client's cost).
+//! Both clients serialize the same input by reference (`client.call(&OP, &input)`).
 //!
 //! Before measuring, each operation's typed request, as the pool receives it (a service in
 //! front of it records it), is checked against the hand-built one: method, URI, version,
@@ -329,12 +328,12 @@ where
             }
             Way::Typed => self
                 .typed
-                .call(&C::OPERATION, self.input.clone())
+                .call(&C::OPERATION, &self.input)
                 .await
                 .map_err(|e| e.to_string()),
             Way::TypedUntimed => self
                 .untimed
-                .call(&C::OPERATION, self.input.clone())
+                .call(&C::OPERATION, &self.input)
                 .await
                 .map_err(|e| e.to_string()),
         }

@@ -80,6 +80,7 @@ mod pages;
 mod request;
 mod sse;
 
+use std::borrow::Borrow;
 use std::future::{Future, IntoFuture};
 use std::pin::Pin;
 use std::time::Duration;
@@ -198,9 +199,13 @@ impl<S, E> Client<S, E> {
         }
     }
 
-    /// A call of `operation` with `input`: await it for the output, or set its headers and
-    /// timeout first (`client.call(&OP, input).header(name, value).await`).
-    pub fn call<I, O>(&self, operation: &Operation<I, O>, input: I) -> Call<'_, S, E, I, O> {
+    /// A call of `operation` with `input` (the input, or a reference to it: a caller that keeps
+    /// its input need not clone it): await it for the output, or set its headers and timeout
+    /// first (`client.call(&OP, input).header(name, value).await`).
+    pub fn call<I, O, In>(&self, operation: &Operation<I, O>, input: In) -> Call<'_, S, E, I, O, In>
+    where
+        In: Borrow<I>,
+    {
         Call {
             client: self,
             operation: *operation,
@@ -288,15 +293,15 @@ impl<S, E> Client<S, E> {
 /// One call of an operation, sent when awaited (or with [`Call::send`]).
 #[derive(Debug)]
 #[must_use = "a call is sent when awaited"]
-pub struct Call<'c, S, E, I, O> {
+pub struct Call<'c, S, E, I, O, In = I> {
     client: &'c Client<S, E>,
     operation: Operation<I, O>,
-    input: I,
+    input: In,
     headers: HeaderMap,
     timeout: Option<Duration>,
 }
 
-impl<S, E, I, O> Call<'_, S, E, I, O> {
+impl<S, E, I, O, In> Call<'_, S, E, I, O, In> {
     /// A header of this call (it wins over the client's).
     pub fn header(mut self, name: HeaderName, value: HeaderValue) -> Self {
         self.headers.insert(name, value);
@@ -310,7 +315,7 @@ impl<S, E, I, O> Call<'_, S, E, I, O> {
     }
 }
 
-impl<S, E, I, O, B> Call<'_, S, E, I, O>
+impl<S, E, I, O, In, B> Call<'_, S, E, I, O, In>
 where
     S: Service<Request<Full<Bytes>>, Response = Response<B>> + Clone,
     S::Error: Into<BoxError>,
@@ -319,17 +324,18 @@ where
     E: Envelope,
     I: Serialize,
     O: DeserializeOwned,
+    In: Borrow<I>,
 {
     /// Sends the call and reads its output.
     pub async fn send(self) -> Result<O, ClientError> {
         let request = self
             .client
-            .request(&self.operation, &self.headers, &self.input)?;
+            .request(&self.operation, &self.headers, self.input.borrow())?;
         self.client.respond(request, self.timeout).await
     }
 }
 
-impl<S, E, I, O, B> Call<'_, S, E, I, O>
+impl<S, E, I, O, In, B> Call<'_, S, E, I, O, In>
 where
     S: Service<Request<Full<Bytes>>, Response = Response<B>> + Clone,
     S::Error: Into<BoxError>,
@@ -338,6 +344,7 @@ where
     E: Envelope,
     I: Serialize,
     O: StreamedOutput,
+    In: Borrow<I>,
 {
     /// Sends the call of an operation whose output is a file or a stream and returns the
     /// response to read as bytes ([`Download`]); an error status is the server's error, read
@@ -345,7 +352,7 @@ where
     /// of its body.
     pub async fn download(self) -> Result<Download<B>, ClientError> {
         let client = self.client;
-        let request = client.request(&self.operation, &self.headers, &self.input)?;
+        let request = client.request(&self.operation, &self.headers, self.input.borrow())?;
         let head = async {
             client
                 .inner
@@ -444,7 +451,7 @@ impl<S, E> Client<S, E> {
     }
 }
 
-impl<'c, S, E, I, O, B> IntoFuture for Call<'c, S, E, I, O>
+impl<'c, S, E, I, O, In, B> IntoFuture for Call<'c, S, E, I, O, In>
 where
     S: Service<Request<Full<Bytes>>, Response = Response<B>> + Clone + Send + Sync + 'c,
     S::Future: Send,
@@ -453,8 +460,9 @@ where
     B::Data: Send,
     B::Error: Into<BoxError>,
     E: Envelope,
-    I: Serialize + Send + 'c,
+    I: Serialize + 'c,
     O: DeserializeOwned + Send + 'c,
+    In: Borrow<I> + Send + 'c,
 {
     type Output = Result<O, ClientError>;
     type IntoFuture = Pin<Box<dyn Future<Output = Result<O, ClientError>> + Send + 'c>>;
