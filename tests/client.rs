@@ -856,3 +856,82 @@ async fn a_custom_result_handler_is_read_by_its_own_envelope() {
     let code: Code = error.error_body().unwrap().unwrap();
     assert_eq!(code.code, 404);
 }
+
+/// Retries a request once more when the server answers 503 (its body is a `Full`, so the
+/// request can be sent again).
+#[derive(Clone)]
+struct RetryUnavailable {
+    left: usize,
+}
+
+impl<B>
+    tower::retry::Policy<
+        http::Request<http_body_util::Full<bytes::Bytes>>,
+        http::Response<B>,
+        strata::BoxError,
+    > for RetryUnavailable
+{
+    type Future = std::future::Ready<()>;
+
+    fn retry(
+        &mut self,
+        _request: &mut http::Request<http_body_util::Full<bytes::Bytes>>,
+        result: &mut Result<http::Response<B>, strata::BoxError>,
+    ) -> Option<Self::Future> {
+        let unavailable =
+            matches!(result, Ok(response) if response.status() == StatusCode::SERVICE_UNAVAILABLE);
+        (unavailable && self.left > 0).then(|| {
+            self.left -= 1;
+            std::future::ready(())
+        })
+    }
+
+    fn clone_request(
+        &mut self,
+        request: &http::Request<http_body_util::Full<bytes::Bytes>>,
+    ) -> Option<http::Request<http_body_util::Full<bytes::Bytes>>> {
+        let mut copy = http::Request::new(request.body().clone());
+        *copy.method_mut() = request.method().clone();
+        *copy.uri_mut() = request.uri().clone();
+        *copy.headers_mut() = request.headers().clone();
+        Some(copy)
+    }
+}
+
+#[tokio::test]
+async fn a_retry_layer_and_a_tracing_span_around_the_client_s_service() {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use tower::{ServiceBuilder, ServiceExt as _};
+    use tracing::Instrument as _;
+
+    // Answers 503 to the first call, then the book.
+    let calls = Arc::new(AtomicUsize::new(0));
+    let seen = calls.clone();
+    let flaky = default_endpoints_factory().endpoint().implement(
+        &api::GET_BOOK,
+        move |input, _ctx, _logger| {
+            let first = seen.fetch_add(1, Ordering::SeqCst) == 0;
+            async move {
+                if first {
+                    return Err(http_error!(503, "Starting up"));
+                }
+                Ok(Book {
+                    id: input.id,
+                    title: "Emma".into(),
+                    shelf: "novels".into(),
+                })
+            }
+        },
+    );
+    let router = Router::new(&Routing::new().operation(flaky), &config()).unwrap();
+    let service = ServiceBuilder::new()
+        .retry(RetryUnavailable { left: 1 })
+        .map_err(strata::BoxError::from)
+        .service(router)
+        // Each call in a tracing span, as a tracing layer would put it.
+        .map_future(|future| future.instrument(tracing::info_span!("strata-client call")));
+    let client = Client::new(service);
+    let book = client.call(&api::GET_BOOK, BookId { id: 3 }).await.unwrap();
+    assert_eq!(book.id, 3);
+    assert_eq!(calls.load(Ordering::SeqCst), 2, "the 503 was retried once");
+}

@@ -1,7 +1,7 @@
 //! The library example walked by the typed Rust client twice, in memory over the router and
 //! over a real socket, with the operations the server implements; the auth example called with
 //! and without its credentials; the events example's countdown subscribed to, and resumed with
-//! `Last-Event-ID`.
+//! `Last-Event-ID`; the webhook example's signed delivery, its signature a header field.
 
 #![allow(clippy::unwrap_used)] // tests fail loudly by design
 
@@ -21,6 +21,10 @@ mod auth;
 #[allow(dead_code)]
 #[path = "../examples/events.rs"]
 mod events;
+
+#[allow(dead_code)]
+#[path = "../examples/webhook.rs"]
+mod webhook;
 
 use client_example::library;
 
@@ -184,4 +188,55 @@ async fn the_events_example_s_countdown_typed_and_resumed() {
     // A client that got tick 2 before its connection dropped resumes after it.
     let resumed = all(client.subscribe(&COUNTDOWN, input()).resume_from("2")).await;
     assert_eq!(resumed, [Countdown::Tick { left: 1 }, Countdown::Liftoff]);
+}
+
+/// A client's declaration of the webhook example's delivery: the raw body, the topic in the
+/// path, the signature a header (the server's POST sources include headers).
+#[derive(Serialize)]
+struct Delivery {
+    raw: strata::RawBody,
+    topic: String,
+    #[serde(rename = "x-signature")]
+    signature: String,
+}
+
+#[derive(Debug, Deserialize, PartialEq)]
+struct Received {
+    topic: String,
+    bytes: usize,
+    event: Option<String>,
+}
+
+const DELIVER: Operation<Delivery, Received> = Operation::post("/hooks/:topic");
+
+#[tokio::test]
+async fn the_webhook_example_s_delivery_with_its_signature_in_a_header() {
+    let config = webhook::webhook_config().build();
+    let router = Router::new(&webhook::webhook_routing(), &config).unwrap();
+    // The server's sources: the client places `x-signature` in a header, as the server reads it.
+    let client = Client::new(router).input_sources(config.pipeline.input_sources.clone());
+    let body: &[u8] = b"{ \"type\": \"order.paid\" }";
+    let delivery = |signature: String| Delivery {
+        raw: strata::RawBody::new("application/json", body),
+        topic: "orders".into(),
+        signature,
+    };
+    let received = client
+        .call(&DELIVER, delivery(webhook::signature(body)))
+        .await
+        .unwrap();
+    assert_eq!(
+        received,
+        Received {
+            topic: "orders".into(),
+            bytes: body.len(),
+            event: Some("order.paid".into()),
+        }
+    );
+    let forged = client
+        .call(&DELIVER, delivery("sha256=00".into()))
+        .await
+        .unwrap_err();
+    assert_eq!(forged.status(), Some(StatusCode::UNAUTHORIZED));
+    assert_eq!(forged.message(), Some("Invalid signature"));
 }

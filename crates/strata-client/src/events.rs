@@ -210,6 +210,8 @@ struct Target {
     uri: Uri,
     /// The body and its content type.
     body: Option<(HeaderValue, Bytes)>,
+    /// Fields sent as headers.
+    headers: HeaderMap,
 }
 
 fn target<I: Serialize>(
@@ -231,7 +233,15 @@ fn target<I: Serialize>(
                 .map_err(|error| ClientError::Input(format!("the body's media type: {error}")))
         })
         .transpose()?;
-    Ok(Target { uri, body })
+    let mut headers = HeaderMap::new();
+    for (name, value) in placed.headers {
+        let name = HeaderName::from_bytes(name.as_bytes())
+            .map_err(|error| ClientError::Input(format!("the header field {name}: {error}")))?;
+        let value = HeaderValue::try_from(value)
+            .map_err(|error| ClientError::Input(format!("the header field {name}: {error}")))?;
+        headers.insert(name, value);
+    }
+    Ok(Target { uri, body, headers })
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -366,6 +376,7 @@ impl<T> Subscription<T> {
         *request.method_mut() = self.method.clone();
         *request.uri_mut() = self.target.uri.clone();
         let headers = request.headers_mut();
+        headers.extend(self.target.headers.clone());
         headers.extend(self.headers.clone());
         headers.insert(ACCEPT, HeaderValue::from_static("text/event-stream"));
         if let Some((content_type, _)) = body {

@@ -433,6 +433,13 @@ impl<S, E> Client<S, E> {
             .body(Full::new(body))
             .map_err(|error| ClientError::Input(error.to_string()))?;
         let sent = request.headers_mut();
+        for (name, value) in placed.headers {
+            let name = HeaderName::from_bytes(name.as_bytes())
+                .map_err(|error| ClientError::Input(format!("the header field {name}: {error}")))?;
+            let value = HeaderValue::try_from(value)
+                .map_err(|error| ClientError::Input(format!("the header field {name}: {error}")))?;
+            sent.insert(name, value);
+        }
         // (Most calls add no header: no copy then.)
         if !self.headers.is_empty() {
             sent.extend(self.headers.clone());

@@ -7,7 +7,9 @@ use percent_encoding::{AsciiSet, NON_ALPHANUMERIC, utf8_percent_encode};
 use serde::Serialize;
 use serde_json::{Map, Value};
 use strata_input::raw::RAW_FIELD;
-use strata_input::{FILE_PLACEHOLDER, InputSource, InputSources, UploadedFile, capture_files};
+use strata_input::{
+    FILE_PLACEHOLDER, InputSource, InputSources, UploadedFile, capture_files, looks_like_header,
+};
 
 use crate::ClientError;
 
@@ -28,6 +30,8 @@ pub(crate) struct Placed {
     pub(crate) path_and_query: String,
     /// The body and its content type, for requests that send one.
     pub(crate) body: Option<(String, Bytes)>,
+    /// Fields sent as headers (names that look like headers, when the method reads headers).
+    pub(crate) headers: Vec<(String, String)>,
 }
 
 /// Whether the server reads `method`'s input from the query string, not from a body: its
@@ -48,15 +52,18 @@ pub(crate) fn place<I: Serialize>(
     input: &I,
     sources: &InputSources,
 ) -> Result<Placed, ClientError> {
-    // The common body call (no path parameter, no file): the input written once, straight to
-    // JSON, in its fields' order; anything else goes through a `Value` to be taken apart.
-    if !path.contains(':') && !reads_query(method, sources) {
+    let reads_headers = sources.for_method(method).contains(&InputSource::Headers);
+    // The common body call (no path parameter, no file, no header): the input written once,
+    // straight to JSON, in its fields' order; anything else goes through a `Value` to be taken
+    // apart.
+    if !path.contains(':') && !reads_query(method, sources) && !reads_headers {
         let (json, files) = capture_files(|| serde_json::to_vec(input));
         let json = json.map_err(|error| ClientError::Input(error.to_string()))?;
         if files.is_empty() && json.first() == Some(&b'{') {
             return Ok(Placed {
                 path_and_query: path.to_owned(),
                 body: Some((JSON.to_owned(), Bytes::from(json))),
+                headers: Vec::new(),
             });
         }
     }
@@ -95,6 +102,19 @@ pub(crate) fn place<I: Serialize>(
     if target.is_empty() {
         target.push('/');
     }
+    let mut headers = Vec::new();
+    if reads_headers {
+        let names: Vec<String> = fields
+            .keys()
+            .filter(|name| looks_like_header(name))
+            .cloned()
+            .collect();
+        for name in names {
+            if let Some(text) = fields.remove(&name).as_ref().and_then(text_of) {
+                headers.push((name, text));
+            }
+        }
+    }
     let raw = fields.get(RAW_FIELD).and_then(file_index);
     if let Some(index) = raw {
         fields.remove(RAW_FIELD);
@@ -103,12 +123,14 @@ pub(crate) fn place<I: Serialize>(
         return Ok(Placed {
             path_and_query: target,
             body: Some((file.mimetype().to_owned(), file.data().clone())),
+            headers,
         });
     }
     if !files.is_empty() {
         return Ok(Placed {
             path_and_query: target,
             body: Some(multipart(&fields, &files)),
+            headers,
         });
     }
     if reads_query(method, sources) {
@@ -116,6 +138,7 @@ pub(crate) fn place<I: Serialize>(
         return Ok(Placed {
             path_and_query: target,
             body: None,
+            headers,
         });
     }
     let body =
@@ -123,6 +146,7 @@ pub(crate) fn place<I: Serialize>(
     Ok(Placed {
         path_and_query: target,
         body: Some((JSON.to_owned(), Bytes::from(body))),
+        headers,
     })
 }
 
@@ -437,6 +461,31 @@ mod tests {
         );
         let unit = place(&Method::POST, "/v1/ping", &()).unwrap();
         assert_eq!(unit.body.unwrap().1, Bytes::from_static(b"{}"));
+    }
+
+    #[test]
+    fn header_like_fields_are_headers_where_the_method_reads_headers() {
+        let mut sources = InputSources::default();
+        assert!(sources.set(
+            &Method::POST,
+            [InputSource::Body, InputSource::Params, InputSource::Headers]
+        ));
+        let input = json!({"x-signature": "s", "authorization": "t", "X-Not": "b", "note": "n"});
+        let placed = super::place(&Method::POST, "/a", &input, &sources).unwrap();
+        assert_eq!(
+            placed.headers,
+            [
+                ("authorization".to_owned(), "t".to_owned()),
+                ("x-signature".to_owned(), "s".to_owned())
+            ]
+        );
+        assert_eq!(
+            placed.body.unwrap().1,
+            Bytes::from_static(br#"{"X-Not":"b","note":"n"}"#)
+        );
+        // Without headers among the sources, they stay fields.
+        let placed = place(&Method::POST, "/a", &input).unwrap();
+        assert!(placed.headers.is_empty());
     }
 
     #[test]

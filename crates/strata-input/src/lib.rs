@@ -46,7 +46,7 @@ pub use file::{FILE_PLACEHOLDER, UploadedFile, capture_files};
 pub use input::{Input, InputValue, JsonObject, JsonObjectError, TextValue};
 pub use payload::{Parsed, ParsedBody, Query, Staged};
 pub use raw::RawBody;
-pub use sources::{InputSource, InputSources};
+pub use sources::{InputSource, InputSources, WELL_KNOWN_HEADERS, looks_like_header};
 
 /// Implements `JsonSchema` for a type whose values travel as binary data: an inline
 /// `{"type": "string", "format": "binary"}`, with the `key => value` keywords given. For the

@@ -125,6 +125,32 @@ impl InputSources {
     }
 }
 
+/// Header names an input field may be read from when a method's sources include
+/// [`InputSource::Headers`], besides `x-` names (and a middleware's header credentials): the
+/// rule the OpenAPI document and the Rust client place header fields by.
+pub const WELL_KNOWN_HEADERS: [&str; 12] = [
+    "accept",
+    "accept-encoding",
+    "accept-language",
+    "authorization",
+    "cache-control",
+    "content-language",
+    "cookie",
+    "if-match",
+    "if-modified-since",
+    "if-none-match",
+    "origin",
+    "user-agent",
+];
+
+/// Whether an input field named `name` is a header's (when the method reads headers): headers
+/// reach the input under lower-case names, so a name with capitals never is one; `x-` names
+/// and [`WELL_KNOWN_HEADERS`] are.
+pub fn looks_like_header(name: &str) -> bool {
+    !name.bytes().any(|b| b.is_ascii_uppercase())
+        && (name.starts_with("x-") || WELL_KNOWN_HEADERS.contains(&name))
+}
+
 #[cfg(test)]
 mod tests {
     use strata_core::query_method;

@@ -256,23 +256,6 @@ fn head_operation(get: &Operation, id: String) -> Operation {
     head
 }
 
-/// Header names that are read from headers when the method's sources include them (besides
-/// `x-` names and the names of header credentials).
-const WELL_KNOWN_HEADERS: [&str; 12] = [
-    "accept",
-    "accept-encoding",
-    "accept-language",
-    "authorization",
-    "cache-control",
-    "content-language",
-    "cookie",
-    "if-match",
-    "if-modified-since",
-    "if-none-match",
-    "origin",
-    "user-agent",
-];
-
 /// One error status of an operation: why, its headers, and who may send it (the endpoint's
 /// result handler, the router (with the config's error handler or the default envelope), or
 /// both).
@@ -486,10 +469,7 @@ impl<'r> Described<'r> {
             .collect();
         // Headers reach the input under lower-case names: a name with capitals is never one.
         let looks_like_header = |name: &str| {
-            !name.bytes().any(|b| b.is_ascii_uppercase())
-                && (name.starts_with("x-")
-                    || WELL_KNOWN_HEADERS.contains(&name)
-                    || header_credentials.contains(&name))
+            strata_input::looks_like_header(name) || header_credentials.contains(&name)
         };
         // A raw body is the whole body: its field is the body, no other field comes from it.
         let raw = meta.raw_body && has(InputSource::Body);
