@@ -251,6 +251,12 @@ impl ApiError {
         self.0.headers.as_deref()
     }
 
+    /// The extra headers, to add to or change (a middleware amending an error response: the
+    /// cookies set before the error, a rate limit's state).
+    pub fn headers_mut(&mut self) -> &mut HeaderMap {
+        self.0.headers.get_or_insert_with(Box::default)
+    }
+
     /// Takes the extra headers out of the error.
     pub fn take_headers(&mut self) -> Option<HeaderMap> {
         self.0.headers.take().map(|h| *h)

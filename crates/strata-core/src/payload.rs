@@ -189,6 +189,17 @@ impl Output {
         self.headers.as_deref()
     }
 
+    /// The headers to send, to add to or change (a middleware amending the response).
+    pub fn headers_mut(&mut self) -> &mut HeaderMap {
+        self.headers.get_or_insert_with(Box::default)
+    }
+
+    /// A `304 Not Modified` with `headers` and no body: the answer to a conditional request
+    /// whose validators still match (RFC 9110 §15.4.5).
+    pub fn not_modified(headers: HeaderMap) -> Self {
+        Self::streamed(StatusCode::NOT_MODIFIED, headers, ResponseBody::empty())
+    }
+
     /// Takes the handler's headers out.
     pub fn take_headers(&mut self) -> Option<HeaderMap> {
         self.headers.take().map(|h| *h)

@@ -16,12 +16,13 @@ use strata_core::{ApiError, HCons, HNil};
 use strata_input::Staged;
 use tower_service::Service;
 
+use crate::amend::Amend;
 use crate::middleware::{Middleware, MiddlewareHandler};
 use crate::service::MiddlewareService;
 
 /// A service that takes the request with context `C`: what a middleware chain wraps and yields.
 pub trait StagedService<C>:
-    Service<Request<Staged<C>>, Error = ApiError, Future: Send + 'static>
+    Service<Request<Staged<C>>, Response: Amend, Error = ApiError, Future: Send + 'static>
     + Clone
     + Send
     + Sync
@@ -30,7 +31,7 @@ pub trait StagedService<C>:
 }
 
 impl<T, C> StagedService<C> for T where
-    T: Service<Request<Staged<C>>, Error = ApiError, Future: Send + 'static>
+    T: Service<Request<Staged<C>>, Response: Amend, Error = ApiError, Future: Send + 'static>
         + Clone
         + Send
         + Sync

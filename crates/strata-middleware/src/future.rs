@@ -9,11 +9,13 @@ use strata_core::{ApiError, BoxError, HCons};
 use strata_input::Staged;
 use tower_service::Service;
 
+use crate::amend::{Amend, AmendResponse};
+
 pin_project! {
     #[project = StateProj]
-    enum State<M, S, F, C> {
+    enum State<M, S, F, C, A> {
         Running { #[pin] middleware: M, rest: Option<(S, Parts, Staged<C>)> },
-        Inner { #[pin] future: F },
+        Inner { #[pin] future: F, amends: Option<A> },
         Error { error: Option<ApiError> },
     }
 }
@@ -21,14 +23,16 @@ pin_project! {
 pin_project! {
     /// Response future of [`MiddlewareService`](crate::MiddlewareService): the middleware's
     /// future, then the inner service's.
-    pub struct ResponseFuture<M, S, C>
+    pub struct ResponseFuture<M, S, C, A>
     where
         M: Future,
         M::Output: HasOk,
         S: Service<Request<Staged<HCons<<M::Output as HasOk>::Ok, C>>>>,
     {
         #[pin]
-        state: State<M, S, S::Future, C>,
+        state: State<M, S, S::Future, C, A>,
+        // What the middleware keeps of its output to amend the response.
+        keep: fn(&<M::Output as HasOk>::Ok) -> A,
     }
 }
 
@@ -42,32 +46,42 @@ impl<T, E> HasOk for Result<T, E> {
     type Ok = T;
 }
 
-impl<M, S, C, O> ResponseFuture<M, S, C>
+impl<M, S, C, O, A> ResponseFuture<M, S, C, A>
 where
     M: Future<Output = Result<O, ApiError>>,
     S: Service<Request<Staged<HCons<O, C>>>>,
 {
-    pub(crate) fn error(error: ApiError) -> Self {
+    pub(crate) fn error(error: ApiError, keep: fn(&O) -> A) -> Self {
         Self {
             state: State::Error { error: Some(error) },
+            keep,
         }
     }
 
-    pub(crate) fn running(middleware: M, inner: S, parts: Parts, staged: Staged<C>) -> Self {
+    pub(crate) fn running(
+        middleware: M,
+        inner: S,
+        parts: Parts,
+        staged: Staged<C>,
+        keep: fn(&O) -> A,
+    ) -> Self {
         Self {
             state: State::Running {
                 middleware,
                 rest: Some((inner, parts, staged)),
             },
+            keep,
         }
     }
 }
 
-impl<M, S, C, O> Future for ResponseFuture<M, S, C>
+impl<M, S, C, O, A> Future for ResponseFuture<M, S, C, A>
 where
     M: Future<Output = Result<O, ApiError>>,
     S: Service<Request<Staged<HCons<O, C>>>>,
+    S::Response: Amend,
     S::Error: Into<BoxError> + 'static,
+    A: AmendResponse,
 {
     type Output = Result<S::Response, ApiError>;
 
@@ -75,8 +89,12 @@ where
         let mut this = self.project();
         loop {
             match this.state.as_mut().project() {
-                StateProj::Inner { future } => {
-                    return future.poll(cx).map_err(ApiError::from_inner);
+                StateProj::Inner { future, amends } => {
+                    let mut outcome = ready!(future.poll(cx)).map_err(ApiError::from_inner);
+                    if let Some(amends) = amends.take() {
+                        amends.amend(&mut outcome);
+                    }
+                    return Poll::Ready(outcome);
                 }
                 StateProj::Error { error } => {
                     let error = error
@@ -88,6 +106,7 @@ where
                     let next = match ready!(middleware.poll(cx)) {
                         Ok(output) => match rest.take() {
                             Some((mut inner, parts, Staged { input, ctx })) => {
+                                let amends = Some((this.keep)(&output));
                                 let staged = Staged {
                                     input,
                                     ctx: HCons {
@@ -97,6 +116,7 @@ where
                                 };
                                 State::Inner {
                                     future: inner.call(Request::from_parts(parts, staged)),
+                                    amends,
                                 }
                             }
                             None => State::Error { error: None },

@@ -55,13 +55,13 @@
 //!     .layer(MiddlewareLayer::new(auth))
 //!     .service(service_fn(|request: Request<Staged<HCons<User, HNil>>>| async move {
 //!         let user: &User = request.body().ctx.get();
-//!         Ok::<_, ApiError>(user.name.clone())
+//!         Ok::<_, ApiError>(http::Response::new(user.name.clone()))
 //!     }));
 //!
 //! let mut input = Input::new();
 //! input.insert("key", "123".into());
 //! let request = Request::builder().header("token", "456").body(Staged { input, ctx: HNil }).unwrap();
-//! assert_eq!(service.clone().oneshot(request).await.unwrap(), "Jane");
+//! assert_eq!(service.clone().oneshot(request).await.unwrap().into_body(), "Jane");
 //!
 //! let mut input = Input::new();
 //! input.insert("key", "123".into());
@@ -70,12 +70,14 @@
 //! # }
 //! ```
 
+mod amend;
 mod chain;
 mod future;
 mod layer;
 mod middleware;
 mod service;
 
+pub use amend::{Amend, AmendResponse, outcome_headers};
 pub use chain::{Chain, MiddlewareChain, NoMiddleware, StagedService};
 pub use future::ResponseFuture;
 pub use layer::MiddlewareLayer;

@@ -8,6 +8,8 @@ use strata_core::{ApiError, DeclaredError, Logger, MiddlewareInput, RequestInfo,
 use strata_input::Input;
 use strata_validate::Decoder;
 
+use crate::amend::AmendResponse;
+
 /// The function of a middleware, for a context type `C`.
 ///
 /// Implemented by [`Stateless`] (any context) and [`WithContext`] (one context type).
@@ -16,9 +18,15 @@ pub trait MiddlewareHandler<I, C>: Clone + Send + Sync + 'static {
     type Output: Send + 'static;
     /// The future of one call.
     type Future: Future<Output = Result<Self::Output, ApiError>> + Send + 'static;
+    /// What the middleware keeps of its output to amend the response with once the rest of
+    /// the chain answered (see [`AmendResponse`]); `()` for a middleware that does not.
+    type Amends: AmendResponse;
 
     /// Runs the middleware.
     fn call(&self, input: I, request: &Parts, ctx: &C, logger: &Logger) -> Self::Future;
+
+    /// What it keeps of `output`, taken before the output joins the context.
+    fn amends(output: &Self::Output) -> Self::Amends;
 }
 
 /// A middleware function of `(input, request parts, logger)` that ignores the context, so it
@@ -38,10 +46,13 @@ where
 {
     type Output = O;
     type Future = Fut;
+    type Amends = ();
 
     fn call(&self, input: I, request: &Parts, _ctx: &C, logger: &Logger) -> Fut {
         (self.0)(input, request, logger)
     }
+
+    fn amends(_output: &O) {}
 }
 
 /// A middleware function of `(input, owned request, logger)`: see [`Middleware::owned`].
@@ -56,6 +67,7 @@ where
 {
     type Output = O;
     type Future = Fut;
+    type Amends = ();
 
     fn call(&self, input: I, request: &Parts, _ctx: &C, logger: &Logger) -> Fut {
         let request = RequestInfo {
@@ -65,6 +77,8 @@ where
         };
         (self.0)(input, request, logger.clone())
     }
+
+    fn amends(_output: &O) {}
 }
 
 /// A middleware that always grants a clone of one value: the application's shared state (a
@@ -78,10 +92,13 @@ where
 {
     type Output = T;
     type Future = std::future::Ready<Result<T, ApiError>>;
+    type Amends = ();
 
     fn call(&self, (): (), _request: &Parts, _ctx: &C, _logger: &Logger) -> Self::Future {
         std::future::ready(Ok(self.0.clone()))
     }
+
+    fn amends(_output: &T) {}
 }
 
 impl<T> Middleware<(), State<T>> {
@@ -89,13 +106,7 @@ impl<T> Middleware<(), State<T>> {
     /// state (keep it cheap to clone, an `Arc` or a pool handle). It reads no input and never
     /// denies.
     pub fn state(value: T) -> Self {
-        Self {
-            handler: State(value),
-            decoder: Decoder::new(),
-            security: None,
-            credentials: Box::default(),
-            errors: Vec::new(),
-        }
+        Self::custom(State(value))
     }
 }
 
@@ -107,10 +118,13 @@ where
 {
     type Output = O;
     type Future = Fut;
+    type Amends = ();
 
     fn call(&self, input: I, request: &Parts, ctx: &C, logger: &Logger) -> Fut {
         (self.0)(input, request, ctx, logger)
     }
+
+    fn amends(_output: &O) {}
 }
 
 /// A middleware: an input type `I`, a function `H`, and an optional security description.
@@ -162,13 +176,7 @@ impl<I, F> Middleware<I, Owned<F>> {
         F: Fn(I, RequestInfo, Logger) -> Fut + Clone + Send + Sync + 'static,
         Fut: Future<Output = Result<O, ApiError>> + Send + 'static,
     {
-        Self {
-            handler: Owned(f),
-            decoder: Decoder::new(),
-            security: None,
-            credentials: Box::default(),
-            errors: Vec::new(),
-        }
+        Self::custom(Owned(f))
     }
 }
 
@@ -182,13 +190,7 @@ impl<I, F> Middleware<I, Stateless<F>> {
         F: Fn(I, &Parts, &Logger) -> Fut + Clone + Send + Sync + 'static,
         Fut: Future<Output = Result<O, ApiError>> + Send + 'static,
     {
-        Self {
-            handler: Stateless(f),
-            decoder: Decoder::new(),
-            security: None,
-            credentials: Box::default(),
-            errors: Vec::new(),
-        }
+        Self::custom(Stateless(f))
     }
 }
 
@@ -200,17 +202,23 @@ impl<I, F> Middleware<I, WithContext<F>> {
         F: Fn(I, &Parts, &C, &Logger) -> Fut + Clone + Send + Sync + 'static,
         Fut: Future<Output = Result<O, ApiError>> + Send + 'static,
     {
+        Self::custom(WithContext(f))
+    }
+}
+
+impl<I, H> Middleware<I, H> {
+    /// A middleware from a [`MiddlewareHandler`] of its own (one that amends the response, or
+    /// keeps configuration of its own), where [`Middleware::new`] and the like take closures.
+    pub fn custom(handler: H) -> Self {
         Self {
-            handler: WithContext(f),
+            handler,
             decoder: Decoder::new(),
             security: None,
             credentials: Box::default(),
             errors: Vec::new(),
         }
     }
-}
 
-impl<I, H> Middleware<I, H> {
     /// Describes how the middleware authenticates, for API descriptions, and names the
     /// credentials it needs: a request lacking one of them (the header of a
     /// [`Security::header`] absent, the input field of a [`Security::input`] absent from the

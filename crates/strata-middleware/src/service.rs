@@ -10,6 +10,7 @@ use strata_core::{ApiError, BoxError, HCons, Logger};
 use strata_input::Staged;
 use tower_service::Service;
 
+use crate::amend::Amend;
 use crate::future::ResponseFuture;
 use crate::layer::MiddlewareLayer;
 use crate::middleware::{Middleware, MiddlewareHandler};
@@ -60,6 +61,7 @@ impl<S: fmt::Debug, I, H> fmt::Debug for MiddlewareService<S, I, H> {
 impl<S, I, H, C> Service<Request<Staged<C>>> for MiddlewareService<S, I, H>
 where
     S: Service<Request<Staged<HCons<H::Output, C>>>> + Clone,
+    S::Response: Amend,
     S::Error: Into<BoxError> + 'static,
     H: MiddlewareHandler<I, C>,
     I: DeserializeOwned + JsonSchema + Validate,
@@ -67,7 +69,7 @@ where
 {
     type Response = S::Response;
     type Error = ApiError;
-    type Future = ResponseFuture<H::Future, S, C>;
+    type Future = ResponseFuture<H::Future, S, C, H::Amends>;
 
     fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
         self.inner.poll_ready(cx).map_err(ApiError::from_inner)
@@ -80,11 +82,11 @@ where
             .middleware
             .missing_credentials(&parts.headers, &staged.input)
         {
-            return ResponseFuture::error(error);
+            return ResponseFuture::error(error, H::amends);
         }
         let input = match self.middleware.decoder.decode(&staged.input) {
             Ok(input) => input,
-            Err(error) => return ResponseFuture::error(error),
+            Err(error) => return ResponseFuture::error(error, H::amends),
         };
         let logger = Logger::from_extensions(&parts.extensions);
         let running = self
@@ -94,6 +96,6 @@ where
         // The inner service is called after the middleware's future: take the ready one along.
         let clone = self.inner.clone();
         let inner = std::mem::replace(&mut self.inner, clone);
-        ResponseFuture::running(running, inner, parts, staged)
+        ResponseFuture::running(running, inner, parts, staged, H::amends)
     }
 }

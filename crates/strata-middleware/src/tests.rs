@@ -2,7 +2,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use garde::Validate;
-use http::Request;
+use http::{Request, Response};
 use schemars::JsonSchema;
 use serde::Deserialize;
 use strata_core::{ApiError, Get, HCons, HNil, http_error};
@@ -17,10 +17,10 @@ struct KeyInput {
     key: String,
 }
 
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq)]
 struct User(String);
 
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq)]
 struct Role(&'static str);
 
 fn staged(key: &str) -> Request<Staged> {
@@ -56,10 +56,10 @@ async fn grants_and_adds_to_context_in_order() {
                 let ctx = request.into_body().ctx;
                 let user: &User = ctx.get();
                 let role: &Role = ctx.get();
-                Ok::<_, ApiError>((user.clone(), role.clone()))
+                Ok::<_, ApiError>(Response::new((user.clone(), role.clone())))
             },
         ));
-    let (user, role) = service.oneshot(staged("secret")).await.unwrap();
+    let (user, role) = service.oneshot(staged("secret")).await.unwrap().into_body();
     assert_eq!(user, User("ada".into()));
     assert_eq!(role, Role("admin"));
 }
@@ -72,7 +72,7 @@ async fn denial_stops_processing() {
         .layer(MiddlewareLayer::new(auth()))
         .service(service_fn(move |_: Request<Staged<HCons<User, HNil>>>| {
             counted.fetch_add(1, Ordering::SeqCst);
-            async { Ok::<_, ApiError>(()) }
+            async { Ok::<_, ApiError>(Response::new(())) }
         }));
     let error = service.oneshot(staged("wrong")).await.unwrap_err();
     assert_eq!(error.status(), 401);
@@ -85,7 +85,7 @@ async fn own_input_is_validated_first() {
     let service = ServiceBuilder::new()
         .layer(MiddlewareLayer::new(auth()))
         .service(service_fn(|_: Request<Staged<HCons<User, HNil>>>| async {
-            Ok::<_, ApiError>(())
+            Ok::<_, ApiError>(Response::new(()))
         }));
     let error = service.clone().oneshot(staged("ab")).await.unwrap_err();
     assert_eq!(error.status(), 400);
@@ -111,7 +111,7 @@ async fn reads_headers_from_request_parts() {
         .layer(MiddlewareLayer::new(header))
         .service(service_fn(
             |request: Request<Staged<HCons<User, HNil>>>| async move {
-                Ok::<_, ApiError>(request.into_body().ctx.head)
+                Ok::<_, ApiError>(Response::new(request.into_body().ctx.head))
             },
         ));
     let request = Request::builder()
@@ -119,7 +119,7 @@ async fn reads_headers_from_request_parts() {
         .body(Staged::default())
         .unwrap();
     assert_eq!(
-        service.oneshot(request).await.unwrap(),
+        service.oneshot(request).await.unwrap().into_body(),
         User("Bearer x".into())
     );
 }
@@ -140,7 +140,7 @@ fn security_and_schema_are_kept() {
 /// calls, in front of a service that answers the user.
 fn secured(
     calls: Arc<AtomicUsize>,
-) -> impl tower::Service<Request<Staged>, Response = User, Error = ApiError> + Clone {
+) -> impl tower::Service<Request<Staged>, Response = Response<User>, Error = ApiError> + Clone {
     let middleware = Middleware::new(move |input: KeyInput, _request, _logger| {
         calls.fetch_add(1, Ordering::SeqCst);
         async move { Ok(User(input.key)) }
@@ -153,7 +153,7 @@ fn secured(
         .layer(MiddlewareLayer::new(middleware))
         .service(service_fn(
             |request: Request<Staged<HCons<User, HNil>>>| async move {
-                Ok::<_, ApiError>(request.into_body().ctx.head)
+                Ok::<_, ApiError>(Response::new(request.into_body().ctx.head))
             },
         ))
 }
@@ -213,7 +213,7 @@ async fn a_missing_credential_is_a_401_before_the_input_is_read() {
         .headers_mut()
         .insert("token", http::HeaderValue::from_static(""));
     assert_eq!(
-        service.clone().oneshot(request).await.unwrap(),
+        service.clone().oneshot(request).await.unwrap().into_body(),
         User("secret".into())
     );
     assert_eq!(calls.load(Ordering::SeqCst), 1);
@@ -237,7 +237,8 @@ async fn credentials_are_found_in_a_plain_query() {
             .clone()
             .oneshot(query("/?key=secret"))
             .await
-            .unwrap(),
+            .unwrap()
+            .into_body(),
         User("secret".into())
     );
     // A key without `=` is present, empty: the input's rules refuse it.
@@ -248,4 +249,71 @@ async fn credentials_are_found_in_a_plain_query() {
         (error.status().as_u16(), error.message()),
         (401, "Missing credential: key")
     );
+}
+
+/// A middleware of its own that stamps every outcome with the number it provided.
+#[derive(Clone)]
+struct Stamp;
+
+struct StampAmends(u32);
+
+impl crate::AmendResponse for StampAmends {
+    fn amend<R: crate::Amend>(self, outcome: &mut Result<R, ApiError>) {
+        crate::outcome_headers(outcome).insert("x-stamp", self.0.into());
+    }
+}
+
+impl crate::MiddlewareHandler<(), HNil> for Stamp {
+    type Output = u32;
+    type Future = std::future::Ready<Result<u32, ApiError>>;
+    type Amends = StampAmends;
+
+    fn call(
+        &self,
+        (): (),
+        _request: &http::request::Parts,
+        _ctx: &HNil,
+        _logger: &strata_core::Logger,
+    ) -> Self::Future {
+        std::future::ready(Ok(7))
+    }
+
+    fn amends(output: &u32) -> StampAmends {
+        StampAmends(*output)
+    }
+}
+
+#[tokio::test]
+async fn a_middleware_amends_successes_and_errors_alike() {
+    let service = ServiceBuilder::new()
+        .layer(MiddlewareLayer::new(Middleware::custom(Stamp)))
+        .service(service_fn(
+            |request: Request<Staged<HCons<u32, HNil>>>| async move {
+                if request.uri().path() == "/fail" {
+                    return Err(http_error!(409, "Conflict"));
+                }
+                Ok(Response::new(request.into_body().ctx.head))
+            },
+        ));
+    let response = service
+        .clone()
+        .oneshot(Request::new(Staged::default()))
+        .await
+        .unwrap();
+    assert_eq!(response.headers()["x-stamp"], "7");
+    assert_eq!(response.into_body(), 7);
+    let failing = Request::builder()
+        .uri("/fail")
+        .body(Staged::default())
+        .unwrap();
+    let error = service.clone().oneshot(failing).await.unwrap_err();
+    assert_eq!(error.status(), 409);
+    assert_eq!(error.headers().unwrap()["x-stamp"], "7");
+    // A not-modified response, as the cache middleware makes one: no body, headers kept.
+    let mut headers = http::HeaderMap::new();
+    headers.insert("etag", http::HeaderValue::from_static("\"v1\""));
+    let response = <Response<String> as crate::Amend>::not_modified(headers);
+    assert_eq!(response.status(), 304);
+    assert_eq!(response.headers()["etag"], "\"v1\"");
+    assert!(response.body().is_empty());
 }
