@@ -4,7 +4,9 @@ use std::future::Future;
 use http::request::Parts;
 use http::{HeaderMap, StatusCode};
 use schemars::JsonSchema;
-use strata_core::{ApiError, DeclaredError, Logger, MiddlewareInput, RequestInfo, Security};
+use strata_core::{
+    ApiError, DeclaredError, Logger, MiddlewareInput, RequestInfo, ResponseHeader, Security,
+};
 use strata_input::Input;
 use strata_validate::Decoder;
 
@@ -137,6 +139,7 @@ pub struct Middleware<I, H> {
     /// The security's credentials, flattened once (checked on every request).
     credentials: Box<[Credential]>,
     errors: Vec<DeclaredError>,
+    success_headers: Vec<ResponseHeader>,
 }
 
 /// One credential of a middleware's [`Security`], as the stage looks for it.
@@ -216,6 +219,7 @@ impl<I, H> Middleware<I, H> {
             security: None,
             credentials: Box::default(),
             errors: Vec::new(),
+            success_headers: Vec::new(),
         }
     }
 
@@ -306,6 +310,19 @@ impl<I, H> Middleware<I, H> {
         &self.errors
     }
 
+    /// Declares a header the middleware adds to every success response of the endpoints
+    /// behind it (`Cache-Control`, `RateLimit`), for generated API descriptions.
+    #[must_use]
+    pub fn success_header(mut self, header: ResponseHeader) -> Self {
+        self.success_headers.push(header);
+        self
+    }
+
+    /// The headers declared for success responses.
+    pub fn success_headers(&self) -> &[ResponseHeader] {
+        &self.success_headers
+    }
+
     /// The function.
     pub fn handler(&self) -> &H {
         &self.handler
@@ -344,6 +361,7 @@ impl<I, H: Clone> Clone for Middleware<I, H> {
             security: self.security.clone(),
             credentials: self.credentials.clone(),
             errors: self.errors.clone(),
+            success_headers: self.success_headers.clone(),
         }
     }
 }

@@ -694,7 +694,11 @@ impl<'r> Described<'r> {
         for description in &positive {
             responses.insert(
                 description.status.as_str().to_owned(),
-                response(description, description.description.clone(), &[]),
+                response(
+                    description,
+                    description.description.clone(),
+                    &meta.success_headers,
+                ),
             );
         }
         let router_envelope = &self.router_negative;

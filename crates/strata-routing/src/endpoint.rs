@@ -20,7 +20,7 @@ use tower::util::BoxCloneSyncService;
 
 use strata_core::{
     DeclaredError, IncomingBody, MiddlewareInput, PositiveFn, RequestBody, ResponseBody,
-    ResponseDescription, SchemaFn, Security,
+    ResponseDescription, ResponseHeader, SchemaFn, Security,
 };
 
 use crate::settings::PipelineSettings;
@@ -73,6 +73,8 @@ pub struct EndpointMeta {
     pub success_media_types: Vec<String>,
     /// Error statuses declared by the endpoint and its middleware.
     pub errors: Vec<DeclaredError>,
+    /// Headers the endpoint's middleware add to every success response.
+    pub success_headers: Vec<ResponseHeader>,
     /// Success responses.
     pub positive: Vec<ResponseDescription>,
     /// The result handler's success responses for any output schema.

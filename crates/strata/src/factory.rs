@@ -12,7 +12,7 @@ use serde::de::DeserializeOwned;
 use strata_combine::CombineLayer;
 use strata_core::{
     ApiError, DeclaredError, DefaultResultHandler, HCons, HNil, Logger, MiddlewareInput, Output,
-    PositiveFn, ResponseDescription, ResultHandler, Security,
+    PositiveFn, ResponseDescription, ResponseHeader, ResultHandler, Security,
 };
 use strata_format::FormatLayer;
 use strata_handler::{Handler, HandlerService, handler_fn, handler_with_request};
@@ -38,6 +38,7 @@ pub struct EndpointsFactory<C = HNil, L = NoMiddleware, R = DefaultResultHandler
     middleware_fields: Vec<String>,
     middleware_inputs: Vec<MiddlewareInput>,
     errors: Vec<DeclaredError>,
+    success_headers: Vec<ResponseHeader>,
     _ctx: PhantomData<fn() -> C>,
 }
 
@@ -50,6 +51,7 @@ impl<C, L: Clone, R: Clone> Clone for EndpointsFactory<C, L, R> {
             middleware_fields: self.middleware_fields.clone(),
             middleware_inputs: self.middleware_inputs.clone(),
             errors: self.errors.clone(),
+            success_headers: self.success_headers.clone(),
             _ctx: PhantomData,
         }
     }
@@ -96,6 +98,7 @@ impl<R: ResultHandler> EndpointsFactory<HNil, NoMiddleware, R> {
             middleware_fields: Vec::new(),
             middleware_inputs: Vec::new(),
             errors: Vec::new(),
+            success_headers: Vec::new(),
             _ctx: PhantomData,
         }
     }
@@ -134,6 +137,8 @@ impl<C, L: Clone, R: ResultHandler> EndpointsFactory<C, L, R> {
         middleware_inputs.push(middleware.input_description());
         let mut errors = self.errors.clone();
         errors.extend(middleware.declared_errors().iter().cloned());
+        let mut success_headers = self.success_headers.clone();
+        success_headers.extend(middleware.success_headers().iter().cloned());
         EndpointsFactory {
             result_handler: self.result_handler.clone(),
             layers: Chain::new(self.layers.clone(), middleware),
@@ -141,6 +146,7 @@ impl<C, L: Clone, R: ResultHandler> EndpointsFactory<C, L, R> {
             middleware_fields,
             middleware_inputs,
             errors,
+            success_headers,
             _ctx: PhantomData,
         }
     }
@@ -595,6 +601,7 @@ where
         errors.append(&mut meta.errors);
         meta.errors = errors;
         meta.security = factory.security;
+        meta.success_headers = factory.success_headers;
 
         let layers = factory.layers;
         let result_handler = factory.result_handler;
