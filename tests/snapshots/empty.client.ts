@@ -91,6 +91,8 @@ export interface RequestOptions {
 
 interface Placement {
   readonly headers: readonly string[];
+  /** Sent in a `Cookie` header; a browser drops it and sends its own cookie jar. */
+  readonly cookies?: readonly string[];
   readonly body: "query" | "json" | "multipart" | "raw";
 }
 
@@ -170,6 +172,15 @@ export class Client {
       delete rest[name];
       if (value !== undefined && value !== null) headers[name] = String(value);
     }
+    const cookies: string[] = [];
+    for (const name of placement.cookies ?? []) {
+      const value = rest[name];
+      delete rest[name];
+      if (value !== undefined && value !== null) {
+        cookies.push(`${name}=${encodeURIComponent(String(value))}`);
+      }
+    }
+    if (cookies.length > 0) headers["cookie"] = cookies.join("; ");
     let query = "";
     let body: string | FormData | Blob | undefined;
     if (placement.body !== "query") {

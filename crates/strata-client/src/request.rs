@@ -133,6 +133,14 @@ pub(crate) fn place<I: Serialize>(
             headers,
         });
     }
+    if reads_only_cookies(method, sources) {
+        headers.extend(cookie_header(&fields));
+        return Ok(Placed {
+            path_and_query: target,
+            body: None,
+            headers,
+        });
+    }
     if reads_query(method, sources) {
         push_query(&mut target, &fields);
         return Ok(Placed {
@@ -148,6 +156,30 @@ pub(crate) fn place<I: Serialize>(
         body: Some((JSON.to_owned(), Bytes::from(body))),
         headers,
     })
+}
+
+/// Whether the only text source of `method` is its cookies (no body, no query): its fields
+/// then travel as cookies, the OpenAPI document's rule too.
+fn reads_only_cookies(method: &Method, sources: &InputSources) -> bool {
+    let read = sources.for_method(method);
+    read.iter().any(|source| source.is_cookies())
+        && !read.contains(&InputSource::Body)
+        && !read.contains(&InputSource::Query)
+}
+
+/// The text fields as one `Cookie` header, values percent-encoded; `None` without any.
+fn cookie_header(fields: &Map<String, Value>) -> Option<(String, String)> {
+    let pairs: Vec<String> = fields
+        .iter()
+        .filter_map(|(name, value)| {
+            let text = text_of(value)?;
+            Some(format!(
+                "{name}={}",
+                utf8_percent_encode(&text, NON_ALPHANUMERIC)
+            ))
+        })
+        .collect();
+    (!pairs.is_empty()).then(|| ("cookie".to_owned(), pairs.join("; ")))
 }
 
 /// `?` and the fields' query string, when there are any.

@@ -2,6 +2,7 @@ use std::task::{Context, Poll};
 
 use http::{HeaderMap, Request};
 use strata_core::{ApiError, BoxError, ErrorKind, HNil};
+use strata_input::cookies::{CookieKeys, RequestCookies};
 use strata_input::{
     Input, InputSource, InputSources, InputValue, Parsed, ParsedBody, Staged, TextValue,
 };
@@ -17,16 +18,25 @@ use crate::layer::CombineLayer;
 pub struct CombineService<S> {
     inner: S,
     sources: InputSources,
+    cookie_keys: Option<CookieKeys>,
 }
 
 impl<S> CombineService<S> {
     /// Wraps `inner` with the default sources.
     pub fn new(inner: S) -> Self {
-        Self::from_sources(inner, InputSources::default())
+        Self::from_sources(inner, InputSources::default(), None)
     }
 
-    pub(crate) fn from_sources(inner: S, sources: InputSources) -> Self {
-        Self { inner, sources }
+    pub(crate) fn from_sources(
+        inner: S,
+        sources: InputSources,
+        cookie_keys: Option<CookieKeys>,
+    ) -> Self {
+        Self {
+            inner,
+            sources,
+            cookie_keys,
+        }
     }
 
     /// A [`CombineLayer`] with the default sources.
@@ -35,6 +45,10 @@ impl<S> CombineService<S> {
     }
 
     strata_core::inner_service_accessors!();
+}
+
+fn text_value(value: String) -> InputValue {
+    InputValue::Text(TextValue::One(value))
 }
 
 fn text(entries: Vec<(String, TextValue)>) -> impl Iterator<Item = (String, InputValue)> {
@@ -80,6 +94,9 @@ fn alone(
                     InputSource::Params => parsed.params.is_empty(),
                     InputSource::Files => parsed.files.is_empty(),
                     InputSource::Headers => header_map.is_empty(),
+                    InputSource::Cookies | InputSource::SignedCookies => {
+                        !header_map.contains_key(http::header::COOKIE)
+                    }
                 }
         })
 }
@@ -89,6 +106,7 @@ pub(crate) fn combine(
     sources: &[InputSource],
     parsed: &mut Parsed,
     header_map: &HeaderMap,
+    cookie_keys: Option<&CookieKeys>,
 ) -> Result<Input, ApiError> {
     // A JSON object body that is the only input is handed over as it is: decoding reads it
     // straight from its bytes (no values built in between). Only when the method reads the
@@ -111,6 +129,9 @@ pub(crate) fn combine(
     // The names of the path parameters, once merged: a header of one of these names is left
     // out (see `InputSource::Headers`). Kept only when headers are a source.
     let mut param_names: Vec<std::sync::Arc<str>> = Vec::new();
+    let holds_back =
+        |source: &InputSource| matches!(source, InputSource::Headers) || source.is_cookies();
+    let mut cookies: Option<RequestCookies> = None;
     for source in sources {
         match source {
             InputSource::Query => input.merge(text(std::mem::take(&mut parsed.query).into_pairs())),
@@ -133,7 +154,7 @@ pub(crate) fn combine(
             },
             InputSource::Params => {
                 let params = std::mem::take(&mut parsed.params).into_inner();
-                if sources.contains(&InputSource::Headers) {
+                if sources.iter().any(holds_back) {
                     param_names.extend(params.iter().map(|(k, _)| k.clone()));
                 }
                 input.merge(
@@ -157,6 +178,34 @@ pub(crate) fn combine(
                     .into_iter()
                     .filter(|(name, _)| !param_names.iter().any(|param| **param == **name)),
             ),
+            // Cookies are a client's to set, like headers: never over a path parameter.
+            InputSource::Cookies | InputSource::SignedCookies => {
+                let cookies = match &mut cookies {
+                    Some(cookies) => cookies,
+                    None => cookies.insert(RequestCookies::parse(header_map)?),
+                };
+                let not_a_param = |name: &str| !param_names.iter().any(|param| **param == *name);
+                let entries: Vec<(String, InputValue)> = if *source == InputSource::Cookies {
+                    cookies
+                        .iter()
+                        .filter(|(name, _)| not_a_param(name))
+                        .map(|(name, value)| (name.to_owned(), text_value(value.to_owned())))
+                        .collect()
+                } else {
+                    // Routing refuses signed cookies as a source without keys; a stage
+                    // used alone without them has no cookie it could trust.
+                    cookie_keys
+                        .map(|keys| {
+                            cookies
+                                .signed(keys)
+                                .filter(|(name, _)| not_a_param(name))
+                                .map(|(name, value)| (name.to_owned(), text_value(value)))
+                                .collect()
+                        })
+                        .unwrap_or_default()
+                };
+                input.merge(entries);
+            }
         }
     }
     Ok(input)
@@ -178,7 +227,12 @@ where
     fn call(&mut self, request: Request<Parsed>) -> Self::Future {
         let (parts, mut parsed) = request.into_parts();
         let sources = self.sources.for_method(&parts.method);
-        match combine(sources, &mut parsed, &parts.headers) {
+        match combine(
+            sources,
+            &mut parsed,
+            &parts.headers,
+            self.cookie_keys.as_ref(),
+        ) {
             Ok(input) => {
                 let staged = Staged { input, ctx: HNil };
                 ShortCircuit::inner(self.inner.call(Request::from_parts(parts, staged)))

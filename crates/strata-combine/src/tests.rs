@@ -317,3 +317,81 @@ async fn a_plain_query_alone_or_with_params_merges_the_same() {
     assert_eq!(keys(&input), ["id", "q"]);
     assert_eq!(input.get("id"), Some(&"p".into()), "path param beats query");
 }
+
+fn with_cookies(cookie: &str) -> Request<Parsed> {
+    Request::builder()
+        .method(Method::GET)
+        .uri("/")
+        .header("cookie", cookie)
+        .body(everything())
+        .unwrap()
+}
+
+#[tokio::test]
+async fn cookies_are_a_source_and_never_override_path_parameters() {
+    use strata_input::cookies::CookieKeys;
+    let keys = CookieKeys::new(["0123456789abcdef0123456789abcdef"]).unwrap();
+    let signed = keys.sign("session", "ada");
+    let mut sources = InputSources::default();
+    sources.set(
+        &Method::GET,
+        [
+            InputSource::Query,
+            InputSource::Params,
+            InputSource::Cookies,
+            InputSource::SignedCookies,
+        ],
+    );
+    let layer = CombineLayer::with_sources(sources.clone()).cookie_keys(keys.clone());
+    let input = combine(
+        layer.clone(),
+        with_cookies(&format!("theme=dark%20blue; id=forged; session={signed}")),
+    )
+    .await
+    .unwrap();
+    assert_eq!(input.get("theme"), Some(&"dark blue".into()));
+    // A cookie named like a path parameter is left out, wherever the source stands.
+    assert_eq!(input.get("id"), Some(&"p".into()));
+    // The signed source gives the value that was signed; the plain one the raw cookie.
+    assert_eq!(input.get("session"), Some(&"ada".into()));
+
+    // A forged signature: the signed source leaves it out, and the plain source never has a
+    // cookie marked signed.
+    let forged = signed.replace("ada", "eve");
+    let input = combine(layer.clone(), with_cookies(&format!("session={forged}")))
+        .await
+        .unwrap();
+    assert_eq!(input.get("session"), None);
+    sources.set(&Method::GET, [InputSource::SignedCookies]);
+    let only_signed = CombineLayer::with_sources(sources.clone()).cookie_keys(keys);
+    let input = combine(only_signed, with_cookies(&format!("session={forged}")))
+        .await
+        .unwrap();
+    assert_eq!(input.get("session"), None);
+    // Without keys no signed cookie is trusted.
+    let input = combine(
+        CombineLayer::with_sources(sources),
+        with_cookies(&format!("session={signed}")),
+    )
+    .await
+    .unwrap();
+    assert_eq!(input.get("session"), None);
+}
+
+#[tokio::test]
+async fn a_cookie_header_beyond_its_limits_is_a_400() {
+    let mut sources = InputSources::default();
+    sources.set(&Method::GET, [InputSource::Cookies]);
+    let layer = CombineLayer::with_sources(sources);
+    let long = format!("big={}", "x".repeat(5000));
+    let error = combine(layer.clone(), with_cookies(&long))
+        .await
+        .unwrap_err();
+    assert_eq!(
+        (error.status().as_u16(), error.message()),
+        (400, "Cookie big: longer than 4096 bytes")
+    );
+    // Not a source: the header is not read at all.
+    let error = combine(CombineLayer::new(), with_cookies(&long)).await;
+    assert!(error.is_ok());
+}

@@ -22,6 +22,14 @@ pub enum Security {
         /// What the credential is, for readers of the API description.
         description: Option<String>,
     },
+    /// A credential in the cookie `name`.
+    #[non_exhaustive]
+    Cookie {
+        /// The cookie name.
+        name: String,
+        /// What the credential is, for readers of the API description.
+        description: Option<String>,
+    },
     /// A credential in the input field `name`.
     #[non_exhaustive]
     Input {
@@ -43,6 +51,14 @@ impl Security {
         }
     }
 
+    /// A cookie credential (a session cookie, say): documented as an API key in a cookie.
+    pub fn cookie(name: impl Into<String>) -> Self {
+        Security::Cookie {
+            name: name.into(),
+            description: None,
+        }
+    }
+
     /// An input field credential.
     pub fn input(name: impl Into<String>) -> Self {
         Security::Input {
@@ -56,11 +72,13 @@ impl Security {
         Security::And(all.into_iter().collect())
     }
 
-    /// Describes the credential (`Header` and `Input`; a combination ignores it).
+    /// Describes the credential (`Header`, `Cookie` and `Input`; a combination ignores it).
     #[must_use]
     pub fn description(mut self, text: impl Into<String>) -> Self {
         match &mut self {
-            Security::Header { description, .. } | Security::Input { description, .. } => {
+            Security::Header { description, .. }
+            | Security::Cookie { description, .. }
+            | Security::Input { description, .. } => {
                 *description = Some(text.into());
             }
             Security::And(_) => {}

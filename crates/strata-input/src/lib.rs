@@ -8,7 +8,8 @@
 //!
 //! - the model: [`Input`], [`InputValue`], [`TextValue`], [`JsonObject`], [`UploadedFile`] and
 //!   [`RawBody`];
-//! - where input comes from: [`InputSource`], [`InputSources`];
+//! - where input comes from: [`InputSource`], [`InputSources`]; the request's cookies
+//!   ([`cookies`]: read within limits, signed ones verified);
 //! - the strict decoding of urlencoded text ([`text`]): queries, forms, path segments;
 //! - the deserializer ([`DeError`]);
 //! - the payloads of stages 1 to 3: [`Parsed`], [`ParsedBody`], [`Query`], [`Staged`].
@@ -33,6 +34,7 @@
 //! assert_eq!((page.limit, page.tags.len()), (20, 2));
 //! ```
 
+pub mod cookies;
 mod de;
 mod file;
 pub mod input;

@@ -25,6 +25,22 @@ pub enum InputSource {
     /// adds, the path names the resource. Against the other sources headers keep their place:
     /// put them first to let every other source override them, as express-zod-api advises.
     Headers,
+    /// The request's cookies, by name ([`RequestCookies`](crate::cookies::RequestCookies):
+    /// percent-decoded, within limits). Like headers, a cookie never overrides a path
+    /// parameter.
+    Cookies,
+    /// The request's signed cookies whose signature one of the configured keys verifies, by
+    /// name, with the value that was signed; a forged, altered or unsigned cookie is absent
+    /// (express's `signedCookies`). Routing refuses to start without keys
+    /// (`create_config().cookie_keys(..)`).
+    SignedCookies,
+}
+
+impl InputSource {
+    /// Whether the source is the request's cookies, signed or not.
+    pub fn is_cookies(self) -> bool {
+        matches!(self, InputSource::Cookies | InputSource::SignedCookies)
+    }
 }
 
 /// Which sources are merged into the input, per method (spec table 2.2).
@@ -115,6 +131,23 @@ impl InputSources {
         };
         *slot = sources.into();
         true
+    }
+
+    /// The first method (GET, POST, PUT, PATCH, DELETE, QUERY, in this order) whose sources
+    /// include `source`.
+    pub fn reading(&self, source: InputSource) -> Option<Method> {
+        let table = &*self.0;
+        [
+            (Method::GET, &table.get),
+            (Method::POST, &table.post),
+            (Method::PUT, &table.put),
+            (Method::PATCH, &table.patch),
+            (Method::DELETE, &table.delete),
+            (strata_core::query_method(), &table.query),
+        ]
+        .into_iter()
+        .find(|(_, sources)| sources.contains(&source))
+        .map(|(method, _)| method)
     }
 
     /// Whether the body is read for `method` (it is a source, directly or through files).

@@ -8,6 +8,7 @@ use strata_core::{
     ApiError, DeclaredError, Logger, MiddlewareInput, RequestInfo, ResponseHeader, Security,
 };
 use strata_input::Input;
+use strata_input::cookies::RequestCookies;
 use strata_validate::Decoder;
 
 use crate::amend::AmendResponse;
@@ -147,6 +148,8 @@ pub struct Middleware<I, H> {
 enum Credential {
     /// A request header (its name in lower case).
     Header(String),
+    /// A cookie.
+    Cookie(String),
     /// A field of the merged input.
     Input(String),
 }
@@ -236,6 +239,7 @@ impl<I, H> Middleware<I, H> {
             .into_iter()
             .filter_map(|leaf| match leaf {
                 Security::Header { name, .. } => Some(Credential::Header(name.clone())),
+                Security::Cookie { name, .. } => Some(Credential::Cookie(name.clone())),
                 Security::Input { name, .. } => Some(Credential::Input(name.clone())),
                 // `leaves` flattens combinations.
                 _ => None,
@@ -270,6 +274,10 @@ impl<I, H> Middleware<I, H> {
                     (!headers.contains_key(name.as_str())).then(|| format!("{name} (header)"))
                 }
                 Credential::Input(name) => (!has_field(input, name)).then(|| name.clone()),
+                // A header beyond the cookie limits holds no cookie the middleware could read.
+                Credential::Cookie(name) => (!RequestCookies::parse(headers)
+                    .is_ok_and(|cookies| cookies.all().any(|(sent, _)| sent == name)))
+                .then(|| format!("{name} (cookie)")),
             })
             .collect();
         if missing.is_empty() {

@@ -317,3 +317,36 @@ async fn a_middleware_amends_successes_and_errors_alike() {
     assert_eq!(response.headers()["etag"], "\"v1\"");
     assert!(response.body().is_empty());
 }
+
+#[tokio::test]
+async fn a_cookie_credential_is_looked_for_in_the_cookies() {
+    let middleware = Middleware::new(|(): (), request, _logger| {
+        let sent = request.headers.contains_key("cookie");
+        async move { Ok(User(sent.to_string())) }
+    })
+    .security(strata_core::Security::cookie("session"));
+    let service = ServiceBuilder::new()
+        .layer(MiddlewareLayer::new(middleware))
+        .service(service_fn(
+            |request: Request<Staged<HCons<User, HNil>>>| async move {
+                Ok::<_, ApiError>(Response::new(request.into_body().ctx.head))
+            },
+        ));
+    let with = |cookie: &str| {
+        Request::builder()
+            .header("cookie", cookie)
+            .body(Staged::default())
+            .unwrap()
+    };
+    let error = service
+        .clone()
+        .oneshot(with("theme=dark"))
+        .await
+        .unwrap_err();
+    assert_eq!(
+        (error.status().as_u16(), error.message()),
+        (401, "Missing credential: session (cookie)")
+    );
+    let response = service.oneshot(with("theme=dark; session=abc")).await;
+    assert_eq!(response.unwrap().into_body(), User("true".into()));
+}

@@ -335,15 +335,33 @@ fn place_field(
     if has(InputSource::Headers) && special(name) == Some(Place::Header) {
         return Ok(Place::Header);
     }
+    let cookies = has(InputSource::Cookies) || has(InputSource::SignedCookies);
+    if cookies && special(name) == Some(Place::Cookie) {
+        return Ok(Place::Cookie);
+    }
     if has(InputSource::Body) {
         Ok(Place::Body)
     } else if has(InputSource::Query) {
         Ok(Place::Query)
+    } else if cookies {
+        Ok(Place::Cookie)
     } else if required {
         Err("is required, but no input source of this method provides it")
     } else {
         Ok(Place::Nowhere)
     }
+}
+
+/// The names of the credentials of one kind (header, cookie) the endpoint's security names.
+fn credential_names<'m>(
+    security: &'m [Security],
+    of: fn(&'m Security) -> Option<&'m str>,
+) -> Vec<&'m str> {
+    security
+        .iter()
+        .flat_map(Security::leaves)
+        .filter_map(of)
+        .collect()
 }
 
 /// Adds `status` (or, when listed, its reason and headers) to `statuses`.
@@ -380,6 +398,9 @@ enum Place {
     Path,
     Query,
     Header,
+    /// A cookie: a cookie credential's field, or any field of a method whose only text source
+    /// is its cookies.
+    Cookie,
     Body,
     /// No source of the method provides it.
     Nowhere,
@@ -458,15 +479,14 @@ impl<'r> Described<'r> {
         }
         let sources = config.pipeline.input_sources.for_method(method);
         let has = |source| sources.contains(&source);
-        let header_credentials: Vec<&str> = meta
-            .security
-            .iter()
-            .flat_map(Security::leaves)
-            .filter_map(|leaf| match leaf {
-                Security::Header { name, .. } => Some(name.as_str()),
-                _ => None,
-            })
-            .collect();
+        let header_credentials = credential_names(&meta.security, |leaf| match leaf {
+            Security::Header { name, .. } => Some(name.as_str()),
+            _ => None,
+        });
+        let cookie_credentials = credential_names(&meta.security, |leaf| match leaf {
+            Security::Cookie { name, .. } => Some(name.as_str()),
+            _ => None,
+        });
         // Headers reach the input under lower-case names: a name with capitals is never one.
         let looks_like_header = |name: &str| {
             strata_input::looks_like_header(name) || header_credentials.contains(&name)
@@ -505,6 +525,8 @@ impl<'r> Described<'r> {
                     Some(Place::Path)
                 } else if is_file(&schema) {
                     files.then_some(Place::Body)
+                } else if cookie_credentials.contains(&name) {
+                    Some(Place::Cookie)
                 } else if looks_like_header(name) {
                     Some(Place::Header)
                 } else {
@@ -518,6 +540,7 @@ impl<'r> Described<'r> {
                 Place::Path => "path parameter",
                 Place::Header => "header",
                 Place::Query => "query parameter",
+                Place::Cookie => "cookie",
                 Place::Body | Place::Nowhere => "",
             };
             if !carrier.is_empty() && !is_text(&schema, definitions) {
@@ -597,6 +620,7 @@ impl<'r> Described<'r> {
             let location = match place {
                 Place::Query => ParameterLocation::Query,
                 Place::Header => ParameterLocation::Header,
+                Place::Cookie => ParameterLocation::Cookie,
                 _ => continue,
             };
             parameters.push(parameter(name, schema, *required, location));
@@ -877,11 +901,24 @@ impl<'r> Described<'r> {
                         actual_location: None,
                     },
                 ),
+                Security::Cookie {
+                    name, description, ..
+                } => (
+                    format!("cookie_{name}"),
+                    SecurityScheme {
+                        kind: "apiKey".to_owned(),
+                        name: name.clone(),
+                        location: "cookie".to_owned(),
+                        description: description.clone(),
+                        actual_location: None,
+                    },
+                ),
                 Security::Input {
                     name, description, ..
                 } => {
                     let (location, actual) = match self.place_of(name) {
                         Place::Header => ("header", None),
+                        Place::Cookie => ("cookie", None),
                         Place::Query | Place::Nowhere => ("query", None),
                         Place::Path => ("query", Some("path")),
                         Place::Body => ("query", Some("body")),

@@ -245,6 +245,8 @@ pub enum ParameterLocation {
     Query,
     /// A request header.
     Header,
+    /// A cookie.
+    Cookie,
 }
 
 /// One parameter.

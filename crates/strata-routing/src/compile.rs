@@ -7,6 +7,7 @@ use crate::endpoint::{Endpoint, EndpointId, SharedService};
 use crate::settings::{Cors, MethodLikeRouteBehavior, PipelineSettings, RouterSettings};
 use http::{HeaderMap, HeaderValue, Method};
 use strata_core::{is_query, query_method};
+use strata_input::InputSource;
 
 use crate::error::RoutingError;
 use crate::statics::StaticService;
@@ -343,6 +344,11 @@ pub(crate) fn compile(
         .ok_or(RoutingError::CorsNotConfigured)?;
     if pipeline.uploads.is_some() && !strata_parse::MULTIPART {
         return Err(RoutingError::UploadsNotBuilt);
+    }
+    if pipeline.cookie_keys.is_none()
+        && let Some(method) = pipeline.input_sources.reading(InputSource::SignedCookies)
+    {
+        return Err(RoutingError::NoCookieKeys { method });
     }
     let custom_cors = matches!(cors, Cors::Custom(_));
     let cors = cors.is_enabled();

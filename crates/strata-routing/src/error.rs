@@ -66,6 +66,12 @@ pub enum RoutingError {
     /// The pipeline's settings turn uploads on, but this build reads no multipart bodies
     /// (Strata's `upload` feature is off).
     UploadsNotBuilt,
+    /// A method reads signed cookies (`InputSource::SignedCookies`), but no keys verify them
+    /// (`create_config().cookie_keys(..)`).
+    NoCookieKeys {
+        /// The first method whose sources name signed cookies.
+        method: Method,
+    },
 }
 
 impl fmt::Display for RoutingError {
@@ -96,6 +102,10 @@ impl fmt::Display for RoutingError {
             ),
             Self::UploadsNotBuilt => f.write_str(
                 "uploads are configured, but this build reads no multipart bodies: turn on Strata's `upload` feature",
+            ),
+            Self::NoCookieKeys { method } => write!(
+                f,
+                "{method} reads signed cookies, but no secret verifies them: set create_config().cookie_keys(..)"
             ),
         }
     }

@@ -19,9 +19,12 @@
 //! ```
 
 use std::fmt;
+
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
+use strata_combine::CombineLayer;
+use strata_input::cookies::CookieKeys;
 
 use http::HeaderMap;
 use http::request::Parts;
@@ -192,6 +195,11 @@ pub struct PipelineSettings {
     /// been read ([`AfterBody`]): a timeout or a concurrency limit there does not count
     /// uploads still arriving. `None` (the default): none.
     pub after_body: Option<AfterBody>,
+    /// The keys signed cookies are verified with ([`InputSource::SignedCookies`]); the first
+    /// also signs what the cookie middleware sets. `None` (the default): no signed cookies.
+    ///
+    /// [`InputSource::SignedCookies`]: strata_input::InputSource::SignedCookies
+    pub cookie_keys: Option<CookieKeys>,
 }
 
 impl Default for PipelineSettings {
@@ -204,11 +212,21 @@ impl Default for PipelineSettings {
             body_budget: Some(BodyBudget::new(DEFAULT_BODY_BUDGET)),
             uploads: None,
             after_body: None,
+            cookie_keys: None,
         }
     }
 }
 
 impl PipelineSettings {
+    /// The combine stage as these settings say: the sources, and the keys of signed cookies.
+    pub fn combine_layer(&self) -> CombineLayer {
+        let combine = CombineLayer::with_sources(self.input_sources.clone());
+        match &self.cookie_keys {
+            Some(keys) => combine.cookie_keys(keys.clone()),
+            None => combine,
+        }
+    }
+
     /// The parse stage as these settings say: the limits, the sources, the shared body budget
     /// and uploads (what the facade's endpoints and the testing crate build it with).
     pub fn parse_layer(&self) -> ParseLayer {

@@ -39,6 +39,7 @@ use strata_core::{BoxError, Output};
 use strata_core::{ErrorHandler, Level, Mode, ResultHandler};
 use strata_input::InputSource;
 use strata_input::Parsed;
+use strata_input::cookies::CookieKeys;
 use strata_parse::BodyBudget;
 use strata_routing::{
     AfterBody, AfterBodyInner, Cors, CorsRequest, MethodLikeRouteBehavior, PipelineSettings,
@@ -456,6 +457,23 @@ impl ConfigBuilder {
     /// follows GET; other methods are ignored).
     pub fn input_sources(mut self, method: &Method, sources: impl Into<Vec<InputSource>>) -> Self {
         self.config.pipeline.input_sources.set(method, sources);
+        self
+    }
+
+    /// The keys that verify signed cookies (`InputSource::SignedCookies`, and the cookie
+    /// middleware's `get_signed`), newest first; the first signs. Rotate by putting a new
+    /// secret first and keeping the old one until the cookies it signed have expired.
+    ///
+    /// ```
+    /// use strata_input::cookies::CookieKeys;
+    /// use strata_server::Config;
+    ///
+    /// let keys = CookieKeys::new(["a random secret of at least 32 bytes"]).unwrap();
+    /// let config = Config::builder().cors(false).cookie_keys(keys).build();
+    /// assert!(config.pipeline.cookie_keys.is_some());
+    /// ```
+    pub fn cookie_keys(mut self, keys: CookieKeys) -> Self {
+        self.config.pipeline.cookie_keys = Some(keys);
         self
     }
 

@@ -11,7 +11,6 @@ use http_body_util::BodyExt;
 use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
-use strata_combine::CombineLayer;
 use strata_core::{
     ApiError, DefaultResultHandler, HCons, HNil, Logger, Mode, Output, PathParams, RequestBody,
     ResponseBody,
@@ -533,7 +532,7 @@ where
     let parse = config.parse_layer();
     let service = FormatLayer::new(DefaultResultHandler)
         .mode(config.mode)
-        .layer(parse.layer(CombineLayer::with_sources(config.input_sources).layer(injected)));
+        .layer(parse.layer(config.combine_layer().layer(injected)));
     let request = build(args.request, args.request_id, &logger);
     let response = match service.oneshot(request).await {
         Ok(response) => response,

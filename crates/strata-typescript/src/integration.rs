@@ -624,6 +624,7 @@ fn describe(
     let operation = request.operation;
     let mut properties = Vec::new();
     let mut headers = Vec::new();
+    let mut cookies = Vec::new();
     for parameter in &operation.parameters {
         let ty = converter.convert(&parameter.schema).map_err(|problem| {
             schema_error(
@@ -632,8 +633,10 @@ fn describe(
                 problem,
             )
         })?;
-        if parameter.location == ParameterLocation::Header {
-            headers.push(parameter.name.clone());
+        match parameter.location {
+            ParameterLocation::Header => headers.push(parameter.name.clone()),
+            ParameterLocation::Cookie => cookies.push(parameter.name.clone()),
+            _ => {}
         }
         let mut doc = doc_of(&parameter.schema);
         if parameter.description.is_some() {
@@ -664,7 +667,11 @@ fn describe(
         positive,
         negative,
         statuses,
-        placement: Placement { headers, body },
+        placement: Placement {
+            headers,
+            cookies,
+            body,
+        },
         events,
     })
 }

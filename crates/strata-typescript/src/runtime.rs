@@ -11,6 +11,9 @@ use crate::ts::string_literal;
 pub(crate) struct Placement {
     /// Fields sent as headers.
     pub(crate) headers: Vec<String>,
+    /// Fields sent as cookies (in a `Cookie` header: Node sends it, a browser sends its own
+    /// cookie jar instead, the header being one a script may not set).
+    pub(crate) cookies: Vec<String>,
     pub(crate) body: BodyKind,
 }
 
@@ -53,9 +56,19 @@ pub(crate) fn runtime(
             BodyKind::Multipart => "\"multipart\"",
             BodyKind::Raw => "\"raw\"",
         };
+        let cookies = if placement.cookies.is_empty() {
+            String::new()
+        } else {
+            let names: Vec<String> = placement
+                .cookies
+                .iter()
+                .map(|c| string_literal(c))
+                .collect();
+            format!(", cookies: [{}]", names.join(", "))
+        };
         let _ = writeln!(
             placements,
-            "  {}: {{ headers: [{}], body: {body} }},",
+            "  {}: {{ headers: [{}]{cookies}, body: {body} }},",
             string_literal(request),
             headers.join(", ")
         );
@@ -173,6 +186,8 @@ export interface RequestOptions {
 
 interface Placement {
   readonly headers: readonly string[];
+  /** Sent in a `Cookie` header; a browser drops it and sends its own cookie jar. */
+  readonly cookies?: readonly string[];
   readonly body: "query" | "json" | "multipart" | "raw";
 }
 
@@ -253,6 +268,15 @@ export class Client {
       delete rest[name];
       if (value !== undefined && value !== null) headers[name] = String(value);
     }
+    const cookies: string[] = [];
+    for (const name of placement.cookies ?? []) {
+      const value = rest[name];
+      delete rest[name];
+      if (value !== undefined && value !== null) {
+        cookies.push(`${name}=${encodeURIComponent(String(value))}`);
+      }
+    }
+    if (cookies.length > 0) headers["cookie"] = cookies.join("; ");
     let query = "";
     let body: string | FormData | Blob | undefined;
     if (placement.body !== "query") {
@@ -378,6 +402,7 @@ mod tests {
                 "get /v1/books/:id".to_owned(),
                 Placement {
                     headers: vec!["x-trace".to_owned()],
+                    cookies: vec!["session".to_owned()],
                     body: BodyKind::Query,
                 },
             ),
@@ -385,6 +410,7 @@ mod tests {
                 "post /v1/books/:id/cover".to_owned(),
                 Placement {
                     headers: Vec::new(),
+                    cookies: Vec::new(),
                     body: BodyKind::Multipart,
                 },
             ),
@@ -399,7 +425,7 @@ mod tests {
         );
         assert!(code.contains("export const serverUrl = \"http://localhost:8091\";"));
         assert!(code.contains(
-            "  \"get /v1/books/:id\": { headers: [\"x-trace\"], body: \"query\" },\n  \"post /v1/books/:id/cover\": { headers: [], body: \"multipart\" },\n};"
+            "  \"get /v1/books/:id\": { headers: [\"x-trace\"], cookies: [\"session\"], body: \"query\" },\n  \"post /v1/books/:id/cover\": { headers: [], body: \"multipart\" },\n};"
         ));
         assert!(code.contains("page.offset + page.limit < page.total"));
         assert!(!code.contains("nextCursor"));

@@ -9,7 +9,6 @@ use garde::Validate;
 use http::{Method, StatusCode};
 use schemars::{JsonSchema, Schema};
 use serde::de::DeserializeOwned;
-use strata_combine::CombineLayer;
 use strata_core::{
     ApiError, DeclaredError, DefaultResultHandler, HCons, HNil, Logger, MiddlewareInput, Output,
     PositiveFn, ResponseDescription, ResponseHeader, ResultHandler, Security,
@@ -612,8 +611,7 @@ where
         let handler = HandlerService::new(handler);
         Endpoint::from_shared(meta, move |settings: &PipelineSettings| -> SharedService {
             let core = validate.layer(output.layer(handler.clone()));
-            let work =
-                CombineLayer::with_sources(settings.input_sources.clone()).layer(layers.wrap(core));
+            let work = settings.combine_layer().layer(layers.wrap(core));
             // The application's layers after the body, when it has some.
             let work = match &settings.after_body {
                 Some(after_body) => Either::Left(after_body.wrap(work)),

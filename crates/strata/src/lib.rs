@@ -83,6 +83,9 @@ pub use strata_validate::{Decoder, not_null};
 pub use strata_client as client;
 /// Stage 2: combine input sources.
 pub use strata_combine as combine;
+/// Cookies: the cookie middleware ([`cookies::CookieMiddleware`], `Cookies` in the context),
+/// signed-cookie keys ([`cookies::CookieKeys`], for `create_config().cookie_keys(..)`).
+pub use strata_cookies as cookies;
 /// The shared vocabulary ([`strata_core`]).
 pub use strata_core as core;
 /// Server-sent events: typed events, an emitter, keep-alives (feature `events`).

@@ -1,0 +1,353 @@
+//! The cookies of a request, read within limits, and signed cookies verified.
+//!
+//! Signing is the `cookie` crate's (HMAC-SHA256 of the value, the digest in base64 before it):
+//! no cryptography is written here. A signed value is marked with `s:` before it, as express's
+//! `cookie-parser` marks its own: a cookie so marked is a signed cookie, verified or absent,
+//! and never a plain one, so that a forged signature cannot pass as a plain value of the same
+//! name. [`CookieKeys`] holds one key per secret, for rotation: the
+//! first signs, every one verifies, so a new secret goes first and the old one stays until the
+//! cookies it signed have expired.
+//!
+//! ```
+//! use strata_input::cookies::{CookieKeys, RequestCookies};
+//!
+//! let keys = CookieKeys::new(["a secret of at least thirty-two bytes!"]).unwrap();
+//! let signed = keys.sign("session", "ada");
+//! assert_ne!(signed, "ada");
+//!
+//! let mut headers = http::HeaderMap::new();
+//! headers.insert("cookie", format!("theme=dark; session={signed}").parse().unwrap());
+//! let cookies = RequestCookies::parse(&headers).unwrap();
+//! assert_eq!(cookies.get("theme"), Some("dark"));
+//! assert_eq!(cookies.get_signed("session", &keys).as_deref(), Some("ada"));
+//! // An unsigned or forged value is not there at all, and a signed one is not a plain one.
+//! assert_eq!(cookies.get_signed("theme", &keys), None);
+//! assert_eq!(cookies.get("session"), None);
+//! ```
+
+use std::fmt;
+use std::sync::Arc;
+
+use cookie::{Cookie, CookieJar, Key};
+use http::HeaderMap;
+use http::header::COOKIE;
+use strata_core::{ApiError, ErrorKind};
+
+/// The most cookies a request may carry: more is a 400. Browsers keep about 180 per site.
+pub const MAX_COOKIES: usize = 180;
+
+/// The longest a cookie (name and value) may be: longer is a 400. RFC 6265 §6.1 asks user
+/// agents for at least 4096 bytes per cookie, which is what browsers keep.
+pub const MAX_COOKIE_BYTES: usize = 4096;
+
+/// What a signed cookie's value starts with (express's mark too).
+pub const SIGNED_MARK: &str = "s:";
+
+/// The shortest secret [`CookieKeys`] accepts, in bytes (the HKDF master key the `cookie`
+/// crate derives its signing key from).
+pub const MIN_SECRET_BYTES: usize = 32;
+
+/// The keys signed cookies are signed and verified with: the first signs, all verify (key
+/// rotation). Cloning shares them; `Debug` does not show them.
+///
+/// The signature covers the value, not the name (the `cookie` crate's scheme, and
+/// express's): a client holding two signed cookies could swap their values. Give values that
+/// must not travel between names a prefix of their own.
+#[derive(Clone)]
+pub struct CookieKeys(Arc<[Key]>);
+
+impl CookieKeys {
+    /// Keys from secrets, newest first; each at least [`MIN_SECRET_BYTES`] long (a random
+    /// string from a secret store, never a word).
+    ///
+    /// # Errors
+    ///
+    /// [`CookieKeyError`] when no secret is given or one is too short.
+    pub fn new<S: AsRef<[u8]>>(
+        secrets: impl IntoIterator<Item = S>,
+    ) -> Result<Self, CookieKeyError> {
+        let mut keys = Vec::new();
+        for (index, secret) in secrets.into_iter().enumerate() {
+            let secret = secret.as_ref();
+            if secret.len() < MIN_SECRET_BYTES {
+                return Err(CookieKeyError::TooShort {
+                    index,
+                    length: secret.len(),
+                });
+            }
+            keys.push(Key::derive_from(secret));
+        }
+        if keys.is_empty() {
+            return Err(CookieKeyError::None);
+        }
+        Ok(Self(keys.into()))
+    }
+
+    /// `value` signed with the first key, marked `s:`: what a `Set-Cookie` of the signed
+    /// cookie `name` carries.
+    pub fn sign(&self, name: &str, value: &str) -> String {
+        let mut jar = CookieJar::new();
+        jar.signed_mut(&self.0[0])
+            .add(Cookie::new(name.to_owned(), value.to_owned()));
+        let signed = jar.get(name).map_or("", |cookie| cookie.value());
+        format!("{SIGNED_MARK}{signed}")
+    }
+
+    /// The value `signed` stands for if one of the keys signed it; `None` for a forged,
+    /// altered, unmarked or unsigned value.
+    pub fn verify(&self, name: &str, signed: &str) -> Option<String> {
+        let signed = signed.strip_prefix(SIGNED_MARK)?;
+        let jar = CookieJar::new();
+        self.0.iter().find_map(|key| {
+            jar.signed(key)
+                .verify(Cookie::new(name.to_owned(), signed.to_owned()))
+                .map(|cookie| cookie.value().to_owned())
+        })
+    }
+
+    /// How many keys verify (the first of them signs).
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    /// Always `false`: there is at least one key.
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+}
+
+impl fmt::Debug for CookieKeys {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("CookieKeys")
+            .field("keys", &self.0.len())
+            .finish_non_exhaustive()
+    }
+}
+
+/// Why secrets cannot be [`CookieKeys`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum CookieKeyError {
+    /// No secret was given.
+    None,
+    /// The secret at `index` (0 is the first) has only `length` bytes.
+    TooShort {
+        /// Its place in the list.
+        index: usize,
+        /// Its length in bytes.
+        length: usize,
+    },
+}
+
+impl fmt::Display for CookieKeyError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            CookieKeyError::None => f.write_str("no cookie secret given"),
+            CookieKeyError::TooShort { index, length } => write!(
+                f,
+                "cookie secret {} has {length} bytes, at least {MIN_SECRET_BYTES} are needed",
+                index + 1
+            ),
+        }
+    }
+}
+
+impl std::error::Error for CookieKeyError {}
+
+/// The cookies a request carries, percent-decoded, in order.
+///
+/// Every `Cookie` header is read (HTTP/2 clients may split cookies over several). A pair
+/// without `=` or without a name is skipped, as user agents skip them (RFC 6265 §5.2); a
+/// header that is not UTF-8, more than [`MAX_COOKIES`] cookies, or one longer than
+/// [`MAX_COOKIE_BYTES`] is a 400 naming the problem. Of two cookies of one name the first is
+/// kept: user agents send the one of the longer path first (RFC 6265 §5.4).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RequestCookies(Vec<(String, String)>);
+
+impl RequestCookies {
+    /// Reads the `Cookie` headers of `headers`.
+    ///
+    /// # Errors
+    ///
+    /// A 400 when a header is not UTF-8, or a limit is exceeded.
+    pub fn parse(headers: &HeaderMap) -> Result<Self, ApiError> {
+        let mut pairs: Vec<(String, String)> = Vec::new();
+        for header in headers.get_all(COOKIE) {
+            let text = std::str::from_utf8(header.as_bytes()).map_err(|_| {
+                ApiError::bad_request(ErrorKind::Parse, "Cookie header is not valid UTF-8")
+            })?;
+            for cookie in Cookie::split_parse_encoded(text).flatten() {
+                let (name, value) = cookie.name_value();
+                if name.len() + value.len() > MAX_COOKIE_BYTES {
+                    return Err(ApiError::bad_request(
+                        ErrorKind::Parse,
+                        format!(
+                            "Cookie {}: longer than {MAX_COOKIE_BYTES} bytes",
+                            shown(name)
+                        ),
+                    ));
+                }
+                if pairs.iter().any(|(known, _)| known == name) {
+                    continue;
+                }
+                if pairs.len() == MAX_COOKIES {
+                    return Err(ApiError::bad_request(
+                        ErrorKind::Parse,
+                        format!("Cookie header: more than {MAX_COOKIES} cookies"),
+                    ));
+                }
+                pairs.push((name.to_owned(), value.to_owned()));
+            }
+        }
+        Ok(Self(pairs))
+    }
+
+    /// The value of the plain cookie `name` (not one marked signed, see [`SIGNED_MARK`]).
+    pub fn get(&self, name: &str) -> Option<&str> {
+        self.iter()
+            .find(|(known, _)| *known == name)
+            .map(|(_, value)| value)
+    }
+
+    /// The value of the signed cookie `name`, when one of `keys` signed it.
+    pub fn get_signed(&self, name: &str, keys: &CookieKeys) -> Option<String> {
+        self.all()
+            .find(|(known, _)| *known == name)
+            .and_then(|(_, signed)| keys.verify(name, signed))
+    }
+
+    /// The plain cookies, name and value, in order: those marked signed are left out
+    /// (express's `req.cookies`).
+    pub fn iter(&self) -> impl Iterator<Item = (&str, &str)> {
+        self.all()
+            .filter(|(_, value)| !value.starts_with(SIGNED_MARK))
+    }
+
+    /// Every cookie, signed ones with their signature, in order.
+    pub fn all(&self) -> impl Iterator<Item = (&str, &str)> {
+        self.0
+            .iter()
+            .map(|(name, value)| (name.as_str(), value.as_str()))
+    }
+
+    /// The signed cookies one of `keys` signed, with the values signed: forged, altered and
+    /// plain ones are left out (express's `req.signedCookies`).
+    pub fn signed<'a>(
+        &'a self,
+        keys: &'a CookieKeys,
+    ) -> impl Iterator<Item = (&'a str, String)> + 'a {
+        self.all()
+            .filter_map(|(name, signed)| keys.verify(name, signed).map(|value| (name, value)))
+    }
+
+    /// How many cookies there are, signed ones included.
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    /// Whether there are none.
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    /// The pairs, name and value.
+    pub fn into_pairs(self) -> Vec<(String, String)> {
+        self.0
+    }
+}
+
+/// A cookie name for a message: its first 40 characters.
+fn shown(name: &str) -> &str {
+    name.char_indices()
+        .nth(40)
+        .map_or(name, |(end, _)| &name[..end])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn headers(values: &[&str]) -> HeaderMap {
+        let mut map = HeaderMap::new();
+        for value in values {
+            map.append(COOKIE, value.parse().unwrap());
+        }
+        map
+    }
+
+    const SECRET: &str = "0123456789abcdef0123456789abcdef";
+
+    #[test]
+    fn every_header_is_read_decoded_and_the_first_of_a_name_kept() {
+        let cookies =
+            RequestCookies::parse(&headers(&["a=1; b=hello%20world", "a=2; c=3"])).unwrap();
+        assert_eq!(
+            cookies.iter().collect::<Vec<_>>(),
+            [("a", "1"), ("b", "hello world"), ("c", "3")]
+        );
+    }
+
+    #[test]
+    fn malformed_pairs_are_skipped_and_bytes_refused() {
+        let cookies = RequestCookies::parse(&headers(&["novalue; =nameless; ok=1;;"])).unwrap();
+        assert_eq!(cookies.iter().collect::<Vec<_>>(), [("ok", "1")]);
+        let mut map = HeaderMap::new();
+        map.insert(COOKIE, http::HeaderValue::from_bytes(b"a=\xff").unwrap());
+        let error = RequestCookies::parse(&map).unwrap_err();
+        assert_eq!(
+            (error.status().as_u16(), error.message()),
+            (400, "Cookie header is not valid UTF-8")
+        );
+    }
+
+    #[test]
+    fn limits_are_a_400_naming_them() {
+        let long = format!("big={}", "x".repeat(MAX_COOKIE_BYTES));
+        let error = RequestCookies::parse(&headers(&[&long])).unwrap_err();
+        assert_eq!(error.message(), "Cookie big: longer than 4096 bytes");
+        let many: Vec<String> = (0..=MAX_COOKIES).map(|i| format!("c{i}=1")).collect();
+        let error = RequestCookies::parse(&headers(&[&many.join("; ")])).unwrap_err();
+        assert_eq!(error.message(), "Cookie header: more than 180 cookies");
+        // Exactly at the limits is fine.
+        let fits = format!("big={}", "x".repeat(MAX_COOKIE_BYTES - 3));
+        assert!(RequestCookies::parse(&headers(&[&fits])).is_ok());
+        let many: Vec<String> = (0..MAX_COOKIES).map(|i| format!("c{i}=1")).collect();
+        assert!(RequestCookies::parse(&headers(&[&many.join("; ")])).is_ok());
+    }
+
+    #[test]
+    fn signatures_verify_with_any_key_and_sign_with_the_first() {
+        let old = CookieKeys::new([SECRET]).unwrap();
+        let rotated = CookieKeys::new(["a newer secret, also 32 bytes long", SECRET]).unwrap();
+        let by_old = old.sign("session", "ada");
+        assert_eq!(rotated.verify("session", &by_old).as_deref(), Some("ada"));
+        let by_new = rotated.sign("session", "ada");
+        assert_ne!(by_new, by_old);
+        assert_eq!(old.verify("session", &by_new), None);
+        assert!(by_old.starts_with("s:"));
+        // Altered, unmarked or unsigned: absent.
+        let altered = by_old.replace("ada", "eve");
+        assert_eq!(old.verify("session", &by_old[2..]), None);
+        assert_eq!(old.verify("session", &altered), None);
+        assert_eq!(old.verify("session", "ada"), None);
+        assert_eq!(old.verify("session", ""), None);
+        assert_eq!(old.verify("session", "ü".repeat(40).as_str()), None);
+    }
+
+    #[test]
+    fn secrets_are_checked() {
+        assert_eq!(
+            CookieKeys::new(Vec::<&str>::new()).unwrap_err(),
+            CookieKeyError::None
+        );
+        let error = CookieKeys::new([SECRET, "short"]).unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            "cookie secret 2 has 5 bytes, at least 32 are needed"
+        );
+        assert_eq!(
+            format!("{:?}", CookieKeys::new([SECRET]).unwrap()),
+            "CookieKeys { keys: 1, .. }"
+        );
+    }
+}
