@@ -68,7 +68,7 @@ const MAX_SHARDS: usize = 64;
 /// The in-memory store (the default): the TATs of at most `capacity` keys, in shards under
 /// their own locks.
 ///
-/// **Memory is bounded.** An entry is 40 bytes or so whatever its key: addresses are kept as
+/// **Memory is bounded.** An entry is about 50 bytes whatever its key: addresses are kept as
 /// they are, text keys (user ids, header values of any length) as a 128-bit digest keyed at
 /// random per store (two keyed SipHash-1-3 runs), so a million distinct clients, or keys of
 /// 60 KiB, cost no more than `capacity` entries. Two text keys share an entry only by a
@@ -121,7 +121,7 @@ enum Slot {
 }
 
 impl MemoryStore {
-    /// A store of at most [`DEFAULT_CAPACITY`] (100,000) keys: about 4 MiB when full.
+    /// A store of at most [`DEFAULT_CAPACITY`] (100,000) keys: about 6 MiB when full.
     pub fn new() -> Self {
         Self::with_capacity(DEFAULT_CAPACITY)
     }
