@@ -26,8 +26,8 @@
 //! the request gets a 503 with `Retry-After` (and an HTTP/1 connection whose request body is
 //! unread is closed), instead of queueing without end behind a full limit.
 //!
-//! Requests with a body get the peer's [`ClientAddr`] in their extensions, for limits kept
-//! per client (the body budget's share).
+//! Every request gets the peer's [`ClientAddr`] in its extensions, for limits kept per client
+//! (the body budget's share, a rate limiter keyed by address).
 
 use std::convert::Infallible;
 use std::future::Future;
@@ -70,7 +70,7 @@ fn host_problem<B>(request: &Request<B>) -> Option<&'static str> {
 pub(crate) struct ConnectionService<S> {
     app: S,
     activity: Arc<Activity>,
-    /// The peer's address, put in the extensions of requests with a body.
+    /// The peer's address, put in the extensions of every request.
     client: Option<ClientAddr>,
     body_limits: Arc<BodyLimits>,
     /// What a request that waits too long for the application needs to be refused.
@@ -143,11 +143,12 @@ where
             None => {
                 let mut request =
                     request.map(|body| BodyDeadline::with_limits(body, &self.body_limits));
-                // Only where a per-client limit may need it: a request without a body costs
-                // no extension.
-                if let Some(client) = self.client
-                    && !http_body::Body::is_end_stream(request.body())
-                {
+                // Every request: limits kept per client read it, the body budget's share for
+                // a body and a rate limiter keyed by address for any request. On a request
+                // without a body it costs one small allocation and a map insert (~290
+                // instructions with glibc's malloc, measured alone; the map itself exists
+                // already, for the request's logger and path parameters).
+                if let Some(client) = self.client {
                     request.extensions_mut().insert(client);
                 }
                 let mut app = self.app.clone();

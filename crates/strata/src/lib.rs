@@ -111,6 +111,10 @@ pub use strata_output as output;
 pub use strata_paginate as paginate;
 /// Stage 1: parsing.
 pub use strata_parse as parse;
+/// Rate limits: a GCRA middleware keyed by client address, credential or function, with
+/// `429`, `Retry-After` and the IETF `RateLimit` headers (feature `rate-limit`).
+#[cfg(feature = "rate-limit")]
+pub use strata_ratelimit as ratelimit;
 /// Routing: the tree, the trie, method dispatch, CORS, static files.
 pub use strata_routing as routing;
 pub use strata_routing::{
