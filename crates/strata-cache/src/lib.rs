@@ -75,8 +75,9 @@
 //!
 //! A date field that is not one valid HTTP date (any of its three formats) is ignored, as
 //! §13.1.3-4 say; a list member that is not an entity tag never matches (so garbage in
-//! `If-None-Match` gets the full response, and in `If-Match` a 412). Lists are read in one
-//! pass without allocating; their size is bounded by the server's header limit. A condition
+//! `If-None-Match` gets the full response, and in `If-Match` a 412); nothing a client sends
+//! makes it panic. A list is compared in one pass over its bytes, without allocating; its size
+//! is bounded by the server's limit on request headers. A condition
 //! whose validator the handler never set is not evaluated (the middleware cannot know it):
 //! an `If-None-Match` on an endpoint that sets only `Last-Modified` gets the full response
 //! (and `If-Modified-Since` is still ignored, as the RFC says when `If-None-Match` is there).
