@@ -77,6 +77,10 @@ pub use strata_output::{Binary, FileResponse, HandlerOutput, Reply, StreamRespon
 pub use strata_upload::{MoveError, MultipartForm, UploadLimits, UploadedFileExt};
 pub use strata_validate::{Decoder, not_null};
 
+/// Caching: a `Cache-Control` policy per factory or per response, `ETag` and `Last-Modified`
+/// set by the handler, conditional requests answered 304, `Vary` (feature `cache`).
+#[cfg(feature = "cache")]
+pub use strata_cache as cache;
 /// The typed Rust client: calls the [`Operation`]s a server implements, with their own types,
 /// over any tower service (feature `client`).
 #[cfg(feature = "client")]
