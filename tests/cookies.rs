@@ -1,6 +1,7 @@
 //! Cookies through the facade: the cookie middleware and the cookie input sources over real
 //! sockets with reqwest's cookie jar, signed cookies with key rotation, cookie credentials,
 //! and what the OpenAPI document says of them.
+#![allow(clippy::unwrap_used)] // a test: a failed set-up is a failed test
 
 use garde::Validate;
 use http::Method;
