@@ -329,8 +329,9 @@ mod tests {
 }
 
 /// The address of the client that sent a request, as the server saw it (the peer of the TCP
-/// connection; none for a UNIX socket). The server puts it in the extensions of each request
-/// that has a body, for limits kept per client (the body budget's share); behind a proxy it
-/// is the proxy's.
+/// connection; none for a UNIX socket). The server puts it in the extensions of every request,
+/// for limits kept per client (the body budget's share, a rate limit keyed by address); behind
+/// a proxy it is the proxy's. An application serving a routing with `attach_routing` inserts
+/// it itself.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct ClientAddr(pub std::net::IpAddr);

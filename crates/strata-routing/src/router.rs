@@ -409,8 +409,13 @@ impl Future for RouterFuture {
             error_response(ApiError::internal("router future polled after completion"))
         });
         if this.head {
-            // HEAD: the headers GET would send, with the length of the body it would send.
-            if let Some(length) = response.body().size_hint().exact() {
+            // HEAD: the headers GET would send, with the length of the body it would send. A
+            // 304 or 204 sends none: a length there would claim the 200's (RFC 9110 §8.6).
+            let bodiless = matches!(
+                response.status(),
+                StatusCode::NOT_MODIFIED | StatusCode::NO_CONTENT
+            );
+            if !bodiless && let Some(length) = response.body().size_hint().exact() {
                 response
                     .headers_mut()
                     .insert(CONTENT_LENGTH, HeaderValue::from(length));
