@@ -21,6 +21,10 @@ mod attach_axum;
 #[path = "../examples/attach_hyper.rs"]
 mod attach_hyper;
 
+#[allow(dead_code)]
+#[path = "../examples/notes.rs"]
+mod notes;
+
 /// Sends `request` to a server on `addr` over HTTP/1.1; the status and the body.
 async fn exchange(
     addr: std::net::SocketAddr,
@@ -426,4 +430,67 @@ async fn library_pages_books_and_saves_covers() {
 
     server.shutdown().await;
     std::fs::remove_dir_all(&covers).unwrap();
+}
+
+/// The notes example in memory: sign in (a signed session cookie), write, read with an
+/// `ETag` and again for a 304, the rate-limit headers, and a 401 without the session.
+#[tokio::test]
+async fn notes_sign_in_write_read_and_revalidate() {
+    use http::Request;
+    use tower::ServiceExt;
+    let keys = strata::cookies::CookieKeys::new(["a test secret of at least 32 bytes!"]).unwrap();
+    let routing = notes::notes_routing(&keys, 600, 60).unwrap();
+    let config = strata::create_config()
+        .cors(false)
+        .cookie_keys(keys)
+        .build();
+    let router = strata::Router::new(&routing, &config).unwrap();
+    let send = |request: Request<String>| router.clone().oneshot(request);
+
+    let sign_in = Request::post("/v1/session")
+        .header("content-type", "application/json")
+        .body(r#"{"name":"ada"}"#.to_owned())
+        .unwrap();
+    let response = send(sign_in).await.unwrap();
+    assert_eq!(response.status(), 200);
+    let set_cookie = response.headers()["set-cookie"].to_str().unwrap();
+    assert!(set_cookie.starts_with("session=s%3A"), "{set_cookie}");
+    let session = set_cookie.split(';').next().unwrap().to_owned();
+    assert_eq!(
+        response.headers()["ratelimit-policy"],
+        "\"per-client\";q=600;w=60"
+    );
+
+    let write = Request::post("/v1/notes")
+        .header("content-type", "application/json")
+        .header("cookie", &session)
+        .body(r#"{"text":"hello"}"#.to_owned())
+        .unwrap();
+    let response = send(write).await.unwrap();
+    assert_eq!(response.status(), 200);
+    let limits: Vec<_> = response.headers().get_all("ratelimit").iter().collect();
+    assert_eq!(limits.len(), 2, "per user and per client: {limits:?}");
+
+    let read = |etag: Option<&str>| {
+        let mut request = Request::get("/v1/notes").header("cookie", &session);
+        if let Some(etag) = etag {
+            request = request.header("if-none-match", etag);
+        }
+        request.body(String::new()).unwrap()
+    };
+    let response = send(read(None)).await.unwrap();
+    assert_eq!(response.status(), 200);
+    assert_eq!(response.headers()["etag"], "\"n1\"");
+    assert_eq!(response.headers()["cache-control"], "no-cache, private");
+    assert_eq!(response.headers()["vary"], "cookie");
+    let response = send(read(Some("\"n1\""))).await.unwrap();
+    assert_eq!(response.status(), 304);
+
+    let anonymous = Request::get("/v1/notes").body(String::new()).unwrap();
+    assert_eq!(send(anonymous).await.unwrap().status(), 401);
+    let forged = Request::get("/v1/notes")
+        .header("cookie", session.replace("ada", "eve"))
+        .body(String::new())
+        .unwrap();
+    assert_eq!(send(forged).await.unwrap().status(), 401);
 }
