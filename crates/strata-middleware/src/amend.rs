@@ -62,8 +62,14 @@ impl<B: Default> Amend for Response<B> {
     }
 }
 
-/// What a middleware does to the outcome of the rest of the chain, success or error: see the
-/// [module docs](self). `()` does nothing.
+/// What a middleware does to the outcome of the rest of the chain, success or error.
+///
+/// express-zod-api's middleware hold express's `response` and may set headers on it before the
+/// handler runs; whatever the endpoint answers then carries them. A Strata middleware returns
+/// a value and is done before the handler runs, so one that must touch the response names, in
+/// its [`MiddlewareHandler::Amends`](crate::MiddlewareHandler::Amends), what it keeps of its
+/// output (a handle it shares with the context entry, a few numbers), and amends the outcome
+/// with it once the rest of the chain answered. `()` does nothing and costs nothing.
 pub trait AmendResponse: Send + 'static {
     /// Amends `outcome`: headers added to a response or an error (whose headers the error
     /// response carries), or the outcome replaced.
