@@ -33,3 +33,42 @@ start() {
     cat "$work/$name.log" >&2
     return 1
 }
+
+# start_redis PORT: a redis-server on 127.0.0.1:PORT without persistence (no snapshots, no
+# append-only file, its directory under $work), in the foreground of a background job so that
+# its PID is ours; waits until it answers as ours (INFO's process_id), then sets `redis_pid`
+# (also in `pids`: stop_servers stops it). A missing redis-server fails: CI installs it
+# (tests/tools/install.sh debian).
+start_redis() {
+    local port=$1 dir="$work/redis-$1"
+    command -v redis-server >/dev/null 2>&1 || {
+        echo "redis-server is not installed (bash tests/tools/install.sh debian)" >&2
+        return 1
+    }
+    mkdir -p "$dir"
+    redis-server --port "$port" --bind 127.0.0.1 --save '' --appendonly no --daemonize no \
+        --dir "$dir" >"$work/redis-$port.log" 2>&1 &
+    redis_pid=$!
+    pids+=("$redis_pid")
+    for _ in $(seq 1 200); do
+        if ! kill -0 "$redis_pid" 2>/dev/null; then
+            echo "redis-server on port $port exited:" >&2
+            cat "$work/redis-$port.log" >&2
+            return 1
+        fi
+        if redis-cli -h 127.0.0.1 -p "$port" info server 2>/dev/null | tr -d '\r' \
+            | grep -qx "process_id:$redis_pid"; then
+            return 0
+        fi
+        sleep 0.05
+    done
+    echo "redis-server on port $port did not answer:" >&2
+    cat "$work/redis-$port.log" >&2
+    return 1
+}
+
+# stop_pid PID: stops a server started here and waits until it has exited (its port is free).
+stop_pid() {
+    kill "$1" 2>/dev/null || true
+    wait "$1" 2>/dev/null || true
+}

@@ -4,8 +4,13 @@
 #     redocly, swagger-ui-dist, typescript, @types/node
 #   * a Python venv at tests/tools/.venv with requirements.txt (fully pinned)
 #   * Debian's chromium (apt) if /usr/bin/chromium is missing
+#   * Debian packages at the exact versions of debian-packages.txt (redis-server,
+#     haproxy): installed with apt when missing or at another version; the run fails
+#     when apt cannot install that version
 # Idempotent and fast when everything is already there: each step is skipped
-# when a stamp (sha256 of its lock file) matches. Works from any cwd.
+# when a stamp (sha256 of its lock file) or the installed version matches. Works from any cwd.
+# Usage: install.sh          every step
+#        install.sh debian   only the pinned Debian packages (what `cargo test` needs)
 # Env: PYTHON (default python3), FORCE=1 to redo the npm and pip steps.
 set -euo pipefail
 
@@ -24,6 +29,72 @@ trap 'echo "install.sh: FAILED (exit $?) at line $LINENO: $BASH_COMMAND" >&2' ER
 cd "$here"
 
 sha() { sha256sum "$@" | sha256sum | cut -d" " -f1; }
+
+# apt as root, or through sudo; `$1` names what needs it, for the error.
+apt_sudo=""
+need_apt() {
+    command -v apt-get >/dev/null 2>&1 || die "$1: apt-get not available"
+    if [ "$(id -u)" -ne 0 ]; then
+        command -v sudo >/dev/null 2>&1 || die "$1: need root or sudo for apt-get"
+        apt_sudo="sudo"
+    fi
+}
+
+# ---- pinned Debian packages (debian-packages.txt) ---------------------------
+debian_packages() {
+    local list="$here/debian-packages.txt" pkg version installed
+    local -a wanted=() missing=()
+    [ -f "$list" ] || die "$list is missing"
+    while read -r pkg version _; do
+        case "$pkg" in '' | '#'*) continue ;; esac
+        [ -n "$version" ] || die "$list: no version for $pkg"
+        wanted+=("$pkg=$version")
+        installed="$(dpkg-query -W -f='${db:Status-Status} ${Version}' "$pkg" 2>/dev/null || true)"
+        [ "$installed" = "installed $version" ] || missing+=("$pkg=$version")
+    done <"$list"
+    if [ "${#missing[@]}" -eq 0 ]; then
+        echo "install.sh: Debian packages at their pinned versions (${wanted[*]})"
+    else
+        need_apt "${missing[*]}"
+        echo "install.sh: apt-get install ${missing[*]}"
+        # Packages whose scripts start a daemon (redis-server, haproxy) must not start one
+        # here: the tests start their own on free ports. Containers usually have a
+        # policy-rc.d that says so; one is put in place for the install when there is none.
+        local policy=/usr/sbin/policy-rc.d made_policy=0
+        if [ ! -e "$policy" ]; then
+            printf '#!/bin/sh\nexit 101\n' | $apt_sudo tee "$policy" >/dev/null && $apt_sudo chmod 755 "$policy"
+            made_policy=1
+        fi
+        local status=0
+        $apt_sudo env DEBIAN_FRONTEND=noninteractive apt-get update -qq || status=$?
+        if [ "$status" -eq 0 ]; then
+            $apt_sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+                --allow-downgrades "${missing[@]}" >/dev/null || status=$?
+        fi
+        [ "$made_policy" = 0 ] || $apt_sudo rm -f "$policy"
+        [ "$status" -eq 0 ] || die "apt-get could not install ${missing[*]} (exit $status); if apt no longer has a pinned version, see debian-packages.txt"
+        for pin in "${wanted[@]}"; do
+            pkg="${pin%%=*}"
+            version="${pin#*=}"
+            installed="$(dpkg-query -W -f='${db:Status-Status} ${Version}' "$pkg" 2>/dev/null || true)"
+            [ "$installed" = "installed $version" ] || die "$pkg is '$installed' after apt-get install, not $version"
+        done
+    fi
+    # The programs the tests run, there and working.
+    redis-server --version >/dev/null 2>&1 || die "redis-server does not run"
+    redis-cli --version >/dev/null 2>&1 || die "redis-cli does not run"
+    haproxy -v >/dev/null 2>&1 || die "haproxy does not run"
+}
+
+case "${1:-all}" in
+    all) ;;
+    debian)
+        debian_packages
+        echo "install.sh: done"
+        exit 0
+        ;;
+    *) die "unknown step '$1' (usage: install.sh [debian])" ;;
+esac
 
 # ---- npm -------------------------------------------------------------------
 command -v node >/dev/null 2>&1 || die "node is not on PATH (Node.js >= 20.19 needed)"
@@ -82,17 +153,15 @@ fi
 if [ -x /usr/bin/chromium ]; then
     echo "install.sh: chromium present (/usr/bin/chromium)"
 else
-    command -v apt-get >/dev/null 2>&1 || die "/usr/bin/chromium missing and apt-get not available"
-    sudo=""
-    if [ "$(id -u)" -ne 0 ]; then
-        command -v sudo >/dev/null 2>&1 || die "/usr/bin/chromium missing; need root or sudo to apt-get install chromium"
-        sudo="sudo"
-    fi
+    need_apt "/usr/bin/chromium missing"
     echo "install.sh: apt-get install chromium"
-    $sudo env DEBIAN_FRONTEND=noninteractive apt-get update -qq || die "apt-get update failed"
-    $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium >/dev/null \
+    $apt_sudo env DEBIAN_FRONTEND=noninteractive apt-get update -qq || die "apt-get update failed"
+    $apt_sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium >/dev/null \
         || die "apt-get install chromium failed"
     [ -x /usr/bin/chromium ] || die "chromium installed but /usr/bin/chromium is missing"
 fi
+
+# ---- pinned Debian packages --------------------------------------------------
+debian_packages
 
 echo "install.sh: done"
