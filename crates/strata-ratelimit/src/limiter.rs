@@ -12,7 +12,7 @@ use http::header::RETRY_AFTER;
 use http::request::Parts;
 use http::{HeaderName, HeaderValue, StatusCode};
 use strata_core::logger::LogRateLimit;
-use strata_core::{ApiError, DeclaredError, Logger, ResponseHeader};
+use strata_core::{ApiError, DeclaredError, ErrorKind, Logger, ResponseHeader};
 use strata_middleware::{Amend, AmendResponse, Middleware, MiddlewareHandler, outcome_headers};
 
 use crate::clock::{Clock, MonotonicClock, micros};
@@ -544,7 +544,11 @@ fn store_failed(
     logger.warn_rate_limited(&STORE_FAILURES, message, &api_error);
     match policy.fail {
         FailPolicy::Open => Ok(RateLimitState::unchecked(policy)),
-        FailPolicy::Closed => Err(api_error.with_header(RETRY_AFTER, HeaderValue::from(1_u32))),
+        // An overload's kind: the format stage logs it at warn level, one line per 5 s,
+        // instead of an error line for each request of the outage (logged above already).
+        FailPolicy::Closed => Err(api_error
+            .with_kind(ErrorKind::Overload)
+            .with_header(RETRY_AFTER, HeaderValue::from(1_u32))),
     }
 }
 
