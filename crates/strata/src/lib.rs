@@ -119,6 +119,10 @@ pub use strata_parse as parse;
 /// `429`, `Retry-After` and the IETF `RateLimit` headers (feature `rate-limit`).
 #[cfg(feature = "rate-limit")]
 pub use strata_ratelimit as ratelimit;
+/// The rate limiter's Redis store: replicas behind a load balancer share each client's budget
+/// (feature `redis`, off by default).
+#[cfg(feature = "redis")]
+pub use strata_redis as redis;
 /// Routing: the tree, the trie, method dispatch, CORS, static files.
 pub use strata_routing as routing;
 pub use strata_routing::{

@@ -1,0 +1,66 @@
+//! A Redis that does not answer (paused with SIGSTOP: connections open, nothing read): each
+//! call gives up at the store's timeout and the failure policy decides; when Redis goes on,
+//! the same connection serves again.
+
+#![allow(clippy::unwrap_used)] // tests fail loudly by design
+
+mod support;
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use http::StatusCode;
+use strata_ratelimit::{FailPolicy, Quota};
+use strata_redis::RedisRateLimitStore;
+use support::RedisServer;
+use support::app::{Logs, get, replica};
+
+#[tokio::test]
+async fn a_silent_redis_times_out_at_the_configured_timeout() {
+    let Some(server) = RedisServer::start("a_silent_redis_times_out_at_the_configured_timeout")
+    else {
+        return;
+    };
+    let store = RedisRateLimitStore::connect(&server.url())
+        .await
+        .unwrap()
+        .timeout(Duration::from_millis(100));
+    let open = replica(store.clone(), Quota::per_minute(5), FailPolicy::Open);
+    let closed = replica(
+        store.prefix("closed:"),
+        Quota::per_minute(5),
+        FailPolicy::Closed,
+    );
+    let logs = Arc::new(Logs::default());
+    assert!(get(&open, [192, 0, 2, 1], &logs).await.checked);
+
+    server.pause();
+    let mut slowest = Duration::ZERO;
+    for _ in 0..5 {
+        let started = Instant::now();
+        let answer = get(&open, [192, 0, 2, 1], &logs).await;
+        assert_eq!(answer.status, StatusCode::OK);
+        assert!(!answer.checked);
+        let answer = get(&closed, [192, 0, 2, 1], &logs).await;
+        assert_eq!(answer.status, StatusCode::SERVICE_UNAVAILABLE);
+        slowest = slowest.max(started.elapsed());
+    }
+    // Two calls of 100 ms each, and scheduling.
+    assert!(
+        slowest >= Duration::from_millis(200) && slowest < Duration::from_secs(1),
+        "{slowest:?}"
+    );
+    // One line about the store, one about the 503s: not one per request.
+    let lines = logs.lines();
+    assert_eq!(lines.len(), 2, "{lines:?}");
+    assert!(
+        lines[0].contains("Redis did not answer within 100 ms"),
+        "{lines:?}"
+    );
+
+    server.resume();
+    // The calls that timed out reach Redis late, and are recorded then: another client.
+    let answer = get(&open, [192, 0, 2, 9], &logs).await;
+    assert_eq!(answer.status, StatusCode::OK);
+    assert!(answer.checked);
+}
