@@ -68,10 +68,10 @@
 //! past can be forgotten, which bounds the store. The `governor` crate implements the same
 //! algorithm, but its state store is synchronous: its `StateStore` compares and swaps inside
 //! a plain function call, which cannot be implemented over an asynchronous Redis call. The
-//! next step is a shared store that runs this very formula inside Redis (a Lua script, one
-//! atomic step per request) behind the same [`RateLimitStore`] trait, so the formula is a
-//! dozen lines of integer arithmetic in microseconds ([`Gcra::decide`]), easy to port and to
-//! check against, rather than a dependency's internals.
+//! shared store of `strata-redis` (`strata::redis`) runs this very formula inside Redis (a Lua
+//! script, one atomic step per request) behind the same [`RateLimitStore`] trait, so the
+//! formula is a dozen lines of integer arithmetic in microseconds ([`Gcra::decide`]), easy to
+//! port and to check against, rather than a dependency's internals.
 //!
 //! # The store
 //!
