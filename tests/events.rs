@@ -537,3 +537,65 @@ async fn at_shutdown_open_event_streams_end_cleanly_and_their_emitters_are_told(
         "the handler still runs"
     );
 }
+
+/// The events of a topic relayed to event streams.
+#[derive(Serialize, Validate, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+#[garde(allow_unvalidated)]
+enum Feed {
+    Quote {
+        n: u32,
+    },
+    /// The client missed events: it reloads.
+    Reload,
+}
+
+#[tokio::test]
+async fn a_relayed_topic_resumes_after_last_event_id_and_says_when_it_cannot() {
+    use strata::events::{Broadcaster, MemoryBroadcaster, ReplayWindow, Topic};
+    let bus: Arc<dyn Broadcaster> = Arc::new(MemoryBroadcaster::new(ReplayWindow::last(3)));
+    let topic = Topic::<Feed>::new(bus, "quotes");
+    let relayed = topic.clone();
+    let feed =
+        default_endpoints_factory()
+            .get()
+            .event_stream(move |(): (), _ctx, emitter, _logger| {
+                let topic = relayed.clone();
+                async move {
+                    emitter.relay(&topic, |_gap| Some(Feed::Reload)).await?;
+                    Ok(())
+                }
+            });
+    let (server, addr) = serve(&routing! { "feed" => feed }).await;
+    let mut ids = Vec::new();
+    for n in 1..=5 {
+        ids.push(topic.publish(&Feed::Quote { n }).await.unwrap());
+    }
+    let quote = |ids: &[Arc<str>], n: usize| {
+        format!("event: quote\nid: {}\ndata: {{\"n\":{n}}}\n\n", ids[n - 1])
+    };
+
+    // After the 3rd: exactly the 4th and 5th, then the live ones.
+    let mut body = open(addr, "/feed", &[("last-event-id", &ids[2])])
+        .await
+        .into_body();
+    assert_eq!(next(&mut body).await.unwrap().unwrap(), quote(&ids, 4));
+    assert_eq!(next(&mut body).await.unwrap().unwrap(), quote(&ids, 5));
+    ids.push(topic.publish(&Feed::Quote { n: 6 }).await.unwrap());
+    assert_eq!(next(&mut body).await.unwrap().unwrap(), quote(&ids, 6));
+
+    // After the 2nd, whose successor left the window of three: told, then what is kept.
+    let mut body = open(addr, "/feed", &[("last-event-id", &ids[1])])
+        .await
+        .into_body();
+    assert_eq!(
+        next(&mut body).await.unwrap().unwrap(),
+        "event: reload\ndata: null\n\n"
+    );
+    for n in 4..=6 {
+        assert_eq!(next(&mut body).await.unwrap().unwrap(), quote(&ids, n));
+    }
+    // Shutdown ends the relays cleanly.
+    server.shutdown().await;
+    assert!(next(&mut body).await.is_none());
+}

@@ -24,6 +24,12 @@
 //! so a rolling restart does not wait for its `shutdown_timeout`, and clients reconnect (to
 //! another replica) with their `Last-Event-ID`.
 //!
+//! **Topics.** To send events published elsewhere (another request, another task, with a
+//! shared backend another replica) the handler relays a [`Topic`] of a [`Broadcaster`]:
+//! [`Emitter::relay`] resumes after the client's `Last-Event-ID` within the broadcaster's
+//! replay window and tells the handler of a gap when it cannot; see [`broadcast`]
+//! (the seam for a shared backend: the in-memory [`MemoryBroadcaster`] is the default).
+//!
 //! Build one with the facade's `EndpointBuilder::event_stream`, or with [`EventStream::start`]
 //! inside any handler.
 //!
@@ -54,8 +60,13 @@
 //! # }
 //! ```
 
+pub mod broadcast;
 mod emitter;
 mod stream;
 
+pub use broadcast::{
+    BroadcastError, Broadcaster, BusEvent, Delivery, Gap, MemoryBroadcaster, Received,
+    ReplayWindow, Subscription, Topic,
+};
 pub use emitter::{EmitError, Emitter};
 pub use stream::{EventFrames, EventStream, EventStreamOptions, Events};
