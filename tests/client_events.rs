@@ -345,6 +345,10 @@ async fn events_arrive_typed_and_in_order_over_a_real_socket() {
     server.shutdown().await;
 }
 
+/// Frames of the first response before the cut: the empty piece that sends the head, the
+/// `retry:`, the ticks 5 and 4.
+const CUT_AFTER: Option<usize> = Some(4);
+
 /// The first connection breaks off after the `retry:` and the ticks 5 and 4: the client
 /// reconnects after the server's 20 ms with `Last-Event-ID: 4` and its headers, and the server
 /// goes on from 3.
@@ -360,7 +364,7 @@ async fn a_connection_cut_mid_stream_resumes_with_last_event_id_in_memory() {
     let resumed = Resumed::default();
     let requests = Requests::default();
     let router = Router::new(&routing(&resumed), &config()).unwrap();
-    count_down(Client::new(requests.record(router, Some(3)))).await;
+    count_down(Client::new(requests.record(router, CUT_AFTER))).await;
     assert_resumed(&resumed, &requests);
 }
 
@@ -368,7 +372,7 @@ async fn a_connection_cut_mid_stream_resumes_with_last_event_id_in_memory() {
 async fn a_connection_cut_mid_stream_resumes_with_last_event_id_over_a_real_socket() {
     let resumed = Resumed::default();
     let requests = Requests::default();
-    let (server, addr) = serve(&resumed, &requests, Some(3)).await;
+    let (server, addr) = serve(&resumed, &requests, CUT_AFTER).await;
     count_down(Client::new(pooled()).base_url(format!("http://{addr}"))).await;
     assert_resumed(&resumed, &requests);
     server.shutdown().await;

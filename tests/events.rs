@@ -1,11 +1,12 @@
-//! Server-sent events over real sockets: order and promptness, keep-alives, a client that
-//! leaves, errors and panics before and after the first event, `Last-Event-ID`, the document.
+//! Server-sent events over real sockets: order and promptness, the head and keep-alives from
+//! the start, a client that leaves, errors and panics before and after the first event (and a
+//! middleware's 401), `Last-Event-ID`, the document, graceful shutdown.
 
 #![allow(clippy::unwrap_used)] // tests fail loudly by design
 
 use std::net::SocketAddr;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use garde::Validate;
@@ -81,9 +82,12 @@ impl Drop for Gone {
 #[derive(Default, Clone)]
 struct Probe {
     gone: Arc<Flag>,
+    /// Emitters that saw the server's shutdown.
+    told: Arc<AtomicUsize>,
 }
 
 fn routing(probe: &Probe) -> Routing {
+    let told = Arc::clone(&probe.told);
     let probe = probe.clone();
     let factory = default_endpoints_factory();
     let ticks = factory
@@ -121,6 +125,7 @@ fn routing(probe: &Probe) -> Routing {
     let quiet = factory.get().event_stream_with(
         EventStreamOptions {
             keep_alive: Some(Duration::from_millis(100)),
+            ..EventStreamOptions::default()
         },
         |(): (), _ctx, emitter, _logger| async move {
             emitter.emit(Clock::Tick { n: 1 }).await?;
@@ -130,7 +135,10 @@ fn routing(probe: &Probe) -> Routing {
         },
     );
     let slow = factory.get().event_stream_with(
-        EventStreamOptions { keep_alive: None },
+        EventStreamOptions {
+            keep_alive: None,
+            ..EventStreamOptions::default()
+        },
         |(): (), _ctx, emitter, _logger| async move {
             for n in 1..=3 {
                 emitter.emit(Clock::Tick { n }).await?;
@@ -139,7 +147,72 @@ fn routing(probe: &Probe) -> Routing {
             Ok(())
         },
     );
-    routing! { "ticks" => ticks, "quiet" => quiet, "slow" => slow }
+    // The first event after 3 keep-alive intervals (and a half).
+    let late = factory.get().event_stream_with(
+        EventStreamOptions {
+            keep_alive: Some(Duration::from_millis(100)),
+            ..EventStreamOptions::default()
+        },
+        |(): (), _ctx, emitter, _logger| async move {
+            tokio::time::sleep(Duration::from_millis(350)).await;
+            emitter.emit(Clock::Done).await?;
+            Ok(())
+        },
+    );
+    // Ignores the shutdown: its stream ends after the grace.
+    let stubborn = factory.get().event_stream_with(
+        EventStreamOptions {
+            shutdown_grace: Duration::from_millis(300),
+            ..EventStreamOptions::default()
+        },
+        |(): (), _ctx, emitter, _logger| async move {
+            tokio::time::sleep(Duration::from_secs(100)).await;
+            emitter.emit(Clock::Done).await?;
+            Ok(())
+        },
+    );
+    routing! {
+        "ticks" => ticks, "quiet" => quiet, "slow" => slow, "late" => late,
+        "until-shutdown" => until_shutdown(told), "stubborn" => stubborn, "guarded" => guarded(),
+    }
+}
+
+/// Waits for the server's shutdown, says goodbye and returns; counts the emitters told.
+fn until_shutdown(told: Arc<AtomicUsize>) -> Endpoint {
+    default_endpoints_factory()
+        .get()
+        .event_stream(move |(): (), _ctx, emitter, _logger| {
+            let told = Arc::clone(&told);
+            async move {
+                emitter.closed().await;
+                if emitter.is_shutting_down() {
+                    told.fetch_add(1, Ordering::SeqCst);
+                }
+                emitter.emit(Clock::Done).await?;
+                Ok(())
+            }
+        })
+}
+
+/// Errors found before streaming belong in a middleware: it can still answer 401.
+fn guarded() -> Endpoint {
+    let signed_in = Middleware::new(|(): (), request: &http::request::Parts, _logger: &Logger| {
+        let signed_in = request.headers.contains_key("authorization");
+        async move {
+            if signed_in {
+                Ok(())
+            } else {
+                Err(http_error!(401, "No ticks for you"))
+            }
+        }
+    });
+    default_endpoints_factory()
+        .add_middleware(signed_in)
+        .get()
+        .event_stream(|(): (), _ctx, emitter, _logger| async move {
+            emitter.emit(Clock::Done).await?;
+            Ok(())
+        })
 }
 
 async fn serve(routing: &Routing) -> (Server, SocketAddr) {
@@ -263,10 +336,32 @@ async fn keep_alives_fill_the_silence() {
 }
 
 #[tokio::test]
-async fn errors_and_panics_before_the_first_event_are_error_responses() {
+async fn errors_and_panics_end_the_stream_and_a_middleware_answers_401() {
     let probe = Probe::default();
     let (server, addr) = serve(&routing(&probe)).await;
-    let response = open(addr, "/ticks?count=1&fail=before", &[]).await;
+    // The head went before the handler failed: the stream ends at once, cleanly (the error is
+    // logged), before or after its first event; the server serves on.
+    for (fail, events) in [
+        ("before", ""),
+        ("panic-before", ""),
+        ("after", "event: tick\nid: 1\ndata: {\"n\":1}\n\n"),
+        ("panic-after", "event: tick\nid: 1\ndata: {\"n\":1}\n\n"),
+    ] {
+        let response = open(addr, &format!("/ticks?count=1&fail={fail}"), &[]).await;
+        assert_eq!(response.status(), StatusCode::OK);
+        assert_eq!(response.headers()["content-type"], "text/event-stream");
+        let mut body = response.into_body();
+        let mut text = String::new();
+        while let Some(piece) = next(&mut body).await {
+            text.push_str(&piece.unwrap());
+        }
+        assert_eq!(text, events, "{fail}");
+    }
+    let response = open(addr, "/ticks?count=1", &[]).await;
+    assert_eq!(response.status(), StatusCode::OK);
+
+    // Refused before the stream starts: an ordinary error response.
+    let response = open(addr, "/guarded", &[]).await;
     assert_eq!(response.status(), StatusCode::UNAUTHORIZED);
     assert_eq!(
         response.headers()["content-type"],
@@ -277,24 +372,42 @@ async fn errors_and_panics_before_the_first_event_are_error_responses() {
         serde_json::from_slice::<serde_json::Value>(&bytes).unwrap(),
         json!({"status": "error", "error": {"message": "No ticks for you"}})
     );
-
-    let response = open(addr, "/ticks?count=1&fail=panic-before", &[]).await;
-    assert_eq!(response.status(), StatusCode::INTERNAL_SERVER_ERROR);
-
-    // After the first event: the stream ends there (what was emitted arrives), the error is
-    // logged, the server serves on.
-    for fail in ["after", "panic-after"] {
-        let response = open(addr, &format!("/ticks?count=1&fail={fail}"), &[]).await;
-        assert_eq!(response.status(), StatusCode::OK);
-        let mut body = response.into_body();
-        assert_eq!(
-            next(&mut body).await.unwrap().unwrap(),
-            "event: tick\nid: 1\ndata: {\"n\":1}\n\n"
-        );
-        assert!(next(&mut body).await.is_none(), "{fail}: ended");
-    }
-    let response = open(addr, "/ticks?count=1", &[]).await;
+    let response = open(addr, "/guarded", &[("authorization", "Bearer yes")]).await;
     assert_eq!(response.status(), StatusCode::OK);
+    drop(server);
+}
+
+#[tokio::test]
+async fn the_head_goes_before_the_first_event_and_keep_alives_fill_the_wait_for_it() {
+    let (server, addr) = serve(&routing(&Probe::default())).await;
+    // Nothing will be emitted for 100 s: the head arrives anyway (`open` waits 5 s at most).
+    let started = Instant::now();
+    let response = open(addr, "/stubborn", &[]).await;
+    assert!(
+        started.elapsed() < Duration::from_secs(2),
+        "{:?}",
+        started.elapsed()
+    );
+    assert_eq!(response.status(), StatusCode::OK);
+    assert_eq!(response.headers()["content-type"], "text/event-stream");
+    drop(response);
+
+    // The first event after 350 ms, keep-alives every 100 ms from the start.
+    let response = open(addr, "/late", &[]).await;
+    let mut body = response.into_body();
+    let mut text = String::new();
+    while let Some(piece) = next(&mut body).await {
+        text.push_str(&piece.unwrap());
+    }
+    let before: Vec<&str> = text.split_inclusive("\n\n").collect();
+    let (last, comments) = before.split_last().unwrap();
+    assert_eq!(*last, "event: done\ndata: null\n\n", "{text:?}");
+    // Three intervals (fewer only on a loaded machine, never none), each a whole comment.
+    assert!((2..=4).contains(&comments.len()), "{text:?}");
+    assert!(
+        comments.iter().all(|c| *c == ": keep-alive\n\n"),
+        "{text:?}"
+    );
     drop(server);
 }
 
@@ -379,32 +492,110 @@ async fn a_quiet_stream_is_not_a_stalled_client() {
 }
 
 #[tokio::test]
-async fn at_shutdown_an_open_event_stream_ends_at_once() {
+async fn at_shutdown_open_event_streams_end_cleanly_and_their_emitters_are_told() {
     let probe = Probe::default();
     let (server, addr) = serve(&routing(&probe)).await;
-    // A stream that would run for 100 s.
-    let response = open(addr, "/ticks?count=100&gap_ms=1000", &[]).await;
-    let mut body = response.into_body();
-    assert!(next(&mut body).await.unwrap().unwrap().contains("tick"));
+    // Streams that would run for 100 s: five that have sent nothing yet and wait for the
+    // signal, one with events that ignores it, one that ignores it with nothing sent.
+    let mut bodies = Vec::new();
+    for _ in 0..5 {
+        bodies.push((
+            "until-shutdown",
+            open(addr, "/until-shutdown", &[]).await.into_body(),
+        ));
+    }
+    let mut ticks = open(addr, "/ticks?count=100&gap_ms=1000", &[])
+        .await
+        .into_body();
+    assert!(next(&mut ticks).await.unwrap().unwrap().contains("tick"));
+    bodies.push(("ticks", ticks));
+    bodies.push(("stubborn", open(addr, "/stubborn", &[]).await.into_body()));
     let started = Instant::now();
-    // The shutdown timeout is 10 s: an event stream does not hold shutdown for it.
+    // The shutdown timeout is 10 s: no event stream holds shutdown for it (the longest grace
+    // is the default 1 s).
     server.shutdown().await;
-    assert!(
-        started.elapsed() < Duration::from_secs(2),
-        "{:?}",
-        started.elapsed()
-    );
-    // The stream ended with its final chunk (a clean end, not a cut connection).
-    loop {
-        match next(&mut body).await {
-            None => break,
-            Some(piece) => {
-                piece.unwrap();
-            }
+    let took = started.elapsed();
+    assert!(took < Duration::from_secs(3), "{took:?}");
+    // Each stream ended with its final chunk (a clean end, not a cut connection); those that
+    // waited for the signal said goodbye.
+    for (name, mut body) in bodies {
+        let mut text = String::new();
+        while let Some(piece) = next(&mut body).await {
+            text.push_str(&piece.unwrap_or_else(|e| panic!("{name}: {e}")));
+        }
+        if name == "until-shutdown" {
+            assert_eq!(text, "event: done\ndata: null\n\n");
         }
     }
+    assert_eq!(
+        probe.told.load(Ordering::SeqCst),
+        5,
+        "every emitter was told"
+    );
     assert!(
         probe.gone.wait(Duration::from_secs(2)).await,
         "the handler still runs"
     );
+}
+
+/// The events of a topic relayed to event streams.
+#[derive(Serialize, Validate, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+#[garde(allow_unvalidated)]
+enum Feed {
+    Quote {
+        n: u32,
+    },
+    /// The client missed events: it reloads.
+    Reload,
+}
+
+#[tokio::test]
+async fn a_relayed_topic_resumes_after_last_event_id_and_says_when_it_cannot() {
+    use strata::events::{Broadcaster, MemoryBroadcaster, ReplayWindow, Topic};
+    let bus: Arc<dyn Broadcaster> = Arc::new(MemoryBroadcaster::new(ReplayWindow::last(3)));
+    let topic = Topic::<Feed>::new(bus, "quotes");
+    let relayed = topic.clone();
+    let feed =
+        default_endpoints_factory()
+            .get()
+            .event_stream(move |(): (), _ctx, emitter, _logger| {
+                let topic = relayed.clone();
+                async move {
+                    emitter.relay(&topic, |_gap| Some(Feed::Reload)).await?;
+                    Ok(())
+                }
+            });
+    let (server, addr) = serve(&routing! { "feed" => feed }).await;
+    let mut ids = Vec::new();
+    for n in 1..=5 {
+        ids.push(topic.publish(&Feed::Quote { n }).await.unwrap());
+    }
+    let quote = |ids: &[Arc<str>], n: usize| {
+        format!("event: quote\nid: {}\ndata: {{\"n\":{n}}}\n\n", ids[n - 1])
+    };
+
+    // After the 3rd: exactly the 4th and 5th, then the live ones.
+    let mut body = open(addr, "/feed", &[("last-event-id", &ids[2])])
+        .await
+        .into_body();
+    assert_eq!(next(&mut body).await.unwrap().unwrap(), quote(&ids, 4));
+    assert_eq!(next(&mut body).await.unwrap().unwrap(), quote(&ids, 5));
+    ids.push(topic.publish(&Feed::Quote { n: 6 }).await.unwrap());
+    assert_eq!(next(&mut body).await.unwrap().unwrap(), quote(&ids, 6));
+
+    // After the 2nd, whose successor left the window of three: told, then what is kept.
+    let mut body = open(addr, "/feed", &[("last-event-id", &ids[1])])
+        .await
+        .into_body();
+    assert_eq!(
+        next(&mut body).await.unwrap().unwrap(),
+        "event: reload\ndata: null\n\n"
+    );
+    for n in 4..=6 {
+        assert_eq!(next(&mut body).await.unwrap().unwrap(), quote(&ids, n));
+    }
+    // Shutdown ends the relays cleanly.
+    server.shutdown().await;
+    assert!(next(&mut body).await.is_none());
 }

@@ -40,7 +40,9 @@ pub use logger::{Fields, Level, LogRateLimit, LogSink, Logger, Record};
 pub use method::{is_query, query_method};
 pub use mode::{MODE_VARIABLE, Mode};
 pub use operation::{DeclaredRoute, Events, Operation, StreamedOutput};
-pub use payload::{ClientAddr, Output, PathParams, RequestInfo, StreamFailure, Validated};
+pub use payload::{
+    ClientAddr, Output, PathParams, RequestInfo, StreamFailure, StreamShutdown, Validated,
+};
 pub use result_handler::{
     DefaultResultHandler, ErrorHandler, ResultHandler, error_response, json_response,
 };

@@ -11,7 +11,7 @@
 use std::fmt;
 use std::sync::Arc;
 
-use http::{HeaderMap, Method, StatusCode, Uri};
+use http::{Extensions, HeaderMap, Method, StatusCode, Uri};
 use serde::Serialize;
 use serde_json::value::RawValue;
 
@@ -108,6 +108,9 @@ pub struct Output {
     /// [`ENVELOPE_ROOM`] spaces, then the JSON text.
     buffer: String,
     stream: Option<ResponseBody>,
+    /// Extensions for the response (an event stream's [`StreamShutdown`]); empty, and then
+    /// not allocated, for nearly every output.
+    extensions: Extensions,
 }
 
 impl Output {
@@ -138,6 +141,7 @@ impl Output {
             headers: None,
             buffer,
             stream: None,
+            extensions: Extensions::new(),
         }
     }
 
@@ -198,6 +202,17 @@ impl Output {
     /// whose validators still match (RFC 9110 §15.4.5).
     pub fn not_modified(headers: HeaderMap) -> Self {
         Self::streamed(StatusCode::NOT_MODIFIED, headers, ResponseBody::empty())
+    }
+
+    /// Extensions the format stage puts on the response, for the layers and the server
+    /// around it (an event stream's [`StreamShutdown`]).
+    pub fn extensions_mut(&mut self) -> &mut Extensions {
+        &mut self.extensions
+    }
+
+    /// Takes the response's extensions out.
+    pub fn take_extensions(&mut self) -> Extensions {
+        std::mem::take(&mut self.extensions)
     }
 
     /// Takes the handler's headers out.
@@ -264,6 +279,46 @@ impl fmt::Display for StreamFailure {
 }
 
 impl std::error::Error for StreamFailure {}
+
+/// Put by a stream that has no end of its own (server-sent events) in its response's
+/// extensions ([`Output::extensions_mut`]): the server calls it once when its graceful
+/// shutdown begins, and then lets the body end by itself (it should, promptly: the
+/// server cuts what is left at its shutdown timeout). A stream without one is ended by the
+/// server at once.
+///
+/// ```
+/// use std::sync::Arc;
+/// use std::sync::atomic::{AtomicBool, Ordering};
+/// use strata_core::StreamShutdown;
+///
+/// let told = Arc::new(AtomicBool::new(false));
+/// let hook = StreamShutdown::new({
+///     let told = Arc::clone(&told);
+///     move || told.store(true, Ordering::Relaxed)
+/// });
+/// hook.begin();
+/// assert!(told.load(Ordering::Relaxed));
+/// ```
+#[derive(Clone)]
+pub struct StreamShutdown(Arc<dyn Fn() + Send + Sync>);
+
+impl StreamShutdown {
+    /// A hook calling `begin` at shutdown.
+    pub fn new(begin: impl Fn() + Send + Sync + 'static) -> Self {
+        Self(Arc::new(begin))
+    }
+
+    /// The server's graceful shutdown has begun.
+    pub fn begin(&self) {
+        (self.0)();
+    }
+}
+
+impl fmt::Debug for StreamShutdown {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("StreamShutdown")
+    }
+}
 
 fn null_value() -> &'static RawValue {
     serde_json::from_str("null").unwrap_or_else(|_| unreachable!("null is JSON"))

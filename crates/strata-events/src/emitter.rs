@@ -1,7 +1,10 @@
 //! [`Emitter`]: what a handler sends events with.
 
 use std::fmt;
+use std::future::{Future, poll_fn};
 use std::marker::PhantomData;
+use std::pin::pin;
+use std::task::Poll;
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -11,6 +14,7 @@ use serde::Serialize;
 use serde_json::Value;
 use strata_validate::Decoder;
 use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
 
 use crate::stream::Message;
 
@@ -46,6 +50,8 @@ impl std::error::Error for EmitError {}
 pub struct Emitter<E> {
     sender: mpsc::Sender<Message>,
     last_event_id: Option<String>,
+    /// Cancelled when the server's graceful shutdown begins.
+    shutdown: CancellationToken,
     checker: Decoder<E>,
     _events: PhantomData<fn(E)>,
 }
@@ -55,6 +61,7 @@ impl<E> Clone for Emitter<E> {
         Self {
             sender: self.sender.clone(),
             last_event_id: self.last_event_id.clone(),
+            shutdown: self.shutdown.clone(),
             checker: self.checker.clone(),
             _events: PhantomData,
         }
@@ -65,29 +72,60 @@ impl<E> fmt::Debug for Emitter<E> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Emitter")
             .field("closed", &self.sender.is_closed())
+            .field("shutting_down", &self.shutdown.is_cancelled())
             .field("last_event_id", &self.last_event_id)
             .finish_non_exhaustive()
     }
 }
 
 impl<E> Emitter<E> {
-    pub(crate) fn new(sender: mpsc::Sender<Message>, last_event_id: Option<String>) -> Self {
+    pub(crate) fn new(
+        sender: mpsc::Sender<Message>,
+        last_event_id: Option<String>,
+        shutdown: CancellationToken,
+    ) -> Self {
         Self {
             sender,
             last_event_id,
+            shutdown,
             checker: Decoder::new(),
             _events: PhantomData,
         }
     }
 
-    /// Whether the client is gone.
+    /// Whether the stream is to stop: the client is gone, or the server is shutting down
+    /// ([`is_shutting_down`](Self::is_shutting_down)).
     pub fn is_closed(&self) -> bool {
-        self.sender.is_closed()
+        self.sender.is_closed() || self.shutdown.is_cancelled()
     }
 
-    /// Resolves when the client is gone (a cancellation signal for `tokio::select!`).
+    /// Resolves when the stream is to stop: the client is gone, or the server is shutting
+    /// down (a cancellation signal for `tokio::select!`). After a shutdown, what the handler
+    /// emits within the stream's grace (`EventStreamOptions::shutdown_grace`) is still sent:
+    /// a last event, a `retry:`.
     pub async fn closed(&self) {
-        self.sender.closed().await;
+        let mut gone = pin!(self.sender.closed());
+        let mut shutdown = pin!(self.shutdown.cancelled());
+        poll_fn(|cx| {
+            if gone.as_mut().poll(cx).is_ready() || shutdown.as_mut().poll(cx).is_ready() {
+                Poll::Ready(())
+            } else {
+                Poll::Pending
+            }
+        })
+        .await;
+    }
+
+    /// Whether the server's graceful shutdown has begun: the stream ends when the handler
+    /// returns or its grace is over; the client reconnects (to another replica).
+    pub fn is_shutting_down(&self) -> bool {
+        self.shutdown.is_cancelled()
+    }
+
+    /// Resolves when the server's graceful shutdown begins (never on a stream no server
+    /// sends).
+    pub async fn shutdown(&self) {
+        self.shutdown.cancelled().await;
     }
 
     /// The `Last-Event-ID` header of the request: the id of the last event a reconnecting
@@ -105,7 +143,7 @@ impl<E> Emitter<E> {
         self.send(Bytes::from(frame)).await
     }
 
-    async fn send(&self, frame: Bytes) -> Result<(), EmitError> {
+    pub(crate) async fn send(&self, frame: Bytes) -> Result<(), EmitError> {
         self.sender
             .send(Message::Frame(frame))
             .await
@@ -145,21 +183,26 @@ where
             .check(event, Some("event"))
             .map_err(EmitError::Invalid)?;
         let (name, data) = name_and_data(event)?;
-        let mut frame = String::with_capacity(name.len() + data.len() + 24);
-        frame.push_str("event: ");
-        frame.push_str(&name);
-        frame.push('\n');
-        if let Some(id) = id {
-            frame.push_str("id: ");
-            frame.extend(id.chars().filter(|c| !matches!(c, '\n' | '\r' | '\0')));
-            frame.push('\n');
-        }
-        // Compact JSON has no line breaks: one `data:` line.
-        frame.push_str("data: ");
-        frame.push_str(&data);
-        frame.push_str("\n\n");
-        Ok(Bytes::from(frame))
+        Ok(render(&name, id, &data))
     }
+}
+
+/// The frame of the event `name` with `data` (compact JSON) and `id` (line breaks dropped).
+pub(crate) fn render(name: &str, id: Option<&str>, data: &str) -> Bytes {
+    let mut frame = String::with_capacity(name.len() + data.len() + 24);
+    frame.push_str("event: ");
+    frame.push_str(name);
+    frame.push('\n');
+    if let Some(id) = id {
+        frame.push_str("id: ");
+        frame.extend(id.chars().filter(|c| !matches!(c, '\n' | '\r' | '\0')));
+        frame.push('\n');
+    }
+    // Compact JSON has no line breaks: one `data:` line.
+    frame.push_str("data: ");
+    frame.push_str(data);
+    frame.push_str("\n\n");
+    Bytes::from(frame)
 }
 
 /// The event's name and its data as JSON, from serde's writing of an enum variant.
@@ -203,7 +246,7 @@ mod tests {
     #[tokio::test]
     async fn frames_name_the_event_and_carry_its_data_on_one_line() {
         let (sender, mut receiver) = mpsc::channel(8);
-        let emitter = Emitter::<Feed>::new(sender, Some("7".into()));
+        let emitter = Emitter::<Feed>::new(sender, Some("7".into()), CancellationToken::new());
         assert_eq!(emitter.last_event_id(), Some("7"));
         emitter
             .emit(Feed::Message {
@@ -232,7 +275,7 @@ mod tests {
     #[tokio::test]
     async fn a_bad_event_is_refused_and_a_gone_client_closes() {
         let (sender, receiver) = mpsc::channel(8);
-        let emitter = Emitter::<Feed>::new(sender, None);
+        let emitter = Emitter::<Feed>::new(sender, None, CancellationToken::new());
         let refused = emitter.emit(Feed::Count(11)).await.unwrap_err();
         assert_eq!(
             refused,
@@ -251,6 +294,21 @@ mod tests {
         assert!(emitter.is_closed());
         emitter.closed().await;
         assert_eq!(emitter.emit(Feed::Done).await, Err(EmitError::Closed));
+    }
+
+    #[tokio::test]
+    async fn a_shutdown_closes_the_emitter_but_what_it_emits_still_goes() {
+        let (sender, mut receiver) = mpsc::channel(8);
+        let shutdown = CancellationToken::new();
+        let emitter = Emitter::<Feed>::new(sender, None, shutdown.clone());
+        assert!(!emitter.is_closed() && !emitter.is_shutting_down());
+        shutdown.cancel();
+        emitter.closed().await;
+        emitter.shutdown().await;
+        assert!(emitter.is_closed() && emitter.is_shutting_down());
+        // A last word within the grace.
+        emitter.emit(Feed::Done).await.unwrap();
+        assert!(matches!(receiver.try_recv(), Ok(Message::Frame(_))));
     }
 
     #[test]

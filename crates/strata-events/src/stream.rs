@@ -18,11 +18,13 @@ use schemars::{JsonSchema, Schema, SchemaGenerator};
 use serde::{Serialize, Serializer};
 use serde_json::{Value, json};
 use strata_core::{
-    ApiError, BoxError, Logger, Output, PollFrame, ResponseBody, ResponseDescription, StreamFailure,
+    ApiError, BoxError, Logger, Output, PollFrame, ResponseBody, ResponseDescription,
+    StreamShutdown,
 };
 use strata_output::{HandlerOutput, RangeHeaders};
 use tokio::sync::mpsc;
 use tokio::time::{Instant, Sleep};
+use tokio_util::sync::{CancellationToken, WaitForCancellationFutureOwned};
 use tokio_util::task::AbortOnDropHandle;
 
 use crate::emitter::Emitter;
@@ -49,17 +51,35 @@ pub trait Events: Serialize + Validate<Context: Default> + JsonSchema + Send + '
 impl<E> Events for E where E: Serialize + Validate<Context: Default> + JsonSchema + Send + 'static {}
 
 /// Options of an event stream.
+///
+/// ```
+/// use std::time::Duration;
+/// use strata_events::EventStreamOptions;
+///
+/// let options = EventStreamOptions {
+///     keep_alive: Some(Duration::from_secs(5)),
+///     ..EventStreamOptions::default()
+/// };
+/// assert_eq!(options.shutdown_grace, Duration::from_secs(1));
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct EventStreamOptions {
-    /// A comment is sent when no event was for this long, once the stream started (proxies
-    /// close idle connections); `None`: no keep-alives. Default 15 s; at least 10 ms.
+    /// A comment is sent when nothing else was for this long, from the moment the headers are
+    /// sent (proxies close idle connections); `None`: no keep-alives. Default 15 s; at least
+    /// 10 ms.
     pub keep_alive: Option<Duration>,
+    /// At the server's graceful shutdown the emitter is told ([`Emitter::shutdown`]); what the
+    /// handler emits within this grace is still sent, and the stream ends when the handler
+    /// returns or the grace is over, whichever comes first. Default 1 s (keep it below the
+    /// server's `shutdown_timeout`, which cuts whatever is left).
+    pub shutdown_grace: Duration,
 }
 
 impl Default for EventStreamOptions {
     fn default() -> Self {
         Self {
             keep_alive: Some(Duration::from_secs(15)),
+            shutdown_grace: Duration::from_secs(1),
         }
     }
 }
@@ -68,6 +88,8 @@ impl Default for EventStreamOptions {
 /// event-stream endpoint.
 pub struct EventStream<E> {
     receiver: mpsc::Receiver<Message>,
+    /// Cancelled when the server's graceful shutdown begins.
+    shutdown: CancellationToken,
     /// Stops the handler's task when the stream (or its body) is dropped: nobody listens.
     task: AbortOnDropHandle<()>,
     options: EventStreamOptions,
@@ -96,7 +118,8 @@ impl<E: Events> EventStream<E> {
         Fut: Future<Output = Result<(), ApiError>> + Send + 'static,
     {
         let (sender, receiver) = mpsc::channel(QUEUE);
-        let emitter = Emitter::new(sender.clone(), last_event_id);
+        let shutdown = CancellationToken::new();
+        let emitter = Emitter::new(sender.clone(), last_event_id, shutdown.clone());
         let running = CatchUnwind(Box::pin(handler(emitter)));
         let task = tokio::spawn(async move {
             let failure = match running.await {
@@ -109,6 +132,7 @@ impl<E: Events> EventStream<E> {
         });
         Self {
             receiver,
+            shutdown,
             task: AbortOnDropHandle::new(task),
             options,
             logger: None,
@@ -116,8 +140,8 @@ impl<E: Events> EventStream<E> {
         }
     }
 
-    /// Logs a failure of the handler after the first event with `logger` (the stream then
-    /// ends cleanly: what was emitted is whole).
+    /// Logs a failure of the handler with `logger` (the stream then ends cleanly: what was
+    /// emitted is whole).
     #[must_use]
     pub fn logger(mut self, logger: Logger) -> Self {
         self.logger = Some(logger);
@@ -147,16 +171,24 @@ impl<F: Future> Future for CatchUnwind<F> {
     }
 }
 
-/// The response body: events as the handler emits them, keep-alives between them; dropping it
-/// (the client is gone) stops the handler's task.
+/// The response body: an empty first piece (the format stage then sends the head at once),
+/// events as the handler emits them, keep-alives between them from the start; at shutdown,
+/// what the handler emits within the grace. Dropping it (the client is gone) stops the
+/// handler's task.
 struct EventBody {
     receiver: mpsc::Receiver<Message>,
     // Dropped with the body: the client is gone.
     _task: AbortOnDropHandle<()>,
     keep_alive: Option<Duration>,
-    /// Armed once the first event went out.
+    /// Armed when the head goes, reset by every piece.
     idle: Option<Pin<Box<Sleep>>>,
-    started: bool,
+    /// The head has gone (the empty first piece).
+    opened: bool,
+    /// Resolves when the server's graceful shutdown begins; `None` once it has.
+    shutdown: Option<Pin<Box<WaitForCancellationFutureOwned>>>,
+    shutdown_grace: Duration,
+    /// Armed at shutdown: the stream ends when it fires.
+    ending: Option<Pin<Box<Sleep>>>,
     logger: Option<Logger>,
 }
 
@@ -175,6 +207,14 @@ impl EventBody {
             None => self.idle = Some(Box::pin(tokio::time::sleep_until(deadline))),
         }
     }
+
+    /// Ends the stream now (cleanly: the final chunk).
+    fn end(&mut self) -> PollFrame {
+        self.idle = None;
+        self.ending = None;
+        self.receiver.close();
+        Poll::Ready(None)
+    }
 }
 
 impl Body for EventBody {
@@ -182,34 +222,45 @@ impl Body for EventBody {
     type Error = BoxError;
 
     fn poll_frame(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> PollFrame {
+        if !self.opened {
+            // The head goes now, whatever the handler does: a proxy sees bytes, the client's
+            // `EventSource` opens, keep-alives count from here.
+            self.opened = true;
+            self.rearm();
+            return Poll::Ready(Some(Ok(Frame::data(Bytes::new()))));
+        }
+        if let Some(shutdown) = &mut self.shutdown
+            && shutdown.as_mut().poll(cx).is_ready()
+        {
+            self.shutdown = None;
+            // A grace beyond what the clock can count ends at the server's cut.
+            if let Some(deadline) = Instant::now().checked_add(self.shutdown_grace) {
+                self.ending = Some(Box::pin(tokio::time::sleep_until(deadline)));
+            }
+        }
         match self.receiver.poll_recv(cx) {
             Poll::Ready(Some(Message::Frame(frame))) => {
-                self.started = true;
                 self.rearm();
                 return Poll::Ready(Some(Ok(Frame::data(frame))));
             }
-            // Before the first event: the format stage answers with the error itself.
-            Poll::Ready(Some(Message::Failed(error))) if !self.started => {
-                return Poll::Ready(Some(Err(Box::new(StreamFailure(error)))));
-            }
-            // After it: every event sent is whole, so end cleanly (the client's EventSource
-            // reconnects, with `Last-Event-ID`) and say why.
+            // The head is gone: every event sent is whole, so end cleanly (the client's
+            // EventSource reconnects, with `Last-Event-ID`) and say why.
             Poll::Ready(Some(Message::Failed(error))) => {
                 if let Some(logger) = &self.logger {
                     logger.error_with_causes(
-                        format_args!(
-                            "The event stream ended after its first event: {}",
-                            error.message()
-                        ),
+                        format_args!("The event stream's handler failed: {}", error.message()),
                         &error,
                     );
                 }
-                self.idle = None;
-                self.receiver.close();
-                return Poll::Ready(None);
+                return self.end();
             }
-            Poll::Ready(None) => return Poll::Ready(None),
+            Poll::Ready(None) => return self.end(),
             Poll::Pending => {}
+        }
+        if let Some(ending) = &mut self.ending
+            && ending.as_mut().poll(cx).is_ready()
+        {
+            return self.end();
         }
         let quiet = match &mut self.idle {
             Some(idle) => idle.as_mut().poll(cx).is_ready(),
@@ -331,19 +382,24 @@ impl<E: Events> HandlerOutput for EventStream<E> {
         let mut headers = HeaderMap::new();
         headers.insert(CONTENT_TYPE, HeaderValue::from_static("text/event-stream"));
         headers.insert(CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+        let token = self.shutdown;
         let body = EventBody {
             receiver: self.receiver,
             _task: self.task,
             keep_alive: self.options.keep_alive,
             idle: None,
-            started: false,
+            opened: false,
+            shutdown: Some(Box::pin(token.clone().cancelled_owned())),
+            shutdown_grace: self.options.shutdown_grace,
+            ending: None,
             logger: self.logger,
         };
-        Ok(Output::streamed(
-            StatusCode::OK,
-            headers,
-            ResponseBody::stream(body),
-        ))
+        let mut output = Output::streamed(StatusCode::OK, headers, ResponseBody::stream(body));
+        // The server tells the stream when its graceful shutdown begins.
+        output
+            .extensions_mut()
+            .insert(StreamShutdown::new(move || token.cancel()));
+        Ok(output)
     }
 
     fn describe(body: &Schema) -> Option<Vec<ResponseDescription>> {

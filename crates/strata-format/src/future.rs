@@ -6,7 +6,7 @@ use std::pin::Pin;
 use std::task::{Context, Poll};
 
 use bytes::Bytes;
-use http::{HeaderMap, Response, StatusCode};
+use http::{Extensions, HeaderMap, Response, StatusCode};
 use http_body::{Body, Frame, SizeHint};
 use pin_project_lite::pin_project;
 use strata_core::{
@@ -45,9 +45,9 @@ impl<R: ResultHandler> Finish<R> {
             }
             error
         });
-        let extra_headers = match &mut result {
-            Ok(output) => output.take_headers(),
-            Err(error) => error.take_headers(),
+        let (extra_headers, extensions) = match &mut result {
+            Ok(output) => (output.take_headers(), output.take_extensions()),
+            Err(error) => (error.take_headers(), Extensions::new()),
         };
         let handled = catch_unwind(AssertUnwindSafe(|| {
             self.result_handler.handle(result, &self.info, &self.logger)
@@ -60,6 +60,10 @@ impl<R: ResultHandler> Finish<R> {
         });
         if let Some(headers) = extra_headers {
             response.headers_mut().extend(headers);
+        }
+        // Nearly always empty: then nothing is moved.
+        if !extensions.is_empty() {
+            response.extensions_mut().extend(extensions);
         }
         response
     }
@@ -74,8 +78,9 @@ pin_project! {
     enum State<F> {
         Running { #[pin] future: F },
         // A streamed output waits for its first piece: an error before it is still an error
-        // response from the result handler; after it, the status line is sent.
-        Peeking { head: Option<(StatusCode, HeaderMap)>, body: ResponseBody },
+        // response from the result handler; after it, the status line is sent. A stream
+        // whose head must go at once (an event stream, a file) yields an empty first piece.
+        Peeking { head: Option<(StatusCode, HeaderMap, Extensions)>, body: ResponseBody },
         Failed { error: Option<ApiError> },
     }
 }
@@ -186,7 +191,8 @@ where
                         Ok(mut output) if output.is_streamed() => {
                             let body = output.take_stream().unwrap_or_default();
                             let headers = output.take_headers().unwrap_or_default();
-                            let head = Some((output.status(), headers));
+                            let extensions = output.take_extensions();
+                            let head = Some((output.status(), headers, extensions));
                             this.state.set(State::Peeking { head, body });
                         }
                         other => break other,
@@ -211,7 +217,7 @@ where
                         }
                         Err(payload) => break Err(panic_error(&*payload)),
                     };
-                    let (status, headers) = head.take().unwrap_or_default();
+                    let (status, headers, extensions) = head.take().unwrap_or_default();
                     // A body that ended is not polled again (a stream need not be fused).
                     let rest = match first {
                         Some(_) => std::mem::take(body),
@@ -229,6 +235,7 @@ where
                     let mut response = Response::new(ResponseBody::stream(body));
                     *response.status_mut() = status;
                     *response.headers_mut() = headers;
+                    *response.extensions_mut() = extensions;
                     return Poll::Ready(Ok(response));
                 }
                 StateProj::Failed { error } => {

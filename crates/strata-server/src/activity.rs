@@ -22,7 +22,7 @@ use http::header::{CONNECTION, CONTENT_TYPE, RETRY_AFTER};
 use http::{HeaderValue, Response, StatusCode};
 use http_body::{Body, Frame, SizeHint};
 use pin_project_lite::pin_project;
-use strata_core::{ApiError, BoxError, ResponseBody, error_response};
+use strata_core::{ApiError, BoxError, ResponseBody, StreamShutdown, error_response};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 
 /// What one connection does.
@@ -666,7 +666,7 @@ where
             .as_ref()
             .and_then(|guard| guard.activity.as_ref());
         let cut = activity.is_some_and(|activity| activity.cut.load(Ordering::Relaxed));
-        let response = if cut {
+        let mut response = if cut {
             shutting_down()
         } else {
             match this.inner.poll(cx) {
@@ -685,7 +685,17 @@ where
             }
         };
         let sending = this.guard.take().and_then(InFlight::answered);
-        let event_stream = is_event_stream(&response);
+        // Only an event stream pays for the look into its extensions: other responses keep
+        // their hot path free of new work and allocations (`AtShutdown` replaced a `bool` in
+        // the body, on the stack; the output's extensions stay unallocated when empty).
+        let event_stream = if is_event_stream(&response) {
+            match response.extensions_mut().remove::<StreamShutdown>() {
+                Some(hook) => AtShutdown::Tell(hook),
+                None => AtShutdown::End,
+            }
+        } else {
+            AtShutdown::Ignore
+        };
         let http2 = sending
             .as_ref()
             .is_some_and(|sending| sending.activity.http2.load(Ordering::Relaxed));
@@ -720,14 +730,28 @@ fn is_event_stream(response: &Response<ResponseBody>) -> bool {
             .is_some_and(|value| value.as_bytes().starts_with(b"text/event-stream"))
 }
 
+/// What a response body does when the server shuts down.
+#[derive(Debug)]
+enum AtShutdown {
+    /// Not an event stream: it ends by itself, within the shutdown timeout.
+    Ignore,
+    /// An event stream that cannot be told: it ends at once.
+    End,
+    /// An event stream with its hook: told once, then it ends by itself (Strata's event
+    /// streams let their emitter know, send what it says in a short grace, and end).
+    Tell(StreamShutdown),
+    /// Told.
+    Told,
+}
+
 pin_project! {
     /// A response body counted as being sent until hyper drops it.
     pub(crate) struct TrackedBody {
         #[pin]
         inner: ResponseBody,
         sending: Option<Sending>,
-        // An event stream: it ends when the server shuts down.
-        event_stream: bool,
+        // An event stream ends when the server shuts down.
+        event_stream: AtShutdown,
         // HTTP/2: data is handed to hyper in pieces of `HTTP2_PIECE` at most, this the rest
         // (boxed: rare, and the body is moved about).
         http2: bool,
@@ -763,13 +787,20 @@ impl Body for TrackedBody {
             }
             return Poll::Ready(Some(Ok(Frame::data(next_piece(this.rest)))));
         }
-        if *this.event_stream
+        if !matches!(this.event_stream, AtShutdown::Ignore)
             && let Some(sending) = this.sending.as_mut()
         {
             if sending.activity.closing.load(Ordering::Relaxed) {
-                // The final chunk, at once.
-                sending.not_waiting();
-                return Poll::Ready(None);
+                match std::mem::replace(this.event_stream, AtShutdown::Told) {
+                    // The final chunk, at once.
+                    AtShutdown::End => {
+                        *this.event_stream = AtShutdown::End;
+                        sending.not_waiting();
+                        return Poll::Ready(None);
+                    }
+                    AtShutdown::Tell(hook) => hook.begin(),
+                    AtShutdown::Ignore | AtShutdown::Told => {}
+                }
             }
             let polled = this.inner.poll_frame(cx);
             if polled.is_pending() {
@@ -1212,11 +1243,22 @@ mod tests {
 
     /// An event stream's response to a request of `activity`: a producer with nothing yet.
     async fn event_stream(activity: &Arc<Activity>) -> TrackedBody {
+        event_stream_with(activity, None).await
+    }
+
+    /// [`event_stream`] with a shutdown hook in its response's extensions.
+    async fn event_stream_with(
+        activity: &Arc<Activity>,
+        hook: Option<StreamShutdown>,
+    ) -> TrackedBody {
         let body = ResponseBody::stream(Producer {
             ready: Arc::new(AtomicBool::new(false)),
             sent: false,
         });
         let mut response = Response::new(body);
+        if let Some(hook) = hook {
+            response.extensions_mut().insert(hook);
+        }
         response
             .headers_mut()
             .insert(CONTENT_TYPE, HeaderValue::from_static("text/event-stream"));
@@ -1258,6 +1300,25 @@ mod tests {
                 .count(),
             0
         );
+    }
+
+    #[tokio::test]
+    async fn at_shutdown_an_event_stream_with_a_hook_is_told_once_and_ends_by_itself() {
+        let activity = Arc::new(Activity::default());
+        let told = Arc::new(AtomicUsize::new(0));
+        let hook = StreamShutdown::new({
+            let told = Arc::clone(&told);
+            move || {
+                told.fetch_add(1, Ordering::Relaxed);
+            }
+        });
+        let mut stream = event_stream_with(&activity, Some(hook)).await;
+        assert!(poll_body(&mut stream).await.is_pending());
+        activity.end_event_streams();
+        // Told, and left to end by itself: its producer still has nothing.
+        assert!(poll_body(&mut stream).await.is_pending());
+        assert!(poll_body(&mut stream).await.is_pending());
+        assert_eq!(told.load(Ordering::Relaxed), 1);
     }
 
     #[tokio::test]

@@ -1,0 +1,945 @@
+//! Events published to a topic and relayed to its subscribers: the seam between event streams
+//! and whatever carries events between tasks and replicas.
+//!
+//! A [`Broadcaster`] publishes an event to a topic and subscribes to a topic from a
+//! `Last-Event-ID`. It is object-safe (`Arc<dyn Broadcaster>`: pick the backend at startup)
+//! and asynchronous (boxed futures and streams: a network backend, Redis pub/sub or Redis
+//! streams, fits as well as the in-memory [`MemoryBroadcaster`], the default).
+//!
+//! What every implementation promises:
+//!
+//! - **Order.** A subscriber receives the events of one publisher in the order they were
+//!   published (the memory broadcaster orders all the events of a topic).
+//! - **Ids.** [`Broadcaster::publish`] gives each event an id, unique in its topic and in the
+//!   order of delivery, which the relay sends as the event's `id:`; a reconnecting client
+//!   sends it back as `Last-Event-ID`.
+//! - **Replay window.** Subscribing after an id delivers exactly the events published after
+//!   it, while they are within the broadcaster's bounded replay window (last N events or T
+//!   seconds per topic, [`ReplayWindow`]). When they are not, or the id is unknown (another
+//!   topic's, or from before a restart), the subscription starts with
+//!   [`Delivery::Gap`]`(`[`Gap::OutsideWindow`]`)` and then delivers the whole window that is
+//!   left and the live events: the client learns that it may have missed some.
+//! - **Bounded memory.** A slow subscriber never grows memory without bound: it falls behind
+//!   the window and gets [`Gap::Lagged`] with the count it missed, then goes on from the
+//!   oldest event kept. (The memory broadcaster keeps one window per topic, shared by its
+//!   subscribers, each of which holds only its place in it.)
+//! - **Errors.** A backend that fails reports it: [`BroadcastError::Backend`] from `publish`
+//!   or `subscribe`, or as an item of the subscription, after which the subscription may go on
+//!   (a backend that reconnects) or end. The relay ends the event stream cleanly on it, so the
+//!   client reconnects with its `Last-Event-ID` (to another replica, perhaps).
+//!
+//! A [`Topic`] is the typed handle: it checks events with their garde rules when published,
+//! and an event-stream handler relays it with [`Emitter::relay`](crate::Emitter::relay),
+//! turning a gap into one of its own events (so the gap is a documented event of the stream).
+//!
+//! ```
+//! use std::sync::Arc;
+//! use garde::Validate;
+//! use schemars::JsonSchema;
+//! use serde::Serialize;
+//! use strata_events::{Broadcaster, Delivery, Gap, MemoryBroadcaster, ReplayWindow, Topic};
+//!
+//! #[derive(Serialize, Validate, JsonSchema)]
+//! #[serde(rename_all = "camelCase")]
+//! #[garde(allow_unvalidated)]
+//! enum Price {
+//!     Quote { cents: u64 },
+//!     /// The client missed quotes: it reloads them.
+//!     Reload,
+//! }
+//!
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() {
+//! let bus: Arc<dyn Broadcaster> = Arc::new(MemoryBroadcaster::new(ReplayWindow::last(2)));
+//! let prices = Topic::<Price>::new(bus, "prices");
+//! let first = prices.publish(&Price::Quote { cents: 100 }).await.unwrap();
+//! let second = prices.publish(&Price::Quote { cents: 101 }).await.unwrap();
+//! prices.publish(&Price::Quote { cents: 102 }).await.unwrap();
+//! prices.publish(&Price::Quote { cents: 103 }).await.unwrap();
+//!
+//! // Resumed after the second: exactly the two after it (the window holds them).
+//! let mut resumed = prices.subscribe(Some(&second)).await.unwrap();
+//! let Some(Ok(Delivery::Event(third))) = resumed.next().await else { panic!() };
+//! assert_eq!(third.event.data(), r#"{"cents":102}"#);
+//! let Some(Ok(Delivery::Event(fourth))) = resumed.next().await else { panic!() };
+//! assert_eq!(fourth.event.data(), r#"{"cents":103}"#);
+//!
+//! // Resumed after the first: the second has left the window of two, so a gap, then what
+//! // is left.
+//! let mut late = prices.subscribe(Some(&first)).await.unwrap();
+//! let Some(Ok(Delivery::Gap(Gap::OutsideWindow { .. }))) = late.next().await else { panic!() };
+//! let Some(Ok(Delivery::Event(kept))) = late.next().await else { panic!() };
+//! assert_eq!(kept, third);
+//! # }
+//! ```
+//!
+//! An event stream relaying a topic: the handler given to [`EventStream::start`] here is what
+//! the facade's `event_stream` runs (the handler owns a clone of the `Topic`; any other
+//! handler publishes to it).
+//!
+//! ```
+//! # use std::sync::Arc;
+//! # use garde::Validate;
+//! # use schemars::JsonSchema;
+//! # use serde::Serialize;
+//! use http_body_util::BodyExt;
+//! use strata_events::{Broadcaster, EventStream, EventStreamOptions, MemoryBroadcaster, Topic};
+//! use strata_output::{HandlerOutput, RangeHeaders};
+//! # #[derive(Serialize, Validate, JsonSchema)]
+//! # #[serde(rename_all = "camelCase")]
+//! # #[garde(allow_unvalidated)]
+//! # enum Price { Quote { cents: u64 }, Reload }
+//!
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() {
+//! let bus: Arc<dyn Broadcaster> = Arc::new(MemoryBroadcaster::default());
+//! let prices = Topic::<Price>::new(bus, "prices");
+//! let id = prices.publish(&Price::Quote { cents: 100 }).await.unwrap();
+//!
+//! // A client reconnecting with an id this broadcaster never gave (another replica's, with
+//! // memory broadcasters): it is told to reload, then gets what the window holds.
+//! let relayed = prices.clone();
+//! let last_event_id = Some("5f3e0c1a-7".to_owned());
+//! let stream = EventStream::start(EventStreamOptions::default(), last_event_id, |emitter| {
+//!     async move {
+//!         // Until the client leaves or the server shuts down.
+//!         emitter.relay(&relayed, |_gap| Some(Price::Reload)).await?;
+//!         Ok(())
+//!     }
+//! });
+//! let mut output = stream.into_streamed(&RangeHeaders::default()).unwrap();
+//! let mut body = output.take_stream().unwrap();
+//! let mut frames = Vec::new();
+//! while frames.len() < 3 {
+//!     let frame = body.frame().await.unwrap().unwrap().into_data().unwrap();
+//!     frames.push(String::from_utf8(frame.to_vec()).unwrap());
+//! }
+//! assert_eq!(frames[0], ""); // the head goes at once
+//! assert_eq!(frames[1], "event: reload\ndata: null\n\n");
+//! assert_eq!(frames[2], format!("event: quote\nid: {id}\ndata: {{\"cents\":100}}\n\n"));
+//! # }
+//! ```
+
+use std::collections::hash_map::RandomState;
+use std::collections::{HashMap, VecDeque};
+use std::fmt;
+use std::future::{Future, poll_fn};
+use std::hash::{BuildHasher, Hasher};
+use std::marker::PhantomData;
+use std::pin::{Pin, pin};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use futures_core::Stream;
+use strata_core::BoxError;
+use strata_validate::Decoder;
+use tokio::sync::watch;
+use tokio::time::Instant;
+use tokio_util::sync::ReusableBoxFuture;
+
+use crate::emitter::{EmitError, Emitter, name_and_data, render};
+#[cfg(doc)]
+use crate::stream::EventStream;
+use crate::stream::Events;
+
+/// A boxed future of a [`Broadcaster`] (a network call).
+pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+
+/// An event as a broadcaster carries it: its name and its data as JSON text, checked when
+/// published ([`Topic::publish`]). Cheap to clone (shared text).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BusEvent {
+    name: Arc<str>,
+    data: Arc<str>,
+}
+
+impl BusEvent {
+    /// The event `event` (an enum variant, as for [`Emitter::emit`]), unchecked: a
+    /// [`Topic`] checks its garde rules first.
+    ///
+    /// # Errors
+    /// [`EmitError::NotAnEvent`] when serde does not write an enum variant.
+    pub fn encode<E: serde::Serialize>(event: &E) -> Result<Self, EmitError> {
+        let (name, data) = name_and_data(event)?;
+        Ok(Self {
+            name: name.into(),
+            data: data.into(),
+        })
+    }
+
+    /// An event received by a backend, as it was published: `name` and `data` (compact JSON)
+    /// as [`BusEvent::name`] and [`BusEvent::data`] gave them.
+    ///
+    /// # Errors
+    /// [`EmitError::NotAnEvent`] when `name` is empty or `data` has a line break (it would
+    /// not fit its `event:` and `data:` lines).
+    pub fn from_parts(name: &str, data: &str) -> Result<Self, EmitError> {
+        if name.is_empty() || name.contains(['\n', '\r', '\0']) {
+            return Err(EmitError::NotAnEvent(format!("the name {name:?}")));
+        }
+        if data.contains(['\n', '\r']) {
+            return Err(EmitError::NotAnEvent(
+                "data with a line break (not compact JSON)".to_owned(),
+            ));
+        }
+        Ok(Self {
+            name: name.into(),
+            data: data.into(),
+        })
+    }
+
+    /// The event's name (its `event:` line).
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The event's data, compact JSON (its `data:` line).
+    pub fn data(&self) -> &str {
+        &self.data
+    }
+}
+
+/// An event delivered to a subscriber, with the id its broadcaster gave it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Received {
+    /// The id: the event's `id:`, and the `Last-Event-ID` to resume after it.
+    pub id: Arc<str>,
+    /// The event.
+    pub event: BusEvent,
+}
+
+/// Events a subscriber cannot have: it is told so, once, where they would have been.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Gap {
+    /// The `Last-Event-ID` is older than the replay window, or unknown to the broadcaster (of
+    /// another topic, or from before the broadcaster restarted): events may be missing. What
+    /// the window still holds follows, then the live events.
+    OutsideWindow {
+        /// The id the subscriber asked to resume after.
+        last_event_id: String,
+    },
+    /// The subscriber read too slowly and fell behind the window: `missed` events are lost
+    /// to it. It goes on from the oldest event kept.
+    Lagged {
+        /// How many events it missed (when the backend knows; 0 otherwise).
+        missed: u64,
+    },
+}
+
+/// What a subscription yields.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Delivery {
+    /// The next event.
+    Event(Received),
+    /// Events the subscriber cannot have.
+    Gap(Gap),
+}
+
+/// Why a broadcaster could not publish or deliver.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum BroadcastError {
+    /// The event was refused before it was published (its garde rules, or not an event).
+    Event(EmitError),
+    /// The backend failed: a connection lost, a timeout.
+    Backend(BoxError),
+}
+
+impl BroadcastError {
+    /// A failure of the backend.
+    pub fn backend(error: impl Into<BoxError>) -> Self {
+        Self::Backend(error.into())
+    }
+}
+
+impl fmt::Display for BroadcastError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Event(error) => write!(f, "event not published: {error}"),
+            Self::Backend(error) => write!(f, "event broadcaster failed: {error}"),
+        }
+    }
+}
+
+impl std::error::Error for BroadcastError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            Self::Event(error) => Some(error),
+            Self::Backend(error) => Some(&**error),
+        }
+    }
+}
+
+impl From<EmitError> for BroadcastError {
+    fn from(error: EmitError) -> Self {
+        Self::Event(error)
+    }
+}
+
+/// The events of one topic for one subscriber: a stream of [`Delivery`] (or errors), ended
+/// when the backend ends it. Dropping it unsubscribes.
+pub struct Subscription(Pin<Box<dyn Stream<Item = Result<Delivery, BroadcastError>> + Send>>);
+
+impl Subscription {
+    /// A subscription reading `stream` (what a backend returns from
+    /// [`Broadcaster::subscribe`]).
+    pub fn new(
+        stream: impl Stream<Item = Result<Delivery, BroadcastError>> + Send + 'static,
+    ) -> Self {
+        Self(Box::pin(stream))
+    }
+
+    /// The next delivery; `None` when the subscription has ended.
+    pub async fn next(&mut self) -> Option<Result<Delivery, BroadcastError>> {
+        poll_fn(|cx| self.0.as_mut().poll_next(cx)).await
+    }
+}
+
+impl Stream for Subscription {
+    type Item = Result<Delivery, BroadcastError>;
+
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        self.0.as_mut().poll_next(cx)
+    }
+}
+
+impl fmt::Debug for Subscription {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("Subscription")
+    }
+}
+
+/// Publishes events to topics and subscribes to them; see the [module docs](self) for what an
+/// implementation promises (order per publisher, ids, a bounded replay window with a gap
+/// outside it, bounded memory for slow subscribers, errors reported).
+pub trait Broadcaster: Send + Sync + 'static {
+    /// Publishes `event` to `topic`; resolves to its id once it is accepted (every
+    /// subscription made after that point, and every live one, gets it).
+    fn publish<'a>(
+        &'a self,
+        topic: &'a str,
+        event: BusEvent,
+    ) -> BoxFuture<'a, Result<Arc<str>, BroadcastError>>;
+
+    /// Subscribes to `topic`: the events after `last_event_id` within the replay window (a
+    /// [`Gap::OutsideWindow`] first when it is not in it), then the live ones; without one,
+    /// the live ones only.
+    fn subscribe<'a>(
+        &'a self,
+        topic: &'a str,
+        last_event_id: Option<&'a str>,
+    ) -> BoxFuture<'a, Result<Subscription, BroadcastError>>;
+}
+
+/// A topic of events `E` on a broadcaster: what handlers publish to and event streams relay.
+/// Cheap to clone.
+pub struct Topic<E> {
+    broadcaster: Arc<dyn Broadcaster>,
+    name: Arc<str>,
+    checker: Decoder<E>,
+    _events: PhantomData<fn(E)>,
+}
+
+impl<E> Clone for Topic<E> {
+    fn clone(&self) -> Self {
+        Self {
+            broadcaster: Arc::clone(&self.broadcaster),
+            name: Arc::clone(&self.name),
+            checker: self.checker.clone(),
+            _events: PhantomData,
+        }
+    }
+}
+
+impl<E> fmt::Debug for Topic<E> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Topic")
+            .field("name", &self.name)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<E: Events> Topic<E> {
+    /// The topic `name` of `broadcaster`.
+    pub fn new(broadcaster: Arc<dyn Broadcaster>, name: impl Into<Arc<str>>) -> Self {
+        Self {
+            broadcaster,
+            name: name.into(),
+            checker: Decoder::new(),
+            _events: PhantomData,
+        }
+    }
+
+    /// The topic's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Checks `event` with its garde rules and publishes it; resolves to its id.
+    ///
+    /// # Errors
+    /// [`BroadcastError::Event`] when the event breaks its rules (nothing is published),
+    /// [`BroadcastError::Backend`] when the broadcaster fails.
+    pub async fn publish(&self, event: &E) -> Result<Arc<str>, BroadcastError> {
+        self.checker
+            .check(event, Some("event"))
+            .map_err(EmitError::Invalid)?;
+        let event = BusEvent::encode(event)?;
+        self.broadcaster.publish(&self.name, event).await
+    }
+
+    /// Subscribes to the topic after `last_event_id` ([`Broadcaster::subscribe`]).
+    ///
+    /// # Errors
+    /// [`BroadcastError::Backend`] when the broadcaster fails.
+    pub async fn subscribe(
+        &self,
+        last_event_id: Option<&str>,
+    ) -> Result<Subscription, BroadcastError> {
+        self.broadcaster.subscribe(&self.name, last_event_id).await
+    }
+}
+
+impl<E: Events> Emitter<E> {
+    /// Relays `topic` to the client: subscribes after the client's `Last-Event-ID`, sends
+    /// each event with its id, and a gap as the event `on_gap` makes of it (none: nothing is
+    /// sent), until the client leaves or the server shuts down (`Ok`), or the subscription
+    /// ends (`Ok`) or fails (the error; returned from the handler it ends the stream cleanly
+    /// and is logged, and the client reconnects with its `Last-Event-ID`).
+    ///
+    /// # Errors
+    /// The broadcaster's [`BroadcastError::Backend`]; [`BroadcastError::Event`] when the gap's
+    /// event breaks its rules.
+    pub async fn relay(
+        &self,
+        topic: &Topic<E>,
+        mut on_gap: impl FnMut(&Gap) -> Option<E> + Send,
+    ) -> Result<(), BroadcastError> {
+        let mut subscription = topic.subscribe(self.last_event_id()).await?;
+        let mut stop = pin!(self.closed());
+        loop {
+            let next = poll_fn(|cx| {
+                if stop.as_mut().poll(cx).is_ready() {
+                    return Poll::Ready(None);
+                }
+                subscription.0.as_mut().poll_next(cx).map(Some)
+            })
+            .await;
+            let sent = match next {
+                // The client left or the server shuts down; or the subscription ended.
+                None | Some(None) => return Ok(()),
+                Some(Some(Err(error))) => return Err(error),
+                Some(Some(Ok(Delivery::Event(Received { id, event })))) => {
+                    self.send(render(event.name(), Some(&id), event.data()))
+                        .await
+                }
+                Some(Some(Ok(Delivery::Gap(gap)))) => match on_gap(&gap) {
+                    Some(event) => self.emit(event).await,
+                    None => Ok(()),
+                },
+            };
+            match sent {
+                Ok(()) => {}
+                Err(EmitError::Closed) => return Ok(()),
+                Err(error) => return Err(error.into()),
+            }
+        }
+    }
+}
+
+/// The replay window of a [`MemoryBroadcaster`], per topic: the last `events` events, none
+/// older than `max_age`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ReplayWindow {
+    /// The most events kept per topic (at least 1). Default 1,024.
+    pub events: usize,
+    /// Events older than this are dropped; `None`: kept however old. Default 5 minutes.
+    pub max_age: Option<Duration>,
+}
+
+impl ReplayWindow {
+    /// The last `events` events, however old.
+    pub fn last(events: usize) -> Self {
+        Self {
+            events,
+            max_age: None,
+        }
+    }
+}
+
+impl Default for ReplayWindow {
+    fn default() -> Self {
+        Self {
+            events: 1024,
+            max_age: Some(Duration::from_secs(300)),
+        }
+    }
+}
+
+/// The in-memory [`Broadcaster`]: topics within one process (one replica). Each topic keeps
+/// its replay window in a ring shared by its subscribers; a subscriber holds its place in it
+/// and is woken when an event is published, so a slow one costs no memory (it falls behind
+/// the window: [`Gap::Lagged`]). Ids are `<instance>-<n>`, `n` counting the topic's events
+/// from 1 and `instance` drawn at random when the broadcaster is made, so an id from another
+/// process or an earlier run is unknown ([`Gap::OutsideWindow`]), never mistaken for another
+/// event. Topics without subscribers whose window has emptied (by age) are forgotten.
+pub struct MemoryBroadcaster {
+    window: ReplayWindow,
+    instance: String,
+    topics: Mutex<Topics>,
+}
+
+#[derive(Default)]
+struct Topics {
+    map: HashMap<Arc<str>, Arc<TopicState>>,
+    /// The map's size that triggers the next sweep of forgotten topics.
+    sweep_at: usize,
+}
+
+struct TopicState {
+    ring: Mutex<Ring>,
+    /// The number of the latest event: subscribers wait on its changes.
+    latest: watch::Sender<u64>,
+}
+
+#[derive(Default)]
+struct Ring {
+    events: VecDeque<Stored>,
+    /// The number of the latest event published (0: none yet).
+    latest: u64,
+}
+
+struct Stored {
+    number: u64,
+    at: Instant,
+    received: Received,
+}
+
+impl Ring {
+    /// Drops what is outside `window` at `now`.
+    fn trim(&mut self, window: ReplayWindow, now: Instant) {
+        while self.events.len() > window.events.max(1) {
+            self.events.pop_front();
+        }
+        if let Some(max_age) = window.max_age {
+            while self
+                .events
+                .front()
+                .is_some_and(|oldest| now.duration_since(oldest.at) > max_age)
+            {
+                self.events.pop_front();
+            }
+        }
+    }
+
+    /// The number of the oldest event kept (one past the latest when none is).
+    fn oldest(&self) -> u64 {
+        self.events
+            .front()
+            .map_or(self.latest + 1, |oldest| oldest.number)
+    }
+}
+
+impl fmt::Debug for MemoryBroadcaster {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("MemoryBroadcaster")
+            .field("window", &self.window)
+            .field("instance", &self.instance)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Default for MemoryBroadcaster {
+    fn default() -> Self {
+        Self::new(ReplayWindow::default())
+    }
+}
+
+/// Deliveries a subscriber copies out of the ring at once.
+const BATCH: usize = 64;
+
+impl MemoryBroadcaster {
+    /// A broadcaster keeping `window` per topic.
+    pub fn new(window: ReplayWindow) -> Self {
+        let mut hasher = RandomState::new().build_hasher();
+        hasher.write_u128(
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .unwrap_or_default()
+                .as_nanos(),
+        );
+        Self {
+            window,
+            instance: format!("{:08x}", hasher.finish() & 0xffff_ffff),
+            topics: Mutex::default(),
+        }
+    }
+
+    fn topic(&self, name: &str) -> Arc<TopicState> {
+        let mut topics = self.topics.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(topic) = topics.map.get(name) {
+            return Arc::clone(topic);
+        }
+        if topics.map.len() >= topics.sweep_at {
+            let now = Instant::now();
+            let window = self.window;
+            topics.map.retain(|_, topic| {
+                let mut ring = topic.ring.lock().unwrap_or_else(PoisonError::into_inner);
+                ring.trim(window, now);
+                // Subscribers hold it, or it has events to replay.
+                Arc::strong_count(topic) > 1 || !ring.events.is_empty()
+            });
+            topics.sweep_at = (topics.map.len() * 2).max(64);
+        }
+        let topic = Arc::new(TopicState {
+            ring: Mutex::default(),
+            latest: watch::Sender::new(0),
+        });
+        topics.map.insert(name.into(), Arc::clone(&topic));
+        topic
+    }
+
+    fn id(&self, number: u64) -> Arc<str> {
+        format!("{}-{number}", self.instance).into()
+    }
+
+    /// The event number of `id`, when it is one of this broadcaster's.
+    fn number(&self, id: &str) -> Option<u64> {
+        id.strip_prefix(self.instance.as_str())?
+            .strip_prefix('-')?
+            .parse()
+            .ok()
+    }
+}
+
+impl Broadcaster for MemoryBroadcaster {
+    fn publish<'a>(
+        &'a self,
+        topic: &'a str,
+        event: BusEvent,
+    ) -> BoxFuture<'a, Result<Arc<str>, BroadcastError>> {
+        let state = self.topic(topic);
+        let (number, id) = {
+            let mut ring = state.ring.lock().unwrap_or_else(PoisonError::into_inner);
+            ring.latest += 1;
+            let number = ring.latest;
+            let id = self.id(number);
+            let now = Instant::now();
+            ring.events.push_back(Stored {
+                number,
+                at: now,
+                received: Received {
+                    id: Arc::clone(&id),
+                    event,
+                },
+            });
+            ring.trim(self.window, now);
+            (number, id)
+        };
+        // After the ring has it: a subscriber woken finds it there.
+        state.latest.send_replace(number);
+        Box::pin(std::future::ready(Ok(id)))
+    }
+
+    fn subscribe<'a>(
+        &'a self,
+        topic: &'a str,
+        last_event_id: Option<&'a str>,
+    ) -> BoxFuture<'a, Result<Subscription, BroadcastError>> {
+        let state = self.topic(topic);
+        // Before the ring is read: an event published from here on wakes it.
+        let changes = state.latest.subscribe();
+        let (after, gap) = {
+            let mut ring = state.ring.lock().unwrap_or_else(PoisonError::into_inner);
+            ring.trim(self.window, Instant::now());
+            match last_event_id {
+                None => (ring.latest, None),
+                Some(id) => match self.number(id) {
+                    // Every event after it is kept.
+                    Some(number) if number <= ring.latest && number + 1 >= ring.oldest() => {
+                        (number, None)
+                    }
+                    _ => (
+                        ring.oldest() - 1,
+                        Some(Gap::OutsideWindow {
+                            last_event_id: id.to_owned(),
+                        }),
+                    ),
+                },
+            }
+        };
+        let mut pending = VecDeque::new();
+        if let Some(gap) = gap {
+            pending.push_back(Delivery::Gap(gap));
+        }
+        let subscription = MemorySubscription {
+            topic: state,
+            window: self.window,
+            after,
+            pending,
+            changed: ReusableBoxFuture::new(changed(changes)),
+        };
+        Box::pin(std::future::ready(Ok(Subscription::new(subscription))))
+    }
+}
+
+/// Waits for the next event number; gives the receiver back (and whether the topic lives).
+async fn changed(mut changes: watch::Receiver<u64>) -> (watch::Receiver<u64>, bool) {
+    let open = changes.changed().await.is_ok();
+    (changes, open)
+}
+
+/// A subscriber's place in its topic's ring.
+struct MemorySubscription {
+    topic: Arc<TopicState>,
+    window: ReplayWindow,
+    /// The number of the last event delivered (or skipped).
+    after: u64,
+    /// Copied out of the ring, not yet delivered (at most [`BATCH`] and a gap).
+    pending: VecDeque<Delivery>,
+    changed: ReusableBoxFuture<'static, (watch::Receiver<u64>, bool)>,
+}
+
+impl MemorySubscription {
+    /// Copies the next events out of the ring; whether there were any (or a gap).
+    fn refill(&mut self) -> bool {
+        let mut ring = self
+            .topic
+            .ring
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        ring.trim(self.window, Instant::now());
+        let oldest = ring.oldest();
+        if self.after + 1 < oldest {
+            self.pending.push_back(Delivery::Gap(Gap::Lagged {
+                missed: oldest - 1 - self.after,
+            }));
+            self.after = oldest - 1;
+        }
+        // The ring's numbers are consecutive from `oldest`.
+        let start = usize::try_from(self.after + 1 - oldest).unwrap_or(usize::MAX);
+        for stored in ring
+            .events
+            .range(start.min(ring.events.len())..)
+            .take(BATCH)
+        {
+            self.pending
+                .push_back(Delivery::Event(stored.received.clone()));
+            self.after = stored.number;
+        }
+        !self.pending.is_empty()
+    }
+}
+
+impl Stream for MemorySubscription {
+    type Item = Result<Delivery, BroadcastError>;
+
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        loop {
+            if let Some(delivery) = self.pending.pop_front() {
+                return Poll::Ready(Some(Ok(delivery)));
+            }
+            if self.refill() {
+                continue;
+            }
+            // Nothing new since the ring was read: wait for a publication (one made since the
+            // last wait's end is seen at once, the receiver's version being older).
+            let (changes, open) = std::task::ready!(self.changed.poll(cx));
+            if !open {
+                return Poll::Ready(None);
+            }
+            self.changed.set(changed(changes));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use garde::Validate;
+    use schemars::JsonSchema;
+    use serde::Serialize;
+
+    #[derive(Debug, Serialize, Validate, JsonSchema)]
+    #[serde(rename_all = "camelCase")]
+    enum Feed {
+        Count(#[garde(range(max = 1_000_000))] u32),
+        Reload,
+    }
+
+    fn topic(window: ReplayWindow) -> Topic<Feed> {
+        Topic::new(Arc::new(MemoryBroadcaster::new(window)), "feed")
+    }
+
+    async fn counts(subscription: &mut Subscription, n: usize) -> Vec<(Arc<str>, String)> {
+        let mut seen = Vec::with_capacity(n);
+        while seen.len() < n {
+            match subscription.next().await {
+                Some(Ok(Delivery::Event(Received { id, event }))) => {
+                    seen.push((id, event.data().to_owned()));
+                }
+                other => panic!("{other:?} after {}", seen.len()),
+            }
+        }
+        seen
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn three_hundred_subscribers_each_get_a_thousand_events_in_order() {
+        let feed = topic(ReplayWindow::default());
+        let mut subscribers = Vec::new();
+        for _ in 0..300 {
+            let mut subscription = feed.subscribe(None).await.unwrap();
+            subscribers.push(tokio::spawn(async move {
+                counts(&mut subscription, 1000).await
+            }));
+        }
+        let source = feed.clone();
+        let published = tokio::spawn(async move {
+            let mut ids = Vec::new();
+            for n in 0..1000 {
+                ids.push(source.publish(&Feed::Count(n)).await.unwrap());
+                if n % 100 == 0 {
+                    tokio::task::yield_now().await;
+                }
+            }
+            ids
+        })
+        .await
+        .unwrap();
+        let expected: Vec<(Arc<str>, String)> = published
+            .into_iter()
+            .zip(0..1000)
+            .map(|(id, n)| (id, n.to_string()))
+            .collect();
+        for subscriber in subscribers {
+            assert_eq!(subscriber.await.unwrap(), expected);
+        }
+    }
+
+    #[tokio::test]
+    async fn resuming_inside_the_window_gets_exactly_the_missing_events() {
+        let feed = topic(ReplayWindow::last(10));
+        let mut ids = Vec::new();
+        for n in 0..20 {
+            ids.push(feed.publish(&Feed::Count(n)).await.unwrap());
+        }
+        // After the 15th (n = 14): 15 to 19, then the live ones.
+        let mut resumed = feed.subscribe(Some(&ids[14])).await.unwrap();
+        let missing = counts(&mut resumed, 5).await;
+        assert_eq!(
+            missing,
+            (15..20)
+                .map(|n| (Arc::clone(&ids[n]), n.to_string()))
+                .collect::<Vec<_>>()
+        );
+        let live = feed.publish(&Feed::Count(20)).await.unwrap();
+        assert_eq!(
+            counts(&mut resumed, 1).await,
+            [(Arc::clone(&live), "20".to_owned())]
+        );
+        // After the latest: the next.
+        let mut caught_up = feed.subscribe(Some(&live)).await.unwrap();
+        let next = feed.publish(&Feed::Reload).await.unwrap();
+        assert_eq!(counts(&mut caught_up, 1).await, [(next, "null".to_owned())]);
+        // The window holds n = 12 to 20 and the reload: after n = 11, nothing is missing.
+        let mut edge = feed.subscribe(Some(&ids[11])).await.unwrap();
+        assert_eq!(counts(&mut edge, 1).await[0].1, "12");
+    }
+
+    #[tokio::test]
+    async fn outside_the_window_a_gap_then_what_is_left() {
+        let feed = topic(ReplayWindow::last(10));
+        let mut ids = Vec::new();
+        for n in 0..20 {
+            ids.push(feed.publish(&Feed::Count(n)).await.unwrap());
+        }
+        for stale in [ids[5].to_string(), "nonsense".to_owned(), "0-3".to_owned()] {
+            let mut late = feed.subscribe(Some(&stale)).await.unwrap();
+            assert_eq!(
+                late.next().await.unwrap().unwrap(),
+                Delivery::Gap(Gap::OutsideWindow {
+                    last_event_id: stale.clone()
+                })
+            );
+            let kept = counts(&mut late, 10).await;
+            assert_eq!(kept[0].1, "10", "{stale}");
+            assert_eq!(kept[9].1, "19");
+        }
+        // An id of another broadcaster (another replica's memory, an earlier run).
+        let other = topic(ReplayWindow::last(10));
+        let theirs = other.publish(&Feed::Reload).await.unwrap();
+        let mut late = feed.subscribe(Some(&theirs)).await.unwrap();
+        assert!(matches!(
+            late.next().await,
+            Some(Ok(Delivery::Gap(Gap::OutsideWindow { .. })))
+        ));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn the_window_is_bounded_in_time_too() {
+        let feed = topic(ReplayWindow {
+            events: 100,
+            max_age: Some(Duration::from_secs(60)),
+        });
+        let old = feed.publish(&Feed::Count(1)).await.unwrap();
+        feed.publish(&Feed::Count(2)).await.unwrap();
+        tokio::time::advance(Duration::from_secs(61)).await;
+        let recent = feed.publish(&Feed::Count(3)).await.unwrap();
+        let mut late = feed.subscribe(Some(&old)).await.unwrap();
+        assert!(matches!(
+            late.next().await,
+            Some(Ok(Delivery::Gap(Gap::OutsideWindow { .. })))
+        ));
+        assert_eq!(counts(&mut late, 1).await[0].0, recent);
+    }
+
+    #[tokio::test]
+    async fn a_slow_subscriber_is_told_what_it_missed_and_holds_no_memory() {
+        let feed = topic(ReplayWindow::last(8));
+        let mut slow = feed.subscribe(None).await.unwrap();
+        for n in 0..30 {
+            feed.publish(&Feed::Count(n)).await.unwrap();
+        }
+        assert_eq!(
+            slow.next().await.unwrap().unwrap(),
+            Delivery::Gap(Gap::Lagged { missed: 22 })
+        );
+        let kept = counts(&mut slow, 8).await;
+        assert_eq!(kept[0].1, "22");
+        assert_eq!(kept[7].1, "29");
+    }
+
+    #[tokio::test]
+    async fn a_bad_event_is_not_published() {
+        let feed = topic(ReplayWindow::default());
+        let refused = feed.publish(&Feed::Count(2_000_000)).await.unwrap_err();
+        assert!(
+            matches!(refused, BroadcastError::Event(EmitError::Invalid(_))),
+            "{refused}"
+        );
+        assert!(BusEvent::from_parts("a", "1\n2").is_err());
+        assert!(BusEvent::from_parts("", "1").is_err());
+        assert_eq!(BusEvent::from_parts("count", "1").unwrap().name(), "count");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn forgotten_topics_are_swept() {
+        let bus = MemoryBroadcaster::new(ReplayWindow {
+            events: 4,
+            max_age: Some(Duration::from_secs(1)),
+        });
+        let _listened = bus.subscribe("topic-0", None).await.unwrap();
+        for n in 0..1000 {
+            let event = BusEvent::from_parts("count", "1").unwrap();
+            bus.publish(&format!("topic-{n}"), event).await.unwrap();
+            tokio::time::advance(Duration::from_millis(100)).await;
+        }
+        let topics = bus.topics.lock().unwrap();
+        // Those of the last 10 s and the one listened to.
+        assert!(topics.map.len() <= 64, "{} topics kept", topics.map.len());
+        assert!(topics.map.contains_key("topic-0"));
+    }
+}
