@@ -8,8 +8,8 @@
 #   crates/strata-bench/scripts/profile.sh [scenario] [servers...]
 #   (default: hello, servers hyper axum strata; after `cargo build --release -p strata-bench`)
 #   crates/strata-bench/scripts/profile.sh middleware [variants...]
-#   (`strata-bench middleware`'s variants: plain, noop, cookies, cache, cache-304, rate-limit;
-#   default all six)
+#   (`strata-bench middleware`'s variants: plain, noop, one-header, cookies, cache, cache-304,
+#   rate-limit; default all seven)
 #
 # Prints one line per server: instructions/request, allocations/request, bytes/request.
 # KEEP=dir keeps the callgrind and dhat output files there (for callgrind_annotate).
@@ -20,7 +20,7 @@ shift || true
 servers=("$@")
 if [ ${#servers[@]} -eq 0 ]; then
     if [ "$scenario" = middleware ]; then
-        servers=(plain noop cookies cache cache-304 rate-limit)
+        servers=(plain noop one-header cookies cache cache-304 rate-limit)
     else
         servers=(hyper axum strata)
     fi

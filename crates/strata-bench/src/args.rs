@@ -324,9 +324,11 @@ USAGE:
     strata-bench serve client [--workers N]
     strata-bench middleware [--quick] [--duration <time>] [--warmup <time>] [--rounds N]
                             [--connections N] [--generator <which>] [--workers N] [--no-pin]
-                            [--variant plain,noop,cookies,cache,cache-304,rate-limit]
+                            [--variant plain,noop,one-header,cookies,cache,cache-304,
+                            rate-limit]
                             [--plain-from <binary>] [--json <path>]
-    strata-bench serve middleware <plain|noop|cookies|cache|rate-limit> [--workers N]
+    strata-bench serve middleware <plain|noop|one-header|cookies|cache|
+                             rate-limit> [--workers N]
 
 OPTIONS:
     --quick                 short rounds (the whole run in ~2 minutes with wrk, ~1 without)
@@ -376,7 +378,8 @@ to core 1, one thread); then both over the Router in memory. Rounds alternate th
 
 MIDDLEWARE: hello (GET /v1/hello?name=World, the bench app's endpoint alone) with no middleware
 and behind each of issue 28's, one Strata server per variant (`serve middleware`, pinned to
-core 0): noop (a middleware that does nothing: the stage's own cost), cookies (a Cookie header of three cookies, the handler reads one), cache (a policy,
+core 0): noop (a middleware that does nothing: the stage's own cost), one-header (one that
+adds a fixed response header), cookies (a Cookie header of three cookies, the handler reads one), cache (a policy,
 the handler's ETag; cache-304: If-None-Match matches), rate-limit (client address, a quota
 never reached, headers on). Rounds load each variant once, rotating; per round, CPU per
 request and req/s over plain's. The target: each at most 1.05.
@@ -385,8 +388,9 @@ request and req/s over plain's. The target: each at most 1.05.
     --rounds <N>            measured rounds per variant (default 7, quick 3)
     --connections <N>       keep-alive connections (default 64)
     --generator <which>     auto, wrk or internal (default auto)
-    --variant <names>       plain, noop (a middleware doing nothing), cookies, cache,
-                            cache-304, rate-limit (default all; plain always runs)
+    --variant <names>       plain, noop (a middleware doing nothing), one-header (one adding
+                            a fixed response header), cookies, cache, cache-304, rate-limit
+                            (default all; plain always runs)
     --plain-from <binary>   also plain hello from another build of strata-bench (its `serve
                             middleware plain`): a change to the server measured alongside
     --workers <N>           server runtime worker threads (default 1)

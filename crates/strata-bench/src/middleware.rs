@@ -3,7 +3,8 @@
 //! One Strata server per variant, each in a child process (`strata-bench serve middleware
 //! <server>`, pinned to core 0), each serving the bench app's `hello` alone at `/v1/hello`
 //! (`servers/middleware_app.rs`): without middleware (`plain`), behind a middleware that does
-//! nothing (`noop`: the middleware stage's own cost), behind the cookie middleware
+//! nothing (`noop`: the middleware stage's own cost), behind one that only adds a fixed
+//! response header (`one-header`: what the others pay to add theirs), behind the cookie middleware
 //! (`cookies`: the request carries three cookies, the handler reads one), behind the cache
 //! middleware (`cache`: a policy, the handler sets an `ETag`, the request is unconditional and
 //! gets the 200; `cache-304`: the same server, the request's `If-None-Match` matches and gets
@@ -43,15 +44,19 @@ pub(crate) enum Server {
     /// A middleware that does nothing (`Middleware::new`, an empty context entry): what the
     /// middleware stage costs with one middleware, whatever it does.
     Noop,
+    /// A middleware that adds one fixed header to the response, through `Amends` as the
+    /// others do: what adding response headers costs.
+    OneHeader,
     Cookies,
     Cache,
     RateLimit,
 }
 
 impl Server {
-    pub(crate) const ALL: [Server; 5] = [
+    pub(crate) const ALL: [Server; 6] = [
         Server::Plain,
         Server::Noop,
+        Server::OneHeader,
         Server::Cookies,
         Server::Cache,
         Server::RateLimit,
@@ -61,6 +66,7 @@ impl Server {
         match self {
             Server::Plain => "plain",
             Server::Noop => "noop",
+            Server::OneHeader => "one-header",
             Server::Cookies => "cookies",
             Server::Cache => "cache",
             Server::RateLimit => "rate-limit",
@@ -82,7 +88,7 @@ impl FromStr for Server {
             .into_iter()
             .find(|server| server.name() == s)
             .ok_or_else(|| {
-                format!("unknown middleware server {s:?} (plain, noop, cookies, cache, rate-limit)")
+                format!("unknown middleware server {s:?} (plain, noop, one-header, cookies, cache, rate-limit)")
             })
     }
 }
@@ -94,6 +100,8 @@ pub(crate) enum Variant {
     Plain,
     /// The same behind a middleware that does nothing: the stage's own cost.
     Noop,
+    /// The same behind a middleware that adds one fixed response header.
+    OneHeader,
     /// The same behind the cookie middleware, with a `Cookie` header of three cookies; the
     /// handler reads one.
     Cookies,
@@ -112,9 +120,10 @@ pub(crate) const COOKIE_HEADER: &str =
     "session=4f2a9c1e7b3d5a8f0e6c2b9d1a7f3e5c; theme=dark; lang=en-GB";
 
 impl Variant {
-    pub(crate) const ALL: [Variant; 6] = [
+    pub(crate) const ALL: [Variant; 7] = [
         Variant::Plain,
         Variant::Noop,
+        Variant::OneHeader,
         Variant::Cookies,
         Variant::Cache,
         Variant::CacheNotModified,
@@ -125,6 +134,7 @@ impl Variant {
         match self {
             Variant::Plain => "plain",
             Variant::Noop => "noop",
+            Variant::OneHeader => "one-header",
             Variant::Cookies => "cookies",
             Variant::Cache => "cache",
             Variant::CacheNotModified => "cache-304",
@@ -137,6 +147,7 @@ impl Variant {
         match self {
             Variant::Plain => Server::Plain,
             Variant::Noop => Server::Noop,
+            Variant::OneHeader => Server::OneHeader,
             Variant::Cookies => Server::Cookies,
             Variant::Cache | Variant::CacheNotModified => Server::Cache,
             Variant::RateLimit => Server::RateLimit,
@@ -153,7 +164,11 @@ impl Variant {
     /// The request: hello's, with the variant's headers.
     pub(crate) fn request(self) -> RequestSpec {
         let headers = match self {
-            Variant::Plain | Variant::Noop | Variant::Cache | Variant::RateLimit => vec![],
+            Variant::Plain
+            | Variant::Noop
+            | Variant::OneHeader
+            | Variant::Cache
+            | Variant::RateLimit => vec![],
             Variant::Cookies => vec![("cookie", COOKIE_HEADER.to_owned())],
             Variant::CacheNotModified => vec![("if-none-match", format!("\"{HELLO_TAG}\""))],
         };
@@ -194,6 +209,7 @@ impl Variant {
         }
         let tag = format!("\"{HELLO_TAG}\"");
         let expected: Vec<(&str, Option<String>)> = match self {
+            Variant::OneHeader => vec![("x-bench", Some("1".to_owned())), ("set-cookie", None)],
             Variant::Plain | Variant::Noop | Variant::Cookies => vec![
                 ("set-cookie", None),
                 ("cache-control", None),

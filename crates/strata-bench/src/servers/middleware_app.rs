@@ -5,8 +5,10 @@
 
 use std::time::Duration;
 
+use http::request::Parts;
 use strata::cache::{Cache, CacheControl, Caching, ETag};
 use strata::cookies::Cookies;
+use strata::middleware::{Amend, AmendResponse, MiddlewareHandler, outcome_headers};
 use strata::prelude::*;
 use strata::ratelimit::{Key, Quota, RateLimit};
 
@@ -36,6 +38,35 @@ fn greet(input: &HelloInput, logger: &Logger) -> HelloOutput {
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Nothing;
 
+/// A middleware that only adds one fixed header to every response (`x-bench: 1`), through the
+/// same path as the cookie, cache and rate-limit middleware (`MiddlewareHandler::Amends`):
+/// what adding response headers costs, whatever a middleware does besides.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct OneHeader;
+
+/// What [`OneHeader`] leaves to amend the response with.
+pub(crate) struct AddHeader;
+
+impl AmendResponse for AddHeader {
+    fn amend<R: Amend>(self, outcome: &mut Result<R, strata::ApiError>) {
+        outcome_headers(outcome).insert("x-bench", http::HeaderValue::from_static("1"));
+    }
+}
+
+impl<C> MiddlewareHandler<(), C> for OneHeader {
+    type Output = Nothing;
+    type Future = std::future::Ready<Result<Nothing, strata::ApiError>>;
+    type Amends = AddHeader;
+
+    fn call(&self, (): (), _request: &Parts, _ctx: &C, _logger: &Logger) -> Self::Future {
+        std::future::ready(Ok(Nothing))
+    }
+
+    fn amends(_output: &Nothing) -> AddHeader {
+        AddHeader
+    }
+}
+
 /// The routing of `server`: `GET /v1/hello` and nothing else.
 pub(crate) fn routing(server: Server) -> Routing {
     let factory = default_endpoints_factory();
@@ -49,6 +80,12 @@ pub(crate) fn routing(server: Server) -> Routing {
             .add_middleware(Middleware::new(|(): (), _request, _logger| async {
                 Ok(Nothing)
             }))
+            .get()
+            .tag("greetings")
+            .short_description("Says hello")
+            .handler(|input: HelloInput, _ctx, logger| async move { Ok(greet(&input, &logger)) }),
+        Server::OneHeader => factory
+            .add_middleware(Middleware::custom(OneHeader))
             .get()
             .tag("greetings")
             .short_description("Says hello")
