@@ -7,6 +7,9 @@
 #
 #   crates/strata-bench/scripts/profile.sh [scenario] [servers...]
 #   (default: hello, servers hyper axum strata; after `cargo build --release -p strata-bench`)
+#   crates/strata-bench/scripts/profile.sh middleware [variants...]
+#   (`strata-bench middleware`'s variants: plain, noop, one-header, cookies, cache, cache-304,
+#   rate-limit; default all seven)
 #
 # Prints one line per server: instructions/request, allocations/request, bytes/request.
 # KEEP=dir keeps the callgrind and dhat output files there (for callgrind_annotate).
@@ -15,7 +18,13 @@ bench=${BENCH:-target/release/strata-bench}
 scenario=${1:-hello}
 shift || true
 servers=("$@")
-[ ${#servers[@]} -gt 0 ] || servers=(hyper axum strata)
+if [ ${#servers[@]} -eq 0 ]; then
+    if [ "$scenario" = middleware ]; then
+        servers=(plain noop one-header cookies cache cache-304 rate-limit)
+    else
+        servers=(hyper axum strata)
+    fi
+fi
 command -v valgrind >/dev/null || { echo "profile.sh needs valgrind" >&2; exit 1; }
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
@@ -28,8 +37,12 @@ run() {
     rm -f "$fifo" "$log"
     mkfifo "$fifo"
     exec 3<>"$fifo"
-    local args=(serve "$server" "$scenario")
+    local args=(serve "$server" "$scenario") target=$scenario
     [ "$server" = fixed ] && args=(serve fixed)
+    if [ "$scenario" = middleware ]; then
+        # A variant: its server (cache-304 is the cache server) and its request.
+        args=(serve middleware "${server%-304}") target="middleware:$server"
+    fi
     valgrind --tool="$tool" --"$tool"-out-file="$out" "$bench" "${args[@]}" <"$fifo" 3>&- >"$log" 2>/dev/null &
     local pid=$!
     for _ in $(seq 1 600); do
@@ -40,7 +53,7 @@ run() {
     addr=$(awk '/listening/ {print $2}' "$log")
     [ -n "$addr" ] || { echo "$server did not start under $tool" >&2; exit 1; }
     local requests
-    requests=$("$bench" load "$addr" "$scenario" --connections 8 --duration "${seconds}s" | awk '{print $2}')
+    requests=$("$bench" load "$addr" "$target" --connections 8 --duration "${seconds}s" | awk '{print $2}')
     echo "$requests"
     exec 3>&-
     wait "$pid" || true

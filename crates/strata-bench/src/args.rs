@@ -24,6 +24,13 @@ pub(crate) enum Command {
     ServeClient { workers: usize },
     /// The typed Rust client against a hand-written one, over a socket and in memory.
     Client(ClientOptions),
+    /// Hello behind each of issue 28's middleware, against hello alone.
+    Middleware(MiddlewareOptions),
+    /// A server of `strata-bench middleware` until standard input closes (`serve middleware`).
+    ServeMiddleware {
+        server: crate::middleware::Server,
+        workers: usize,
+    },
     /// Mixed traffic against one Strata server for a long time, its memory sampled.
     Soak(SoakOptions),
     /// Start every server and run only the pre-flight checks, printing every answer.
@@ -31,12 +38,56 @@ pub(crate) enum Command {
     /// Only the load generator, against a server started elsewhere (for profiling).
     Load {
         addr: std::net::SocketAddr,
-        scenario: Scenario,
+        target: LoadTarget,
         connections: usize,
         duration: Duration,
     },
     /// Print the usage.
     Help,
+}
+
+/// What `strata-bench load` sends: a scenario's request, or a middleware variant's
+/// (`middleware:<variant>`, to a `serve middleware` server).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum LoadTarget {
+    Scenario(Scenario),
+    Middleware(crate::middleware::Variant),
+}
+
+impl LoadTarget {
+    pub(crate) fn request(self) -> crate::scenario::RequestSpec {
+        match self {
+            LoadTarget::Scenario(scenario) => scenario.request(),
+            LoadTarget::Middleware(variant) => variant.request(),
+        }
+    }
+
+    pub(crate) fn expected_status(self) -> http::StatusCode {
+        match self {
+            LoadTarget::Scenario(scenario) => scenario.expected_status(),
+            LoadTarget::Middleware(variant) => variant.expected_status(),
+        }
+    }
+}
+
+impl std::fmt::Display for LoadTarget {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            LoadTarget::Scenario(scenario) => scenario.fmt(f),
+            LoadTarget::Middleware(variant) => write!(f, "middleware:{variant}"),
+        }
+    }
+}
+
+impl std::str::FromStr for LoadTarget {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s.strip_prefix("middleware:") {
+            Some(variant) => Ok(LoadTarget::Middleware(variant.parse()?)),
+            None => Ok(LoadTarget::Scenario(s.parse()?)),
+        }
+    }
 }
 
 /// Which load generator a measuring run uses.
@@ -203,6 +254,53 @@ impl ClientOptions {
     }
 }
 
+/// Options of `strata-bench middleware`.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct MiddlewareOptions {
+    /// Length of one measured round of one variant.
+    pub(crate) duration: Duration,
+    /// Warm-up of each variant, before the rounds.
+    pub(crate) warmup: Duration,
+    /// Measured rounds per variant.
+    pub(crate) rounds: usize,
+    /// Keep-alive connections of the load generator.
+    pub(crate) connections: usize,
+    /// The load generator.
+    pub(crate) generator: GeneratorChoice,
+    /// The variants measured (plain always).
+    pub(crate) variants: Vec<crate::middleware::Variant>,
+    /// Server runtime worker threads.
+    pub(crate) workers: usize,
+    /// Pin the servers and the load generator to different cores (with `taskset`).
+    pub(crate) pin: bool,
+    /// Also plain hello from another build of this program (`serve middleware plain`).
+    pub(crate) plain_from: Option<PathBuf>,
+    /// Where to write the results as JSON, if anywhere.
+    pub(crate) json: Option<PathBuf>,
+}
+
+impl MiddlewareOptions {
+    fn defaults(quick: bool) -> Self {
+        let (duration, warmup, rounds) = if quick {
+            (Duration::from_millis(500), Duration::from_millis(300), 3)
+        } else {
+            (Duration::from_secs(2), Duration::from_secs(2), 7)
+        };
+        Self {
+            duration,
+            warmup,
+            rounds,
+            connections: 64,
+            generator: GeneratorChoice::Auto,
+            variants: crate::middleware::Variant::ALL.to_vec(),
+            workers: 1,
+            pin: true,
+            plain_from: None,
+            json: None,
+        }
+    }
+}
+
 /// The usage text.
 pub(crate) const USAGE: &str = "\
 strata-bench: Strata against plain hyper, axum and express-zod-api over loopback
@@ -213,7 +311,7 @@ USAGE:
                                     start every server, run only the pre-flight checks and
                                     print every answer (express-zod-api must be installed)
     strata-bench serve <hyper|axum|strata> <scenario> [--workers N]
-    strata-bench load <addr> <scenario> [--connections N] [--duration <time>]
+    strata-bench load <addr> <scenario|middleware:variant> [--connections N] [--duration <time>]
     strata-bench soak [--duration <time>] [--connections N] [--sample <time>] [--workers N]
                       [--client-threads N] [--json <path>]
     strata-bench serve soak [--workers N]
@@ -224,6 +322,13 @@ USAGE:
                         [--operation hello,order] [--way hand,typed,typed-untimed]
                         [--transport network,memory]
     strata-bench serve client [--workers N]
+    strata-bench middleware [--quick] [--duration <time>] [--warmup <time>] [--rounds N]
+                            [--connections N] [--generator <which>] [--workers N] [--no-pin]
+                            [--variant plain,noop,one-header,cookies,cache,cache-304,
+                            rate-limit]
+                            [--plain-from <binary>] [--json <path>]
+    strata-bench serve middleware <plain|noop|one-header|cookies|cache|
+                             rate-limit> [--workers N]
 
 OPTIONS:
     --quick                 short rounds (the whole run in ~2 minutes with wrk, ~1 without)
@@ -270,6 +375,26 @@ to core 1, one thread); then both over the Router in memory. Rounds alternate th
     --way <names>           hand, typed (the client's defaults), typed-untimed (no timeout)
     --transport <names>     network, memory
     --json <path>           also write every round as JSON
+
+MIDDLEWARE: hello (GET /v1/hello?name=World, the bench app's endpoint alone) with no middleware
+and behind each of issue 28's, one Strata server per variant (`serve middleware`, pinned to
+core 0): noop (a middleware that does nothing: the stage's own cost), one-header (one that
+adds a fixed response header), cookies (a Cookie header of three cookies, the handler reads one), cache (a policy,
+the handler's ETag; cache-304: If-None-Match matches), rate-limit (client address, a quota
+never reached, headers on). Rounds load each variant once, rotating; per round, CPU per
+request and req/s over plain's. The target: each at most 1.05.
+    --duration <time>       one measured round of one variant (default 2s, quick 500ms)
+    --warmup <time>         warm-up of each variant (default 2s, quick 300ms)
+    --rounds <N>            measured rounds per variant (default 7, quick 3)
+    --connections <N>       keep-alive connections (default 64)
+    --generator <which>     auto, wrk or internal (default auto)
+    --variant <names>       plain, noop (a middleware doing nothing), one-header (one adding
+                            a fixed response header), cookies, cache, cache-304, rate-limit
+                            (default all; plain always runs)
+    --plain-from <binary>   also plain hello from another build of strata-bench (its `serve
+                            middleware plain`): a change to the server measured alongside
+    --workers <N>           server runtime worker threads (default 1)
+    --json <path>           also write every round as JSON
 ";
 
 /// `2`, `2s`, `1.5s`, `500ms`.
@@ -306,6 +431,23 @@ where
     }
     if args.first().map(String::as_str) == Some("client") {
         return parse_client(&args[1..]);
+    }
+    if args.first().map(String::as_str) == Some("middleware") {
+        return parse_middleware(&args[1..]);
+    }
+    if args.first().map(String::as_str) == Some("serve")
+        && args.get(1).map(String::as_str) == Some("middleware")
+    {
+        let server = args
+            .get(2)
+            .ok_or("serve middleware needs a server")?
+            .parse()?;
+        let workers = match (args.get(3).map(String::as_str), args.get(4)) {
+            (None, _) => 1,
+            (Some("--workers"), Some(n)) if args.len() == 5 => positive("--workers", n)?,
+            _ => return Err(format!("unexpected arguments: {:?}", &args[3..])),
+        };
+        return Ok(Command::ServeMiddleware { server, workers });
     }
     if args.first().map(String::as_str) == Some("serve")
         && let Some(special @ ("soak" | "fixed" | "client")) = args.get(1).map(String::as_str)
@@ -348,7 +490,7 @@ where
         let addr = addr
             .parse()
             .map_err(|e| format!("bad address {addr:?}: {e}"))?;
-        let scenario = args.get(2).ok_or("load needs a scenario")?.parse()?;
+        let target = args.get(2).ok_or("load needs a scenario")?.parse()?;
         let (mut connections, mut duration) = (64, Duration::from_secs(10));
         let mut rest = args[3..].iter();
         while let Some(flag) = rest.next() {
@@ -361,7 +503,7 @@ where
         }
         return Ok(Command::Load {
             addr,
-            scenario,
+            target,
             connections,
             duration,
         });
@@ -482,6 +624,38 @@ fn parse_client(args: &[String]) -> Result<Command, String> {
         }
     }
     Ok(Command::Client(options))
+}
+
+/// `middleware`'s options (after `middleware`): `--flag value` or `--flag=value`.
+fn parse_middleware(args: &[String]) -> Result<Command, String> {
+    let quick = args.iter().any(|a| a == "--quick");
+    let mut options = MiddlewareOptions::defaults(quick);
+    let mut iter = args.iter();
+    while let Some(arg) = iter.next() {
+        let (name, inline) = split_flag(arg);
+        let mut value = || {
+            inline
+                .clone()
+                .or_else(|| iter.next().cloned())
+                .ok_or_else(|| format!("{name} needs a value"))
+        };
+        match name {
+            "--quick" => {}
+            "-h" | "--help" => return Ok(Command::Help),
+            "--no-pin" => options.pin = false,
+            "--duration" => options.duration = parse_duration(&value()?)?,
+            "--warmup" => options.warmup = parse_duration(&value()?)?,
+            "--rounds" => options.rounds = positive(name, &value()?)?,
+            "--connections" => options.connections = positive(name, &value()?)?,
+            "--generator" => options.generator = value()?.parse()?,
+            "--workers" => options.workers = positive(name, &value()?)?,
+            "--variant" | "--variants" => options.variants = list(&value()?)?,
+            "--plain-from" => options.plain_from = Some(PathBuf::from(value()?)),
+            "--json" => options.json = Some(PathBuf::from(value()?)),
+            other => return Err(format!("unknown middleware argument {other:?}\n\n{USAGE}")),
+        }
+    }
+    Ok(Command::Middleware(options))
 }
 
 /// The comma-separated names of `text`, each once, in their declared order.
@@ -750,6 +924,54 @@ mod tests {
     }
 
     #[test]
+    fn middleware() {
+        use crate::middleware::{Server, Variant};
+        let Ok(Command::Middleware(defaults)) = parse(["middleware"]) else {
+            panic!("middleware");
+        };
+        assert_eq!((defaults.rounds, defaults.connections), (7, 64));
+        assert_eq!(defaults.variants, Variant::ALL.to_vec());
+        assert!(defaults.pin && defaults.plain_from.is_none() && defaults.json.is_none());
+        let Ok(Command::Middleware(options)) = parse([
+            "middleware",
+            "--quick",
+            "--variant",
+            "rate-limit,cookies",
+            "--rounds=9",
+            "--generator",
+            "internal",
+            "--plain-from",
+            "/tmp/other/strata-bench",
+            "--no-pin",
+        ]) else {
+            panic!("middleware options");
+        };
+        assert_eq!(options.variants, [Variant::Cookies, Variant::RateLimit]);
+        assert_eq!(options.rounds, 9);
+        assert!(options.duration < defaults.duration && !options.pin);
+        assert_eq!(options.generator, GeneratorChoice::Internal);
+        assert_eq!(
+            options.plain_from,
+            Some(PathBuf::from("/tmp/other/strata-bench"))
+        );
+        assert_eq!(
+            parse(["serve", "middleware", "cache", "--workers", "2"]),
+            Ok(Command::ServeMiddleware {
+                server: Server::Cache,
+                workers: 2
+            })
+        );
+        for args in [
+            &["middleware", "--variant", "cookie"][..],
+            &["middleware", "--scenario", "hello"],
+            &["serve", "middleware", "cache-304"],
+            &["serve", "middleware"],
+        ] {
+            assert!(parse(args.iter().copied()).is_err(), "{args:?}");
+        }
+    }
+
+    #[test]
     fn serve() {
         assert_eq!(
             parse(["serve", "axum", "routes-10k", "--workers", "2"]),
@@ -763,12 +985,23 @@ mod tests {
             parse(["load", "127.0.0.1:8090", "hello", "--duration", "30s"]),
             Ok(Command::Load {
                 addr: std::net::SocketAddr::from(([127, 0, 0, 1], 8090)),
-                scenario: Scenario::Hello,
+                target: LoadTarget::Scenario(Scenario::Hello),
                 connections: 64,
                 duration: Duration::from_secs(30),
             })
         );
         assert!(parse(["load", "localhost", "hello"]).is_err());
+        let Ok(Command::Load { target, .. }) =
+            parse(["load", "127.0.0.1:1", "middleware:cache-304"])
+        else {
+            panic!("load middleware:cache-304");
+        };
+        assert_eq!(
+            target,
+            LoadTarget::Middleware(crate::middleware::Variant::CacheNotModified)
+        );
+        assert_eq!(target.to_string(), "middleware:cache-304");
+        assert!(parse(["load", "127.0.0.1:1", "middleware:hello"]).is_err());
         assert_eq!(parse_duration("1.5"), Ok(Duration::from_millis(1500)));
         assert_eq!(parse_duration("3s"), Ok(Duration::from_secs(3)));
     }

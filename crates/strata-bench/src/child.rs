@@ -204,6 +204,25 @@ impl ChildServer {
         )
     }
 
+    /// Starts a server of `strata-bench middleware` (`serve middleware <server>`) from this
+    /// program, or from `binary` (another build of it), and waits until it listens.
+    pub(crate) fn spawn_middleware(
+        server: crate::middleware::Server,
+        binary: Option<&Path>,
+        workers: usize,
+        pin: bool,
+    ) -> Result<Self, String> {
+        let exe = match binary {
+            Some(binary) => binary.to_path_buf(),
+            None => std::env::current_exe().map_err(|e| format!("current_exe: {e}"))?,
+        };
+        let mut command = server_command(&exe, pin);
+        command
+            .args(["serve", "middleware", server.name(), "--workers"])
+            .arg(workers.to_string());
+        Self::announced(ServerKind::Strata, command)
+    }
+
     /// Runs this program with `args` and `workers` after them; reads the address it listens on.
     fn start(kind: ServerKind, args: &[&str], workers: usize, pin: bool) -> Result<Self, String> {
         let exe = std::env::current_exe().map_err(|e| format!("current_exe: {e}"))?;
@@ -408,6 +427,19 @@ pub(crate) fn serve_fixed(workers: usize) -> Result<(), String> {
 /// closes.
 pub(crate) fn serve_client(workers: usize) -> Result<(), String> {
     serve_until_closed("client", workers, crate::servers::start_client_app())
+}
+
+/// The side of a `strata-bench middleware` server (`serve middleware <server>`): serves until
+/// standard input closes.
+pub(crate) fn serve_middleware(
+    server: crate::middleware::Server,
+    workers: usize,
+) -> Result<(), String> {
+    serve_until_closed(
+        server.name(),
+        workers,
+        crate::servers::start_middleware(server),
+    )
 }
 
 /// The soak server's side (`serve soak`): serves until standard input closes.

@@ -59,7 +59,7 @@ use crate::child::{self, ChildServer};
 use crate::model::{HelloOutput, Order, OrderSummary, sample_order, summarize};
 use crate::report::Machine;
 use crate::servers::client_app::{HELLO, HelloName, ORDER};
-use crate::stats::median;
+use crate::stats::Spread;
 
 /// The target of issue 27: the typed client's CPU per call over the hand client's, over the
 /// socket, at most this.
@@ -549,32 +549,6 @@ impl RoundResult {
         #[allow(clippy::cast_precision_loss)]
         let calls = self.calls.max(1) as f64;
         self.cpu_seconds * 1e6 / calls
-    }
-}
-
-/// The median, lowest and highest of some values.
-#[derive(Debug, Clone, Copy, Serialize)]
-struct Spread {
-    median: f64,
-    min: f64,
-    max: f64,
-}
-
-impl Spread {
-    fn of(values: &[f64]) -> Self {
-        Self {
-            median: median(values).unwrap_or(f64::NAN),
-            min: values.iter().copied().fold(f64::INFINITY, f64::min),
-            max: values.iter().copied().fold(f64::NEG_INFINITY, f64::max),
-        }
-    }
-
-    /// `1.04 (1.01–1.07)` with `decimals`.
-    fn show(&self, decimals: usize) -> String {
-        format!(
-            "{:.decimals$} ({:.decimals$}–{:.decimals$})",
-            self.median, self.min, self.max
-        )
     }
 }
 

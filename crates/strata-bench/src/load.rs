@@ -64,7 +64,8 @@ async fn read_more(stream: &mut TcpStream, buf: &mut Vec<u8>) -> io::Result<()> 
     Ok(())
 }
 
-/// The status and body length of a response head (without the blank line).
+/// The status and body length of a response head (without the blank line). A 1xx, 204 or 304
+/// has no body, whatever its headers say (RFC 9112 §6.3).
 pub(crate) fn parse_head(head: &[u8]) -> io::Result<(u16, usize)> {
     let bad = |what: &str| io::Error::new(io::ErrorKind::InvalidData, what.to_owned());
     let text = std::str::from_utf8(head).map_err(|_| bad("non-UTF-8 response head"))?;
@@ -87,6 +88,9 @@ pub(crate) fn parse_head(head: &[u8]) -> io::Result<(u16, usize)> {
                 "chunked responses are not supported by the load generator",
             ));
         }
+    }
+    if matches!(status, 100..=199 | 204 | 304) {
+        return Ok((status, 0));
     }
     Ok((status, length.ok_or_else(|| bad("no content-length"))?))
 }
@@ -173,5 +177,14 @@ mod tests {
         assert!(parse_head(b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked").is_err());
         assert!(parse_head(b"HTTP/1.1 200 OK").is_err());
         assert!(parse_head(b"garbage").is_err());
+        // No body, whatever the headers say.
+        assert_eq!(
+            parse_head(b"HTTP/1.1 304 Not Modified\r\netag: \"a\"").ok(),
+            Some((304, 0))
+        );
+        assert_eq!(
+            parse_head(b"HTTP/1.1 304 Not Modified\r\ncontent-length: 57").ok(),
+            Some((304, 0))
+        );
     }
 }

@@ -13,6 +13,10 @@
 //! `strata-bench client` measures a client instead: the typed Rust client against a
 //! hand-written one, calling the same Strata server (see `client.rs`).
 //!
+//! `strata-bench middleware` measures hello behind each of issue 28's middleware (cookies,
+//! caching, rate limits) against hello alone, one Strata server per variant (see
+//! `middleware.rs`).
+//!
 //! `strata-bench soak` is a different run: mixed traffic (successes, 400s, 404s, 413s, uploads)
 //! against one Strata server (`strata-bench serve soak`) for ten minutes, its RSS sampled every
 //! ten seconds, every status checked (see `soak.rs`).
@@ -21,6 +25,7 @@ mod args;
 mod child;
 mod client;
 mod load;
+mod middleware;
 mod model;
 mod preflight;
 mod report;
@@ -58,13 +63,17 @@ fn main() -> ExitCode {
         Ok(Command::ServeFixed { workers }) => child::serve_fixed(workers),
         Ok(Command::ServeClient { workers }) => child::serve_client(workers),
         Ok(Command::Client(options)) => client::run(&options),
+        Ok(Command::Middleware(options)) => middleware::run(&options),
+        Ok(Command::ServeMiddleware { server, workers }) => {
+            child::serve_middleware(server, workers)
+        }
         Ok(Command::Soak(options)) => soak::run(&options),
         Ok(Command::Load {
             addr,
-            scenario,
+            target,
             connections,
             duration,
-        }) => load_only(addr, scenario, connections, duration),
+        }) => load_only(addr, target, connections, duration),
         Ok(Command::Run(options)) => run(&options),
         Ok(Command::Preflight { scenarios }) => preflight_only(&scenarios),
     };
@@ -440,7 +449,7 @@ impl Load {
 /// `strata-bench load`: drives a server started elsewhere (e.g. `serve` under `perf record`).
 fn load_only(
     addr: std::net::SocketAddr,
-    scenario: Scenario,
+    scenario: args::LoadTarget,
     connections: usize,
     duration: std::time::Duration,
 ) -> Result<(), String> {

@@ -17,7 +17,7 @@ use http_body_util::{BodyExt, Full};
 use hyper_util::rt::TokioIo;
 use tokio::net::TcpStream;
 
-use crate::scenario::{Scenario, ServerKind};
+use crate::scenario::{RequestSpec, Scenario, ServerKind};
 
 /// What a server answered.
 #[derive(Debug, Clone)]
@@ -46,7 +46,29 @@ impl Observed {
 
 /// Sends `scenario`'s request to `addr` with a full HTTP/1.1 client.
 pub(crate) async fn observe(addr: SocketAddr, scenario: Scenario) -> Result<Observed, String> {
-    let spec = scenario.request();
+    let response = send(addr, &scenario.request()).await?;
+    let header = |name| {
+        response
+            .headers()
+            .get(name)
+            .and_then(|v: &http::HeaderValue| v.to_str().ok())
+            .map(str::to_owned)
+    };
+    Ok(Observed {
+        status: response.status(),
+        allow: header(ALLOW),
+        allow_origin: header(ACCESS_CONTROL_ALLOW_ORIGIN),
+        content_type: header(CONTENT_TYPE),
+        body: response.body().clone(),
+    })
+}
+
+/// Sends `spec` to `addr` on a new connection with a full HTTP/1.1 client; the response with
+/// its whole body.
+pub(crate) async fn send(
+    addr: SocketAddr,
+    spec: &RequestSpec,
+) -> Result<http::Response<Bytes>, String> {
     let stream = TcpStream::connect(addr)
         .await
         .map_err(|e| format!("connect {addr}: {e}"))?;
@@ -62,38 +84,19 @@ pub(crate) async fn observe(addr: SocketAddr, scenario: Scenario) -> Result<Obse
         request = request.header(*name, value);
     }
     let request = request
-        .body(Full::new(Bytes::from(spec.body)))
+        .body(Full::new(Bytes::from(spec.body.clone())))
         .map_err(|e| e.to_string())?;
     let response = sender
         .send_request(request)
         .await
         .map_err(|e| format!("request: {e}"))?;
-    let header = |name| {
-        response
-            .headers()
-            .get(name)
-            .and_then(|v: &http::HeaderValue| v.to_str().ok())
-            .map(str::to_owned)
-    };
-    let (status, allow, allow_origin, content_type) = (
-        response.status(),
-        header(ALLOW),
-        header(ACCESS_CONTROL_ALLOW_ORIGIN),
-        header(CONTENT_TYPE),
-    );
-    let body = response
-        .into_body()
+    let (parts, body) = response.into_parts();
+    let body = body
         .collect()
         .await
         .map_err(|e| format!("body: {e}"))?
         .to_bytes();
-    Ok(Observed {
-        status,
-        allow,
-        allow_origin,
-        content_type,
-        body,
-    })
+    Ok(http::Response::from_parts(parts, body))
 }
 
 /// Checks the answers of every server to `scenario`: the expected status, a JSON body in the

@@ -31,6 +31,32 @@ pub(crate) fn median(values: &[f64]) -> Option<f64> {
     })
 }
 
+/// The median, lowest and highest of some values.
+#[derive(Debug, Clone, Copy, serde::Serialize)]
+pub(crate) struct Spread {
+    pub(crate) median: f64,
+    pub(crate) min: f64,
+    pub(crate) max: f64,
+}
+
+impl Spread {
+    pub(crate) fn of(values: &[f64]) -> Self {
+        Self {
+            median: median(values).unwrap_or(f64::NAN),
+            min: values.iter().copied().fold(f64::INFINITY, f64::min),
+            max: values.iter().copied().fold(f64::NEG_INFINITY, f64::max),
+        }
+    }
+
+    /// `1.04 (1.01–1.07)` with `decimals`.
+    pub(crate) fn show(&self, decimals: usize) -> String {
+        format!(
+            "{:.decimals$} ({:.decimals$}–{:.decimals$})",
+            self.median, self.min, self.max
+        )
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

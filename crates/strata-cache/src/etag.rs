@@ -46,9 +46,14 @@ impl ETag {
         if !opaque.bytes().all(is_etagc) {
             return Err(InvalidETag);
         }
-        let prefix = if weak { "W/\"" } else { "\"" };
-        let text = format!("{prefix}{opaque}\"");
-        let value = HeaderValue::from_str(&text).map_err(|_| InvalidETag)?;
+        let prefix: &[u8] = if weak { b"W/\"" } else { b"\"" };
+        // Written once into a buffer of its exact length, which the header value then owns:
+        // one allocation (`format!` and `from_str` made two, the text and its copy).
+        let mut text = Vec::with_capacity(prefix.len() + opaque.len() + 1);
+        text.extend_from_slice(prefix);
+        text.extend_from_slice(opaque.as_bytes());
+        text.push(b'"');
+        let value = HeaderValue::try_from(text).map_err(|_| InvalidETag)?;
         Ok(Self { value, weak })
     }
 
@@ -65,6 +70,11 @@ impl ETag {
     /// The `ETag` header value.
     pub fn header_value(&self) -> &HeaderValue {
         &self.value
+    }
+
+    /// The `ETag` header value, owned.
+    pub(crate) fn into_header_value(self) -> HeaderValue {
+        self.value
     }
 
     /// The weak comparison (RFC 9110 §8.8.3.2): the opaque parts are equal, weak or not.

@@ -363,8 +363,10 @@ impl AmendResponse for Cache {
             let policy = state.policy.as_ref().unwrap_or(&config.policy);
             headers.insert(CACHE_CONTROL, policy.header_value().clone());
         }
-        if let Some(tag) = &state.etag {
-            headers.insert(ETAG, tag.header_value().clone());
+        // The state is this response's: its values move into the headers (a clone of a value
+        // that owns its bytes would allocate to share them).
+        if let Some(tag) = state.etag {
+            headers.insert(ETAG, tag.into_header_value());
         }
         if let Some(modified) = state.modified {
             headers.insert(LAST_MODIFIED, modified.value);

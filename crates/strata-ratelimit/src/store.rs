@@ -184,10 +184,17 @@ impl MemoryStore {
         let index = usize::try_from(self.sharding.hash_one(slot) % self.shards.len() as u64)
             .unwrap_or_default();
         let mut shard = lock(&self.shards[index]);
-        let stored = shard.get(&slot).copied();
-        let (decision, tat) = gcra.decide(stored, now);
+        // A known key is updated in place: one lookup, not a lookup and an insert.
+        if let Some(stored) = shard.get_mut(&slot) {
+            let (decision, tat) = gcra.decide(Some(*stored), now);
+            if let Some(tat) = tat {
+                *stored = tat;
+            }
+            return decision;
+        }
+        let (decision, tat) = gcra.decide(None, now);
         if let Some(tat) = tat {
-            if stored.is_none() && shard.len() >= self.per_shard {
+            if shard.len() >= self.per_shard {
                 make_room(&mut shard, self.per_shard, now);
             }
             shard.insert(slot, tat);

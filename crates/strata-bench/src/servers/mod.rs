@@ -3,6 +3,7 @@
 pub(crate) mod axum_ref;
 pub(crate) mod client_app;
 pub(crate) mod hyper_ref;
+pub(crate) mod middleware_app;
 pub(crate) mod soak_app;
 pub(crate) mod strata_app;
 
@@ -140,6 +141,16 @@ pub(crate) async fn start_soak() -> io::Result<Running> {
 /// from a tokio runtime.
 pub(crate) async fn start_client_app() -> io::Result<Running> {
     start_strata(&strata_app::config(loopback()), &client_app::routing()).await
+}
+
+/// Starts a server of `strata-bench middleware` (hello alone, with no middleware or behind
+/// one) on 127.0.0.1 and a port the system picks. Call from a tokio runtime.
+pub(crate) async fn start_middleware(server: crate::middleware::Server) -> io::Result<Running> {
+    start_strata(
+        &strata_app::config(loopback()),
+        &middleware_app::routing(server),
+    )
+    .await
 }
 
 async fn start_strata(config: &strata::Config, routing: &strata::Routing) -> io::Result<Running> {

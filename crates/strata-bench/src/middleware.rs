@@ -1,0 +1,832 @@
+//! `strata-bench middleware`: what each of issue 28's middleware costs `hello`.
+//!
+//! One Strata server per variant, each in a child process (`strata-bench serve middleware
+//! <server>`, pinned to core 0), each serving the bench app's `hello` alone at `/v1/hello`
+//! (`servers/middleware_app.rs`): without middleware (`plain`), behind a middleware that does
+//! nothing (`noop`: the middleware stage's own cost), behind one that only adds a fixed
+//! response header (`one-header`: what the others pay to add theirs), behind the cookie middleware
+//! (`cookies`: the request carries three cookies, the handler reads one), behind the cache
+//! middleware (`cache`: a policy, the handler sets an `ETag`, the request is unconditional and
+//! gets the 200; `cache-304`: the same server, the request's `If-None-Match` matches and gets
+//! the 304), behind the rate limiter (`rate-limit`: keyed by the client's address, a quota
+//! no run reaches, the `RateLimit` headers on). The load generator (wrk or the internal one,
+//! pinned to core 1) loads one variant at a time; every round loads each variant once, in an
+//! order that rotates every round, so that drift of the machine hits all alike. Per round:
+//! each variant's requests per second and server CPU per request (`schedstat`), and both
+//! over `plain`'s in the same round. Reported: the median of the rounds and their spread.
+
+use std::fmt;
+use std::fmt::Write as _;
+use std::path::PathBuf;
+use std::str::FromStr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use http::{Method, StatusCode};
+use serde::Serialize;
+
+use crate::args::{GeneratorChoice, MiddlewareOptions};
+use crate::child::{self, ChildServer};
+use crate::load::{self, LoadResult};
+use crate::report::Machine;
+use crate::scenario::RequestSpec;
+use crate::servers::middleware_app::{HELLO_TAG, QUOTA_PER_SECOND};
+use crate::stats::Spread;
+use crate::wrk;
+
+/// The target of issue 28: each middleware's CPU per request at most 5 % over plain hello's.
+pub(crate) const TARGET: f64 = 1.05;
+
+/// A server of `strata-bench middleware`: hello with no middleware or behind one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub(crate) enum Server {
+    Plain,
+    /// A middleware that does nothing (`Middleware::new`, an empty context entry): what the
+    /// middleware stage costs with one middleware, whatever it does.
+    Noop,
+    /// A middleware that adds one fixed header to the response, through `Amends` as the
+    /// others do: what adding response headers costs.
+    OneHeader,
+    Cookies,
+    Cache,
+    RateLimit,
+}
+
+impl Server {
+    pub(crate) const ALL: [Server; 6] = [
+        Server::Plain,
+        Server::Noop,
+        Server::OneHeader,
+        Server::Cookies,
+        Server::Cache,
+        Server::RateLimit,
+    ];
+
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            Server::Plain => "plain",
+            Server::Noop => "noop",
+            Server::OneHeader => "one-header",
+            Server::Cookies => "cookies",
+            Server::Cache => "cache",
+            Server::RateLimit => "rate-limit",
+        }
+    }
+}
+
+impl fmt::Display for Server {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl FromStr for Server {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, String> {
+        Server::ALL
+            .into_iter()
+            .find(|server| server.name() == s)
+            .ok_or_else(|| {
+                format!("unknown middleware server {s:?} (plain, noop, one-header, cookies, cache, rate-limit)")
+            })
+    }
+}
+
+/// What is measured: a server and the request sent to it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub(crate) enum Variant {
+    /// `GET /v1/hello?name=World`, no middleware.
+    Plain,
+    /// The same behind a middleware that does nothing: the stage's own cost.
+    Noop,
+    /// The same behind a middleware that adds one fixed response header.
+    OneHeader,
+    /// The same behind the cookie middleware, with a `Cookie` header of three cookies; the
+    /// handler reads one.
+    Cookies,
+    /// The same behind the cache middleware: a policy, the handler's `ETag`; unconditional,
+    /// so the 200.
+    Cache,
+    /// The cache server with an `If-None-Match` that matches: the 304.
+    CacheNotModified,
+    /// The same behind the rate limiter (client address, quota never reached, headers on).
+    RateLimit,
+}
+
+/// The `Cookie` header of the cookie variant: a session id, a theme (which the handler reads)
+/// and a language, as a browser sends them.
+pub(crate) const COOKIE_HEADER: &str =
+    "session=4f2a9c1e7b3d5a8f0e6c2b9d1a7f3e5c; theme=dark; lang=en-GB";
+
+impl Variant {
+    pub(crate) const ALL: [Variant; 7] = [
+        Variant::Plain,
+        Variant::Noop,
+        Variant::OneHeader,
+        Variant::Cookies,
+        Variant::Cache,
+        Variant::CacheNotModified,
+        Variant::RateLimit,
+    ];
+
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            Variant::Plain => "plain",
+            Variant::Noop => "noop",
+            Variant::OneHeader => "one-header",
+            Variant::Cookies => "cookies",
+            Variant::Cache => "cache",
+            Variant::CacheNotModified => "cache-304",
+            Variant::RateLimit => "rate-limit",
+        }
+    }
+
+    /// The server that answers it.
+    pub(crate) fn server(self) -> Server {
+        match self {
+            Variant::Plain => Server::Plain,
+            Variant::Noop => Server::Noop,
+            Variant::OneHeader => Server::OneHeader,
+            Variant::Cookies => Server::Cookies,
+            Variant::Cache | Variant::CacheNotModified => Server::Cache,
+            Variant::RateLimit => Server::RateLimit,
+        }
+    }
+
+    pub(crate) fn expected_status(self) -> StatusCode {
+        match self {
+            Variant::CacheNotModified => StatusCode::NOT_MODIFIED,
+            _ => StatusCode::OK,
+        }
+    }
+
+    /// The request: hello's, with the variant's headers.
+    pub(crate) fn request(self) -> RequestSpec {
+        let headers = match self {
+            Variant::Plain
+            | Variant::Noop
+            | Variant::OneHeader
+            | Variant::Cache
+            | Variant::RateLimit => vec![],
+            Variant::Cookies => vec![("cookie", COOKIE_HEADER.to_owned())],
+            Variant::CacheNotModified => vec![("if-none-match", format!("\"{HELLO_TAG}\""))],
+        };
+        RequestSpec {
+            method: Method::GET,
+            path_and_query: "/v1/hello?name=World".to_owned(),
+            headers,
+            body: Vec::new(),
+        }
+    }
+
+    /// Checks `plain`'s answer against the variant's, and what the variant adds: `Ok` with a
+    /// one-line description of what was checked.
+    fn check(self, answer: &http::Response<bytes::Bytes>, plain_body: &[u8]) -> Result<(), String> {
+        let header = |name: &str| {
+            answer
+                .headers()
+                .get(name)
+                .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned())
+        };
+        let body = String::from_utf8_lossy(answer.body());
+        let fail = |what: String| Err(format!("{self}: {what}; body: {body}"));
+        if answer.status() != self.expected_status() {
+            return fail(format!(
+                "answered {}, expected {}",
+                answer.status(),
+                self.expected_status()
+            ));
+        }
+        if header("access-control-allow-origin").as_deref() != Some("*") {
+            return fail("no `access-control-allow-origin: *`".to_owned());
+        }
+        if self.expected_status() == StatusCode::OK && answer.body() != plain_body {
+            return fail(format!(
+                "a body other than plain hello's ({})",
+                String::from_utf8_lossy(plain_body)
+            ));
+        }
+        let tag = format!("\"{HELLO_TAG}\"");
+        let expected: Vec<(&str, Option<String>)> = match self {
+            Variant::OneHeader => vec![("x-bench", Some("1".to_owned())), ("set-cookie", None)],
+            Variant::Plain | Variant::Noop | Variant::Cookies => vec![
+                ("set-cookie", None),
+                ("cache-control", None),
+                ("etag", None),
+                ("ratelimit", None),
+            ],
+            Variant::Cache => vec![
+                ("cache-control", Some("max-age=60, public".to_owned())),
+                ("etag", Some(tag)),
+            ],
+            Variant::CacheNotModified => {
+                if !answer.body().is_empty() {
+                    return fail("a 304 with a body".to_owned());
+                }
+                vec![
+                    ("cache-control", Some("max-age=60, public".to_owned())),
+                    ("etag", Some(tag)),
+                ]
+            }
+            Variant::RateLimit => vec![(
+                "ratelimit-policy",
+                Some(format!("\"default\";q={QUOTA_PER_SECOND};w=1")),
+            )],
+        };
+        for (name, value) in expected {
+            if header(name) != value {
+                return fail(format!("{name}: {:?}, expected {value:?}", header(name)));
+            }
+        }
+        if self == Variant::RateLimit
+            && !header("ratelimit").is_some_and(|v| v.starts_with("\"default\";r="))
+        {
+            return fail(format!("ratelimit: {:?}", header("ratelimit")));
+        }
+        Ok(())
+    }
+}
+
+impl fmt::Display for Variant {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl Serialize for Variant {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.name())
+    }
+}
+
+impl FromStr for Variant {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, String> {
+        Variant::ALL
+            .into_iter()
+            .find(|variant| variant.name() == s)
+            .ok_or_else(|| {
+                let names: Vec<_> = Variant::ALL.iter().map(|v| v.name()).collect();
+                format!(
+                    "unknown middleware variant {s:?} (one of {})",
+                    names.join(", ")
+                )
+            })
+    }
+}
+
+/// One measured line: a variant, served by this binary or by another (`--plain-from`).
+struct Entry {
+    label: String,
+    variant: Variant,
+    child: ChildServer,
+    load: Load,
+}
+
+enum Load {
+    Internal(Arc<[u8]>),
+    Wrk(wrk::Script),
+}
+
+/// One round of one entry.
+#[derive(Debug, Clone, Serialize)]
+struct RoundResult {
+    requests: u64,
+    seconds: f64,
+    requests_per_second: f64,
+    /// The server's CPU time over the round per request, µs.
+    cpu_us_per_request: f64,
+    /// The server's CPU time over the round's length.
+    cpu_utilization: f64,
+}
+
+impl RoundResult {
+    fn of(result: &LoadResult) -> Self {
+        #[allow(clippy::cast_precision_loss)]
+        let requests = result.requests.max(1) as f64;
+        let cpu = result.server_cpu.unwrap_or_default().as_secs_f64();
+        Self {
+            requests: result.requests,
+            seconds: result.elapsed.as_secs_f64(),
+            requests_per_second: result.throughput(),
+            cpu_us_per_request: cpu * 1e6 / requests,
+            cpu_utilization: cpu / result.elapsed.as_secs_f64().max(1e-9),
+        }
+    }
+}
+
+/// One entry's rounds and summaries.
+#[derive(Debug, Clone, Serialize)]
+struct EntryResult {
+    label: String,
+    variant: Variant,
+    status: u16,
+    request_headers: Vec<(String, String)>,
+    requests_per_second: Spread,
+    cpu_us_per_request: Spread,
+    /// Per round, CPU per request over plain's in the same round.
+    cpu_over_plain: Spread,
+    /// Per round, requests per second over plain's in the same round.
+    throughput_over_plain: Spread,
+    cpu_utilization: Spread,
+    peak_rss_kib: Option<u64>,
+    rounds: Vec<RoundResult>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+struct MiddlewareReport {
+    command: String,
+    machine: Machine,
+    generator: String,
+    connections: usize,
+    round_seconds: f64,
+    warmup_seconds: f64,
+    rounds: usize,
+    server_workers: usize,
+    pinned: bool,
+    load_average_before: String,
+    load_average_after: String,
+    target: f64,
+    entries: Vec<EntryResult>,
+}
+
+/// `/proc/loadavg`'s first three fields.
+fn load_average() -> String {
+    std::fs::read_to_string("/proc/loadavg")
+        .map(|text| {
+            text.split_whitespace()
+                .take(3)
+                .collect::<Vec<_>>()
+                .join(" ")
+        })
+        .unwrap_or_default()
+}
+
+/// `strata-bench middleware`.
+pub(crate) fn run(options: &MiddlewareOptions) -> Result<(), String> {
+    let machine = Machine::probe();
+    let load_before = load_average();
+    let pinned = options.pin && child::can_pin();
+    let wrk_version = match options.generator {
+        GeneratorChoice::Internal => None,
+        GeneratorChoice::Auto => wrk::version(),
+        GeneratorChoice::Wrk => Some(wrk::version().ok_or("--generator wrk: wrk is not on PATH")?),
+    };
+    let (mut duration, mut warmup) = (options.duration, options.warmup);
+    if wrk_version.is_some() {
+        duration = Duration::from_secs(wrk::whole_seconds(duration));
+        warmup = Duration::from_secs(wrk::whole_seconds(warmup));
+    }
+    let generator = wrk_version.clone().map_or_else(
+        || "internal, 1 thread".to_owned(),
+        |v| format!("wrk ({v}), 1 thread"),
+    );
+    eprintln!("strata-bench middleware: load generator {generator}, load average {load_before}");
+    let entries = spawn_entries(options, wrk_version.is_some(), pinned)?;
+    let measured = measure(&entries, options, duration, warmup, pinned);
+    let rss: Vec<_> = entries.iter().map(|e| e.child.peak_rss_kib()).collect();
+    let load_after = load_average();
+    let described: Vec<_> = entries
+        .iter()
+        .map(|e| (e.label.clone(), e.variant))
+        .collect();
+    for entry in entries {
+        entry.child.stop();
+    }
+    let rounds = measured?;
+    let results = summarize(described, rounds, rss);
+    let report = MiddlewareReport {
+        command: std::env::args().collect::<Vec<_>>().join(" "),
+        machine,
+        generator,
+        connections: options.connections,
+        round_seconds: duration.as_secs_f64(),
+        warmup_seconds: warmup.as_secs_f64(),
+        rounds: options.rounds,
+        server_workers: options.workers,
+        pinned,
+        load_average_before: load_before,
+        load_average_after: load_after,
+        target: TARGET,
+        entries: results,
+    };
+    print!("{}", markdown(&report));
+    if let Some(path) = &options.json {
+        if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+            std::fs::create_dir_all(parent).map_err(|e| format!("{}: {e}", parent.display()))?;
+        }
+        let json = serde_json::to_vec_pretty(&report).map_err(|e| e.to_string())?;
+        std::fs::write(path, json).map_err(|e| format!("{}: {e}", path.display()))?;
+        eprintln!("results written to {}", path.display());
+    }
+    Ok(())
+}
+
+/// Starts the server of each variant asked for (and of plain, always first; and plain from
+/// `--plain-from`'s binary, last), with its request ready for the generator.
+fn spawn_entries(
+    options: &MiddlewareOptions,
+    wrk: bool,
+    pinned: bool,
+) -> Result<Vec<Entry>, String> {
+    let mut wanted: Vec<(String, Variant, Option<PathBuf>)> = options
+        .variants
+        .iter()
+        .map(|&variant| (variant.name().to_owned(), variant, None))
+        .collect();
+    if !options.variants.contains(&Variant::Plain) {
+        wanted.insert(0, ("plain".to_owned(), Variant::Plain, None));
+    }
+    if let Some(other) = &options.plain_from {
+        wanted.push((
+            "plain-other".to_owned(),
+            Variant::Plain,
+            Some(other.clone()),
+        ));
+    }
+    let mut entries = Vec::new();
+    let stop = |entries: Vec<Entry>| {
+        for entry in entries {
+            entry.child.stop();
+        }
+    };
+    for (label, variant, binary) in wanted {
+        let child = match ChildServer::spawn_middleware(
+            variant.server(),
+            binary.as_deref(),
+            options.workers,
+            pinned,
+        ) {
+            Ok(child) => child,
+            Err(e) => {
+                stop(entries);
+                return Err(format!("{label}: {e}"));
+            }
+        };
+        let spec = variant.request();
+        let load = if wrk {
+            match wrk::Script::write(&spec, &format!("middleware-{label}")) {
+                Ok(script) => Load::Wrk(script),
+                Err(e) => {
+                    child.stop();
+                    stop(entries);
+                    return Err(e);
+                }
+            }
+        } else {
+            Load::Internal(spec.to_http1().into())
+        };
+        entries.push(Entry {
+            label,
+            variant,
+            child,
+            load,
+        });
+    }
+    Ok(entries)
+}
+
+/// Each entry's summary: its rounds, their spread, and per round over plain's (the first).
+fn summarize(
+    described: Vec<(String, Variant)>,
+    rounds: Vec<Vec<RoundResult>>,
+    rss: Vec<Option<u64>>,
+) -> Vec<EntryResult> {
+    let plain: Vec<RoundResult> = rounds.first().cloned().unwrap_or_default();
+    described
+        .into_iter()
+        .zip(rounds)
+        .zip(rss)
+        .map(|(((label, variant), rounds), peak_rss_kib)| {
+            let each = |f: fn(&RoundResult) -> f64| rounds.iter().map(f).collect::<Vec<_>>();
+            let over = |f: fn(&RoundResult) -> f64| {
+                rounds
+                    .iter()
+                    .zip(&plain)
+                    .map(|(own, plain)| f(own) / f(plain))
+                    .collect::<Vec<_>>()
+            };
+            EntryResult {
+                label,
+                variant,
+                status: variant.expected_status().as_u16(),
+                request_headers: variant
+                    .request()
+                    .headers
+                    .into_iter()
+                    .map(|(n, v)| (n.to_owned(), v))
+                    .collect(),
+                requests_per_second: Spread::of(&each(|r| r.requests_per_second)),
+                cpu_us_per_request: Spread::of(&each(|r| r.cpu_us_per_request)),
+                cpu_over_plain: Spread::of(&over(|r| r.cpu_us_per_request)),
+                throughput_over_plain: Spread::of(&over(|r| r.requests_per_second)),
+                cpu_utilization: Spread::of(&each(|r| r.cpu_utilization)),
+                peak_rss_kib,
+                rounds,
+            }
+        })
+        .collect()
+}
+
+/// Pre-flight, warm-ups and the rounds; each entry's rounds, in `entries`' order.
+fn measure(
+    entries: &[Entry],
+    options: &MiddlewareOptions,
+    duration: Duration,
+    warmup: Duration,
+    pinned: bool,
+) -> Result<Vec<Vec<RoundResult>>, String> {
+    if pinned {
+        child::pin_self(child::CLIENT_CORE)?;
+    }
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .map_err(|e| e.to_string())?;
+    runtime.block_on(async {
+        let plain = crate::preflight::send(entries[0].child.addr, &Variant::Plain.request())
+            .await
+            .map_err(|e| format!("plain: {e}"))?;
+        for entry in entries {
+            let answer = crate::preflight::send(entry.child.addr, &entry.variant.request())
+                .await
+                .map_err(|e| format!("{}: {e}", entry.label))?;
+            entry.variant.check(&answer, plain.body())?;
+            let mut headers: Vec<String> = answer
+                .headers()
+                .iter()
+                .filter(|(name, _)| !matches!(name.as_str(), "date" | "x-request-id"))
+                .map(|(name, value)| {
+                    format!("{name}: {}", String::from_utf8_lossy(value.as_bytes()))
+                })
+                .collect();
+            headers.sort();
+            eprintln!(
+                "{}: pre-flight ok, pid {} on {}: {} | {} | {}",
+                entry.label,
+                entry.child.pid(),
+                entry.child.addr,
+                answer.status().as_u16(),
+                headers.join(" | "),
+                String::from_utf8_lossy(answer.body())
+            );
+        }
+        for entry in entries {
+            once(entry, options.connections, warmup, pinned).await?;
+        }
+        let mut rounds = vec![Vec::new(); entries.len()];
+        for round in 0..options.rounds {
+            let mut line = format!("round {}/{}:", round + 1, options.rounds);
+            for step in 0..entries.len() {
+                let index = (round + step) % entries.len();
+                let entry = &entries[index];
+                let result =
+                    RoundResult::of(&once(entry, options.connections, duration, pinned).await?);
+                let _ = write!(
+                    line,
+                    " {} {:.0} req/s {:.2} µs",
+                    entry.label, result.requests_per_second, result.cpu_us_per_request
+                );
+                rounds[index].push(result);
+            }
+            eprintln!("{line}");
+        }
+        Ok(rounds)
+    })
+}
+
+/// One load run against `entry`'s server, with the server's CPU time over it.
+async fn once(
+    entry: &Entry,
+    connections: usize,
+    duration: Duration,
+    pinned: bool,
+) -> Result<LoadResult, String> {
+    let addr = entry.child.addr;
+    let expected = entry.variant.expected_status();
+    let before = entry.child.cpu_time();
+    let mut result = match &entry.load {
+        Load::Internal(request) => load::run(
+            addr,
+            Arc::clone(request),
+            expected.as_u16(),
+            connections,
+            duration,
+        )
+        .await
+        .map_err(|e| format!("{}: {e}", entry.label))?,
+        Load::Wrk(script) => {
+            let path = entry.variant.request().path_and_query;
+            tokio::task::block_in_place(|| {
+                wrk::run(
+                    addr,
+                    &path,
+                    script,
+                    expected,
+                    connections,
+                    duration,
+                    pinned.then_some(child::CLIENT_CORE),
+                )
+            })
+            .map_err(|e| format!("{}: {e}", entry.label))?
+        }
+    };
+    result.server_cpu =
+        before.and_then(|before| Some(entry.child.cpu_time()?.saturating_sub(before)));
+    if result.server_cpu.is_none() {
+        return Err(format!("{}: the server's CPU time is unknown", entry.label));
+    }
+    Ok(result)
+}
+
+/// Thousands separated by commas: `84,211`.
+fn grouped(value: f64) -> String {
+    #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+    let digits = (value.round().max(0.0) as u64).to_string();
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+fn markdown(report: &MiddlewareReport) -> String {
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "# strata-bench middleware: hello behind each middleware\n\n\
+         {} cores ({}), {}; load generator {}, {} connections; {} rounds of {} s after {} s of \
+         warm-up per variant, rotating; server {} worker(s){}; load average {} before, {} after",
+        report.machine.cores,
+        report.machine.cpu,
+        report.machine.rustc,
+        report.generator,
+        report.connections,
+        report.rounds,
+        report.round_seconds,
+        report.warmup_seconds,
+        report.server_workers,
+        if report.pinned {
+            ", pinned to core 0 (the generator to core 1)"
+        } else {
+            ", not pinned"
+        },
+        report.load_average_before,
+        report.load_average_after,
+    );
+    let _ = writeln!(
+        out,
+        "\n| variant | status | req/s, median (min–max) | server CPU µs per request | CPU per \
+         request ÷ plain's, per round | req/s ÷ plain's, per round | server CPU use | peak RSS \
+         |\n|---|---:|---:|---:|---:|---:|---:|---:|"
+    );
+    for entry in &report.entries {
+        let plain = entry.label == "plain";
+        let rps = &entry.requests_per_second;
+        let _ = writeln!(
+            out,
+            "| {} | {} | {} ({}–{}) | {} | {} | {} | {:.0} % | {} |",
+            entry.label,
+            entry.status,
+            grouped(rps.median),
+            grouped(rps.min),
+            grouped(rps.max),
+            entry.cpu_us_per_request.show(2),
+            if plain {
+                String::new()
+            } else {
+                entry.cpu_over_plain.show(3)
+            },
+            if plain {
+                String::new()
+            } else {
+                entry.throughput_over_plain.show(3)
+            },
+            100.0 * entry.cpu_utilization.median,
+            entry
+                .peak_rss_kib
+                .map(|kib| format!(
+                    "{:.1} MiB",
+                    f64::from(u32::try_from(kib).unwrap_or(u32::MAX)) / 1024.0
+                ))
+                .unwrap_or_default(),
+        );
+    }
+    let _ = writeln!(
+        out,
+        "\nTarget (issue 28): each middleware's CPU per request ≤ {:.2} × plain's (median of the \
+         rounds):",
+        report.target
+    );
+    for entry in report.entries.iter().filter(|e| e.label != "plain") {
+        let ratio = entry.cpu_over_plain.median;
+        let _ = writeln!(
+            out,
+            "- {}: {:.3} {}",
+            entry.label,
+            ratio,
+            if ratio <= report.target {
+                "holds"
+            } else {
+                "does NOT hold"
+            }
+        );
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_round_trip() {
+        for variant in Variant::ALL {
+            assert_eq!(variant.name().parse::<Variant>(), Ok(variant));
+        }
+        for server in Server::ALL {
+            assert_eq!(server.name().parse::<Server>(), Ok(server));
+        }
+        assert!("cookie".parse::<Variant>().is_err());
+        assert!("cache-304".parse::<Server>().is_err());
+    }
+
+    #[test]
+    fn requests_differ_only_by_the_variant_s_headers() {
+        let plain = Variant::Plain.request().to_http1();
+        for variant in Variant::ALL {
+            let spec = variant.request();
+            assert_eq!(spec.path_and_query, "/v1/hello?name=World");
+            let bytes = String::from_utf8(spec.to_http1()).unwrap_or_default();
+            match variant {
+                Variant::Cookies => {
+                    assert!(bytes.contains(&format!("cookie: {COOKIE_HEADER}\r\n")));
+                }
+                Variant::CacheNotModified => {
+                    assert!(bytes.contains("if-none-match: \"hello-1\"\r\n"));
+                }
+                _ => assert_eq!(bytes.as_bytes(), plain.as_slice()),
+            }
+        }
+        assert_eq!(Variant::CacheNotModified.server(), Server::Cache);
+        assert_eq!(Variant::CacheNotModified.expected_status(), 304);
+    }
+
+    #[test]
+    fn thousands_are_grouped() {
+        assert_eq!(grouped(84_211.4), "84,211");
+        assert_eq!(grouped(999.0), "999");
+        assert_eq!(grouped(1_000_000.0), "1,000,000");
+    }
+
+    /// Every variant's server answers its request as `check` expects, in memory of the
+    /// process (the child's own server, on loopback).
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn every_variant_passes_its_pre_flight() {
+        let plain = crate::servers::start_middleware(Server::Plain)
+            .await
+            .unwrap();
+        let plain_answer = crate::preflight::send(plain.addr, &Variant::Plain.request())
+            .await
+            .unwrap();
+        for variant in Variant::ALL {
+            let running = crate::servers::start_middleware(variant.server())
+                .await
+                .unwrap();
+            let answer = crate::preflight::send(running.addr, &variant.request())
+                .await
+                .unwrap();
+            variant.check(&answer, plain_answer.body()).unwrap();
+            // Without the variant's headers, the cookie server refuses (its handler read the
+            // cookie) and the cache server answers the 200.
+            let bare = crate::preflight::send(running.addr, &Variant::Plain.request())
+                .await
+                .unwrap();
+            let expected = if variant == Variant::Cookies {
+                400
+            } else {
+                200
+            };
+            assert_eq!(bare.status(), expected, "{variant}");
+            // The load generator reads each answer, 304 included.
+            let result = load::run(
+                running.addr,
+                variant.request().to_http1().into(),
+                variant.expected_status().as_u16(),
+                2,
+                Duration::from_millis(100),
+            )
+            .await
+            .unwrap();
+            assert!(result.requests > 0, "{variant}");
+            running.stop().await;
+        }
+        plain.stop().await;
+    }
+}

@@ -1,0 +1,139 @@
+//! The servers of `strata-bench middleware`: the `hello` endpoint of the bench app (the quick
+//! start's, as `strata_app` serves it), alone at `/v1/hello`, with no middleware or behind one
+//! of issue 28's: cookies, caching, rate limits. Each runs under the bench app's configuration
+//! (production, CORS on, the default logger at `warn`).
+
+use std::time::Duration;
+
+use http::request::Parts;
+use strata::cache::{Cache, CacheControl, Caching, ETag};
+use strata::cookies::Cookies;
+use strata::middleware::{Amend, AmendResponse, MiddlewareHandler, outcome_headers};
+use strata::prelude::*;
+use strata::ratelimit::{Key, Quota, RateLimit};
+
+use crate::middleware::Server;
+use crate::model::{HelloInput, HelloOutput};
+
+/// The tag the cached hello's handler sets (`ETag: "hello-1"`).
+pub(crate) const HELLO_TAG: &str = "hello-1";
+
+/// The rate limiter's quota: a million requests per second per client, far more than one
+/// loopback client sends, so that no request is denied during a run.
+pub(crate) const QUOTA_PER_SECOND: u32 = 1_000_000;
+
+/// The cookie the cookie variant's handler reads.
+pub(crate) const READ_COOKIE: &str = "theme";
+
+/// The hello handler's work, as `strata_app` writes it.
+fn greet(input: &HelloInput, logger: &Logger) -> HelloOutput {
+    let name = input.name.as_deref().unwrap_or("World");
+    logger.debug(format_args!("greeting {name}"));
+    HelloOutput {
+        greetings: format!("Hello, {name}"),
+    }
+}
+
+/// The context entry of the middleware that does nothing.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Nothing;
+
+/// A middleware that only adds one fixed header to every response (`x-bench: 1`), through the
+/// same path as the cookie, cache and rate-limit middleware (`MiddlewareHandler::Amends`):
+/// what adding response headers costs, whatever a middleware does besides.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct OneHeader;
+
+/// What [`OneHeader`] leaves to amend the response with.
+pub(crate) struct AddHeader;
+
+impl AmendResponse for AddHeader {
+    fn amend<R: Amend>(self, outcome: &mut Result<R, strata::ApiError>) {
+        outcome_headers(outcome).insert("x-bench", http::HeaderValue::from_static("1"));
+    }
+}
+
+impl<C> MiddlewareHandler<(), C> for OneHeader {
+    type Output = Nothing;
+    type Future = std::future::Ready<Result<Nothing, strata::ApiError>>;
+    type Amends = AddHeader;
+
+    fn call(&self, (): (), _request: &Parts, _ctx: &C, _logger: &Logger) -> Self::Future {
+        std::future::ready(Ok(Nothing))
+    }
+
+    fn amends(_output: &Nothing) -> AddHeader {
+        AddHeader
+    }
+}
+
+/// The routing of `server`: `GET /v1/hello` and nothing else.
+pub(crate) fn routing(server: Server) -> Routing {
+    let factory = default_endpoints_factory();
+    let hello = match server {
+        Server::Plain => factory
+            .get()
+            .tag("greetings")
+            .short_description("Says hello")
+            .handler(|input: HelloInput, _ctx, logger| async move { Ok(greet(&input, &logger)) }),
+        Server::Noop => factory
+            .add_middleware(Middleware::new(|(): (), _request, _logger| async {
+                Ok(Nothing)
+            }))
+            .get()
+            .tag("greetings")
+            .short_description("Says hello")
+            .handler(|input: HelloInput, _ctx, logger| async move { Ok(greet(&input, &logger)) }),
+        Server::OneHeader => factory
+            .add_middleware(Middleware::custom(OneHeader))
+            .get()
+            .tag("greetings")
+            .short_description("Says hello")
+            .handler(|input: HelloInput, _ctx, logger| async move { Ok(greet(&input, &logger)) }),
+        // The handler reads one cookie of the request; a request without it is a 400, so the
+        // pre-flight's 200 says it was read.
+        Server::Cookies => factory
+            .add_middleware(strata::cookies::cookies())
+            .get()
+            .tag("greetings")
+            .short_description("Says hello")
+            .handler(|input: HelloInput, ctx, logger| async move {
+                let cookies: &Cookies = ctx.get();
+                let theme = cookies
+                    .get(READ_COOKIE)
+                    .ok_or_else(|| http_error!(400, "No theme cookie"))?;
+                logger.debug(format_args!("theme {theme}"));
+                Ok(greet(&input, &logger))
+            }),
+        // A public policy of a minute; the handler sets its tag first (`?`: a matching
+        // `If-None-Match` is answered 304 there, before the output stage).
+        Server::Cache => {
+            let policy = CacheControl::builder()
+                .public()
+                .max_age(Duration::from_secs(60))
+                .build()
+                .unwrap_or_else(|_| CacheControl::no_cache());
+            factory
+                .add_middleware(Caching::new(policy).middleware())
+                .get()
+                .tag("greetings")
+                .short_description("Says hello")
+                .handler(|input: HelloInput, ctx, logger| async move {
+                    let cache: &Cache = ctx.get();
+                    cache.etag(ETag::strong(HELLO_TAG)?)?;
+                    Ok(greet(&input, &logger))
+                })
+        }
+        // Keyed by the client's address (the server's `ClientAddr`), headers on (the default).
+        Server::RateLimit => factory
+            .add_middleware(
+                RateLimit::new(Quota::per_second(QUOTA_PER_SECOND), Key::client_addr())
+                    .middleware(),
+            )
+            .get()
+            .tag("greetings")
+            .short_description("Says hello")
+            .handler(|input: HelloInput, _ctx, logger| async move { Ok(greet(&input, &logger)) }),
+    };
+    routing! { "v1" => { "hello" => hello } }
+}
