@@ -433,7 +433,10 @@ fuzz_target!(|data: &[u8]| {
                 ParsedBody::Form(pairs) => merge(&mut reference, &mut index, text_entries(pairs)),
                 _ => {}
             },
-            InputSource::Files | InputSource::Headers => {}
+            InputSource::Files
+            | InputSource::Headers
+            | InputSource::Cookies
+            | InputSource::SignedCookies => {}
         }
     }
 
