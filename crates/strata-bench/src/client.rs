@@ -717,12 +717,7 @@ pub(crate) fn run(options: &ClientOptions) -> Result<(), String> {
     };
     print!("{}", markdown(&report, options.concurrency));
     if let Some(path) = &options.json {
-        if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
-            std::fs::create_dir_all(parent).map_err(|e| format!("{}: {e}", parent.display()))?;
-        }
-        let json = serde_json::to_vec_pretty(&report).map_err(|e| e.to_string())?;
-        std::fs::write(path, json).map_err(|e| format!("{}: {e}", path.display()))?;
-        eprintln!("results written to {}", path.display());
+        crate::report::write_json(path, &report)?;
     }
     Ok(())
 }

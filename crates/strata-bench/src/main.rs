@@ -257,13 +257,7 @@ fn run(options: &RunOptions) -> Result<(), String> {
         scenarios: results,
     };
     print!("{}", report.markdown());
-    if let Some(parent) = options.json.parent().filter(|p| !p.as_os_str().is_empty()) {
-        std::fs::create_dir_all(parent).map_err(|e| format!("{}: {e}", parent.display()))?;
-    }
-    let json = serde_json::to_vec_pretty(&report).map_err(|e| e.to_string())?;
-    std::fs::write(&options.json, json).map_err(|e| format!("{}: {e}", options.json.display()))?;
-    eprintln!("results written to {}", options.json.display());
-    Ok(())
+    report::write_json(&options.json, &report)
 }
 
 /// `strata-bench preflight`: every server (express-zod-api required, the quick start when it

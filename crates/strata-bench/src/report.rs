@@ -559,6 +559,20 @@ impl Report {
     }
 }
 
+/// Writes `report` to `path` as pretty JSON, its directory made first, and says where.
+pub(crate) fn write_json(
+    path: &std::path::Path,
+    report: &impl serde::Serialize,
+) -> Result<(), String> {
+    if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+        std::fs::create_dir_all(parent).map_err(|e| format!("{}: {e}", parent.display()))?;
+    }
+    let json = serde_json::to_vec_pretty(report).map_err(|e| e.to_string())?;
+    std::fs::write(path, json).map_err(|e| format!("{}: {e}", path.display()))?;
+    eprintln!("results written to {}", path.display());
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use std::time::Duration;
