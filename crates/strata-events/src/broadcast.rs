@@ -478,17 +478,128 @@ impl Default for ReplayWindow {
     }
 }
 
-/// The in-memory [`Broadcaster`]: topics within one process (one replica). Each topic keeps
-/// its replay window in a ring shared by its subscribers; a subscriber holds its place in it
-/// and is woken when an event is published, so a slow one costs no memory (it falls behind
-/// the window: [`Gap::Lagged`]). Ids are `<instance>-<n>`, `n` counting the topic's events
-/// from 1 and `instance` drawn at random when the broadcaster is made, so an id from another
-/// process or an earlier run is unknown ([`Gap::OutsideWindow`]), never mistaken for another
-/// event. Topics without subscribers whose window has emptied (by age) are forgotten.
+/// The in-memory [`Broadcaster`]: topics within one process (one replica), on a [`Fanout`].
+/// Each topic keeps its replay window in a ring shared by its subscribers; a subscriber holds
+/// its place in it and is woken when an event is published, so a slow one costs no memory (it
+/// falls behind the window: [`Gap::Lagged`]). Ids are `<instance>-<n>`, `n` counting the
+/// topic's events from 1 and `instance` drawn at random when the broadcaster is made, so an id
+/// from another process or an earlier run is unknown ([`Gap::OutsideWindow`]), never mistaken
+/// for another event. Topics without subscribers whose window has emptied (by age) are
+/// forgotten.
 pub struct MemoryBroadcaster {
-    window: ReplayWindow,
     instance: String,
+    fanout: Fanout,
+}
+
+impl fmt::Debug for MemoryBroadcaster {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("MemoryBroadcaster")
+            .field("window", &self.fanout.window)
+            .field("instance", &self.instance)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Default for MemoryBroadcaster {
+    fn default() -> Self {
+        Self::new(ReplayWindow::default())
+    }
+}
+
+impl MemoryBroadcaster {
+    /// A broadcaster keeping `window` per topic.
+    pub fn new(window: ReplayWindow) -> Self {
+        let mut hasher = RandomState::new().build_hasher();
+        hasher.write_u128(
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .unwrap_or_default()
+                .as_nanos(),
+        );
+        Self {
+            instance: format!("{:08x}", hasher.finish() & 0xffff_ffff),
+            fanout: Fanout::new(window),
+        }
+    }
+
+    /// The event number of `id`, when it is one of this broadcaster's.
+    fn number(&self, id: &str) -> Option<u64> {
+        id.strip_prefix(self.instance.as_str())?
+            .strip_prefix('-')?
+            .parse()
+            .ok()
+    }
+}
+
+impl Broadcaster for MemoryBroadcaster {
+    fn publish<'a>(
+        &'a self,
+        topic: &'a str,
+        event: BusEvent,
+    ) -> BoxFuture<'a, Result<Arc<str>, BroadcastError>> {
+        // The topic's positions are its event numbers.
+        let state = self.fanout.topic(topic);
+        let id = state.append(
+            self.fanout.window,
+            |ring| {
+                let number = ring.latest + 1;
+                (
+                    u128::from(number),
+                    format!("{}-{number}", self.instance).into(),
+                )
+            },
+            event,
+        );
+        Box::pin(std::future::ready(Ok(id)))
+    }
+
+    fn subscribe<'a>(
+        &'a self,
+        topic: &'a str,
+        last_event_id: Option<&'a str>,
+    ) -> BoxFuture<'a, Result<Subscription, BroadcastError>> {
+        let subscription = self
+            .fanout
+            .subscribe_with(topic, |ring| match last_event_id {
+                None => (None, Vec::new()),
+                Some(id) => match self.number(id).map(u128::from) {
+                    // Every event after it is kept.
+                    Some(number) if number <= ring.latest_position && number >= ring.floor => {
+                        (Some(number), Vec::new())
+                    }
+                    _ => (
+                        Some(ring.floor),
+                        vec![Delivery::Gap(Gap::OutsideWindow {
+                            last_event_id: id.to_owned(),
+                        })],
+                    ),
+                },
+            });
+        Box::pin(std::future::ready(Ok(subscription)))
+    }
+}
+
+/// One process's share of the topics: each topic's replay window in a ring, and its local
+/// subscribers, each holding only its place in the ring. The [`MemoryBroadcaster`] is one;
+/// a network broadcaster (Redis) keeps one too, fed by one reader per topic ([`Fanout::feed`]),
+/// so that a replica reads each event from the network once however many of its clients
+/// subscribe.
+///
+/// Events have *positions*: numbers increasing within a topic (the memory broadcaster's event
+/// numbers; a Redis stream's entry ids), which say where a subscriber resumes. A topic's ring
+/// holds every event after its *floor* (the position it was fed from, or of the newest event
+/// the window has dropped): a subscriber resuming at or after the floor misses nothing.
+pub struct Fanout {
+    window: ReplayWindow,
     topics: Mutex<Topics>,
+}
+
+impl fmt::Debug for Fanout {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Fanout")
+            .field("window", &self.window)
+            .finish_non_exhaustive()
+    }
 }
 
 #[derive(Default)]
@@ -507,12 +618,19 @@ struct TopicState {
 #[derive(Default)]
 struct Ring {
     events: VecDeque<Stored>,
-    /// The number of the latest event published (0: none yet).
+    /// The number of the latest event (0: none yet); numbers are consecutive from 1.
     latest: u64,
+    /// The position of the latest event (or the floor, before any).
+    latest_position: u128,
+    /// Every event after this position is in the ring.
+    floor: u128,
+    /// Its feed has ended: subscribers end after what they have.
+    ended: bool,
 }
 
 struct Stored {
     number: u64,
+    position: u128,
     at: Instant,
     received: Received,
 }
@@ -521,7 +639,7 @@ impl Ring {
     /// Drops what is outside `window` at `now`.
     fn trim(&mut self, window: ReplayWindow, now: Instant) {
         while self.events.len() > window.events.max(1) {
-            self.events.pop_front();
+            self.drop_oldest();
         }
         if let Some(max_age) = window.max_age {
             while self
@@ -529,8 +647,14 @@ impl Ring {
                 .front()
                 .is_some_and(|oldest| now.duration_since(oldest.at) > max_age)
             {
-                self.events.pop_front();
+                self.drop_oldest();
             }
+        }
+    }
+
+    fn drop_oldest(&mut self) {
+        if let Some(oldest) = self.events.pop_front() {
+            self.floor = oldest.position;
         }
     }
 
@@ -540,150 +664,226 @@ impl Ring {
             .front()
             .map_or(self.latest + 1, |oldest| oldest.number)
     }
-}
 
-impl fmt::Debug for MemoryBroadcaster {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("MemoryBroadcaster")
-            .field("window", &self.window)
-            .field("instance", &self.instance)
-            .finish_non_exhaustive()
+    /// The number of the last event at or before `position` (the one before the oldest kept
+    /// when none is).
+    fn number_at(&self, position: u128) -> u64 {
+        let after = self
+            .events
+            .iter()
+            .rev()
+            .find(|stored| stored.position <= position);
+        after.map_or(self.oldest() - 1, |stored| stored.number)
     }
 }
 
-impl Default for MemoryBroadcaster {
-    fn default() -> Self {
-        Self::new(ReplayWindow::default())
-    }
-}
-
-/// Deliveries a subscriber copies out of the ring at once.
-const BATCH: usize = 64;
-
-impl MemoryBroadcaster {
-    /// A broadcaster keeping `window` per topic.
-    pub fn new(window: ReplayWindow) -> Self {
-        let mut hasher = RandomState::new().build_hasher();
-        hasher.write_u128(
-            std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .unwrap_or_default()
-                .as_nanos(),
-        );
+impl TopicState {
+    fn new(floor: u128) -> Self {
         Self {
-            window,
-            instance: format!("{:08x}", hasher.finish() & 0xffff_ffff),
-            topics: Mutex::default(),
-        }
-    }
-
-    fn topic(&self, name: &str) -> Arc<TopicState> {
-        let mut topics = self.topics.lock().unwrap_or_else(PoisonError::into_inner);
-        if let Some(topic) = topics.map.get(name) {
-            return Arc::clone(topic);
-        }
-        if topics.map.len() >= topics.sweep_at {
-            let now = Instant::now();
-            let window = self.window;
-            topics.map.retain(|_, topic| {
-                let mut ring = topic.ring.lock().unwrap_or_else(PoisonError::into_inner);
-                ring.trim(window, now);
-                // Subscribers hold it, or it has events to replay.
-                Arc::strong_count(topic) > 1 || !ring.events.is_empty()
-            });
-            topics.sweep_at = (topics.map.len() * 2).max(64);
-        }
-        let topic = Arc::new(TopicState {
-            ring: Mutex::default(),
+            ring: Mutex::new(Ring {
+                floor,
+                latest_position: floor,
+                ..Ring::default()
+            }),
             latest: watch::Sender::new(0),
-        });
-        topics.map.insert(name.into(), Arc::clone(&topic));
-        topic
+        }
     }
 
-    fn id(&self, number: u64) -> Arc<str> {
-        format!("{}-{number}", self.instance).into()
+    fn ring(&self) -> std::sync::MutexGuard<'_, Ring> {
+        self.ring.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// The event number of `id`, when it is one of this broadcaster's.
-    fn number(&self, id: &str) -> Option<u64> {
-        id.strip_prefix(self.instance.as_str())?
-            .strip_prefix('-')?
-            .parse()
-            .ok()
-    }
-}
-
-impl Broadcaster for MemoryBroadcaster {
-    fn publish<'a>(
-        &'a self,
-        topic: &'a str,
+    /// Appends the event `make` gives (its position, after the latest, and its id); its id.
+    fn append(
+        &self,
+        window: ReplayWindow,
+        make: impl FnOnce(&Ring) -> (u128, Arc<str>),
         event: BusEvent,
-    ) -> BoxFuture<'a, Result<Arc<str>, BroadcastError>> {
-        let state = self.topic(topic);
+    ) -> Arc<str> {
         let (number, id) = {
-            let mut ring = state.ring.lock().unwrap_or_else(PoisonError::into_inner);
+            let mut ring = self.ring();
+            let (position, id) = make(&ring);
             ring.latest += 1;
+            ring.latest_position = position;
             let number = ring.latest;
-            let id = self.id(number);
             let now = Instant::now();
             ring.events.push_back(Stored {
                 number,
+                position,
                 at: now,
                 received: Received {
                     id: Arc::clone(&id),
                     event,
                 },
             });
-            ring.trim(self.window, now);
+            ring.trim(window, now);
             (number, id)
         };
         // After the ring has it: a subscriber woken finds it there.
-        state.latest.send_replace(number);
-        Box::pin(std::future::ready(Ok(id)))
+        self.latest.send_replace(number);
+        id
+    }
+}
+
+impl Fanout {
+    /// A fan-out keeping `window` per topic.
+    pub fn new(window: ReplayWindow) -> Self {
+        Self {
+            window,
+            topics: Mutex::default(),
+        }
     }
 
-    fn subscribe<'a>(
-        &'a self,
-        topic: &'a str,
-        last_event_id: Option<&'a str>,
-    ) -> BoxFuture<'a, Result<Subscription, BroadcastError>> {
+    /// The replay window it keeps per topic.
+    pub fn window(&self) -> ReplayWindow {
+        self.window
+    }
+
+    /// The topic's state, made when it has none (or its feed ended).
+    fn topic(&self, name: &str) -> Arc<TopicState> {
+        let mut topics = self.topics.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(topic) = topics.map.get(name)
+            && !topic.ring().ended
+        {
+            return Arc::clone(topic);
+        }
+        if topics.map.len() >= topics.sweep_at {
+            let now = Instant::now();
+            let window = self.window;
+            topics.map.retain(|_, topic| {
+                let mut ring = topic.ring();
+                ring.trim(window, now);
+                // Subscribers or a feed hold it, or it has events to replay.
+                !ring.ended && (Arc::strong_count(topic) > 1 || !ring.events.is_empty())
+            });
+            topics.sweep_at = (topics.map.len() * 2).max(64);
+        }
+        let topic = Arc::new(TopicState::new(0));
+        topics.map.insert(name.into(), Arc::clone(&topic));
+        topic
+    }
+
+    /// Starts feeding `topic` from `floor`: its ring starts empty, holding every event pushed
+    /// after `floor` from now on. Subscriptions of an earlier feed of the topic end.
+    pub fn feed(&self, topic: &str, floor: u128) -> Feed {
+        let state = Arc::new(TopicState::new(floor));
+        let mut topics = self.topics.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(earlier) = topics.map.insert(topic.into(), Arc::clone(&state)) {
+            end(&earlier);
+        }
+        Feed {
+            window: self.window,
+            state,
+        }
+    }
+
+    /// Whether a subscriber resuming after `position` would miss nothing from `topic`'s ring:
+    /// the topic is fed and `position` is at or after its floor.
+    pub fn covers(&self, topic: &str, position: u128) -> bool {
+        let topics = self.topics.lock().unwrap_or_else(PoisonError::into_inner);
+        topics.map.get(topic).is_some_and(|state| {
+            let ring = state.ring();
+            !ring.ended && position >= ring.floor
+        })
+    }
+
+    /// Subscribes to `topic`: `preface` first, then the ring's events after `after` (`None`:
+    /// those pushed from now on), skipping any at or before it. A position before the floor
+    /// starts with [`Gap::Lagged`] (how many were missed unknown: 0) and the oldest event
+    /// kept.
+    pub fn subscribe(
+        &self,
+        topic: &str,
+        after: Option<u128>,
+        preface: Vec<Delivery>,
+    ) -> Subscription {
+        self.subscribe_with(topic, |_| (after, preface))
+    }
+
+    /// [`Fanout::subscribe`] after `decide` has seen the topic's ring (under its lock).
+    fn subscribe_with(
+        &self,
+        topic: &str,
+        decide: impl FnOnce(&Ring) -> (Option<u128>, Vec<Delivery>),
+    ) -> Subscription {
         let state = self.topic(topic);
-        // Before the ring is read: an event published from here on wakes it.
+        // Before the ring is read: an event pushed from here on wakes it.
         let changes = state.latest.subscribe();
-        let (after, gap) = {
-            let mut ring = state.ring.lock().unwrap_or_else(PoisonError::into_inner);
+        let (after, skip_through, pending) = {
+            let mut ring = state.ring();
             ring.trim(self.window, Instant::now());
-            match last_event_id {
-                None => (ring.latest, None),
-                Some(id) => match self.number(id) {
-                    // Every event after it is kept.
-                    Some(number) if number <= ring.latest && number + 1 >= ring.oldest() => {
-                        (number, None)
-                    }
-                    _ => (
-                        ring.oldest() - 1,
-                        Some(Gap::OutsideWindow {
-                            last_event_id: id.to_owned(),
-                        }),
-                    ),
-                },
+            let (after, preface) = decide(&ring);
+            let mut pending = VecDeque::from(preface);
+            match after {
+                None => (ring.latest, 0, pending),
+                Some(position) if position < ring.floor => {
+                    pending.push_back(Delivery::Gap(Gap::Lagged { missed: 0 }));
+                    (ring.oldest() - 1, 0, pending)
+                }
+                Some(position) => (ring.number_at(position), position, pending),
             }
         };
-        let mut pending = VecDeque::new();
-        if let Some(gap) = gap {
-            pending.push_back(Delivery::Gap(gap));
-        }
-        let subscription = MemorySubscription {
+        Subscription::new(FanoutSubscription {
             topic: state,
             window: self.window,
             after,
+            skip_through,
             pending,
             changed: ReusableBoxFuture::new(changed(changes)),
-        };
-        Box::pin(std::future::ready(Ok(Subscription::new(subscription))))
+        })
     }
 }
+
+/// Ends `state`'s subscriptions (after what they have) and its feed.
+fn end(state: &TopicState) {
+    state.ring().ended = true;
+    state.latest.send_modify(|_| {});
+}
+
+/// The handle that feeds a topic of a [`Fanout`] ([`Fanout::feed`]): what a network
+/// broadcaster's reader pushes the events it reads into. The topic stays while it is held.
+pub struct Feed {
+    window: ReplayWindow,
+    state: Arc<TopicState>,
+}
+
+impl fmt::Debug for Feed {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Feed").finish_non_exhaustive()
+    }
+}
+
+impl Feed {
+    /// Pushes `received` at `position` to the topic's subscribers; ignored (`false`) unless
+    /// `position` is after the latest pushed (a reader reading an event twice), or when the
+    /// feed has ended.
+    pub fn push(&self, position: u128, received: Received) -> bool {
+        {
+            let ring = self.state.ring();
+            if ring.ended || position <= ring.latest_position {
+                return false;
+            }
+        }
+        // One reader pushes to a feed: nothing else moves the latest position in between.
+        let Received { id, event } = received;
+        self.state.append(self.window, |_| (position, id), event);
+        true
+    }
+
+    /// The position of the latest event pushed (the floor before any).
+    pub fn latest(&self) -> u128 {
+        self.state.ring().latest_position
+    }
+
+    /// Ends the feed: its subscriptions end after the events they have (the clients
+    /// reconnect), and the topic is fed afresh by the next [`Fanout::feed`].
+    pub fn end(&self) {
+        end(&self.state);
+    }
+}
+
+/// Deliveries a subscriber copies out of the ring at once.
+const BATCH: usize = 64;
 
 /// Waits for the next event number; gives the receiver back (and whether the topic lives).
 async fn changed(mut changes: watch::Receiver<u64>) -> (watch::Receiver<u64>, bool) {
@@ -692,24 +892,24 @@ async fn changed(mut changes: watch::Receiver<u64>) -> (watch::Receiver<u64>, bo
 }
 
 /// A subscriber's place in its topic's ring.
-struct MemorySubscription {
+struct FanoutSubscription {
     topic: Arc<TopicState>,
     window: ReplayWindow,
     /// The number of the last event delivered (or skipped).
     after: u64,
+    /// Events at or before this position are not delivered (the subscriber has them).
+    skip_through: u128,
     /// Copied out of the ring, not yet delivered (at most [`BATCH`] and a gap).
     pending: VecDeque<Delivery>,
     changed: ReusableBoxFuture<'static, (watch::Receiver<u64>, bool)>,
 }
 
-impl MemorySubscription {
-    /// Copies the next events out of the ring; whether there were any (or a gap).
-    fn refill(&mut self) -> bool {
-        let mut ring = self
-            .topic
-            .ring
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
+impl FanoutSubscription {
+    /// Copies the next events out of the ring: whether it moved on (events, a gap, or
+    /// events skipped), and whether the feed has ended.
+    fn refill(&mut self) -> (bool, bool) {
+        let before = self.after;
+        let mut ring = self.topic.ring();
         ring.trim(self.window, Instant::now());
         let oldest = ring.oldest();
         if self.after + 1 < oldest {
@@ -725,15 +925,17 @@ impl MemorySubscription {
             .range(start.min(ring.events.len())..)
             .take(BATCH)
         {
-            self.pending
-                .push_back(Delivery::Event(stored.received.clone()));
+            if stored.position > self.skip_through {
+                self.pending
+                    .push_back(Delivery::Event(stored.received.clone()));
+            }
             self.after = stored.number;
         }
-        !self.pending.is_empty()
+        (!self.pending.is_empty() || self.after != before, ring.ended)
     }
 }
 
-impl Stream for MemorySubscription {
+impl Stream for FanoutSubscription {
     type Item = Result<Delivery, BroadcastError>;
 
     fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
@@ -741,8 +943,12 @@ impl Stream for MemorySubscription {
             if let Some(delivery) = self.pending.pop_front() {
                 return Poll::Ready(Some(Ok(delivery)));
             }
-            if self.refill() {
+            let (moved, ended) = self.refill();
+            if moved {
                 continue;
+            }
+            if ended {
+                return Poll::Ready(None);
             }
             // Nothing new since the ring was read: wait for a publication (one made since the
             // last wait's end is seen at once, the receiver's version being older).
@@ -937,9 +1143,78 @@ mod tests {
             bus.publish(&format!("topic-{n}"), event).await.unwrap();
             tokio::time::advance(Duration::from_millis(100)).await;
         }
-        let topics = bus.topics.lock().unwrap();
+        let topics = bus.fanout.topics.lock().unwrap();
         // Those of the last 10 s and the one listened to.
         assert!(topics.map.len() <= 64, "{} topics kept", topics.map.len());
         assert!(topics.map.contains_key("topic-0"));
+    }
+
+    fn received(id: &str, data: &str) -> Received {
+        Received {
+            id: id.into(),
+            event: BusEvent::from_parts("count", data).unwrap(),
+        }
+    }
+
+    async fn ids(subscription: &mut Subscription, n: usize) -> Vec<String> {
+        let mut seen = Vec::new();
+        while seen.len() < n {
+            match subscription.next().await {
+                Some(Ok(Delivery::Event(event))) => seen.push(event.id.to_string()),
+                Some(Ok(Delivery::Gap(gap))) => seen.push(format!("{gap:?}")),
+                other => panic!("{other:?} after {seen:?}"),
+            }
+        }
+        seen
+    }
+
+    #[tokio::test]
+    async fn a_fed_topic_resumes_by_position_and_skips_what_the_subscriber_has() {
+        let fanout = Fanout::new(ReplayWindow::last(3));
+        let feed = fanout.feed("t", 100);
+        assert!(!fanout.covers("t", 99));
+        assert!(fanout.covers("t", 100));
+        let mut live = fanout.subscribe("t", None, Vec::new());
+        assert!(feed.push(110, received("a", "1")));
+        assert!(!feed.push(110, received("a", "1")), "read twice");
+        assert!(feed.push(120, received("b", "2")));
+        assert_eq!(ids(&mut live, 2).await, ["a", "b"]);
+        // Resumed after 110: b. After 115 (an event this replica has not read yet, say):
+        // also b. A preface (from the network) first, then the ring after its last event.
+        let mut resumed = fanout.subscribe("t", Some(110), Vec::new());
+        let mut ahead = fanout.subscribe("t", Some(125), Vec::new());
+        let mut prefaced =
+            fanout.subscribe("t", Some(110), vec![Delivery::Event(received("a", "1"))]);
+        assert!(feed.push(130, received("c", "3")));
+        assert!(feed.push(140, received("d", "4")));
+        assert_eq!(ids(&mut live, 2).await, ["c", "d"]);
+        assert_eq!(ids(&mut resumed, 3).await, ["b", "c", "d"]);
+        assert_eq!(ids(&mut ahead, 2).await, ["c", "d"]);
+        assert_eq!(ids(&mut prefaced, 4).await, ["a", "b", "c", "d"]);
+        assert_eq!(feed.latest(), 140);
+        // The window of 3 dropped a (110): resuming after 100 would miss it.
+        assert!(!fanout.covers("t", 100));
+        assert!(fanout.covers("t", 110));
+        let mut late = fanout.subscribe("t", Some(100), Vec::new());
+        assert_eq!(
+            ids(&mut late, 4).await,
+            ["Lagged { missed: 0 }", "b", "c", "d"]
+        );
+        // Ending the feed ends its subscriptions after what they have; a new feed starts
+        // afresh.
+        assert!(feed.push(150, received("e", "5")));
+        feed.end();
+        assert!(!feed.push(160, received("f", "6")));
+        assert_eq!(ids(&mut live, 1).await, ["e"]);
+        assert!(live.next().await.is_none());
+        assert!(!fanout.covers("t", 150));
+        let again = fanout.feed("t", 150);
+        assert!(fanout.covers("t", 150));
+        let mut fresh = fanout.subscribe("t", Some(150), Vec::new());
+        assert!(again.push(170, received("g", "7")));
+        assert_eq!(ids(&mut fresh, 1).await, ["g"]);
+        // An earlier feed's subscriptions end when the topic is fed again.
+        let _third = fanout.feed("t", 170);
+        assert!(fresh.next().await.is_none());
     }
 }

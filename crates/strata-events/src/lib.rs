@@ -65,8 +65,8 @@ mod emitter;
 mod stream;
 
 pub use broadcast::{
-    BroadcastError, Broadcaster, BusEvent, Delivery, Gap, MemoryBroadcaster, Received,
-    ReplayWindow, Subscription, Topic,
+    BroadcastError, Broadcaster, BusEvent, Delivery, Fanout, Feed, Gap, MemoryBroadcaster,
+    Received, ReplayWindow, Subscription, Topic,
 };
 pub use emitter::{EmitError, Emitter};
 pub use stream::{EventFrames, EventStream, EventStreamOptions, Events};
