@@ -624,6 +624,8 @@ struct Ring {
     latest_position: u128,
     /// Every event after this position is in the ring.
     floor: u128,
+    /// Fed by [`Fanout::feed`] (not by appending ids of its own).
+    fed: bool,
     /// Its feed has ended: subscribers end after what they have.
     ended: bool,
 }
@@ -767,6 +769,7 @@ impl Fanout {
     /// after `floor` from now on. Subscriptions of an earlier feed of the topic end.
     pub fn feed(&self, topic: &str, floor: u128) -> Feed {
         let state = Arc::new(TopicState::new(floor));
+        state.ring().fed = true;
         let mut topics = self.topics.lock().unwrap_or_else(PoisonError::into_inner);
         if let Some(earlier) = topics.map.insert(topic.into(), Arc::clone(&state)) {
             end(&earlier);
@@ -800,13 +803,41 @@ impl Fanout {
         self.subscribe_with(topic, |_| (after, preface))
     }
 
+    /// [`Fanout::subscribe`] to a topic that is fed ([`Fanout::feed`]) and whose feed has not
+    /// ended; `None` when it is not (its reader stopped: the caller starts another).
+    pub fn subscribe_fed(
+        &self,
+        topic: &str,
+        after: Option<u128>,
+        preface: Vec<Delivery>,
+    ) -> Option<Subscription> {
+        let state = {
+            let topics = self.topics.lock().unwrap_or_else(PoisonError::into_inner);
+            let state = topics.map.get(topic)?;
+            let ring = state.ring();
+            if ring.ended || !ring.fed {
+                return None;
+            }
+            drop(ring);
+            Arc::clone(state)
+        };
+        Some(self.subscribe_to(state, |_| (after, preface)))
+    }
+
     /// [`Fanout::subscribe`] after `decide` has seen the topic's ring (under its lock).
     fn subscribe_with(
         &self,
         topic: &str,
         decide: impl FnOnce(&Ring) -> (Option<u128>, Vec<Delivery>),
     ) -> Subscription {
-        let state = self.topic(topic);
+        self.subscribe_to(self.topic(topic), decide)
+    }
+
+    fn subscribe_to(
+        &self,
+        state: Arc<TopicState>,
+        decide: impl FnOnce(&Ring) -> (Option<u128>, Vec<Delivery>),
+    ) -> Subscription {
         // Before the ring is read: an event pushed from here on wakes it.
         let changes = state.latest.subscribe();
         let (after, skip_through, pending) = {

@@ -1,5 +1,7 @@
-//! Strata on Redis: a [`RateLimitStore`] that replicas behind a load balancer share, so that a
-//! client gets its quota once across all of them, not once per replica.
+//! Strata on Redis: what replicas behind a load balancer share. A [`RateLimitStore`], so that
+//! a client gets its quota once across all of them, not once per replica; and the event
+//! streams' [`RedisBroadcaster`] ([`events`]), so that an event published on one replica
+//! reaches the subscribers of every replica, and a client resumes on any replica.
 //!
 //! [`RedisRateLimitStore`] keeps each key's theoretical arrival time (TAT) in Redis (or Valkey)
 //! and runs the limiter's GCRA there, in one Lua script per request: **one round trip**
@@ -84,6 +86,9 @@ use std::pin::Pin;
 use std::sync::{Arc, LazyLock};
 use std::time::Duration;
 
+pub mod events;
+
+pub use events::RedisBroadcaster;
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use redis::{Client, RedisError, Script};
 use sha2::{Digest, Sha256};

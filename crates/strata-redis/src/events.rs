@@ -1,0 +1,689 @@
+//! The event streams' [`Broadcaster`] on Redis streams: an event published on any replica
+//! reaches every subscriber of its topic on every replica.
+//!
+//! # Why Redis streams (not pub/sub)
+//!
+//! A topic is one Redis stream (`XADD`, trimmed to the [`ReplayWindow`]). A stream gives what
+//! the broadcaster promises, in Redis itself: one order for all the events of a topic (each
+//! entry's id, which becomes the event's `id:`), and the replay window from which a client
+//! reconnecting to *another* replica resumes after its `Last-Event-ID`, without a gap. Pub/sub
+//! has neither: a message goes to whoever listens at that instant, so a replay window would
+//! need a second structure, written in the same call and deduplicated against the live
+//! messages on every reconnect.
+//!
+//! Each replica reads each topic **once**, whatever the number of its subscribers: one reader
+//! task per topic with subscribers, on a connection of its own (`XREAD BLOCK`, which would
+//! hold up a shared connection), pushes what it reads into the replica's [`Fanout`], from
+//! which its local subscribers read. A subscriber resuming after an id the fan-out still
+//! holds costs Redis nothing; an older one costs one call (`src/replay.lua`: the entries
+//! after its id, and whether some are gone). A publication is one call (`src/publish.lua`:
+//! `XADD`, trimmed by count and age on the Redis server's clock).
+//!
+//! # Ids
+//!
+//! `<epoch>-<ms>-<seq>`: the stream entry's id behind an *epoch*, a random word stored in
+//! Redis when the first event is published. A Redis restarted without persistence has lost
+//! its streams and its epoch with them: a client resuming with an id of the old epoch is told
+//! so ([`Gap::OutsideWindow`]), never resumed at a position that now means other events.
+//!
+//! # Failures
+//!
+//! Every call but the readers' blocking reads has a timeout (default
+//! [`DEFAULT_EVENTS_TIMEOUT`], 1 s). A publication that fails is the publisher's error. A
+//! reader whose connection fails ends its topic's subscriptions cleanly (after the events
+//! they have), so each client reconnects with its `Last-Event-ID`, to this replica or
+//! another; a subscription made while Redis is down fails ([`BroadcastError::Backend`]: the
+//! event stream's handler fails, and the client retries after its `retry:` delay). Failures
+//! are logged (`tracing`, target `strata_redis`) at most once per 10 s per kind, with the count
+//! left out. When Redis is back, the next subscription starts a new reader: nothing needs a
+//! restart.
+//!
+//! # Example
+//!
+//! ```no_run
+//! use std::sync::Arc;
+//! use strata_events::{Broadcaster, ReplayWindow};
+//! use strata_redis::RedisBroadcaster;
+//!
+//! # #[tokio::main]
+//! # async fn main() -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
+//! // In every replica: the same Redis and prefix.
+//! let bus: Arc<dyn Broadcaster> = Arc::new(
+//!     RedisBroadcaster::connect("redis://127.0.0.1:6379/")
+//!         .await?
+//!         .window(ReplayWindow::default()),
+//! );
+//! # let _ = bus;
+//! # Ok(())
+//! # }
+//! ```
+
+use std::collections::HashMap;
+use std::fmt;
+use std::pin::Pin;
+use std::sync::{Arc, LazyLock, Mutex, PoisonError};
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use futures_core::Stream;
+use redis::aio::{ConnectionManager, MultiplexedConnection};
+use redis::{AsyncConnectionConfig, Client, RedisError, Script};
+use strata_core::LogRateLimit;
+use strata_events::broadcast::BoxFuture;
+use strata_events::{
+    BroadcastError, Broadcaster, BusEvent, Delivery, Fanout, Feed, Gap, Received, ReplayWindow,
+    Subscription,
+};
+use tokio::sync::watch;
+
+use crate::RedisRateLimitStore;
+
+/// The prefix of the broadcaster's keys by default.
+pub const DEFAULT_EVENTS_PREFIX: &str = "strata:ev:";
+
+/// How long a call may take by default before it counts as a failure.
+pub const DEFAULT_EVENTS_TIMEOUT: Duration = Duration::from_secs(1);
+
+/// How long a reader's `XREAD` blocks before it looks whether its topic still has
+/// subscribers.
+const READ_BLOCK: Duration = Duration::from_secs(1);
+
+/// Entries a reader takes per `XREAD`.
+const READ_COUNT: usize = 512;
+
+static PUBLISH_SCRIPT: LazyLock<Script> =
+    LazyLock::new(|| Script::new(include_str!("publish.lua")));
+static HEAD_SCRIPT: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("head.lua")));
+static REPLAY_SCRIPT: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("replay.lua")));
+
+/// Failures logged at most once per 10 s per kind: a Redis that is down fails every call.
+static FAILURES: LogRateLimit = LogRateLimit::new(Duration::from_secs(10));
+
+/// The event streams' broadcaster on Redis streams: see the [module docs](self).
+pub struct RedisBroadcaster {
+    client: Client,
+    connection: ConnectionManager,
+    prefix: String,
+    timeout: Duration,
+    shared: Arc<Shared>,
+}
+
+/// What the readers share with the broadcaster.
+struct Shared {
+    fanout: Fanout,
+    readers: Mutex<Readers>,
+    /// The epoch the readers last saw (`None`: Redis had none).
+    epoch: Mutex<Option<Arc<str>>>,
+}
+
+#[derive(Default)]
+struct Readers {
+    map: HashMap<Arc<str>, Slot>,
+    next_generation: u64,
+}
+
+/// A topic's reader: how many subscriptions need it, and how it is doing.
+struct Slot {
+    generation: u64,
+    interest: usize,
+    state: watch::Receiver<ReaderState>,
+}
+
+#[derive(Debug, Clone)]
+enum ReaderState {
+    Starting,
+    Reading,
+    Failed(Arc<str>),
+}
+
+impl fmt::Debug for RedisBroadcaster {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RedisBroadcaster")
+            .field("prefix", &self.prefix)
+            .field("timeout", &self.timeout)
+            .field("window", &self.shared.fanout.window())
+            .finish_non_exhaustive()
+    }
+}
+
+impl RedisBroadcaster {
+    /// Connects to the Redis at `url` (as [`RedisRateLimitStore::connect`]): fails when Redis
+    /// cannot be reached now, so that a misconfiguration shows at start.
+    pub async fn connect(url: &str) -> Result<Self, RedisError> {
+        let client = Client::open(url)?;
+        let manager = ConnectionManager::new_with_config(
+            client.clone(),
+            RedisRateLimitStore::manager_config(),
+        )
+        .await?;
+        Ok(Self::new(client, manager))
+    }
+
+    /// A broadcaster for the Redis at `url`, connecting on its first call: a replica starts
+    /// while Redis is down. Fails only on a malformed URL.
+    ///
+    /// # Panics
+    ///
+    /// Outside a tokio runtime (the manager starts a task).
+    pub fn connect_lazy(url: &str) -> Result<Self, RedisError> {
+        let client = Client::open(url)?;
+        let manager = ConnectionManager::new_lazy_with_config(
+            client.clone(),
+            RedisRateLimitStore::manager_config(),
+        )?;
+        Ok(Self::new(client, manager))
+    }
+
+    /// A broadcaster publishing through `connection` (the application's own manager) and
+    /// reading through connections `client` opens, one per topic with subscribers.
+    pub fn new(client: Client, connection: ConnectionManager) -> Self {
+        Self {
+            client,
+            connection,
+            prefix: DEFAULT_EVENTS_PREFIX.to_owned(),
+            timeout: DEFAULT_EVENTS_TIMEOUT,
+            shared: Arc::new(Shared::new(ReplayWindow::default())),
+        }
+    }
+
+    /// The replay window per topic (default: the last 1,024 events, none older than 5
+    /// minutes), kept in Redis and in each replica's fan-out. Every replica must use the
+    /// same.
+    #[must_use]
+    pub fn window(mut self, window: ReplayWindow) -> Self {
+        self.shared = Arc::new(Shared::new(window));
+        self
+    }
+
+    /// The prefix of its keys (default `strata:ev:`): the topic `t` is the stream
+    /// `strata:ev:t:t`, the epoch `strata:ev:epoch`.
+    #[must_use]
+    pub fn prefix(mut self, prefix: impl Into<String>) -> Self {
+        self.prefix = prefix.into();
+        self
+    }
+
+    /// How long a call may take before it is a failure (default 1 s).
+    #[must_use]
+    pub fn timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = timeout;
+        self
+    }
+
+    fn stream_key(&self, topic: &str) -> String {
+        format!("{}t:{topic}", self.prefix)
+    }
+
+    fn epoch_key(&self) -> String {
+        format!("{}epoch", self.prefix)
+    }
+
+    /// Registers a subscription's need of `topic`'s reader, starting the reader when there is
+    /// none; the reader's state to wait on.
+    fn interest(&self, topic: &str) -> (Interest, watch::Receiver<ReaderState>) {
+        let mut readers = self
+            .shared
+            .readers
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        if let Some(slot) = readers.map.get_mut(topic) {
+            slot.interest += 1;
+            let interest = Interest {
+                shared: Arc::clone(&self.shared),
+                topic: topic.into(),
+                generation: slot.generation,
+            };
+            return (interest, slot.state.clone());
+        }
+        readers.next_generation += 1;
+        let generation = readers.next_generation;
+        let (state, watched) = watch::channel(ReaderState::Starting);
+        let topic: Arc<str> = topic.into();
+        readers.map.insert(
+            Arc::clone(&topic),
+            Slot {
+                generation,
+                interest: 1,
+                state: watched.clone(),
+            },
+        );
+        let reader = Reader {
+            shared: Arc::clone(&self.shared),
+            client: self.client.clone(),
+            topic: Arc::clone(&topic),
+            key: self.stream_key(&topic),
+            epoch_key: self.epoch_key(),
+            timeout: self.timeout,
+            generation,
+        };
+        tokio::spawn(reader.run(state));
+        let interest = Interest {
+            shared: Arc::clone(&self.shared),
+            topic,
+            generation,
+        };
+        (interest, watched)
+    }
+
+    /// Subscribes once the topic's reader reads.
+    async fn subscribe_now(
+        &self,
+        topic: &str,
+        last_event_id: Option<&str>,
+    ) -> Result<Subscription, BroadcastError> {
+        let (interest, mut state) = self.interest(topic);
+        let started = tokio::time::timeout(
+            self.timeout * 2,
+            state.wait_for(|state| !matches!(state, ReaderState::Starting)),
+        )
+        .await
+        .map(|state| state.map(|state| state.clone()));
+        match started {
+            Ok(Ok(ReaderState::Reading)) => {}
+            Ok(Ok(ReaderState::Failed(error))) => {
+                return Err(BroadcastError::backend(error.to_string()));
+            }
+            _ => return Err(failed("subscribe", &Failure::Timeout(self.timeout * 2))),
+        }
+        let fanout = &self.shared.fanout;
+        let (after, preface) = match last_event_id {
+            None => (None, Vec::new()),
+            Some(id) => match parse_event_id(id) {
+                Some((epoch, position))
+                    if self.shared.epoch_is(epoch) && fanout.covers(topic, position) =>
+                {
+                    (Some(position), Vec::new())
+                }
+                _ => {
+                    let (head, preface) = self.replay(topic, id).await?;
+                    (Some(head), preface)
+                }
+            },
+        };
+        // The reader may have stopped since (Redis failed): the client tries again.
+        let subscription = fanout
+            .subscribe_fed(topic, after, preface)
+            .ok_or_else(|| BroadcastError::backend("the Redis broadcaster's reader stopped"))?;
+        Ok(Subscription::new(Held {
+            subscription,
+            _interest: interest,
+        }))
+    }
+
+    /// What a subscriber resuming after `id` is owed from Redis (a gap first when some is
+    /// gone), and the position of the stream's latest entry, after which the fan-out goes on.
+    async fn replay(&self, topic: &str, id: &str) -> Result<(u128, Vec<Delivery>), BroadcastError> {
+        // The entry id as the client has it ("" when it is not one of ours: a gap).
+        let (epoch, entry) = match id.split_once('-') {
+            Some((epoch, entry)) if parse_entry_id(entry).is_some() => (epoch, entry),
+            _ => ("", ""),
+        };
+        let mut call = REPLAY_SCRIPT.key(self.stream_key(topic));
+        call.key(self.epoch_key())
+            .arg(epoch)
+            .arg(entry)
+            .arg(self.shared.fanout.window().events.max(1));
+        let mut connection = self.connection.clone();
+        let answer = tokio::time::timeout(self.timeout, call.invoke_async(&mut connection)).await;
+        let (epoch, gap, head, entries): (String, i64, String, Vec<Entry>) = match answer {
+            Ok(Ok(answer)) => answer,
+            Ok(Err(error)) => return Err(failed("replay", &Failure::Redis(error))),
+            Err(_) => return Err(failed("replay", &Failure::Timeout(self.timeout))),
+        };
+        self.shared.saw_epoch(&epoch);
+        let mut preface = Vec::with_capacity(entries.len() + 1);
+        if gap == 1 {
+            preface.push(Delivery::Gap(Gap::OutsideWindow {
+                last_event_id: id.to_owned(),
+            }));
+        }
+        for entry in entries {
+            let (_, received) = received(entry).map_err(|error| failed("replay", &error))?;
+            preface.push(Delivery::Event(received));
+        }
+        let head = parse_entry_id(&head)
+            .ok_or_else(|| failed("replay", &Failure::Malformed(head.clone())))?;
+        Ok((position(head), preface))
+    }
+}
+
+impl Broadcaster for RedisBroadcaster {
+    fn publish<'a>(
+        &'a self,
+        topic: &'a str,
+        event: BusEvent,
+    ) -> BoxFuture<'a, Result<Arc<str>, BroadcastError>> {
+        Box::pin(async move {
+            let window = self.shared.fanout.window();
+            let max_age = window.max_age.map_or(0, |age| age.as_millis().max(1));
+            let mut call = PUBLISH_SCRIPT.key(self.stream_key(topic));
+            call.key(self.epoch_key())
+                .arg(window.events.max(1))
+                .arg(u64::try_from(max_age).unwrap_or(u64::MAX))
+                // The epoch Redis takes when it has none (after a restart: a new one).
+                .arg(random_word())
+                .arg(event.name())
+                .arg(event.data());
+            let mut connection = self.connection.clone();
+            let answer =
+                tokio::time::timeout(self.timeout, call.invoke_async(&mut connection)).await;
+            let (epoch, entry): (String, String) = match answer {
+                Ok(Ok(answer)) => answer,
+                Ok(Err(error)) => return Err(failed("publish", &Failure::Redis(error))),
+                Err(_) => return Err(failed("publish", &Failure::Timeout(self.timeout))),
+            };
+            Ok(format!("{epoch}-{entry}").into())
+        })
+    }
+
+    fn subscribe<'a>(
+        &'a self,
+        topic: &'a str,
+        last_event_id: Option<&'a str>,
+    ) -> BoxFuture<'a, Result<Subscription, BroadcastError>> {
+        Box::pin(self.subscribe_now(topic, last_event_id))
+    }
+}
+
+impl Shared {
+    fn new(window: ReplayWindow) -> Self {
+        Self {
+            fanout: Fanout::new(window),
+            readers: Mutex::default(),
+            epoch: Mutex::default(),
+        }
+    }
+
+    fn epoch_is(&self, epoch: &str) -> bool {
+        let known = self.epoch.lock().unwrap_or_else(PoisonError::into_inner);
+        known.as_deref() == Some(epoch)
+    }
+
+    /// Notes the epoch Redis answered ('' when it has none).
+    fn saw_epoch(&self, epoch: &str) {
+        let mut known = self.epoch.lock().unwrap_or_else(PoisonError::into_inner);
+        if known.as_deref() != Some(epoch) {
+            *known = (!epoch.is_empty()).then(|| epoch.into());
+        }
+    }
+
+    /// Removes the reader `generation` of `topic` when no subscription needs it: whether it
+    /// was removed (the reader stops).
+    fn release_if_idle(&self, topic: &str, generation: u64) -> bool {
+        let mut readers = self.readers.lock().unwrap_or_else(PoisonError::into_inner);
+        match readers.map.get(topic) {
+            Some(slot) if slot.generation == generation && slot.interest > 0 => false,
+            Some(slot) if slot.generation == generation => {
+                readers.map.remove(topic);
+                true
+            }
+            // Replaced or removed already.
+            _ => true,
+        }
+    }
+
+    /// Removes the reader `generation` of `topic` (it failed).
+    fn remove(&self, topic: &str, generation: u64) {
+        let mut readers = self.readers.lock().unwrap_or_else(PoisonError::into_inner);
+        if readers
+            .map
+            .get(topic)
+            .is_some_and(|slot| slot.generation == generation)
+        {
+            readers.map.remove(topic);
+        }
+    }
+}
+
+/// A subscription's need of its topic's reader; released when the subscription is dropped.
+struct Interest {
+    shared: Arc<Shared>,
+    topic: Arc<str>,
+    generation: u64,
+}
+
+impl Drop for Interest {
+    fn drop(&mut self) {
+        let mut readers = self
+            .shared
+            .readers
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        if let Some(slot) = readers.map.get_mut(&*self.topic)
+            && slot.generation == self.generation
+        {
+            slot.interest = slot.interest.saturating_sub(1);
+        }
+    }
+}
+
+/// A fan-out subscription holding its reader.
+struct Held {
+    subscription: Subscription,
+    _interest: Interest,
+}
+
+impl Stream for Held {
+    type Item = Result<Delivery, BroadcastError>;
+
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        Pin::new(&mut self.subscription).poll_next(cx)
+    }
+}
+
+/// One topic's reader in one replica.
+struct Reader {
+    shared: Arc<Shared>,
+    client: Client,
+    topic: Arc<str>,
+    key: String,
+    epoch_key: String,
+    timeout: Duration,
+    generation: u64,
+}
+
+/// A feed that ends when its reader stops, however it stops.
+struct EndOnDrop(Feed);
+
+impl Drop for EndOnDrop {
+    fn drop(&mut self) {
+        self.0.end();
+    }
+}
+
+impl Reader {
+    async fn run(self, state: watch::Sender<ReaderState>) {
+        let outcome = self.read(&state).await;
+        if let Err(error) = outcome {
+            self.shared.remove(&self.topic, self.generation);
+            let message: Arc<str> = failed("read", &error).to_string().into();
+            state.send_replace(ReaderState::Failed(message));
+        }
+    }
+
+    /// Reads the topic from its latest entry into the fan-out until no subscription needs
+    /// it (`Ok`) or Redis fails.
+    async fn read(&self, state: &watch::Sender<ReaderState>) -> Result<(), Failure> {
+        let config = AsyncConnectionConfig::new()
+            .set_connection_timeout(Some(self.timeout))
+            .set_response_timeout(Some(READ_BLOCK + self.timeout));
+        let mut connection: MultiplexedConnection = self
+            .client
+            .get_multiplexed_async_connection_with_config(&config)
+            .await
+            .map_err(Failure::Redis)?;
+        let mut call = HEAD_SCRIPT.key(&self.key);
+        call.key(&self.epoch_key);
+        let (epoch, head): (String, String) = call
+            .invoke_async(&mut connection)
+            .await
+            .map_err(Failure::Redis)?;
+        self.shared.saw_epoch(&epoch);
+        let mut last = parse_entry_id(&head).ok_or(Failure::Malformed(head))?;
+        let feed = EndOnDrop(self.shared.fanout.feed(&self.topic, position(last)));
+        state.send_replace(ReaderState::Reading);
+        let block = u64::try_from(READ_BLOCK.as_millis()).unwrap_or(1000);
+        loop {
+            let reply: Option<Vec<(String, Vec<Entry>)>> = redis::cmd("XREAD")
+                .arg("COUNT")
+                .arg(READ_COUNT)
+                .arg("BLOCK")
+                .arg(block)
+                .arg("STREAMS")
+                .arg(&self.key)
+                .arg(format!("{}-{}", last.0, last.1))
+                .query_async(&mut connection)
+                .await
+                .map_err(Failure::Redis)?;
+            let entries = reply.into_iter().flatten().flat_map(|(_, entries)| entries);
+            let mut read = false;
+            for entry in entries {
+                read = true;
+                let (id, received) = received(entry)?;
+                last = id;
+                feed.0.push(position(id), received);
+            }
+            if !read && self.shared.release_if_idle(&self.topic, self.generation) {
+                return Ok(());
+            }
+        }
+    }
+}
+
+/// A stream entry as Redis answers it: its id and its fields and values.
+type Entry = (String, Vec<String>);
+
+/// The event of a stream entry (fields `e`, `n`, `d`), with its entry id.
+fn received((id, fields): Entry) -> Result<((u64, u64), Received), Failure> {
+    let entry = parse_entry_id(&id).ok_or_else(|| Failure::Malformed(id.clone()))?;
+    let (mut epoch, mut name, mut data) = (None, None, None);
+    for pair in fields.chunks_exact(2) {
+        match pair[0].as_str() {
+            "e" => epoch = Some(&pair[1]),
+            "n" => name = Some(&pair[1]),
+            "d" => data = Some(&pair[1]),
+            _ => {}
+        }
+    }
+    let (Some(epoch), Some(name), Some(data)) = (epoch, name, data) else {
+        return Err(Failure::Malformed(format!(
+            "the entry {id} lacks e, n or d"
+        )));
+    };
+    let event = BusEvent::from_parts(name, data)
+        .map_err(|error| Failure::Malformed(format!("the entry {id}: {error}")))?;
+    Ok((
+        entry,
+        Received {
+            id: format!("{epoch}-{id}").into(),
+            event,
+        },
+    ))
+}
+
+/// A stream entry id `<ms>-<seq>`.
+fn parse_entry_id(id: &str) -> Option<(u64, u64)> {
+    let (ms, seq) = id.split_once('-')?;
+    Some((ms.parse().ok()?, seq.parse().ok()?))
+}
+
+/// An event id `<epoch>-<ms>-<seq>`: the epoch and the entry's position.
+fn parse_event_id(id: &str) -> Option<(&str, u128)> {
+    let (epoch, entry) = id.split_once('-')?;
+    Some((epoch, position(parse_entry_id(entry)?)))
+}
+
+/// An entry id as a fan-out position (in the same order).
+fn position((ms, seq): (u64, u64)) -> u128 {
+    (u128::from(ms) << 64) | u128::from(seq)
+}
+
+/// Eight hex digits, drawn from the standard library's random hasher keys and the time.
+fn random_word() -> String {
+    use std::hash::{BuildHasher, Hasher};
+    let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
+    hasher.write_u128(
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap_or_default()
+            .as_nanos(),
+    );
+    format!("{:08x}", hasher.finish() & 0xffff_ffff)
+}
+
+/// Why a call failed.
+#[derive(Debug)]
+enum Failure {
+    Timeout(Duration),
+    Redis(RedisError),
+    /// An answer not of the broadcaster's making (another program's entries under its keys).
+    Malformed(String),
+}
+
+impl fmt::Display for Failure {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Failure::Timeout(timeout) => {
+                write!(f, "Redis did not answer within {} ms", timeout.as_millis())
+            }
+            Failure::Redis(error) => write!(f, "Redis: {error}"),
+            Failure::Malformed(what) => write!(f, "unexpected answer from Redis: {what}"),
+        }
+    }
+}
+
+impl std::error::Error for Failure {}
+
+/// The error of a failed `call`, logged at most once per 10 s per call.
+fn failed(call: &'static str, failure: &Failure) -> BroadcastError {
+    let message = format!("the Redis broadcaster's {call} failed: {failure}");
+    if let Some(left_out) = FAILURES.admit(call) {
+        tracing::warn!(
+            target: "strata_redis",
+            left_out,
+            "{message} ({left_out} more like it since the last one logged)"
+        );
+    }
+    BroadcastError::backend(message)
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+
+    #[test]
+    fn ids_keep_the_streams_order() {
+        assert_eq!(
+            parse_entry_id("1700000000000-3"),
+            Some((1_700_000_000_000, 3))
+        );
+        assert_eq!(parse_entry_id("17-x"), None);
+        let (epoch, first) = parse_event_id("0a1b2c3d-1700000000000-3").unwrap();
+        assert_eq!(epoch, "0a1b2c3d");
+        let (_, second) = parse_event_id("0a1b2c3d-1700000000000-4").unwrap();
+        let (_, third) = parse_event_id("0a1b2c3d-1700000000001-0").unwrap();
+        assert!(first < second && second < third);
+        assert_eq!(parse_event_id("nonsense"), None);
+        assert_eq!(parse_event_id("0a1b2c3d-17"), None);
+        assert_eq!(random_word().len(), 8);
+    }
+
+    #[test]
+    fn entries_become_events() {
+        let entry = (
+            "5-1".to_owned(),
+            ["e", "ab12cd34", "n", "count", "d", "7"]
+                .map(str::to_owned)
+                .to_vec(),
+        );
+        let ((ms, seq), received) = received(entry).unwrap();
+        assert_eq!((ms, seq), (5, 1));
+        assert_eq!(&*received.id, "ab12cd34-5-1");
+        assert_eq!(received.event.name(), "count");
+        assert_eq!(received.event.data(), "7");
+        let foreign = ("5-2".to_owned(), vec!["x".to_owned(), "1".to_owned()]);
+        assert!(super::received(foreign).is_err());
+    }
+}
