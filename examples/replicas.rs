@@ -1,0 +1,182 @@
+//! One replica of an API that scales out: run several behind a load balancer, all on one
+//! Redis, and a client gets its rate limit once across them, and an event published on any
+//! replica reaches the subscribers of every replica.
+//!
+//! ```sh
+//! redis-server --port 6379 --save '' &
+//! PORT=8101 REPLICA=r1 cargo run --example replicas --features redis &
+//! PORT=8102 REPLICA=r2 cargo run --example replicas --features redis &
+//! curl -N localhost:8102/v1/messages &                     # a subscriber on r2
+//! curl -d '{"text":"hi"}' -H 'content-type: application/json' localhost:8101/v1/messages
+//! ```
+//!
+//! The environment: `PORT` (default 8101), `REDIS_URL` (default `redis://127.0.0.1:6379/`),
+//! `REPLICA` (its name in the answers, default `replica-<port>`), `RATE` (requests per hour per
+//! client, default 100). Routes:
+//!
+//! - `GET /health`: 200 while the replica serves (the load balancer's check).
+//! - `GET /v1/hello`: which replica answered; `RATE` requests per hour per client address, the
+//!   budget in Redis. Behind a proxy on 127.0.0.0/8 (haproxy with `option forwardfor`), the
+//!   client is the address in `X-Forwarded-For`. Redis down: the requests go through (the
+//!   limiter's default policy, fail open, logged once per 10 s).
+//! - `POST /v1/messages` `{"text": ".."}`: publishes the message to every replica's
+//!   subscribers; its event id.
+//! - `GET /v1/messages`: the messages as server-sent events, resumed after `Last-Event-ID`
+//!   from Redis's replay window (the last 1,024 events of 5 minutes), on any replica; a client
+//!   that missed events gets `reload`.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use garde::Validate;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use strata::events::{Broadcaster, Topic};
+use strata::prelude::*;
+use strata::ratelimit::{Key, Quota, RateLimit, TrustedProxies};
+use strata::redis::{RedisBroadcaster, RedisRateLimitStore};
+use strata::{Config, Level, Server};
+
+/// The events of `GET /v1/messages`.
+#[derive(Serialize, Validate, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub(crate) enum Message {
+    /// A message, published on some replica.
+    Posted {
+        #[garde(length(chars, min = 1, max = 1000))]
+        text: String,
+    },
+    /// The client missed messages (outside the replay window): it reloads.
+    Reload,
+}
+
+#[derive(Deserialize, Validate, JsonSchema)]
+struct Post {
+    /// The message.
+    #[garde(length(chars, min = 1, max = 1000))]
+    text: String,
+}
+
+#[derive(Serialize, Validate, JsonSchema)]
+#[garde(allow_unvalidated)]
+struct Published {
+    /// The event's id (its `id:` in the stream).
+    id: String,
+}
+
+#[derive(Serialize, Validate, JsonSchema)]
+#[garde(allow_unvalidated)]
+struct Hello {
+    /// The replica that answered.
+    replica: String,
+}
+
+/// A replica's routing on the Redis at `redis_url`: `name` in its answers, `per_hour` requests
+/// per hour per client. Connects to Redis lazily: a replica starts while Redis is down.
+pub(crate) fn replica_routing(
+    redis_url: &str,
+    name: &str,
+    per_hour: u32,
+) -> Result<Routing, Box<dyn std::error::Error>> {
+    let bus: Arc<dyn Broadcaster> = Arc::new(RedisBroadcaster::connect_lazy(redis_url)?);
+    let messages = Topic::<Message>::new(bus, "messages");
+    let client = Key::client_addr().trust(TrustedProxies::networks(["127.0.0.0/8"])?);
+    let limited = default_endpoints_factory().add_middleware(
+        RateLimit::new(Quota::per_hour(per_hour), client)
+            .store(RedisRateLimitStore::connect_lazy(redis_url)?)
+            .middleware(),
+    );
+    let name = name.to_owned();
+    let hello = limited
+        .get()
+        .short_description("Says which replica answered")
+        .handler(move |(): (), _ctx, _logger| {
+            let replica = name.clone();
+            async move { Ok(Hello { replica }) }
+        });
+    let publisher = messages.clone();
+    let post = default_endpoints_factory()
+        .post()
+        .short_description("Publishes a message to every replica's subscribers")
+        .handler(move |input: Post, _ctx, _logger| {
+            let messages = publisher.clone();
+            async move {
+                let id = messages
+                    .publish(&Message::Posted { text: input.text })
+                    .await
+                    .map_err(|error| ApiError::internal(error.to_string()))?;
+                Ok(Published { id: id.to_string() })
+            }
+        });
+    let subscribe = default_endpoints_factory()
+        .get()
+        .short_description("The messages as they are published, on any replica")
+        .event_stream(move |(): (), _ctx, emitter, _logger| {
+            let messages = messages.clone();
+            async move {
+                emitter
+                    .relay(&messages, |_gap| Some(Message::Reload))
+                    .await?;
+                Ok(())
+            }
+        });
+    let health = default_endpoints_factory()
+        .get()
+        .short_description("The load balancer's check")
+        .handler(|(): (), _ctx, _logger| async move { Ok(Health { status: "ok" }) });
+    Ok(routing! {
+        "health" => health,
+        "v1" => {
+            "hello" => hello,
+            "messages" => { "get" => subscribe, "post" => post },
+        }
+    })
+}
+
+#[derive(Serialize, Validate, JsonSchema)]
+#[garde(allow_unvalidated)]
+struct Health {
+    status: &'static str,
+}
+
+/// The configuration of a replica on `127.0.0.1:port`.
+pub(crate) fn replica_config(port: u16) -> Config {
+    create_config()
+        .cors(false)
+        .listen(SocketAddr::from(([127, 0, 0, 1], port)))
+        .logger(Level::Warn, false)
+        .build()
+}
+
+/// A replica serving on `127.0.0.1:port` (0: any free port).
+pub(crate) async fn start_replica(
+    port: u16,
+    redis_url: &str,
+    name: &str,
+    per_hour: u32,
+) -> Result<Server, Box<dyn std::error::Error>> {
+    let routing = replica_routing(redis_url, name, per_hour)?;
+    Ok(create_server(&replica_config(port), &routing).await?)
+}
+
+fn env_or<T: std::str::FromStr>(name: &str, default: T) -> Result<T, String> {
+    match std::env::var(name) {
+        Ok(text) => text
+            .parse()
+            .map_err(|_| format!("{name}={text:?} is not valid")),
+        Err(_) => Ok(default),
+    }
+}
+
+#[tokio::main]
+async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let port = env_or("PORT", 8101_u16)?;
+    let redis_url = env_or("REDIS_URL", "redis://127.0.0.1:6379/".to_owned())?;
+    let name = env_or("REPLICA", format!("replica-{port}"))?;
+    let per_hour = env_or("RATE", 100_u32)?;
+    start_replica(port, &redis_url, &name, per_hour)
+        .await?
+        .run()
+        .await;
+    Ok(())
+}
