@@ -7,7 +7,8 @@
 //!
 //! Where redis-server or haproxy is not installed: in CI (`CI` set) the tests fail, since CI
 //! installs them (`tests/tools/install.sh debian`); elsewhere they say `SKIPPED` and pass.
-//! `cargo test --features redis --test replicas -- --nocapture` prints the fan-out latency.
+//! `cargo test --release --features redis --test replicas -- --nocapture` prints the fan-out
+//! latency (`REPLICAS_PUBLISH_EVERY_MS=10`: one event every 10 ms rather than back to back).
 
 #![allow(clippy::unwrap_used)] // tests fail loudly by design
 
@@ -125,6 +126,7 @@ fn haproxy(front: u16, replicas: &[u16], dir: &std::path::Path) -> Process {
         "global\n    maxconn 4096\n\
          defaults\n    mode http\n    timeout connect 1s\n    timeout client 30s\n    \
          timeout server 30s\n    timeout http-keep-alive 5s\n    option forwardfor\n    \
+         option http-no-delay\n    \
          option redispatch\n    retries 3\n    retry-on all-retryable-errors\n\
          frontend web\n    bind 127.0.0.1:{front}\n    default_backend replicas\n\
          backend replicas\n    balance roundrobin\n    option httpchk GET /health\n    \
@@ -500,9 +502,18 @@ async fn three_hundred_subscribers_get_every_event_and_resume_on_another_replica
             tokio::spawn(subscriber(port, id, 1000, 1100, reached))
         })
         .collect();
-    // 1,000 events on the first replica.
+    // 1,000 events on the first replica: back to back, or one every
+    // `REPLICAS_PUBLISH_EVERY_MS` (the latency below a saturating rate).
+    let every = std::env::var("REPLICAS_PUBLISH_EVERY_MS")
+        .ok()
+        .and_then(|ms| ms.parse().ok())
+        .map(Duration::from_millis);
+    let mut pace = every.map(tokio::time::interval);
     let mut published_at = Vec::new();
     for n in 0..1000 {
+        if let Some(pace) = &mut pace {
+            pace.tick().await;
+        }
         published_at.push(publish(&client, publisher, &n.to_string()).await.1);
     }
     let start = Instant::now();
@@ -546,8 +557,11 @@ async fn three_hundred_subscribers_get_every_event_and_resume_on_another_replica
     );
     latencies.sort();
     println!(
-        "fan-out of 1,000 events to 300 subscribers over 3 replicas (publish to receipt): \
-         p50 {:?}, p99 {:?}, max {:?}",
+        "fan-out of 1,000 events ({}) to 300 subscribers over 3 replicas (publish to \
+         receipt): p50 {:?}, p99 {:?}, max {:?}",
+        every.map_or("back to back".to_owned(), |every| format!(
+            "one every {every:?}"
+        )),
         percentile(&latencies, 0.5),
         percentile(&latencies, 0.99),
         latencies.last().unwrap()

@@ -76,7 +76,7 @@ use strata_events::{
 };
 use tokio::sync::watch;
 
-use crate::RedisRateLimitStore;
+use crate::{Failure, RedisRateLimitStore};
 
 /// The prefix of the broadcaster's keys by default.
 pub const DEFAULT_EVENTS_PREFIX: &str = "strata:ev:";
@@ -610,29 +610,6 @@ fn random_word() -> String {
     );
     format!("{:08x}", hasher.finish() & 0xffff_ffff)
 }
-
-/// Why a call failed.
-#[derive(Debug)]
-enum Failure {
-    Timeout(Duration),
-    Redis(RedisError),
-    /// An answer not of the broadcaster's making (another program's entries under its keys).
-    Malformed(String),
-}
-
-impl fmt::Display for Failure {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Failure::Timeout(timeout) => {
-                write!(f, "Redis did not answer within {} ms", timeout.as_millis())
-            }
-            Failure::Redis(error) => write!(f, "Redis: {error}"),
-            Failure::Malformed(what) => write!(f, "unexpected answer from Redis: {what}"),
-        }
-    }
-}
-
-impl std::error::Error for Failure {}
 
 /// The error of a failed `call`, logged at most once per 10 s per call.
 fn failed(call: &'static str, failure: &Failure) -> BroadcastError {

@@ -268,7 +268,7 @@ fn decision(gcra: Gcra, granted: i64, before: i64, now: i64) -> Result<Decision,
     }
 }
 
-/// Why a call failed.
+/// Why a call failed (the store's or the broadcaster's).
 #[derive(Debug)]
 enum Failure {
     Timeout(Duration),
@@ -276,6 +276,8 @@ enum Failure {
     /// Never seen: the script granted what `Gcra::decide` denies, or the reverse, or read a
     /// time before the Unix epoch.
     Disagree,
+    /// An answer not of the broadcaster's making (another program's entries under its keys).
+    Malformed(String),
 }
 
 impl fmt::Display for Failure {
@@ -286,6 +288,7 @@ impl fmt::Display for Failure {
             }
             Failure::Redis(error) => write!(f, "Redis: {error}"),
             Failure::Disagree => f.write_str("the Redis script's answer is not the GCRA's"),
+            Failure::Malformed(what) => write!(f, "unexpected answer from Redis: {what}"),
         }
     }
 }
