@@ -10,20 +10,16 @@
 //! It runs in production mode, the default: 5xx messages are the status's reason phrase.
 //! `STRATA_MODE=development cargo run --example quick_start` shows every message.
 
-use garde::Validate;
-use schemars::JsonSchema;
-use serde::{Deserialize, Serialize};
 use strata::Level;
 use strata::prelude::*;
 
-#[derive(Deserialize, Validate, JsonSchema)]
+#[strata::model(input)]
 struct HelloInput {
     #[garde(length(chars, min = 1))]
     name: Option<String>,
 }
 
-#[derive(Serialize, Validate, JsonSchema)]
-#[garde(allow_unvalidated)]
+#[strata::model(output)]
 struct HelloOutput {
     greetings: String,
 }

@@ -1,4 +1,5 @@
-//! The procedural half of `strata_routing::routing!`: entries are split at their top-level
+//! Strata's procedural macros: `#[strata::model]` (module `model`), and the procedural half of
+//! `strata_routing::routing!`: entries are split at their top-level
 //! commas in one pass, so a routing may have any number of keys (a `macro_rules!` muncher
 //! recurses once per key and stops at the compiler's recursion limit, 128 by default).
 //!
@@ -7,6 +8,16 @@
 //! reached the macro from (`strata_routing::routing!` or `strata::routing!`).
 
 use proc_macro::{Delimiter, Group, Ident, Literal, Punct, Spacing, Span, TokenStream, TokenTree};
+
+mod model;
+
+/// `#[strata::model]`: documented where the facade re-exports it (`strata::model`).
+#[proc_macro_attribute]
+pub fn model(args: TokenStream, item: TokenStream) -> TokenStream {
+    model::expand(args.into(), item.into())
+        .unwrap_or_else(syn::Error::into_compile_error)
+        .into()
+}
 
 /// `$crate; "key" => value, "key" => { nested }, ...` → `$crate::Routing::new().route(..)...`.
 #[doc(hidden)]

@@ -169,6 +169,67 @@ pub fn create_config() -> ConfigBuilder {
     Config::builder()
 }
 
+/// Everything an input, output or event type needs, in one attribute: serde's derives, garde's
+/// `Validate` and schemars' `JsonSchema`, pointed at the versions Strata is built with (your
+/// crate needs `garde` 0.23 in its manifest, since garde's derive names it; not serde or
+/// schemars).
+///
+/// - `#[strata::model]` derives `Serialize` and `Deserialize`; `#[strata::model(input)]` only
+///   `Deserialize`, `#[strata::model(output)]` only `Serialize` (a type holding something
+///   that cannot be read back).
+/// - Fields without a rule are not checked beyond their type (`#[garde(allow_unvalidated)]`
+///   is implied): text, numbers, booleans and collections of those need nothing. A field of
+///   another type, a nested model most likely, must say what it wants, `#[garde(dive)]` to
+///   check that type's rules or `#[garde(skip)]`: without it the rules would go unchecked,
+///   silently, so the attribute refuses it with that message.
+/// - Rules keep garde's syntax (`#[garde(length(min = 1))]`); `#[serde(..)]` and
+///   `#[schemars(..)]` attributes work as with the derives.
+/// - A `garde` of another version than Strata's is named as such, once.
+///
+/// ```
+/// #[strata::model]
+/// struct Author {
+///     #[garde(length(chars, min = 1, max = 80))]
+///     name: String,
+/// }
+///
+/// #[strata::model]
+/// #[serde(rename_all = "camelCase")]
+/// struct Book {
+///     #[garde(length(chars, min = 1))]
+///     title: String,
+///     page_count: Option<u32>,
+///     #[garde(dive)]
+///     author: Author,
+/// }
+///
+/// let book: Book = serde_json::from_str(r#"{"title": "", "author": {"name": ""}}"#).unwrap();
+/// let report = garde::Validate::validate(&book).unwrap_err();
+/// assert_eq!(report.iter().count(), 2); // title, and author.name through `dive`
+/// ```
+pub use strata_macros::model;
+
+/// What `#[strata::model]` expands to names; not an API.
+#[doc(hidden)]
+pub mod __private {
+    pub use garde;
+    pub use schemars;
+    pub use serde;
+
+    /// Implemented by every type whose `Validate` is the one of Strata's garde.
+    #[diagnostic::on_unimplemented(
+        message = "`{Self}` implements the `Validate` of another `garde` than Strata's (0.23)",
+        label = "derived with the `garde` of your Cargo.toml",
+        note = "depend on the garde version Strata uses: garde = \"0.23\" (cargo tree -i garde shows both)"
+    )]
+    pub trait SameGarde {}
+
+    impl<T: garde::Validate + ?Sized> SameGarde for T {}
+
+    /// Names the garde mismatch once (`#[strata::model]`'s expansion calls it).
+    pub fn same_garde<T: SameGarde + ?Sized>() {}
+}
+
 /// The names most endpoints need.
 pub mod prelude {
     pub use crate::{

@@ -1,0 +1,4 @@
+#[strata::model]
+fn book() {}
+
+fn main() {}

@@ -1,0 +1,6 @@
+#[strata::model(inptu)]
+struct Book {
+    title: String,
+}
+
+fn main() {}
