@@ -85,6 +85,113 @@ fn the_document_has_the_models_schemas() {
     assert!(text.contains(r#""minLength":1"#), "{text}");
 }
 
+/// zod's `coerce` and "optional, not nullable", one word each.
+#[strata::model(input)]
+struct Filter {
+    #[strata(coerce)]
+    #[garde(range(min = 1, max = 100))]
+    limit: u32,
+    #[strata(coerce)]
+    archived: Option<bool>,
+    #[strata(not_null)]
+    #[garde(length(chars, min = 1))]
+    nickname: Option<String>,
+}
+
+#[strata::model(output)]
+struct Echo {
+    limit: u32,
+    archived: Option<bool>,
+    nickname: Option<String>,
+}
+
+fn filter() -> Endpoint {
+    default_endpoints_factory()
+        .post()
+        .handler(|filter: Filter, _ctx, _logger| async move {
+            Ok(Echo {
+                limit: filter.limit,
+                archived: filter.archived,
+                nickname: filter.nickname,
+            })
+        })
+}
+
+async fn post_filter(body: &str) -> (u16, String) {
+    let request = http::Request::post("/")
+        .header("content-type", "application/json")
+        .body(body.to_owned())
+        .unwrap();
+    let response = filter().service().oneshot(request).await.unwrap();
+    let status = response.status().as_u16();
+    let body = response.into_body().collect().await.unwrap().to_bytes();
+    (status, String::from_utf8(body.to_vec()).unwrap())
+}
+
+#[tokio::test]
+async fn coerced_and_not_null_fields_read_explain_and_document_alike() {
+    // Text and values alike; absent optional fields are None.
+    for body in [
+        r#"{"limit": "20", "archived": "true"}"#,
+        r#"{"limit": 20, "archived": true}"#,
+    ] {
+        let (status, answer) = post_filter(body).await;
+        assert_eq!(status, 200, "{answer}");
+        assert!(
+            answer.contains(r#""limit":20,"archived":true,"nickname":null"#),
+            "{answer}"
+        );
+    }
+    let (status, answer) =
+        post_filter(r#"{"limit": "7", "archived": null, "nickname": "n"}"#).await;
+    assert_eq!(status, 200, "{answer}");
+    // What is refused, and why: the schema's explanation.
+    for (body, expected) in [
+        // The explanation names the value's kind; the text form is in the document.
+        (
+            r#"{"limit": "twenty"}"#,
+            r#"limit: expected integer, received string \"twenty\""#,
+        ),
+        (r#"{"limit": "500"}"#, "limit: greater than 100"),
+        (
+            r#"{"limit": 5, "archived": "yes"}"#,
+            r#"archived: expected boolean, received string \"yes\""#,
+        ),
+        (
+            r#"{"limit": 5, "nickname": null}"#,
+            "nickname: expected string, received null",
+        ),
+        (
+            r#"{"limit": 5, "nickname": ""}"#,
+            "nickname: length is lower than 1",
+        ),
+    ] {
+        let (status, answer) = post_filter(body).await;
+        assert_eq!(status, 400, "{body}: {answer}");
+        assert!(answer.contains(expected), "{body}: {answer}");
+    }
+}
+
+#[cfg(feature = "openapi")]
+#[test]
+fn coerced_and_not_null_fields_are_documented_as_read() {
+    let routing = routing! { "filter" => filter() };
+    let config = create_config().cors(false).build();
+    let doc = strata::openapi::Documentation::new(&routing, &config)
+        .title("Filter")
+        .build()
+        .unwrap();
+    let text = doc.to_json();
+    assert!(text.contains(r#""pattern":"^[0-9]+$""#), "{text}");
+    assert!(text.contains(r#""pattern":"^(true|false)$""#), "{text}");
+    // Not null, not required: the inner type's schema.
+    assert!(
+        text.contains(r#""nickname":{"minLength":1,"type":"string"}"#),
+        "{text}"
+    );
+    assert!(text.contains(r#""required":["limit"]"#), "{text}");
+}
+
 #[test]
 fn misuse_is_refused_with_what_to_write() {
     let cases = trybuild::TestCases::new();

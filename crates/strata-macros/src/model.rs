@@ -71,10 +71,15 @@ pub(crate) fn expand(args: TokenStream, item: TokenStream) -> syn::Result<TokenS
         )
     })?;
     refuse_own_derives(&input.attrs)?;
-    match &input.data {
-        Data::Struct(data) => check_fields(&data.fields)?,
+    let krate_text = path_text(&args.krate);
+    match &mut input.data {
+        Data::Struct(data) => {
+            rewrite_fields(&mut data.fields, &krate_text)?;
+            check_fields(&data.fields)?;
+        }
         Data::Enum(data) => {
-            for variant in &data.variants {
+            for variant in &mut data.variants {
+                rewrite_fields(&mut variant.fields, &krate_text)?;
                 check_fields(&variant.fields)?;
             }
         }
@@ -86,8 +91,8 @@ pub(crate) fn expand(args: TokenStream, item: TokenStream) -> syn::Result<TokenS
         }
     }
     let krate = &args.krate;
-    let serde_path = format!("{}::__private::serde", path_text(krate));
-    let schemars_path = format!("{}::__private::schemars", path_text(krate));
+    let serde_path = format!("{krate_text}::__private::serde");
+    let schemars_path = format!("{krate_text}::__private::schemars");
     let mut derives = Vec::new();
     if args.role != Role::Input {
         derives.push(quote!(#krate::__private::serde::Serialize));
@@ -124,6 +129,129 @@ pub(crate) fn expand(args: TokenStream, item: TokenStream) -> syn::Result<TokenS
 
 fn path_text(path: &syn::Path) -> String {
     path.to_token_stream().to_string().replace(' ', "")
+}
+
+/// A field's `#[strata(..)]` words, replaced by the serde and schemars attributes they stand
+/// for: `not_null` (an `Option` that may be absent but not `null`: not required, its schema
+/// the inner type's) and `coerce` (a number or boolean also read from its text:
+/// `strata::validate::coerce`, whose deserializer and schema agree).
+fn rewrite_fields(fields: &mut Fields, krate: &str) -> syn::Result<()> {
+    for field in fields.iter_mut() {
+        let mut not_null = false;
+        let mut coerce = false;
+        let mut kept = Vec::with_capacity(field.attrs.len());
+        for attr in field.attrs.drain(..) {
+            if !attr.path().is_ident("strata") {
+                kept.push(attr);
+                continue;
+            }
+            let words =
+                attr.parse_args_with(Punctuated::<syn::Path, Token![,]>::parse_terminated)?;
+            for word in words {
+                if word.is_ident("not_null") {
+                    not_null = true;
+                } else if word.is_ident("coerce") {
+                    coerce = true;
+                } else {
+                    return Err(syn::Error::new(
+                        word.span(),
+                        "#[strata(..)] on a field takes `not_null` (an Option that may be \
+                         absent but not null) and `coerce` (a number or boolean also read from \
+                         its text)",
+                    ));
+                }
+            }
+        }
+        field.attrs = kept;
+        if !(not_null || coerce) {
+            continue;
+        }
+        let inner = option_inner(&field.ty);
+        if not_null && inner.is_none() {
+            return Err(syn::Error::new(
+                field.ty.span(),
+                "#[strata(not_null)] goes on an `Option<T>` field: absent is `None`, null is \
+                 refused",
+            ));
+        }
+        if coerce {
+            let read = inner.unwrap_or(&field.ty);
+            let name = read.to_token_stream().to_string();
+            if !COERCIBLE.contains(&name.as_str()) {
+                return Err(syn::Error::new(
+                    read.span(),
+                    format!(
+                        "#[strata(coerce)] reads numbers and booleans from their text; `{name}` \
+                         is neither (a field of another type takes its JSON value as it is)"
+                    ),
+                ));
+            }
+        }
+        let coerce_path = format!("{krate}::__private::coerce");
+        let (deserialize, schema): (String, syn::Attribute) = match (inner, not_null, coerce) {
+            (Some(inner), true, false) => {
+                let inner = inner.to_token_stream().to_string();
+                (
+                    format!("{krate}::__private::not_null"),
+                    syn::parse_quote!(#[schemars(with = #inner)]),
+                )
+            }
+            (Some(inner), true, true) => {
+                let with = format!("{coerce_path}::schema::<{}>", inner.to_token_stream());
+                (
+                    format!("{coerce_path}::not_null"),
+                    syn::parse_quote!(#[schemars(schema_with = #with)]),
+                )
+            }
+            (Some(inner), false, _) => {
+                let with = format!(
+                    "{coerce_path}::optional_schema::<{}>",
+                    inner.to_token_stream()
+                );
+                (
+                    format!("{coerce_path}::optional"),
+                    syn::parse_quote!(#[schemars(schema_with = #with)]),
+                )
+            }
+            (None, _, _) => {
+                let with = format!("{coerce_path}::schema::<{}>", field.ty.to_token_stream());
+                (
+                    format!("{coerce_path}::value"),
+                    syn::parse_quote!(#[schemars(schema_with = #with)]),
+                )
+            }
+        };
+        let serde: syn::Attribute = if inner.is_some() {
+            syn::parse_quote!(#[serde(default, deserialize_with = #deserialize)])
+        } else {
+            syn::parse_quote!(#[serde(deserialize_with = #deserialize)])
+        };
+        field.attrs.push(serde);
+        field.attrs.push(schema);
+    }
+    Ok(())
+}
+
+/// The types `#[strata(coerce)]` reads from text (`strata_validate::coerce::Coercible`).
+const COERCIBLE: &[&str] = &[
+    "u8", "u16", "u32", "u64", "u128", "usize", "i8", "i16", "i32", "i64", "i128", "isize", "f32",
+    "f64", "bool",
+];
+
+/// `T` of an `Option<T>` (written `Option`, `std::option::Option` or `core::option::Option`).
+fn option_inner(ty: &Type) -> Option<&Type> {
+    let Type::Path(path) = ty else { return None };
+    let last = path.path.segments.last()?;
+    if last.ident != "Option" {
+        return None;
+    }
+    let PathArguments::AngleBracketed(arguments) = &last.arguments else {
+        return None;
+    };
+    match arguments.args.first()? {
+        GenericArgument::Type(inner) if arguments.args.len() == 1 => Some(inner),
+        _ => None,
+    }
 }
 
 /// The derives the attribute makes are refused when written too (they would be twice).

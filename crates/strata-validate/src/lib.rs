@@ -51,6 +51,7 @@
 //! # }
 //! ```
 
+pub mod coerce;
 mod confirm;
 mod decode;
 mod explain;

@@ -184,6 +184,11 @@ pub fn create_config() -> ConfigBuilder {
 ///   silently, so the attribute refuses it with that message.
 /// - Rules keep garde's syntax (`#[garde(length(min = 1))]`); `#[serde(..)]` and
 ///   `#[schemars(..)]` attributes work as with the derives.
+/// - `#[strata(not_null)]` on an `Option<T>` field: it may be absent (`None`) but not `null`
+///   (a 400 naming it); documented as `T`, not required.
+/// - `#[strata(coerce)]` on a number or `bool` field (or an `Option` of one): read from its
+///   JSON value or from its text (`"42"`, `"true"`; not `"yes"`, `""` or `"+1"`), as zod's
+///   `z.coerce`; documented as either ([`validate::coerce`]: one deserializer, one schema).
 /// - A `garde` of another version than Strata's is named as such, once.
 ///
 /// ```
@@ -198,7 +203,10 @@ pub fn create_config() -> ConfigBuilder {
 /// struct Book {
 ///     #[garde(length(chars, min = 1))]
 ///     title: String,
+///     #[strata(coerce)]
 ///     page_count: Option<u32>,
+///     #[strata(not_null)]
+///     subtitle: Option<String>,
 ///     #[garde(dive)]
 ///     author: Author,
 /// }
@@ -206,6 +214,10 @@ pub fn create_config() -> ConfigBuilder {
 /// let book: Book = serde_json::from_str(r#"{"title": "", "author": {"name": ""}}"#).unwrap();
 /// let report = garde::Validate::validate(&book).unwrap_err();
 /// assert_eq!(report.iter().count(), 2); // title, and author.name through `dive`
+/// let text = r#"{"title": "Dune", "pageCount": "412", "author": {"name": "F"}}"#;
+/// assert_eq!(serde_json::from_str::<Book>(text).unwrap().page_count, Some(412));
+/// let null = r#"{"title": "Dune", "subtitle": null, "author": {"name": "F"}}"#;
+/// assert!(serde_json::from_str::<Book>(null).is_err());
 /// ```
 pub use strata_macros::model;
 
@@ -215,6 +227,8 @@ pub mod __private {
     pub use garde;
     pub use schemars;
     pub use serde;
+    pub use strata_validate::coerce;
+    pub use strata_validate::not_null;
 
     /// Implemented by every type whose `Validate` is the one of Strata's garde.
     #[diagnostic::on_unimplemented(

@@ -1,0 +1,8 @@
+// Only numbers and booleans are read from text.
+#[strata::model(input)]
+struct Patch {
+    #[strata(coerce)]
+    nickname: String,
+}
+
+fn main() {}

@@ -1,0 +1,7 @@
+#[strata::model(input)]
+struct Patch {
+    #[strata(not_null)]
+    nickname: String,
+}
+
+fn main() {}

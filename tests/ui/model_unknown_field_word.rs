@@ -1,0 +1,7 @@
+#[strata::model(input)]
+struct Patch {
+    #[strata(nullable)]
+    nickname: Option<String>,
+}
+
+fn main() {}
