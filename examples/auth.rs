@@ -13,11 +13,8 @@
 
 use std::net::SocketAddr;
 
-use garde::Validate;
 use http::HeaderValue;
 use http::header::RETRY_AFTER;
-use schemars::JsonSchema;
-use serde::{Deserialize, Serialize};
 use strata::openapi::{
     Documentation, DocumentationError, OpenApi, OpenApiVersion, openapi_endpoint,
 };
@@ -33,7 +30,8 @@ pub(crate) struct User {
     pub(crate) name: String,
 }
 
-#[derive(Debug, Deserialize, Validate, JsonSchema)]
+#[strata::model(input)]
+#[derive(Debug)]
 pub(crate) struct AuthInput {
     #[garde(length(min = 1))]
     #[schemars(example = &"123")]
@@ -66,13 +64,13 @@ pub(crate) fn auth_middleware()
     .error_response(http::StatusCode::UNAUTHORIZED, "Invalid key or token")
 }
 
-#[derive(Deserialize, Validate, JsonSchema)]
+#[strata::model(input)]
 pub(crate) struct ProfileInput {
     #[garde(range(min = 1, max = 3))]
     detail: Option<u8>,
 }
 
-#[derive(Serialize, Validate, JsonSchema)]
+#[strata::model(output)]
 pub(crate) struct Profile {
     #[garde(length(chars, min = 1))]
     name: String,

@@ -11,15 +11,12 @@ use std::pin::Pin;
 use std::task::{Context, Poll};
 
 use bytes::Bytes;
-use garde::Validate;
 use http::HeaderValue;
-use schemars::JsonSchema;
-use serde::Deserialize;
 use strata::StreamResponse;
 use strata::openapi::{Documentation, DocumentationError, OpenApi, OpenApiVersion};
 use strata::prelude::*;
 
-#[derive(Deserialize, Validate, JsonSchema)]
+#[strata::model(input)]
 pub(crate) struct FileName {
     /// A file name in the served directory (no path).
     #[garde(pattern(r"^[A-Za-z0-9_-][A-Za-z0-9._-]*$"), length(max = 100))]
@@ -27,7 +24,7 @@ pub(crate) struct FileName {
     name: String,
 }
 
-#[derive(Deserialize, Validate, JsonSchema)]
+#[strata::model(input)]
 pub(crate) struct ReportInput {
     /// How many rows.
     #[garde(range(min = 1, max = 100_000))]

@@ -7,9 +7,6 @@
 
 use std::time::Duration;
 
-use garde::Validate;
-use schemars::JsonSchema;
-use serde::{Deserialize, Serialize};
 use strata::openapi::OpenApiVersion;
 use strata::prelude::*;
 
@@ -19,7 +16,8 @@ pub(crate) const COUNTDOWN: strata::Operation<CountdownInput, strata::Events<Cou
     strata::Operation::get("/countdown");
 
 /// The events of the countdown.
-#[derive(Debug, PartialEq, Serialize, Deserialize, Validate, JsonSchema)]
+#[strata::model]
+#[derive(Debug, PartialEq)]
 #[serde(rename_all = "camelCase")]
 pub(crate) enum Countdown {
     /// One step: the seconds left.
@@ -31,7 +29,7 @@ pub(crate) enum Countdown {
     Liftoff,
 }
 
-#[derive(Serialize, Deserialize, Validate, JsonSchema)]
+#[strata::model]
 pub(crate) struct CountdownInput {
     /// Where to start.
     #[garde(range(min = 1, max = 3600))]

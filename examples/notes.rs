@@ -19,10 +19,7 @@ use std::net::SocketAddr;
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
-use garde::Validate;
 use http::header::COOKIE;
-use schemars::JsonSchema;
-use serde::{Deserialize, Serialize};
 use strata::cache::{Cache, CacheControl, Caching, ETag};
 use strata::cookies::{CookieKeys, CookieMiddleware, CookieOptions, Cookies};
 use strata::openapi::{Documentation, OpenApi, OpenApiVersion, openapi_endpoint};
@@ -36,35 +33,34 @@ const DEVELOPMENT_SECRET: &str = "a development secret: set NOTES_SECRET in prod
 #[derive(Clone, Default)]
 struct Notes(Arc<RwLock<(u64, Vec<Note>)>>);
 
-#[derive(Clone, Serialize, Validate, JsonSchema)]
-#[garde(allow_unvalidated)]
+#[strata::model(output)]
+#[derive(Clone)]
 struct Note {
     id: u64,
     author: String,
     text: String,
 }
 
-#[derive(Serialize, Validate, JsonSchema)]
-#[garde(allow_unvalidated)]
+#[strata::model(output)]
 struct NoteList {
+    #[garde(dive)]
     notes: Vec<Note>,
 }
 
-#[derive(Deserialize, Validate, JsonSchema)]
+#[strata::model(input)]
 struct SignIn {
     /// Who signs in.
     #[garde(length(chars, min = 1, max = 40))]
     name: String,
 }
 
-#[derive(Serialize, Validate, JsonSchema)]
-#[garde(allow_unvalidated)]
+#[strata::model(output)]
 struct Session {
     /// Who is signed in; empty once signed out.
     name: String,
 }
 
-#[derive(Deserialize, Validate, JsonSchema)]
+#[strata::model(input)]
 struct NewNote {
     #[garde(length(chars, min = 1, max = 500))]
     text: String,

@@ -28,9 +28,6 @@
 use std::net::SocketAddr;
 use std::sync::Arc;
 
-use garde::Validate;
-use schemars::JsonSchema;
-use serde::{Deserialize, Serialize};
 use strata::events::{Broadcaster, Topic};
 use strata::prelude::*;
 use strata::ratelimit::{Key, Quota, RateLimit, TrustedProxies};
@@ -38,7 +35,7 @@ use strata::redis::{RedisBroadcaster, RedisRateLimitStore};
 use strata::{Config, Level, Server};
 
 /// The events of `GET /v1/messages`.
-#[derive(Serialize, Validate, JsonSchema)]
+#[strata::model(output)]
 #[serde(rename_all = "camelCase")]
 pub(crate) enum Message {
     /// A message, published on some replica.
@@ -50,22 +47,20 @@ pub(crate) enum Message {
     Reload,
 }
 
-#[derive(Deserialize, Validate, JsonSchema)]
+#[strata::model(input)]
 struct Post {
     /// The message.
     #[garde(length(chars, min = 1, max = 1000))]
     text: String,
 }
 
-#[derive(Serialize, Validate, JsonSchema)]
-#[garde(allow_unvalidated)]
+#[strata::model(output)]
 struct Published {
     /// The event's id (its `id:` in the stream).
     id: String,
 }
 
-#[derive(Serialize, Validate, JsonSchema)]
-#[garde(allow_unvalidated)]
+#[strata::model(output)]
 struct Hello {
     /// The replica that answered.
     replica: String,
@@ -133,8 +128,7 @@ pub(crate) fn replica_routing(
     })
 }
 
-#[derive(Serialize, Validate, JsonSchema)]
-#[garde(allow_unvalidated)]
+#[strata::model(output)]
 struct Health {
     status: &'static str,
 }

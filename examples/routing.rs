@@ -4,34 +4,30 @@
 //!
 //! `cargo run --example routing`
 
-use garde::Validate;
 use http::{Method, Request};
 use http_body_util::BodyExt;
-use schemars::JsonSchema;
-use serde::{Deserialize, Serialize};
 use strata::prelude::*;
 use tower::ServiceExt;
 
-#[derive(Deserialize, Validate, JsonSchema)]
+#[strata::model(input)]
 struct UserId {
     #[garde(range(min = 1))]
     id: u32,
 }
 
-#[derive(Deserialize, Validate, JsonSchema)]
+#[strata::model(input)]
 struct NewUser {
     #[garde(length(chars, min = 1, max = 64))]
     name: String,
 }
 
-#[derive(Serialize, Validate, JsonSchema)]
-#[garde(allow_unvalidated)]
+#[strata::model(output)]
 struct User {
     id: u32,
     name: String,
 }
 
-#[derive(Serialize, Validate, JsonSchema)]
+#[strata::model(output)]
 struct Users {
     #[garde(dive)]
     users: Vec<User>,

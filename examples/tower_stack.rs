@@ -4,11 +4,8 @@
 //!
 //! `cargo run --example tower_stack`
 
-use garde::Validate;
 use http::Request;
 use http_body_util::BodyExt;
-use schemars::JsonSchema;
-use serde::{Deserialize, Serialize};
 use strata::combine::CombineLayer;
 use strata::format::FormatLayer;
 use strata::middleware::MiddlewareLayer;
@@ -18,14 +15,13 @@ use strata::validate::ValidateLayer;
 use strata::{ApiError, DefaultResultHandler, HCons, HNil, Middleware, Validated, http_error};
 use tower::{ServiceBuilder, ServiceExt, service_fn};
 
-#[derive(Deserialize, Validate, JsonSchema)]
+#[strata::model(input)]
 struct Sum {
     #[garde(length(min = 1, max = 100))]
     numbers: Vec<i64>,
 }
 
-#[derive(Serialize, Validate, JsonSchema)]
-#[garde(allow_unvalidated)]
+#[strata::model(output)]
 struct Total {
     total: i64,
 }

@@ -11,10 +11,7 @@
 
 use std::fmt::Write as _;
 
-use garde::Validate;
 use ring::hmac;
-use schemars::JsonSchema;
-use serde::{Deserialize, Serialize};
 use strata::openapi::{Documentation, DocumentationError, OpenApi, OpenApiVersion};
 use strata::prelude::*;
 use strata::{DeclaredError, RawBody};
@@ -49,8 +46,7 @@ fn verify(header: &str, body: &[u8]) -> bool {
     tag.is_some_and(|tag| hmac::verify(&key, body, &tag).is_ok())
 }
 
-#[derive(Deserialize, Validate, JsonSchema)]
-#[garde(allow_unvalidated)]
+#[strata::model(input)]
 pub(crate) struct Delivery {
     /// The body, byte for byte.
     raw: RawBody,
@@ -61,8 +57,7 @@ pub(crate) struct Delivery {
     signature: String,
 }
 
-#[derive(Serialize, Validate, JsonSchema)]
-#[garde(allow_unvalidated)]
+#[strata::model(output)]
 pub(crate) struct Received {
     topic: String,
     bytes: usize,

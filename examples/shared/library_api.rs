@@ -4,7 +4,6 @@
 //! operation (`EndpointBuilder::implement`), the client calls it (`strata::client::Client`),
 //! and a changed type breaks both at compile time.
 
-use garde::Validate;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use strata::paginate::{CursorInput, CursorPage, OffsetInput, OffsetPage, pagination};
@@ -46,39 +45,40 @@ pub(crate) enum Genre {
     Poetry,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Validate, JsonSchema)]
-#[garde(allow_unvalidated)]
+#[strata::model]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Book {
     pub(crate) id: u32,
     pub(crate) title: String,
+    #[garde(skip)]
     pub(crate) genre: Genre,
 }
 
 /// A book to add.
-#[derive(Serialize, Deserialize, Validate, JsonSchema)]
-#[garde(allow_unvalidated)]
+#[strata::model]
 pub(crate) struct NewBook {
     #[garde(length(chars, min = 1, max = 100))]
     pub(crate) title: String,
+    #[garde(skip)]
     pub(crate) genre: Genre,
 }
 
 /// A book by its id, from the path.
-#[derive(Serialize, Deserialize, Validate, JsonSchema)]
-#[garde(allow_unvalidated)]
+#[strata::model]
 pub(crate) struct BookId {
     pub(crate) id: u32,
 }
 
 /// The list's own filter, validated together with `limit` and `offset`.
-#[derive(Clone, Serialize, Deserialize, Validate, JsonSchema)]
-#[garde(allow_unvalidated)]
+#[strata::model]
+#[derive(Clone)]
 pub(crate) struct BookFilters {
+    #[garde(skip)]
     pub(crate) genre: Option<Genre>,
 }
 
 /// A search with structured criteria.
-#[derive(Serialize, Deserialize, Validate, JsonSchema)]
+#[strata::model]
 pub(crate) struct SearchInput {
     /// Words that must all be in the title (any case).
     #[garde(length(max = 10), inner(length(chars, min = 1, max = 40)))]
@@ -88,15 +88,15 @@ pub(crate) struct SearchInput {
     pub(crate) genres: Option<Vec<Genre>>,
 }
 
-#[derive(Debug, Serialize, Deserialize, Validate, JsonSchema)]
-#[garde(allow_unvalidated)]
+#[strata::model]
+#[derive(Debug)]
 pub(crate) struct Found {
+    #[garde(dive)]
     pub(crate) books: Vec<Book>,
 }
 
 /// A cover upload: the book from the path, the file and an optional caption from the form.
-#[derive(Serialize, Deserialize, Validate, JsonSchema)]
-#[garde(allow_unvalidated)]
+#[strata::model]
 pub(crate) struct CoverInput {
     pub(crate) id: u32,
     pub(crate) cover: UploadedFile,
@@ -104,8 +104,8 @@ pub(crate) struct CoverInput {
     pub(crate) caption: Option<String>,
 }
 
-#[derive(Debug, Serialize, Deserialize, Validate, JsonSchema)]
-#[garde(allow_unvalidated)]
+#[strata::model]
+#[derive(Debug)]
 pub(crate) struct Cover {
     pub(crate) book: u32,
     pub(crate) name: String,

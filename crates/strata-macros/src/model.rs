@@ -355,6 +355,7 @@ fn is_leaf(ty: &Type) -> bool {
         "NonZeroU32",
         "NonZeroU64",
         "NonZeroUsize",
+        "RawBody",
     ];
     const WRAPPERS: &[&str] = &[
         "Option", "Vec", "Box", "Arc", "Rc", "VecDeque", "BTreeSet", "HashSet", "Cow", "HashMap",
