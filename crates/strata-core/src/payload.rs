@@ -104,7 +104,9 @@ const SPARE_KEPT_MAX: usize = 4096;
 #[derive(Debug)]
 pub struct Output {
     status: StatusCode,
-    headers: Option<Box<HeaderMap>>,
+    /// Empty (no allocation) unless a handler or a middleware added headers: kept inline, a
+    /// box would cost one more allocation for every middleware that adds one.
+    headers: HeaderMap,
     /// [`ENVELOPE_ROOM`] spaces, then the JSON text.
     buffer: String,
     stream: Option<ResponseBody>,
@@ -138,7 +140,7 @@ impl Output {
     fn from_buffer(buffer: String) -> Self {
         Self {
             status: StatusCode::OK,
-            headers: None,
+            headers: HeaderMap::new(),
             buffer,
             stream: None,
             extensions: Extensions::new(),
@@ -179,10 +181,10 @@ impl Output {
     /// Adds headers to send with the response.
     #[must_use]
     pub fn with_headers(mut self, headers: HeaderMap) -> Self {
-        if !headers.is_empty() {
-            self.headers
-                .get_or_insert_with(Box::default)
-                .extend(headers);
+        if self.headers.is_empty() {
+            self.headers = headers;
+        } else {
+            self.headers.extend(headers);
         }
         self
     }
@@ -194,12 +196,12 @@ impl Output {
 
     /// Headers the handler added, if any.
     pub fn headers(&self) -> Option<&HeaderMap> {
-        self.headers.as_deref()
+        (!self.headers.is_empty()).then_some(&self.headers)
     }
 
     /// The headers to send, to add to or change (a middleware amending the response).
     pub fn headers_mut(&mut self) -> &mut HeaderMap {
-        self.headers.get_or_insert_with(Box::default)
+        &mut self.headers
     }
 
     /// A `304 Not Modified` with `headers` and no body: the answer to a conditional request
@@ -221,7 +223,7 @@ impl Output {
 
     /// Takes the handler's headers out.
     pub fn take_headers(&mut self) -> Option<HeaderMap> {
-        self.headers.take().map(|h| *h)
+        (!self.headers.is_empty()).then(|| std::mem::take(&mut self.headers))
     }
 
     /// The serialized JSON text (`null` for a streamed output).
