@@ -47,13 +47,13 @@ impl Conditions {
         if *method != Method::GET && *method != Method::HEAD {
             return None;
         }
-        let present = [
-            IF_MATCH,
-            IF_UNMODIFIED_SINCE,
-            IF_NONE_MATCH,
-            IF_MODIFIED_SINCE,
-        ];
-        if !present.iter().any(|name| headers.contains_key(name)) {
+        // Most requests have none: four lookups of absent keys are the cheapest way to know
+        // (reading the fields with `get_all` at once cost ~200 instructions more).
+        if !(headers.contains_key(IF_NONE_MATCH)
+            || headers.contains_key(IF_MODIFIED_SINCE)
+            || headers.contains_key(IF_MATCH)
+            || headers.contains_key(IF_UNMODIFIED_SINCE))
+        {
             return None;
         }
         Some(Box::new(Self {

@@ -6,7 +6,7 @@ use std::pin::Pin;
 use std::task::{Context, Poll};
 
 use bytes::Bytes;
-use http::{Extensions, HeaderMap, Response, StatusCode};
+use http::{Extensions, HeaderMap, HeaderName, Response, StatusCode};
 use http_body::{Body, Frame, SizeHint};
 use pin_project_lite::pin_project;
 use strata_core::{
@@ -59,13 +59,32 @@ impl<R: ResultHandler> Finish<R> {
             crate::error_response(ApiError::internal("Internal Server Error"))
         });
         if let Some(headers) = extra_headers {
-            response.headers_mut().extend(headers);
+            merge_under(&mut response, headers);
         }
         // Nearly always empty: then nothing is moved.
         if !extensions.is_empty() {
             response.extensions_mut().extend(extensions);
         }
         response
+    }
+}
+
+/// Gives `response` the output's or the error's `headers`, with the result handler's own
+/// headers added where those do not name them (as extending the handler's map with them did:
+/// theirs win). Their map becomes the response's: [`Output::headers_mut`] sized it for the
+/// layers' headers still to come, which would have grown the handler's map.
+pub(crate) fn merge_under(response: &mut Response<ResponseBody>, headers: HeaderMap) {
+    let own = std::mem::replace(response.headers_mut(), headers);
+    let headers = response.headers_mut();
+    // The name of the values being kept; `None` while skipping a name the output has.
+    let mut kept: Option<HeaderName> = None;
+    for (name, value) in own {
+        if let Some(name) = name {
+            kept = (!headers.contains_key(&name)).then_some(name);
+        }
+        if let Some(name) = &kept {
+            headers.append(name.clone(), value);
+        }
     }
 }
 

@@ -421,3 +421,39 @@ async fn an_inner_readiness_error_answers_the_next_request() {
         r#"{"status":"success","data":"ready"}"#
     );
 }
+
+#[test]
+fn output_headers_take_the_result_handler_s_under_them() {
+    use http::header::{CONTENT_TYPE, LOCATION, SET_COOKIE, VARY};
+    let mut response = Response::new(ResponseBody::empty());
+    let own = response.headers_mut();
+    own.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    own.append(VARY, HeaderValue::from_static("origin"));
+    own.append(VARY, HeaderValue::from_static("accept"));
+    own.append(SET_COOKIE, HeaderValue::from_static("handler=1"));
+    own.append(SET_COOKIE, HeaderValue::from_static("handler=2"));
+    let mut output = Output::new(&1).unwrap();
+    let added = output.headers_mut();
+    assert!(added.capacity() >= 12, "sized for the layers' headers");
+    added.insert(CONTENT_TYPE, HeaderValue::from_static("text/plain"));
+    added.append(SET_COOKIE, HeaderValue::from_static("middleware=1"));
+    added.insert(LOCATION, HeaderValue::from_static("/x"));
+    let headers = output.take_headers().unwrap();
+    // What extending the handler's map with them gave.
+    let mut expected = response.headers().clone();
+    expected.extend(headers.clone());
+    crate::future::merge_under(&mut response, headers);
+    assert_eq!(*response.headers(), expected);
+    let values = |name| {
+        response
+            .headers()
+            .get_all(name)
+            .iter()
+            .map(|v| v.to_str().unwrap().to_owned())
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(values(CONTENT_TYPE), ["text/plain"]);
+    assert_eq!(values(SET_COOKIE), ["middleware=1"]);
+    assert_eq!(values(VARY), ["origin", "accept"]);
+    assert_eq!(values(LOCATION), ["/x"]);
+}
