@@ -528,7 +528,30 @@ impl<'s> Walker<'s> {
                 );
                 self.push(path, message);
             }
-            _ => self.issues.extend(best.unwrap_or_default()),
+            _ => {
+                let mut issues = best.unwrap_or_default();
+                // A value or its text (`#[strata(coerce)]`: the type, or a string matching a
+                // pattern): text that does not match is told both forms, not only the type.
+                if let Node::Json(Value::String(_)) = node
+                    && let Some(pattern) = members.iter().find_map(|member| {
+                        let member = self.resolve(member);
+                        (member.get("type") == Some(&Value::from("string")))
+                            .then(|| member.get("pattern").and_then(Value::as_str))
+                            .flatten()
+                    })
+                {
+                    for issue in &mut issues {
+                        if issue.path == *path && issue.message.starts_with("expected ") {
+                            issue.message = issue.message.replacen(
+                                ", received",
+                                &format!(" or text matching /{pattern}/, received"),
+                                1,
+                            );
+                        }
+                    }
+                }
+                self.issues.extend(issues);
+            }
         }
     }
 
