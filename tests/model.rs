@@ -41,15 +41,20 @@ fn endpoint() -> Endpoint {
         })
 }
 
-async fn post(body: &str) -> (u16, String) {
+/// POSTs the JSON `body` to `endpoint`: the status and the answer.
+async fn post_to(endpoint: Endpoint, body: &str) -> (u16, String) {
     let request = http::Request::post("/")
         .header("content-type", "application/json")
         .body(body.to_owned())
         .unwrap();
-    let response = endpoint().service().oneshot(request).await.unwrap();
+    let response = endpoint.service().oneshot(request).await.unwrap();
     let status = response.status().as_u16();
     let body = response.into_body().collect().await.unwrap().to_bytes();
     (status, String::from_utf8(body.to_vec()).unwrap())
+}
+
+async fn post(body: &str) -> (u16, String) {
+    post_to(endpoint(), body).await
 }
 
 #[tokio::test]
@@ -118,14 +123,7 @@ fn filter() -> Endpoint {
 }
 
 async fn post_filter(body: &str) -> (u16, String) {
-    let request = http::Request::post("/")
-        .header("content-type", "application/json")
-        .body(body.to_owned())
-        .unwrap();
-    let response = filter().service().oneshot(request).await.unwrap();
-    let status = response.status().as_u16();
-    let body = response.into_body().collect().await.unwrap().to_bytes();
-    (status, String::from_utf8(body.to_vec()).unwrap())
+    post_to(filter(), body).await
 }
 
 #[tokio::test]
