@@ -130,11 +130,10 @@ pub(crate) fn endpoints() -> Endpoints {
         .get()
         .tag("account")
         .short_description("The caller's profile")
-        .handler(|input: ProfileInput, ctx, logger| async move {
-            let user: &User = ctx.get();
+        .handler(async |input: ProfileInput, user: User, logger: Logger| {
             logger.info(format_args!("profile of {}", user.name));
             Ok(Profile {
-                name: user.name.clone(),
+                name: user.name,
                 detail: input.detail.unwrap_or(1),
             })
         });
@@ -146,30 +145,27 @@ pub(crate) fn endpoints() -> Endpoints {
             DeclaredError::new(http::StatusCode::TOO_MANY_REQUESTS, "Too many requests")
                 .header(ResponseHeader::new("retry-after", "Seconds to wait")),
         )
-        // Only fails: the async closure's return type names the output for the document.
-        .handler_without_input(async |_ctx, logger| -> ApiResult<Profile> {
+        // Only fails: returns the error alone, and the document shows no success.
+        .handler_without_input(async |logger: Logger| {
             logger.log_with(Level::Warn, "rate limit reached", &[("retry_after", &30)]);
-            Err(http_error!(429, "Too many requests")
-                .with_header(RETRY_AFTER, HeaderValue::from_static("30")))
+            http_error!(429, "Too many requests")
+                .with_header(RETRY_AFTER, HeaderValue::from_static("30"))
         });
-    let broken = secured
-        .get()
-        .handler_without_input(|_ctx, logger| async move {
-            logger.error("about to return an invalid profile");
-            Ok(Profile {
-                name: String::new(),
-                detail: 9,
-            })
-        });
+    let broken = secured.get().handler_without_input(async |logger: Logger| {
+        logger.error("about to return an invalid profile");
+        Ok(Profile {
+            name: String::new(),
+            detail: 9,
+        })
+    });
     let plain = EndpointsFactory::new(PlainText)
         .add_middleware(auth_middleware())
         .get()
         .tag("account")
         .short_description("The caller's name as text")
-        .handler_without_input(|ctx, _logger| async move {
-            let user: &User = ctx.get();
+        .handler_without_input(async |user: User| {
             Ok(Profile {
-                name: user.name.clone(),
+                name: user.name,
                 detail: 1,
             })
         });

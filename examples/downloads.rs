@@ -66,8 +66,7 @@ pub(crate) fn downloads_routing(dir: PathBuf) -> Routing {
             http::StatusCode::NOT_FOUND,
             "No such file",
         ))
-        .handler(|input: FileName, ctx, _logger| async move {
-            let dir: &std::sync::Arc<PathBuf> = ctx.get();
+        .handler(async |input: FileName, dir: std::sync::Arc<PathBuf>| {
             // A missing file is a 404 envelope, before any byte of a body.
             let file = FileResponse::open(dir.join(&input.name)).await?;
             Ok(file.attachment(&input.name))
@@ -77,7 +76,7 @@ pub(crate) fn downloads_routing(dir: PathBuf) -> Routing {
         .tag("files")
         .short_description("A CSV report, streamed")
         .success_media_type("text/csv")
-        .handler(|input: ReportInput, _ctx, _logger| async move {
+        .handler(async |input: ReportInput| {
             let csv = HeaderValue::from_static("text/csv; charset=utf-8");
             Ok(StreamResponse::new(
                 csv,

@@ -45,23 +45,26 @@ pub(crate) fn events_routing() -> Routing {
         .endpoint()
         .tag("events")
         .short_description("Counts down, one event per tick")
-        .implement_events(&COUNTDOWN, |input, _ctx, emitter, logger| async move {
-            // A client that reconnects says the last tick it got: go on from there.
-            let from = emitter
-                .last_event_id()
-                .and_then(|id| id.parse::<u32>().ok())
-                .map_or(input.from, |last| last.saturating_sub(1).min(input.from));
-            let every = Duration::from_millis(input.every_ms.unwrap_or(1000));
-            for left in (1..=from).rev() {
-                emitter
-                    .emit_with_id(Countdown::Tick { left }, &left.to_string())
-                    .await?;
-                tokio::time::sleep(every).await;
-            }
-            emitter.emit(Countdown::Liftoff).await?;
-            logger.info("liftoff");
-            Ok(())
-        });
+        .implement_events(
+            &COUNTDOWN,
+            async |input: CountdownInput, emitter: Emitter<Countdown>, logger: Logger| {
+                // A client that reconnects says the last tick it got: go on from there.
+                let from = emitter
+                    .last_event_id()
+                    .and_then(|id| id.parse::<u32>().ok())
+                    .map_or(input.from, |last| last.saturating_sub(1).min(input.from));
+                let every = Duration::from_millis(input.every_ms.unwrap_or(1000));
+                for left in (1..=from).rev() {
+                    emitter
+                        .emit_with_id(Countdown::Tick { left }, &left.to_string())
+                        .await?;
+                    tokio::time::sleep(every).await;
+                }
+                emitter.emit(Countdown::Liftoff).await?;
+                logger.info("liftoff");
+                Ok(())
+            },
+        );
     Routing::new().operation(countdown)
 }
 

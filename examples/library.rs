@@ -35,7 +35,11 @@ use strata::{DeclaredError, Reply};
 #[path = "shared/library_api.rs"]
 pub(crate) mod api;
 
-use api::{Book, BookFilters, BookPages, Cover, Found, Genre};
+use api::{
+    Book, BookFeed, BookFilters, BookId, BookPages, Cover, CoverInput, Found, Genre, NewBook,
+    SearchInput,
+};
+use strata::paginate::CursorInput;
 
 const BOOKS: [(&str, Genre); 7] = [
     ("Middlemarch", Genre::Novel),
@@ -129,7 +133,7 @@ fn no_book(id: u32) -> ApiError {
 
 /// The routing; covers are saved in `covers`.
 pub(crate) fn library_routing(covers: PathBuf) -> Routing {
-    // Every endpoint finds the library in its context: `let library: &Library = ctx.get();`.
+    // Every endpoint finds the library in its context: a handler takes it as `library: Library`.
     let books = default_endpoints_factory().with_state(Library::new(covers));
     let (list, feed) = page_endpoints(&books);
     let (create, read, remove) = book_endpoints(&books);
@@ -154,8 +158,7 @@ fn page_endpoints(books: &Books) -> (Endpoint, Endpoint) {
         .operation_id("listBooks")
         .implement(
             &api::LIST_BOOKS,
-            |input: OffsetInput<BookPages, BookFilters>, ctx, _logger| async move {
-                let library: &Library = ctx.get();
+            async |input: OffsetInput<BookPages, BookFilters>, library: Library| {
                 let matching = library.books(input.filters.genre, 0);
                 let total = matching.len() as u64;
                 let page = matching
@@ -171,23 +174,25 @@ fn page_endpoints(books: &Books) -> (Endpoint, Endpoint) {
         .tag("books")
         .short_description("Walks all books with a cursor")
         .operation_id("bookFeed")
-        .implement(&api::BOOK_FEED, |input, ctx, _logger| async move {
-            let library: &Library = ctx.get();
-            // The cursor is the id of the next book; a tampered cursor is a 400.
-            let after: u32 = input
-                .cursor
-                .as_deref()
-                .map(decode_cursor)
-                .transpose()?
-                .unwrap_or(1);
-            let mut page = library.books(None, after);
-            page.truncate(input.limit as usize + 1);
-            let next = page
-                .get(input.limit as usize)
-                .map(|next| encode_cursor(&next.id));
-            page.truncate(input.limit as usize);
-            Ok(CursorPage::new(page, next, &input))
-        });
+        .implement(
+            &api::BOOK_FEED,
+            async |input: CursorInput<BookFeed>, library: Library| {
+                // The cursor is the id of the next book; a tampered cursor is a 400.
+                let after: u32 = input
+                    .cursor
+                    .as_deref()
+                    .map(decode_cursor)
+                    .transpose()?
+                    .unwrap_or(1);
+                let mut page = library.books(None, after);
+                page.truncate(input.limit as usize + 1);
+                let next = page
+                    .get(input.limit as usize)
+                    .map(|next| encode_cursor(&next.id));
+                page.truncate(input.limit as usize);
+                Ok(CursorPage::new(page, next, &input))
+            },
+        );
     (list, feed)
 }
 
@@ -198,25 +203,27 @@ fn search_endpoint(books: &Books) -> Endpoint {
         .tag("books")
         .operation_id("searchBooks")
         .short_description("Finds books by title words and genres")
-        .implement(&api::SEARCH_BOOKS, |input, ctx, _logger| async move {
-            let library: &Library = ctx.get();
-            let words: Vec<String> = input.words.iter().map(|w| w.to_lowercase()).collect();
-            let found = library
-                .books(None, 0)
-                .into_iter()
-                .filter(|book| {
-                    input
-                        .genres
-                        .as_ref()
-                        .is_none_or(|g| g.contains(&book.genre))
-                })
-                .filter(|book| {
-                    let title = book.title.to_lowercase();
-                    words.iter().all(|word| title.contains(word.as_str()))
-                })
-                .collect();
-            Ok(Found { books: found })
-        })
+        .implement(
+            &api::SEARCH_BOOKS,
+            async |input: SearchInput, library: Library| {
+                let words: Vec<String> = input.words.iter().map(|w| w.to_lowercase()).collect();
+                let found = library
+                    .books(None, 0)
+                    .into_iter()
+                    .filter(|book| {
+                        input
+                            .genres
+                            .as_ref()
+                            .is_none_or(|g| g.contains(&book.genre))
+                    })
+                    .filter(|book| {
+                        let title = book.title.to_lowercase();
+                        words.iter().all(|word| title.contains(word.as_str()))
+                    })
+                    .collect();
+                Ok(Found { books: found })
+            },
+        )
 }
 
 /// Adding, reading and removing one book.
@@ -231,10 +238,12 @@ fn book_endpoints(books: &Books) -> (Endpoint, Endpoint, Endpoint) {
             http::StatusCode::CONFLICT,
             "The library is full",
         ))
-        .implement(&api::CREATE_BOOK, |input, ctx, _logger| async move {
-            let library: &Library = ctx.get();
-            Ok(Reply::created(library.add(input.title, input.genre)?))
-        });
+        .implement(
+            &api::CREATE_BOOK,
+            async |input: NewBook, library: Library| {
+                Ok(Reply::created(library.add(input.title, input.genre)?))
+            },
+        );
     let read = books
         .endpoint()
         .tag("books")
@@ -244,8 +253,7 @@ fn book_endpoints(books: &Books) -> (Endpoint, Endpoint, Endpoint) {
             http::StatusCode::NOT_FOUND,
             "No such book",
         ))
-        .implement(&api::GET_BOOK, |input, ctx, _logger| async move {
-            let library: &Library = ctx.get();
+        .implement(&api::GET_BOOK, async |input: BookId, library: Library| {
             library.get(input.id)
         });
     let remove = books
@@ -257,10 +265,10 @@ fn book_endpoints(books: &Books) -> (Endpoint, Endpoint, Endpoint) {
             http::StatusCode::NOT_FOUND,
             "No such book",
         ))
-        .implement(&api::DELETE_BOOK, |input, ctx, _logger| async move {
-            let library: &Library = ctx.get();
-            library.remove(input.id)
-        });
+        .implement(
+            &api::DELETE_BOOK,
+            async |input: BookId, library: Library| library.remove(input.id),
+        );
     (create, read, remove)
 }
 
@@ -275,9 +283,9 @@ fn cover_endpoint(books: &Books) -> Endpoint {
             http::StatusCode::NOT_FOUND,
             "No such book",
         ))
-        .implement(&api::UPLOAD_COVER, |input, ctx, logger| {
-            async move {
-                let library: &Library = ctx.get();
+        .implement(
+            &api::UPLOAD_COVER,
+            async |input: CoverInput, library: Library, logger: Logger| {
                 library.get(input.id)?;
                 let cover = input.cover;
                 // The client's file name is not trusted as a path.
@@ -295,8 +303,8 @@ fn cover_endpoint(books: &Books) -> Endpoint {
                     mimetype: cover.mimetype().to_owned(),
                     caption: input.caption,
                 })
-            }
-        })
+            },
+        )
 }
 
 /// The OpenAPI document of the library's routing.

@@ -91,16 +91,14 @@ pub(crate) fn notes_routing(
     let sign_in = base
         .post()
         .short_description("Signs in: sets the session cookie")
-        .handler(|input: SignIn, ctx, _logger| async move {
-            let cookies: &Cookies = ctx.get();
+        .handler(async |input: SignIn, cookies: Cookies| {
             cookies.set_signed("session", &input.name, &session_options())?;
             Ok(Session { name: input.name })
         });
     let sign_out = base
         .delete()
         .short_description("Signs out: clears the session cookie")
-        .handler(|(): (), ctx, _logger| async move {
-            let cookies: &Cookies = ctx.get();
+        .handler_without_input(async |cookies: Cookies| {
             cookies.clear("session", &session_options())?;
             Ok(Session {
                 name: String::new(),
@@ -123,9 +121,7 @@ pub(crate) fn notes_routing(
         .add_middleware(Caching::new(policy).vary([COOKIE]).middleware())
         .get()
         .short_description("Lists the notes (304 when the client has this version)")
-        .handler(|(): (), ctx, _logger| async move {
-            let notes: &Notes = ctx.get();
-            let cache: &Cache = ctx.get();
+        .handler_without_input(async |notes: Notes, cache: Cache| {
             let version = notes
                 .0
                 .read()
@@ -151,9 +147,7 @@ pub(crate) fn notes_routing(
         )
         .post()
         .short_description("Adds a note")
-        .handler(|input: NewNote, ctx, _logger| async move {
-            let notes: &Notes = ctx.get();
-            let user: &User = ctx.get();
+        .handler(async |input: NewNote, notes: Notes, user: User| {
             let mut shelf = notes
                 .0
                 .write()
@@ -161,7 +155,7 @@ pub(crate) fn notes_routing(
             shelf.0 += 1;
             let note = Note {
                 id: shelf.0,
-                author: user.0.clone(),
+                author: user.0,
                 text: input.text,
             };
             shelf.1.push(note.clone());

@@ -30,7 +30,7 @@ pub(crate) fn quick_start_routing() -> Routing {
         .get()
         .tag("greetings")
         .short_description("Says hello")
-        .handler(|input: HelloInput, _ctx, logger| async move {
+        .handler(async |input: HelloInput, logger: Logger| {
             let name = input.name.as_deref().unwrap_or("World");
             logger.debug(format_args!("greeting {name}"));
             Ok(HelloOutput {

@@ -85,7 +85,7 @@ pub(crate) fn replica_routing(
     let hello = limited
         .get()
         .short_description("Says which replica answered")
-        .handler(move |(): (), _ctx, _logger| {
+        .handler_without_input(move || {
             let replica = name.clone();
             async move { Ok(Hello { replica }) }
         });
@@ -93,7 +93,7 @@ pub(crate) fn replica_routing(
     let post = default_endpoints_factory()
         .post()
         .short_description("Publishes a message to every replica's subscribers")
-        .handler(move |input: Post, _ctx, _logger| {
+        .handler(move |input: Post| {
             let messages = publisher.clone();
             async move {
                 let id = messages
@@ -106,7 +106,7 @@ pub(crate) fn replica_routing(
     let subscribe = default_endpoints_factory()
         .get()
         .short_description("The messages as they are published, on any replica")
-        .event_stream(move |(): (), _ctx, emitter, _logger| {
+        .event_stream(move |(): (), emitter: Emitter<Message>| {
             let messages = messages.clone();
             async move {
                 emitter
@@ -118,7 +118,7 @@ pub(crate) fn replica_routing(
     let health = default_endpoints_factory()
         .get()
         .short_description("The load balancer's check")
-        .handler(|(): (), _ctx, _logger| async move { Ok(Health { status: "ok" }) });
+        .handler_without_input(async || Ok(Health { status: "ok" }));
     Ok(routing! {
         "health" => health,
         "v1" => {

@@ -43,37 +43,31 @@ fn user(id: u32) -> User {
 /// The application's routing.
 pub(crate) fn app_routing() -> Routing {
     let factory = default_endpoints_factory();
-    let list = factory.get().handler_without_input(|_ctx, _logger| async {
+    let list = factory.get().handler_without_input(async || {
         Ok(Users {
             users: vec![user(1), user(2)],
         })
     });
-    let create = factory
-        .post()
-        .handler(|input: NewUser, _ctx, _logger| async move {
-            Ok(Reply::created(User {
-                id: 3,
-                name: input.name,
-            }))
-        });
-    let one = factory
-        .get()
-        .handler(|input: UserId, _ctx, _logger| async move {
-            if input.id > 2 {
-                return Err(http_error!(404, "No user {}", input.id));
-            }
-            Ok(user(input.id))
-        });
+    let create = factory.post().handler(async |input: NewUser| {
+        Ok(Reply::created(User {
+            id: 3,
+            name: input.name,
+        }))
+    });
+    let one = factory.get().handler(async |input: UserId| {
+        if input.id > 2 {
+            return Err(http_error!(404, "No user {}", input.id));
+        }
+        Ok(user(input.id))
+    });
     let remove = factory
         .delete()
-        .handler(|input: UserId, _ctx, _logger| async move { Ok(user(input.id)) });
-    let friends = factory
-        .get()
-        .handler(|input: UserId, _ctx, _logger| async move {
-            Ok(Users {
-                users: vec![user(input.id % 2 + 1)],
-            })
-        });
+        .handler(async |input: UserId| Ok(user(input.id)));
+    let friends = factory.get().handler(async |input: UserId| {
+        Ok(Users {
+            users: vec![user(input.id % 2 + 1)],
+        })
+    });
     routing! {
         "v1" => {
             "users" => {

@@ -75,7 +75,7 @@ pub(crate) fn webhook_routing() -> Routing {
             http::StatusCode::UNAUTHORIZED,
             "The signature does not match the body",
         ))
-        .handler(|input: Delivery, _ctx, logger| async move {
+        .handler(async |input: Delivery, logger: Logger| {
             let body = input.raw.data();
             if !verify(&input.signature, body) {
                 logger.warn("a delivery with a bad signature");

@@ -59,7 +59,7 @@ fn routing_with(started: &Started) -> Routing {
     let started = started.clone();
     let wait = default_endpoints_factory()
         .get()
-        .handler(move |input: Wait, _ctx, _logger| {
+        .handler(move |input: Wait| {
             started.mark();
             async move {
                 let ms = input.ms.unwrap_or(0);
@@ -67,25 +67,23 @@ fn routing_with(started: &Started) -> Routing {
                 Ok(Done { waited: ms })
             }
         });
-    let note =
-        default_endpoints_factory()
-            .post()
-            .handler(|input: Note, _ctx, _logger| async move {
-                Ok(Done {
-                    waited: input.text.len() as u64,
-                })
-            });
-    let upload =
-        default_endpoints_factory()
-            .post()
-            .handler(|input: Upload, _ctx, _logger| async move {
-                Ok(Done {
-                    waited: input.file.size() as u64,
-                })
-            });
+    let note = default_endpoints_factory()
+        .post()
+        .handler(async |input: Note| {
+            Ok(Done {
+                waited: input.text.len() as u64,
+            })
+        });
+    let upload = default_endpoints_factory()
+        .post()
+        .handler(async |input: Upload| {
+            Ok(Done {
+                waited: input.file.size() as u64,
+            })
+        });
     let big = default_endpoints_factory()
         .get()
-        .handler(|(): (), _ctx, _logger| async move {
+        .handler_without_input(async || {
             Ok(Padding {
                 padding: "x".repeat(BIG),
             })
@@ -94,19 +92,18 @@ fn routing_with(started: &Started) -> Routing {
     // header-read timeouts of the tests.
     let slow = default_endpoints_factory()
         .get()
-        .handler(|(): (), _ctx, _logger| async move {
+        .handler_without_input(async || {
             tokio::time::sleep(Duration::from_millis(600)).await;
             Ok(Done { waited: 600 })
         });
-    let cover =
-        default_endpoints_factory()
-            .post()
-            .handler(|input: Upload, _ctx, _logger| async move {
-                input.file.mv(scratch().join("cover")).await?;
-                Ok(Done {
-                    waited: input.file.size() as u64,
-                })
-            });
+    let cover = default_endpoints_factory()
+        .post()
+        .handler(async |input: Upload| {
+            input.file.mv(scratch().join("cover")).await?;
+            Ok(Done {
+                waited: input.file.size() as u64,
+            })
+        });
     routing! {
         "wait" => wait, "note" => note, "upload" => upload, "big" => big, "cover" => cover,
         "s" => slow,
@@ -1270,7 +1267,7 @@ async fn a_header_named_like_a_path_parameter_does_not_override_it() {
         .build();
     let hook = default_endpoints_factory()
         .post()
-        .handler(|input: Hook, _ctx, _logger| async move { Ok(Acted { topic: input.topic }) });
+        .handler(async |input: Hook| Ok(Acted { topic: input.topic }));
     let server = create_server(&config, &routing! { "hooks" => { ":topic" => hook } })
         .await
         .unwrap();
@@ -1368,9 +1365,7 @@ struct FileName {
 fn file_download() -> Endpoint {
     default_endpoints_factory()
         .get()
-        .handler(|input: FileName, _ctx, _logger| async move {
-            FileResponse::open(scratch().join(input.name)).await
-        })
+        .handler(async |input: FileName| FileResponse::open(scratch().join(input.name)).await)
 }
 
 /// How many descriptors of this process are open on `path` (the server runs in the test's

@@ -43,7 +43,7 @@ struct SearchOutput {
 fn search() -> Endpoint {
     default_endpoints_factory()
         .query()
-        .handler(|input: SearchInput, _ctx, _logger| async move {
+        .handler(async |input: SearchInput| {
             Ok(SearchOutput {
                 term: input.term,
                 limit: input.limit,
@@ -55,7 +55,7 @@ fn search() -> Endpoint {
 fn listing() -> Endpoint {
     default_endpoints_factory()
         .get()
-        .handler_without_input(|_ctx, _logger| async move {
+        .handler_without_input(async || {
             Ok(SearchOutput {
                 term: String::new(),
                 limit: None,
@@ -219,7 +219,7 @@ struct HookOutput {
 fn hook() -> Endpoint {
     default_endpoints_factory()
         .post()
-        .handler(|input: HookInput, _ctx, _logger| async move {
+        .handler(async |input: HookInput| {
             Ok(HookOutput {
                 source: input.source,
                 length: input.raw.len(),
@@ -334,7 +334,7 @@ struct FileName {
 fn download(dir: std::path::PathBuf) -> Endpoint {
     default_endpoints_factory()
         .get()
-        .handler(move |input: FileName, _ctx, _logger| {
+        .handler(move |input: FileName| {
             let dir = dir.clone();
             async move {
                 if input.name.contains('/') || input.name.starts_with('.') {
@@ -434,7 +434,7 @@ async fn a_stream_is_sent_as_it_comes_and_its_errors_are_handled() {
     let (register, mut registered) = tokio::sync::mpsc::unbounded_channel::<ChunkSender>();
     let live = default_endpoints_factory()
         .get()
-        .handler_without_input(move |_ctx, _logger| {
+        .handler_without_input(move || {
             let register = register.clone();
             async move {
                 let (sender, receiver) = tokio::sync::mpsc::channel(4);

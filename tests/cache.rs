@@ -45,10 +45,9 @@ fn routing(runs: &Arc<AtomicUsize>) -> Routing {
         .add_middleware(Caching::new(policy()).vary([ACCEPT_LANGUAGE]).middleware());
     let endpoint = |total: u64| {
         let runs = Arc::clone(runs);
-        factory.get().handler_without_input(move |ctx, _logger| {
+        factory.get().handler_without_input(move |cache: Cache| {
             let runs = Arc::clone(&runs);
             async move {
-                let cache: &Cache = ctx.get();
                 cache.etag(ETag::strong("r1")?)?;
                 cache.last_modified(UNIX_EPOCH + Duration::from_secs(784_111_777))?;
                 runs.fetch_add(1, Ordering::SeqCst);
@@ -58,7 +57,7 @@ fn routing(runs: &Arc<AtomicUsize>) -> Routing {
     };
     let plain = factory
         .get()
-        .handler_without_input(|_ctx, _logger| async move { Ok(Report { total: 1 }) });
+        .handler_without_input(async || Ok(Report { total: 1 }));
     routing! { "v1" => { "report" => endpoint(42), "broken" => endpoint(1_000), "plain" => plain } }
 }
 
@@ -235,13 +234,12 @@ async fn a_handler_s_policy_and_a_group_s_middleware_choose_per_endpoint() {
     let assets = default_endpoints_factory().add_middleware(Caching::new(immutable).middleware());
     let logo = assets
         .get()
-        .handler_without_input(|_ctx, _logger| async move { Ok(Report { total: 2 }) });
+        .handler_without_input(async || Ok(Report { total: 2 }));
     // One endpoint choosing for its response.
     let live = default_endpoints_factory()
         .add_middleware(Caching::new(policy()).middleware())
         .get()
-        .handler_without_input(|ctx, _logger| async move {
-            let cache: &Cache = ctx.get();
+        .handler_without_input(async |cache: Cache| {
             cache.set_policy(CacheControl::no_cache());
             cache.last_modified(SystemTime::now())?;
             Ok(Report { total: 3 })

@@ -91,23 +91,22 @@ fn has_words(book: &Book, words: &[String]) -> bool {
 /// The server: each endpoint implements its declaration, mounted where it says.
 fn routing(books: &Books) -> Routing {
     let factory = default_endpoints_factory().with_state(books.clone());
-    let create = factory
-        .endpoint()
-        .implement(&api::CREATE_BOOK, |input, ctx, _| async move {
-            let books: &Books = ctx.get();
-            let mut books = books.lock().unwrap();
-            let book = Book {
-                id: books.iter().map(|b| b.id).max().unwrap_or(0) + 1,
-                title: input.title,
-                shelf: input.shelf,
-            };
-            books.push(book.clone());
-            Ok(book)
-        });
+    let create =
+        factory
+            .endpoint()
+            .implement(&api::CREATE_BOOK, async |input: NewBook, books: Books| {
+                let mut books = books.lock().unwrap();
+                let book = Book {
+                    id: books.iter().map(|b| b.id).max().unwrap_or(0) + 1,
+                    title: input.title,
+                    shelf: input.shelf,
+                };
+                books.push(book.clone());
+                Ok(book)
+            });
     let get = factory
         .endpoint()
-        .implement(&api::GET_BOOK, |input, ctx, _| async move {
-            let books: &Books = ctx.get();
+        .implement(&api::GET_BOOK, async |input: BookId, books: Books| {
             let books = books.lock().unwrap();
             books
                 .iter()
@@ -115,37 +114,36 @@ fn routing(books: &Books) -> Routing {
                 .cloned()
                 .ok_or_else(|| http_error!(404, "No book has the id {}", input.id))
         });
-    let delete = factory
-        .endpoint()
-        .implement(&api::DELETE_BOOK, |input, ctx, _| async move {
-            let books: &Books = ctx.get();
-            let mut books = books.lock().unwrap();
-            let at = books
-                .iter()
-                .position(|b| b.id == input.id)
-                .ok_or_else(|| http_error!(404, "No book has the id {}", input.id))?;
-            Ok(books.remove(at))
-        });
-    let shelf = factory
-        .endpoint()
-        .implement(&api::LIST_SHELF, |input, ctx, _| async move {
-            let books: &Books = ctx.get();
-            let books = books.lock().unwrap();
-            let limit = input.limit.map_or(usize::MAX, |l| l as usize);
-            Ok(Shelf {
-                books: books
+    let delete =
+        factory
+            .endpoint()
+            .implement(&api::DELETE_BOOK, async |input: BookId, books: Books| {
+                let mut books = books.lock().unwrap();
+                let at = books
                     .iter()
-                    .filter(|b| b.shelf == input.shelf && has_words(b, &input.words))
-                    .take(limit)
-                    .cloned()
-                    .collect(),
-                shelf: input.shelf,
-            })
-        });
+                    .position(|b| b.id == input.id)
+                    .ok_or_else(|| http_error!(404, "No book has the id {}", input.id))?;
+                Ok(books.remove(at))
+            });
+    let shelf =
+        factory
+            .endpoint()
+            .implement(&api::LIST_SHELF, async |input: ShelfQuery, books: Books| {
+                let books = books.lock().unwrap();
+                let limit = input.limit.map_or(usize::MAX, |l| l as usize);
+                Ok(Shelf {
+                    books: books
+                        .iter()
+                        .filter(|b| b.shelf == input.shelf && has_words(b, &input.words))
+                        .take(limit)
+                        .cloned()
+                        .collect(),
+                    shelf: input.shelf,
+                })
+            });
     let search = factory
         .endpoint()
-        .implement(&api::SEARCH, |input, ctx, _| async move {
-            let books: &Books = ctx.get();
+        .implement(&api::SEARCH, async |input: Search, books: Books| {
             let books = books.lock().unwrap();
             Ok(Found {
                 books: books
@@ -322,13 +320,13 @@ async fn headers_timeouts_and_bodies_that_are_not_the_output() {
     const SLOW: Operation<(), Seen> = Operation::get("/slow");
     let slow = default_endpoints_factory()
         .endpoint()
-        .implement(&SLOW, |(), _ctx, _logger| async {
+        .implement(&SLOW, async |(): ()| {
             tokio::time::sleep(Duration::from_secs(5)).await;
             Ok(Seen { token: None })
         });
     // Any endpoint answers a declaration that matches it (this one reads the request's headers).
-    let seen = default_endpoints_factory().get().handler_with_request(
-        |(): (), _ctx, _logger, parts: http::request::Parts| async move {
+    let seen = default_endpoints_factory().get().handler_without_input(
+        async |parts: http::request::Parts| {
             let token = parts
                 .headers
                 .get("token")
@@ -377,16 +375,15 @@ async fn headers_timeouts_and_bodies_that_are_not_the_output() {
 #[test]
 fn an_operation_mounted_elsewhere_is_a_routing_error() {
     let endpoint = || {
-        default_endpoints_factory().endpoint().implement(
-            &api::GET_BOOK,
-            |input, _ctx, _logger| async move {
+        default_endpoints_factory()
+            .endpoint()
+            .implement(&api::GET_BOOK, async |input: BookId| {
                 Ok(Book {
                     id: input.id,
                     title: String::new(),
                     shelf: String::new(),
                 })
-            },
-        )
+            })
     };
     let error = |routing: Routing| Router::new(&routing, &config()).unwrap_err();
     // Another path.
@@ -418,7 +415,7 @@ fn an_operation_mounted_elsewhere_is_a_routing_error() {
     // `Routing::operation` takes only endpoints that implement one.
     let plain = default_endpoints_factory()
         .get()
-        .handler_without_input(|_ctx, _logger| async move { Ok(Found { books: Vec::new() }) });
+        .handler_without_input(async || Ok(Found { books: Vec::new() }));
     let undeclared = error(Routing::new().operation(plain));
     assert!(
         matches!(undeclared, RoutingError::InvalidKey { .. }),
@@ -480,7 +477,7 @@ fn upload_router() -> Router {
     let upload =
         default_endpoints_factory()
             .endpoint()
-            .implement(&UPLOAD, |input, _, _| async move {
+            .implement(&UPLOAD, async |input: CoverUpload| {
                 Ok(Stored {
                     id: input.id,
                     name: input.cover.name().to_owned(),
@@ -491,7 +488,7 @@ fn upload_router() -> Router {
             });
     let hook = default_endpoints_factory()
         .endpoint()
-        .implement(&HOOK, |input, _, _| async move {
+        .implement(&HOOK, async |input: Hook| {
             Ok(Received {
                 topic: input.topic,
                 source: input.source,
@@ -591,7 +588,7 @@ async fn a_file_downloads_as_a_stream_of_bytes() {
     let download =
         default_endpoints_factory()
             .endpoint()
-            .implement(&DOWNLOAD, move |input, _, _| {
+            .implement(&DOWNLOAD, move |input: FileName| {
                 let path = served.join(input.name);
                 async move { strata::FileResponse::open(path).await }
             });
@@ -667,8 +664,8 @@ async fn over_http2_tls_and_the_user_s_tower_layers() {
     use tokio_rustls::rustls::{ClientConfig, RootCertStore, crypto::ring};
     use tower::ServiceBuilder;
 
-    let transport = default_endpoints_factory().get().handler_with_request(
-        |(): (), _ctx, _logger, parts: http::request::Parts| async move {
+    let transport = default_endpoints_factory().get().handler_without_input(
+        async |parts: http::request::Parts| {
             Ok(Transport {
                 version: format!("{:?}", parts.version),
                 layer: parts
@@ -831,7 +828,7 @@ async fn a_custom_result_handler_is_read_by_its_own_envelope() {
     let factory = strata::EndpointsFactory::new(Bare);
     let get = factory
         .endpoint()
-        .implement(&api::GET_BOOK, |input, _ctx, _logger| async move {
+        .implement(&api::GET_BOOK, async |input: BookId| {
             if input.id == 1 {
                 Ok(Book {
                     id: 1,
@@ -907,22 +904,22 @@ async fn a_retry_layer_and_a_tracing_span_around_the_client_s_service() {
     // Answers 503 to the first call, then the book.
     let calls = Arc::new(AtomicUsize::new(0));
     let seen = calls.clone();
-    let flaky = default_endpoints_factory().endpoint().implement(
-        &api::GET_BOOK,
-        move |input, _ctx, _logger| {
-            let first = seen.fetch_add(1, Ordering::SeqCst) == 0;
-            async move {
-                if first {
-                    return Err(http_error!(503, "Starting up"));
+    let flaky =
+        default_endpoints_factory()
+            .endpoint()
+            .implement(&api::GET_BOOK, move |input: BookId| {
+                let first = seen.fetch_add(1, Ordering::SeqCst) == 0;
+                async move {
+                    if first {
+                        return Err(http_error!(503, "Starting up"));
+                    }
+                    Ok(Book {
+                        id: input.id,
+                        title: "Emma".into(),
+                        shelf: "novels".into(),
+                    })
                 }
-                Ok(Book {
-                    id: input.id,
-                    title: "Emma".into(),
-                    shelf: "novels".into(),
-                })
-            }
-        },
-    );
+            });
     let router = Router::new(&Routing::new().operation(flaky), &config()).unwrap();
     let service = ServiceBuilder::new()
         .retry(RetryUnavailable { left: 1 })

@@ -86,7 +86,7 @@ fn routing(resumed: &Resumed) -> Routing {
     let resumed = resumed.clone();
     let countdown = default_endpoints_factory().endpoint().implement_events(
         &api::COUNTDOWN,
-        move |input, _ctx, emitter, _logger| {
+        move |input: CountdownInput, emitter: Emitter<Countdown>| {
             let resumed = resumed.clone();
             async move {
                 assert_eq!(input.label, "launch pad");
@@ -109,7 +109,7 @@ fn routing(resumed: &Resumed) -> Routing {
     );
     let silent = default_endpoints_factory().endpoint().implement_events(
         &api::SILENT,
-        |(), _ctx, emitter, _logger| async move {
+        async |(): (), emitter: Emitter<Countdown>| {
             tokio::time::sleep(Duration::from_secs(60)).await;
             emitter.emit(Countdown::Liftoff).await?;
             Ok(())
@@ -118,7 +118,7 @@ fn routing(resumed: &Resumed) -> Routing {
     // Not an event stream.
     let plain = default_endpoints_factory()
         .get()
-        .handler_without_input(|_ctx, _logger| async move { Ok(Plain { plain: true }) });
+        .handler_without_input(async || Ok(Plain { plain: true }));
     routing! { "v1" => { "plain" => plain } }
         .operation(countdown)
         .operation(silent)

@@ -105,10 +105,9 @@ fn expected(genre: Option<&str>) -> Vec<u32> {
 /// The server: each endpoint implements its declaration, mounted where it says.
 fn routing(library: &Library) -> Routing {
     let factory = default_endpoints_factory().with_state(library.clone());
-    let shelf = factory
-        .endpoint()
-        .implement(&api::SHELF, |input, ctx, _| async move {
-            let library: &Library = ctx.get();
+    let shelf = factory.endpoint().implement(
+        &api::SHELF,
+        async |input: OffsetInput<Shelf, Genre>, library: Library| {
             let matching = library.lock().unwrap().matching("shelf", &input.filters);
             let page = matching
                 .iter()
@@ -117,11 +116,11 @@ fn routing(library: &Library) -> Routing {
                 .cloned()
                 .collect();
             Ok(OffsetPage::new(page, matching.len() as u64, &input))
-        });
-    let feed = factory
-        .endpoint()
-        .implement(&api::FEED, |input, ctx, _| async move {
-            let library: &Library = ctx.get();
+        },
+    );
+    let feed = factory.endpoint().implement(
+        &api::FEED,
+        async |input: CursorInput<Feed, Genre>, library: Library| {
             let mut books = library.lock().unwrap();
             let after = match &input.cursor {
                 Some(cursor) => {
@@ -146,7 +145,8 @@ fn routing(library: &Library) -> Routing {
                 })
                 .flatten();
             Ok(CursorPage::new(page, next, &input))
-        });
+        },
+    );
     Routing::new().operation(shelf).operation(feed)
 }
 

@@ -24,21 +24,21 @@ struct Greeting {
 fn hello_routing() -> Routing {
     let hello = default_endpoints_factory()
         .get()
-        .handler(|(): (), _ctx, _logger| async move {
+        .handler_without_input(async || {
             Ok(Greeting {
                 text: "Hello".into(),
             })
         });
     let create = default_endpoints_factory()
         .post()
-        .handler(|(): (), _ctx, _logger| async move {
+        .handler_without_input(async || {
             Ok(Greeting {
                 text: "Created".into(),
             })
         });
     let big = default_endpoints_factory()
         .get()
-        .handler(|(): (), _ctx, _logger| async move {
+        .handler_without_input(async || {
             Ok(Greeting {
                 text: "x".repeat(8192),
             })
@@ -204,14 +204,13 @@ struct Avatar {
 
 #[tokio::test]
 async fn a_file_over_the_limit_gets_the_configured_error() {
-    let upload =
-        default_endpoints_factory()
-            .post()
-            .handler(|_: Avatar, _ctx, _logger| async move {
-                Ok(Greeting {
-                    text: "saved".into(),
-                })
-            });
+    let upload = default_endpoints_factory()
+        .post()
+        .handler(async |_: Avatar| {
+            Ok(Greeting {
+                text: "saved".into(),
+            })
+        });
     let routing = routing! { "avatar" => upload };
     let request = |size: usize| {
         let form = MultipartForm::new().file(
@@ -274,7 +273,7 @@ async fn routing_errors_go_through_the_configured_result_handler() {
     std::fs::write(dir.join("a.txt"), "a").unwrap();
     let user = EndpointsFactory::new(auth::PlainText)
         .get()
-        .handler(|input: UserId, _ctx, _logger| async move { Ok(Greeting { text: input.id }) });
+        .handler(async |input: UserId| Ok(Greeting { text: input.id }));
     let routing = hello_routing()
         .route("users", routing! { ":id" => user })
         .route("files", ServeStatic::dir(&dir));

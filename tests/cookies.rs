@@ -61,26 +61,25 @@ fn routing(signing: CookieKeys) -> Routing {
     );
     let login = cookies
         .post()
-        .handler(|input: Login, ctx, _logger| async move {
-            let cookies: &Cookies = ctx.get();
+        .handler(async |input: Login, cookies: Cookies| {
             cookies.set_signed("session", &input.name, &CookieOptions::new())?;
             cookies.set("theme", "dark blue", &CookieOptions::new().http_only(false))?;
             Ok(Session { name: input.name })
         });
-    let logout = cookies.post().handler(|(): (), ctx, _logger| async move {
-        let cookies: &Cookies = ctx.get();
-        cookies.clear("session", &CookieOptions::new())?;
-        Err::<Session, _>(http_error!(401, "Signed out"))
-    });
-    let whoami =
-        default_endpoints_factory()
-            .get()
-            .handler(|input: WhoAmI, _ctx, _logger| async move {
-                Ok(Identity {
-                    name: input.session,
-                    theme: input.theme,
-                })
-            });
+    let logout = cookies
+        .post()
+        .handler_without_input(async |cookies: Cookies| {
+            cookies.clear("session", &CookieOptions::new())?;
+            Err::<Session, _>(http_error!(401, "Signed out"))
+        });
+    let whoami = default_endpoints_factory()
+        .get()
+        .handler(async |input: WhoAmI| {
+            Ok(Identity {
+                name: input.session,
+                theme: input.theme,
+            })
+        });
     let me = default_endpoints_factory()
         .add_middleware(
             CookieMiddleware::new()
@@ -89,8 +88,7 @@ fn routing(signing: CookieKeys) -> Routing {
                 .security(Security::cookie("session").description("The signed session")),
         )
         .get()
-        .handler(|(): (), ctx, _logger| async move {
-            let cookies: &Cookies = ctx.get();
+        .handler_without_input(async |cookies: Cookies| {
             let name = cookies
                 .get_signed("session")
                 .ok_or_else(|| http_error!(401, "Not signed in"))?;

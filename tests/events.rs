@@ -92,7 +92,7 @@ fn routing(probe: &Probe) -> Routing {
     let factory = default_endpoints_factory();
     let ticks = factory
         .get()
-        .event_stream(move |input: Ticks, _ctx, emitter, _logger| {
+        .event_stream(move |input: Ticks, emitter: Emitter<Clock>| {
             let probe = probe.clone();
             async move {
                 let _gone = Gone(Arc::clone(&probe.gone));
@@ -127,7 +127,7 @@ fn routing(probe: &Probe) -> Routing {
             keep_alive: Some(Duration::from_millis(100)),
             ..EventStreamOptions::default()
         },
-        |(): (), _ctx, emitter, _logger| async move {
+        async |(): (), emitter: Emitter<Clock>| {
             emitter.emit(Clock::Tick { n: 1 }).await?;
             tokio::time::sleep(Duration::from_millis(450)).await;
             emitter.emit(Clock::Done).await?;
@@ -139,7 +139,7 @@ fn routing(probe: &Probe) -> Routing {
             keep_alive: None,
             ..EventStreamOptions::default()
         },
-        |(): (), _ctx, emitter, _logger| async move {
+        async |(): (), emitter: Emitter<Clock>| {
             for n in 1..=3 {
                 emitter.emit(Clock::Tick { n }).await?;
                 tokio::time::sleep(Duration::from_millis(700)).await;
@@ -153,7 +153,7 @@ fn routing(probe: &Probe) -> Routing {
             keep_alive: Some(Duration::from_millis(100)),
             ..EventStreamOptions::default()
         },
-        |(): (), _ctx, emitter, _logger| async move {
+        async |(): (), emitter: Emitter<Clock>| {
             tokio::time::sleep(Duration::from_millis(350)).await;
             emitter.emit(Clock::Done).await?;
             Ok(())
@@ -165,7 +165,7 @@ fn routing(probe: &Probe) -> Routing {
             shutdown_grace: Duration::from_millis(300),
             ..EventStreamOptions::default()
         },
-        |(): (), _ctx, emitter, _logger| async move {
+        async |(): (), emitter: Emitter<Clock>| {
             tokio::time::sleep(Duration::from_secs(100)).await;
             emitter.emit(Clock::Done).await?;
             Ok(())
@@ -181,7 +181,7 @@ fn routing(probe: &Probe) -> Routing {
 fn until_shutdown(told: Arc<AtomicUsize>) -> Endpoint {
     default_endpoints_factory()
         .get()
-        .event_stream(move |(): (), _ctx, emitter, _logger| {
+        .event_stream(move |(): (), emitter: Emitter<Clock>| {
             let told = Arc::clone(&told);
             async move {
                 emitter.closed().await;
@@ -209,7 +209,7 @@ fn guarded() -> Endpoint {
     default_endpoints_factory()
         .add_middleware(signed_in)
         .get()
-        .event_stream(|(): (), _ctx, emitter, _logger| async move {
+        .event_stream(async |(): (), emitter: Emitter<Clock>| {
             emitter.emit(Clock::Done).await?;
             Ok(())
         })
@@ -559,7 +559,7 @@ async fn a_relayed_topic_resumes_after_last_event_id_and_says_when_it_cannot() {
     let feed =
         default_endpoints_factory()
             .get()
-            .event_stream(move |(): (), _ctx, emitter, _logger| {
+            .event_stream(move |(): (), emitter: Emitter<Feed>| {
                 let topic = relayed.clone();
                 async move {
                     emitter.relay(&topic, |_gap| Some(Feed::Reload)).await?;

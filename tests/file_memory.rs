@@ -50,13 +50,12 @@ async fn a_large_file_streams_without_being_held_in_memory() {
         file.flush().unwrap();
     }
     let files = dir.clone();
-    let download =
-        default_endpoints_factory()
-            .get()
-            .handler(move |input: FileName, _ctx, _logger| {
-                let path = files.join(input.name);
-                async move { FileResponse::open(path).await }
-            });
+    let download = default_endpoints_factory()
+        .get()
+        .handler(move |input: FileName| {
+            let path = files.join(input.name);
+            async move { FileResponse::open(path).await }
+        });
     let routing = routing! { "files" => { ":name" => download } };
     let (server, addr) = serve(&routing, create_config().cors(false)).await;
 

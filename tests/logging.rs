@@ -23,7 +23,7 @@ fn child_logs() {
     let mode = std::env::var(CHILD).expect("run by the logging tests");
     let ping = default_endpoints_factory()
         .get()
-        .handler_without_input(|_ctx, _logger| async { Ok(Reply::new(())) });
+        .handler_without_input(async || Ok(Reply::new(())));
     let mut config = create_config().cors(false);
     if mode == "ask" {
         config = config.logger(Level::Info, true);

@@ -32,7 +32,7 @@ struct Created {
 fn endpoint() -> Endpoint {
     default_endpoints_factory()
         .post()
-        .handler(|book: NewBook, _ctx, _logger| async move {
+        .handler(async |book: NewBook| {
             assert!(book.page_count.is_none_or(|pages| pages > 0));
             Ok(Created {
                 title: book.title,
@@ -113,7 +113,7 @@ struct Echo {
 fn filter() -> Endpoint {
     default_endpoints_factory()
         .post()
-        .handler(|filter: Filter, _ctx, _logger| async move {
+        .handler(async |filter: Filter| {
             Ok(Echo {
                 limit: filter.limit,
                 archived: filter.archived,

@@ -38,14 +38,13 @@ async fn body_text(response: axum::response::Response) -> String {
 
 #[tokio::test]
 async fn strata_routes_inside_an_axum_router() {
-    let hello =
-        default_endpoints_factory()
-            .get()
-            .handler(|input: HelloInput, _ctx, _logger| async move {
-                Ok(HelloOutput {
-                    greetings: format!("Hello, {}", input.name.as_deref().unwrap_or("World")),
-                })
-            });
+    let hello = default_endpoints_factory()
+        .get()
+        .handler(async |input: HelloInput| {
+            Ok(HelloOutput {
+                greetings: format!("Hello, {}", input.name.as_deref().unwrap_or("World")),
+            })
+        });
     let strata = Router::new(
         &routing! { "v1" => { "hello" => hello } },
         &create_config().cors(true).build(),

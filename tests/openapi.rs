@@ -89,7 +89,7 @@ fn get_user() -> Endpoint {
         .short_description("One user")
         .description("The user with this id, or a 404.")
         .error_response(StatusCode::NOT_FOUND, "No such user")
-        .handler(|input: UserId, _ctx, _logger| async move {
+        .handler(async |input: UserId| {
             Ok(User {
                 id: input.id,
                 name: "Ada".into(),
@@ -102,7 +102,7 @@ fn create_user() -> Endpoint {
         .post()
         .tag("users")
         .success_status(StatusCode::CREATED)
-        .handler(|input: NewUser, _ctx, _logger| async move {
+        .handler(async |input: NewUser| {
             Ok(Reply::created(User {
                 id: 1,
                 name: input.name,
@@ -189,7 +189,7 @@ fn tags_descriptions_and_deprecation() {
         .tag("legacy")
         .description("A long description of an endpoint that is kept only for old clients.")
         .deprecated()
-        .handler(|(): (), _ctx, _logger| async move {
+        .handler_without_input(async || {
             Ok(User {
                 id: 1,
                 name: "x".into(),
@@ -232,7 +232,7 @@ fn operation_ids_are_derived_overridable_and_unique() {
     let named = default_endpoints_factory()
         .get()
         .operation_id("findUser")
-        .handler(|input: UserId, _ctx, _logger| async move {
+        .handler(async |input: UserId| {
             Ok(User {
                 id: input.id,
                 name: String::new(),
@@ -263,7 +263,7 @@ fn operation_ids_are_derived_overridable_and_unique() {
         .endpoint()
         .methods([Method::PUT, Method::PATCH])
         .operation_id("saveUser")
-        .handler(|input: UserId, _ctx, _logger| async move {
+        .handler(async |input: UserId| {
             Ok(User {
                 id: input.id,
                 name: String::new(),
@@ -282,15 +282,14 @@ fn operation_ids_are_derived_overridable_and_unique() {
 
 #[tokio::test]
 async fn inputs_are_where_the_config_reads_them_and_required_as_validated() {
-    let search =
-        default_endpoints_factory()
-            .get()
-            .handler(|input: Search, _ctx, _logger| async move {
-                Ok(User {
-                    id: u32::try_from(input.tags.len()).unwrap_or(0),
-                    name: input.trace.unwrap_or_default(),
-                })
-            });
+    let search = default_endpoints_factory()
+        .get()
+        .handler(async |input: Search| {
+            Ok(User {
+                id: u32::try_from(input.tags.len()).unwrap_or(0),
+                name: input.trace.unwrap_or_default(),
+            })
+        });
     let routing = users_routing().route("search", search);
     let config = create_config()
         .cors(true)
@@ -382,7 +381,7 @@ struct AvatarUpload {
 fn avatar_endpoint() -> Endpoint {
     default_endpoints_factory()
         .post()
-        .handler(|input: AvatarUpload, _ctx, _logger| async move {
+        .handler(async |input: AvatarUpload| {
             Ok(User {
                 id: input.id,
                 name: input.avatar.name().to_owned(),
@@ -455,22 +454,18 @@ fn secured() -> EndpointsFactory<Ctx![Account], impl MiddlewareChain<Ctx![Accoun
 
 #[test]
 fn middleware_inputs_security_and_declared_errors() {
-    let read = secured()
-        .get()
-        .handler(|input: UserId, _ctx, _logger| async move {
-            Ok(User {
-                id: input.id,
-                name: String::new(),
-            })
-        });
-    let write = secured()
-        .patch()
-        .handler(|input: UserId, _ctx, _logger| async move {
-            Ok(User {
-                id: input.id,
-                name: String::new(),
-            })
-        });
+    let read = secured().get().handler(async |input: UserId| {
+        Ok(User {
+            id: input.id,
+            name: String::new(),
+        })
+    });
+    let write = secured().patch().handler(async |input: UserId| {
+        Ok(User {
+            id: input.id,
+            name: String::new(),
+        })
+    });
     let routing = routing! { "/users/:id" => { "get" => read, "patch" => write } };
     let doc = doc_of(&routing, &config());
 
@@ -524,21 +519,20 @@ fn security_documents_the_401_of_a_missing_credential() {
     let read = default_endpoints_factory()
         .add_middleware(auth)
         .get()
-        .handler(|input: UserId, _ctx, _logger| async move {
+        .handler(async |input: UserId| {
             Ok(User {
                 id: input.id,
                 name: String::new(),
             })
         });
-    let open =
-        default_endpoints_factory()
-            .get()
-            .handler(|input: UserId, _ctx, _logger| async move {
-                Ok(User {
-                    id: input.id,
-                    name: String::new(),
-                })
-            });
+    let open = default_endpoints_factory()
+        .get()
+        .handler(async |input: UserId| {
+            Ok(User {
+                id: input.id,
+                name: String::new(),
+            })
+        });
     let routing = routing! { "/users/:id" => read, "/open/:id" => open };
     let doc = doc_of(&routing, &config());
     assert_eq!(
@@ -547,14 +541,12 @@ fn security_documents_the_401_of_a_missing_credential() {
     );
     assert!(doc["paths"]["/open/{id}"]["get"]["responses"]["401"].is_null());
     // A declared 401 keeps its own words (`secured` declares one).
-    let read = secured()
-        .get()
-        .handler(|input: UserId, _ctx, _logger| async move {
-            Ok(User {
-                id: input.id,
-                name: String::new(),
-            })
-        });
+    let read = secured().get().handler(async |input: UserId| {
+        Ok(User {
+            id: input.id,
+            name: String::new(),
+        })
+    });
     let doc = doc_of(&routing! { "/users/:id" => read }, &config());
     assert_eq!(
         doc["paths"]["/users/{id}"]["get"]["responses"]["401"]["description"],
@@ -614,11 +606,11 @@ pagination! { Pages: offset { items_name: "users", max_limit: 50, default_limit:
 
 #[test]
 fn pagination_inputs_and_pages() {
-    let list = default_endpoints_factory().get().handler(
-        |input: OffsetInput<Pages>, _ctx, _logger| async move {
+    let list = default_endpoints_factory()
+        .get()
+        .handler(async |input: OffsetInput<Pages>| {
             Ok(OffsetPage::new(Vec::<User>::new(), 0, &input))
-        },
-    );
+        });
     let doc = doc_of(&routing! { "users" => list }, &config());
     let parameters = &doc["paths"]["/users"]["get"]["parameters"];
     assert_eq!(
@@ -673,7 +665,7 @@ struct Both {
 fn named_types_are_components_once_and_clashes_get_stable_names() {
     let both = default_endpoints_factory()
         .get()
-        .handler(|(): (), _ctx, _logger| async move {
+        .handler_without_input(async || {
             Ok(Both {
                 first: one::Item { a: 1 },
                 second: two::Item { b: String::new() },
@@ -724,7 +716,7 @@ fn a_type_read_and_written_differently_has_an_input_and_an_output_schema() {
     }
     let echo = default_endpoints_factory()
         .post()
-        .handler(|input: Wrapper, _ctx, _logger| async move { Ok(input.note) });
+        .handler(async |input: Wrapper| Ok(input.note));
     let doc = doc_of(&routing! { "notes" => echo }, &config());
     let schemas = &doc["components"]["schemas"];
     let body =
@@ -761,7 +753,7 @@ fn documentation_errors_name_the_route_and_the_problem() {
     // An input that is a choice, not an object.
     let choice = default_endpoints_factory()
         .get()
-        .handler(|_: Choice, _ctx, _logger| async move {
+        .handler(async |_: Choice| {
             Ok(User {
                 id: 1,
                 name: String::new(),
@@ -912,7 +904,7 @@ fn nested_endpoint(method: Method) -> Endpoint {
     default_endpoints_factory()
         .endpoint()
         .method(method)
-        .handler(|input: Nested, _ctx, _logger| async move {
+        .handler(async |input: Nested| {
             Ok(User {
                 id: input.user.id,
                 name: String::new(),
@@ -943,14 +935,14 @@ fn fields_that_cannot_be_read_where_the_config_puts_them_are_errors() {
         .unwrap();
     assert_eq!(content.keys().collect::<Vec<_>>(), ["application/json"]);
     // A file on a method whose sources take no files.
-    let put_file = default_endpoints_factory().put().handler(
-        |input: AvatarUpload, _ctx, _logger| async move {
+    let put_file = default_endpoints_factory()
+        .put()
+        .handler(async |input: AvatarUpload| {
             Ok(User {
                 id: input.id,
                 name: String::new(),
             })
-        },
-    );
+        });
     let error = Documentation::new(
         &routing! { "/users/:id/avatar" => put_file },
         &create_config()
@@ -977,15 +969,14 @@ fn fields_that_cannot_be_read_where_the_config_puts_them_are_errors() {
         "POST /users: the input field `name` is required, but no input source of this method provides it"
     );
     // Parameters of one shape with two names.
-    let by_slug =
-        default_endpoints_factory()
-            .delete()
-            .handler(|_: Choice2, _ctx, _logger| async move {
-                Ok(User {
-                    id: 1,
-                    name: String::new(),
-                })
-            });
+    let by_slug = default_endpoints_factory()
+        .delete()
+        .handler(async |_: Choice2| {
+            Ok(User {
+                id: 1,
+                name: String::new(),
+            })
+        });
     let error = Documentation::new(
         &routing! { "/users/:id" => get_user(), "/users/:slug" => by_slug },
         &config(),
@@ -1013,24 +1004,22 @@ struct Choice2 {
 
 #[test]
 fn delete_reads_the_query_and_other_sources_follow_the_config() {
-    let remove =
-        default_endpoints_factory()
-            .delete()
-            .handler(|input: Search, _ctx, _logger| async move {
-                Ok(User {
-                    id: 1,
-                    name: input.trace.unwrap_or_default(),
-                })
-            });
-    let patch =
-        default_endpoints_factory()
-            .patch()
-            .handler(|input: Search, _ctx, _logger| async move {
-                Ok(User {
-                    id: 1,
-                    name: input.trace.unwrap_or_default(),
-                })
-            });
+    let remove = default_endpoints_factory()
+        .delete()
+        .handler(async |input: Search| {
+            Ok(User {
+                id: 1,
+                name: input.trace.unwrap_or_default(),
+            })
+        });
+    let patch = default_endpoints_factory()
+        .patch()
+        .handler(async |input: Search| {
+            Ok(User {
+                id: 1,
+                name: input.trace.unwrap_or_default(),
+            })
+        });
     let config = create_config()
         .cors(false)
         .input_sources(&Method::PATCH, [InputSource::Query, InputSource::Params])
@@ -1064,7 +1053,7 @@ fn several_success_statuses_and_security_on_head() {
         .get()
         .success_status(StatusCode::OK)
         .success_status(StatusCode::ACCEPTED)
-        .handler(|input: UserId, _ctx, _logger| async move {
+        .handler(async |input: UserId| {
             Ok(User {
                 id: input.id,
                 name: String::new(),
@@ -1122,14 +1111,14 @@ impl ResultHandler for Unprocessable {
 
 #[test]
 fn a_custom_result_handler_is_described_by_its_own_statuses_and_the_routers_by_the_default() {
-    let endpoint = EndpointsFactory::new(Unprocessable).get().handler(
-        |input: UserId, _ctx, _logger| async move {
+    let endpoint = EndpointsFactory::new(Unprocessable)
+        .get()
+        .handler(async |input: UserId| {
             Ok(User {
                 id: input.id,
                 name: String::new(),
             })
-        },
-    );
+        });
     let doc = doc_of(&routing! { "/users/:id" => endpoint }, &config());
     let responses = &doc["paths"]["/users/{id}"]["get"]["responses"];
     assert_eq!(
@@ -1175,10 +1164,10 @@ fn optional_query_fields_are_absent_or_a_value_never_null() {
     };
     let search = default_endpoints_factory()
         .get()
-        .handler(move |input: NameSearch, _ctx, _logger| async move { Ok(found(input)) });
+        .handler(move |input: NameSearch| async move { Ok(found(input)) });
     let create = default_endpoints_factory()
         .post()
-        .handler(move |input: NameSearch, _ctx, _logger| async move { Ok(found(input)) });
+        .handler(move |input: NameSearch| async move { Ok(found(input)) });
     let routing = routing! { "search" => search, "create" => create };
     let doc = Documentation::new(&routing, &config()).build().unwrap();
     // For the outside validators (`.ci/openapi-checks` sets the path): both versions.

@@ -26,30 +26,32 @@ struct Number {
 const COUNT: u32 = 10;
 
 fn routing() -> Routing {
-    let by_offset = default_endpoints_factory().get().handler(
-        |input: OffsetInput<Numbers>, _ctx, _logger| async move {
-            let start = u32::try_from(input.offset).unwrap_or(u32::MAX);
-            let numbers = (start..COUNT)
-                .take(input.limit as usize)
-                .map(|n| Number { n })
-                .collect();
-            Ok(OffsetPage::new(numbers, u64::from(COUNT), &input))
-        },
-    );
-    let by_cursor = default_endpoints_factory().get().handler(
-        |input: CursorInput<Stream>, _ctx, _logger| async move {
-            let start: u32 = input
-                .cursor
-                .as_deref()
-                .map(decode_cursor)
-                .transpose()?
-                .unwrap_or(0);
-            let end = start.saturating_add(input.limit).min(COUNT);
-            let numbers = (start..end).map(|n| Number { n }).collect();
-            let next = (end < COUNT).then(|| encode_cursor(&end));
-            Ok(CursorPage::new(numbers, next, &input))
-        },
-    );
+    let by_offset =
+        default_endpoints_factory()
+            .get()
+            .handler(async |input: OffsetInput<Numbers>| {
+                let start = u32::try_from(input.offset).unwrap_or(u32::MAX);
+                let numbers = (start..COUNT)
+                    .take(input.limit as usize)
+                    .map(|n| Number { n })
+                    .collect();
+                Ok(OffsetPage::new(numbers, u64::from(COUNT), &input))
+            });
+    let by_cursor =
+        default_endpoints_factory()
+            .get()
+            .handler(async |input: CursorInput<Stream>| {
+                let start: u32 = input
+                    .cursor
+                    .as_deref()
+                    .map(decode_cursor)
+                    .transpose()?
+                    .unwrap_or(0);
+                let end = start.saturating_add(input.limit).min(COUNT);
+                let numbers = (start..end).map(|n| Number { n }).collect();
+                let next = (end < COUNT).then(|| encode_cursor(&end));
+                Ok(CursorPage::new(numbers, next, &input))
+            });
     routing! { "numbers" => { "offset" => by_offset, "cursor" => by_cursor } }
 }
 

@@ -87,7 +87,7 @@ fn echo() -> Endpoint {
             Method::PATCH,
             Method::DELETE,
         ])
-        .handler(|input: Echo, _ctx, _logger| async move { Ok(input) })
+        .handler(async |input: Echo| Ok(input))
 }
 
 #[tokio::test]
@@ -291,7 +291,7 @@ struct Count {
 fn person() -> Endpoint {
     default_endpoints_factory()
         .post()
-        .handler(|input: Person, _ctx, _logger| async move {
+        .handler(async |input: Person| {
             Ok(Count {
                 count: input.items.len(),
             })
@@ -354,15 +354,13 @@ struct Mode_ {
 fn faulty() -> Endpoint {
     default_endpoints_factory()
         .get()
-        .handler(|input: Mode_, _ctx, _logger| async move {
-            match input.mode.as_str() {
-                "401" => Err(http_error!(401, "Who are you?")),
-                "429" => Err(http_error!(429, "Slow down")
-                    .with_header(RETRY_AFTER, HeaderValue::from_static("30"))),
-                "plain" => Err(std::io::Error::other("disk on fire").into()),
-                "panic" => panic!("handler bug"),
-                _ => Ok(Count { count: 1 }),
-            }
+        .handler(async |input: Mode_| match input.mode.as_str() {
+            "401" => Err(http_error!(401, "Who are you?")),
+            "429" => Err(http_error!(429, "Slow down")
+                .with_header(RETRY_AFTER, HeaderValue::from_static("30"))),
+            "plain" => Err(std::io::Error::other("disk on fire").into()),
+            "panic" => panic!("handler bug"),
+            _ => Ok(Count { count: 1 }),
         })
 }
 
@@ -497,17 +495,15 @@ async fn middleware_grant_deny_and_context() {
     let calls = Arc::new(AtomicUsize::new(0));
     let factory = default_endpoints_factory();
     let secured = authenticated_factory(calls.clone());
-    let endpoint = secured
-        .get()
-        .handler(|input: Greeting, ctx, logger| async move {
-            let user: &User = ctx.get();
-            let permissions: &Permissions = ctx.get();
+    let endpoint = secured.get().handler(
+        async |input: Greeting, user: User, permissions: Permissions, logger: Logger| {
             logger.info("greeting");
             Ok(Greeted {
                 text: format!("{}, {}", input.greeting, user.name),
-                can: permissions.0.clone(),
+                can: permissions.0,
             })
-        });
+        },
+    );
     let config = dev();
     let request = Request::get("/?key=123&greeting=Hi")
         .header("token", "456")
@@ -562,14 +558,12 @@ async fn middleware_grant_deny_and_context() {
 
     // the original factory is unchanged
     assert!(factory.security().is_empty());
-    let open = factory
-        .get()
-        .handler(|input: Greeting, _ctx, _logger| async move {
-            Ok(Greeted {
-                text: input.greeting,
-                can: vec![],
-            })
-        });
+    let open = factory.get().handler(async |input: Greeting| {
+        Ok(Greeted {
+            text: input.greeting,
+            can: vec![],
+        })
+    });
     assert_eq!(
         call(&open, &config, get("/?greeting=Yo")).await.1["data"]["text"],
         "Yo"
@@ -611,14 +605,13 @@ impl ResultHandler for Plain {
 
 #[tokio::test]
 async fn custom_result_handler_swaps_the_envelope() {
-    let endpoint =
-        EndpointsFactory::new(Plain)
-            .get()
-            .handler(|input: Greeting, _ctx, _logger| async move {
-                Ok(Count {
-                    count: input.greeting.len(),
-                })
-            });
+    let endpoint = EndpointsFactory::new(Plain)
+        .get()
+        .handler(async |input: Greeting| {
+            Ok(Count {
+                count: input.greeting.len(),
+            })
+        });
     let text = |response: Response<ResponseBody>| async move {
         let status = response.status();
         (
@@ -668,7 +661,7 @@ async fn endpoint_metadata() {
         .tag("people")
         .short_description("Adds a person")
         .description("Adds a person and counts the items")
-        .handler(|input: Person, _ctx, _logger| async move {
+        .handler(async |input: Person| {
             Ok(Count {
                 count: input.items.len(),
             })
@@ -697,7 +690,7 @@ async fn endpoint_metadata() {
     let several = default_endpoints_factory()
         .endpoint()
         .methods([Method::POST, Method::PUT])
-        .handler(|input: Person, _ctx, _logger| async move {
+        .handler(async |input: Person| {
             Ok(Count {
                 count: input.items.len(),
             })
@@ -719,14 +712,13 @@ async fn endpoint_metadata() {
 
 #[tokio::test]
 async fn handlers_may_answer_another_2xx() {
-    let create =
-        default_endpoints_factory()
-            .post()
-            .handler(|input: Greeting, _ctx, _logger| async move {
-                Ok(Reply::created(Count {
-                    count: input.greeting.len(),
-                }))
-            });
+    let create = default_endpoints_factory()
+        .post()
+        .handler(async |input: Greeting| {
+            Ok(Reply::created(Count {
+                count: input.greeting.len(),
+            }))
+        });
     let request = json_request(Method::POST, "/", r#"{"greeting":"hello"}"#);
     let (status, body) = call(&create, &dev(), request).await;
     assert_eq!(
@@ -753,7 +745,7 @@ async fn a_middleware_panic_is_a_500_too() {
     let endpoint = default_endpoints_factory()
         .add_middleware(early)
         .get()
-        .handler(|(): (), _ctx, _logger| async { Ok(Count { count: 0 }) });
+        .handler_without_input(async || Ok(Count { count: 0 }));
     for (query, text) in [
         ("sync", "Panic: sync part exploded"),
         ("async", "Panic: async part exploded"),
@@ -768,13 +760,12 @@ async fn a_middleware_panic_is_a_500_too() {
 async fn replies_carry_headers() {
     use http::header::LOCATION;
 
-    let create =
-        default_endpoints_factory()
-            .post()
-            .handler(|input: Greeting, _ctx, _logger| async move {
-                let location = HeaderValue::from_str(&format!("/greetings/{}", input.greeting))?;
-                Ok(Reply::created(Count { count: 1 }).header(LOCATION, location))
-            });
+    let create = default_endpoints_factory()
+        .post()
+        .handler(async |input: Greeting| {
+            let location = HeaderValue::from_str(&format!("/greetings/{}", input.greeting))?;
+            Ok(Reply::created(Count { count: 1 }).header(LOCATION, location))
+        });
     let request = json_request(Method::POST, "/", r#"{"greeting":"hi"}"#);
     let response = create.service().oneshot(request).await.unwrap();
     assert_eq!(response.headers()[LOCATION], "/greetings/hi");

@@ -31,8 +31,7 @@ fn routing_with(limit: RateLimit<strata::ratelimit::ClientAddrKey>) -> Routing {
     let budget = default_endpoints_factory()
         .add_middleware(limit.middleware())
         .get()
-        .handler(|(): (), ctx, _logger| async move {
-            let state: &RateLimitState = ctx.get();
+        .handler_without_input(async |state: RateLimitState| {
             Ok(Budget {
                 remaining: state.remaining,
                 limit: state.limit,

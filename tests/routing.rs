@@ -48,8 +48,8 @@ fn labelled(label: &'static str, methods: &[Method]) -> Endpoint {
     default_endpoints_factory()
         .endpoint()
         .methods(methods.iter().cloned())
-        .handler_with_request(
-            move |input: Ids, _ctx, _logger, request: http::request::Parts| async move {
+        .handler(
+            move |input: Ids, request: http::request::Parts| async move {
                 Ok(Seen {
                     label,
                     method: request.method.to_string(),
@@ -267,7 +267,7 @@ async fn startup_checks() {
 async fn head_mirrors_get_without_a_body() {
     let hello = default_endpoints_factory()
         .get()
-        .handler(|input: Strict, _ctx, _logger| async move { Ok(N { n: input.n }) });
+        .handler(async |input: Strict| Ok(N { n: input.n }));
     let tree = routing! { "v1" => { "hello" => hello } };
     let router = build(&tree, &cors_config(false));
     let get = send(&router, Method::GET, "/v1/hello?n=12345").await;
@@ -415,7 +415,7 @@ fn cors_tree(calls: Arc<AtomicUsize>) -> Routing {
     let strict = factory
         .endpoint()
         .methods([Method::GET, Method::POST])
-        .handler(|input: Strict, _ctx, _logger| async move {
+        .handler(async |input: Strict| {
             if input.n == 500 {
                 return Err(http_error!(500, "boom"));
             }
@@ -1094,7 +1094,7 @@ async fn async_cors_functions_are_held_to_the_credentials_rule_and_panics_are_co
 /// with the `upload` feature (the default) they are fine. CI runs this file both ways.
 #[test]
 fn uploads_need_the_multipart_reader_at_startup() {
-    let tree = routing! { "ping" => default_endpoints_factory().get().handler_without_input(|_ctx, _logger| async { Ok(Reply::new(())) }) };
+    let tree = routing! { "ping" => default_endpoints_factory().get().handler_without_input(async || Ok(Reply::new(()))) };
     let config = create_config()
         .cors(false)
         .upload(strata::UploadLimits::new())

@@ -20,7 +20,7 @@ async fn three_hundred_keys() {
         .endpoint()
         .method(http::Method::GET)
         .method(http::Method::POST)
-        .handler_without_input(|_ctx, _logger| async move { Ok(Hello { hello: true }) });
+        .handler_without_input(async || Ok(Hello { hello: true }));
     let tree = routing! {
         "k0" => hello.clone(),
         "k1" => hello.clone(),

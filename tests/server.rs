@@ -47,7 +47,7 @@ fn routing_with(started: &Started) -> Routing {
     let started = started.clone();
     let wait = default_endpoints_factory()
         .get()
-        .handler(move |input: Wait, _ctx, logger| {
+        .handler(move |input: Wait, logger: Logger| {
             started.mark();
             async move {
                 if let Some(ms) = input.ms {
@@ -61,7 +61,7 @@ fn routing_with(started: &Started) -> Routing {
         });
     let echo = default_endpoints_factory()
         .post()
-        .handler(|input: Echo, _ctx, _logger| async move { Ok(input) });
+        .handler(async |input: Echo| Ok(input));
     routing! { "wait" => wait, "echo" => echo }
 }
 

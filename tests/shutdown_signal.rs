@@ -37,7 +37,7 @@ async fn sigterm_lets_every_request_in_flight_finish() {
     let handlers = started.clone();
     let wait = default_endpoints_factory()
         .get()
-        .handler(move |input: Wait, _ctx, _logger| {
+        .handler(move |input: Wait| {
             handlers.mark();
             async move {
                 tokio::time::sleep(Duration::from_millis(input.ms)).await;

@@ -239,7 +239,7 @@ async fn path_params_body_and_method() {
     }
     let update = default_endpoints_factory()
         .put()
-        .handler(|input: In, _ctx, _logger| async move {
+        .handler(async |input: In| {
             Ok(Out {
                 id: input.id,
                 name: input.name,
@@ -278,8 +278,8 @@ async fn extensions_locals_query_encoding_and_chained_overrides() {
         #[garde(skip)]
         seen: String,
     }
-    let endpoint = default_endpoints_factory().get().handler_with_request(
-        |input: In, _ctx, _logger, request: http::request::Parts| async move {
+    let endpoint = default_endpoints_factory().get().handler(
+        async |input: In, request: http::request::Parts| {
             let tenant = request.extensions.get::<Tenant>().map_or("none", |t| t.0);
             let locale = request.extensions.get::<Locale>().map_or("none", |l| l.0);
             if input.q == "boom" {
@@ -447,24 +447,23 @@ async fn files_are_sent_as_a_multipart_form() {
         #[garde(skip)]
         summary: String,
     }
-    let endpoint =
-        default_endpoints_factory()
-            .post()
-            .handler(|input: Input, _ctx, _logger| async move {
-                let doc = &input.doc;
-                Ok(Output {
-                    summary: format!(
-                        "{} {:?} x{}: {} ({}, {} bytes, {:?})",
-                        input.title,
-                        input.tags,
-                        input.count,
-                        doc.name(),
-                        doc.mimetype(),
-                        doc.size(),
-                        String::from_utf8_lossy(doc.data())
-                    ),
-                })
-            });
+    let endpoint = default_endpoints_factory()
+        .post()
+        .handler(async |input: Input| {
+            let doc = &input.doc;
+            Ok(Output {
+                summary: format!(
+                    "{} {:?} x{}: {} ({}, {} bytes, {:?})",
+                    input.title,
+                    input.tags,
+                    input.count,
+                    doc.name(),
+                    doc.mimetype(),
+                    doc.size(),
+                    String::from_utf8_lossy(doc.data())
+                ),
+            })
+        });
     let doc = || UploadedFile::new("d.txt", "text/plain", "abc");
 
     // Body fields become text parts: strings as they are, lists repeated, numbers as text.
@@ -533,7 +532,7 @@ async fn a_server_error_logs_its_whole_source_chain() {
         .join("file.bin");
     let endpoint = default_endpoints_factory().post().handler({
         let target = target.clone();
-        move |input: Upload, _ctx, _logger| {
+        move |input: Upload| {
             let target = target.clone();
             async move {
                 input.file.mv(&target).await?;

@@ -49,20 +49,16 @@ async fn state_reaches_every_handler_and_later_middleware() {
     let factory = default_endpoints_factory()
         .with_state(hits.clone())
         .add_middleware(who);
-    let count = |ctx: Ctx![Hits, User]| {
-        let hits: &Hits = ctx.get();
-        let user: &User = ctx.get();
-        Count {
-            hits: hits.0.fetch_add(1, Ordering::SeqCst) + 1,
-            user: user.0.clone(),
-        }
+    let count = |hits: Hits, user: User| Count {
+        hits: hits.0.fetch_add(1, Ordering::SeqCst) + 1,
+        user: user.0,
     };
     let first = factory
         .get()
-        .handler_without_input(move |ctx, _logger| async move { Ok(count(ctx)) });
+        .handler_without_input(move |hits: Hits, user: User| async move { Ok(count(hits, user)) });
     let second = factory
         .post()
-        .handler_without_input(move |ctx, _logger| async move { Ok(count(ctx)) });
+        .handler_without_input(move |hits: Hits, user: User| async move { Ok(count(hits, user)) });
     let routing = routing! { "a" => first, "b" => second };
     let router = Router::new(&routing, &create_config().cors(true).build()).unwrap();
     for (method, expected) in [("GET", 1), ("POST", 2), ("GET", 3)] {
@@ -93,8 +89,7 @@ async fn an_error_only_handler_needs_no_turbofish() {
     let refuse = default_endpoints_factory()
         .with_state(Hits::default())
         .get()
-        .handler_without_input(async |ctx, _logger| -> ApiResult<Count> {
-            let hits: &Hits = ctx.get();
+        .handler_without_input(async |hits: Hits| -> ApiResult<Count> {
             let seen = hits.0.load(Ordering::SeqCst);
             Err(http_error!(429, "Slow down after {seen} hits"))
         });

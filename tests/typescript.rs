@@ -129,18 +129,18 @@ fn user() -> User {
 fn users_routing() -> Routing {
     let one = default_endpoints_factory()
         .get()
-        .handler(|_: UserId, _ctx, _logger| async move { Ok(user()) });
+        .handler(async |_: UserId| Ok(user()));
     let search = default_endpoints_factory()
         .get()
         .deprecated()
         .description("Finds users by tags.\nSlowly.")
-        .handler(|_: Search, _ctx, _logger| async move { Ok(vec![user()]) });
+        .handler(async |_: Search| Ok(vec![user()]));
     let create = default_endpoints_factory()
         .post()
         .operation_id("addUser")
         .success_status(StatusCode::CREATED)
         .success_status(StatusCode::ACCEPTED)
-        .handler(|_: NewUser, _ctx, _logger| async move { Ok(Reply::created(user())) });
+        .handler(async |_: NewUser| Ok(Reply::created(user())));
     routing! {
         "v1" => { "users" => { "get" => search, "post" => create, ":id" => one } }
     }
@@ -224,7 +224,7 @@ fn shapes_routing() -> Routing {
     use strata::paginate::{CursorInput, CursorPage};
     let stats = default_endpoints_factory()
         .get()
-        .handler(|(): (), _ctx, _logger| async move {
+        .handler_without_input(async || {
             Ok(Stats {
                 count: 1,
                 label: None,
@@ -234,29 +234,26 @@ fn shapes_routing() -> Routing {
         });
     let reserved = default_endpoints_factory()
         .get()
-        .handler(|(): (), _ctx, _logger| async move { Ok(Reserved { value: 1 }) });
+        .handler_without_input(async || Ok(Reserved { value: 1 }));
     let forget = default_endpoints_factory()
         .delete()
         .success_status(StatusCode::NO_CONTENT)
-        .handler(|_: UserId, _ctx, _logger| async move {
-            Ok(Reply::new(user()).status(StatusCode::NO_CONTENT))
-        });
-    let events = default_endpoints_factory().get().handler(
-        |input: CursorInput<Events>, _ctx, _logger| async move {
+        .handler(async |_: UserId| Ok(Reply::new(user()).status(StatusCode::NO_CONTENT)));
+    let events = default_endpoints_factory()
+        .get()
+        .handler(async |input: CursorInput<Events>| {
             Ok(CursorPage::<Events, User>::new(Vec::new(), None, &input))
-        },
-    );
+        });
     let rename = default_endpoints_factory()
         .patch()
-        .handler(|_: Rename, _ctx, _logger| async move { Ok(user()) });
-    let hook =
-        default_endpoints_factory()
-            .post()
-            .handler(|input: Hook, _ctx, _logger| async move {
-                Ok(Reserved {
-                    value: u8::try_from(input.raw.len()).unwrap_or(u8::MAX),
-                })
-            });
+        .handler(async |_: Rename| Ok(user()));
+    let hook = default_endpoints_factory()
+        .post()
+        .handler(async |input: Hook| {
+            Ok(Reserved {
+                value: u8::try_from(input.raw.len()).unwrap_or(u8::MAX),
+            })
+        });
     users_routing()
         .route("patch /v1/users/:id", rename)
         .route("post /hooks/:source", hook)
@@ -330,7 +327,7 @@ fn more_shapes_compile_too() {
     assert!(empty.contains("export type Request = never;"));
 
     let rows = default_endpoints_factory().get().handler(
-        |input: strata::paginate::OffsetInput<Rows>, _ctx, _logger| async move {
+        async |input: strata::paginate::OffsetInput<Rows>| {
             Ok(strata::paginate::OffsetPage::<Rows, User>::new(
                 Vec::new(),
                 0,
@@ -452,7 +449,7 @@ fn a_schema_without_a_type_is_an_error_naming_the_request_and_the_place() {
     let config = create_config().cors(true).build();
     let tagged = default_endpoints_factory()
         .post()
-        .handler(|_: Tagged, _ctx, _logger| async move { Ok(user()) });
+        .handler(async |_: Tagged| Ok(user()));
     let error = Integration::new(&routing! { "tags" => tagged }, &config)
         .build()
         .unwrap_err();
@@ -468,7 +465,7 @@ fn a_schema_without_a_type_is_an_error_naming_the_request_and_the_place() {
 
     let detached = default_endpoints_factory()
         .get()
-        .handler(|(): (), _ctx, _logger| async move { Ok(Detached { value: 1 }) });
+        .handler_without_input(async || Ok(Detached { value: 1 }));
     let error = Integration::new(&routing! { "detached" => detached }, &config)
         .build()
         .unwrap_err();
@@ -534,7 +531,7 @@ fn each_status_has_its_own_body_type() {
     let one = strata::EndpointsFactory::new(Varied)
         .get()
         .operation_id("getUser")
-        .handler(|_: UserId, _ctx, _logger| async move { Ok(user()) });
+        .handler(async |_: UserId| Ok(user()));
     let types = Integration::new(
         &routing! { "v1" => { "users" => { ":id" => one } } },
         &config,
@@ -562,11 +559,11 @@ fn what_the_document_cannot_describe_the_client_cannot_either() {
     let first = default_endpoints_factory()
         .get()
         .operation_id("same")
-        .handler(|(): (), _ctx, _logger| async move { Ok(user()) });
+        .handler_without_input(async || Ok(user()));
     let second = default_endpoints_factory()
         .get()
         .operation_id("same")
-        .handler(|(): (), _ctx, _logger| async move { Ok(user()) });
+        .handler_without_input(async || Ok(user()));
     let error = Integration::new(&routing! { "a" => first, "b" => second }, &config)
         .build()
         .unwrap_err();
@@ -592,12 +589,12 @@ fn a_file_of_any_type_is_unknown_until_it_is_read_and_a_declared_type_says_what_
     let any = default_endpoints_factory()
         .get()
         .operation_id("anyFile")
-        .handler(move |input: FileName, _ctx, _logger| open(input));
+        .handler(move |input: FileName| open(input));
     let image = default_endpoints_factory()
         .get()
         .operation_id("image")
         .success_media_type("image/png")
-        .handler(move |input: FileName, _ctx, _logger| open(input));
+        .handler(move |input: FileName| open(input));
     let types = Integration::new(&routing! { "any" => any, "image" => image }, &config)
         .variant(Variant::Types)
         .build()

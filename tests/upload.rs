@@ -70,7 +70,7 @@ struct Uploaded {
 fn routing(saved: PathBuf) -> Routing {
     let upload = default_endpoints_factory()
         .post()
-        .handler(move |input: Upload, _ctx, _logger| {
+        .handler(move |input: Upload| {
             let saved = saved.clone();
             async move {
                 if input.save == Some(true) {
@@ -276,15 +276,14 @@ struct CaptionedFile {
 
 #[tokio::test]
 async fn part_names_are_utf8_text() {
-    let endpoint =
-        default_endpoints_factory()
-            .post()
-            .handler(|input: Captioned, _ctx, _logger| async move {
-                Ok(CaptionedFile {
-                    caption: input.caption,
-                    file: input.piece.name().to_owned(),
-                })
-            });
+    let endpoint = default_endpoints_factory()
+        .post()
+        .handler(async |input: Captioned| {
+            Ok(CaptionedFile {
+                caption: input.caption,
+                file: input.piece.name().to_owned(),
+            })
+        });
     let (server, addr) = serve(true, &routing! { "upload" => endpoint }).await;
     let expected = json!({ "caption": "Été", "file": "façade.txt" });
 

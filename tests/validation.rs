@@ -58,15 +58,15 @@ pagination! {
 fn routing() -> Routing {
     let create = default_endpoints_factory()
         .post()
-        .handler(|_: NewUser, _ctx, _logger| async move { Ok(done()) });
+        .handler(async |_: NewUser| Ok(done()));
     let one = default_endpoints_factory()
         .get()
-        .handler(|_: UserId, _ctx, _logger| async move { Ok(done()) });
-    let items = default_endpoints_factory().get().handler(
-        |input: OffsetInput<Items>, _ctx, _logger| async move {
+        .handler(async |_: UserId| Ok(done()));
+    let items = default_endpoints_factory()
+        .get()
+        .handler(async |input: OffsetInput<Items>| {
             Ok(OffsetPage::<Items, Done>::new(Vec::new(), 0, &input))
-        },
-    );
+        });
     routing! {
         "v1" => {
             "users" => { "post" => create, ":id" => one },
@@ -189,14 +189,13 @@ struct Profile {
 
 #[tokio::test]
 async fn null_is_none_for_optional_fields_unless_the_field_refuses_it() {
-    let profile =
-        default_endpoints_factory()
-            .post()
-            .handler(|input: Profile, _ctx, _logger| async move {
-                Ok(Done {
-                    ok: input.bio.is_none() && input.nickname.is_none(),
-                })
-            });
+    let profile = default_endpoints_factory()
+        .post()
+        .handler(async |input: Profile| {
+            Ok(Done {
+                ok: input.bio.is_none() && input.nickname.is_none(),
+            })
+        });
     let routing = routing! { "profile" => profile };
     let config = create_config().cors(true).build();
     // `Option<T>`: absent and `null` are both `None`, as serde reads them.
@@ -245,14 +244,13 @@ struct QueryTypes {
 
 #[tokio::test]
 async fn a_value_its_field_reads_is_not_named_though_its_schema_refuses_it() {
-    let query_types =
-        default_endpoints_factory()
-            .get()
-            .handler(|input: QueryTypes, _ctx, _logger| async move {
-                Ok(Done {
-                    ok: input.num.is_none(),
-                })
-            });
+    let query_types = default_endpoints_factory()
+        .get()
+        .handler(async |input: QueryTypes| {
+            Ok(Done {
+                ok: input.num.is_none(),
+            })
+        });
     let routing = routing! { "v1" => { "query-types" => query_types } };
     let config = create_config().cors(true).build();
     let (status, body) = send(
@@ -294,7 +292,7 @@ async fn middleware_inputs_list_every_problem_too() {
             Ok::<_, ApiError>(())
         }))
         .get()
-        .handler(|(): (), _ctx, _logger| async move { Ok(done()) });
+        .handler_without_input(async || Ok(done()));
     let routing = routing! { "secured" => secured };
     let config = create_config().cors(true).build();
     let (status, body) = send(&routing, &config, get("/secured?version=x")).await;
@@ -325,7 +323,7 @@ struct Cover {
 async fn multipart_fields_list_every_problem_too() {
     let upload = default_endpoints_factory()
         .post()
-        .handler(|_: Cover, _ctx, _logger| async move { Ok(done()) });
+        .handler(async |_: Cover| Ok(done()));
     let routing = routing! { "covers" => upload };
     let config = create_config()
         .cors(true)
@@ -373,7 +371,7 @@ struct Batch {
 async fn the_message_stops_at_a_hundred_issues() {
     let batch = default_endpoints_factory()
         .post()
-        .handler(|_: Batch, _ctx, _logger| async move { Ok(done()) });
+        .handler(async |_: Batch| Ok(done()));
     let routing = routing! { "batch" => batch };
     let config = create_config().cors(true).build();
     let ids: Vec<String> = (0..10_000).map(|i| format!("\"id-{i}\"")).collect();

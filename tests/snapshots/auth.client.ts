@@ -18,17 +18,13 @@ export type GetV1LimitedInput = {
   key: string;
 };
 
-export type GetV1LimitedPositiveResponse = {
-  data: Profile;
-  status: "success";
-};
+export type GetV1LimitedPositiveResponse = never;
 
 export type GetV1LimitedNegativeResponse = ErrorResponse;
 
 export type GetV1LimitedResponse = GetV1LimitedPositiveResponse | GetV1LimitedNegativeResponse;
 
 export type GetV1LimitedResponseByStatus = {
-  200: GetV1LimitedPositiveResponse;
   400: GetV1LimitedNegativeResponse;
   401: GetV1LimitedNegativeResponse;
   429: GetV1LimitedNegativeResponse;

@@ -30,7 +30,7 @@ const COUNTDOWN: Operation<Input, Events<Countdown>> = Operation::get("/countdow
 fn main() {
     let _clocks = default_endpoints_factory().endpoint().implement_events(
         &COUNTDOWN,
-        |_input, _ctx, emitter: Emitter<Clock>, _logger| async move {
+        async |_input: Input, emitter: Emitter<Clock>| {
             emitter.emit(Clock::Tick { n: 1 }).await?;
             Ok(())
         },

@@ -23,7 +23,7 @@ const GET_BOOK: Operation<BookId, Book> = Operation::get("/v1/books/:id");
 fn main() {
     let endpoint = default_endpoints_factory()
         .endpoint()
-        .implement(&GET_BOOK, |input, _ctx, _logger| async move { Ok(Book { id: input.id }) });
+        .implement(&GET_BOOK, async |input: BookId| Ok(Book { id: input.id }));
     let routing = routing! { "v1" => { "book" => { ":id" => endpoint } } };
     let config = create_config().cors(false).build();
     match Router::new(&routing, &config) {

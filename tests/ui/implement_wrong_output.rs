@@ -27,7 +27,5 @@ const GET_BOOK: Operation<BookId, Book> = Operation::get("/v1/books/:id");
 fn main() {
     let _endpoint = default_endpoints_factory()
         .endpoint()
-        .implement(&GET_BOOK, |input, _ctx, _logger| async move {
-            Ok(Author { name: input.id.to_string() })
-        });
+        .implement(&GET_BOOK, async |input: BookId| Ok(Author { name: input.id.to_string() }));
 }

@@ -1,8 +1,5 @@
-// Shared state is a typed context entry: reading a type the factory was not given is a
+// Shared state is a typed context entry: taking a type the factory was not given is a
 // compile error, like any missing context entry.
-use garde::Validate;
-use schemars::JsonSchema;
-use serde::Serialize;
 use strata::prelude::*;
 
 #[derive(Clone)]
@@ -11,8 +8,7 @@ struct Store;
 #[derive(Clone)]
 struct Mailer;
 
-#[derive(Serialize, Validate, JsonSchema)]
-#[garde(allow_unvalidated)]
+#[strata::model(output)]
 struct Out {
     ok: bool,
 }
@@ -21,8 +17,5 @@ fn main() {
     let _endpoint = default_endpoints_factory()
         .with_state(Store)
         .get()
-        .handler_without_input(|ctx, _logger| async move {
-            let _mailer: &Mailer = ctx.get();
-            Ok(Out { ok: true })
-        });
+        .handler_without_input(async |_mailer: Mailer| Ok(Out { ok: true }));
 }

@@ -3,7 +3,7 @@
 //! `304 Not Modified`, `Vary`.
 //!
 //! [`Caching`] is a middleware ([`Caching::middleware`], attached with `add_middleware`); the
-//! endpoints behind it find a [`Cache`] in their context (`let cache: &Cache = ctx.get();`).
+//! endpoints behind it find a [`Cache`] in their context (a handler parameter `cache: Cache`).
 //!
 //! # Example
 //!
@@ -23,8 +23,7 @@
 //! let factory = default_endpoints_factory()
 //!     .add_middleware(Caching::new(policy).vary([http::header::ACCEPT_LANGUAGE]).middleware());
 //!
-//! let report = factory.get().handler_without_input(|ctx, _logger| async move {
-//!     let cache: &Cache = ctx.get();
+//! let report = factory.get().handler_without_input(async |cache: Cache| {
 //!     let version = 7; // cheap to know
 //!     cache.etag(ETag::strong(format!("r{version}"))?)?; // 304 here for a client that has it
 //!     Ok(Report { total: 42 }) // the expensive part
@@ -51,9 +50,10 @@
 //! declared on another factory with a differently configured middleware
 //! (`base.add_middleware(Caching::new(immutable).middleware())` for the group of endpoints
 //! serving immutable content). Attach one [`Caching`] per factory (a second would put two
-//! `Cache` entries in the context, which `ctx.get()` could not tell apart), and attach it
-//! first, so that it amends the errors of the middleware attached after it. A `Cache-Control`
-//! the response already has (a header of the handler's `Reply`) wins over both.
+//! `Cache` entries in the context, which a handler parameter, taken by type, could not tell
+//! apart), and attach it first, so that it amends the errors of the middleware attached after
+//! it. A `Cache-Control` the response already has (a header of the handler's `Reply`) wins
+//! over both.
 //!
 //! # Conditional requests
 //!

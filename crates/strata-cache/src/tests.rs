@@ -74,10 +74,9 @@ fn early(runs: &Arc<AtomicUsize>, n: u32) -> Endpoint {
     default_endpoints_factory()
         .add_middleware(caching().middleware())
         .get()
-        .handler_without_input(move |ctx, _logger| {
+        .handler_without_input(move |cache: Cache| {
             let runs = Arc::clone(&runs);
             async move {
-                let cache: &Cache = ctx.get();
                 cache.etag(ETag::strong("v1")?)?;
                 runs.fetch_add(1, Ordering::SeqCst);
                 Ok(Checked { n })
@@ -133,11 +132,10 @@ async fn validators_set_late_still_give_a_304_after_the_handler_ran() {
     let endpoint = default_endpoints_factory()
         .add_middleware(caching().middleware())
         .get()
-        .handler_without_input(move |ctx, _logger| {
+        .handler_without_input(move |cache: Cache| {
             let runs = Arc::clone(&counted);
             async move {
                 runs.fetch_add(1, Ordering::SeqCst);
-                let cache: &Cache = ctx.get();
                 // The error is ignored: the middleware decides once the response is there.
                 let _ = cache.etag(ETag::weak("late")?);
                 cache.last_modified(modified()).ok();
@@ -163,10 +161,9 @@ fn dated(runs: &Arc<AtomicUsize>) -> Endpoint {
         .add_middleware(caching().middleware())
         .endpoint()
         .methods([Method::GET, Method::POST])
-        .handler_without_input(move |ctx, _logger| {
+        .handler_without_input(move |cache: Cache| {
             let runs = Arc::clone(&runs);
             async move {
-                let cache: &Cache = ctx.get();
                 cache.last_modified(modified() + Duration::from_millis(400))?;
                 runs.fetch_add(1, Ordering::SeqCst);
                 Ok(Checked { n: 2 })
@@ -248,8 +245,7 @@ async fn the_handler_may_choose_the_policy_of_its_response() {
     let endpoint = default_endpoints_factory()
         .add_middleware(caching().middleware())
         .get()
-        .handler_without_input(|ctx, _logger| async move {
-            let cache: &Cache = ctx.get();
+        .handler_without_input(async |cache: Cache| {
             assert_eq!(cache.policy().max_age(), Some(60));
             cache.set_policy(CacheControl::no_cache());
             cache.etag(ETag::strong("p")?)?;
@@ -269,7 +265,7 @@ async fn headers_the_response_has_are_kept_and_vary_is_merged() {
     let endpoint = default_endpoints_factory()
         .add_middleware(caching().vary([ORIGIN]).middleware())
         .get()
-        .handler_without_input(|_ctx, _logger| async move {
+        .handler_without_input(async || {
             Ok(Reply::new(Checked { n: 4 })
                 .header(VARY, HeaderValue::from_static("Accept-Encoding, origin"))
                 .header(
@@ -293,8 +289,7 @@ async fn errors_get_no_store_or_the_error_policy() {
         default_endpoints_factory()
             .add_middleware(caching.middleware())
             .get()
-            .handler_without_input(|ctx, _logger| async move {
-                let cache: &Cache = ctx.get();
+            .handler_without_input(async |cache: Cache| {
                 cache.etag(ETag::strong("e")?)?;
                 Err::<Checked, _>(http_error!(404, "No such thing"))
             })

@@ -103,7 +103,7 @@ impl<S, E> Client<S, E> {
     /// // The server implements it...
     /// let countdown = default_endpoints_factory().endpoint().implement_events(
     ///     &COUNTDOWN,
-    ///     |input, _ctx, emitter, _logger| async move {
+    ///     async |input: CountdownInput, emitter: Emitter<Countdown>| {
     ///         for left in (1..=input.from).rev() {
     ///             emitter.emit_with_id(Countdown::Tick { left }, &left.to_string()).await?;
     ///         }

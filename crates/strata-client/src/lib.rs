@@ -55,8 +55,8 @@
 //! # #[tokio::main(flavor = "current_thread")]
 //! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
 //! // The server implements it...
-//! let greet = default_endpoints_factory().endpoint().implement(&GREET, |input, _ctx, _logger| {
-//!     async move { Ok(Greeted { text: format!("Hello, {}", input.name) }) }
+//! let greet = default_endpoints_factory().endpoint().implement(&GREET, async |input: Greeting| {
+//!     Ok(Greeted { text: format!("Hello, {}", input.name) })
 //! });
 //! let routing = Routing::new().operation(greet);
 //! let config = create_config().cors(false).build();
@@ -249,14 +249,15 @@ impl<S, E> Client<S, E> {
     ///
     /// # #[tokio::main(flavor = "current_thread")]
     /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
-    /// let numbers = default_endpoints_factory().endpoint().implement(&NUMBERS, |input, _, _| {
-    ///     async move {
+    /// let numbers = default_endpoints_factory().endpoint().implement(
+    ///     &NUMBERS,
+    ///     async |input: OffsetInput<Numbers, Parity>| {
     ///         let all: Vec<u32> = (1..=10).filter(|n| (n % 2 == 1) == input.filters.odd).collect();
     ///         let page = all.iter().skip(input.offset as usize).take(input.limit as usize);
     ///         let page = page.map(|&n| Number { n }).collect();
     ///         Ok(OffsetPage::new(page, all.len() as u64, &input))
-    ///     }
-    /// });
+    ///     },
+    /// );
     /// let router = strata::Router::new(
     ///     &Routing::new().operation(numbers),
     ///     &create_config().cors(false).build(),

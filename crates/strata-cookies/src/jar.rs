@@ -12,8 +12,8 @@ use strata_middleware::{Amend, AmendResponse, outcome_headers};
 
 use crate::options::CookieOptions;
 
-/// The request's cookies, and the cookies to set on the response, for handlers and later
-/// middleware: `let cookies: &Cookies = ctx.get();`.
+/// The request's cookies, and the cookies to set on the response, for handlers (a parameter
+/// `cookies: Cookies`) and later middleware (`let cookies: &Cookies = ctx.get();`).
 ///
 /// What [`set`](Self::set), [`set_signed`](Self::set_signed) and [`clear`](Self::clear)
 /// record is sent as `Set-Cookie` headers with whatever the endpoint answers, an error

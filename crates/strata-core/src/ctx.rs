@@ -101,6 +101,85 @@ where
     }
 }
 
+/// Takes the entry of type `T` at inferred index `I` out of a context, by value, leaving the
+/// other entries as [`Rest`](Self::Rest): how a handler's parameters receive context entries
+/// by type without cloning them.
+///
+/// ```
+/// use strata_core::ctx::{HNil, Pluck};
+///
+/// struct User(&'static str);
+/// let ctx = HNil.push(User("ada")).push(7u64);
+/// let (user, rest): (User, _) = ctx.pluck();
+/// let (session, HNil): (u64, _) = rest.pluck();
+/// assert_eq!((user.0, session), ("ada", 7));
+/// ```
+#[diagnostic::on_unimplemented(
+    message = "no middleware of this factory provides `{T}` in the context",
+    label = "the context `{Self}` has no entry of type `{T}`",
+    note = "attach a middleware whose output is `{T}` with `add_middleware` before building the endpoint"
+)]
+pub trait Pluck<T, I> {
+    /// The context without the entry.
+    type Rest;
+    /// The entry and the rest.
+    fn pluck(self) -> (T, Self::Rest);
+}
+
+#[allow(clippy::mismatching_type_param_order)] // the entry type is the head here
+impl<T, Tail> Pluck<T, Here> for HCons<T, Tail> {
+    type Rest = Tail;
+
+    fn pluck(self) -> (T, Tail) {
+        (self.head, self.tail)
+    }
+}
+
+impl<T, H, Tail, I> Pluck<T, There<I>> for HCons<H, Tail>
+where
+    Tail: Pluck<T, I>,
+{
+    type Rest = HCons<H, Tail::Rest>;
+
+    fn pluck(self) -> (T, Self::Rest) {
+        let (entry, rest) = self.tail.pluck();
+        (
+            entry,
+            HCons {
+                head: self.head,
+                tail: rest,
+            },
+        )
+    }
+}
+
+/// Takes several entries (the list `Targets`, at the inferred indices `Indices`) out of a
+/// context by value, each by its type; the rest is dropped.
+pub trait PluckAll<Targets, Indices> {
+    /// The entries, in the order of `Targets`.
+    fn pluck_all(self) -> Targets;
+}
+
+impl<S> PluckAll<HNil, HNil> for S {
+    fn pluck_all(self) -> HNil {
+        HNil
+    }
+}
+
+impl<S, T, I, Ts, Is> PluckAll<HCons<T, Ts>, HCons<I, Is>> for S
+where
+    S: Pluck<T, I>,
+    S::Rest: PluckAll<Ts, Is>,
+{
+    fn pluck_all(self) -> HCons<T, Ts> {
+        let (head, rest) = self.pluck();
+        HCons {
+            head,
+            tail: rest.pluck_all(),
+        }
+    }
+}
+
 /// Names a context type from its entries, oldest first: `Ctx![User, Session]` is the context after
 /// a middleware providing `User` and then one providing `Session`.
 ///
@@ -137,5 +216,18 @@ mod tests {
         *ctx.get_mut() = 5u8;
         let n: &u8 = ctx.get();
         assert_eq!(*n, 5);
+    }
+
+    #[test]
+    fn pluck_all_takes_entries_in_any_order_and_leaves_the_rest() {
+        let ctx = HNil.push(1u8).push("two").push(3.0f32);
+        let HCons {
+            head: text,
+            tail: HCons {
+                head: number,
+                tail: HNil,
+            },
+        }: HCons<&str, HCons<u8, HNil>> = ctx.pluck_all();
+        assert_eq!((text, number), ("two", 1));
     }
 }

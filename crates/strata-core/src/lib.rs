@@ -30,7 +30,7 @@ mod result_handler;
 
 pub use body::{HeadBody, IncomingBody, PollFrame, RequestBody, ResponseBody};
 pub use client::PerClient;
-pub use ctx::{Get, HCons, HNil};
+pub use ctx::{Get, HCons, HNil, Pluck, PluckAll};
 pub use describe::{
     DeclaredError, MiddlewareInput, PositiveFn, ResponseDescription, ResponseHeader, SchemaFn,
     Security,

@@ -6,9 +6,12 @@
 //! (with its extra headers); any other error becomes a 500. Panics are caught by the format
 //! stage, which wraps the whole endpoint.
 //!
-//! Handlers are async closures wrapped by [`handler_fn`] (input, context, logger) or
-//! [`handler_with_request`] (the same plus the request parts), or any type implementing
-//! [`Handler`].
+//! Handlers are async functions wrapped by [`handler_fn`]: the input first, then whatever else
+//! they use, each parameter taken by its type from the [`Logger`], the request [`Parts`] and
+//! the entries of the context ([`HandlerFunction`]); [`handler_without_input`] for those that
+//! read no input; [`handler_with_request`] for the whole context; or any type implementing
+//! [`Handler`]. A handler returns `Result<O, ApiError>`, or an [`ApiError`] alone when it only
+//! fails.
 //!
 //! # Example
 //!
@@ -20,7 +23,7 @@
 //!
 //! # #[tokio::main(flavor = "current_thread")]
 //! # async fn main() {
-//! let service = HandlerService::new(handler_fn(|name: String, _ctx: HNil, logger: Logger| async move {
+//! let service = HandlerService::new(handler_fn(async |name: String, logger: Logger| {
 //!     if name.is_empty() {
 //!         return Err(http_error!(400, "name is empty"));
 //!     }
@@ -37,18 +40,26 @@
 
 use std::fmt;
 use std::future::Future;
+use std::marker::PhantomData;
+use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
 
 use http::Request;
 use http::request::Parts;
+use pin_project_lite::pin_project;
+use strata_core::ctx::{HCons, HNil, PluckAll};
 use strata_core::{ApiError, Logger, Validated};
 use tower_service::Service;
 
+mod never;
+
+pub use never::Never;
+
 /// User code that answers a request.
 ///
-/// `I` is the input type, `C` the context type. Implemented for closures through [`handler_fn`]
-/// and [`handler_with_request`].
+/// `I` is the input type, `C` the context type. Implemented for closures through [`handler_fn`],
+/// [`handler_without_input`] and [`handler_with_request`].
 pub trait Handler<I, C>: Clone + Send + Sync + 'static {
     /// The output type.
     type Output;
@@ -59,18 +70,209 @@ pub trait Handler<I, C>: Clone + Send + Sync + 'static {
     fn call(&self, input: I, ctx: C, logger: Logger, request: Parts) -> Self::Future;
 }
 
-/// A [`Handler`] from an async closure of `(input, ctx, logger)`; see [`handler_fn`].
-#[derive(Clone, Copy)]
-pub struct HandlerFn<F> {
+/// What a handler's future may end with: `Result<O, ApiError>` (a success `O` or an error), or
+/// an [`ApiError`] alone, for a handler that only fails (its output is [`Never`]).
+#[diagnostic::on_unimplemented(
+    message = "a handler returns `Result<O, ApiError>` or an `ApiError`, not `{Self}`",
+    note = "errors of other types convert with `?` (a plain error becomes a 500) or `http_error!`"
+)]
+pub trait Outcome: Send + 'static {
+    /// The success type.
+    type Output;
+    /// As a result.
+    ///
+    /// # Errors
+    /// The handler's error.
+    fn into_result(self) -> Result<Self::Output, ApiError>;
+}
+
+impl<O: Send + 'static> Outcome for Result<O, ApiError> {
+    type Output = O;
+
+    fn into_result(self) -> Self {
+        self
+    }
+}
+
+impl Outcome for ApiError {
+    type Output = Never;
+
+    fn into_result(self) -> Result<Never, ApiError> {
+        Err(self)
+    }
+}
+
+pin_project! {
+    /// The future of a handler function: the closure's future, its end read as a result
+    /// ([`Outcome`]).
+    pub struct OutcomeFuture<F> {
+        #[pin]
+        future: F,
+    }
+}
+
+impl<F> Future for OutcomeFuture<F>
+where
+    F: Future<Output: Outcome>,
+{
+    type Output = Result<<F::Output as Outcome>::Output, ApiError>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        self.project().future.poll(cx).map(Outcome::into_result)
+    }
+}
+
+impl<F> fmt::Debug for OutcomeFuture<F> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("OutcomeFuture").finish_non_exhaustive()
+    }
+}
+
+/// What a handler's parameters after the input are taken from, each by its type: the
+/// [`Logger`], the request [`Parts`], and the entries of the context `C`.
+pub type Arguments<C> = HCons<Logger, HCons<Parts, C>>;
+
+/// An async function that handles an endpoint's requests: its first parameter is the input
+/// `I`, and each further one is taken by its type from the [`Logger`], the request [`Parts`]
+/// and the entries of the context `C` (state, what middleware provided). `M` is inferred: it
+/// records which parameters the function takes.
+///
+/// ```
+/// use strata_core::ctx::HNil;
+/// use strata_core::{ApiError, Logger};
+/// use strata_handler::HandlerFunction;
+///
+/// fn check<F: HandlerFunction<u32, HNil, M>, M>(_: F) {}
+///
+/// struct User(String);
+/// check::<_, _>(async |n: u32| Ok::<_, ApiError>(n + 1));
+/// check(async |n: u32, logger: Logger| {
+///     logger.debug("adding one");
+///     Ok(n + 1)
+/// });
+/// ```
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not a handler of this endpoint",
+    label = "not a handler of this endpoint's context `{C}`",
+    note = "a handler's first parameter is its input; each further parameter names its type: `Logger`, `Parts` or an entry of the context `{C}` (each once, by value: `user: User`, not `&User`), for example `async |input: MyInput, user: User, logger: Logger| ..`",
+    note = "a handler returns `Result<O, ApiError>` for an output type `O`, or an `ApiError` when it only fails"
+)]
+pub trait HandlerFunction<I, C, M>: Clone + Send + Sync + 'static {
+    /// The output type.
+    type Output;
+    /// The future of one call.
+    type Future: Future<Output = Result<Self::Output, ApiError>> + Send + 'static;
+
+    /// Calls the function with the input and the arguments it takes.
+    fn call(&self, input: I, arguments: Arguments<C>) -> Self::Future;
+}
+
+/// An async function that handles an endpoint's requests without reading input: each
+/// parameter is taken by its type as in [`HandlerFunction`] (the [`Logger`], the request
+/// [`Parts`], the entries of the context `C`), and it may have none.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not a handler without input of this endpoint",
+    label = "not a handler without input of this endpoint's context `{C}`",
+    note = "each parameter of a handler without input names its type: `Logger`, `Parts` or an entry of the context `{C}` (each once, by value: `user: User`, not `&User`), for example `async |user: User| ..`; a function whose first parameter is the input goes to `handler`",
+    note = "a handler returns `Result<O, ApiError>` for an output type `O`, or an `ApiError` when it only fails"
+)]
+pub trait HandlerFunctionWithoutInput<C, M>: Clone + Send + Sync + 'static {
+    /// The output type.
+    type Output;
+    /// The future of one call.
+    type Future: Future<Output = Result<Self::Output, ApiError>> + Send + 'static;
+
+    /// Calls the function with the arguments it takes.
+    fn call(&self, arguments: Arguments<C>) -> Self::Future;
+}
+
+/// Builds an `HCons` pattern or type from a list.
+macro_rules! hlist {
+    () => { HNil };
+    ($head:tt $(, $tail:tt)*) => { HCons { head: $head, tail: hlist!($($tail),*) } };
+}
+
+macro_rules! hlist_type {
+    () => { HNil };
+    ($head:ident $(, $tail:ident)*) => { HCons<$head, hlist_type!($($tail),*)> };
+}
+
+macro_rules! handler_functions {
+    ($(($($param:ident $arg:ident),*)),* $(,)?) => {$(
+        impl<F, Fut, I, C, Is, $($param),*> HandlerFunction<I, C, (Is, fn($($param),*))> for F
+        where
+            F: Fn(I, $($param),*) -> Fut + Clone + Send + Sync + 'static,
+            Fut: Future<Output: Outcome> + Send + 'static,
+            Arguments<C>: PluckAll<hlist_type!($($param),*), Is>,
+            Is: 'static,
+            $($param: 'static,)*
+        {
+            type Output = <Fut::Output as Outcome>::Output;
+            type Future = OutcomeFuture<Fut>;
+
+            #[allow(unused_variables)] // no parameters after the input
+            fn call(&self, input: I, arguments: Arguments<C>) -> Self::Future {
+                let hlist!($($arg),*) = arguments.pluck_all();
+                OutcomeFuture { future: self(input, $($arg),*) }
+            }
+        }
+
+        impl<F, Fut, C, Is, $($param),*> HandlerFunctionWithoutInput<C, (Is, fn($($param),*))> for F
+        where
+            F: Fn($($param),*) -> Fut + Clone + Send + Sync + 'static,
+            Fut: Future<Output: Outcome> + Send + 'static,
+            Arguments<C>: PluckAll<hlist_type!($($param),*), Is>,
+            Is: 'static,
+            $($param: 'static,)*
+        {
+            type Output = <Fut::Output as Outcome>::Output;
+            type Future = OutcomeFuture<Fut>;
+
+            #[allow(unused_variables)] // no parameters
+            fn call(&self, arguments: Arguments<C>) -> Self::Future {
+                let hlist!($($arg),*) = arguments.pluck_all();
+                OutcomeFuture { future: self($($arg),*) }
+            }
+        }
+    )*};
+}
+
+handler_functions! {
+    (),
+    (A a),
+    (A a, B b),
+    (A a, B b, D d),
+    (A a, B b, D d, E e),
+    (A a, B b, D d, E e, G g),
+    (A a, B b, D d, E e, G g, H h),
+}
+
+/// A [`Handler`] from a [`HandlerFunction`] (input first, then what it takes by type); see
+/// [`handler_fn`].
+pub struct HandlerFn<F, M> {
     f: F,
+    marker: PhantomData<fn() -> M>,
 }
 
-/// A [`Handler`] from an async closure of `(input, ctx, logger)`.
-pub fn handler_fn<F>(f: F) -> HandlerFn<F> {
-    HandlerFn { f }
+/// A [`Handler`] from an async function of the input and what else it takes by type (see
+/// [`HandlerFunction`]).
+pub fn handler_fn<F, M>(f: F) -> HandlerFn<F, M> {
+    HandlerFn {
+        f,
+        marker: PhantomData,
+    }
 }
 
-impl<F> fmt::Debug for HandlerFn<F> {
+impl<F: Clone, M> Clone for HandlerFn<F, M> {
+    fn clone(&self) -> Self {
+        Self {
+            f: self.f.clone(),
+            marker: PhantomData,
+        }
+    }
+}
+
+impl<F, M> fmt::Debug for HandlerFn<F, M> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("HandlerFn")
             .field("f", &std::any::type_name::<F>())
@@ -78,16 +280,73 @@ impl<F> fmt::Debug for HandlerFn<F> {
     }
 }
 
-impl<F, Fut, I, C, O> Handler<I, C> for HandlerFn<F>
+impl<F, M, I, C> Handler<I, C> for HandlerFn<F, M>
 where
-    F: Fn(I, C, Logger) -> Fut + Clone + Send + Sync + 'static,
-    Fut: Future<Output = Result<O, ApiError>> + Send + 'static,
+    F: HandlerFunction<I, C, M>,
+    M: 'static,
 {
-    type Output = O;
-    type Future = Fut;
+    type Output = F::Output;
+    type Future = F::Future;
 
-    fn call(&self, input: I, ctx: C, logger: Logger, _request: Parts) -> Fut {
-        (self.f)(input, ctx, logger)
+    fn call(&self, input: I, ctx: C, logger: Logger, request: Parts) -> F::Future {
+        self.f.call(input, arguments(logger, request, ctx))
+    }
+}
+
+/// A [`Handler`] of input `()` from a [`HandlerFunctionWithoutInput`]; see
+/// [`handler_without_input`].
+pub struct WithoutInputFn<F, M> {
+    f: F,
+    marker: PhantomData<fn() -> M>,
+}
+
+/// A [`Handler`] (of input `()`, any input is ignored) from an async function of what it
+/// takes by type (see [`HandlerFunctionWithoutInput`]).
+pub fn handler_without_input<F, M>(f: F) -> WithoutInputFn<F, M> {
+    WithoutInputFn {
+        f,
+        marker: PhantomData,
+    }
+}
+
+impl<F: Clone, M> Clone for WithoutInputFn<F, M> {
+    fn clone(&self) -> Self {
+        Self {
+            f: self.f.clone(),
+            marker: PhantomData,
+        }
+    }
+}
+
+impl<F, M> fmt::Debug for WithoutInputFn<F, M> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("WithoutInputFn")
+            .field("f", &std::any::type_name::<F>())
+            .finish()
+    }
+}
+
+impl<F, M, C> Handler<(), C> for WithoutInputFn<F, M>
+where
+    F: HandlerFunctionWithoutInput<C, M>,
+    M: 'static,
+{
+    type Output = F::Output;
+    type Future = F::Future;
+
+    fn call(&self, (): (), ctx: C, logger: Logger, request: Parts) -> F::Future {
+        self.f.call(arguments(logger, request, ctx))
+    }
+}
+
+/// The [`Arguments`] of one call: what a [`HandlerFunction`] takes its parameters from.
+pub fn arguments<C>(logger: Logger, request: Parts, ctx: C) -> Arguments<C> {
+    HCons {
+        head: logger,
+        tail: HCons {
+            head: request,
+            tail: ctx,
+        },
     }
 }
 
@@ -237,9 +496,9 @@ mod tests {
     async fn clones_share_the_handler() {
         let captured = Arc::new(());
         let probe = Arc::clone(&captured);
-        let service = HandlerService::new(handler_fn(move |(): (), _: HNil, _: Logger| {
+        let service = HandlerService::new(handler_fn::<_, (HNil, fn())>(move |(): ()| {
             let holders = Arc::strong_count(&probe);
-            async move { Ok::<usize, strata_core::ApiError>(holders) }
+            async move { Ok::<usize, ApiError>(holders) }
         }));
         let before = Arc::strong_count(&captured);
         let clones: Vec<_> = (0..3).map(|_| service.clone()).collect();
@@ -257,12 +516,9 @@ mod tests {
 
     #[tokio::test]
     async fn errors_keep_status_and_headers() {
-        let service = HandlerService::new(handler_fn(
-            async |(): (), _: HNil, _: Logger| -> strata_core::ApiResult<()> {
-                Err(http_error!(429, "Too many")
-                    .with_header(RETRY_AFTER, HeaderValue::from_static("5")))
-            },
-        ));
+        let service = HandlerService::new(handler_without_input(async || {
+            http_error!(429, "Too many").with_header(RETRY_AFTER, HeaderValue::from_static("5"))
+        }));
         let error = service
             .oneshot(Request::new(Validated {
                 input: (),
@@ -276,10 +532,7 @@ mod tests {
 
     #[tokio::test]
     async fn plain_errors_become_500() {
-        let service =
-            HandlerService::new(handler_fn(|raw: String, _: HNil, _: Logger| async move {
-                Ok(raw.parse::<u8>()?)
-            }));
+        let service = HandlerService::new(handler_fn(async |raw: String| Ok(raw.parse::<u8>()?)));
         let request = Request::new(Validated {
             input: "x".to_owned(),
             ctx: HNil,
@@ -287,5 +540,35 @@ mod tests {
         let error = service.oneshot(request).await.unwrap_err();
         assert_eq!(error.status(), 500);
         assert_eq!(error.message(), "invalid digit found in string");
+    }
+
+    #[derive(Debug, PartialEq)]
+    struct User(&'static str);
+
+    #[tokio::test]
+    async fn parameters_are_taken_by_type_in_any_order() {
+        let service = HandlerService::new(handler_fn(
+            async |input: u32, request: Parts, user: User, count: u8, _logger: Logger| {
+                Ok(format!("{} {input} {} {count}", user.0, request.uri.path()))
+            },
+        ));
+        let request = Request::post("/sum")
+            .body(Validated {
+                input: 3u32,
+                ctx: HNil.push(User("ada")).push(9u8),
+            })
+            .unwrap();
+        assert_eq!(service.oneshot(request).await.unwrap(), "ada 3 /sum 9");
+    }
+
+    #[tokio::test]
+    async fn handlers_without_input_take_only_what_they_use() {
+        let service =
+            HandlerService::new(handler_without_input(async |user: User| Ok(user.0.len())));
+        let request = Request::new(Validated {
+            input: (),
+            ctx: HNil.push(User("ada")),
+        });
+        assert_eq!(service.oneshot(request).await.unwrap(), 3);
     }
 }

@@ -47,7 +47,7 @@
 //! # #[tokio::main(flavor = "current_thread")]
 //! # async fn main() {
 //! let list = default_endpoints_factory().get().handler(
-//!     |input: OffsetInput<UserPages, Filters>, _ctx, _logger| async move {
+//!     async |input: OffsetInput<UserPages, Filters>| {
 //!         let all: Vec<u32> = (1..=5).collect();
 //!         let start = usize::try_from(input.offset).unwrap_or(usize::MAX).min(all.len());
 //!         let end = start.saturating_add(input.limit as usize).min(all.len());

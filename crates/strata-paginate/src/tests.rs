@@ -53,8 +53,9 @@ fn keep(item: &Item, role: Option<Role>) -> bool {
 }
 
 fn offset_endpoint() -> Endpoint {
-    default_endpoints_factory().get().handler(
-        |input: OffsetInput<Offsets, Filters>, _ctx, _logger| async move {
+    default_endpoints_factory()
+        .get()
+        .handler(async |input: OffsetInput<Offsets, Filters>| {
             let matching: Vec<Item> = all()
                 .into_iter()
                 .filter(|i| keep(i, input.filters.role))
@@ -66,13 +67,13 @@ fn offset_endpoint() -> Endpoint {
                 .cloned()
                 .collect();
             Ok(OffsetPage::new(page, matching.len() as u64, &input))
-        },
-    )
+        })
 }
 
 fn cursor_endpoint() -> Endpoint {
-    default_endpoints_factory().get().handler(
-        |input: CursorInput<Cursors>, _ctx, _logger| async move {
+    default_endpoints_factory()
+        .get()
+        .handler(async |input: CursorInput<Cursors>| {
             let after: u64 = match &input.cursor {
                 Some(cursor) => decode_cursor(cursor)?,
                 None => 0,
@@ -87,8 +88,7 @@ fn cursor_endpoint() -> Endpoint {
                 .filter(|last| last.id < 5)
                 .map(|last| encode_cursor(&last.id));
             Ok(CursorPage::new(page, next, &input))
-        },
-    )
+        })
 }
 
 async fn get(endpoint: &Endpoint, query: &[(&str, &str)]) -> (u16, Value) {

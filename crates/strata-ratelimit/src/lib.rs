@@ -38,8 +38,7 @@
 //! # async fn main() {
 //! let limited = default_endpoints_factory()
 //!     .add_middleware(RateLimit::new(Quota::per_minute(2), Key::client_addr()).middleware());
-//! let budget = limited.get().handler(|(): (), ctx, _logger| async move {
-//!     let state: &RateLimitState = ctx.get();
+//! let budget = limited.get().handler_without_input(async |state: RateLimitState| {
 //!     Ok(Budget { remaining: state.remaining })
 //! });
 //!

@@ -308,8 +308,8 @@ fn seconds_up(micros: u64) -> u64 {
     micros.div_ceil(1_000_000)
 }
 
-/// The client's budget after this request, in the context for handlers and later middleware:
-/// `let budget: &RateLimitState = ctx.get();`.
+/// The client's budget after this request, in the context for handlers (a parameter
+/// `budget: RateLimitState`) and later middleware (`let budget: &RateLimitState = ctx.get();`).
 #[derive(Clone)]
 pub struct RateLimitState {
     /// Requests per window (the quota's count).

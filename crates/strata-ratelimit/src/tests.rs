@@ -71,10 +71,7 @@ where
     default_endpoints_factory()
         .add_middleware(limit.middleware())
         .get()
-        .handler(|(): (), ctx, _logger| async move {
-            let state: &RateLimitState = ctx.get();
-            Ok(budget(state))
-        })
+        .handler_without_input(async |state: RateLimitState| Ok(budget(&state)))
 }
 
 #[tokio::test]
@@ -155,9 +152,7 @@ async fn other_errors_carry_the_headers_and_they_can_be_turned_off() {
         default_endpoints_factory()
             .add_middleware(limit.middleware())
             .get()
-            .handler(|(): (), _ctx, _logger| async move {
-                Err::<Budget, _>(http_error!(409, "Conflict"))
-            })
+            .handler_without_input(async || Err::<Budget, _>(http_error!(409, "Conflict")))
             .service()
     };
     let with = failing(RateLimit::new(Quota::per_minute(3), Key::client_addr()));
@@ -258,10 +253,7 @@ async fn a_credential_from_the_context_keys_the_budget() {
                 .middleware(),
         )
         .get()
-        .handler(|(): (), ctx, _logger| async move {
-            let state: &RateLimitState = ctx.get();
-            Ok(budget(state))
-        });
+        .handler_without_input(async |state: RateLimitState| Ok(budget(&state)));
     let service = endpoint.service();
     let as_user = |user| get(None, &[("x-user", user)]);
     let ada = service.clone().oneshot(as_user("ada")).await.unwrap();
@@ -432,9 +424,9 @@ async fn an_asynchronous_store_and_two_limiters_on_one_endpoint() {
                 .middleware(),
         )
         .get()
-        // Two entries of one type: `ctx.get()` cannot tell them apart, so this handler reads
-        // neither.
-        .handler(|(): (), _ctx, _logger| async move {
+        // Two entries of one type: a parameter taken by type cannot tell them apart, so this
+        // handler reads neither.
+        .handler_without_input(async || {
             Ok(Budget {
                 remaining: 0,
                 checked: true,

@@ -28,7 +28,7 @@
 //!
 //! # #[tokio::main(flavor = "current_thread")]
 //! # async fn main() {
-//! let hello = default_endpoints_factory().get().handler(|input: In, _ctx, logger| async move {
+//! let hello = default_endpoints_factory().get().handler(async |input: In, logger: Logger| {
 //!     logger.info("greeting");
 //!     Ok(Out { greetings: format!("Hello, {}", input.name) })
 //! });
@@ -57,7 +57,7 @@
 //!
 //! # #[tokio::main(flavor = "current_thread")]
 //! # async fn main() {
-//! let ping = default_endpoints_factory().get().handler(|(): (), _ctx, logger| async move {
+//! let ping = default_endpoints_factory().get().handler_without_input(async |logger: Logger| {
 //!     logger.debug("ping");
 //!     Ok(Reply::new(()))
 //! });

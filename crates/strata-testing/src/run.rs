@@ -368,7 +368,7 @@ async fn mock(response: Response<ResponseBody>) -> ResponseMock {
 ///
 /// # #[tokio::main(flavor = "current_thread")]
 /// # async fn main() {
-/// let rename = default_endpoints_factory().patch().handler(|input: Rename, _ctx, logger| async move {
+/// let rename = default_endpoints_factory().patch().handler(async |input: Rename, logger: Logger| {
 ///     logger.log_with(Level::Info, "renamed", &[("id", &input.id)]);
 ///     Ok(Renamed { id: input.id })
 /// });

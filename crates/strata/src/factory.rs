@@ -2,7 +2,6 @@
 //! result handler.
 
 use std::fmt;
-use std::future::Future;
 use std::marker::PhantomData;
 
 use garde::Validate;
@@ -10,11 +9,14 @@ use http::{Method, StatusCode};
 use schemars::{JsonSchema, Schema};
 use serde::de::DeserializeOwned;
 use strata_core::{
-    ApiError, DeclaredError, DefaultResultHandler, HCons, HNil, Logger, MiddlewareInput, Output,
-    PositiveFn, ResponseDescription, ResponseHeader, ResultHandler, Security,
+    DeclaredError, DefaultResultHandler, HCons, HNil, MiddlewareInput, Output, PositiveFn,
+    ResponseDescription, ResponseHeader, ResultHandler, Security,
 };
 use strata_format::FormatLayer;
-use strata_handler::{Handler, HandlerService, handler_fn, handler_with_request};
+use strata_handler::{
+    Handler, HandlerFunction, HandlerFunctionWithoutInput, HandlerService, handler_fn,
+    handler_without_input,
+};
 use strata_middleware::{
     Chain, Middleware, MiddlewareChain, MiddlewareHandler, NoMiddleware, StagedService, State,
 };
@@ -116,6 +118,17 @@ fn schema_of<T: JsonSchema>() -> Schema {
     schemars::SchemaGenerator::default().into_root_schema_for::<T>()
 }
 
+/// Whether a root schema admits nothing (`false`, which a root schema writes as
+/// `{"not": {}}` beside `$schema`): the output of a handler that only fails.
+#[allow(clippy::redundant_closure_for_method_calls)] // the path needs serde_json, not a dependency
+fn is_never(schema: &Schema) -> bool {
+    schema.as_bool() == Some(false)
+        || schema
+            .get("not")
+            .and_then(|not| not.as_object())
+            .is_some_and(|not| not.is_empty())
+}
+
 impl<C, L: Clone, R: ResultHandler> EndpointsFactory<C, L, R> {
     /// A factory whose endpoints run `middleware` after the ones already attached; what it
     /// returns joins the context.
@@ -151,7 +164,7 @@ impl<C, L: Clone, R: ResultHandler> EndpointsFactory<C, L, R> {
     }
 
     /// A factory whose handlers (and later middleware) find `state` in their context, a clone
-    /// per request: `let store: &Store = ctx.get();`. Keep it cheap to clone (an `Arc`, a pool
+    /// per request: a handler takes it as a parameter `store: Store`. Keep it cheap to clone (an `Arc`, a pool
     /// handle); it is typed like any context entry, and nothing is cloned before the handler's
     /// `async move`.
     ///
@@ -166,8 +179,7 @@ impl<C, L: Clone, R: ResultHandler> EndpointsFactory<C, L, R> {
     /// struct Store(Arc<std::sync::Mutex<Vec<String>>>);
     ///
     /// let factory = default_endpoints_factory().with_state(Store::default());
-    /// let count = factory.get().handler(|(): (), ctx, _logger| async move {
-    ///     let store: &Store = ctx.get();
+    /// let count = factory.get().handler_without_input(async |store: Store| {
     ///     Ok(Count { count: store.0.lock().map(|v| v.len()).unwrap_or(0) })
     /// });
     /// # let _ = count;
@@ -331,35 +343,65 @@ where
     R: ResultHandler,
     C: Send + 'static,
 {
-    /// Builds the endpoint with an async handler of `(input, ctx, logger)`.
+    /// Builds the endpoint with an async handler: its first parameter is the input, and it
+    /// takes whatever else it uses by type, in any order: the [`Logger`](strata_core::Logger), the request
+    /// [`Parts`](http::request::Parts), and entries of the context (state from
+    /// [`with_state`](EndpointsFactory::with_state), what middleware provided), each moved in,
+    /// never cloned.
     ///
     /// The input type `I` is read from the merged input and validated; the output `O` is
-    /// checked and serialized. Return [`Reply`](strata_output::Reply) for a success status
-    /// other than 200 or for response headers.
-    pub fn handler<F, Fut, I, O>(self, f: F) -> Endpoint
+    /// checked and serialized. Return `Ok(output)`, a [`Reply`](strata_output::Reply) for a
+    /// success status other than 200 or for response headers, or an
+    /// [`ApiError`](strata_core::ApiError) alone from a
+    /// handler that only fails.
+    ///
+    /// ```
+    /// use strata::prelude::*;
+    ///
+    /// #[strata::model(input)]
+    /// struct Greet {
+    ///     #[garde(length(min = 1))]
+    ///     name: String,
+    /// }
+    /// #[strata::model(output)]
+    /// struct Greeting {
+    ///     text: String,
+    /// }
+    /// #[derive(Clone)]
+    /// struct Salutation(&'static str);
+    ///
+    /// let factory = default_endpoints_factory().with_state(Salutation("Hello"));
+    /// let greet = factory.post().handler(async |input: Greet, salutation: Salutation, logger: Logger| {
+    ///     logger.debug("greeting");
+    ///     Ok(Greeting { text: format!("{}, {}", salutation.0, input.name) })
+    /// });
+    /// let gone = factory.get().handler_without_input(async || http_error!(410, "Gone for good"));
+    /// # let _ = (greet, gone);
+    /// ```
+    pub fn handler<F, I, M>(self, f: F) -> Endpoint
     where
-        F: Fn(I, C, Logger) -> Fut + Clone + Send + Sync + 'static,
-        Fut: Future<Output = Result<O, ApiError>> + Send + 'static,
+        F: HandlerFunction<I, C, M>,
+        M: 'static,
         I: InputType,
-        O: OutputType,
+        F::Output: OutputType,
         L: MiddlewareChain<C>,
     {
         self.build_with(handler_fn(f))
     }
 
     /// Builds the endpoint that implements `operation`, declared once and shared with its
-    /// clients: the operation's method, and an async handler of `(input, ctx, logger)` that
-    /// takes the operation's input type and returns its output type, or a
-    /// [`Reply`](strata_output::Reply) of it (another type does not compile). Routing refuses to mount it anywhere but where the operation says
+    /// clients: the operation's method, and an async handler (as in
+    /// [`handler`](Self::handler)) that takes the operation's input type and returns its
+    /// output type, or a [`Reply`](strata_output::Reply) of it (another type does not
+    /// compile). Routing refuses to mount it anywhere but where the operation says
     /// ([`RoutingError::NotAsDeclared`](strata_routing::RoutingError::NotAsDeclared));
     /// [`Routing::operation`](strata_routing::Routing::operation) mounts it there.
     ///
     /// ```
     /// use strata::prelude::*;
-    /// # #[derive(serde::Deserialize, garde::Validate, schemars::JsonSchema)]
+    /// # #[strata::model(input)]
     /// # pub struct BookId { #[garde(skip)] id: u32 }
-    /// # #[derive(serde::Serialize, garde::Validate, schemars::JsonSchema)]
-    /// # #[garde(allow_unvalidated)]
+    /// # #[strata::model]
     /// # pub struct Book { id: u32 }
     ///
     /// // In a crate the server and its clients share:
@@ -367,20 +409,20 @@ where
     ///
     /// let get_book = default_endpoints_factory()
     ///     .endpoint()
-    ///     .implement(&GET_BOOK, |input, _ctx, _logger| async move { Ok(Book { id: input.id }) });
+    ///     .implement(&GET_BOOK, async |input: BookId| Ok(Book { id: input.id }));
     /// let routing = Routing::new().operation(get_book);
     /// # let _ = routing;
     /// ```
-    pub fn implement<F, Fut, I, O, T>(
+    pub fn implement<F, I, M, O>(
         mut self,
         operation: &strata_core::Operation<I, O>,
         f: F,
     ) -> Endpoint
     where
-        F: Fn(I, C, Logger) -> Fut + Clone + Send + Sync + 'static,
-        Fut: Future<Output = Result<T, ApiError>> + Send + 'static,
+        F: HandlerFunction<I, C, M>,
+        M: 'static,
         I: InputType,
-        T: Returns<O>,
+        F::Output: Returns<O>,
         L: MiddlewareChain<C>,
     {
         self.meta.methods = vec![operation.method()];
@@ -388,52 +430,40 @@ where
         self.handler(f)
     }
 
-    /// Builds an endpoint that reads no input, with an async handler of `(ctx, logger)`: the
-    /// same as [`handler`](Self::handler) with `()` as the input (any input is ignored).
+    /// Builds an endpoint that reads no input (any input is ignored), with an async handler
+    /// that takes, by type, only what it uses, as in [`handler`](Self::handler): the
+    /// [`Logger`](strata_core::Logger), the request [`Parts`](http::request::Parts), context entries; or nothing.
     ///
     /// ```
     /// use strata::prelude::*;
-    /// # #[derive(serde::Serialize, garde::Validate, schemars::JsonSchema)]
-    /// # #[garde(allow_unvalidated)]
+    /// # #[strata::model]
     /// # struct Status { up: bool }
     ///
     /// let health = default_endpoints_factory()
     ///     .get()
-    ///     .handler_without_input(|_ctx, _logger| async move { Ok(Status { up: true }) });
+    ///     .handler_without_input(async || Ok(Status { up: true }));
     /// # let _ = health;
     /// ```
-    pub fn handler_without_input<F, Fut, O>(self, f: F) -> Endpoint
+    pub fn handler_without_input<F, M>(self, f: F) -> Endpoint
     where
-        F: Fn(C, Logger) -> Fut + Clone + Send + Sync + 'static,
-        Fut: Future<Output = Result<O, ApiError>> + Send + 'static,
-        O: OutputType,
+        F: HandlerFunctionWithoutInput<C, M>,
+        M: 'static,
+        F::Output: OutputType,
         L: MiddlewareChain<C>,
     {
-        self.build_with(handler_fn(move |(): (), ctx, logger| f(ctx, logger)))
+        self.build_with(handler_without_input(f))
     }
 
-    /// Builds the endpoint with an async handler of `(input, ctx, logger, request parts)`.
-    pub fn handler_with_request<F, Fut, I, O>(self, f: F) -> Endpoint
-    where
-        F: Fn(I, C, Logger, http::request::Parts) -> Fut + Clone + Send + Sync + 'static,
-        Fut: Future<Output = Result<O, ApiError>> + Send + 'static,
-        I: InputType,
-        O: OutputType,
-        L: MiddlewareChain<C>,
-    {
-        self.build_with(handler_with_request(f))
-    }
-
-    /// Builds an event-stream endpoint (server-sent events of the enum `E`): `f` gets the input,
-    /// the context, an [`Emitter`](strata_events::Emitter) and the logger, and runs as its own
-    /// task until it returns or the client disconnects. See [`strata_events`] (feature
-    /// `events`).
+    /// Builds an event-stream endpoint (server-sent events of the enum `E`): `f` takes the
+    /// input first, then by type what it uses, as in [`handler`](Self::handler), and the
+    /// [`Emitter`](strata_events::Emitter) of its events; it runs as its own task until it
+    /// returns or the client disconnects. See [`strata_events`] (feature `events`).
     #[cfg(feature = "events")]
-    pub fn event_stream<E, F, Fut, I>(self, f: F) -> Endpoint
+    pub fn event_stream<E, F, I, M>(self, f: F) -> Endpoint
     where
         E: strata_events::Events,
-        F: Fn(I, C, strata_events::Emitter<E>, Logger) -> Fut + Clone + Send + Sync + 'static,
-        Fut: Future<Output = Result<(), ApiError>> + Send + 'static,
+        F: HandlerFunction<I, HCons<strata_events::Emitter<E>, C>, M, Output = ()>,
+        M: 'static,
         I: InputType,
         L: MiddlewareChain<C>,
     {
@@ -442,35 +472,41 @@ where
 
     /// [`event_stream`](Self::event_stream) with options (the keep-alive interval).
     #[cfg(feature = "events")]
-    pub fn event_stream_with<E, F, Fut, I>(
+    pub fn event_stream_with<E, F, I, M>(
         self,
         options: strata_events::EventStreamOptions,
         f: F,
     ) -> Endpoint
     where
         E: strata_events::Events,
-        F: Fn(I, C, strata_events::Emitter<E>, Logger) -> Fut + Clone + Send + Sync + 'static,
-        Fut: Future<Output = Result<(), ApiError>> + Send + 'static,
+        F: HandlerFunction<I, HCons<strata_events::Emitter<E>, C>, M, Output = ()>,
+        M: 'static,
         I: InputType,
         L: MiddlewareChain<C>,
     {
-        self.handler_with_request(move |input: I, ctx: C, logger: Logger, request| {
-            let f = f.clone();
-            // Any UTF-8: ids are the application's own text.
-            let last_event_id = request
-                .headers
-                .get("last-event-id")
-                .and_then(|value| std::str::from_utf8(value.as_bytes()).ok())
-                .map(str::to_owned);
-            async move {
-                let stream_logger = logger.clone();
-                let stream =
-                    strata_events::EventStream::start(options, last_event_id, move |emitter| {
-                        f(input, ctx, emitter, logger)
-                    });
-                Ok(stream.logger(stream_logger))
-            }
-        })
+        self.build_with(strata_handler::handler_with_request(
+            move |input: I, ctx: C, logger: strata_core::Logger, request: http::request::Parts| {
+                let f = f.clone();
+                // Any UTF-8: ids are the application's own text.
+                let last_event_id = request
+                    .headers
+                    .get("last-event-id")
+                    .and_then(|value| std::str::from_utf8(value.as_bytes()).ok())
+                    .map(str::to_owned);
+                async move {
+                    let stream_logger = logger.clone();
+                    let stream =
+                        strata_events::EventStream::start(options, last_event_id, move |emitter| {
+                            let ctx = HCons {
+                                head: emitter,
+                                tail: ctx,
+                            };
+                            f.call(input, strata_handler::arguments(logger, request, ctx))
+                        });
+                    Ok(stream.logger(stream_logger))
+                }
+            },
+        ))
     }
 
     /// Builds the event-stream endpoint that implements `operation`, an operation whose output
@@ -499,7 +535,7 @@ where
     ///
     /// let countdown = default_endpoints_factory().endpoint().implement_events(
     ///     &COUNTDOWN,
-    ///     |input, _ctx, emitter, _logger| async move {
+    ///     async |input: CountdownInput, emitter: Emitter<Countdown>| {
     ///         for left in (1..=input.from).rev() {
     ///             emitter.emit_with_id(Countdown::Tick { left }, &left.to_string()).await?;
     ///         }
@@ -511,15 +547,15 @@ where
     /// # let _ = routing;
     /// ```
     #[cfg(feature = "events")]
-    pub fn implement_events<E, F, Fut, I>(
+    pub fn implement_events<E, F, I, M>(
         self,
         operation: &strata_core::Operation<I, strata_core::Events<E>>,
         f: F,
     ) -> Endpoint
     where
         E: strata_events::Events,
-        F: Fn(I, C, strata_events::Emitter<E>, Logger) -> Fut + Clone + Send + Sync + 'static,
-        Fut: Future<Output = Result<(), ApiError>> + Send + 'static,
+        F: HandlerFunction<I, HCons<strata_events::Emitter<E>, C>, M, Output = ()>,
+        M: 'static,
         I: InputType,
         L: MiddlewareChain<C>,
     {
@@ -528,7 +564,7 @@ where
 
     /// [`implement_events`](Self::implement_events) with options (the keep-alive interval).
     #[cfg(feature = "events")]
-    pub fn implement_events_with<E, F, Fut, I>(
+    pub fn implement_events_with<E, F, I, M>(
         mut self,
         operation: &strata_core::Operation<I, strata_core::Events<E>>,
         options: strata_events::EventStreamOptions,
@@ -536,8 +572,8 @@ where
     ) -> Endpoint
     where
         E: strata_events::Events,
-        F: Fn(I, C, strata_events::Emitter<E>, Logger) -> Fut + Clone + Send + Sync + 'static,
-        Fut: Future<Output = Result<(), ApiError>> + Send + 'static,
+        F: HandlerFunction<I, HCons<strata_events::Emitter<E>, C>, M, Output = ()>,
+        M: 'static,
         I: InputType,
         L: MiddlewareChain<C>,
     {
@@ -583,6 +619,10 @@ where
             meta.positive_fn = Some(PositiveFn::new(move |output| {
                 name(O::describe(output).unwrap_or_default())
             }));
+        } else if is_never(&output_schema) {
+            // A handler that only fails (its output is `Never`): no success to describe.
+            meta.positive = Vec::new();
+            meta.positive_fn = Some(PositiveFn::new(|_| Vec::new()));
         } else {
             meta.positive = factory.result_handler.positive(&output_schema);
             let describer = factory.result_handler.clone();

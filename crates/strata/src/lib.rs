@@ -17,23 +17,19 @@
 //! # Example
 //!
 //! ```
-//! use garde::Validate;
 //! use http::Request;
 //! use http_body_util::BodyExt;
-//! use schemars::JsonSchema;
-//! use serde::{Deserialize, Serialize};
 //! use strata::prelude::*;
 //! use tower::ServiceExt;
 //!
-//! #[derive(Deserialize, Validate, JsonSchema)]
+//! #[strata::model(input)]
 //! struct HelloInput {
 //!     #[garde(length(chars, min = 1))]
 //!     name: Option<String>,
 //! }
 //!
-//! #[derive(Serialize, Validate, JsonSchema)]
+//! #[strata::model(output)]
 //! struct HelloOutput {
-//!     #[garde(skip)]
 //!     greetings: String,
 //! }
 //!
@@ -43,7 +39,7 @@
 //!     .get()
 //!     .tag("greetings")
 //!     .short_description("Says hello")
-//!     .handler(|input: HelloInput, _ctx, logger| async move {
+//!     .handler(async |input: HelloInput, logger: Logger| {
 //!         logger.debug("greeting");
 //!         let name = input.name.as_deref().unwrap_or("World");
 //!         Ok(HelloOutput { greetings: format!("Hello, {name}") })
@@ -246,6 +242,8 @@ pub mod __private {
 
 /// The names most endpoints need.
 pub mod prelude {
+    #[cfg(feature = "events")]
+    pub use crate::Emitter;
     pub use crate::{
         ApiError, ApiResult, Config, CorsRequest, Ctx, DefaultResultHandler, Endpoint,
         EndpointsFactory, Events, FileResponse, Get, HCons, HNil, InputSource, Level, Logger,
@@ -254,4 +252,7 @@ pub mod prelude {
         UploadedFileExt, attach_routing, create_config, create_server, default_endpoints_factory,
         http_error, routing,
     };
+    /// The request's method, URI, headers and extensions, for a handler parameter
+    /// `request: Parts`.
+    pub use http::request::Parts;
 }

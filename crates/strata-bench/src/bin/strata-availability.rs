@@ -378,26 +378,20 @@ struct Noted {
 /// `GET /health`, `GET /file` (the file at `file`), `POST /note`.
 fn routing(file: PathBuf) -> Routing {
     let factory = default_endpoints_factory();
-    let health = factory.get().handler(|(): (), _ctx, _logger| async move {
+    let health = factory.get().handler_without_input(async || {
         Ok(Health {
             status: "ok".to_owned(),
         })
     });
-    let note = factory
-        .post()
-        .handler(|input: Note, _ctx, _logger| async move {
-            Ok(Noted {
-                length: input.text.len(),
-            })
-        });
-    let download =
-        factory
-            .with_state(Arc::new(file))
-            .get()
-            .handler(|(): (), ctx, _logger| async move {
-                let file: &Arc<PathBuf> = ctx.get();
-                FileResponse::open(file.as_path()).await
-            });
+    let note = factory.post().handler(async |input: Note| {
+        Ok(Noted {
+            length: input.text.len(),
+        })
+    });
+    let download = factory
+        .with_state(Arc::new(file))
+        .get()
+        .handler_without_input(async |file: Arc<PathBuf>| FileResponse::open(file.as_path()).await);
     routing! { "health" => health, "file" => download, "note" => note }
 }
 

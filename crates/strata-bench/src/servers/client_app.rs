@@ -29,15 +29,13 @@ pub(crate) fn routing() -> Routing {
     let factory = default_endpoints_factory();
     let hello = factory
         .endpoint()
-        .implement(&HELLO, |input, _ctx, _logger| async move {
+        .implement(&HELLO, async |input: HelloName| {
             Ok(HelloOutput {
                 greetings: format!("Hello, {}", input.name),
             })
         });
     let order = factory
         .endpoint()
-        .implement(&ORDER, |order, _ctx, _logger| async move {
-            Ok(summarize(order))
-        });
+        .implement(&ORDER, async |order: Order| Ok(summarize(order)));
     Routing::new().operation(hello).operation(order)
 }

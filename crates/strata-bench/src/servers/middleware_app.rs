@@ -79,7 +79,7 @@ pub(crate) fn routing(server: Server) -> Routing {
             .get()
             .tag("greetings")
             .short_description("Says hello")
-            .handler(|input: HelloInput, _ctx, logger| async move { Ok(greet(&input, &logger)) }),
+            .handler(async |input: HelloInput, logger: Logger| Ok(greet(&input, &logger))),
         Server::Noop => factory
             .add_middleware(Middleware::new(|(): (), _request, _logger| async {
                 Ok(Nothing)
@@ -87,13 +87,13 @@ pub(crate) fn routing(server: Server) -> Routing {
             .get()
             .tag("greetings")
             .short_description("Says hello")
-            .handler(|input: HelloInput, _ctx, logger| async move { Ok(greet(&input, &logger)) }),
+            .handler(async |input: HelloInput, logger: Logger| Ok(greet(&input, &logger))),
         Server::OneHeader => factory
             .add_middleware(Middleware::custom(OneHeader))
             .get()
             .tag("greetings")
             .short_description("Says hello")
-            .handler(|input: HelloInput, _ctx, logger| async move { Ok(greet(&input, &logger)) }),
+            .handler(async |input: HelloInput, logger: Logger| Ok(greet(&input, &logger))),
         // The handler reads one cookie of the request; a request without it is a 400, so the
         // pre-flight's 200 says it was read.
         Server::Cookies => factory
@@ -101,14 +101,15 @@ pub(crate) fn routing(server: Server) -> Routing {
             .get()
             .tag("greetings")
             .short_description("Says hello")
-            .handler(|input: HelloInput, ctx, logger| async move {
-                let cookies: &Cookies = ctx.get();
-                let theme = cookies
-                    .get(READ_COOKIE)
-                    .ok_or_else(|| http_error!(400, "No theme cookie"))?;
-                logger.debug(format_args!("theme {theme}"));
-                Ok(greet(&input, &logger))
-            }),
+            .handler(
+                async |input: HelloInput, cookies: Cookies, logger: Logger| {
+                    let theme = cookies
+                        .get(READ_COOKIE)
+                        .ok_or_else(|| http_error!(400, "No theme cookie"))?;
+                    logger.debug(format_args!("theme {theme}"));
+                    Ok(greet(&input, &logger))
+                },
+            ),
         // A public policy of a minute; the handler sets its tag first (`?`: a matching
         // `If-None-Match` is answered 304 there, before the output stage).
         Server::Cache => {
@@ -122,8 +123,7 @@ pub(crate) fn routing(server: Server) -> Routing {
                 .get()
                 .tag("greetings")
                 .short_description("Says hello")
-                .handler(|input: HelloInput, ctx, logger| async move {
-                    let cache: &Cache = ctx.get();
+                .handler(async |input: HelloInput, cache: Cache, logger: Logger| {
                     cache.etag(ETag::strong(HELLO_TAG)?)?;
                     Ok(greet(&input, &logger))
                 })
@@ -137,7 +137,7 @@ pub(crate) fn routing(server: Server) -> Routing {
             .get()
             .tag("greetings")
             .short_description("Says hello")
-            .handler(|input: HelloInput, _ctx, logger| async move { Ok(greet(&input, &logger)) }),
+            .handler(async |input: HelloInput, logger: Logger| Ok(greet(&input, &logger))),
     };
     routing! { "v1" => { "hello" => hello } }
 }

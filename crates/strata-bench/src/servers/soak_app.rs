@@ -47,21 +47,19 @@ pub(crate) fn routing() -> Routing {
     let factory = default_endpoints_factory();
     let greeting = factory
         .get()
-        .handler(|input: HelloInput, _ctx, _logger| async move { Ok(hello(&input)) });
+        .handler(async |input: HelloInput| Ok(hello(&input)));
     let orders = factory
         .post()
-        .handler(|order: Order, _ctx, _logger| async move { Ok(summarize(order)) });
-    let upload = factory
-        .post()
-        .handler(|input: UploadInput, _ctx, _logger| async move {
-            let data = input.file.data();
-            Ok(UploadOutput {
-                name: input.file.name().to_owned(),
-                size: data.len(),
-                checksum: data.iter().map(|&b| u64::from(b)).sum(),
-                title: input.title,
-            })
-        });
+        .handler(async |order: Order| Ok(summarize(order)));
+    let upload = factory.post().handler(async |input: UploadInput| {
+        let data = input.file.data();
+        Ok(UploadOutput {
+            name: input.file.name().to_owned(),
+            size: data.len(),
+            checksum: data.iter().map(|&b| u64::from(b)).sum(),
+            title: input.title,
+        })
+    });
     routing! {
         "v1" => {
             "hello" => greeting,

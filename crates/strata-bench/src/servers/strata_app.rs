@@ -18,7 +18,7 @@ pub(crate) fn routing(many_routes: bool) -> Routing {
         .get()
         .tag("greetings")
         .short_description("Says hello")
-        .handler(|input: HelloInput, _ctx, logger| async move {
+        .handler(async |input: HelloInput, logger: Logger| {
             let name = input.name.as_deref().unwrap_or("World");
             logger.debug(format_args!("greeting {name}"));
             Ok(HelloOutput {
@@ -27,7 +27,7 @@ pub(crate) fn routing(many_routes: bool) -> Routing {
         });
     let orders = factory
         .post()
-        .handler(|order: Order, _ctx, _logger| async move { Ok(summarize(order)) });
+        .handler(async |order: Order| Ok(summarize(order)));
     let auth = Middleware::new(|(): (), request, _logger| {
         let user = authenticate(
             request
@@ -38,17 +38,15 @@ pub(crate) fn routing(many_routes: bool) -> Routing {
         async move { user.ok_or_else(|| http_error!(401, "Invalid token")) }
     })
     .security(Security::header("token"));
-    let user =
-        factory
-            .add_middleware(auth)
-            .get()
-            .handler(|input: UserInput, ctx, _logger| async move {
-                let user: &User = ctx.get();
-                Ok(UserOutput {
-                    id: input.id,
-                    name: user.name.clone(),
-                })
-            });
+    let user = factory
+        .add_middleware(auth)
+        .get()
+        .handler(async |input: UserInput, user: User| {
+            Ok(UserOutput {
+                id: input.id,
+                name: user.name,
+            })
+        });
     let mut routing = routing! {
         "v1" => {
             "hello" => hello,
@@ -59,7 +57,7 @@ pub(crate) fn routing(many_routes: bool) -> Routing {
     if many_routes {
         let pong = factory
             .get()
-            .handler(|(): (), _ctx, _logger| async move { Ok(Pong { pong: true }) });
+            .handler_without_input(async || Ok(Pong { pong: true }));
         for i in 0..GENERATED_ROUTES {
             routing = routing.route(generated_path(i), pong.clone());
         }

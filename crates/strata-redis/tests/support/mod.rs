@@ -228,8 +228,7 @@ pub mod app {
                     .middleware(),
             )
             .get()
-            .handler(|(): (), ctx, _logger| async move {
-                let state: &RateLimitState = ctx.get();
+            .handler_without_input(async |state: RateLimitState| {
                 Ok(Budget {
                     remaining: state.remaining,
                     checked: state.checked,
