@@ -496,6 +496,33 @@ async fn a_stream_is_sent_as_it_comes_and_its_errors_are_handled() {
     drop(server);
 }
 
+#[tokio::test]
+async fn bytes_in_memory_are_sent_whole_with_their_length() {
+    let avatar = default_endpoints_factory()
+        .get()
+        .handler_without_input(async || {
+            let png = http::HeaderValue::from_static("image/png");
+            Ok(StreamResponse::from_bytes(
+                png,
+                vec![0x89, b'P', b'N', b'G'],
+            ))
+        });
+    let routing = routing! { "avatar" => avatar };
+    let (server, addr) = serve(&routing, create_config().cors(false)).await;
+    let (status, headers, bytes) = send(addr, "GET", "/avatar", &[], "").await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(headers["content-type"], "image/png");
+    assert_eq!(headers["content-length"], "4");
+    assert_eq!(&bytes[..], b"\x89PNG");
+    let (status, headers, bytes) = send(addr, "HEAD", "/avatar", &[], "").await;
+    assert_eq!(
+        (status, &headers["content-length"]),
+        (StatusCode::OK, &"4".parse::<http::HeaderValue>().unwrap())
+    );
+    assert!(bytes.is_empty());
+    drop(server);
+}
+
 /// The document of every kind of endpoint here, for the outside validators (written to the
 /// path in `STRATA_BEYOND_JSON_OPENAPI` when set; `.ci/openapi-checks` sets it).
 #[test]

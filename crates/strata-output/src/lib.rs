@@ -54,7 +54,7 @@ pub use layer::OutputLayer;
 pub use range::RangeHeaders;
 pub use reply::{HandlerOutput, Reply};
 pub use service::OutputService;
-pub use stream::{Binary, CheckedFile, FileResponse, StreamResponse};
+pub use stream::{Binary, CheckedFile, FileResponse, OneChunk, StreamResponse};
 
 #[cfg(test)]
 mod tests;

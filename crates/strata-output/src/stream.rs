@@ -559,6 +559,41 @@ impl<S> StreamResponse<S> {
     }
 }
 
+impl StreamResponse<OneChunk> {
+    /// Bytes already in memory sent as a body of `media_type` (an image from a store, a
+    /// generated PDF): one chunk, with its `Content-Length`.
+    ///
+    /// ```
+    /// use http::HeaderValue;
+    /// use strata_output::StreamResponse;
+    ///
+    /// let png = StreamResponse::from_bytes(HeaderValue::from_static("image/png"), vec![0x89, b'P']);
+    /// # let _ = png;
+    /// ```
+    pub fn from_bytes(media_type: HeaderValue, bytes: impl Into<Bytes>) -> Self {
+        let bytes = bytes.into();
+        let length = HeaderValue::from(bytes.len());
+        Self::new(media_type, OneChunk(Some(bytes))).header(CONTENT_LENGTH, length)
+    }
+}
+
+/// The stream of [`StreamResponse::from_bytes`]: one chunk, then the end.
+#[derive(Debug)]
+pub struct OneChunk(Option<Bytes>);
+
+impl Stream for OneChunk {
+    type Item = Result<Bytes, std::convert::Infallible>;
+
+    fn poll_next(mut self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        Poll::Ready(self.0.take().map(Ok))
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        let left = usize::from(self.0.is_some());
+        (left, Some(left))
+    }
+}
+
 impl<S> strata_core::StreamedOutput for StreamResponse<S> {}
 
 impl<S, E> HandlerOutput for StreamResponse<S>

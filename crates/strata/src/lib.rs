@@ -73,6 +73,9 @@ pub use strata_output::{Binary, FileResponse, HandlerOutput, Reply, StreamRespon
 pub use strata_upload::{MoveError, MultipartForm, UploadLimits, UploadedFileExt};
 pub use strata_validate::{Decoder, not_null};
 
+/// The `http` crate Strata is built on (`StatusCode`, `HeaderValue`, `header::*`), so that an
+/// application needs no dependency of its own on it.
+pub use http;
 /// Caching: a `Cache-Control` policy per factory or per response, `ETag` and `Last-Modified`
 /// set by the handler, conditional requests answered 304, `Vary` (feature `cache`).
 #[cfg(feature = "cache")]
