@@ -106,7 +106,7 @@ pub(crate) fn replica_routing(
     let subscribe = default_endpoints_factory()
         .get()
         .short_description("The messages as they are published, on any replica")
-        .event_stream(move |(): (), emitter: Emitter<Message>| {
+        .event_stream_without_input(move |emitter: Emitter<Message>| {
             let messages = messages.clone();
             async move {
                 emitter

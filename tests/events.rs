@@ -181,7 +181,7 @@ fn routing(probe: &Probe) -> Routing {
 fn until_shutdown(told: Arc<AtomicUsize>) -> Endpoint {
     default_endpoints_factory()
         .get()
-        .event_stream(move |(): (), emitter: Emitter<Clock>| {
+        .event_stream_without_input(move |emitter: Emitter<Clock>| {
             let told = Arc::clone(&told);
             async move {
                 emitter.closed().await;
@@ -209,7 +209,7 @@ fn guarded() -> Endpoint {
     default_endpoints_factory()
         .add_middleware(signed_in)
         .get()
-        .event_stream(async |(): (), emitter: Emitter<Clock>| {
+        .event_stream_without_input(async |emitter: Emitter<Clock>| {
             emitter.emit(Clock::Done).await?;
             Ok(())
         })
@@ -556,16 +556,15 @@ async fn a_relayed_topic_resumes_after_last_event_id_and_says_when_it_cannot() {
     let bus: Arc<dyn Broadcaster> = Arc::new(MemoryBroadcaster::new(ReplayWindow::last(3)));
     let topic = Topic::<Feed>::new(bus, "quotes");
     let relayed = topic.clone();
-    let feed =
-        default_endpoints_factory()
-            .get()
-            .event_stream(move |(): (), emitter: Emitter<Feed>| {
-                let topic = relayed.clone();
-                async move {
-                    emitter.relay(&topic, |_gap| Some(Feed::Reload)).await?;
-                    Ok(())
-                }
-            });
+    let feed = default_endpoints_factory()
+        .get()
+        .event_stream_without_input(move |emitter: Emitter<Feed>| {
+            let topic = relayed.clone();
+            async move {
+                emitter.relay(&topic, |_gap| Some(Feed::Reload)).await?;
+                Ok(())
+            }
+        });
     let (server, addr) = serve(&routing! { "feed" => feed }).await;
     let mut ids = Vec::new();
     for n in 1..=5 {

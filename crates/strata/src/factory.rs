@@ -484,9 +484,65 @@ where
         I: InputType,
         L: MiddlewareChain<C>,
     {
+        self.events_endpoint(options, move |input, arguments| f.call(input, arguments))
+    }
+
+    /// An event-stream endpoint that reads no input (any input is ignored): `f` takes, by
+    /// type, only what it uses, as in [`handler_without_input`](Self::handler_without_input),
+    /// and the [`Emitter`](strata_events::Emitter) of its events.
+    ///
+    /// ```
+    /// use strata::prelude::*;
+    /// # #[strata::model(output)]
+    /// # #[serde(rename_all = "camelCase")]
+    /// # enum Tick { Tick { n: u32 } }
+    ///
+    /// let ticks = default_endpoints_factory().get().event_stream_without_input(
+    ///     async |emitter: Emitter<Tick>| {
+    ///         for n in 1..=3 {
+    ///             emitter.emit(Tick::Tick { n }).await?;
+    ///         }
+    ///         Ok(())
+    ///     },
+    /// );
+    /// # let _ = ticks;
+    /// ```
+    #[cfg(feature = "events")]
+    pub fn event_stream_without_input<E, F, M>(self, f: F) -> Endpoint
+    where
+        E: strata_events::Events,
+        F: HandlerFunctionWithoutInput<HCons<strata_events::Emitter<E>, C>, M, Output = ()>,
+        M: 'static,
+        L: MiddlewareChain<C>,
+    {
+        self.events_endpoint(
+            strata_events::EventStreamOptions::default(),
+            move |(): (), arguments| f.call(arguments),
+        )
+    }
+
+    /// The event-stream endpoint calling `call` with the input and the handler's arguments
+    /// (the emitter in front of the context).
+    #[cfg(feature = "events")]
+    fn events_endpoint<E, I, G, Fut>(
+        self,
+        options: strata_events::EventStreamOptions,
+        call: G,
+    ) -> Endpoint
+    where
+        E: strata_events::Events,
+        G: Fn(I, strata_handler::Arguments<HCons<strata_events::Emitter<E>, C>>) -> Fut
+            + Clone
+            + Send
+            + Sync
+            + 'static,
+        Fut: std::future::Future<Output = Result<(), strata_core::ApiError>> + Send + 'static,
+        I: InputType,
+        L: MiddlewareChain<C>,
+    {
         self.build_with(strata_handler::handler_with_request(
             move |input: I, ctx: C, logger: strata_core::Logger, request: http::request::Parts| {
-                let f = f.clone();
+                let call = call.clone();
                 // Any UTF-8: ids are the application's own text.
                 let last_event_id = request
                     .headers
@@ -501,7 +557,7 @@ where
                                 head: emitter,
                                 tail: ctx,
                             };
-                            f.call(input, strata_handler::arguments(logger, request, ctx))
+                            call(input, strata_handler::arguments(logger, request, ctx))
                         });
                     Ok(stream.logger(stream_logger))
                 }
