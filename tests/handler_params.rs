@@ -16,7 +16,7 @@ use strata::prelude::*;
 use tower::ServiceExt;
 
 #[test]
-fn handler_mistakes_say_what_to_write() {
+fn handler_mistakes_are_compile_errors() {
     let cases = trybuild::TestCases::new();
     cases.compile_fail("tests/ui/handler_*.rs");
 }
@@ -37,6 +37,13 @@ struct Note {
 #[strata::model(output)]
 struct Seen {
     line: String,
+}
+
+/// The events of the stream below.
+#[strata::model(output)]
+#[serde(rename_all = "camelCase")]
+enum Heard {
+    Heard { line: String },
 }
 
 async fn call(router: &Router, request: Request<String>) -> (StatusCode, Value) {
@@ -89,7 +96,16 @@ fn routing(hits: &Hits) -> Routing {
         http_error!(410, "{} asked for what is gone", user.0)
             .with_header(RETRY_AFTER, HeaderValue::from_static("60"))
     });
-    routing! { "note" => note, "count" => count, "ping" => ping, "gone" => gone }
+    // An event stream takes its emitter and the rest by type too.
+    let heard = factory.get().event_stream_without_input(
+        async |request: Parts, emitter: Emitter<Heard>, user: User, logger: Logger| {
+            logger.debug("hearing");
+            let line = format!("{} heard at {}", user.0, request.uri.path());
+            emitter.emit(Heard::Heard { line }).await?;
+            Ok(())
+        },
+    );
+    routing! { "note" => note, "count" => count, "ping" => ping, "gone" => gone, "heard" => heard }
 }
 
 #[tokio::test]
@@ -126,6 +142,27 @@ async fn parameters_are_taken_by_type() {
     assert_eq!(
         (status, &body["data"]["line"]),
         (StatusCode::OK, &json!("pong"))
+    );
+}
+
+#[tokio::test]
+async fn an_event_stream_takes_its_emitter_and_the_rest_by_type() {
+    let router = Router::new(
+        &routing(&Hits::default()),
+        &create_config().cors(false).build(),
+    )
+    .unwrap();
+    let request = Request::get("/heard")
+        .header("x-user", "ada")
+        .body(String::new())
+        .unwrap();
+    let response = router.clone().oneshot(request).await.unwrap();
+    assert_eq!(response.status(), StatusCode::OK);
+    let body = response.into_body().collect().await.unwrap().to_bytes();
+    let body = String::from_utf8(body.to_vec()).unwrap();
+    assert!(
+        body.contains("event: heard\ndata: {\"line\":\"ada heard at /heard\"}"),
+        "{body}"
     );
 }
 

@@ -1,8 +1,9 @@
 //! The typed context that middleware build up and handlers read.
 //!
 //! A context is a cons list: [`HNil`] for "nothing yet", [`HCons`] for "one more entry in front".
-//! [`Get`] finds an entry by its type; the index type parameter is inferred, so a read of an
-//! entry no middleware provides is a compile error, and no runtime lookup happens.
+//! [`Get`] finds an entry by its type, and [`Pluck`]/[`PluckAll`] take entries out by type
+//! (how a handler's parameters receive them); the index type parameter is inferred, so a read
+//! of an entry no middleware provides is a compile error, and no runtime lookup happens.
 //!
 //! ```
 //! use strata_core::ctx::{Get, HCons, HNil};

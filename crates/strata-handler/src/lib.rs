@@ -144,8 +144,7 @@ pub type Arguments<C> = HCons<Logger, HCons<Parts, C>>;
 ///
 /// fn check<F: HandlerFunction<u32, HNil, M>, M>(_: F) {}
 ///
-/// struct User(String);
-/// check::<_, _>(async |n: u32| Ok::<_, ApiError>(n + 1));
+/// check(async |n: u32| Ok::<_, ApiError>(n + 1));
 /// check(async |n: u32, logger: Logger| {
 ///     logger.debug("adding one");
 ///     Ok(n + 1)
@@ -154,7 +153,7 @@ pub type Arguments<C> = HCons<Logger, HCons<Parts, C>>;
 #[diagnostic::on_unimplemented(
     message = "`{Self}` is not a handler of this endpoint",
     label = "not a handler of this endpoint's context `{C}`",
-    note = "a handler's first parameter is its input; each further parameter names its type: `Logger`, `Parts` or an entry of the context `{C}` (each once, by value: `user: User`, not `&User`), for example `async |input: MyInput, user: User, logger: Logger| ..`",
+    note = "a handler's first parameter is its input; each further parameter names its type: `Logger`, `Parts` or an entry of the context `{C}` (each once, by value: `user: User`, not `&User`; at most six after the input), for example `async |input: MyInput, user: User, logger: Logger| ..`",
     note = "a handler returns `Result<O, ApiError>` for an output type `O`, or an `ApiError` when it only fails"
 )]
 pub trait HandlerFunction<I, C, M>: Clone + Send + Sync + 'static {
@@ -173,7 +172,7 @@ pub trait HandlerFunction<I, C, M>: Clone + Send + Sync + 'static {
 #[diagnostic::on_unimplemented(
     message = "`{Self}` is not a handler without input of this endpoint",
     label = "not a handler without input of this endpoint's context `{C}`",
-    note = "each parameter of a handler without input names its type: `Logger`, `Parts` or an entry of the context `{C}` (each once, by value: `user: User`, not `&User`), for example `async |user: User| ..`; a function whose first parameter is the input goes to `handler`",
+    note = "each parameter of a handler without input names its type: `Logger`, `Parts` or an entry of the context `{C}` (each once, by value: `user: User`, not `&User`; at most six), for example `async |user: User| ..`; a function whose first parameter is the input goes to `handler`",
     note = "a handler returns `Result<O, ApiError>` for an output type `O`, or an `ApiError` when it only fails"
 )]
 pub trait HandlerFunctionWithoutInput<C, M>: Clone + Send + Sync + 'static {

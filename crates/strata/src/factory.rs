@@ -164,9 +164,8 @@ impl<C, L: Clone, R: ResultHandler> EndpointsFactory<C, L, R> {
     }
 
     /// A factory whose handlers (and later middleware) find `state` in their context, a clone
-    /// per request: a handler takes it as a parameter `store: Store`. Keep it cheap to clone (an `Arc`, a pool
-    /// handle); it is typed like any context entry, and nothing is cloned before the handler's
-    /// `async move`.
+    /// per request: a handler takes it as a parameter `store: Store`. Keep it cheap to clone
+    /// (an `Arc`, a pool handle); it is typed like any context entry, moved into the handler.
     ///
     /// ```
     /// use std::sync::Arc;

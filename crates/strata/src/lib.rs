@@ -64,6 +64,7 @@ pub use strata_core::{
     PathParams, RequestBody, RequestInfo, ResponseBody, ResponseDescription, ResponseHeader,
     ResultHandler, Security, Validated, http_error,
 };
+pub use strata_handler::Never;
 pub use strata_input::{
     Input, InputSource, InputSources, InputValue, Parsed, ParsedBody, Query, RawBody, Staged,
     TextValue, UploadedFile,
