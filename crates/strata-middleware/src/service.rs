@@ -90,11 +90,18 @@ where
             Ok(input) => input,
             Err(error) => return ResponseFuture::error(error, H::amends),
         };
-        let logger = Logger::from_extensions(&parts.extensions);
+        // Borrowed, not cloned (`Logger::from_extensions`): the call only lends it.
+        let default_logger;
+        let logger = if let Some(logger) = parts.extensions.get::<Logger>() {
+            logger
+        } else {
+            default_logger = Logger::default();
+            &default_logger
+        };
         let running = self
             .middleware
             .handler
-            .call(input, &parts, &staged.ctx, &logger);
+            .call(input, &parts, &staged.ctx, logger);
         // A future that is `std::future::Ready` (the cookie and cache middleware's, most
         // `Middleware::custom` ones) holds its outcome already: the inner service is called
         // now, and the stage's future starts in its last state instead of taking the request's
