@@ -1,6 +1,4 @@
-use std::any::Any;
 use std::fmt;
-use std::future::Ready;
 use std::sync::Arc;
 use std::task::{Context, Poll};
 
@@ -98,39 +96,30 @@ where
             default_logger = Logger::default();
             &default_logger
         };
-        let running = self
+        // An outcome known at once (a `std::future::Ready`: the cookie and cache middleware's,
+        // most `Middleware::custom` ones; a rate limiter on a memory store): the inner service
+        // is called now, and the stage's future starts in its last state instead of taking the
+        // request's parts and context through a first one (~300 instructions per request).
+        let running = match self
             .middleware
             .handler
-            .call(input, &parts, &staged.ctx, logger);
-        // A future that is `std::future::Ready` (the cookie and cache middleware's, most
-        // `Middleware::custom` ones) holds its outcome already: the inner service is called
-        // now, and the stage's future starts in its last state instead of taking the request's
-        // parts and context through a first one (~300 instructions per request). The type test
-        // is decided at compile time.
-        let mut running = Some(running);
-        if let Some(ready) = (&mut running as &mut dyn Any)
-            .downcast_mut::<Option<Ready<Result<H::Output, ApiError>>>>()
-            .and_then(Option::take)
+            .call_now(input, &parts, &staged.ctx, logger)
         {
-            return match ready.into_inner() {
-                Ok(output) => {
-                    let amends = H::amends(&output);
-                    let Staged { input, ctx } = staged;
-                    let staged = Staged {
-                        input,
-                        ctx: HCons {
-                            head: output,
-                            tail: ctx,
-                        },
-                    };
-                    let future = self.inner.call(Request::from_parts(parts, staged));
-                    ResponseFuture::inner(future, amends, H::amends)
-                }
-                Err(error) => ResponseFuture::error(error, H::amends),
-            };
-        }
-        let Some(running) = running else {
-            return ResponseFuture::error(ApiError::internal("middleware future lost"), H::amends);
+            Ok(Ok(output)) => {
+                let amends = H::amends(&output);
+                let Staged { input, ctx } = staged;
+                let staged = Staged {
+                    input,
+                    ctx: HCons {
+                        head: output,
+                        tail: ctx,
+                    },
+                };
+                let future = self.inner.call(Request::from_parts(parts, staged));
+                return ResponseFuture::inner(future, amends, H::amends);
+            }
+            Ok(Err(error)) => return ResponseFuture::error(error, H::amends),
+            Err(running) => running,
         };
         // The inner service is called after the middleware's future: take the ready one along.
         let clone = self.inner.clone();

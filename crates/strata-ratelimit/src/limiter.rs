@@ -476,6 +476,21 @@ where
         })
     }
 
+    /// The outcome at once when the store answered at once (the memory store): the
+    /// middleware stage then skips a state of its future.
+    fn call_now(
+        &self,
+        input: (),
+        request: &Parts,
+        ctx: &C,
+        logger: &Logger,
+    ) -> Result<Result<RateLimitState, ApiError>, Self::Future> {
+        match self.call(input, request, ctx, logger) {
+            RateLimitFuture(State::Done(Some(outcome))) => Ok(outcome),
+            pending => Err(pending),
+        }
+    }
+
     fn amends(output: &RateLimitState) -> Option<RateLimitHeaders> {
         output
             .policy
