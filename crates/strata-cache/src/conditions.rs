@@ -1,7 +1,7 @@
 //! The preconditions of a GET or HEAD (RFC 9110 §13), and their evaluation in §13.2.2's order.
 
 use http::header::{IF_MATCH, IF_MODIFIED_SINCE, IF_NONE_MATCH, IF_UNMODIFIED_SINCE};
-use http::{HeaderMap, Method};
+use http::{HeaderMap, HeaderName, Method};
 
 use crate::date::parse_date;
 use crate::etag::{ETag, TagList};
@@ -47,13 +47,17 @@ impl Conditions {
         if *method != Method::GET && *method != Method::HEAD {
             return None;
         }
-        // Most requests have none: four lookups of absent keys are the cheapest way to know
-        // (reading the fields with `get_all` at once cost ~200 instructions more).
-        if !(headers.contains_key(IF_NONE_MATCH)
-            || headers.contains_key(IF_MODIFIED_SINCE)
-            || headers.contains_key(IF_MATCH)
-            || headers.contains_key(IF_UNMODIFIED_SINCE))
-        {
+        // Most requests have none. One pass over the names, each compared with the four
+        // (standard names: a comparison of two small numbers), costs less than four hashed
+        // lookups of absent keys (~260 instructions) for any usual number of headers;
+        // reading the fields with `get_all` at once cost ~200 more.
+        let conditional = |name: &HeaderName| {
+            name == IF_NONE_MATCH
+                || name == IF_MODIFIED_SINCE
+                || name == IF_MATCH
+                || name == IF_UNMODIFIED_SINCE
+        };
+        if !headers.keys().any(conditional) {
             return None;
         }
         Some(Box::new(Self {

@@ -45,6 +45,7 @@ pub use payload::{
 };
 pub use result_handler::{
     DefaultResultHandler, ErrorHandler, ResultHandler, error_response, json_response,
+    merge_headers_under,
 };
 
 /// Writes a layer's service accessors, `get_ref`, `get_mut` and `into_inner`, for a struct

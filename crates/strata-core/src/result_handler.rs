@@ -6,7 +6,7 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
 
 use bytes::Bytes;
-use http::header::{CONTENT_TYPE, HeaderValue};
+use http::header::{CONTENT_TYPE, HeaderName, HeaderValue};
 use http::{HeaderMap, Method, Response, StatusCode, Uri};
 use schemars::{Schema, json_schema};
 
@@ -15,8 +15,10 @@ use crate::{ApiError, Logger, Output, RequestInfo, ResponseBody, ResponseDescrip
 /// Turns the outcome of an endpoint into a response, and describes the responses it produces.
 ///
 /// Descriptions are kept in the endpoint's metadata for API description generation. Headers
-/// carried by the error ([`ApiError::with_header`]) or the output (a handler's `Reply`) are added
-/// to the response by the format layer after `handle`; `handle` does not see them.
+/// carried by the error ([`ApiError::with_header`]) or the output (a handler's `Reply`, a
+/// middleware's amendments) are not seen by `handle`: the format layer gives an outcome that
+/// carries some to [`handle_with_headers`](Self::handle_with_headers) instead, whose default
+/// calls `handle` and adds them to its response.
 pub trait ResultHandler: Clone + Send + Sync + 'static {
     /// Whether `handle` reads the request headers: when `true`, the format layer copies them
     /// into [`RequestInfo::headers`] (a copy per request, so it is off by default).
@@ -35,6 +37,48 @@ pub trait ResultHandler: Clone + Send + Sync + 'static {
         request: &RequestInfo,
         logger: &Logger,
     ) -> Response<ResponseBody>;
+
+    /// Builds the response to an outcome that carries `headers` (the output's or the error's,
+    /// taken out of it: a handler's `Reply`, a middleware's amendments). They win over the
+    /// handler's own headers of the same name and come first, as [`merge_headers_under`]
+    /// orders them.
+    ///
+    /// The default calls [`handle`](Self::handle), then takes `headers` and adds the
+    /// response's own under them. A handler may instead take the map
+    /// (`std::mem::take(headers)`) and build its response on it, adding its own headers where
+    /// the map does not name them: one map per response instead of two, and no copy (the
+    /// [`DefaultResultHandler`] does). Whatever is left in `headers` when it returns (all of
+    /// them if it panics first) is added to the response by [`merge_headers_under`].
+    fn handle_with_headers(
+        &self,
+        result: Result<Output, ApiError>,
+        headers: &mut HeaderMap,
+        request: &RequestInfo,
+        logger: &Logger,
+    ) -> Response<ResponseBody> {
+        let mut response = self.handle(result, request, logger);
+        merge_headers_under(&mut response, std::mem::take(headers));
+        response
+    }
+}
+
+/// Gives `response` the map `headers`, with the response's own headers added where `headers`
+/// does not name them (what extending the response's map with `headers` gives: theirs win;
+/// they come first). The map becomes the response's rather than being copied into it:
+/// [`Output::headers_mut`] sized it for the headers the layers around still add.
+pub fn merge_headers_under(response: &mut Response<ResponseBody>, headers: HeaderMap) {
+    let own = std::mem::replace(response.headers_mut(), headers);
+    let headers = response.headers_mut();
+    // The name of the values being kept; `None` while skipping a name the output has.
+    let mut kept: Option<HeaderName> = None;
+    for (name, value) in own {
+        if let Some(name) = name {
+            kept = (!headers.contains_key(&name)).then_some(name);
+        }
+        if let Some(name) = &kept {
+            headers.append(name.clone(), value);
+        }
+    }
 }
 
 /// The configuration's result handler for errors outside endpoints: a 404 or 405 of the
@@ -158,14 +202,32 @@ pub fn json_response(status: StatusCode, body: impl Into<Bytes>) -> Response<Res
     response
 }
 
-/// The default error response for `error`: its status, any extra headers still in it, and
-/// `{"status":"error","error":{"message":...}}`.
-pub fn error_response(mut error: ApiError) -> Response<ResponseBody> {
+/// A JSON response built on `headers`, with `Content-Type` added unless they name one.
+fn json_response_on(status: StatusCode, body: Bytes, headers: HeaderMap) -> Response<ResponseBody> {
+    let mut response = Response::new(ResponseBody::from(body));
+    *response.status_mut() = status;
+    *response.headers_mut() = headers;
+    response
+        .headers_mut()
+        .entry(CONTENT_TYPE)
+        .or_insert(HeaderValue::from_static(JSON));
+    response
+}
+
+/// `{"status":"error","error":{"message":...}}` for `error`.
+fn error_body(error: &ApiError) -> Vec<u8> {
     let mut body = Vec::with_capacity(error.message().len() + 44);
     body.extend_from_slice(br#"{"status":"error","error":{"message":"#);
     // Writing a &str into a Vec cannot fail.
     let _ = serde_json::to_writer(&mut body, error.message());
     body.extend_from_slice(b"}}");
+    body
+}
+
+/// The default error response for `error`: its status, any extra headers still in it, and
+/// `{"status":"error","error":{"message":...}}`.
+pub fn error_response(mut error: ApiError) -> Response<ResponseBody> {
+    let body = error_body(&error);
     let mut response = json_response(error.status(), body);
     if let Some(headers) = error.take_headers() {
         response.headers_mut().extend(headers);
@@ -230,6 +292,34 @@ impl ResultHandler for DefaultResultHandler {
                 )
             }
             Err(error) => error_response(error),
+        }
+    }
+
+    /// The response built on `headers` (no map of its own, nothing copied), `Content-Type`
+    /// added unless they name one: what the default method gives, without its second map.
+    fn handle_with_headers(
+        &self,
+        result: Result<Output, ApiError>,
+        headers: &mut HeaderMap,
+        request: &RequestInfo,
+        logger: &Logger,
+    ) -> Response<ResponseBody> {
+        match result {
+            Ok(output) => {
+                let status = output.status();
+                let body = output.into_body_with(br#"{"status":"success","data":"#, b"}");
+                json_response_on(status, body, std::mem::take(headers))
+            }
+            Err(error) if error.headers().is_none() => {
+                let body = error_body(&error);
+                json_response_on(error.status(), body.into(), std::mem::take(headers))
+            }
+            // Headers still in the error come between the two: the general way.
+            Err(error) => {
+                let mut response = self.handle(Err(error), request, logger);
+                merge_headers_under(&mut response, std::mem::take(headers));
+                response
+            }
         }
     }
 }

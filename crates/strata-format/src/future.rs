@@ -6,11 +6,12 @@ use std::pin::Pin;
 use std::task::{Context, Poll};
 
 use bytes::Bytes;
-use http::{Extensions, HeaderMap, HeaderName, Response, StatusCode};
+use http::{Extensions, HeaderMap, Response, StatusCode};
 use http_body::{Body, Frame, SizeHint};
 use pin_project_lite::pin_project;
 use strata_core::{
     ApiError, BoxError, Logger, Mode, Output, PollFrame, RequestInfo, ResponseBody, StreamFailure,
+    merge_headers_under,
 };
 
 use strata_core::ResultHandler;
@@ -45,12 +46,18 @@ impl<R: ResultHandler> Finish<R> {
             }
             error
         });
-        let (extra_headers, extensions) = match &mut result {
+        let (mut extra_headers, extensions) = match &mut result {
             Ok(output) => (output.take_headers(), output.take_extensions()),
             Err(error) => (error.take_headers(), Extensions::new()),
         };
-        let handled = catch_unwind(AssertUnwindSafe(|| {
-            self.result_handler.handle(result, &self.info, &self.logger)
+        // An outcome that carries headers: the result handler builds the response on them
+        // (the default handler's response takes this map as its own: no second map, no copy).
+        let handled = catch_unwind(AssertUnwindSafe(|| match &mut extra_headers {
+            None => self.result_handler.handle(result, &self.info, &self.logger),
+            Some(headers) => {
+                self.result_handler
+                    .handle_with_headers(result, headers, &self.info, &self.logger)
+            }
         }));
         let mut response = handled.unwrap_or_else(|payload| {
             let error = panic_error(&*payload);
@@ -58,33 +65,15 @@ impl<R: ResultHandler> Finish<R> {
                 .error(format_args!("Result handler failed: {}", error.message()));
             crate::error_response(ApiError::internal("Internal Server Error"))
         });
-        if let Some(headers) = extra_headers {
-            merge_under(&mut response, headers);
+        // What the handler left (all of them when it panicked).
+        if let Some(headers) = extra_headers.filter(|headers| !headers.is_empty()) {
+            merge_headers_under(&mut response, headers);
         }
         // Nearly always empty: then nothing is moved.
         if !extensions.is_empty() {
             response.extensions_mut().extend(extensions);
         }
         response
-    }
-}
-
-/// Gives `response` the output's or the error's `headers`, with the result handler's own
-/// headers added where those do not name them (as extending the handler's map with them did:
-/// theirs win). Their map becomes the response's: [`Output::headers_mut`] sized it for the
-/// layers' headers still to come, which would have grown the handler's map.
-pub(crate) fn merge_under(response: &mut Response<ResponseBody>, headers: HeaderMap) {
-    let own = std::mem::replace(response.headers_mut(), headers);
-    let headers = response.headers_mut();
-    // The name of the values being kept; `None` while skipping a name the output has.
-    let mut kept: Option<HeaderName> = None;
-    for (name, value) in own {
-        if let Some(name) = name {
-            kept = (!headers.contains_key(&name)).then_some(name);
-        }
-        if let Some(name) = &kept {
-            headers.append(name.clone(), value);
-        }
     }
 }
 

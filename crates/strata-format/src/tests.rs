@@ -442,7 +442,7 @@ fn output_headers_take_the_result_handler_s_under_them() {
     // What extending the handler's map with them gave.
     let mut expected = response.headers().clone();
     expected.extend(headers.clone());
-    crate::future::merge_under(&mut response, headers);
+    strata_core::merge_headers_under(&mut response, headers);
     assert_eq!(*response.headers(), expected);
     let values = |name| {
         response
@@ -456,4 +456,80 @@ fn output_headers_take_the_result_handler_s_under_them() {
     assert_eq!(values(SET_COOKIE), ["middleware=1"]);
     assert_eq!(values(VARY), ["origin", "accept"]);
     assert_eq!(values(LOCATION), ["/x"]);
+}
+
+/// The default result handler answers with the generic method's response: `handle`, then its
+/// headers under the outcome's (the same headers in the same order, the same status and body).
+#[tokio::test]
+async fn default_handler_builds_on_the_outcome_s_headers_as_the_generic_method_does() {
+    use http::HeaderMap;
+    use http::header::{CONTENT_TYPE, ETAG, SET_COOKIE, VARY};
+
+    /// The trait's default method, which the default handler overrides.
+    #[derive(Clone)]
+    struct Generic;
+
+    impl ResultHandler for Generic {
+        fn positive(&self, output: &Schema) -> Vec<ResponseDescription> {
+            DefaultResultHandler.positive(output)
+        }
+
+        fn negative(&self) -> Vec<ResponseDescription> {
+            DefaultResultHandler.negative()
+        }
+
+        fn handle(
+            &self,
+            result: Result<Output, ApiError>,
+            request: &RequestInfo,
+            logger: &Logger,
+        ) -> Response<ResponseBody> {
+            DefaultResultHandler.handle(result, request, logger)
+        }
+    }
+
+    let outcomes = || -> Vec<(Result<Output, ApiError>, HeaderMap)> {
+        let mut added = HeaderMap::new();
+        added.insert(ETAG, HeaderValue::from_static("\"1\""));
+        added.append(SET_COOKIE, HeaderValue::from_static("a=1"));
+        added.append(SET_COOKIE, HeaderValue::from_static("b=2"));
+        let mut typed = added.clone();
+        typed.insert(CONTENT_TYPE, HeaderValue::from_static("text/plain"));
+        let with_own = || {
+            http_error!(429, "Slow down")
+                .with_header(CONTENT_TYPE, HeaderValue::from_static("text/x-error"))
+                .with_header(VARY, HeaderValue::from_static("origin"))
+                .with_header(ETAG, HeaderValue::from_static("\"own\""))
+        };
+        vec![
+            (Ok(Output::new(&1).unwrap()), added.clone()),
+            (
+                Ok(Output::new(&2).unwrap().with_status(StatusCode::CREATED)),
+                typed.clone(),
+            ),
+            (Err(http_error!(404, "Not found")), added.clone()),
+            (Err(http_error!(404, "Not found")), typed.clone()),
+            (Err(with_own()), added),
+            (Err(with_own()), typed),
+        ]
+    };
+    let (info, logger) = (RequestInfo::default(), Logger::default());
+    for ((fast, mut fast_headers), (generic, mut generic_headers)) in
+        outcomes().into_iter().zip(outcomes())
+    {
+        let fast =
+            DefaultResultHandler.handle_with_headers(fast, &mut fast_headers, &info, &logger);
+        let generic = Generic.handle_with_headers(generic, &mut generic_headers, &info, &logger);
+        assert!(fast_headers.is_empty() && generic_headers.is_empty());
+        assert_eq!(fast.status(), generic.status());
+        let listed = |response: &Response<ResponseBody>| {
+            response
+                .headers()
+                .iter()
+                .map(|(name, value)| (name.clone(), value.clone()))
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(listed(&fast), listed(&generic));
+        assert_eq!(body(fast).await, body(generic).await);
+    }
 }

@@ -58,6 +58,17 @@ where
         }
     }
 
+    /// The inner service's future, the middleware's outcome known when it was called.
+    pub(crate) fn inner(future: S::Future, amends: A, keep: fn(&O) -> A) -> Self {
+        Self {
+            state: State::Inner {
+                future,
+                amends: Some(amends),
+            },
+            keep,
+        }
+    }
+
     pub(crate) fn running(
         middleware: M,
         inner: S,

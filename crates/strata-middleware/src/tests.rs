@@ -350,3 +350,48 @@ async fn a_cookie_credential_is_looked_for_in_the_cookies() {
     let response = service.oneshot(with("theme=dark; session=abc")).await;
     assert_eq!(response.unwrap().into_body(), User("true".into()));
 }
+
+/// A middleware whose future is ready with an error: the stage answers with it at once.
+#[derive(Clone)]
+struct Refuse;
+
+impl crate::MiddlewareHandler<(), HNil> for Refuse {
+    type Output = u32;
+    type Future = std::future::Ready<Result<u32, ApiError>>;
+    type Amends = StampAmends;
+
+    fn call(
+        &self,
+        (): (),
+        _request: &http::request::Parts,
+        _ctx: &HNil,
+        _logger: &strata_core::Logger,
+    ) -> Self::Future {
+        std::future::ready(Err(http_error!(403, "Refused")))
+    }
+
+    fn amends(output: &u32) -> StampAmends {
+        StampAmends(*output)
+    }
+}
+
+#[tokio::test]
+async fn a_ready_failure_answers_without_calling_the_rest() {
+    let called = Arc::new(AtomicUsize::new(0));
+    let count = Arc::clone(&called);
+    let service = ServiceBuilder::new()
+        .layer(MiddlewareLayer::new(Middleware::custom(Refuse)))
+        .service(service_fn(
+            move |request: Request<Staged<HCons<u32, HNil>>>| {
+                count.fetch_add(1, Ordering::SeqCst);
+                async move { Ok::<_, ApiError>(Response::new(request.into_body().ctx.head)) }
+            },
+        ));
+    let error = service
+        .oneshot(Request::new(Staged::default()))
+        .await
+        .unwrap_err();
+    assert_eq!((error.status().as_u16(), error.message()), (403, "Refused"));
+    assert!(error.headers().is_none(), "nothing to amend it with");
+    assert_eq!(called.load(Ordering::SeqCst), 0);
+}

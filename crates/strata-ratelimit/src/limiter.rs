@@ -1,7 +1,8 @@
 //! The middleware: a [`RateLimit`] builds it, a [`RateLimiter`] runs it.
 
+use std::any::Any;
 use std::fmt;
-use std::future::Future;
+use std::future::{Future, Ready};
 use std::pin::Pin;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -455,11 +456,39 @@ where
             },
         };
         let checking = inner.store.check(&key, inner.gcra, micros(&*inner.clock));
+        // A store that answers at once (the memory store's `Ready`; the type test is decided
+        // at compile time): the outcome now, without keeping the logger and the policy in the
+        // future until it is polled (~100 instructions per request).
+        let mut checking = Some(checking);
+        if let Some(answer) = (&mut checking as &mut dyn Any)
+            .downcast_mut::<Option<Ready<Result<Decision, StoreError>>>>()
+            .and_then(Option::take)
+        {
+            return RateLimitFuture::done(decide(answer.into_inner(), policy, logger));
+        }
+        let Some(checking) = checking else {
+            return RateLimitFuture::done(Err(ApiError::internal("rate-limit check lost")));
+        };
         RateLimitFuture(State::Checking {
             checking,
             policy,
             logger: logger.clone(),
         })
+    }
+
+    /// The outcome at once when the store answered at once (the memory store): the
+    /// middleware stage then skips a state of its future.
+    fn call_now(
+        &self,
+        input: (),
+        request: &Parts,
+        ctx: &C,
+        logger: &Logger,
+    ) -> Result<Result<RateLimitState, ApiError>, Self::Future> {
+        match self.call(input, request, ctx, logger) {
+            RateLimitFuture(State::Done(Some(outcome))) => Ok(outcome),
+            pending => Err(pending),
+        }
     }
 
     fn amends(output: &RateLimitState) -> Option<RateLimitHeaders> {
@@ -500,22 +529,15 @@ where
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let this = self.get_mut();
         match &mut this.0 {
-            State::Checking {
-                checking,
-                policy,
-                logger,
-            } => {
+            State::Checking { checking, .. } => {
                 let answer = ready!(Pin::new(checking).poll(cx));
-                let policy = Arc::clone(policy);
-                let outcome = match answer {
-                    Ok(decision) if decision.allowed => {
-                        Ok(RateLimitState::checked(&decision, policy))
-                    }
-                    Ok(decision) => Err(too_many_requests(&decision, &policy)),
-                    Err(error) => store_failed(&error, policy, logger),
+                // The policy and the logger moved out, not cloned.
+                let State::Checking { policy, logger, .. } =
+                    std::mem::replace(&mut this.0, State::Done(None))
+                else {
+                    return Poll::Ready(Err(ApiError::internal("rate-limit state lost")));
                 };
-                this.0 = State::Done(None);
-                Poll::Ready(outcome)
+                Poll::Ready(decide(answer, policy, &logger))
             }
             State::Done(outcome) => Poll::Ready(
                 outcome
@@ -523,6 +545,20 @@ where
                     .unwrap_or_else(|| Err(ApiError::internal("polled after completion"))),
             ),
         }
+    }
+}
+
+/// The outcome of the store's answer: the state of an allowed request, a 429, or the store's
+/// failure as the fail policy says.
+fn decide(
+    answer: Result<Decision, StoreError>,
+    policy: Arc<Policy>,
+    logger: &Logger,
+) -> Result<RateLimitState, ApiError> {
+    match answer {
+        Ok(decision) if decision.allowed => Ok(RateLimitState::checked(&decision, policy)),
+        Ok(decision) => Err(too_many_requests(&decision, &policy)),
+        Err(error) => store_failed(&error, policy, logger),
     }
 }
 
