@@ -1,0 +1,96 @@
+//! The RealWorld (Conduit) API on Strata, over SQLite: `cargo run -p strata-realworld`.
+//!
+//! The routes are under `/api`; errors are the specification's `{"errors": {"body": [..]}}`
+//! through [`errors::Conduit`], a custom result handler, for the endpoints and the router alike.
+
+pub mod auth;
+pub mod db;
+pub mod errors;
+mod profiles;
+mod users;
+
+use std::net::SocketAddr;
+
+use sqlx::SqlitePool;
+use strata::http::StatusCode;
+use strata::prelude::*;
+
+use crate::auth::Keys;
+use crate::errors::Conduit;
+
+/// What every handler may take: the database and the token keys. Cheap to clone.
+#[derive(Clone, Debug)]
+pub struct App {
+    /// The database.
+    pub db: SqlitePool,
+    /// The keys that sign and check tokens.
+    pub keys: Keys,
+}
+
+/// The configuration: listening on `listen`, CORS on (browsers are the specification's
+/// clients), errors outside endpoints (404, 405) in the specification's format.
+pub fn config(listen: SocketAddr) -> Config {
+    create_config()
+        .cors(true)
+        .listen(listen)
+        .error_handler(Conduit)
+        .build()
+}
+
+/// Every route of the application, under `/api`.
+pub fn routing(app: &App) -> Routing {
+    let base = EndpointsFactory::new(Conduit).with_state(app.clone());
+    let public = base.clone();
+    let signed_in = base.add_middleware(auth::required(app.keys.clone()));
+    let maybe_signed_in = base.add_middleware(auth::optional(app.keys.clone()));
+
+    let register = public
+        .post()
+        .tag("User and Authentication")
+        .operation_id("CreateUser")
+        .success_status(StatusCode::CREATED)
+        .handler(users::register);
+    let login = public
+        .post()
+        .tag("User and Authentication")
+        .operation_id("Login")
+        .handler(users::login);
+    let current = signed_in
+        .get()
+        .tag("User and Authentication")
+        .operation_id("GetCurrentUser")
+        .handler_without_input(users::current);
+    let update = signed_in
+        .put()
+        .tag("User and Authentication")
+        .operation_id("UpdateCurrentUser")
+        .handler(users::update);
+
+    let profile = maybe_signed_in
+        .get()
+        .tag("Profile")
+        .operation_id("GetProfileByUsername")
+        .handler(profiles::get);
+    let follow = signed_in
+        .post()
+        .tag("Profile")
+        .operation_id("FollowUserByUsername")
+        .handler(profiles::follow);
+    let unfollow = signed_in
+        .delete()
+        .tag("Profile")
+        .operation_id("UnfollowUserByUsername")
+        .handler(profiles::unfollow);
+
+    routing! {
+        "api" => {
+            "users" => { "post" => register, "login" => login },
+            "user" => { "get" => current, "put" => update },
+            "profiles" => {
+                ":username" => profile.nest(routing! {
+                    "follow" => { "post" => follow, "delete" => unfollow },
+                }),
+            },
+        },
+    }
+}
