@@ -74,6 +74,12 @@ impl ResultHandler for Conduit {
         _logger: &Logger,
     ) -> Response<ResponseBody> {
         match result {
+            // A 204 (a deletion) has no body.
+            Ok(output) if output.status() == StatusCode::NO_CONTENT => {
+                let mut response = Response::new(ResponseBody::empty());
+                *response.status_mut() = StatusCode::NO_CONTENT;
+                response
+            }
             Ok(output) => {
                 let status = output.status();
                 json_response(status, output.into_body_with(b"", b""))

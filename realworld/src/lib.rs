@@ -3,6 +3,7 @@
 //! The routes are under `/api`; errors are the specification's `{"errors": {"body": [..]}}`
 //! through [`errors::Conduit`], a custom result handler, for the endpoints and the router alike.
 
+mod articles;
 pub mod auth;
 pub mod db;
 pub mod errors;
@@ -38,6 +39,8 @@ pub fn config(listen: SocketAddr) -> Config {
 }
 
 /// Every route of the application, under `/api`.
+// One table of every route, in the order of the specification: long, and clearer whole.
+#[allow(clippy::too_many_lines)]
 pub fn routing(app: &App) -> Routing {
     let base = EndpointsFactory::new(Conduit).with_state(app.clone());
     let public = base.clone();
@@ -82,8 +85,68 @@ pub fn routing(app: &App) -> Routing {
         .operation_id("UnfollowUserByUsername")
         .handler(profiles::unfollow);
 
+    let list = maybe_signed_in
+        .get()
+        .tag("Articles")
+        .operation_id("GetArticles")
+        .handler(articles::list);
+    let feed = signed_in
+        .get()
+        .tag("Articles")
+        .operation_id("GetArticlesFeed")
+        .handler(articles::feed);
+    let create = signed_in
+        .post()
+        .tag("Articles")
+        .operation_id("CreateArticle")
+        .success_status(StatusCode::CREATED)
+        .handler(articles::create);
+    let article = maybe_signed_in
+        .get()
+        .tag("Articles")
+        .operation_id("GetArticle")
+        .handler(articles::get);
+    let change = signed_in
+        .put()
+        .tag("Articles")
+        .operation_id("UpdateArticle")
+        .handler(articles::update);
+    let remove = signed_in
+        .delete()
+        .tag("Articles")
+        .operation_id("DeleteArticle")
+        .success_status(StatusCode::NO_CONTENT)
+        .handler(articles::delete);
+    let favorite = signed_in
+        .post()
+        .tag("Favorites")
+        .operation_id("CreateArticleFavorite")
+        .handler(articles::favorite);
+    let unfavorite = signed_in
+        .delete()
+        .tag("Favorites")
+        .operation_id("DeleteArticleFavorite")
+        .handler(articles::unfavorite);
+    let tags = public
+        .get()
+        .tag("Tags")
+        .operation_id("GetTags")
+        .handler_without_input(articles::tags);
+
     routing! {
         "api" => {
+            "articles" => {
+                "get" => list,
+                "post" => create,
+                "feed" => feed,
+                ":slug" => {
+                    "get" => article,
+                    "put" => change,
+                    "delete" => remove,
+                    "favorite" => { "post" => favorite, "delete" => unfavorite },
+                },
+            },
+            "tags" => tags,
             "users" => { "post" => register, "login" => login },
             "user" => { "get" => current, "put" => update },
             "profiles" => {
