@@ -5,6 +5,7 @@
 
 mod articles;
 pub mod auth;
+mod comments;
 pub mod db;
 pub mod errors;
 mod profiles;
@@ -127,6 +128,22 @@ pub fn routing(app: &App) -> Routing {
         .tag("Favorites")
         .operation_id("DeleteArticleFavorite")
         .handler(articles::unfavorite);
+    let comments = maybe_signed_in
+        .get()
+        .tag("Comments")
+        .operation_id("GetArticleComments")
+        .handler(comments::list);
+    let comment = signed_in
+        .post()
+        .tag("Comments")
+        .operation_id("CreateArticleComment")
+        .handler(comments::add);
+    let uncomment = signed_in
+        .delete()
+        .tag("Comments")
+        .operation_id("DeleteArticleComment")
+        .success_status(StatusCode::NO_CONTENT)
+        .handler(comments::delete);
     let tags = public
         .get()
         .tag("Tags")
@@ -144,6 +161,7 @@ pub fn routing(app: &App) -> Routing {
                     "put" => change,
                     "delete" => remove,
                     "favorite" => { "post" => favorite, "delete" => unfavorite },
+                    "comments" => { "get" => comments, "post" => comment, ":id" => uncomment },
                 },
             },
             "tags" => tags,
