@@ -58,6 +58,7 @@ pub fn routing(app: &App) -> Routing {
         .post()
         .tag("User and Authentication")
         .operation_id("Login")
+        .error_response(StatusCode::UNAUTHORIZED, "Invalid email or password")
         .handler(users::login);
     let current = signed_in
         .get()
