@@ -43,6 +43,7 @@ pub fn config(listen: SocketAddr) -> Config {
 // One table of every route, in the order of the specification: long, and clearer whole.
 #[allow(clippy::too_many_lines)]
 pub fn routing(app: &App) -> Routing {
+    users::prepare();
     let base = EndpointsFactory::new(Conduit).with_state(app.clone());
     let public = base.clone();
     let signed_in = base.add_middleware(auth::required(app.keys.clone()));

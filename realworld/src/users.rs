@@ -1,5 +1,7 @@
 //! Users: register, log in, read and update the current user.
 
+use std::sync::LazyLock;
+
 use strata::http::StatusCode;
 use strata::prelude::*;
 
@@ -172,6 +174,25 @@ pub(crate) async fn register(input: RegisterInput, app: App) -> Result<Reply<Use
     Ok(Reply::created(row.with_token(token)))
 }
 
+/// A hash that no password matches in practice (of 32 random bytes), checked when the email
+/// is unknown.
+/// Computed at start-up ([`prepare`]), not on an async worker.
+static UNKNOWN: LazyLock<String> = LazyLock::new(|| {
+    use argon2::password_hash::rand_core::{OsRng, RngCore};
+    use argon2::password_hash::{PasswordHasher, SaltString};
+    let mut secret = [0u8; 32];
+    OsRng.fill_bytes(&mut secret);
+    argon2::Argon2::default()
+        .hash_password(&secret, &SaltString::generate(&mut OsRng))
+        .map(|hash| hash.to_string())
+        .unwrap_or_default()
+});
+
+/// Computes what login needs before the first request.
+pub(crate) fn prepare() {
+    LazyLock::force(&UNKNOWN);
+}
+
 /// `POST /api/users/login`.
 pub(crate) async fn login(input: LoginInput, app: App) -> Result<UserBody, ApiError> {
     let LoginUser { email, password } = input.user;
@@ -182,6 +203,9 @@ pub(crate) async fn login(input: LoginInput, app: App) -> Result<UserBody, ApiEr
         .map(Row::from);
     let refused = || http_error!(401, "Invalid email or password");
     let Some(row) = row else {
+        // As long as a wrong password takes, so that timing does not tell which emails exist.
+        // Its outcome does not matter: the answer is the same.
+        let _ = verify_password(password, UNKNOWN.clone()).await;
         return Err(refused());
     };
     if !verify_password(password, row.password_hash.clone()).await? {
