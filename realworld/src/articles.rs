@@ -1,0 +1,472 @@
+//! Articles (list, feed, get, create, update, delete), favorites and tags.
+
+use sqlx::{Sqlite, SqlitePool, Transaction};
+use strata::http::StatusCode;
+use strata::prelude::*;
+
+use crate::App;
+use crate::auth::{Caller, MaybeCaller};
+use crate::profiles::Profile;
+
+#[strata::model(input)]
+pub(crate) struct Slug {
+    #[garde(length(chars, min = 1))]
+    slug: String,
+}
+
+#[strata::model(input)]
+pub(crate) struct CreateInput {
+    #[garde(dive)]
+    article: NewArticle,
+}
+
+#[strata::model(input)]
+#[serde(rename_all = "camelCase")]
+struct NewArticle {
+    #[garde(length(chars, min = 1, max = 300))]
+    title: String,
+    #[garde(length(chars, min = 1, max = 1_000))]
+    description: String,
+    #[garde(length(chars, min = 1, max = 100_000))]
+    body: String,
+    #[garde(inner(length(max = 20), inner(length(chars, min = 1, max = 64))))]
+    tag_list: Option<Vec<String>>,
+}
+
+#[strata::model(input)]
+pub(crate) struct UpdateInput {
+    #[garde(length(chars, min = 1))]
+    slug: String,
+    #[garde(dive)]
+    article: ArticleChanges,
+}
+
+#[strata::model(input)]
+struct ArticleChanges {
+    #[strata(not_null)]
+    #[garde(inner(length(chars, min = 1, max = 300)))]
+    title: Option<String>,
+    #[strata(not_null)]
+    #[garde(inner(length(chars, min = 1, max = 1_000)))]
+    description: Option<String>,
+    #[strata(not_null)]
+    #[garde(inner(length(chars, min = 1, max = 100_000)))]
+    body: Option<String>,
+}
+
+#[strata::model(input)]
+pub(crate) struct ListInput {
+    #[garde(inner(length(chars, min = 1)))]
+    tag: Option<String>,
+    #[garde(inner(length(chars, min = 1)))]
+    author: Option<String>,
+    #[garde(inner(length(chars, min = 1)))]
+    favorited: Option<String>,
+    #[garde(inner(range(min = 1, max = 100)))]
+    limit: Option<u32>,
+    #[garde(skip)]
+    offset: Option<u32>,
+}
+
+#[strata::model(input)]
+pub(crate) struct FeedInput {
+    #[garde(inner(range(min = 1, max = 100)))]
+    limit: Option<u32>,
+    #[garde(skip)]
+    offset: Option<u32>,
+}
+
+/// An article as lists show it (without its body, as the specification's list does).
+#[strata::model(output)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct Summary {
+    slug: String,
+    title: String,
+    description: String,
+    tag_list: Vec<String>,
+    created_at: String,
+    updated_at: String,
+    favorited: bool,
+    favorites_count: i64,
+    #[garde(dive)]
+    author: Profile,
+}
+
+#[strata::model(output)]
+pub(crate) struct Article {
+    #[serde(flatten)]
+    #[garde(dive)]
+    summary: Summary,
+    body: String,
+}
+
+/// `{"article": {..}}`.
+#[strata::model(output)]
+pub(crate) struct ArticleBody {
+    #[garde(dive)]
+    article: Article,
+}
+
+/// `{"articles": [..], "articlesCount": n}`.
+#[strata::model(output)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct ArticlesBody {
+    #[garde(dive)]
+    articles: Vec<Summary>,
+    articles_count: i64,
+}
+
+/// `{"tags": [..]}`.
+#[strata::model(output)]
+pub(crate) struct TagsBody {
+    tags: Vec<String>,
+}
+
+/// What one query reads of an article, its author and the viewer's relation to both.
+type Tuple = (
+    i64,            // id
+    i64,            // author id
+    String,         // slug
+    String,         // title
+    String,         // description
+    String,         // body
+    String,         // created
+    String,         // updated
+    i64,            // favorites
+    bool,           // favorited by the viewer
+    String,         // author's username
+    String,         // author's bio
+    Option<String>, // author's image
+    bool,           // author followed by the viewer
+    String,         // tags, a JSON array in their order
+);
+
+/// The columns of [`Tuple`]; binds: the viewer twice.
+const SELECT: &str = "SELECT a.id, a.author_id, a.slug, a.title, a.description, a.body, \
+    a.created_at, a.updated_at, \
+    (SELECT count(*) FROM favorites f WHERE f.article_id = a.id), \
+    EXISTS (SELECT 1 FROM favorites f WHERE f.article_id = a.id AND f.user_id = ?1), \
+    u.username, u.bio, u.image, \
+    EXISTS (SELECT 1 FROM follows fo WHERE fo.follower_id = ?1 AND fo.followed_id = u.id), \
+    (SELECT json_group_array(name) FROM (SELECT t.name FROM article_tags at \
+        JOIN tags t ON t.id = at.tag_id WHERE at.article_id = a.id ORDER BY at.position)) \
+    FROM articles a JOIN users u ON u.id = a.author_id";
+
+/// The filters of a list; binds: viewer, tag, author, favorited, feed (follower), limit, offset.
+const FILTERS: &str = " WHERE (?2 IS NULL OR a.id IN (SELECT at.article_id FROM article_tags at \
+        JOIN tags t ON t.id = at.tag_id WHERE t.name = ?2)) \
+    AND (?3 IS NULL OR u.username = ?3) \
+    AND (?4 IS NULL OR a.id IN (SELECT f.article_id FROM favorites f \
+        JOIN users fu ON fu.id = f.user_id WHERE fu.username = ?4)) \
+    AND (?5 IS NULL OR a.author_id IN (SELECT followed_id FROM follows WHERE follower_id = ?5))";
+
+struct Loaded {
+    id: i64,
+    author_id: i64,
+    article: Article,
+}
+
+fn loaded(row: Tuple) -> Result<Loaded, ApiError> {
+    let (id, author_id, slug, title, description, body, created_at, updated_at, count, favorited) = (
+        row.0, row.1, row.2, row.3, row.4, row.5, row.6, row.7, row.8, row.9,
+    );
+    let (username, bio, image, following, tags) = (row.10, row.11, row.12, row.13, row.14);
+    let tag_list: Vec<String> = serde_json::from_str(&tags)?;
+    Ok(Loaded {
+        id,
+        author_id,
+        article: Article {
+            summary: Summary {
+                slug,
+                title,
+                description,
+                tag_list,
+                created_at,
+                updated_at,
+                favorited,
+                favorites_count: count,
+                author: Profile {
+                    username,
+                    bio,
+                    image,
+                    following,
+                },
+            },
+            body,
+        },
+    })
+}
+
+/// The article of `slug` as `viewer` sees it; 404 if there is none.
+async fn load(db: &SqlitePool, slug: &str, viewer: Option<i64>) -> Result<Loaded, ApiError> {
+    let row: Option<Tuple> = sqlx::query_as(&format!("{SELECT} WHERE a.slug = ?2"))
+        .bind(viewer)
+        .bind(slug)
+        .fetch_optional(db)
+        .await?;
+    loaded(row.ok_or_else(|| http_error!(404, "Article not found"))?)
+}
+
+/// A slug from a title: lower-case letters and digits, words joined by `-`.
+fn slugify(title: &str) -> String {
+    let mut slug = String::with_capacity(title.len());
+    for c in title.chars().flat_map(char::to_lowercase) {
+        if c.is_alphanumeric() {
+            slug.push(c);
+        } else if !slug.is_empty() && !slug.ends_with('-') {
+            slug.push('-');
+        }
+    }
+    let slug = slug.trim_end_matches('-');
+    if slug.is_empty() {
+        "article".to_owned()
+    } else {
+        slug.to_owned()
+    }
+}
+
+fn is_unique_violation(error: &sqlx::Error) -> bool {
+    matches!(error, sqlx::Error::Database(db) if db.is_unique_violation())
+}
+
+/// Inserts the article under the first free slug of `base`, `base-2`, `base-3`, ..: the
+/// `UNIQUE` constraint decides between concurrent writers, the loser tries the next.
+async fn insert(
+    tx: &mut Transaction<'static, Sqlite>,
+    base: &str,
+    new: &NewArticle,
+    author: i64,
+) -> Result<i64, ApiError> {
+    for n in 1..=1_000u32 {
+        let slug = if n == 1 {
+            base.to_owned()
+        } else {
+            format!("{base}-{n}")
+        };
+        let inserted = sqlx::query_scalar::<_, i64>(
+            "INSERT INTO articles (slug, title, description, body, author_id) \
+             VALUES (?, ?, ?, ?, ?) RETURNING id",
+        )
+        .bind(&slug)
+        .bind(&new.title)
+        .bind(&new.description)
+        .bind(&new.body)
+        .bind(author)
+        .fetch_one(&mut **tx)
+        .await;
+        match inserted {
+            Ok(id) => return Ok(id),
+            Err(error) if is_unique_violation(&error) => {}
+            Err(error) => return Err(error.into()),
+        }
+    }
+    Err(http_error!(422, "Too many articles with this title"))
+}
+
+/// `POST /api/articles`: the article, its tags and their order in one transaction.
+pub(crate) async fn create(
+    input: CreateInput,
+    app: App,
+    caller: Caller,
+) -> Result<Reply<ArticleBody>, ApiError> {
+    let new = input.article;
+    let base = slugify(&new.title);
+    let mut tx = app.db.begin().await?;
+    let id = insert(&mut tx, &base, &new, caller.id).await?;
+    let mut seen = Vec::new();
+    for tag in new.tag_list.iter().flatten() {
+        if seen.contains(tag) {
+            continue;
+        }
+        sqlx::query("INSERT OR IGNORE INTO tags (name) VALUES (?)")
+            .bind(tag)
+            .execute(&mut *tx)
+            .await?;
+        sqlx::query(
+            "INSERT INTO article_tags (article_id, tag_id, position) \
+             SELECT ?, id, ? FROM tags WHERE name = ?",
+        )
+        .bind(id)
+        .bind(i64::try_from(seen.len()).unwrap_or(i64::MAX))
+        .bind(tag)
+        .execute(&mut *tx)
+        .await?;
+        seen.push(tag.clone());
+    }
+    tx.commit().await?;
+    let slug: String = sqlx::query_scalar("SELECT slug FROM articles WHERE id = ?")
+        .bind(id)
+        .fetch_one(&app.db)
+        .await?;
+    let article = load(&app.db, &slug, Some(caller.id)).await?.article;
+    Ok(Reply::created(ArticleBody { article }))
+}
+
+/// `GET /api/articles/:slug`.
+pub(crate) async fn get(
+    input: Slug,
+    app: App,
+    viewer: MaybeCaller,
+) -> Result<ArticleBody, ApiError> {
+    let article = load(&app.db, &input.slug, viewer.0.map(|c| c.id))
+        .await?
+        .article;
+    Ok(ArticleBody { article })
+}
+
+/// The article of `slug` if `caller` wrote it: 404 without one, 403 for another's.
+async fn own(app: &App, slug: &str, caller: &Caller) -> Result<Loaded, ApiError> {
+    let article = load(&app.db, slug, Some(caller.id)).await?;
+    if article.author_id == caller.id {
+        Ok(article)
+    } else {
+        Err(http_error!(403, "Only the author may change this article"))
+    }
+}
+
+/// `PUT /api/articles/:slug`: the author only; the slug stays (links to it keep working).
+pub(crate) async fn update(
+    input: UpdateInput,
+    app: App,
+    caller: Caller,
+) -> Result<ArticleBody, ApiError> {
+    let current = own(&app, &input.slug, &caller).await?;
+    let ArticleChanges {
+        title,
+        description,
+        body,
+    } = input.article;
+    sqlx::query(
+        "UPDATE articles SET title = coalesce(?, title), description = coalesce(?, description), \
+         body = coalesce(?, body), updated_at = strftime('%Y-%m-%dT%H:%M:%fZ', 'now') WHERE id = ?",
+    )
+    .bind(title)
+    .bind(description)
+    .bind(body)
+    .bind(current.id)
+    .execute(&app.db)
+    .await?;
+    let article = load(&app.db, &input.slug, Some(caller.id)).await?.article;
+    Ok(ArticleBody { article })
+}
+
+/// `DELETE /api/articles/:slug`: the author only; 204.
+pub(crate) async fn delete(input: Slug, app: App, caller: Caller) -> Result<Reply<()>, ApiError> {
+    let current = own(&app, &input.slug, &caller).await?;
+    sqlx::query("DELETE FROM articles WHERE id = ?")
+        .bind(current.id)
+        .execute(&app.db)
+        .await?;
+    Ok(Reply::new(()).status(StatusCode::NO_CONTENT))
+}
+
+/// One page of articles, newest first, and how many match in all.
+async fn page(
+    db: &SqlitePool,
+    viewer: Option<i64>,
+    filters: (Option<String>, Option<String>, Option<String>, Option<i64>),
+    limit: Option<u32>,
+    offset: Option<u32>,
+) -> Result<ArticlesBody, ApiError> {
+    let (tag, author, favorited, follower) = filters;
+    let rows: Vec<Tuple> = sqlx::query_as(&format!(
+        "{SELECT}{FILTERS} ORDER BY a.created_at DESC, a.id DESC LIMIT ?6 OFFSET ?7"
+    ))
+    .bind(viewer)
+    .bind(&tag)
+    .bind(&author)
+    .bind(&favorited)
+    .bind(follower)
+    .bind(limit.unwrap_or(20))
+    .bind(offset.unwrap_or(0))
+    .fetch_all(db)
+    .await?;
+    let count: i64 = sqlx::query_scalar(&format!(
+        "SELECT count(*) FROM articles a JOIN users u ON u.id = a.author_id{FILTERS}"
+    ))
+    .bind(viewer)
+    .bind(&tag)
+    .bind(&author)
+    .bind(&favorited)
+    .bind(follower)
+    .fetch_one(db)
+    .await?;
+    let articles = rows
+        .into_iter()
+        .map(|row| loaded(row).map(|l| l.article.summary))
+        .collect::<Result<_, _>>()?;
+    Ok(ArticlesBody {
+        articles,
+        articles_count: count,
+    })
+}
+
+/// `GET /api/articles?tag=&author=&favorited=&limit=&offset=`.
+pub(crate) async fn list(
+    input: ListInput,
+    app: App,
+    viewer: MaybeCaller,
+) -> Result<ArticlesBody, ApiError> {
+    let filters = (input.tag, input.author, input.favorited, None);
+    page(
+        &app.db,
+        viewer.0.map(|c| c.id),
+        filters,
+        input.limit,
+        input.offset,
+    )
+    .await
+}
+
+/// `GET /api/articles/feed`: articles of the authors the caller follows.
+pub(crate) async fn feed(
+    input: FeedInput,
+    app: App,
+    caller: Caller,
+) -> Result<ArticlesBody, ApiError> {
+    let filters = (None, None, None, Some(caller.id));
+    page(&app.db, Some(caller.id), filters, input.limit, input.offset).await
+}
+
+/// `POST /api/articles/:slug/favorite`: idempotent.
+pub(crate) async fn favorite(
+    input: Slug,
+    app: App,
+    caller: Caller,
+) -> Result<ArticleBody, ApiError> {
+    let article = load(&app.db, &input.slug, Some(caller.id)).await?;
+    sqlx::query("INSERT OR IGNORE INTO favorites (user_id, article_id) VALUES (?, ?)")
+        .bind(caller.id)
+        .bind(article.id)
+        .execute(&app.db)
+        .await?;
+    let article = load(&app.db, &input.slug, Some(caller.id)).await?.article;
+    Ok(ArticleBody { article })
+}
+
+/// `DELETE /api/articles/:slug/favorite`: idempotent.
+pub(crate) async fn unfavorite(
+    input: Slug,
+    app: App,
+    caller: Caller,
+) -> Result<ArticleBody, ApiError> {
+    let article = load(&app.db, &input.slug, Some(caller.id)).await?;
+    sqlx::query("DELETE FROM favorites WHERE user_id = ? AND article_id = ?")
+        .bind(caller.id)
+        .bind(article.id)
+        .execute(&app.db)
+        .await?;
+    let article = load(&app.db, &input.slug, Some(caller.id)).await?.article;
+    Ok(ArticleBody { article })
+}
+
+/// `GET /api/tags`: the tags of existing articles.
+pub(crate) async fn tags(app: App) -> Result<TagsBody, ApiError> {
+    let tags: Vec<String> = sqlx::query_scalar(
+        "SELECT t.name FROM tags t WHERE EXISTS (SELECT 1 FROM article_tags at WHERE at.tag_id = t.id) \
+         ORDER BY t.name",
+    )
+    .fetch_all(&app.db)
+    .await?;
+    Ok(TagsBody { tags })
+}

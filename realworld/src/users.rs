@@ -1,0 +1,260 @@
+//! Users: register, log in, read and update the current user.
+
+use std::sync::LazyLock;
+
+use strata::http::StatusCode;
+use strata::prelude::*;
+
+use crate::App;
+use crate::auth::{Caller, hash_password, verify_password};
+
+#[strata::model(input)]
+pub(crate) struct RegisterInput {
+    #[garde(dive)]
+    user: NewUser,
+}
+
+#[strata::model(input)]
+struct NewUser {
+    #[garde(length(chars, min = 1, max = 64))]
+    username: String,
+    #[garde(email, length(max = 254))]
+    email: String,
+    #[garde(length(chars, min = 1, max = 256))]
+    password: String,
+}
+
+#[strata::model(input)]
+pub(crate) struct LoginInput {
+    #[garde(dive)]
+    user: LoginUser,
+}
+
+#[strata::model(input)]
+struct LoginUser {
+    #[garde(length(chars, min = 1, max = 254))]
+    email: String,
+    #[garde(length(chars, min = 1, max = 256))]
+    password: String,
+}
+
+#[strata::model(input)]
+pub(crate) struct UpdateInput {
+    #[garde(dive)]
+    user: UpdateUser,
+}
+
+/// Absent fields are left as they are; `image: ""` removes the image (`null`, as absence, leaves
+/// it: serde reads both as `None`).
+#[strata::model(input)]
+struct UpdateUser {
+    #[strata(not_null)]
+    #[garde(inner(email, length(max = 254)))]
+    email: Option<String>,
+    #[strata(not_null)]
+    #[garde(inner(length(chars, min = 1, max = 64)))]
+    username: Option<String>,
+    #[strata(not_null)]
+    #[garde(inner(length(chars, min = 1, max = 256)))]
+    password: Option<String>,
+    #[strata(not_null)]
+    #[garde(inner(length(chars, max = 10_000)))]
+    bio: Option<String>,
+    #[garde(inner(length(chars, max = 2_000)))]
+    image: Option<String>,
+}
+
+/// `{"user": {..}}`.
+#[strata::model(output)]
+pub(crate) struct UserBody {
+    #[garde(dive)]
+    user: User,
+}
+
+#[strata::model(output)]
+struct User {
+    email: String,
+    token: String,
+    username: String,
+    bio: String,
+    image: Option<String>,
+}
+
+/// A row of `users`, as a tuple (`sqlx::FromRow`'s derive needs sqlx's `derive` feature and
+/// its proc-macro crate: not worth it for one struct).
+type Tuple = (i64, String, String, String, String, Option<String>);
+
+/// A row of `users`.
+struct Row {
+    id: i64,
+    email: String,
+    username: String,
+    password_hash: String,
+    bio: String,
+    image: Option<String>,
+}
+
+impl From<Tuple> for Row {
+    fn from((id, email, username, password_hash, bio, image): Tuple) -> Self {
+        Self {
+            id,
+            email,
+            username,
+            password_hash,
+            bio,
+            image,
+        }
+    }
+}
+
+impl Row {
+    fn with_token(self, token: String) -> UserBody {
+        UserBody {
+            user: User {
+                email: self.email,
+                token,
+                username: self.username,
+                bio: self.bio,
+                image: self.image,
+            },
+        }
+    }
+}
+
+/// A 422 for a username or email another user has, any other database error as it is.
+fn unique(error: sqlx::Error) -> ApiError {
+    if let sqlx::Error::Database(db) = &error
+        && db.is_unique_violation()
+    {
+        let field = if db.message().contains("users.email") {
+            "email"
+        } else {
+            "username"
+        };
+        return ApiError::new(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            format!("{field} has already been taken"),
+        );
+    }
+    error.into()
+}
+
+const SELECT: &str = "SELECT id, email, username, password_hash, bio, image FROM users";
+
+async fn by_id(app: &App, id: i64) -> Result<Row, ApiError> {
+    sqlx::query_as::<_, Tuple>(&format!("{SELECT} WHERE id = ?"))
+        .bind(id)
+        .fetch_optional(&app.db)
+        .await?
+        .map(Row::from)
+        // A valid token of a user that no longer exists.
+        .ok_or_else(|| http_error!(401, "Invalid or expired token"))
+}
+
+/// `POST /api/users`.
+pub(crate) async fn register(input: RegisterInput, app: App) -> Result<Reply<UserBody>, ApiError> {
+    let NewUser {
+        username,
+        email,
+        password,
+    } = input.user;
+    let hash = hash_password(password).await?;
+    let row = sqlx::query_as::<_, Tuple>(
+        "INSERT INTO users (username, email, password_hash) VALUES (?, ?, ?) \
+         RETURNING id, email, username, password_hash, bio, image",
+    )
+    .bind(username)
+    .bind(email)
+    .bind(hash)
+    .fetch_one(&app.db)
+    .await
+    .map_err(unique)?;
+    let row = Row::from(row);
+    let token = app.keys.token(row.id)?;
+    Ok(Reply::created(row.with_token(token)))
+}
+
+/// A hash that no password matches in practice (of 32 random bytes), checked when the email
+/// is unknown.
+/// Computed at start-up ([`prepare`]), not on an async worker.
+static UNKNOWN: LazyLock<String> = LazyLock::new(|| {
+    use argon2::password_hash::rand_core::{OsRng, RngCore};
+    use argon2::password_hash::{PasswordHasher, SaltString};
+    let mut secret = [0u8; 32];
+    OsRng.fill_bytes(&mut secret);
+    argon2::Argon2::default()
+        .hash_password(&secret, &SaltString::generate(&mut OsRng))
+        .map(|hash| hash.to_string())
+        .unwrap_or_default()
+});
+
+/// Computes what login needs before the first request.
+pub(crate) fn prepare() {
+    LazyLock::force(&UNKNOWN);
+}
+
+/// `POST /api/users/login`.
+pub(crate) async fn login(input: LoginInput, app: App) -> Result<UserBody, ApiError> {
+    let LoginUser { email, password } = input.user;
+    let row = sqlx::query_as::<_, Tuple>(&format!("{SELECT} WHERE email = ?"))
+        .bind(email)
+        .fetch_optional(&app.db)
+        .await?
+        .map(Row::from);
+    let refused = || http_error!(401, "Invalid email or password");
+    let Some(row) = row else {
+        // As long as a wrong password takes, so that timing does not tell which emails exist.
+        // Its outcome does not matter: the answer is the same.
+        let _ = verify_password(password, UNKNOWN.clone()).await;
+        return Err(refused());
+    };
+    if !verify_password(password, row.password_hash.clone()).await? {
+        return Err(refused());
+    }
+    let token = app.keys.token(row.id)?;
+    Ok(row.with_token(token))
+}
+
+/// `GET /api/user`.
+pub(crate) async fn current(app: App, caller: Caller) -> Result<UserBody, ApiError> {
+    Ok(by_id(&app, caller.id).await?.with_token(caller.token))
+}
+
+/// `PUT /api/user`.
+pub(crate) async fn update(
+    input: UpdateInput,
+    app: App,
+    caller: Caller,
+) -> Result<UserBody, ApiError> {
+    let UpdateUser {
+        email,
+        username,
+        password,
+        bio,
+        image,
+    } = input.user;
+    let hash = match password {
+        Some(password) => Some(hash_password(password).await?),
+        None => None,
+    };
+    let row = sqlx::query_as::<_, Tuple>(
+        "UPDATE users SET email = coalesce(?, email), username = coalesce(?, username), \
+         password_hash = coalesce(?, password_hash), bio = coalesce(?, bio), \
+         image = CASE WHEN ? IS NULL THEN image ELSE nullif(?, '') END, \
+         updated_at = strftime('%Y-%m-%dT%H:%M:%fZ', 'now') \
+         WHERE id = ? RETURNING id, email, username, password_hash, bio, image",
+    )
+    .bind(email)
+    .bind(username)
+    .bind(hash)
+    .bind(bio)
+    .bind(image.as_deref())
+    .bind(image.as_deref())
+    .bind(caller.id)
+    .fetch_optional(&app.db)
+    .await
+    .map_err(unique)?
+    .map(Row::from)
+    .ok_or_else(|| http_error!(401, "Invalid or expired token"))?;
+    Ok(row.with_token(caller.token))
+}
