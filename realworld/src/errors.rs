@@ -27,16 +27,10 @@ fn generic_error() -> Schema {
     })
 }
 
-/// The messages of an error. Strata's validation stage reports every problem of an input in
-/// one message, joined with `"; "` (`user.email: required; user.password: required`), and an
-/// `ApiError` carries no list of them: the list is recovered by splitting the message, which
-/// would also split a quoted value that contains `"; "` (a finding for the framework).
+/// The messages of an error: each problem of an input that fails validation
+/// (`user.email: required`, `user.password: required`), or the error's message.
 fn messages(error: &ApiError) -> Vec<&str> {
-    if error.kind() == ErrorKind::InputValidation {
-        error.message().split("; ").collect()
-    } else {
-        vec![error.message()]
-    }
+    error.problems().collect()
 }
 
 /// The status the specification gives an error: 422 for input that breaks the rules (Strata's

@@ -83,6 +83,25 @@ async fn create_get_update_and_delete_an_article() {
 }
 
 #[tokio::test]
+async fn each_validation_problem_is_one_entry() {
+    let conduit = start().await;
+    // Even one quoting the separator Strata joins them with in its message.
+    let quoted = conduit
+        .send("GET", "/articles?limit=a;%20b&offset=-1", None, None)
+        .await;
+    assert_eq!(
+        (quoted.status, errors(&quoted.body)),
+        (
+            422,
+            vec![
+                r#"limit: expected integer, received string "a; b""#.to_owned(),
+                "offset: lower than 0".to_owned()
+            ]
+        )
+    );
+}
+
+#[tokio::test]
 async fn article_errors_401_403_404_and_422() {
     let conduit = start().await;
     let jake = conduit.register("jake").await;

@@ -282,7 +282,80 @@ impl ApiError {
     pub fn causes(&self) -> Causes<'_> {
         Causes(std::error::Error::source(&self.0))
     }
+
+    /// An error whose message lists several problems, joined with `"; "`: `ends` are the byte
+    /// offsets where each problem's text ends in `message` (the last is its length), so that
+    /// [`problems`](Self::problems) gives them one by one even when a value quoted in one
+    /// contains `"; "`. The validation stage's errors are made so.
+    ///
+    /// ```
+    /// use strata_core::{ApiError, ErrorKind};
+    ///
+    /// let message = r#"limit: expected integer, received string "a; b"; name: required"#;
+    /// let error = ApiError::bad_request(ErrorKind::InputValidation, "")
+    ///     .with_problems(message.to_owned(), vec![message.find("; name").unwrap(), message.len()]);
+    /// let problems: Vec<&str> = error.problems().collect();
+    /// assert_eq!(problems, [r#"limit: expected integer, received string "a; b""#, "name: required"]);
+    /// ```
+    #[must_use]
+    pub fn with_problems(mut self, message: String, ends: Vec<usize>) -> Self {
+        let problems = Problems {
+            length: message.len(),
+            ends,
+        };
+        self.0.message = Cow::Owned(message);
+        // The problems are the message itself: logs print it once.
+        self.0.source = Some(Box::new(problems));
+        self.0.transparent = true;
+        self
+    }
+
+    /// The problems the message lists, each its own text (`path: message` for an input that
+    /// fails validation); the whole message as one problem when it was not made with
+    /// [`with_problems`](Self::with_problems), or was changed since.
+    pub fn problems(&self) -> impl Iterator<Item = &str> {
+        let message = self.message();
+        let ends = self
+            .0
+            .source
+            .as_deref()
+            .and_then(|source| source.downcast_ref::<Problems>())
+            .filter(|problems| {
+                problems.length == message.len()
+                    && problems
+                        .ends
+                        .iter()
+                        .all(|&end| message.is_char_boundary(end))
+            })
+            .map_or(&[][..], |problems| &problems.ends[..]);
+        // Without recorded ends, the whole message is the one problem.
+        let whole = ends.is_empty().then_some(message.len());
+        let mut start = 0;
+        ends.iter().copied().chain(whole).filter_map(move |end| {
+            let text = message.get(start..end)?;
+            start = end;
+            let text = text.strip_prefix("; ").unwrap_or(text);
+            (!text.is_empty()).then_some(text)
+        })
+    }
 }
+
+/// Where each problem of an [`ApiError`] made with [`ApiError::with_problems`] ends in its
+/// message (its source, read by [`ApiError::problems`]).
+#[derive(Debug)]
+struct Problems {
+    /// The message's length when made: a changed message is one problem again.
+    length: usize,
+    ends: Vec<usize>,
+}
+
+impl fmt::Display for Problems {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} problems", self.ends.len())
+    }
+}
+
+impl std::error::Error for Problems {}
 
 /// The causes of an [`ApiError`] ([`ApiError::causes`]): written `; `-separated, innermost
 /// last, at most 16 (a chain that loops ends there).

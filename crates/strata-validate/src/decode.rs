@@ -206,10 +206,21 @@ fn to_snake_case(name: &str) -> String {
     out
 }
 
+/// The 400 of an input that fails: its problems joined, each one kept apart too.
+fn invalid(message: String, ends: Vec<usize>) -> ApiError {
+    ApiError::bad_request(ErrorKind::InputValidation, "").with_problems(message, ends)
+}
+
 /// Renders a garde report as `path: message; path: message` (at most [`MAX_ISSUES`], then
-/// `… and N more`), with wire names and an optional path prefix (`output`).
-fn describe_report(report: &garde::Report, names: &WireNames, prefix: Option<&str>) -> String {
+/// `… and N more`), with wire names and an optional path prefix (`output`); with where each
+/// problem ends in the text.
+fn describe_report(
+    report: &garde::Report,
+    names: &WireNames,
+    prefix: Option<&str>,
+) -> (String, Vec<usize>) {
     let mut out = String::new();
+    let mut ends = Vec::new();
     let mut count = 0;
     // Written in place: an invalid input is a common answer, not a rare one.
     for (path, error) in report.iter() {
@@ -227,11 +238,13 @@ fn describe_report(report: &garde::Report, names: &WireNames, prefix: Option<&st
             out.push_str(": ");
         }
         out.push_str(error.message());
+        ends.push(out.len());
     }
     if count > MAX_ISSUES {
         let _ = write!(out, "; … and {} more", count - MAX_ISSUES);
+        ends.push(out.len());
     }
-    out
+    (out, ends)
 }
 
 /// Decodes the merged [`Input`] into `T` (serde, lenient for text values) and runs `T`'s garde
@@ -318,6 +331,11 @@ where
     /// Runs `value`'s garde rules; on failure, the message lists every violation, each path
     /// prefixed with `prefix` when given (e.g. `output.items[0].name: ...`).
     pub fn check(&self, value: &T, prefix: Option<&str>) -> Result<(), String> {
+        self.problems(value, prefix).map_err(|(text, _)| text)
+    }
+
+    /// [`check`](Self::check), with where each problem ends in the text.
+    fn problems(&self, value: &T, prefix: Option<&str>) -> Result<(), (String, Vec<usize>)> {
         value
             .validate()
             .map_err(|report| describe_report(&report, self.names(), prefix))
@@ -374,7 +392,7 @@ where
     /// the schema's explanation where serde agrees, and serde's own problem when no explained
     /// one is at its place (what a schema cannot show: a custom deserializer, a `flatten`, a
     /// file sent as text).
-    fn explain(&self, input: &Input, plain: &str) -> String {
+    fn explain(&self, input: &Input, plain: &str) -> (String, Vec<usize>) {
         let entries = input.entries();
         let explained = explain(&self.names().schema, entries);
         let (mut issues, mut total) = self.agreed(entries, explained);
@@ -428,12 +446,12 @@ where
         let value = match T::deserialize(input) {
             Ok(value) => value,
             Err(plain) => {
-                let message = self.explain(input, &plain.to_string());
-                return Err(ApiError::bad_request(ErrorKind::InputValidation, message));
+                let (message, ends) = self.explain(input, &plain.to_string());
+                return Err(invalid(message, ends));
             }
         };
-        self.check(&value, None)
-            .map_err(|message| ApiError::bad_request(ErrorKind::InputValidation, message))?;
+        self.problems(&value, None)
+            .map_err(|(message, ends)| invalid(message, ends))?;
         Ok(value)
     }
 }

@@ -184,9 +184,14 @@ pub(crate) fn natural_order(a: &str, b: &str) -> std::cmp::Ordering {
 }
 
 /// `path: message; path: message`, at most [`MAX_ISSUES`] of them, then `… and N more` for the
-/// rest of `total`.
-pub(crate) fn render(issues: impl Iterator<Item = (String, String)>, total: usize) -> String {
+/// rest of `total`; with where each problem ends in the text (for
+/// [`ApiError::with_problems`](strata_core::ApiError::with_problems)).
+pub(crate) fn render(
+    issues: impl Iterator<Item = (String, String)>,
+    total: usize,
+) -> (String, Vec<usize>) {
     let mut out = String::new();
+    let mut ends = Vec::new();
     for (path, message) in issues.take(MAX_ISSUES) {
         if !out.is_empty() {
             out.push_str("; ");
@@ -196,11 +201,13 @@ pub(crate) fn render(issues: impl Iterator<Item = (String, String)>, total: usiz
             out.push_str(": ");
         }
         out.push_str(&message);
+        ends.push(out.len());
     }
     if total > MAX_ISSUES {
         let _ = write!(out, "; … and {} more", total - MAX_ISSUES);
+        ends.push(out.len());
     }
-    out
+    (out, ends)
 }
 
 struct Walker<'s> {
@@ -1039,6 +1046,7 @@ mod tests {
             explained.issues.into_iter().map(|i| (i.path, i.message)),
             explained.total,
         )
+        .0
     }
 
     fn user_schema() -> Value {

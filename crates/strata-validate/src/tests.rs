@@ -95,6 +95,42 @@ async fn every_rule_violation_is_listed_with_wire_paths() {
 }
 
 #[tokio::test]
+async fn each_problem_is_kept_apart_even_when_a_value_holds_the_separator() {
+    // Rule problems (garde).
+    let rules = input(&[
+        ("name", "".into()),
+        ("age", "151".into()),
+        ("pets", InputValue::Json(json!([]))),
+        ("tags", TextValue::Many(vec!["a".into()]).into()),
+        ("newsletter", "false".into()),
+    ]);
+    let error = validate(rules, HNil).await.unwrap_err();
+    let problems: Vec<&str> = error.problems().collect();
+    assert_eq!(
+        problems,
+        ["age: greater than 150", "name: length is lower than 1"]
+    );
+    // Decoding problems (explained from the schema), one quoting "; ".
+    let decoding = input(&[
+        ("name", "Ann".into()),
+        ("age", "a; b".into()),
+        ("newsletter", InputValue::Json(json!(3))),
+    ]);
+    let error = validate(decoding, HNil).await.unwrap_err();
+    let problems: Vec<&str> = error.problems().collect();
+    assert_eq!(
+        problems,
+        [
+            r#"age: expected integer, received string "a; b""#,
+            "newsletter: expected boolean, received number 3",
+            "pets: required",
+            "tags: required",
+        ]
+    );
+    assert_eq!(error.message(), problems.join("; "));
+}
+
+#[tokio::test]
 async fn json_values_are_strict() {
     let input = input(&[
         ("age", InputValue::Json(json!("5"))),
