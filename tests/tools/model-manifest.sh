@@ -41,7 +41,7 @@ struct Greeting {
 fn main() {
     let hello = default_endpoints_factory()
         .get()
-        .handler(|input: Hello, _ctx, _logger| async move {
+        .handler(async |input: Hello| {
             Ok(Greeting { greeting: format!("Hello, {}!", input.name) })
         });
     let _ = routing! { "hello" => hello };
