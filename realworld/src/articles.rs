@@ -434,14 +434,8 @@ pub(crate) async fn favorite(
     app: App,
     caller: Caller,
 ) -> Result<ArticleBody, ApiError> {
-    let article = load(&app.db, &input.slug, Some(caller.id)).await?;
-    sqlx::query("INSERT OR IGNORE INTO favorites (user_id, article_id) VALUES (?, ?)")
-        .bind(caller.id)
-        .bind(article.id)
-        .execute(&app.db)
-        .await?;
-    let article = load(&app.db, &input.slug, Some(caller.id)).await?.article;
-    Ok(ArticleBody { article })
+    let sql = "INSERT OR IGNORE INTO favorites (user_id, article_id) VALUES (?, ?)";
+    set_favorite(&app, &caller, &input.slug, sql).await
 }
 
 /// `DELETE /api/articles/:slug/favorite`: idempotent.
@@ -450,13 +444,25 @@ pub(crate) async fn unfavorite(
     app: App,
     caller: Caller,
 ) -> Result<ArticleBody, ApiError> {
-    let article = load(&app.db, &input.slug, Some(caller.id)).await?;
-    sqlx::query("DELETE FROM favorites WHERE user_id = ? AND article_id = ?")
+    let sql = "DELETE FROM favorites WHERE user_id = ? AND article_id = ?";
+    set_favorite(&app, &caller, &input.slug, sql).await
+}
+
+/// Runs `sql` (bound to the caller's and the article's ids) on the favorite of the article
+/// at `slug`, then answers the article as the caller now sees it.
+async fn set_favorite(
+    app: &App,
+    caller: &Caller,
+    slug: &str,
+    sql: &'static str,
+) -> Result<ArticleBody, ApiError> {
+    let article = load(&app.db, slug, Some(caller.id)).await?;
+    sqlx::query(sql)
         .bind(caller.id)
         .bind(article.id)
         .execute(&app.db)
         .await?;
-    let article = load(&app.db, &input.slug, Some(caller.id)).await?.article;
+    let article = load(&app.db, slug, Some(caller.id)).await?.article;
     Ok(ArticleBody { article })
 }
 
