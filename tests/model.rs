@@ -170,6 +170,36 @@ async fn coerced_and_not_null_fields_read_explain_and_document_alike() {
     }
 }
 
+/// A type both read and written (shared by a server and its Rust clients).
+#[strata::model]
+#[derive(Debug, PartialEq)]
+struct Changes {
+    #[strata(not_null)]
+    #[garde(length(chars, min = 1))]
+    title: Option<String>,
+    note: Option<String>,
+}
+
+#[test]
+fn a_not_null_field_is_written_as_it_is_read() {
+    // `None` is left out, not written as the `null` the same type refuses to read.
+    let unchanged = Changes {
+        title: None,
+        note: None,
+    };
+    let text = serde_json::to_string(&unchanged).unwrap();
+    assert_eq!(text, r#"{"note":null}"#);
+    assert_eq!(serde_json::from_str::<Changes>(&text).unwrap(), unchanged);
+    assert!(serde_json::from_str::<Changes>(r#"{"title":null}"#).is_err());
+    let renamed = Changes {
+        title: Some("New".to_owned()),
+        note: None,
+    };
+    let text = serde_json::to_string(&renamed).unwrap();
+    assert_eq!(text, r#"{"title":"New","note":null}"#);
+    assert_eq!(serde_json::from_str::<Changes>(&text).unwrap(), renamed);
+}
+
 #[cfg(feature = "openapi")]
 #[test]
 fn coerced_and_not_null_fields_are_documented_as_read() {

@@ -8,118 +8,130 @@ use crate::App;
 use crate::auth::{Caller, MaybeCaller};
 use crate::profiles::Profile;
 
-#[strata::model(input)]
-pub(crate) struct Slug {
+#[strata::model]
+#[derive(Clone, Debug)]
+pub struct Slug {
     #[garde(length(chars, min = 1))]
-    slug: String,
+    pub slug: String,
 }
 
-#[strata::model(input)]
-pub(crate) struct CreateInput {
+#[strata::model]
+#[derive(Clone, Debug)]
+pub struct CreateArticleInput {
     #[garde(dive)]
-    article: NewArticle,
+    pub article: NewArticle,
 }
 
-#[strata::model(input)]
+#[strata::model]
+#[derive(Clone, Debug)]
 #[serde(rename_all = "camelCase")]
-struct NewArticle {
+pub struct NewArticle {
     #[garde(length(chars, min = 1, max = 300))]
-    title: String,
+    pub title: String,
     #[garde(length(chars, min = 1, max = 1_000))]
-    description: String,
+    pub description: String,
     #[garde(length(chars, min = 1, max = 100_000))]
-    body: String,
+    pub body: String,
     #[garde(inner(length(max = 20), inner(length(chars, min = 1, max = 64))))]
-    tag_list: Option<Vec<String>>,
+    pub tag_list: Option<Vec<String>>,
 }
 
-#[strata::model(input)]
-pub(crate) struct UpdateInput {
+#[strata::model]
+#[derive(Clone, Debug)]
+pub struct UpdateArticleInput {
     #[garde(length(chars, min = 1))]
-    slug: String,
+    pub slug: String,
     #[garde(dive)]
-    article: ArticleChanges,
+    pub article: ArticleChanges,
 }
 
-#[strata::model(input)]
-struct ArticleChanges {
+#[strata::model]
+#[derive(Clone, Debug)]
+pub struct ArticleChanges {
     #[strata(not_null)]
     #[garde(inner(length(chars, min = 1, max = 300)))]
-    title: Option<String>,
+    pub title: Option<String>,
     #[strata(not_null)]
     #[garde(inner(length(chars, min = 1, max = 1_000)))]
-    description: Option<String>,
+    pub description: Option<String>,
     #[strata(not_null)]
     #[garde(inner(length(chars, min = 1, max = 100_000)))]
-    body: Option<String>,
+    pub body: Option<String>,
 }
 
-#[strata::model(input)]
-pub(crate) struct ListInput {
+#[strata::model]
+#[derive(Clone, Debug)]
+pub struct ListArticlesInput {
     #[garde(inner(length(chars, min = 1)))]
-    tag: Option<String>,
+    pub tag: Option<String>,
     #[garde(inner(length(chars, min = 1)))]
-    author: Option<String>,
+    pub author: Option<String>,
     #[garde(inner(length(chars, min = 1)))]
-    favorited: Option<String>,
+    pub favorited: Option<String>,
     #[garde(inner(range(min = 1, max = 100)))]
-    limit: Option<u32>,
+    pub limit: Option<u32>,
     #[garde(skip)]
-    offset: Option<u32>,
+    pub offset: Option<u32>,
 }
 
-#[strata::model(input)]
-pub(crate) struct FeedInput {
+#[strata::model]
+#[derive(Clone, Debug)]
+pub struct FeedInput {
     #[garde(inner(range(min = 1, max = 100)))]
-    limit: Option<u32>,
+    pub limit: Option<u32>,
     #[garde(skip)]
-    offset: Option<u32>,
+    pub offset: Option<u32>,
 }
 
 /// An article as lists show it (without its body, as the specification's list does).
-#[strata::model(output)]
+#[strata::model]
+#[derive(Clone, Debug)]
 #[serde(rename_all = "camelCase")]
-pub(crate) struct Summary {
-    slug: String,
-    title: String,
-    description: String,
-    tag_list: Vec<String>,
-    created_at: String,
-    updated_at: String,
-    favorited: bool,
-    favorites_count: i64,
+pub struct Summary {
+    pub slug: String,
+    pub title: String,
+    pub description: String,
+    pub tag_list: Vec<String>,
+    pub created_at: String,
+    pub updated_at: String,
+    pub favorited: bool,
+    pub favorites_count: i64,
     #[garde(dive)]
-    author: Profile,
+    pub author: Profile,
 }
 
-#[strata::model(output)]
-pub(crate) struct Article {
+#[strata::model]
+#[derive(Clone, Debug)]
+pub struct Article {
     #[serde(flatten)]
     #[garde(dive)]
-    summary: Summary,
-    body: String,
+    pub summary: Summary,
+    pub body: String,
 }
 
 /// `{"article": {..}}`.
-#[strata::model(output)]
-pub(crate) struct ArticleBody {
+#[strata::model]
+#[derive(Clone, Debug)]
+pub struct ArticleBody {
     #[garde(dive)]
-    article: Article,
+    pub article: Article,
 }
 
 /// `{"articles": [..], "articlesCount": n}`.
-#[strata::model(output)]
+#[strata::model]
+#[derive(Clone, Debug)]
 #[serde(rename_all = "camelCase")]
-pub(crate) struct ArticlesBody {
+pub struct ArticlesBody {
     #[garde(dive)]
-    articles: Vec<Summary>,
-    articles_count: i64,
+    pub articles: Vec<Summary>,
+    pub articles_count: i64,
 }
 
 /// `{"tags": [..]}`.
-#[strata::model(output)]
-pub(crate) struct TagsBody {
-    tags: Vec<String>,
+#[strata::model]
+#[derive(Clone, Debug)]
+pub struct TagsBody {
+    pub tags: Vec<String>,
 }
 
 /// What one query reads of an article, its author and the viewer's relation to both.
@@ -265,13 +277,13 @@ async fn insert(
 
 /// `POST /api/articles`: the article, its tags and their order in one transaction.
 pub(crate) async fn create(
-    input: CreateInput,
+    input: CreateArticleInput,
     app: App,
     caller: Caller,
 ) -> Result<Reply<ArticleBody>, ApiError> {
     let new = input.article;
     let base = slugify(&new.title);
-    let mut tx = app.db.begin().await?;
+    let mut tx = app.writes.begin().await?;
     let id = insert(&mut tx, &base, &new, caller.id).await?;
     let mut seen = Vec::new();
     for tag in new.tag_list.iter().flatten() {
@@ -326,7 +338,7 @@ async fn own(app: &App, slug: &str, caller: &Caller) -> Result<Loaded, ApiError>
 
 /// `PUT /api/articles/:slug`: the author only; the slug stays (links to it keep working).
 pub(crate) async fn update(
-    input: UpdateInput,
+    input: UpdateArticleInput,
     app: App,
     caller: Caller,
 ) -> Result<ArticleBody, ApiError> {
@@ -344,7 +356,7 @@ pub(crate) async fn update(
     .bind(description)
     .bind(body)
     .bind(current.id)
-    .execute(&app.db)
+    .execute(&app.writes)
     .await?;
     let article = load(&app.db, &input.slug, Some(caller.id)).await?.article;
     Ok(ArticleBody { article })
@@ -355,7 +367,7 @@ pub(crate) async fn delete(input: Slug, app: App, caller: Caller) -> Result<Repl
     let current = own(&app, &input.slug, &caller).await?;
     sqlx::query("DELETE FROM articles WHERE id = ?")
         .bind(current.id)
-        .execute(&app.db)
+        .execute(&app.writes)
         .await?;
     Ok(Reply::new(()).status(StatusCode::NO_CONTENT))
 }
@@ -403,7 +415,7 @@ async fn page(
 
 /// `GET /api/articles?tag=&author=&favorited=&limit=&offset=`.
 pub(crate) async fn list(
-    input: ListInput,
+    input: ListArticlesInput,
     app: App,
     viewer: MaybeCaller,
 ) -> Result<ArticlesBody, ApiError> {
@@ -460,14 +472,14 @@ async fn set_favorite(
     sqlx::query(sql)
         .bind(caller.id)
         .bind(article.id)
-        .execute(&app.db)
+        .execute(&app.writes)
         .await?;
     let article = load(&app.db, slug, Some(caller.id)).await?.article;
     Ok(ArticleBody { article })
 }
 
 /// `GET /api/tags`: the tags of existing articles.
-pub(crate) async fn tags(app: App) -> Result<TagsBody, ApiError> {
+pub(crate) async fn tags((): (), app: App) -> Result<TagsBody, ApiError> {
     let tags: Vec<String> = sqlx::query_scalar(
         "SELECT t.name FROM tags t WHERE EXISTS (SELECT 1 FROM article_tags at WHERE at.tag_id = t.id) \
          ORDER BY t.name",

@@ -4,60 +4,61 @@ use strata::http::StatusCode;
 use strata::prelude::*;
 
 use crate::App;
+use crate::articles::Slug;
 use crate::auth::{Caller, MaybeCaller};
 use crate::profiles::Profile;
 
-#[strata::model(input)]
-pub(crate) struct AddInput {
+#[strata::model]
+#[derive(Clone, Debug)]
+pub struct AddCommentInput {
     #[garde(length(chars, min = 1))]
-    slug: String,
+    pub slug: String,
     #[garde(dive)]
-    comment: NewComment,
+    pub comment: NewComment,
 }
 
-#[strata::model(input)]
-struct NewComment {
+#[strata::model]
+#[derive(Clone, Debug)]
+pub struct NewComment {
     #[garde(length(chars, min = 1, max = 10_000))]
-    body: String,
+    pub body: String,
 }
 
-#[strata::model(input)]
-pub(crate) struct ListInput {
+#[strata::model]
+#[derive(Clone, Debug)]
+pub struct DeleteCommentInput {
     #[garde(length(chars, min = 1))]
-    slug: String,
-}
-
-#[strata::model(input)]
-pub(crate) struct DeleteInput {
-    #[garde(length(chars, min = 1))]
-    slug: String,
+    pub slug: String,
     #[garde(skip)]
-    id: i64,
+    pub id: i64,
 }
 
-#[strata::model(output)]
+#[strata::model]
+#[derive(Clone, Debug)]
 #[serde(rename_all = "camelCase")]
-pub(crate) struct Comment {
-    id: i64,
-    created_at: String,
-    updated_at: String,
-    body: String,
+pub struct Comment {
+    pub id: i64,
+    pub created_at: String,
+    pub updated_at: String,
+    pub body: String,
     #[garde(dive)]
-    author: Profile,
+    pub author: Profile,
 }
 
 /// `{"comment": {..}}`.
-#[strata::model(output)]
-pub(crate) struct CommentBody {
+#[strata::model]
+#[derive(Clone, Debug)]
+pub struct CommentBody {
     #[garde(dive)]
-    comment: Comment,
+    pub comment: Comment,
 }
 
 /// `{"comments": [..]}`.
-#[strata::model(output)]
-pub(crate) struct CommentsBody {
+#[strata::model]
+#[derive(Clone, Debug)]
+pub struct CommentsBody {
     #[garde(dive)]
-    comments: Vec<Comment>,
+    pub comments: Vec<Comment>,
 }
 
 type Tuple = (
@@ -102,7 +103,7 @@ async fn article_id(app: &App, slug: &str) -> Result<i64, ApiError> {
 
 /// `POST /api/articles/:slug/comments`.
 pub(crate) async fn add(
-    input: AddInput,
+    input: AddCommentInput,
     app: App,
     caller: Caller,
 ) -> Result<CommentBody, ApiError> {
@@ -113,7 +114,7 @@ pub(crate) async fn add(
     .bind(input.comment.body)
     .bind(article)
     .bind(caller.id)
-    .fetch_one(&app.db)
+    .fetch_one(&app.writes)
     .await?;
     let row: Tuple = sqlx::query_as(&format!("{SELECT} WHERE c.id = ?2"))
         .bind(caller.id)
@@ -127,7 +128,7 @@ pub(crate) async fn add(
 
 /// `GET /api/articles/:slug/comments`: oldest first.
 pub(crate) async fn list(
-    input: ListInput,
+    input: Slug,
     app: App,
     viewer: MaybeCaller,
 ) -> Result<CommentsBody, ApiError> {
@@ -145,7 +146,7 @@ pub(crate) async fn list(
 
 /// `DELETE /api/articles/:slug/comments/:id`: the comment's author only; 204.
 pub(crate) async fn delete(
-    input: DeleteInput,
+    input: DeleteCommentInput,
     app: App,
     caller: Caller,
 ) -> Result<Reply<()>, ApiError> {
@@ -162,7 +163,7 @@ pub(crate) async fn delete(
     }
     sqlx::query("DELETE FROM comments WHERE id = ?")
         .bind(input.id)
-        .execute(&app.db)
+        .execute(&app.writes)
         .await?;
     Ok(Reply::new(()).status(StatusCode::NO_CONTENT))
 }

@@ -28,9 +28,13 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             .map_err(|e| format!("PORT={port:?}: {e}"))?,
         Err(_) => 8095,
     };
-    let db = db::connect(&url).await?;
+    let pools = db::connect(&url).await?;
     println!("database: {url}");
-    let app = App { db, keys };
+    let app = App {
+        db: pools.reads,
+        writes: pools.writes,
+        keys,
+    };
     let config = config(SocketAddr::from(([127, 0, 0, 1], port)));
     let server = create_server(&config, &routing(&app)).await?;
     println!("serving the RealWorld API on http://127.0.0.1:{port}/api");

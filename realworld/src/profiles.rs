@@ -5,25 +5,28 @@ use strata::prelude::*;
 use crate::App;
 use crate::auth::{Caller, MaybeCaller};
 
-#[strata::model(input)]
-pub(crate) struct ProfileInput {
+#[strata::model]
+#[derive(Clone, Debug)]
+pub struct ProfileInput {
     #[garde(length(chars, min = 1))]
-    username: String,
+    pub username: String,
 }
 
 /// `{"profile": {..}}`.
-#[strata::model(output)]
-pub(crate) struct ProfileBody {
+#[strata::model]
+#[derive(Clone, Debug)]
+pub struct ProfileBody {
     #[garde(dive)]
-    pub(crate) profile: Profile,
+    pub profile: Profile,
 }
 
-#[strata::model(output)]
-pub(crate) struct Profile {
-    pub(crate) username: String,
-    pub(crate) bio: String,
-    pub(crate) image: Option<String>,
-    pub(crate) following: bool,
+#[strata::model]
+#[derive(Clone, Debug)]
+pub struct Profile {
+    pub username: String,
+    pub bio: String,
+    pub image: Option<String>,
+    pub following: bool,
 }
 
 /// The profile of `username` as `viewer` sees it, with the user's id.
@@ -73,7 +76,7 @@ pub(crate) async fn follow(
     sqlx::query("INSERT OR IGNORE INTO follows (follower_id, followed_id) VALUES (?, ?)")
         .bind(caller.id)
         .bind(id)
-        .execute(&app.db)
+        .execute(&app.writes)
         .await?;
     profile.following = true;
     Ok(ProfileBody { profile })
@@ -89,7 +92,7 @@ pub(crate) async fn unfollow(
     sqlx::query("DELETE FROM follows WHERE follower_id = ? AND followed_id = ?")
         .bind(caller.id)
         .bind(id)
-        .execute(&app.db)
+        .execute(&app.writes)
         .await?;
     profile.following = false;
     Ok(ProfileBody { profile })

@@ -8,76 +8,84 @@ use strata::prelude::*;
 use crate::App;
 use crate::auth::{Caller, hash_password, verify_password};
 
-#[strata::model(input)]
-pub(crate) struct RegisterInput {
+#[strata::model]
+#[derive(Clone, Debug)]
+pub struct RegisterInput {
     #[garde(dive)]
-    user: NewUser,
+    pub user: NewUser,
 }
 
-#[strata::model(input)]
-struct NewUser {
+#[strata::model]
+#[derive(Clone, Debug)]
+pub struct NewUser {
     #[garde(length(chars, min = 1, max = 64))]
-    username: String,
+    pub username: String,
     #[garde(email, length(max = 254))]
-    email: String,
+    pub email: String,
     #[garde(length(chars, min = 1, max = 256))]
-    password: String,
+    pub password: String,
 }
 
-#[strata::model(input)]
-pub(crate) struct LoginInput {
+#[strata::model]
+#[derive(Clone, Debug)]
+pub struct LoginInput {
     #[garde(dive)]
-    user: LoginUser,
+    pub user: LoginUser,
 }
 
-#[strata::model(input)]
-struct LoginUser {
+#[strata::model]
+#[derive(Clone, Debug)]
+pub struct LoginUser {
     #[garde(length(chars, min = 1, max = 254))]
-    email: String,
+    pub email: String,
     #[garde(length(chars, min = 1, max = 256))]
-    password: String,
+    pub password: String,
 }
 
-#[strata::model(input)]
-pub(crate) struct UpdateInput {
+#[strata::model]
+#[derive(Clone, Debug)]
+pub struct UpdateUserInput {
     #[garde(dive)]
-    user: UpdateUser,
+    pub user: UpdateUser,
 }
 
 /// Absent fields are left as they are; `image: ""` removes the image (`null`, as absence, leaves
 /// it: serde reads both as `None`).
-#[strata::model(input)]
-struct UpdateUser {
+#[strata::model]
+#[derive(Clone, Debug)]
+pub struct UpdateUser {
     #[strata(not_null)]
     #[garde(inner(email, length(max = 254)))]
-    email: Option<String>,
+    pub email: Option<String>,
     #[strata(not_null)]
     #[garde(inner(length(chars, min = 1, max = 64)))]
-    username: Option<String>,
+    pub username: Option<String>,
     #[strata(not_null)]
     #[garde(inner(length(chars, min = 1, max = 256)))]
-    password: Option<String>,
+    pub password: Option<String>,
     #[strata(not_null)]
     #[garde(inner(length(chars, max = 10_000)))]
-    bio: Option<String>,
+    pub bio: Option<String>,
     #[garde(inner(length(chars, max = 2_000)))]
-    image: Option<String>,
+    pub image: Option<String>,
 }
 
 /// `{"user": {..}}`.
-#[strata::model(output)]
-pub(crate) struct UserBody {
+#[strata::model]
+#[derive(Clone, Debug)]
+pub struct UserBody {
     #[garde(dive)]
-    user: User,
+    pub user: User,
 }
 
-#[strata::model(output)]
-struct User {
-    email: String,
-    token: String,
-    username: String,
-    bio: String,
-    image: Option<String>,
+#[strata::model]
+#[derive(Clone, Debug)]
+pub struct User {
+    pub email: String,
+    pub token: String,
+    pub username: String,
+    pub bio: String,
+    pub image: Option<String>,
 }
 
 /// A row of `users`, as a tuple (`sqlx::FromRow`'s derive needs sqlx's `derive` feature and
@@ -166,7 +174,7 @@ pub(crate) async fn register(input: RegisterInput, app: App) -> Result<Reply<Use
     .bind(username)
     .bind(email)
     .bind(hash)
-    .fetch_one(&app.db)
+    .fetch_one(&app.writes)
     .await
     .map_err(unique)?;
     let row = Row::from(row);
@@ -216,13 +224,13 @@ pub(crate) async fn login(input: LoginInput, app: App) -> Result<UserBody, ApiEr
 }
 
 /// `GET /api/user`.
-pub(crate) async fn current(app: App, caller: Caller) -> Result<UserBody, ApiError> {
+pub(crate) async fn current((): (), app: App, caller: Caller) -> Result<UserBody, ApiError> {
     Ok(by_id(&app, caller.id).await?.with_token(caller.token))
 }
 
 /// `PUT /api/user`.
 pub(crate) async fn update(
-    input: UpdateInput,
+    input: UpdateUserInput,
     app: App,
     caller: Caller,
 ) -> Result<UserBody, ApiError> {
@@ -251,7 +259,7 @@ pub(crate) async fn update(
     .bind(image.as_deref())
     .bind(image.as_deref())
     .bind(caller.id)
-    .fetch_optional(&app.db)
+    .fetch_optional(&app.writes)
     .await
     .map_err(unique)?
     .map(Row::from)

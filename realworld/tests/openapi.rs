@@ -25,8 +25,10 @@ fn specification() -> Option<Value> {
 }
 
 async fn document() -> Value {
+    let pools = db::connect("sqlite::memory:").await.unwrap();
     let app = App {
-        db: db::connect("sqlite::memory:").await.unwrap(),
+        db: pools.reads,
+        writes: pools.writes,
         keys: Keys::random(),
     };
     let config = config(SocketAddr::from(([127, 0, 0, 1], 0)));

@@ -133,7 +133,7 @@ fn path_text(path: &syn::Path) -> String {
 
 /// A field's `#[strata(..)]` words, replaced by the serde and schemars attributes they stand
 /// for: `not_null` (an `Option` that may be absent but not `null`: not required, its schema
-/// the inner type's) and `coerce` (a number or boolean also read from its text:
+/// the inner type's, `None` left out when written) and `coerce` (a number or boolean also read from its text:
 /// `strata::validate::coerce`, whose deserializer and schema agree).
 fn rewrite_fields(fields: &mut Fields, krate: &str) -> syn::Result<()> {
     for field in fields.iter_mut() {
@@ -221,7 +221,15 @@ fn rewrite_fields(fields: &mut Fields, krate: &str) -> syn::Result<()> {
                 )
             }
         };
-        let serde: syn::Attribute = if inner.is_some() {
+        let serde: syn::Attribute = if not_null {
+            // Written as it is read: `None` is left out, never `null` (which a server reading
+            // the same type refuses), so that a client sending the type is understood.
+            syn::parse_quote!(#[serde(
+                default,
+                deserialize_with = #deserialize,
+                skip_serializing_if = "Option::is_none"
+            )])
+        } else if inner.is_some() {
             syn::parse_quote!(#[serde(default, deserialize_with = #deserialize)])
         } else {
             syn::parse_quote!(#[serde(deserialize_with = #deserialize)])

@@ -38,9 +38,11 @@ pub async fn start() -> Conduit {
     ));
     std::fs::create_dir_all(&dir).unwrap();
     let url = format!("sqlite://{}", dir.join("conduit.db").display());
-    let pool = db::connect(&url).await.unwrap();
+    let pools = db::connect(&url).await.unwrap();
+    let pool = pools.reads.clone();
     let app = App {
-        db: pool.clone(),
+        db: pools.reads,
+        writes: pools.writes,
         keys: Keys::from_secret(b"test secret"),
     };
     let server = create_server(

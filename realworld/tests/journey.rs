@@ -1,0 +1,252 @@
+//! A user's journey through the typed Rust client (`strata::client`), over a real socket: the
+//! client calls the very operations the server implements (`strata_realworld::api`), with their
+//! own types, and reads this API's bodies and errors with `ConduitEnvelope`.
+
+#![allow(clippy::unwrap_used)] // tests fail loudly by design
+
+mod common;
+
+use http::{HeaderValue, StatusCode, header::AUTHORIZATION};
+use hyper_util::client::legacy::connect::HttpConnector;
+use strata::client::{Client, ClientError};
+use strata_realworld::api::{
+    self, AddCommentInput, ArticleChanges, CreateArticleInput, DeleteCommentInput, FeedInput,
+    ListArticlesInput, NewArticle, NewComment, NewUser, ProfileInput, RegisterInput, Slug,
+    UpdateArticleInput,
+};
+use strata_realworld::errors::{ConduitEnvelope, GenericError};
+
+type Pool = hyper_util::client::legacy::Client<HttpConnector, http_body_util::Full<bytes::Bytes>>;
+type Conduit = Client<Pool, ConduitEnvelope>;
+
+/// Registers `name` and returns the client signed in as that user.
+async fn sign_up(client: &Conduit, name: &str) -> Conduit {
+    let registered = client
+        .call(
+            &api::CREATE_USER,
+            RegisterInput {
+                user: NewUser {
+                    username: name.to_owned(),
+                    email: format!("{name}@example.com"),
+                    password: format!("secret-{name}"),
+                },
+            },
+        )
+        .await
+        .unwrap();
+    assert_eq!(registered.user.username, name);
+    let token = HeaderValue::try_from(format!("Token {}", registered.user.token)).unwrap();
+    client.clone().header(AUTHORIZATION, token)
+}
+
+fn slug(slug: &str) -> Slug {
+    Slug {
+        slug: slug.to_owned(),
+    }
+}
+
+// One journey, read top to bottom as a user walks it.
+#[allow(clippy::too_many_lines)]
+#[tokio::test]
+async fn register_write_comment_favorite_and_read_the_feed() {
+    let conduit = common::start().await;
+    let pool = hyper_util::client::legacy::Client::builder(hyper_util::rt::TokioExecutor::new())
+        .build_http();
+    // The operations' paths start with `/api`; `base` ends with it.
+    let root = conduit.base.trim_end_matches("/api").to_owned();
+    let anonymous: Conduit = Client::new(pool).base_url(root).envelope(ConduitEnvelope);
+
+    let ada = sign_up(&anonymous, "ada").await;
+    let bob = sign_up(&anonymous, "bob").await;
+    let me = ada.call(&api::GET_CURRENT_USER, ()).await.unwrap();
+    assert_eq!(me.user.email, "ada@example.com");
+
+    // Bob follows Ada.
+    let followed = bob
+        .call(
+            &api::FOLLOW_USER,
+            ProfileInput {
+                username: "ada".to_owned(),
+            },
+        )
+        .await
+        .unwrap();
+    assert!(followed.profile.following);
+
+    // Ada writes an article.
+    let written = ada
+        .call(
+            &api::CREATE_ARTICLE,
+            CreateArticleInput {
+                article: NewArticle {
+                    title: "How to train your dragon".to_owned(),
+                    description: "Ever wonder how?".to_owned(),
+                    body: "You have to believe".to_owned(),
+                    tag_list: Some(vec!["dragons".to_owned(), "training".to_owned()]),
+                },
+            },
+        )
+        .await
+        .unwrap()
+        .article;
+    assert_eq!(written.summary.slug, "how-to-train-your-dragon");
+    assert_eq!(written.summary.tag_list, ["dragons", "training"]);
+    assert_eq!(written.summary.author.username, "ada");
+    let the_article = slug(&written.summary.slug);
+
+    // Ada changes the title alone: the fields left `None` are not sent (the server refuses a
+    // `null` there), and stay as they were.
+    let changed = ada
+        .call(
+            &api::UPDATE_ARTICLE,
+            UpdateArticleInput {
+                slug: the_article.slug.clone(),
+                article: ArticleChanges {
+                    title: Some("How to train your dragon, again".to_owned()),
+                    description: None,
+                    body: None,
+                },
+            },
+        )
+        .await
+        .unwrap()
+        .article;
+    assert_eq!(changed.summary.title, "How to train your dragon, again");
+    assert_eq!(changed.body, "You have to believe");
+
+    // Bob comments and favorites it.
+    let comment = bob
+        .call(
+            &api::ADD_COMMENT,
+            AddCommentInput {
+                slug: the_article.slug.clone(),
+                comment: NewComment {
+                    body: "Thank you so much!".to_owned(),
+                },
+            },
+        )
+        .await
+        .unwrap()
+        .comment;
+    assert_eq!(comment.author.username, "bob");
+    let favorited = bob
+        .call(&api::FAVORITE_ARTICLE, slug(&the_article.slug))
+        .await
+        .unwrap()
+        .article;
+    assert!(favorited.summary.favorited);
+    assert_eq!(favorited.summary.favorites_count, 1);
+
+    // Bob's feed: Ada's article, as Bob sees it.
+    let feed = bob
+        .call(
+            &api::GET_ARTICLES_FEED,
+            FeedInput {
+                limit: Some(10),
+                offset: None,
+            },
+        )
+        .await
+        .unwrap();
+    assert_eq!(feed.articles_count, 1);
+    let seen = &feed.articles[0];
+    assert_eq!(seen.slug, the_article.slug);
+    assert!(seen.favorited && seen.author.following);
+    // Ada's own feed is empty (she follows nobody); the list filtered by who favorited has it.
+    let own = ada
+        .call(
+            &api::GET_ARTICLES_FEED,
+            FeedInput {
+                limit: None,
+                offset: None,
+            },
+        )
+        .await
+        .unwrap();
+    assert_eq!(own.articles_count, 0);
+    let by_bob = anonymous
+        .call(
+            &api::GET_ARTICLES,
+            ListArticlesInput {
+                tag: Some("dragons".to_owned()),
+                author: None,
+                favorited: Some("bob".to_owned()),
+                limit: None,
+                offset: None,
+            },
+        )
+        .await
+        .unwrap();
+    assert_eq!(by_bob.articles.len(), 1);
+    assert!(
+        !by_bob.articles[0].favorited,
+        "anonymous sees no favorite of its own"
+    );
+    let comments = anonymous
+        .call(&api::GET_COMMENTS, slug(&the_article.slug))
+        .await
+        .unwrap()
+        .comments;
+    assert_eq!(comments.len(), 1);
+    assert_eq!(comments[0].body, "Thank you so much!");
+    let tags = anonymous.call(&api::GET_TAGS, ()).await.unwrap().tags;
+    assert_eq!(tags, ["dragons", "training"]);
+
+    // The specification's errors, read by the envelope: 403, 401, 422 with every problem.
+    let refused = bob
+        .call(&api::DELETE_ARTICLE, slug(&the_article.slug))
+        .await
+        .unwrap_err();
+    assert_eq!(refused.status(), Some(StatusCode::FORBIDDEN), "{refused}");
+    let unsigned = anonymous
+        .call(&api::GET_CURRENT_USER, ())
+        .await
+        .unwrap_err();
+    assert_eq!(
+        unsigned.status(),
+        Some(StatusCode::UNAUTHORIZED),
+        "{unsigned}"
+    );
+    let invalid = ada
+        .call(
+            &api::CREATE_ARTICLE,
+            CreateArticleInput {
+                article: NewArticle {
+                    title: String::new(),
+                    description: String::new(),
+                    body: "x".to_owned(),
+                    tag_list: None,
+                },
+            },
+        )
+        .await
+        .unwrap_err();
+    assert!(matches!(invalid, ClientError::Api { .. }), "{invalid}");
+    assert_eq!(invalid.status(), Some(StatusCode::UNPROCESSABLE_ENTITY));
+    let problems = invalid.error_body::<GenericError>().unwrap().unwrap();
+    assert_eq!(problems.errors.body.len(), 2, "{problems:?}");
+    assert!(
+        invalid.message().unwrap().contains("article.title"),
+        "{invalid}"
+    );
+
+    // Deletions answer 204 without a body: the output `()`.
+    bob.call(
+        &api::DELETE_COMMENT,
+        DeleteCommentInput {
+            slug: the_article.slug.clone(),
+            id: comment.id,
+        },
+    )
+    .await
+    .unwrap();
+    ada.call(&api::DELETE_ARTICLE, slug(&the_article.slug))
+        .await
+        .unwrap();
+    let gone = anonymous
+        .call(&api::GET_ARTICLE, slug(&the_article.slug))
+        .await
+        .unwrap_err();
+    assert_eq!(gone.status(), Some(StatusCode::NOT_FOUND), "{gone}");
+    drop(conduit);
+}
