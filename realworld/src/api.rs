@@ -1,6 +1,6 @@
 //! The API as the server and its Rust clients share it: each operation of the specification
 //! declared once, with its method, path, input and output. The server implements each one
-//! ([`routing`](crate::routing)); a client calls it with `strata::client::Client` and the
+//! ([`routing`](fn@crate::routing)); a client calls it with `strata::client::Client` and the
 //! [`ConduitEnvelope`](crate::errors::ConduitEnvelope), which reads this API's bodies and
 //! errors. A changed type breaks both sides at compile time.
 //!

@@ -100,6 +100,7 @@ pub struct Summary {
     pub author: Profile,
 }
 
+/// An article with its body.
 #[strata::model]
 #[derive(Clone, Debug)]
 pub struct Article {
@@ -332,7 +333,10 @@ async fn own(app: &App, slug: &str, caller: &Caller) -> Result<Loaded, ApiError>
     if article.author_id == caller.id {
         Ok(article)
     } else {
-        Err(http_error!(403, "Only the author may change this article"))
+        Err(http_error!(
+            403,
+            "Only the author may change or delete this article"
+        ))
     }
 }
 

@@ -5,7 +5,7 @@
 use schemars::{Schema, json_schema};
 use serde::de::DeserializeOwned;
 use serde_json::Value;
-use strata::client::{ClientError, Envelope, api_error, decode};
+use strata::client::{ClientError, Envelope, api_error, decode, without_body};
 use strata::core::json_response;
 use strata::http::{HeaderMap, Response, StatusCode};
 use strata::prelude::*;
@@ -135,11 +135,7 @@ impl Envelope for ConduitEnvelope {
             });
         }
         if body.is_empty() {
-            return O::deserialize(Value::Null).map_err(|error| ClientError::Decode {
-                status,
-                path: String::new(),
-                message: error.to_string(),
-            });
+            return without_body(status);
         }
         decode(status, body)
     }

@@ -49,6 +49,21 @@ pub fn config(listen: SocketAddr) -> Config {
         .build()
 }
 
+/// The typed TypeScript client of the application (`strata-realworld --client <file>`), for
+/// a server at `server_url` (`http://127.0.0.1:8095`).
+///
+/// # Errors
+/// When the routing cannot be described (a bug of the routing, not of the caller).
+pub fn typescript_client(
+    app: &App,
+    server_url: &str,
+) -> Result<strata::typescript::TypeScript, strata::typescript::IntegrationError> {
+    let config = config(SocketAddr::from(([127, 0, 0, 1], 0)));
+    strata::typescript::Integration::new(&routing(app), &config)
+        .server_url(server_url)
+        .build()
+}
+
 /// Every route of the application, under `/api`.
 // One table of every route, in the order of the specification: long, and clearer whole.
 #[allow(clippy::too_many_lines)]
@@ -123,12 +138,20 @@ pub fn routing(app: &App) -> Routing {
         .endpoint()
         .tag("Articles")
         .operation_id("UpdateArticle")
+        .error_response(
+            StatusCode::FORBIDDEN,
+            "Only the author may change or delete this article",
+        )
         .implement(&api::UPDATE_ARTICLE, articles::update);
     let remove = signed_in
         .endpoint()
         .tag("Articles")
         .operation_id("DeleteArticle")
         .success_status(StatusCode::NO_CONTENT)
+        .error_response(
+            StatusCode::FORBIDDEN,
+            "Only the author may change or delete this article",
+        )
         .implement(&api::DELETE_ARTICLE, articles::delete);
     let favorite = signed_in
         .endpoint()
@@ -155,6 +178,10 @@ pub fn routing(app: &App) -> Routing {
         .tag("Comments")
         .operation_id("DeleteArticleComment")
         .success_status(StatusCode::NO_CONTENT)
+        .error_response(
+            StatusCode::FORBIDDEN,
+            "Only the author may delete this comment",
+        )
         .implement(&api::DELETE_COMMENT, comments::delete);
     let tags = public
         .endpoint()

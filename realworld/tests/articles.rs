@@ -142,7 +142,7 @@ async fn article_errors_401_403_404_and_422() {
         (put.status, errors(&put.body)),
         (
             403,
-            vec!["Only the author may change this article".to_owned()]
+            vec!["Only the author may change or delete this article".to_owned()]
         )
     );
     let delete = conduit

@@ -42,15 +42,20 @@ impl Envelope for DefaultEnvelope {
             return Err(api_error(status, body));
         }
         if body.is_empty() {
-            // No body (a 204): the output is whatever reads from nothing (`()`, `None`).
-            return O::deserialize(serde_json::Value::Null).map_err(|error| ClientError::Decode {
-                status,
-                path: String::new(),
-                message: error.to_string(),
-            });
+            return without_body(status);
         }
         decode::<Success<O>>(status, body).map(|success| success.data)
     }
+}
+
+/// The output of a success without a body (a 204): whatever reads from nothing (`()`,
+/// `None`); for an envelope of one's own.
+pub fn without_body<O: DeserializeOwned>(status: StatusCode) -> Result<O, ClientError> {
+    O::deserialize(serde_json::Value::Null).map_err(|error| ClientError::Decode {
+        status,
+        path: String::new(),
+        message: error.to_string(),
+    })
 }
 
 /// `body` as `T`, a failure saying where.

@@ -96,7 +96,7 @@ use tower::{Service, ServiceExt};
 
 pub use download::Download;
 pub(crate) use download::read_limited;
-pub use envelope::{DefaultEnvelope, Envelope, api_error, decode};
+pub use envelope::{DefaultEnvelope, Envelope, api_error, decode, without_body};
 pub use error::ClientError;
 pub use events::{
     DEFAULT_MAX_RECONNECTS, DEFAULT_RECONNECT_DELAY, MAX_RECONNECT_DELAY, Subscription,
