@@ -1139,6 +1139,70 @@ fn a_custom_result_handler_is_described_by_its_own_statuses_and_the_routers_by_t
     );
 }
 
+/// [`Unprocessable`], saying which errors its 422 answers in place of the pipeline's status.
+#[derive(Clone, Debug)]
+struct Remapping;
+
+impl ResultHandler for Remapping {
+    fn positive(&self, output: &schemars::Schema) -> Vec<strata::ResponseDescription> {
+        Unprocessable.positive(output)
+    }
+
+    fn negative(&self) -> Vec<strata::ResponseDescription> {
+        Unprocessable
+            .negative()
+            .into_iter()
+            .map(|description| {
+                description
+                    .for_kind(strata::ErrorKind::InputValidation)
+                    .for_kind(strata::ErrorKind::PayloadTooLarge)
+            })
+            .collect()
+    }
+
+    fn handle(
+        &self,
+        result: Result<strata::Output, ApiError>,
+        request: &strata::RequestInfo,
+        logger: &Logger,
+    ) -> http::Response<strata::ResponseBody> {
+        Unprocessable.handle(result, request, logger)
+    }
+}
+
+#[test]
+fn errors_a_result_handler_answers_with_its_own_status_are_not_described_under_the_pipeline_s() {
+    // The same endpoint under each handler (a macro: the factories' types differ).
+    macro_rules! create {
+        ($handler:expr) => {
+            EndpointsFactory::new($handler)
+                .post()
+                .handler(async |input: UserId| {
+                    Ok(User {
+                        id: input.id,
+                        name: String::new(),
+                    })
+                })
+        };
+    }
+    let plain = doc_of(&routing! { "users" => create!(Unprocessable) }, &config());
+    let plain = &plain["paths"]["/users"]["post"]["responses"];
+    let remapped = doc_of(&routing! { "users" => create!(Remapping) }, &config());
+    let remapped = &remapped["paths"]["/users"]["post"]["responses"];
+    assert_eq!(
+        plain["400"]["description"],
+        "Bad request: the input fails validation, or a parameter or the body cannot be read"
+    );
+    assert!(plain["413"].is_object());
+    // Invalid input is the 422's; a body that cannot be read is still a 400.
+    assert_eq!(
+        remapped["400"]["description"],
+        "Bad request: a parameter or the body cannot be read"
+    );
+    assert!(remapped.get("413").is_none(), "{remapped:#}");
+    assert_eq!(remapped["422"], plain["422"]);
+}
+
 #[derive(Deserialize, Validate, JsonSchema)]
 struct NameSearch {
     /// Optional, never null (`not_null`).

@@ -32,6 +32,7 @@ pub struct NewArticle {
     pub description: String,
     #[garde(length(chars, min = 1, max = 100_000))]
     pub body: String,
+    #[strata(not_null)]
     #[garde(inner(length(max = 20), inner(length(chars, min = 1, max = 64))))]
     pub tag_list: Option<Vec<String>>,
 }
@@ -92,7 +93,9 @@ pub struct Summary {
     pub title: String,
     pub description: String,
     pub tag_list: Vec<String>,
+    #[schemars(extend("format" = "date-time"))]
     pub created_at: String,
+    #[schemars(extend("format" = "date-time"))]
     pub updated_at: String,
     pub favorited: bool,
     pub favorites_count: i64,

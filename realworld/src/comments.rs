@@ -38,7 +38,9 @@ pub struct DeleteCommentInput {
 #[serde(rename_all = "camelCase")]
 pub struct Comment {
     pub id: i64,
+    #[schemars(extend("format" = "date-time"))]
     pub created_at: String,
+    #[schemars(extend("format" = "date-time"))]
     pub updated_at: String,
     pub body: String,
     #[garde(dive)]

@@ -59,9 +59,14 @@ impl ResultHandler for Conduit {
 
     fn negative(&self) -> Vec<ResponseDescription> {
         vec![
+            // Invalid input is answered here, not with the pipeline's 400 (see `status`).
             ResponseDescription::new(StatusCode::UNPROCESSABLE_ENTITY, generic_error())
                 .mime_type("application/json")
-                .description("Unexpected error"),
+                .description(
+                    "Unprocessable: the input fails validation (each problem in errors.body), \
+                     or breaks a rule of the application (a username already taken)",
+                )
+                .for_kind(ErrorKind::InputValidation),
         ]
     }
 

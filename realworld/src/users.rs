@@ -23,6 +23,7 @@ pub struct NewUser {
     #[garde(email, length(max = 254))]
     pub email: String,
     #[garde(length(chars, min = 1, max = 256))]
+    #[schemars(extend("format" = "password"))]
     pub password: String,
 }
 
@@ -39,6 +40,7 @@ pub struct LoginUser {
     #[garde(length(chars, min = 1, max = 254))]
     pub email: String,
     #[garde(length(chars, min = 1, max = 256))]
+    #[schemars(extend("format" = "password"))]
     pub password: String,
 }
 

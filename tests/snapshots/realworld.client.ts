@@ -64,7 +64,7 @@ export type LoginUser = {
 export type NewArticle = {
   body: string;
   description: string;
-  tagList?: string[] | null;
+  tagList?: string[];
   title: string;
 };
 

@@ -140,6 +140,10 @@ pub struct ResponseDescription {
     pub description: Option<String>,
     /// Headers the response carries.
     pub headers: Vec<ResponseHeader>,
+    /// The kinds of error that get this response instead of the status the pipeline gives
+    /// them (a result handler answering invalid input with 422, not 400): generated
+    /// descriptions leave them out of that other status.
+    pub kinds: Vec<crate::ErrorKind>,
 }
 
 impl ResponseDescription {
@@ -152,7 +156,20 @@ impl ResponseDescription {
             mime_types: Vec::new(),
             description: None,
             headers: Vec::new(),
+            kinds: Vec::new(),
         }
+    }
+
+    /// Says that errors of `kind` get this response, not the status the pipeline gives them
+    /// (`ErrorKind::InputValidation` answered with 422 rather than 400): the document then
+    /// leaves them out of that status's description, or leaves the status out when nothing
+    /// else answers with it.
+    #[must_use]
+    pub fn for_kind(mut self, kind: crate::ErrorKind) -> Self {
+        if !self.kinds.contains(&kind) {
+            self.kinds.push(kind);
+        }
+        self
     }
 
     /// Adds a MIME type of the body.

@@ -5,7 +5,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use http::{Method, StatusCode};
 use schemars::Schema;
 use serde_json::Value;
-use strata_core::{DeclaredError, ResponseDescription, ResponseHeader, Security};
+use strata_core::{DeclaredError, ErrorKind, ResponseDescription, ResponseHeader, Security};
 use strata_core::{DefaultResultHandler, ResultHandler};
 use strata_input::InputSource;
 use strata_input::raw::{RAW_FIELD, RAW_MARKER};
@@ -362,6 +362,53 @@ fn credential_names<'m>(
         .flat_map(Security::leaves)
         .filter_map(of)
         .collect()
+}
+
+/// The statuses of an operation that reads a body: a timeout, a body too large (unless the
+/// result handler answers it with a status of its own: `elsewhere`), too many bodies held, a
+/// content type it does not read.
+fn body_statuses(
+    statuses: &mut Vec<ErrorEntry>,
+    elsewhere: &dyn Fn(ErrorKind, StatusCode) -> bool,
+) {
+    add_status(
+        statuses,
+        StatusCode::REQUEST_TIMEOUT,
+        "Request timeout: the body did not arrive in time (the connection is closed)",
+        &[],
+        false,
+    );
+    if !elsewhere(ErrorKind::PayloadTooLarge, StatusCode::PAYLOAD_TOO_LARGE) {
+        add_status(
+            statuses,
+            StatusCode::PAYLOAD_TOO_LARGE,
+            "Content too large: the body or a file exceeds its limit",
+            &[],
+            false,
+        );
+    }
+    add_status(
+        statuses,
+        StatusCode::SERVICE_UNAVAILABLE,
+        "Service unavailable: the server holds too many request bodies; retry shortly",
+        &[ResponseHeader::new(
+            "retry-after",
+            "Seconds to wait before retrying",
+        )],
+        false,
+    );
+    if !elsewhere(
+        ErrorKind::UnsupportedMediaType,
+        StatusCode::UNSUPPORTED_MEDIA_TYPE,
+    ) {
+        add_status(
+            statuses,
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            "Unsupported media type: the body's content type is not one this operation reads",
+            &[],
+            false,
+        );
+    }
 }
 
 /// Adds `status` (or, when listed, its reason and headers) to `statuses`.
@@ -777,10 +824,21 @@ impl<'r> Described<'r> {
     fn error_statuses(&self) -> Vec<ErrorEntry> {
         let meta = self.route.endpoint().meta();
         let mut statuses: Vec<ErrorEntry> = Vec::new();
+        // Errors of a kind the result handler answers with another status of its own
+        // (`ResponseDescription::for_kind`) are not described under the pipeline's.
+        let elsewhere = |kind: ErrorKind, status: StatusCode| {
+            meta.negative
+                .iter()
+                .any(|d| d.status != status && d.kinds.contains(&kind))
+        };
         add_status(
             &mut statuses,
             StatusCode::BAD_REQUEST,
-            "Bad request: the input fails validation, or a parameter or the body cannot be read",
+            if elsewhere(ErrorKind::InputValidation, StatusCode::BAD_REQUEST) {
+                "Bad request: a parameter or the body cannot be read"
+            } else {
+                "Bad request: the input fails validation, or a parameter or the body cannot be read"
+            },
             &[],
             false,
         );
@@ -839,37 +897,7 @@ impl<'r> Described<'r> {
             );
         }
         if self.reads_body {
-            add_status(
-                &mut statuses,
-                StatusCode::REQUEST_TIMEOUT,
-                "Request timeout: the body did not arrive in time (the connection is closed)",
-                &[],
-                false,
-            );
-            add_status(
-                &mut statuses,
-                StatusCode::PAYLOAD_TOO_LARGE,
-                "Content too large: the body or a file exceeds its limit",
-                &[],
-                false,
-            );
-            add_status(
-                &mut statuses,
-                StatusCode::SERVICE_UNAVAILABLE,
-                "Service unavailable: the server holds too many request bodies; retry shortly",
-                &[ResponseHeader::new(
-                    "retry-after",
-                    "Seconds to wait before retrying",
-                )],
-                false,
-            );
-            add_status(
-                &mut statuses,
-                StatusCode::UNSUPPORTED_MEDIA_TYPE,
-                "Unsupported media type: the body's content type is not one this operation reads",
-                &[],
-                false,
-            );
+            body_statuses(&mut statuses, &elsewhere);
         }
         add_status(
             &mut statuses,
