@@ -9,7 +9,7 @@
 #   (default: hello, servers hyper axum strata; after `cargo build --release -p strata-bench`)
 #   crates/strata-bench/scripts/profile.sh middleware [variants...]
 #   (`strata-bench middleware`'s variants: plain, noop, one-header, cookies, cache, cache-304,
-#   rate-limit; default all seven)
+#   rate-limit, plain+cookie-header, plain+if-none-match; default the first seven)
 #
 # Prints one line per server: instructions/request, allocations/request, bytes/request.
 # KEEP=dir keeps the callgrind and dhat output files there (for callgrind_annotate).
@@ -40,8 +40,10 @@ run() {
     local args=(serve "$server" "$scenario") target=$scenario
     [ "$server" = fixed ] && args=(serve fixed)
     if [ "$scenario" = middleware ]; then
-        # A variant: its server (cache-304 is the cache server) and its request.
-        args=(serve middleware "${server%-304}") target="middleware:$server"
+        # A variant: its server (cache-304 is the cache server, plain+… plain's) and its
+        # request.
+        local of=${server%-304}
+        args=(serve middleware "${of%%+*}") target="middleware:$server"
     fi
     valgrind --tool="$tool" --"$tool"-out-file="$out" "$bench" "${args[@]}" <"$fifo" 3>&- >"$log" 2>/dev/null &
     local pid=$!

@@ -325,7 +325,7 @@ USAGE:
     strata-bench middleware [--quick] [--duration <time>] [--warmup <time>] [--rounds N]
                             [--connections N] [--generator <which>] [--workers N] [--no-pin]
                             [--variant plain,noop,one-header,cookies,cache,cache-304,
-                            rate-limit]
+                            rate-limit,plain+cookie-header,plain+if-none-match]
                             [--plain-from <binary>] [--json <path>]
     strata-bench serve middleware <plain|noop|one-header|cookies|cache|
                              rate-limit> [--workers N]
