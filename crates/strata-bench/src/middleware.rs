@@ -9,7 +9,8 @@
 //! middleware (`cache`: a policy, the handler sets an `ETag`, the request is unconditional and
 //! gets the 200; `cache-304`: the same server, the request's `If-None-Match` matches and gets
 //! the 304), behind the rate limiter (`rate-limit`: keyed by the client's address, a quota
-//! no run reaches, the `RateLimit` headers on). The load generator (wrk or the internal one,
+//! no run reaches, the `RateLimit` headers on; `rate-limit-quiet`: the same, its headers only
+//! on a 429). The load generator (wrk or the internal one,
 //! pinned to core 1) loads one variant at a time; every round loads each variant once, in an
 //! order that rotates every round, so that drift of the machine hits all alike. Per round:
 //! each variant's requests per second and server CPU per request (`schedstat`), and both
@@ -50,16 +51,19 @@ pub(crate) enum Server {
     Cookies,
     Cache,
     RateLimit,
+    /// The rate limiter without its headers on successes.
+    RateLimitQuiet,
 }
 
 impl Server {
-    pub(crate) const ALL: [Server; 6] = [
+    pub(crate) const ALL: [Server; 7] = [
         Server::Plain,
         Server::Noop,
         Server::OneHeader,
         Server::Cookies,
         Server::Cache,
         Server::RateLimit,
+        Server::RateLimitQuiet,
     ];
 
     pub(crate) fn name(self) -> &'static str {
@@ -70,6 +74,7 @@ impl Server {
             Server::Cookies => "cookies",
             Server::Cache => "cache",
             Server::RateLimit => "rate-limit",
+            Server::RateLimitQuiet => "rate-limit-quiet",
         }
     }
 }
@@ -88,7 +93,7 @@ impl FromStr for Server {
             .into_iter()
             .find(|server| server.name() == s)
             .ok_or_else(|| {
-                format!("unknown middleware server {s:?} (plain, noop, one-header, cookies, cache, rate-limit)")
+                format!("unknown middleware server {s:?} (plain, noop, one-header, cookies, cache, rate-limit, rate-limit-quiet)")
             })
     }
 }
@@ -112,6 +117,8 @@ pub(crate) enum Variant {
     CacheNotModified,
     /// The same behind the rate limiter (client address, quota never reached, headers on).
     RateLimit,
+    /// The same limiter with its headers only on a 429 (`headers(false)`).
+    RateLimitQuiet,
     /// Plain hello's server sent the cookie variant's request: the baseline of `cookies`,
     /// since hyper's parsing of the longer head is the request's cost, not the middleware's.
     PlainWithCookies,
@@ -126,7 +133,7 @@ pub(crate) const COOKIE_HEADER: &str =
     "session=4f2a9c1e7b3d5a8f0e6c2b9d1a7f3e5c; theme=dark; lang=en-GB";
 
 impl Variant {
-    pub(crate) const ALL: [Variant; 9] = [
+    pub(crate) const ALL: [Variant; 10] = [
         Variant::Plain,
         Variant::Noop,
         Variant::OneHeader,
@@ -134,6 +141,7 @@ impl Variant {
         Variant::Cache,
         Variant::CacheNotModified,
         Variant::RateLimit,
+        Variant::RateLimitQuiet,
         Variant::PlainWithCookies,
         Variant::PlainWithIfNoneMatch,
     ];
@@ -147,6 +155,7 @@ impl Variant {
             Variant::Cache => "cache",
             Variant::CacheNotModified => "cache-304",
             Variant::RateLimit => "rate-limit",
+            Variant::RateLimitQuiet => "rate-limit-quiet",
             Variant::PlainWithCookies => "plain+cookie-header",
             Variant::PlainWithIfNoneMatch => "plain+if-none-match",
         }
@@ -173,6 +182,7 @@ impl Variant {
             Variant::Cookies => Server::Cookies,
             Variant::Cache | Variant::CacheNotModified => Server::Cache,
             Variant::RateLimit => Server::RateLimit,
+            Variant::RateLimitQuiet => Server::RateLimitQuiet,
         }
     }
 
@@ -190,7 +200,8 @@ impl Variant {
             | Variant::Noop
             | Variant::OneHeader
             | Variant::Cache
-            | Variant::RateLimit => vec![],
+            | Variant::RateLimit
+            | Variant::RateLimitQuiet => vec![],
             Variant::Cookies | Variant::PlainWithCookies => {
                 vec![("cookie", COOKIE_HEADER.to_owned())]
             }
@@ -239,6 +250,7 @@ impl Variant {
             Variant::Plain
             | Variant::Noop
             | Variant::Cookies
+            | Variant::RateLimitQuiet
             | Variant::PlainWithCookies
             | Variant::PlainWithIfNoneMatch => vec![
                 ("set-cookie", None),

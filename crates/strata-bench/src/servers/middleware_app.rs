@@ -138,6 +138,18 @@ pub(crate) fn routing(server: Server) -> Routing {
             .tag("greetings")
             .short_description("Says hello")
             .handler(async |input: HelloInput, logger: Logger| Ok(greet(&input, &logger))),
+        // The same limiter without its headers on successes (`headers(false)`: only a 429
+        // carries them): what the check costs apart from what it tells.
+        Server::RateLimitQuiet => factory
+            .add_middleware(
+                RateLimit::new(Quota::per_second(QUOTA_PER_SECOND), Key::client_addr())
+                    .headers(false)
+                    .middleware(),
+            )
+            .get()
+            .tag("greetings")
+            .short_description("Says hello")
+            .handler(async |input: HelloInput, logger: Logger| Ok(greet(&input, &logger))),
     };
     routing! { "v1" => { "hello" => hello } }
 }
