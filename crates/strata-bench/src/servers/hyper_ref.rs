@@ -13,6 +13,7 @@ use http::header::{
 use http::{HeaderValue, Method, Request, Response, StatusCode};
 use http_body_util::{BodyExt, Full, Limited};
 use hyper::body::Incoming;
+use serde::de::DeserializeOwned;
 
 use crate::model::{
     GENERATED_ROUTES, HelloInput, Order, Pong, UserInput, UserOutput, authenticate,
@@ -58,6 +59,60 @@ fn json(status: StatusCode, body: Vec<u8>) -> Reply {
 
 fn error(status: StatusCode, message: &str) -> Reply {
     json(status, error_body(message))
+}
+
+/// Why an input was refused: the status and the message of the error answer.
+type Refusal = (StatusCode, String);
+
+/// `input` when it passes its rules, else the 400 listing the problems.
+fn validated<T>(input: T) -> Result<T, Refusal>
+where
+    T: Validate,
+    T::Context: Default,
+{
+    match input.validate() {
+        Ok(()) => Ok(input),
+        Err(report) => Err((StatusCode::BAD_REQUEST, describe_report(&report))),
+    }
+}
+
+/// The query of `request` read as a `T` and validated, or the 400 saying why not.
+fn validated_query<T>(request: &Request<Incoming>) -> Result<T, Refusal>
+where
+    T: DeserializeOwned + Validate,
+    T::Context: Default,
+{
+    let query = request.uri().query().unwrap_or("");
+    serde_urlencoded::from_str::<T>(query)
+        .map_err(|e| (StatusCode::BAD_REQUEST, e.to_string()))
+        .and_then(validated)
+}
+
+/// The JSON body of `request` (at most [`BODY_LIMIT`] bytes) read as a `T` and validated, or
+/// the 415, 413 or 400 saying why not.
+async fn validated_json<T>(request: Request<Incoming>) -> Result<T, Refusal>
+where
+    T: DeserializeOwned + Validate,
+    T::Context: Default,
+{
+    let json_body = request
+        .headers()
+        .get(CONTENT_TYPE)
+        .is_some_and(|v| v.as_bytes().starts_with(b"application/json"));
+    if !json_body {
+        return Err((
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            "expected JSON".to_owned(),
+        ));
+    }
+    let body = Limited::new(request.into_body(), BODY_LIMIT)
+        .collect()
+        .await
+        .map_err(|e| (StatusCode::PAYLOAD_TOO_LARGE, e.to_string()))?
+        .to_bytes();
+    serde_json::from_slice::<T>(&body)
+        .map_err(|e| (StatusCode::BAD_REQUEST, e.to_string()))
+        .and_then(validated)
 }
 
 impl HyperApp {
@@ -124,39 +179,14 @@ impl HyperApp {
             return response;
         }
         match route {
-            Route::Hello => {
-                let query = request.uri().query().unwrap_or("");
-                match serde_urlencoded::from_str::<HelloInput>(query) {
-                    Err(e) => error(StatusCode::BAD_REQUEST, &e.to_string()),
-                    Ok(input) => match input.validate() {
-                        Err(report) => error(StatusCode::BAD_REQUEST, &describe_report(&report)),
-                        Ok(()) => json(StatusCode::OK, success_body(&hello(&input))),
-                    },
-                }
-            }
-            Route::Orders => {
-                let json_body = request
-                    .headers()
-                    .get(CONTENT_TYPE)
-                    .is_some_and(|v| v.as_bytes().starts_with(b"application/json"));
-                if !json_body {
-                    return error(StatusCode::UNSUPPORTED_MEDIA_TYPE, "expected JSON");
-                }
-                let body = match Limited::new(request.into_body(), BODY_LIMIT)
-                    .collect()
-                    .await
-                {
-                    Ok(collected) => collected.to_bytes(),
-                    Err(e) => return error(StatusCode::PAYLOAD_TOO_LARGE, &e.to_string()),
-                };
-                match serde_json::from_slice::<Order>(&body) {
-                    Err(e) => error(StatusCode::BAD_REQUEST, &e.to_string()),
-                    Ok(order) => match order.validate() {
-                        Err(report) => error(StatusCode::BAD_REQUEST, &describe_report(&report)),
-                        Ok(()) => json(StatusCode::OK, success_body(&summarize(order))),
-                    },
-                }
-            }
+            Route::Hello => match validated_query::<HelloInput>(&request) {
+                Ok(input) => json(StatusCode::OK, success_body(&hello(&input))),
+                Err((status, message)) => error(status, &message),
+            },
+            Route::Orders => match validated_json::<Order>(request).await {
+                Ok(order) => json(StatusCode::OK, success_body(&summarize(order))),
+                Err((status, message)) => error(status, &message),
+            },
             Route::User => {
                 let token = request.headers().get("token").map(HeaderValue::as_bytes);
                 let Some(user) = authenticate(token) else {
