@@ -10,6 +10,10 @@
 //! server gets a warm-up, and measured rounds alternate between the servers (hyper, axum,
 //! Strata, express-zod-api, hyper, ...) so that drift of the machine hits all of them alike.
 //!
+//! The scenarios (`scenario.rs`): hello, validated-post, auth-param, invalid, not-found,
+//! wrong-method and routes-10k, and issue 32's large bodies: large-input (a ~100 KiB validated
+//! POST) and large-output (a ~1 MiB list), which express-zod-api does not serve yet.
+//!
 //! `strata-bench client` measures a client instead: the typed Rust client against a
 //! hand-written one, calling the same Strata server (see `client.rs`).
 //!

@@ -236,6 +236,32 @@ mod tests {
                             serde_json::json!({"id": "42", "name": "Jane"})
                         );
                     }
+                    Scenario::LargeInput => assert_eq!(
+                        agreed["data"],
+                        serde_json::json!({
+                            "customer": "Ada Lovelace",
+                            "city": "London",
+                            "lines": 1200,
+                            "quantity": 12_600,
+                            "total": 784_045_224,
+                        })
+                    ),
+                    Scenario::LargeOutput => {
+                        let products = agreed["data"]["products"].as_array();
+                        assert_eq!(products.map(Vec::len), Some(5_000));
+                        assert_eq!(
+                            agreed["data"]["products"][4_999],
+                            serde_json::json!({
+                                "id": 5000,
+                                "sku": "SKU-595000",
+                                "name": "Webcam, 1080p with privacy cover",
+                                "description": "Made to order in the workshop: allow a week \
+                                                before dispatch, tracked delivery included.",
+                                "price": 68_847,
+                                "in_stock": true,
+                            })
+                        );
+                    }
                     _ => {}
                 }
                 // A server answering differently is caught.

@@ -16,19 +16,23 @@ use hyper::body::Incoming;
 use serde::de::DeserializeOwned;
 
 use crate::model::{
-    GENERATED_ROUTES, HelloInput, Order, Pong, UserInput, UserOutput, authenticate,
-    describe_report, error_body, generated_path, hello, success_body, summarize,
+    BulkOrder, CatalogInput, GENERATED_ROUTES, HelloInput, Order, Pong, UserInput, UserOutput,
+    authenticate, catalog, describe_report, error_body, generated_path, hello, success_body,
+    summarize, summarize_bulk,
 };
 
 const JSON: HeaderValue = HeaderValue::from_static("application/json; charset=utf-8");
 const GET_METHODS: HeaderValue = HeaderValue::from_static("GET, HEAD, OPTIONS");
 const POST_METHODS: HeaderValue = HeaderValue::from_static("POST, OPTIONS");
+/// Strata's default body limit (1 MiB), which the large-input body (~100 KiB) is well within.
 const BODY_LIMIT: usize = 1 << 20;
 
 #[derive(Debug, Clone, Copy)]
 enum Route {
     Hello,
     Orders,
+    BulkOrders,
+    Products,
     User,
     Generated,
 }
@@ -36,8 +40,8 @@ enum Route {
 impl Route {
     fn allow(self) -> HeaderValue {
         match self {
-            Route::Orders => POST_METHODS,
-            Route::Hello | Route::User | Route::Generated => GET_METHODS,
+            Route::Orders | Route::BulkOrders => POST_METHODS,
+            Route::Hello | Route::Products | Route::User | Route::Generated => GET_METHODS,
         }
     }
 }
@@ -126,6 +130,8 @@ impl HyperApp {
         };
         insert("/v1/hello", Route::Hello);
         insert("/v1/orders", Route::Orders);
+        insert("/v1/bulk-orders", Route::BulkOrders);
+        insert("/v1/products", Route::Products);
         insert("/v1/users/{id}", Route::User);
         if many_routes {
             for i in 0..GENERATED_ROUTES {
@@ -167,7 +173,7 @@ impl HyperApp {
     async fn route(route: Route, id: Option<String>, request: Request<Incoming>) -> Reply {
         let method = request.method();
         let allowed = match route {
-            Route::Orders => method == Method::POST,
+            Route::Orders | Route::BulkOrders => method == Method::POST,
             _ => method == Method::GET || method == Method::HEAD,
         };
         if !allowed {
@@ -183,8 +189,16 @@ impl HyperApp {
                 Ok(input) => json(StatusCode::OK, success_body(&hello(&input))),
                 Err((status, message)) => error(status, &message),
             },
+            Route::Products => match validated_query::<CatalogInput>(&request) {
+                Ok(input) => json(StatusCode::OK, success_body(&catalog(&input))),
+                Err((status, message)) => error(status, &message),
+            },
             Route::Orders => match validated_json::<Order>(request).await {
                 Ok(order) => json(StatusCode::OK, success_body(&summarize(order))),
+                Err((status, message)) => error(status, &message),
+            },
+            Route::BulkOrders => match validated_json::<BulkOrder>(request).await {
+                Ok(order) => json(StatusCode::OK, success_body(&summarize_bulk(order))),
                 Err((status, message)) => error(status, &message),
             },
             Route::User => {
