@@ -304,7 +304,7 @@ fn preflight_only(scenarios: &[Scenario]) -> Result<(), String> {
             println!("  {:<16} {}", kind.name(), observed.describe());
         }
         let agreed = preflight::compare(scenario, &answers)?;
-        println!("  agreed: {agreed}");
+        println!("  agreed: {}", preflight::abridged(&agreed));
     }
     println!("\npre-flight ok: {} scenario(s)", scenarios.len());
     Ok(())
@@ -320,7 +320,8 @@ struct Plan {
 }
 
 /// The pre-flight check, the warm-ups and the interleaved rounds of one scenario; returns the
-/// agreed response and each server's rounds, in `children`'s order.
+/// agreed response ([`preflight::abridged`]: large-output's is ~1 MiB) and each server's
+/// rounds, in `children`'s order.
 async fn measure(
     scenario: Scenario,
     children: &[ChildServer],
@@ -333,7 +334,7 @@ async fn measure(
             .map_err(|e| format!("{scenario}: {}: {e}", child.kind))?;
         answers.push((child.kind, observed));
     }
-    let response = preflight::compare(scenario, &answers)?;
+    let response = preflight::abridged(&preflight::compare(scenario, &answers)?);
     eprintln!(
         "{scenario}: pre-flight ok ({} {}), servers: {}",
         scenario.expected_status().as_u16(),
