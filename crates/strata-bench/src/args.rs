@@ -335,7 +335,9 @@ OPTIONS:
     --quick                 short rounds (the whole run in ~2 minutes with wrk, ~1 without)
     --scenario <names>      scenarios to run, repeatable or comma-separated (default: all):
                             hello, validated-post, auth-param, invalid, not-found,
-                            wrong-method, routes-10k
+                            wrong-method, routes-10k, large-input (a ~100 KiB validated
+                            POST), large-output (a ~1 MiB answer); express-zod-api does not
+                            serve the large ones yet
     --generator <which>     auto (wrk when it is on PATH, else internal), wrk or internal
                             (default auto); wrk runs whole seconds (rounds rounded up)
     --no-ezapi              do not measure express-zod-api (crates/strata-bench/ezapi)
@@ -798,6 +800,9 @@ mod tests {
             "--no-pin",
         ] {
             assert!(USAGE.contains(option), "{option}");
+        }
+        for scenario in Scenario::ALL {
+            assert!(USAGE.contains(scenario.name()), "{scenario}");
         }
         assert_eq!(parse(["--help"]), Ok(Command::Help));
     }

@@ -6,6 +6,9 @@
 //! order, garde by path). For express-zod-api, an error message that lists field problems
 //! (`path: problem; path: problem`) must name the same set of field paths as the others';
 //! everything else in the body must be equal.
+//!
+//! Whole bodies are compared; what is printed of them is [`abridged`] (large-output's answer
+//! is ~1 MiB).
 
 use std::collections::BTreeSet;
 use std::net::SocketAddr;
@@ -30,7 +33,7 @@ pub(crate) struct Observed {
 }
 
 impl Observed {
-    /// One line: status, the headers checked, and the body.
+    /// One line: status, the headers checked, and the body ([`shown`]).
     pub(crate) fn describe(&self) -> String {
         let header = |value: &Option<String>| value.clone().unwrap_or_else(|| "-".to_owned());
         format!(
@@ -39,9 +42,54 @@ impl Observed {
             header(&self.content_type),
             header(&self.allow_origin),
             header(&self.allow),
-            String::from_utf8_lossy(&self.body)
+            shown(&self.body)
         )
     }
+}
+
+/// How many items of a list [`abridged`] keeps.
+const SHOWN_ITEMS: usize = 3;
+
+/// Bodies up to this many bytes are shown whole.
+const SHOWN_BODY: usize = 4096;
+
+/// `value` for a log line or a report: every list of more than [`SHOWN_ITEMS`] items cut to
+/// its first ones and a string saying how many were left out.
+pub(crate) fn abridged(value: &serde_json::Value) -> serde_json::Value {
+    use serde_json::Value;
+    match value {
+        Value::Array(items) => {
+            let mut kept: Vec<Value> = items.iter().take(SHOWN_ITEMS).map(abridged).collect();
+            if items.len() > SHOWN_ITEMS {
+                kept.push(Value::String(format!(
+                    "... {} more of {}",
+                    items.len() - SHOWN_ITEMS,
+                    items.len()
+                )));
+            }
+            Value::Array(kept)
+        }
+        Value::Object(fields) => Value::Object(
+            fields
+                .iter()
+                .map(|(name, field)| (name.clone(), abridged(field)))
+                .collect(),
+        ),
+        other => other.clone(),
+    }
+}
+
+/// `body` as text: whole up to [`SHOWN_BODY`] bytes; over that [`abridged`] (or cut, when it
+/// is not JSON), with its length.
+fn shown(body: &[u8]) -> String {
+    if body.len() <= SHOWN_BODY {
+        return String::from_utf8_lossy(body).into_owned();
+    }
+    let text = match serde_json::from_slice(body) {
+        Ok(json) => abridged(&json).to_string(),
+        Err(_) => format!("{}...", String::from_utf8_lossy(&body[..SHOWN_BODY])),
+    };
+    format!("{text} ({} bytes)", body.len())
 }
 
 /// Sends `scenario`'s request to `addr` with a full HTTP/1.1 client.
@@ -108,7 +156,7 @@ pub(crate) fn compare(
 ) -> Result<serde_json::Value, String> {
     let mut agreed: Option<(ServerKind, serde_json::Value)> = None;
     for (kind, observed) in answers {
-        let body = String::from_utf8_lossy(&observed.body);
+        let body = shown(&observed.body);
         let fail = |what: String| Err(format!("{scenario}: {kind} {what}; body: {body}"));
         if observed.status != scenario.expected_status() {
             return fail(format!(
@@ -150,7 +198,11 @@ pub(crate) fn compare(
                 let same_problems =
                     *kind == ServerKind::ExpressZodApi && same_field_problems(value, &json);
                 if !same_problems {
-                    return fail(format!("disagrees with {first}: {value} vs {json}"));
+                    return fail(format!(
+                        "disagrees with {first}: {} vs {}",
+                        abridged(value),
+                        abridged(&json)
+                    ));
                 }
             }
             Some(_) => {}
@@ -234,6 +286,32 @@ mod tests {
                         assert_eq!(
                             agreed["data"],
                             serde_json::json!({"id": "42", "name": "Jane"})
+                        );
+                    }
+                    Scenario::LargeInput => assert_eq!(
+                        agreed["data"],
+                        serde_json::json!({
+                            "customer": "Ada Lovelace",
+                            "city": "London",
+                            "lines": 1200,
+                            "quantity": 12_600,
+                            "total": 784_045_224,
+                        })
+                    ),
+                    Scenario::LargeOutput => {
+                        let products = agreed["data"]["products"].as_array();
+                        assert_eq!(products.map(Vec::len), Some(5_000));
+                        assert_eq!(
+                            agreed["data"]["products"][4_999],
+                            serde_json::json!({
+                                "id": 5000,
+                                "sku": "SKU-595000",
+                                "name": "Webcam, 1080p with privacy cover",
+                                "description": "Made to order in the workshop: allow a week \
+                                                before dispatch, tracked delivery included.",
+                                "price": 68_847,
+                                "in_stock": true,
+                            })
                         );
                     }
                     _ => {}
@@ -341,6 +419,30 @@ mod tests {
             ),
         ];
         assert!(compare(Scenario::Invalid, &answers).is_err());
+    }
+
+    #[test]
+    fn long_lists_are_shown_abridged() {
+        let list = serde_json::json!({"status": "success", "data": {"products": [1, 2, 3, 4, 5]}});
+        assert_eq!(
+            abridged(&list),
+            serde_json::json!({"status": "success", "data": {"products": [1, 2, 3, "... 2 more of 5"]}})
+        );
+        let short = serde_json::json!({"data": {"tags": ["a", "b", "c"]}});
+        assert_eq!(abridged(&short), short);
+        // A large body is shown abridged with its length; a small one whole.
+        let large =
+            crate::model::success_body(&crate::model::catalog(&crate::model::CatalogInput {
+                count: 5_000,
+            }));
+        let text = shown(&large);
+        assert!(text.len() < 2000, "{text}");
+        assert!(text.contains(r#""... 4997 more of 5000"]}"#), "{text}");
+        assert!(
+            text.ends_with(&format!(" ({} bytes)", large.len())),
+            "{text}"
+        );
+        assert_eq!(shown(b"{\"a\":[1,2,3,4]}"), "{\"a\":[1,2,3,4]}");
     }
 
     #[test]

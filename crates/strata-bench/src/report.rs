@@ -96,7 +96,8 @@ fn latency_percentiles(rounds: &[LoadResult]) -> (f64, f64) {
 #[derive(Debug, Clone, Serialize)]
 pub(crate) struct ScenarioResult {
     pub(crate) scenario: Scenario,
-    /// The body every server answered (checked before measuring).
+    /// The body every server answered (checked before measuring), long lists abridged
+    /// (`preflight::abridged`).
     pub(crate) response: serde_json::Value,
     pub(crate) servers: Vec<ServerResult>,
     pub(crate) strata_vs_hyper: Option<f64>,

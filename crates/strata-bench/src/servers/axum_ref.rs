@@ -13,8 +13,9 @@ use serde::Serialize;
 use tower_http::cors::{Any, CorsLayer};
 
 use crate::model::{
-    GENERATED_ROUTES, HelloInput, Order, Pong, User, UserInput, UserOutput, authenticate,
-    describe_report, generated_path, hello, summarize,
+    BulkOrder, CatalogInput, GENERATED_ROUTES, HelloInput, Order, Pong, User, UserInput,
+    UserOutput, authenticate, catalog, describe_report, generated_path, hello, summarize,
+    summarize_bulk,
 };
 
 #[derive(Serialize)]
@@ -75,6 +76,31 @@ async fn order_handler(body: Result<Json<Order>, JsonRejection>) -> Response {
     ok(summarize(order))
 }
 
+/// The large-input scenario's endpoint. axum's `Json` reads up to its default body limit
+/// (2 MB), well over the ~100 KiB body.
+async fn bulk_order_handler(body: Result<Json<BulkOrder>, JsonRejection>) -> Response {
+    let Json(order) = match body {
+        Ok(body) => body,
+        Err(rejection) => return fail(rejection.status(), rejection.body_text()),
+    };
+    if let Err(report) = order.validate() {
+        return fail(StatusCode::BAD_REQUEST, describe_report(&report));
+    }
+    ok(summarize_bulk(order))
+}
+
+/// The large-output scenario's endpoint: the list serialized by axum's `Json`, as the others.
+async fn products_handler(query: Result<Query<CatalogInput>, QueryRejection>) -> Response {
+    let Query(input) = match query {
+        Ok(query) => query,
+        Err(rejection) => return fail(StatusCode::BAD_REQUEST, rejection.body_text()),
+    };
+    if let Err(report) = input.validate() {
+        return fail(StatusCode::BAD_REQUEST, describe_report(&report));
+    }
+    ok(catalog(&input))
+}
+
 async fn auth(mut request: Request, next: Next) -> Response {
     let token = request
         .headers()
@@ -126,6 +152,8 @@ pub(crate) fn app(many_routes: bool) -> Router {
     let mut router = Router::new()
         .route("/v1/hello", get(hello_handler))
         .route("/v1/orders", post(order_handler))
+        .route("/v1/bulk-orders", post(bulk_order_handler))
+        .route("/v1/products", get(products_handler))
         .merge(users);
     if many_routes {
         for i in 0..GENERATED_ROUTES {

@@ -13,21 +13,26 @@ use http::header::{
 use http::{HeaderValue, Method, Request, Response, StatusCode};
 use http_body_util::{BodyExt, Full, Limited};
 use hyper::body::Incoming;
+use serde::de::DeserializeOwned;
 
 use crate::model::{
-    GENERATED_ROUTES, HelloInput, Order, Pong, UserInput, UserOutput, authenticate,
-    describe_report, error_body, generated_path, hello, success_body, summarize,
+    BulkOrder, CatalogInput, GENERATED_ROUTES, HelloInput, Order, Pong, UserInput, UserOutput,
+    authenticate, catalog, describe_report, error_body, generated_path, hello, success_body,
+    summarize, summarize_bulk,
 };
 
 const JSON: HeaderValue = HeaderValue::from_static("application/json; charset=utf-8");
 const GET_METHODS: HeaderValue = HeaderValue::from_static("GET, HEAD, OPTIONS");
 const POST_METHODS: HeaderValue = HeaderValue::from_static("POST, OPTIONS");
+/// Strata's default body limit (1 MiB), which the large-input body (~100 KiB) is well within.
 const BODY_LIMIT: usize = 1 << 20;
 
 #[derive(Debug, Clone, Copy)]
 enum Route {
     Hello,
     Orders,
+    BulkOrders,
+    Products,
     User,
     Generated,
 }
@@ -35,8 +40,8 @@ enum Route {
 impl Route {
     fn allow(self) -> HeaderValue {
         match self {
-            Route::Orders => POST_METHODS,
-            Route::Hello | Route::User | Route::Generated => GET_METHODS,
+            Route::Orders | Route::BulkOrders => POST_METHODS,
+            Route::Hello | Route::Products | Route::User | Route::Generated => GET_METHODS,
         }
     }
 }
@@ -60,6 +65,60 @@ fn error(status: StatusCode, message: &str) -> Reply {
     json(status, error_body(message))
 }
 
+/// Why an input was refused: the status and the message of the error answer.
+type Refusal = (StatusCode, String);
+
+/// `input` when it passes its rules, else the 400 listing the problems.
+fn validated<T>(input: T) -> Result<T, Refusal>
+where
+    T: Validate,
+    T::Context: Default,
+{
+    match input.validate() {
+        Ok(()) => Ok(input),
+        Err(report) => Err((StatusCode::BAD_REQUEST, describe_report(&report))),
+    }
+}
+
+/// The query of `request` read as a `T` and validated, or the 400 saying why not.
+fn validated_query<T>(request: &Request<Incoming>) -> Result<T, Refusal>
+where
+    T: DeserializeOwned + Validate,
+    T::Context: Default,
+{
+    let query = request.uri().query().unwrap_or("");
+    serde_urlencoded::from_str::<T>(query)
+        .map_err(|e| (StatusCode::BAD_REQUEST, e.to_string()))
+        .and_then(validated)
+}
+
+/// The JSON body of `request` (at most [`BODY_LIMIT`] bytes) read as a `T` and validated, or
+/// the 415, 413 or 400 saying why not.
+async fn validated_json<T>(request: Request<Incoming>) -> Result<T, Refusal>
+where
+    T: DeserializeOwned + Validate,
+    T::Context: Default,
+{
+    let json_body = request
+        .headers()
+        .get(CONTENT_TYPE)
+        .is_some_and(|v| v.as_bytes().starts_with(b"application/json"));
+    if !json_body {
+        return Err((
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            "expected JSON".to_owned(),
+        ));
+    }
+    let body = Limited::new(request.into_body(), BODY_LIMIT)
+        .collect()
+        .await
+        .map_err(|e| (StatusCode::PAYLOAD_TOO_LARGE, e.to_string()))?
+        .to_bytes();
+    serde_json::from_slice::<T>(&body)
+        .map_err(|e| (StatusCode::BAD_REQUEST, e.to_string()))
+        .and_then(validated)
+}
+
 impl HyperApp {
     /// The routes of every scenario, plus the generated ones when `many_routes`.
     pub(crate) fn new(many_routes: bool) -> Self {
@@ -71,6 +130,8 @@ impl HyperApp {
         };
         insert("/v1/hello", Route::Hello);
         insert("/v1/orders", Route::Orders);
+        insert("/v1/bulk-orders", Route::BulkOrders);
+        insert("/v1/products", Route::Products);
         insert("/v1/users/{id}", Route::User);
         if many_routes {
             for i in 0..GENERATED_ROUTES {
@@ -112,7 +173,7 @@ impl HyperApp {
     async fn route(route: Route, id: Option<String>, request: Request<Incoming>) -> Reply {
         let method = request.method();
         let allowed = match route {
-            Route::Orders => method == Method::POST,
+            Route::Orders | Route::BulkOrders => method == Method::POST,
             _ => method == Method::GET || method == Method::HEAD,
         };
         if !allowed {
@@ -124,39 +185,22 @@ impl HyperApp {
             return response;
         }
         match route {
-            Route::Hello => {
-                let query = request.uri().query().unwrap_or("");
-                match serde_urlencoded::from_str::<HelloInput>(query) {
-                    Err(e) => error(StatusCode::BAD_REQUEST, &e.to_string()),
-                    Ok(input) => match input.validate() {
-                        Err(report) => error(StatusCode::BAD_REQUEST, &describe_report(&report)),
-                        Ok(()) => json(StatusCode::OK, success_body(&hello(&input))),
-                    },
-                }
-            }
-            Route::Orders => {
-                let json_body = request
-                    .headers()
-                    .get(CONTENT_TYPE)
-                    .is_some_and(|v| v.as_bytes().starts_with(b"application/json"));
-                if !json_body {
-                    return error(StatusCode::UNSUPPORTED_MEDIA_TYPE, "expected JSON");
-                }
-                let body = match Limited::new(request.into_body(), BODY_LIMIT)
-                    .collect()
-                    .await
-                {
-                    Ok(collected) => collected.to_bytes(),
-                    Err(e) => return error(StatusCode::PAYLOAD_TOO_LARGE, &e.to_string()),
-                };
-                match serde_json::from_slice::<Order>(&body) {
-                    Err(e) => error(StatusCode::BAD_REQUEST, &e.to_string()),
-                    Ok(order) => match order.validate() {
-                        Err(report) => error(StatusCode::BAD_REQUEST, &describe_report(&report)),
-                        Ok(()) => json(StatusCode::OK, success_body(&summarize(order))),
-                    },
-                }
-            }
+            Route::Hello => match validated_query::<HelloInput>(&request) {
+                Ok(input) => json(StatusCode::OK, success_body(&hello(&input))),
+                Err((status, message)) => error(status, &message),
+            },
+            Route::Products => match validated_query::<CatalogInput>(&request) {
+                Ok(input) => json(StatusCode::OK, success_body(&catalog(&input))),
+                Err((status, message)) => error(status, &message),
+            },
+            Route::Orders => match validated_json::<Order>(request).await {
+                Ok(order) => json(StatusCode::OK, success_body(&summarize(order))),
+                Err((status, message)) => error(status, &message),
+            },
+            Route::BulkOrders => match validated_json::<BulkOrder>(request).await {
+                Ok(order) => json(StatusCode::OK, success_body(&summarize_bulk(order))),
+                Err((status, message)) => error(status, &message),
+            },
             Route::User => {
                 let token = request.headers().get("token").map(HeaderValue::as_bytes);
                 let Some(user) = authenticate(token) else {

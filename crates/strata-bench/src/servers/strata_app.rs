@@ -1,4 +1,5 @@
-//! Strata: the quick start's hello, a validated POST, a middleware adding a user, CORS on.
+//! Strata: the quick start's hello, a validated POST, a middleware adding a user, CORS on; a
+//! ~100 KiB validated POST and a ~1 MiB answer.
 
 use std::net::SocketAddr;
 
@@ -6,8 +7,8 @@ use strata::Level;
 use strata::prelude::*;
 
 use crate::model::{
-    GENERATED_ROUTES, HelloInput, HelloOutput, Order, Pong, User, UserInput, UserOutput,
-    authenticate, generated_path, summarize,
+    BulkOrder, CatalogInput, GENERATED_ROUTES, HelloInput, HelloOutput, Order, Pong, User,
+    UserInput, UserOutput, authenticate, catalog, generated_path, summarize, summarize_bulk,
 };
 
 /// The routing of every scenario, plus the generated routes when `many_routes`.
@@ -28,6 +29,16 @@ pub(crate) fn routing(many_routes: bool) -> Routing {
     let orders = factory
         .post()
         .handler(async |order: Order| Ok(summarize(order)));
+    // The ~100 KiB body is within the default body limit (1 MiB, kept by `config`), so this
+    // route needs no limit of its own.
+    let bulk_orders = factory
+        .post()
+        .handler(async |order: BulkOrder| Ok(summarize_bulk(order)));
+    // The list goes out as any handler's output does: returned by value, checked against its
+    // type's rules, serialized by the framework.
+    let products = factory
+        .get()
+        .handler(async |input: CatalogInput| Ok(catalog(&input)));
     let auth = Middleware::new(|(): (), request, _logger| {
         let user = authenticate(
             request
@@ -51,6 +62,8 @@ pub(crate) fn routing(many_routes: bool) -> Routing {
         "v1" => {
             "hello" => hello,
             "orders" => orders,
+            "bulk-orders" => bulk_orders,
+            "products" => products,
             "users" => { ":id" => user },
         },
     };
