@@ -2,7 +2,8 @@
 //
 // The same routes, rules and answers as the Rust servers (crates/strata-bench/src/model.rs,
 // servers/strata_app.rs): GET /v1/hello, POST /v1/orders, GET /v1/users/:id behind a token
-// middleware, and for routes-10k the 10,000 generated routes. Configured as a production user
+// middleware, POST /v1/bulk-orders (a ~100 KiB order), GET /v1/products (~1 MiB of products),
+// and for routes-10k the 10,000 generated routes. Configured as a production user
 // would: CORS on, the built-in logger at warn, NODE_ENV=production (set by the harness).
 //
 //   node server.mjs <scenario> [--port N]
@@ -10,6 +11,7 @@
 // Prints `listening 127.0.0.1:<port>` on stdout once it accepts connections, like the Rust
 // children (child.rs), and exits when its standard input closes.
 
+import express from "express";
 import createHttpError from "http-errors";
 import {
   createConfig,
@@ -78,16 +80,19 @@ const item = z.object({
   price: int({ min: 0, max: 100_000_000 }),
 });
 
-const order = z.object({
-  customer: text({ min: 1, max: 64 }),
-  email,
-  age: int({ min: 18, max: 150 }),
-  address,
-  items: list(item, { min: 1, max: 50 }),
-  tags: list(text({ min: 1, max: 20 }), { max: 10 }),
-  // serde reads `null` for an `Option` as absent.
-  note: text({ max: 500 }).nullish(),
-});
+// An order of up to `maxItems` lines (`Order`: 50; `BulkOrder`, large-input: 2,000).
+const orderOf = (maxItems) =>
+  z.object({
+    customer: text({ min: 1, max: 64 }),
+    email,
+    age: int({ min: 18, max: 150 }),
+    address,
+    items: list(item, { min: 1, max: maxItems }),
+    tags: list(text({ min: 1, max: 20 }), { max: 10 }),
+    // serde reads `null` for an `Option` as absent.
+    note: text({ max: 500 }).nullish(),
+  });
+const order = orderOf(50);
 
 const hello = defaultEndpointsFactory.build({
   method: "get",
@@ -98,30 +103,93 @@ const hello = defaultEndpointsFactory.build({
   }),
 });
 
+// The order summary (`summarize` in model.rs), for both order endpoints.
+const summaryOf = (input) => {
+  let quantity = 0;
+  let total = 0;
+  for (const line of input.items) {
+    quantity += line.quantity;
+    total += line.quantity * line.price;
+  }
+  return {
+    customer: input.customer,
+    city: input.address.city,
+    lines: input.items.length,
+    quantity,
+    total,
+  };
+};
+const summary = z.object({
+  customer: z.string(),
+  city: z.string(),
+  lines: z.number().int(),
+  quantity: z.number().int(),
+  total: z.number().int(),
+});
+
 const orders = defaultEndpointsFactory.build({
   method: "post",
   input: order,
-  output: z.object({
-    customer: z.string(),
-    city: z.string(),
-    lines: z.number().int(),
-    quantity: z.number().int(),
-    total: z.number().int(),
+  output: summary,
+  handler: async ({ input }) => summaryOf(input),
+});
+
+const bulkOrders = defaultEndpointsFactory.build({
+  method: "post",
+  input: orderOf(2000),
+  output: summary,
+  handler: async ({ input }) => summaryOf(input),
+});
+
+// `catalog` in model.rs: `count` products built per request, the same fields in the same
+// order (serde's), so the answers are byte for byte the Rust servers'.
+const NAMES = [
+  "Mechanical keyboard, brown switches",
+  "USB-C cable, braided, 2 m",
+  "Laptop stand, aluminium",
+  "Noise-cancelling headphones",
+  "Webcam, 1080p with privacy cover",
+];
+const DESCRIPTIONS = [
+  "Ships within two working days from the central warehouse; returns accepted for 30 days.",
+  "Made to order in the workshop: allow a week before dispatch, tracked delivery included.",
+  "Last units of this batch at this price; the next delivery is expected within a month.",
+];
+const products = defaultEndpointsFactory.build({
+  method: "get",
+  // A query parameter is text: read as the Rust servers read it (digits only, then a range).
+  input: z.object({
+    count: z
+      .string()
+      .regex(/^[0-9]+$/, "not a number")
+      .transform(Number)
+      .pipe(int({ min: 1, max: 10_000 })),
   }),
-  handler: async ({ input }) => {
-    let quantity = 0;
-    let total = 0;
-    for (const line of input.items) {
-      quantity += line.quantity;
-      total += line.quantity * line.price;
+  output: z.object({
+    products: z.array(
+      z.object({
+        id: z.number().int(),
+        sku: z.string(),
+        name: z.string(),
+        description: z.string(),
+        price: z.number().int(),
+        in_stock: z.boolean(),
+      }),
+    ),
+  }),
+  handler: async ({ input: { count } }) => {
+    const list = [];
+    for (let i = 0; i < count; i++) {
+      list.push({
+        id: i + 1,
+        sku: `SKU-${String(((i + 1) * 7919) % 1_000_000).padStart(6, "0")}`,
+        name: NAMES[i % NAMES.length],
+        description: DESCRIPTIONS[i % DESCRIPTIONS.length],
+        price: ((i % 97) + 1) * 1_299,
+        in_stock: i % 3 !== 0,
+      });
     }
-    return {
-      customer: input.customer,
-      city: input.address.city,
-      lines: input.items.length,
-      quantity,
-      total,
-    };
+    return { products: list };
   },
 });
 
@@ -146,6 +214,8 @@ const routing = {
   v1: {
     hello,
     orders,
+    "bulk-orders": bulkOrders,
+    products,
     users: { ":id": user },
   },
 };
@@ -170,6 +240,9 @@ const config = createConfig({
   http: { listen: { port, host: "127.0.0.1" } },
   cors: true,
   logger: { level: "warn", color: false },
+  // express.json() reads 100 KiB at most: large-input's 101 KiB body needs more. 1 MiB, as
+  // the Rust servers' limit.
+  jsonParser: express.json({ limit: "1mb" }),
   // 405 with `Allow` for a known path and an unknown method is the default
   // (`hintAllowedMethods: true`, formerly `wrongMethodBehavior: 405`).
   // The logo is only printed; off so that stdout carries the `listening` line alone.
