@@ -351,7 +351,8 @@ pub struct Input {
     entries: Vec<(String, InputValue)>,
     /// Set when the whole input is one JSON object body or one plain query (then `entries` is
     /// empty): decoding reads it directly instead of building values first.
-    lazy: Option<Box<LazyInput>>,
+    /// Inline: a box would cost an allocation on every request with a body or a query.
+    lazy: Option<LazyInput>,
 }
 
 impl PartialEq for Input {
@@ -399,16 +400,16 @@ impl Input {
     fn lazy(source: LazySource) -> Self {
         Self {
             entries: Vec::new(),
-            lazy: Some(Box::new(LazyInput {
+            lazy: Some(LazyInput {
                 source,
                 entries: OnceLock::new(),
-            })),
+            }),
         }
     }
 
     /// The JSON object body this input is, when it is exactly that.
     pub fn as_json_object(&self) -> Option<&JsonObject> {
-        match self.lazy.as_deref()?.source {
+        match self.lazy.as_ref()?.source {
             LazySource::Json(ref object) => Some(object),
             LazySource::Query(_) => None,
         }
@@ -416,7 +417,7 @@ impl Input {
 
     /// The plain query this input is, when it is exactly that (read in place when decoded).
     pub fn as_plain_query(&self) -> Option<&PlainQuery> {
-        match self.lazy.as_deref()?.source {
+        match self.lazy.as_ref()?.source {
             LazySource::Query(ref query) => Some(query),
             LazySource::Json(_) => None,
         }
@@ -424,7 +425,7 @@ impl Input {
 
     /// The source this input is read from as it arrived, when it is exactly one.
     pub(crate) fn lazy_source(&self) -> Option<&LazySource> {
-        self.lazy.as_deref().map(|lazy| &lazy.source)
+        self.lazy.as_ref().map(|lazy| &lazy.source)
     }
 
     /// The entries in insertion order (a lazy input's are read once, on the first call).
@@ -438,7 +439,7 @@ impl Input {
     /// Turns a lazy input into entries, before a change.
     fn materialize(&mut self) {
         if let Some(lazy) = self.lazy.take() {
-            let LazyInput { source, entries } = *lazy;
+            let LazyInput { source, entries } = lazy;
             self.entries = entries.into_inner().unwrap_or_else(|| source.entries());
         }
     }

@@ -185,10 +185,11 @@ enum CorsHeaders {
     None,
     /// `cors: true`: the default headers, with the path's methods when the path is known.
     Default(Option<HeaderValue>),
-    /// A function's answer.
-    Map(HeaderMap),
+    /// A function's answer. This and `Pending` are boxed: inline, they would triple the size
+    /// of every request's future, moved several times on the way to hyper.
+    Map(Box<HeaderMap>),
     /// An asynchronous function's answer, to wait for.
-    Pending(CorsFuture, Logger),
+    Pending(Box<(CorsFuture, Logger)>),
 }
 
 /// Credentials with origin `*` would be refused by browsers, or worse, honoured by lax ones:
@@ -233,17 +234,15 @@ impl Shared {
                 // User code: a panic here must not take the connection down. Without CORS
                 // headers the browser refuses the response, the safe outcome.
                 let outcome = catch_unwind(AssertUnwindSafe(|| match function {
-                    CorsFn::Sync(f) => CorsHeaders::Map(f(&request)),
-                    CorsFn::Async(f) => CorsHeaders::Pending(f(&request), logger.clone()),
-                }));
-                match outcome {
-                    Ok(CorsHeaders::Map(map)) => CorsHeaders::Map(checked(map, &logger)),
-                    Ok(other) => other,
-                    Err(_) => {
-                        logger.error("CORS function panicked; no CORS headers were sent");
-                        CorsHeaders::None
+                    CorsFn::Sync(f) => CorsHeaders::Map(Box::new(checked(f(&request), &logger))),
+                    CorsFn::Async(f) => {
+                        CorsHeaders::Pending(Box::new((f(&request), logger.clone())))
                     }
-                }
+                }));
+                outcome.unwrap_or_else(|_| {
+                    logger.error("CORS function panicked; no CORS headers were sent");
+                    CorsHeaders::None
+                })
             }
         }
     }
@@ -260,7 +259,7 @@ fn apply_cors(response: &mut Response<ResponseBody>, headers: CorsHeaders) {
             }
             target.insert(ACCESS_CONTROL_ALLOW_HEADERS, ALLOW_HEADERS);
         }
-        CorsHeaders::Map(map) => response.headers_mut().extend(map),
+        CorsHeaders::Map(map) => response.headers_mut().extend(*map),
     }
 }
 
@@ -351,7 +350,10 @@ where
 }
 
 enum State {
-    Ready(Option<Response<ResponseBody>>),
+    /// Boxed: answers without an endpoint (404, 405, preflights), and an endpoint's answer
+    /// waiting for an asynchronous CORS function, are rare; inline, a response would double
+    /// the size of every request's future.
+    Ready(Option<Box<Response<ResponseBody>>>),
     Calling(EndpointFuture),
 }
 
@@ -365,7 +367,7 @@ pub struct RouterFuture {
 impl RouterFuture {
     fn ready(response: Response<ResponseBody>, cors: CorsHeaders) -> Self {
         Self {
-            state: State::Ready(Some(response)),
+            state: State::Ready(Some(Box::new(response))),
             head: false,
             cors,
         }
@@ -385,29 +387,44 @@ impl Future for RouterFuture {
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let this = self.get_mut();
+        let mut answered = None;
         if let State::Calling(call) = &mut this.state {
-            let response = match ready!(call.as_mut().poll(cx)) {
+            answered = Some(match ready!(call.as_mut().poll(cx)) {
                 Ok(response) => response,
                 Err(never) => match never {},
-            };
-            this.state = State::Ready(Some(response));
+            });
+            // Done with: polled again, the future answers "polled after completion".
+            this.state = State::Ready(None);
         }
-        if let CorsHeaders::Pending(future, logger) = &mut this.cors {
+        if let CorsHeaders::Pending(pending) = &mut this.cors {
+            let (future, logger) = &mut **pending;
             match catch_unwind(AssertUnwindSafe(|| future.as_mut().poll(cx))) {
-                Ok(Poll::Pending) => return Poll::Pending,
-                Ok(Poll::Ready(headers)) => this.cors = CorsHeaders::Map(checked(headers, logger)),
+                Ok(Poll::Pending) => {
+                    if let Some(response) = answered {
+                        this.state = State::Ready(Some(Box::new(response)));
+                    }
+                    return Poll::Pending;
+                }
+                Ok(Poll::Ready(headers)) => {
+                    this.cors = CorsHeaders::Map(Box::new(checked(headers, logger)));
+                }
                 Err(_) => {
                     logger.error("CORS function panicked; no CORS headers were sent");
                     this.cors = CorsHeaders::None;
                 }
             }
         }
-        let State::Ready(response) = &mut this.state else {
-            unreachable_state()
+        let mut response = if let Some(response) = answered {
+            response
+        } else {
+            let State::Ready(response) = &mut this.state else {
+                unreachable_state()
+            };
+            response.take().map_or_else(
+                || error_response(ApiError::internal("router future polled after completion")),
+                |response| *response,
+            )
         };
-        let mut response = response.take().unwrap_or_else(|| {
-            error_response(ApiError::internal("router future polled after completion"))
-        });
         if this.head {
             // HEAD: the headers GET would send, with the length of the body it would send. A
             // 304 or 204 sends none: a length there would claim the 200's (RFC 9110 §8.6).

@@ -153,10 +153,12 @@ where
                 }
                 let mut app = self.app.clone();
                 let waiting = |app, request| AppFuture::Waiting {
-                    app: Some(app),
-                    request: Some(request),
-                    admission: Arc::clone(&self.admission),
-                    deadline: None,
+                    waiting: Box::new(Waiting {
+                        app: Some(app),
+                        request: Some(request),
+                        admission: Arc::clone(&self.admission),
+                        deadline: None,
+                    }),
                 };
                 if request.version() == Version::HTTP_2 {
                     return TrackedFuture::new(waiting(app, request), in_flight);
@@ -192,16 +194,21 @@ pin_project! {
     pub(crate) enum AppFuture<S: Service<Request<ServerBody>>> {
         Called { #[pin] future: S::Future },
         // Waiting for the application to be ready (HTTP/2 requests start here: their stack's
-        // work belongs to the stream's task), within the admission timeout.
-        Waiting {
-            app: Option<S>,
-            request: Option<Request<ServerBody>>,
-            admission: Arc<Admission>,
-            // Made when the application first says it is not ready.
-            deadline: Option<Pin<Box<Sleep>>>,
-        },
+        // work belongs to the stream's task), within the admission timeout. Boxed: a request
+        // and a service inline would double the size of every request's future, which is
+        // moved several times on the way to hyper.
+        Waiting { waiting: Box<Waiting<S>> },
         Refused { response: Option<Response<ResponseBody>> },
     }
+}
+
+/// A request waiting for the application to be ready.
+pub(crate) struct Waiting<S> {
+    app: Option<S>,
+    request: Option<Request<ServerBody>>,
+    admission: Arc<Admission>,
+    // Made when the application first says it is not ready.
+    deadline: Option<Pin<Box<Sleep>>>,
 }
 
 impl<S> Future for AppFuture<S>
@@ -214,12 +221,13 @@ where
         loop {
             match self.as_mut().project() {
                 AppFutureProj::Called { future } => return future.poll(cx),
-                AppFutureProj::Waiting {
-                    app,
-                    request,
-                    admission,
-                    deadline,
-                } => {
+                AppFutureProj::Waiting { waiting } => {
+                    let Waiting {
+                        app,
+                        request,
+                        admission,
+                        deadline,
+                    } = &mut **waiting;
                     let (Some(service), Some(_)) = (app.as_mut(), request.as_ref()) else {
                         return Poll::Ready(Ok(polled_after_completion()));
                     };
