@@ -42,6 +42,14 @@ pub(crate) enum Command {
         connections: usize,
         duration: Duration,
     },
+    /// A file uploaded over and over to each server's upload endpoint (`uploads.rs`).
+    Uploads(crate::uploads::UploadOptions),
+    /// A server of `strata-bench uploads` until standard input closes (`serve upload`).
+    ServeUpload { server: ServerKind, workers: usize },
+    /// Server-sent events fanned out to many subscribers (`fanout.rs`).
+    Fanout(crate::fanout::FanoutOptions),
+    /// A server of `strata-bench fanout` until standard input closes (`serve fanout`).
+    ServeFanout { server: ServerKind, workers: usize },
     /// Print the usage.
     Help,
 }
@@ -419,7 +427,7 @@ pub(crate) fn parse_duration(text: &str) -> Result<Duration, String> {
     Ok(Duration::from_secs_f64(value * scale))
 }
 
-fn positive(name: &str, text: &str) -> Result<usize, String> {
+pub(crate) fn positive(name: &str, text: &str) -> Result<usize, String> {
     match text.parse::<usize>() {
         Ok(n) if n > 0 => Ok(n),
         _ => Err(format!("{name} needs a positive number, got {text:?}")),
@@ -441,6 +449,9 @@ where
     }
     if args.first().map(String::as_str) == Some("middleware") {
         return parse_middleware(&args[1..]);
+    }
+    if let Some(command) = parse_streams(&args) {
+        return command;
     }
     if args.first().map(String::as_str) == Some("serve")
         && args.get(1).map(String::as_str) == Some("middleware")
@@ -518,6 +529,53 @@ where
     parse_run(&args)
 }
 
+/// `uploads`, `fanout`, `serve upload` and `serve fanout`, when `args` are one of them.
+fn parse_streams(args: &[String]) -> Option<Result<Command, String>> {
+    if args.first().map(String::as_str) == Some("uploads") {
+        if args[1..].iter().any(|a| a == "-h" || a == "--help") {
+            return Some(Ok(Command::Help));
+        }
+        return Some(crate::uploads::parse(&args[1..]).map(Command::Uploads));
+    }
+    if args.first().map(String::as_str) == Some("fanout") {
+        if args[1..].iter().any(|a| a == "-h" || a == "--help") {
+            return Some(Ok(Command::Help));
+        }
+        return Some(crate::fanout::parse(&args[1..]).map(Command::Fanout));
+    }
+    if args.first().map(String::as_str) == Some("serve")
+        && args.get(1).map(String::as_str) == Some("fanout")
+    {
+        return Some(
+            serve_special("fanout", &args[2..])
+                .map(|(server, workers)| Command::ServeFanout { server, workers }),
+        );
+    }
+    if args.first().map(String::as_str) == Some("serve")
+        && args.get(1).map(String::as_str) == Some("upload")
+    {
+        return Some(
+            serve_special("upload", &args[2..])
+                .map(|(server, workers)| Command::ServeUpload { server, workers }),
+        );
+    }
+    None
+}
+
+/// `serve <what> <server> [--workers N]`'s server and workers (`args` after `<what>`).
+fn serve_special(what: &str, args: &[String]) -> Result<(ServerKind, usize), String> {
+    let server: ServerKind = args
+        .first()
+        .ok_or_else(|| format!("serve {what} needs a server"))?
+        .parse()?;
+    let workers = match (args.get(1).map(String::as_str), args.get(2)) {
+        (None, _) => 1,
+        (Some("--workers"), Some(n)) if args.len() == 3 => positive("--workers", n)?,
+        _ => return Err(format!("unexpected arguments: {:?}", &args[1..])),
+    };
+    Ok((server, workers))
+}
+
 /// A measuring run's options.
 fn parse_run(args: &[String]) -> Result<Command, String> {
     let quick = args.iter().any(|a| a == "--quick");
@@ -569,7 +627,7 @@ fn add_scenarios(scenarios: &mut Vec<Scenario>, list: &str) -> Result<(), String
 }
 
 /// `--flag=value` as `("--flag", Some("value"))`; anything else as itself with no value.
-fn split_flag(arg: &str) -> (&str, Option<String>) {
+pub(crate) fn split_flag(arg: &str) -> (&str, Option<String>) {
     match arg.split_once('=') {
         Some((name, value)) if name.starts_with("--") => (name, Some(value.to_owned())),
         _ => (arg, None),
@@ -976,6 +1034,42 @@ mod tests {
             &["middleware", "--scenario", "hello"],
             &["serve", "middleware", "cache-304"],
             &["serve", "middleware"],
+        ] {
+            assert!(parse(args.iter().copied()).is_err(), "{args:?}");
+        }
+    }
+
+    #[test]
+    fn uploads_and_fanout() {
+        let Ok(Command::Uploads(options)) = parse(["uploads", "--connections", "2"]) else {
+            panic!("uploads");
+        };
+        assert_eq!(options.connections, 2);
+        let Ok(Command::Fanout(options)) = parse(["fanout", "--subscribers=10"]) else {
+            panic!("fanout");
+        };
+        assert_eq!(options.subscribers, 10);
+        assert_eq!(parse(["uploads", "--help"]), Ok(Command::Help));
+        assert_eq!(
+            parse(["serve", "upload", "hyper", "--workers", "2"]),
+            Ok(Command::ServeUpload {
+                server: ServerKind::Hyper,
+                workers: 2
+            })
+        );
+        assert_eq!(
+            parse(["serve", "fanout", "strata"]),
+            Ok(Command::ServeFanout {
+                server: ServerKind::Strata,
+                workers: 1
+            })
+        );
+        for args in [
+            &["serve", "upload"][..],
+            &["serve", "upload", "rocket"],
+            &["serve", "fanout", "axum", "--threads", "2"],
+            &["uploads", "--subscribers", "3"],
+            &["fanout", "--mib", "3"],
         ] {
             assert!(parse(args.iter().copied()).is_err(), "{args:?}");
         }

@@ -223,6 +223,27 @@ impl ChildServer {
         Self::announced(ServerKind::Strata, command)
     }
 
+    /// Starts `kind`'s server of `strata-bench uploads` (`serve upload <kind>`) and waits until
+    /// it listens.
+    pub(crate) fn spawn_upload(
+        kind: ServerKind,
+        workers: usize,
+        pin: bool,
+    ) -> Result<Self, String> {
+        Self::start(
+            kind,
+            &["serve", "upload", kind.name(), "--workers"],
+            workers,
+            pin,
+        )
+    }
+
+    /// Starts `kind`'s server of `strata-bench fanout` (`serve fanout <kind>`, one worker) and
+    /// waits until it listens.
+    pub(crate) fn spawn_fanout(kind: ServerKind, pin: bool) -> Result<Self, String> {
+        Self::start(kind, &["serve", "fanout", kind.name(), "--workers"], 1, pin)
+    }
+
     /// Runs this program with `args` and `workers` after them; reads the address it listens on.
     fn start(kind: ServerKind, args: &[&str], workers: usize, pin: bool) -> Result<Self, String> {
         let exe = std::env::current_exe().map_err(|e| format!("current_exe: {e}"))?;
@@ -329,10 +350,7 @@ impl ChildServer {
     /// A `kB` field of `/proc/<pid>/status`.
     fn status_kib(&self, field: &str) -> Option<u64> {
         let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id())).ok()?;
-        status
-            .lines()
-            .find_map(|line| line.strip_prefix(field))
-            .and_then(|rest| rest.trim().trim_end_matches("kB").trim().parse().ok())
+        status_kib(&status, field)
     }
 
     /// CPU time used so far by every thread of the process (`/proc/<pid>/task/*/schedstat`,
@@ -365,6 +383,14 @@ impl ChildServer {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
+}
+
+/// The `kB` field `field` (`VmHWM:`, `VmRSS:`) of a `/proc/<pid>/status` text.
+pub(crate) fn status_kib(status: &str, field: &str) -> Option<u64> {
+    status
+        .lines()
+        .find_map(|line| line.strip_prefix(field))
+        .and_then(|rest| rest.trim().trim_end_matches("kB").trim().parse().ok())
 }
 
 /// CPU time used so far by every live thread of the process whose `/proc` directory is `proc`
@@ -442,6 +468,18 @@ pub(crate) fn serve_middleware(
     )
 }
 
+/// The side of a `strata-bench uploads` server (`serve upload <server>`): serves until standard
+/// input closes.
+pub(crate) fn serve_upload(kind: ServerKind, workers: usize) -> Result<(), String> {
+    serve_until_closed(kind.name(), workers, crate::servers::start_upload(kind))
+}
+
+/// The side of a `strata-bench fanout` server (`serve fanout <server>`): serves until standard
+/// input closes.
+pub(crate) fn serve_fanout(kind: ServerKind, workers: usize) -> Result<(), String> {
+    serve_until_closed(kind.name(), workers, crate::servers::start_fanout(kind))
+}
+
 /// The soak server's side (`serve soak`): serves until standard input closes.
 pub(crate) fn serve_soak(workers: usize) -> Result<(), String> {
     serve_until_closed("soak", workers, crate::servers::start_soak())
@@ -500,6 +538,16 @@ mod tests {
         );
         let (addr, before) = read_announcement(std::io::Cursor::new("Error: no\n"));
         assert_eq!((addr, before.as_str()), (None, "Error: no\n"));
+    }
+
+    #[test]
+    fn status_fields_are_read_in_kib() {
+        let status = "Name:\tstrata-bench\nVmPeak:\t  812340 kB\nVmHWM:\t   45012 kB\n\
+                      VmRSS:\t   39876 kB\nThreads:\t2\n";
+        assert_eq!(status_kib(status, "VmHWM:"), Some(45_012));
+        assert_eq!(status_kib(status, "VmRSS:"), Some(39_876));
+        assert_eq!(status_kib(status, "VmSwap:"), None);
+        assert_eq!(status_kib("VmRSS:\tlots kB\n", "VmRSS:"), None);
     }
 
     #[test]

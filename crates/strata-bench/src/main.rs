@@ -24,10 +24,16 @@
 //! `strata-bench soak` is a different run: mixed traffic (successes, 400s, 404s, 413s, uploads)
 //! against one Strata server (`strata-bench serve soak`) for ten minutes, its RSS sampled every
 //! ten seconds, every status checked (see `soak.rs`).
+//!
+//! `strata-bench uploads` uploads a 32 MiB file as multipart to Strata, axum and hyper with
+//! multer, MiB/s and peak RSS (see `uploads.rs`); `strata-bench fanout` fans server-sent events
+//! out to 1,000 subscribers of Strata and axum, events/s and memory per subscriber (see
+//! `fanout.rs`). Issue 32, scenarios 3 and 4.
 
 mod args;
 mod child;
 mod client;
+mod fanout;
 mod load;
 mod middleware;
 mod model;
@@ -37,6 +43,7 @@ mod scenario;
 mod servers;
 mod soak;
 mod stats;
+mod uploads;
 mod wrk;
 
 use std::fmt::Write as _;
@@ -55,9 +62,13 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
         Ok(Command::Help) => {
-            print!("{USAGE}");
+            print!("{USAGE}\n{}\n{}", uploads::USAGE, fanout::USAGE);
             Ok(())
         }
+        Ok(Command::Uploads(options)) => uploads::run(&options),
+        Ok(Command::Fanout(options)) => fanout::run(&options),
+        Ok(Command::ServeFanout { server, workers }) => child::serve_fanout(server, workers),
+        Ok(Command::ServeUpload { server, workers }) => child::serve_upload(server, workers),
         Ok(Command::Serve {
             server,
             scenario,

@@ -2,10 +2,12 @@
 
 pub(crate) mod axum_ref;
 pub(crate) mod client_app;
+pub(crate) mod fanout_app;
 pub(crate) mod hyper_ref;
 pub(crate) mod middleware_app;
 pub(crate) mod soak_app;
 pub(crate) mod strata_app;
+pub(crate) mod upload_app;
 
 use std::io;
 use std::net::SocketAddr;
@@ -25,6 +27,8 @@ pub(crate) struct Running {
 enum Handle {
     Task(JoinHandle<()>),
     Strata(Box<strata::Server>),
+    /// Strata and a task of its own (the fan-out's publisher), stopped with it.
+    StrataWithTask(Box<strata::Server>, JoinHandle<()>),
 }
 
 impl Running {
@@ -33,6 +37,10 @@ impl Running {
         match self.handle {
             Handle::Task(task) => task.abort(),
             Handle::Strata(server) => server.shutdown().await,
+            Handle::StrataWithTask(server, task) => {
+                task.abort();
+                server.shutdown().await;
+            }
         }
     }
 }
@@ -151,6 +159,53 @@ pub(crate) async fn start_middleware(server: crate::middleware::Server) -> io::R
         &middleware_app::routing(server),
     )
     .await
+}
+
+/// Starts `kind`'s server of `strata-bench uploads` (`upload_app.rs`) on 127.0.0.1 and a port
+/// the system picks. Call from a tokio runtime.
+pub(crate) async fn start_upload(kind: ServerKind) -> io::Result<Running> {
+    let (addr, task) = match kind {
+        ServerKind::Strata => {
+            return start_strata(
+                &upload_app::strata_config(loopback()),
+                &upload_app::strata_routing(),
+            )
+            .await;
+        }
+        ServerKind::Axum => upload_app::spawn_axum(loopback()).await?,
+        ServerKind::Hyper => upload_app::spawn_hyper(loopback()).await?,
+        other => {
+            return Err(io::Error::other(format!("{other} has no upload server")));
+        }
+    };
+    Ok(Running {
+        addr,
+        handle: Handle::Task(task),
+    })
+}
+
+/// Starts `kind`'s server of `strata-bench fanout` (`fanout_app.rs`, Strata or axum) on
+/// 127.0.0.1 and a port the system picks, with its publisher. Call from a tokio runtime.
+pub(crate) async fn start_fanout(kind: ServerKind) -> io::Result<Running> {
+    match kind {
+        ServerKind::Strata => {
+            let (routing, publishing) = fanout_app::strata_routing();
+            let (addr, server) =
+                strata_app::serve(&fanout_app::strata_config(loopback()), &routing).await?;
+            Ok(Running {
+                addr,
+                handle: Handle::StrataWithTask(Box::new(server), tokio::spawn(publishing)),
+            })
+        }
+        ServerKind::Axum => {
+            let (addr, task) = fanout_app::spawn_axum(loopback()).await?;
+            Ok(Running {
+                addr,
+                handle: Handle::Task(task),
+            })
+        }
+        other => Err(io::Error::other(format!("{other} has no fan-out server"))),
+    }
 }
 
 async fn start_strata(config: &strata::Config, routing: &strata::Routing) -> io::Result<Running> {
