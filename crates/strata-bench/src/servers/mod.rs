@@ -4,6 +4,7 @@ pub(crate) mod axum_ref;
 pub(crate) mod client_app;
 pub(crate) mod hyper_ref;
 pub(crate) mod middleware_app;
+pub(crate) mod protocols_app;
 pub(crate) mod soak_app;
 pub(crate) mod strata_app;
 
