@@ -20,6 +20,19 @@ if [ "$(dpkg-query -W -f='${Version}' wrk 2>/dev/null || true)" != "$WRK_VERSION
 fi
 wrk --version 2>&1 | head -n 1 || true
 
+# h2load, the load generator of `strata-bench protocols` (HTTP/2 with prior knowledge, HTTP/2
+# over TLS by ALPN, HTTP/1.1 over TLS): Debian bookworm's nghttp2-client, pinned the same way.
+NGHTTP2_CLIENT_VERSION="1.52.0-1+deb12u3"
+if [ "$(dpkg-query -W -f='${Version}' nghttp2-client 2>/dev/null || true)" != "$NGHTTP2_CLIENT_VERSION" ]; then
+    apt-get update
+    if ! apt-get install -y "nghttp2-client=$NGHTTP2_CLIENT_VERSION"; then
+        echo "install-tools.sh: could not install nghttp2-client=$NGHTTP2_CLIENT_VERSION" \
+            "(apt-cache policy nghttp2-client says: $(apt-cache policy nghttp2-client | tr -s ' \n' ' '))" >&2
+        exit 1
+    fi
+fi
+h2load --version | head -n 1
+
 cd "$here/../ezapi"
 npm ci --no-audit --no-fund
 node_modules/.bin/node --version

@@ -50,6 +50,10 @@ pub(crate) enum Command {
     Fanout(crate::fanout::FanoutOptions),
     /// A server of `strata-bench fanout` until standard input closes (`serve fanout`).
     ServeFanout { server: ServerKind, workers: usize },
+    /// hyper, axum and Strata over h2c, h2 and HTTP/1.1 over TLS (`protocols.rs`).
+    Protocols(crate::protocols::ProtocolsOptions),
+    /// A server of `strata-bench protocols` until standard input closes (`serve protocols`).
+    ServeProtocols(crate::protocols::ServeOptions),
     /// Print the usage.
     Help,
 }
@@ -338,6 +342,11 @@ USAGE:
                             [--plain-from <binary>] [--json <path>]
     strata-bench serve middleware <plain|noop|one-header|cookies|cache|
                              rate-limit|rate-limit-quiet> [--workers N]
+    strata-bench protocols [--quick] [--duration <time>] [--warmup <time>] [--rounds N]
+                           [--connections N] [--streams N] [--scenario <names>]
+                           [--protocol h2c,h2,h1-tls] [--workers N] [--no-pin] [--json <path>]
+    strata-bench serve protocols <hyper|axum|strata> <scenario> --cert <pem> --key <pem>
+                                 [--workers N]
 
 OPTIONS:
     --quick                 short rounds (the whole run in ~2 minutes with wrk, ~1 without)
@@ -410,6 +419,22 @@ baseline.
                             middleware plain`): a change to the server measured alongside
     --workers <N>           server runtime worker threads (default 1)
     --json <path>           also write every round as JSON
+
+PROTOCOLS: hyper, axum and Strata over h2c (HTTP/2 with prior knowledge), h2 (HTTP/2 over TLS,
+ALPN) and h1-tls (HTTP/1.1 over TLS), in the same run, with h2load (Debian's nghttp2-client,
+scripts/install-tools.sh) pinned to core 1 and each server (`serve protocols`) to core 0. A
+self-signed certificate for 127.0.0.1 and localhost is made at start. Per protocol: req/s, the
+server's CPU time per request (utime + stime), h2load's request time, Strata ÷ axum and ÷ hyper.
+    --duration <time>       one measured run, whole seconds (default 3s, quick 1s)
+    --warmup <time>         warm-up of each server over each protocol (default 2s, quick 1s)
+    --rounds <N>            measured rounds (default 3, quick 2)
+    --connections <N>       h2load connections (default 64)
+    --streams <N>           concurrent streams per HTTP/2 connection (default 10; HTTP/1.1: 1)
+    --scenario <names>      scenarios answered 2xx (default hello,validated-post)
+    --protocol <names>      h2c, h2, h1-tls (default all)
+    --workers <N>           server runtime worker threads (default 1)
+    --no-pin                do not pin servers and h2load to different cores
+    --json <path>           also write every run as JSON
 ";
 
 /// `2`, `2s`, `1.5s`, `500ms`.
@@ -452,6 +477,14 @@ where
     }
     if let Some(command) = parse_streams(&args) {
         return command;
+    }
+    if args.first().map(String::as_str) == Some("protocols") {
+        return crate::protocols::parse(&args[1..]);
+    }
+    if args.first().map(String::as_str) == Some("serve")
+        && args.get(1).map(String::as_str) == Some("protocols")
+    {
+        return crate::protocols::parse_serve(&args[2..]);
     }
     if args.first().map(String::as_str) == Some("serve")
         && args.get(1).map(String::as_str) == Some("middleware")

@@ -21,6 +21,9 @@
 //! caching, rate limits) against hello alone, one Strata server per variant (see
 //! `middleware.rs`).
 //!
+//! `strata-bench protocols` measures hyper, axum and Strata over HTTP/2 with prior knowledge,
+//! HTTP/2 over TLS and HTTP/1.1 over TLS with h2load (see `protocols.rs`).
+//!
 //! `strata-bench soak` is a different run: mixed traffic (successes, 400s, 404s, 413s, uploads)
 //! against one Strata server (`strata-bench serve soak`) for ten minutes, its RSS sampled every
 //! ten seconds, every status checked (see `soak.rs`).
@@ -34,10 +37,12 @@ mod args;
 mod child;
 mod client;
 mod fanout;
+mod h2load;
 mod load;
 mod middleware;
 mod model;
 mod preflight;
+mod protocols;
 mod report;
 mod scenario;
 mod servers;
@@ -83,6 +88,8 @@ fn main() -> ExitCode {
             child::serve_middleware(server, workers)
         }
         Ok(Command::Soak(options)) => soak::run(&options),
+        Ok(Command::Protocols(options)) => protocols::run(&options),
+        Ok(Command::ServeProtocols(options)) => protocols::serve(&options),
         Ok(Command::Load {
             addr,
             target,

@@ -5,6 +5,7 @@ pub(crate) mod client_app;
 pub(crate) mod fanout_app;
 pub(crate) mod hyper_ref;
 pub(crate) mod middleware_app;
+pub(crate) mod protocols_app;
 pub(crate) mod soak_app;
 pub(crate) mod strata_app;
 pub(crate) mod upload_app;
