@@ -42,6 +42,8 @@ pub(crate) enum Command {
         connections: usize,
         duration: Duration,
     },
+    /// Latency at fixed request rates, open loop (`latency.rs`).
+    Latency(crate::latency::LatencyOptions),
     /// Print the usage.
     Help,
 }
@@ -330,6 +332,10 @@ USAGE:
                             [--plain-from <binary>] [--json <path>]
     strata-bench serve middleware <plain|noop|one-header|cookies|cache|
                              rate-limit|rate-limit-quiet> [--workers N]
+    strata-bench latency [--quick] [--scenario <names>] [--rates 25%,75%|5000,20k]
+                         [--connections N] [--duration <time>] [--warmup <time>]
+                         [--calibration <time>] [--rounds N] [--workers N] [--no-pin]
+                         [--json <path>]
 
 OPTIONS:
     --quick                 short rounds (the whole run in ~2 minutes with wrk, ~1 without)
@@ -402,6 +408,24 @@ baseline.
                             middleware plain`): a change to the server measured alongside
     --workers <N>           server runtime worker threads (default 1)
     --json <path>           also write every round as JSON
+
+LATENCY: `strata-bench latency [--quick] [--scenario <names>] [--rates <list>] ...`: latency at
+fixed request rates below saturation (p50, p99, p99.9, max) for hyper, axum and Strata, open
+loop: requests sent on a schedule over the connections, each one's latency from the time it
+was due (coordinated omission corrected, as wrk2). Per scenario: pre-flight, a closed-loop
+warm-up and calibration round per server (its saturation), then at each rate rounds that load
+each server in turn, rotating. A round more than 2 % short of its rate is flagged.
+    --scenario <names>      default hello,validated-post
+    --rates <list>          req/s (20000, 20k) or shares of the slowest server's closed-loop
+                            saturation (25%), comma-separated (default 25%,75%)
+    --connections <N>       keep-alive connections the rate is spread over (default 64)
+    --duration <time>       one round of one server at one rate (default 5s, quick 1s)
+    --warmup <time>         closed-loop warm-up per server (default 1s, quick 300ms)
+    --calibration <time>    closed-loop saturation round per server (default 2s, quick 500ms)
+    --rounds <N>            rounds per server and rate (default 5, quick 3)
+    --workers <N>           server runtime worker threads (default 1)
+    --no-pin                do not pin the servers and the generator to different cores
+    --json <path>           also write every round as JSON
 ";
 
 /// `2`, `2s`, `1.5s`, `500ms`.
@@ -419,7 +443,7 @@ pub(crate) fn parse_duration(text: &str) -> Result<Duration, String> {
     Ok(Duration::from_secs_f64(value * scale))
 }
 
-fn positive(name: &str, text: &str) -> Result<usize, String> {
+pub(crate) fn positive(name: &str, text: &str) -> Result<usize, String> {
     match text.parse::<usize>() {
         Ok(n) if n > 0 => Ok(n),
         _ => Err(format!("{name} needs a positive number, got {text:?}")),
@@ -441,6 +465,9 @@ where
     }
     if args.first().map(String::as_str) == Some("middleware") {
         return parse_middleware(&args[1..]);
+    }
+    if args.first().map(String::as_str) == Some("latency") {
+        return crate::latency::parse(&args[1..]);
     }
     if args.first().map(String::as_str) == Some("serve")
         && args.get(1).map(String::as_str) == Some("middleware")
@@ -558,7 +585,7 @@ fn parse_run(args: &[String]) -> Result<Command, String> {
 }
 
 /// Adds the comma-separated scenario names of `list` to `scenarios`, each once.
-fn add_scenarios(scenarios: &mut Vec<Scenario>, list: &str) -> Result<(), String> {
+pub(crate) fn add_scenarios(scenarios: &mut Vec<Scenario>, list: &str) -> Result<(), String> {
     for scenario in list.split(',').filter(|s| !s.is_empty()) {
         let scenario: Scenario = scenario.trim().parse()?;
         if !scenarios.contains(&scenario) {
@@ -569,7 +596,7 @@ fn add_scenarios(scenarios: &mut Vec<Scenario>, list: &str) -> Result<(), String
 }
 
 /// `--flag=value` as `("--flag", Some("value"))`; anything else as itself with no value.
-fn split_flag(arg: &str) -> (&str, Option<String>) {
+pub(crate) fn split_flag(arg: &str) -> (&str, Option<String>) {
     match arg.split_once('=') {
         Some((name, value)) if name.starts_with("--") => (name, Some(value.to_owned())),
         _ => (arg, None),

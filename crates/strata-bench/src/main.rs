@@ -21,6 +21,9 @@
 //! caching, rate limits) against hello alone, one Strata server per variant (see
 //! `middleware.rs`).
 //!
+//! `strata-bench latency` measures latency at fixed request rates below saturation, open loop
+//! (p50, p99, p99.9; see `latency.rs` and `open_loop.rs`).
+//!
 //! `strata-bench soak` is a different run: mixed traffic (successes, 400s, 404s, 413s, uploads)
 //! against one Strata server (`strata-bench serve soak`) for ten minutes, its RSS sampled every
 //! ten seconds, every status checked (see `soak.rs`).
@@ -28,9 +31,12 @@
 mod args;
 mod child;
 mod client;
+mod histogram;
+mod latency;
 mod load;
 mod middleware;
 mod model;
+mod open_loop;
 mod preflight;
 mod report;
 mod scenario;
@@ -72,6 +78,7 @@ fn main() -> ExitCode {
             child::serve_middleware(server, workers)
         }
         Ok(Command::Soak(options)) => soak::run(&options),
+        Ok(Command::Latency(options)) => latency::run(&options),
         Ok(Command::Load {
             addr,
             target,
