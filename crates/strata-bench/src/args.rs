@@ -54,6 +54,8 @@ pub(crate) enum Command {
     Protocols(crate::protocols::ProtocolsOptions),
     /// A server of `strata-bench protocols` until standard input closes (`serve protocols`).
     ServeProtocols(crate::protocols::ServeOptions),
+    /// Latency at fixed request rates, open loop (`latency.rs`).
+    Latency(crate::latency::LatencyOptions),
     /// Print the usage.
     Help,
 }
@@ -347,6 +349,10 @@ USAGE:
                            [--protocol h2c,h2,h1-tls] [--workers N] [--no-pin] [--json <path>]
     strata-bench serve protocols <hyper|axum|strata> <scenario> --cert <pem> --key <pem>
                                  [--workers N]
+    strata-bench latency [--quick] [--scenario <names>] [--rates 25%,75%|5000,20k]
+                         [--connections N] [--duration <time>] [--warmup <time>]
+                         [--calibration <time>] [--rounds N] [--workers N] [--no-pin]
+                         [--json <path>]
 
 OPTIONS:
     --quick                 short rounds (the whole run in ~2 minutes with wrk, ~1 without)
@@ -435,6 +441,23 @@ server's CPU time per request (utime + stime), h2load's request time, Strata ÷ 
     --workers <N>           server runtime worker threads (default 1)
     --no-pin                do not pin servers and h2load to different cores
     --json <path>           also write every run as JSON
+LATENCY: `strata-bench latency [--quick] [--scenario <names>] [--rates <list>] ...`: latency at
+fixed request rates below saturation (p50, p99, p99.9, max) for hyper, axum and Strata, open
+loop: requests sent on a schedule over the connections, each one's latency from the time it
+was due (coordinated omission corrected, as wrk2). Per scenario: pre-flight, a closed-loop
+warm-up and calibration round per server (its saturation), then at each rate rounds that load
+each server in turn, rotating. A round more than 2 % short of its rate is flagged.
+    --scenario <names>      default hello,validated-post
+    --rates <list>          req/s (20000, 20k) or shares of the slowest server's closed-loop
+                            saturation (25%), comma-separated (default 25%,75%)
+    --connections <N>       keep-alive connections the rate is spread over (default 64)
+    --duration <time>       one round of one server at one rate (default 5s, quick 1s)
+    --warmup <time>         closed-loop warm-up per server (default 1s, quick 300ms)
+    --calibration <time>    closed-loop saturation round per server (default 2s, quick 500ms)
+    --rounds <N>            rounds per server and rate (default 5, quick 3)
+    --workers <N>           server runtime worker threads (default 1)
+    --no-pin                do not pin the servers and the generator to different cores
+    --json <path>           also write every round as JSON
 ";
 
 /// `2`, `2s`, `1.5s`, `500ms`.
@@ -485,6 +508,9 @@ where
         && args.get(1).map(String::as_str) == Some("protocols")
     {
         return crate::protocols::parse_serve(&args[2..]);
+    }
+    if args.first().map(String::as_str) == Some("latency") {
+        return crate::latency::parse(&args[1..]);
     }
     if args.first().map(String::as_str) == Some("serve")
         && args.get(1).map(String::as_str) == Some("middleware")
@@ -649,7 +675,7 @@ fn parse_run(args: &[String]) -> Result<Command, String> {
 }
 
 /// Adds the comma-separated scenario names of `list` to `scenarios`, each once.
-fn add_scenarios(scenarios: &mut Vec<Scenario>, list: &str) -> Result<(), String> {
+pub(crate) fn add_scenarios(scenarios: &mut Vec<Scenario>, list: &str) -> Result<(), String> {
     for scenario in list.split(',').filter(|s| !s.is_empty()) {
         let scenario: Scenario = scenario.trim().parse()?;
         if !scenarios.contains(&scenario) {

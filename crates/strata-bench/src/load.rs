@@ -95,6 +95,28 @@ pub(crate) fn parse_head(head: &[u8]) -> io::Result<(u16, usize)> {
     Ok((status, length.ok_or_else(|| bad("no content-length"))?))
 }
 
+/// Opens a keep-alive connection to `addr` (no Nagle) and sends `request` once, untimed, so
+/// that the server has accepted and set up the connection before the clock starts and rounds
+/// measure keep-alive requests only; returns it with its read buffer. Fails on a status other
+/// than `expected`.
+pub(crate) async fn connect(
+    addr: SocketAddr,
+    request: &[u8],
+    expected: u16,
+) -> io::Result<(TcpStream, Vec<u8>)> {
+    let mut stream = TcpStream::connect(addr).await?;
+    stream.set_nodelay(true)?;
+    let mut buf = Vec::with_capacity(16 * 1024);
+    stream.write_all(request).await?;
+    let status = read_response(&mut stream, &mut buf).await?;
+    if status != expected {
+        return Err(io::Error::other(format!(
+            "answered {status}, expected {expected}"
+        )));
+    }
+    Ok((stream, buf))
+}
+
 /// Runs `connections` connections to `addr`, each sending `request` back to back for
 /// `duration`; fails on any I/O error or a status other than `expected`.
 pub(crate) async fn run(
@@ -107,18 +129,7 @@ pub(crate) async fn run(
     let barrier = Arc::new(Barrier::new(connections + 1));
     let mut tasks = Vec::with_capacity(connections);
     for _ in 0..connections {
-        let mut stream = TcpStream::connect(addr).await?;
-        stream.set_nodelay(true)?;
-        // One untimed request first: the server has accepted and set up the connection
-        // before the clock starts, so rounds measure keep-alive requests only.
-        let mut buf = Vec::with_capacity(16 * 1024);
-        stream.write_all(&request).await?;
-        let status = read_response(&mut stream, &mut buf).await?;
-        if status != expected {
-            return Err(io::Error::other(format!(
-                "answered {status}, expected {expected}"
-            )));
-        }
+        let (mut stream, mut buf) = connect(addr, &request, expected).await?;
         let request = Arc::clone(&request);
         let barrier = Arc::clone(&barrier);
         tasks.push(tokio::spawn(async move {

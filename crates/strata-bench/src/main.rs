@@ -23,6 +23,8 @@
 //!
 //! `strata-bench protocols` measures hyper, axum and Strata over HTTP/2 with prior knowledge,
 //! HTTP/2 over TLS and HTTP/1.1 over TLS with h2load (see `protocols.rs`).
+//! `strata-bench latency` measures latency at fixed request rates below saturation, open loop
+//! (p50, p99, p99.9; see `latency.rs` and `open_loop.rs`).
 //!
 //! `strata-bench soak` is a different run: mixed traffic (successes, 400s, 404s, 413s, uploads)
 //! against one Strata server (`strata-bench serve soak`) for ten minutes, its RSS sampled every
@@ -38,9 +40,12 @@ mod child;
 mod client;
 mod fanout;
 mod h2load;
+mod histogram;
+mod latency;
 mod load;
 mod middleware;
 mod model;
+mod open_loop;
 mod preflight;
 mod protocols;
 mod report;
@@ -90,6 +95,7 @@ fn main() -> ExitCode {
         Ok(Command::Soak(options)) => soak::run(&options),
         Ok(Command::Protocols(options)) => protocols::run(&options),
         Ok(Command::ServeProtocols(options)) => protocols::serve(&options),
+        Ok(Command::Latency(options)) => latency::run(&options),
         Ok(Command::Load {
             addr,
             target,

@@ -399,7 +399,7 @@ struct MiddlewareReport {
 }
 
 /// `/proc/loadavg`'s first three fields.
-fn load_average() -> String {
+pub(crate) fn load_average() -> String {
     std::fs::read_to_string("/proc/loadavg")
         .map(|text| {
             text.split_whitespace()
