@@ -139,6 +139,15 @@ fn given_id(headers: &HeaderMap) -> Option<&HeaderValue> {
     }
 }
 
+/// The id as a header HTTP/2 sends without indexing it (HPACK's "never indexed" literal; no
+/// effect on HTTP/1): each response has its own, so indexing it would fill the connection's
+/// table with ids that never repeat, evict the headers that do (the CORS set, the content
+/// type), and make the encoder compare every new id with the ids already there.
+fn never_indexed(mut header: HeaderValue) -> HeaderValue {
+    header.set_sensitive(true);
+    header
+}
+
 /// Applies [`RequestId`].
 #[derive(Debug, Clone)]
 pub struct RequestIdLayer {
@@ -214,7 +223,7 @@ where
         request.extensions_mut().insert(logger);
         ResponseFuture {
             inner: self.inner.call(request),
-            header: self.echo.then_some(header),
+            header: self.echo.then(|| never_indexed(header)),
         }
     }
 }
@@ -301,6 +310,38 @@ mod tests {
             b.as_bytes()[..9],
             "one prefix per process"
         );
+    }
+
+    /// Answers every request with an empty 200.
+    #[derive(Clone)]
+    struct Empty;
+
+    impl Service<Request<()>> for Empty {
+        type Response = Response<()>;
+        type Error = std::convert::Infallible;
+        type Future = std::future::Ready<Result<Response<()>, Self::Error>>;
+
+        fn poll_ready(&mut self, _: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+            Poll::Ready(Ok(()))
+        }
+
+        fn call(&mut self, _: Request<()>) -> Self::Future {
+            std::future::ready(Ok(Response::new(())))
+        }
+    }
+
+    #[tokio::test]
+    async fn echoed_ids_are_never_indexed_by_http2() {
+        let mut service = RequestIdLayer::default().layer(Empty);
+        let given = Request::builder()
+            .header(X_REQUEST_ID, "abc-1")
+            .body(())
+            .unwrap();
+        for request in [given, Request::new(())] {
+            let response = service.call(request).await.unwrap();
+            let id = &response.headers()[X_REQUEST_ID];
+            assert!(id.is_sensitive(), "{id:?} would be indexed by HPACK");
+        }
     }
 
     #[test]
