@@ -123,10 +123,10 @@
 use std::collections::hash_map::RandomState;
 use std::collections::{HashMap, VecDeque};
 use std::fmt;
-use std::future::{Future, poll_fn};
+use std::future::poll_fn;
 use std::hash::{BuildHasher, Hasher};
 use std::marker::PhantomData;
-use std::pin::{Pin, pin};
+use std::pin::Pin;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::task::{Context, Poll};
 use std::time::Duration;
@@ -138,7 +138,7 @@ use tokio::sync::watch;
 use tokio::time::Instant;
 use tokio_util::sync::ReusableBoxFuture;
 
-use crate::emitter::{EmitError, Emitter, name_and_data, render};
+use crate::emitter::{EmitError, Emitter, name_and_data};
 #[cfg(doc)]
 use crate::stream::EventStream;
 use crate::stream::Events;
@@ -409,43 +409,21 @@ impl<E: Events> Emitter<E> {
     /// ends (`Ok`) or fails (the error; returned from the handler it ends the stream cleanly
     /// and is logged, and the client reconnects with its `Last-Event-ID`).
     ///
+    /// The response body reads the subscription itself, as the client takes the events: an
+    /// event costs no wake-up of the handler's task, which waits until the relay is over.
+    /// What the handler emits meanwhile (from another future joined with this one) goes
+    /// between the relayed events; dropping this future stops the relay.
+    ///
     /// # Errors
     /// The broadcaster's [`BroadcastError::Backend`]; [`BroadcastError::Event`] when the gap's
     /// event breaks its rules.
     pub async fn relay(
         &self,
         topic: &Topic<E>,
-        mut on_gap: impl FnMut(&Gap) -> Option<E> + Send,
+        on_gap: impl FnMut(&Gap) -> Option<E> + Send + 'static,
     ) -> Result<(), BroadcastError> {
-        let mut subscription = topic.subscribe(self.last_event_id()).await?;
-        let mut stop = pin!(self.closed());
-        loop {
-            let next = poll_fn(|cx| {
-                if stop.as_mut().poll(cx).is_ready() {
-                    return Poll::Ready(None);
-                }
-                subscription.0.as_mut().poll_next(cx).map(Some)
-            })
-            .await;
-            let sent = match next {
-                // The client left or the server shuts down; or the subscription ended.
-                None | Some(None) => return Ok(()),
-                Some(Some(Err(error))) => return Err(error),
-                Some(Some(Ok(Delivery::Event(Received { id, event })))) => {
-                    self.send(render(event.name(), Some(&id), event.data()))
-                        .await
-                }
-                Some(Some(Ok(Delivery::Gap(gap)))) => match on_gap(&gap) {
-                    Some(event) => self.emit(event).await,
-                    None => Ok(()),
-                },
-            };
-            match sent {
-                Ok(()) => {}
-                Err(EmitError::Closed) => return Ok(()),
-                Err(error) => return Err(error.into()),
-            }
-        }
+        let subscription = topic.subscribe(self.last_event_id()).await?;
+        self.hand_off(subscription, on_gap).await
     }
 }
 
@@ -914,7 +892,7 @@ impl Feed {
 }
 
 /// Deliveries a subscriber copies out of the ring at once.
-const BATCH: usize = 64;
+const BATCH: usize = 16;
 
 /// Waits for the next event number; gives the receiver back (and whether the topic lives).
 async fn changed(mut changes: watch::Receiver<u64>) -> (watch::Receiver<u64>, bool) {

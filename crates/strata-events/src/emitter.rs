@@ -13,10 +13,11 @@ use schemars::JsonSchema;
 use serde::Serialize;
 use serde_json::Value;
 use strata_validate::Decoder;
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
-use crate::stream::Message;
+use crate::broadcast::{BroadcastError, Gap, Subscription};
+use crate::stream::{Message, Relay};
 
 /// Why an event was not sent.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -179,12 +180,60 @@ where
         if self.sender.is_closed() {
             return Err(EmitError::Closed);
         }
-        self.checker
-            .check(event, Some("event"))
-            .map_err(EmitError::Invalid)?;
-        let (name, data) = name_and_data(event)?;
-        Ok(render(&name, id, &data))
+        checked_frame(&self.checker, event, id)
     }
+}
+
+impl<E> Emitter<E>
+where
+    E: Serialize + Validate + JsonSchema + 'static,
+    E::Context: Default,
+{
+    /// Hands `subscription` to the response body, which relays it itself (no task, no channel
+    /// per event), each gap as `on_gap` makes it; resolves when the relay is over: the
+    /// subscription ended or failed, the client left, the server shuts down. Dropping the
+    /// future stops the relay.
+    pub(crate) async fn hand_off(
+        &self,
+        subscription: Subscription,
+        mut on_gap: impl FnMut(&Gap) -> Option<E> + Send + 'static,
+    ) -> Result<(), BroadcastError> {
+        let checker = self.checker.clone();
+        let (done, finished) = oneshot::channel();
+        let relay = Relay {
+            subscription,
+            gap_frame: Box::new(move |gap| {
+                on_gap(gap)
+                    .map(|event| checked_frame(&checker, &event, None))
+                    .transpose()
+            }),
+            done,
+        };
+        if self
+            .sender
+            .send(Message::Relay(Box::new(relay)))
+            .await
+            .is_err()
+        {
+            // The client is gone.
+            return Ok(());
+        }
+        // Its sender dropped: the client is gone.
+        finished.await.unwrap_or(Ok(()))
+    }
+}
+
+/// `event`, checked by `checker`, as a frame with `id`.
+fn checked_frame<E>(checker: &Decoder<E>, event: &E, id: Option<&str>) -> Result<Bytes, EmitError>
+where
+    E: Serialize + Validate + JsonSchema,
+    E::Context: Default,
+{
+    checker
+        .check(event, Some("event"))
+        .map_err(EmitError::Invalid)?;
+    let (name, data) = name_and_data(event)?;
+    Ok(render(&name, id, &data))
 }
 
 /// The frame of the event `name` with `data` (compact JSON) and `id` (line breaks dropped).

@@ -6,10 +6,11 @@ use std::future::Future;
 use std::marker::PhantomData;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::pin::Pin;
-use std::task::{Context, Poll};
+use std::task::{Context, Poll, ready};
 use std::time::Duration;
 
 use bytes::Bytes;
+use futures_core::Stream;
 use garde::Validate;
 use http::header::{CACHE_CONTROL, CONTENT_TYPE};
 use http::{HeaderMap, HeaderValue, StatusCode};
@@ -22,12 +23,13 @@ use strata_core::{
     StreamShutdown,
 };
 use strata_output::{HandlerOutput, RangeHeaders};
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, oneshot};
 use tokio::time::{Instant, Sleep};
 use tokio_util::sync::{CancellationToken, WaitForCancellationFutureOwned};
 use tokio_util::task::AbortOnDropHandle;
 
-use crate::emitter::Emitter;
+use crate::broadcast::{BroadcastError, Delivery, Gap, Received, Subscription};
+use crate::emitter::{EmitError, Emitter, render};
 
 /// How many events wait for a slow client before `emit` waits too.
 const QUEUE: usize = 8;
@@ -40,8 +42,62 @@ const KEEP_ALIVE: &[u8] = b": keep-alive\n\n";
 pub(crate) enum Message {
     /// Bytes of the stream (an event, a `retry:`).
     Frame(Bytes),
-    /// The handler failed: the stream ends with this error.
-    Failed(ApiError),
+    /// The handler failed: the stream ends with this error (boxed: the channel's slots are
+    /// as large as its largest message, and there is one channel per client).
+    Failed(Box<ApiError>),
+    /// The handler relays a subscription: the body reads it until it is over.
+    Relay(Box<Relay>),
+}
+
+/// Makes the frame of a gap's event (none: nothing is sent), or says why it cannot.
+pub(crate) type GapFrame = Box<dyn FnMut(&Gap) -> Result<Option<Bytes>, EmitError> + Send>;
+
+/// A subscription the body relays ([`Emitter::relay`]).
+pub(crate) struct Relay {
+    pub(crate) subscription: Subscription,
+    /// The frame of a gap's event (none: nothing is sent), or why there is none.
+    pub(crate) gap_frame: GapFrame,
+    /// Told when the relay is over; closed when the handler stopped waiting for it.
+    pub(crate) done: oneshot::Sender<Result<(), BroadcastError>>,
+}
+
+impl std::fmt::Debug for Relay {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Relay").finish_non_exhaustive()
+    }
+}
+
+impl Relay {
+    /// The next frame to send: `Ready(Err)` when the relay is over (its result, for the
+    /// handler), `Pending` when the subscription has nothing now.
+    fn poll_frame(
+        &mut self,
+        cx: &mut Context<'_>,
+    ) -> Poll<Result<Bytes, Result<(), BroadcastError>>> {
+        loop {
+            let delivery = match ready!(Pin::new(&mut self.subscription).poll_next(cx)) {
+                None => return Poll::Ready(Err(Ok(()))),
+                Some(Err(error)) => return Poll::Ready(Err(Err(error))),
+                Some(Ok(delivery)) => delivery,
+            };
+            match delivery {
+                Delivery::Event(Received { id, event }) => {
+                    return Poll::Ready(Ok(render(event.name(), Some(&id), event.data())));
+                }
+                Delivery::Gap(gap) => match (self.gap_frame)(&gap) {
+                    Ok(Some(frame)) => return Poll::Ready(Ok(frame)),
+                    Ok(None) => {}
+                    Err(error) => return Poll::Ready(Err(Err(error.into()))),
+                },
+            }
+        }
+    }
+
+    /// Tells the handler the relay is over.
+    fn finish(self, result: Result<(), BroadcastError>) {
+        // The handler may have stopped waiting: then nobody is to be told.
+        let _ = self.done.send(result);
+    }
 }
 
 /// The types that can be events: enums that serde writes as `{"name": data}` or `"name"`,
@@ -128,7 +184,7 @@ impl<E: Events> EventStream<E> {
                 Err(payload) => panic_error(&*payload),
             };
             // Nobody may listen any more: then there is no one to tell.
-            let _ = sender.send(Message::Failed(failure)).await;
+            let _ = sender.send(Message::Failed(Box::new(failure))).await;
         });
         Self {
             receiver,
@@ -190,6 +246,10 @@ struct EventBody {
     /// Armed at shutdown: the stream ends when it fires.
     ending: Option<Pin<Box<Sleep>>>,
     logger: Option<Logger>,
+    /// The subscriptions the handler relays ([`Emitter::relay`]), read here.
+    relays: Vec<Relay>,
+    /// The source to poll first: 0 the handler's channel, then the relays.
+    turn: usize,
 }
 
 /// The shortest keep-alive interval: a smaller one would make the stream a busy loop.
@@ -213,8 +273,67 @@ impl EventBody {
         self.idle = None;
         self.ending = None;
         self.receiver.close();
+        // Their handlers learn that the client is gone.
+        self.relays.clear();
         Poll::Ready(None)
     }
+
+    /// What the handler sent.
+    fn poll_handler(&mut self, cx: &mut Context<'_>) -> Source {
+        match self.receiver.poll_recv(cx) {
+            Poll::Ready(Some(Message::Frame(frame))) => Source::Frame(frame),
+            // The head is gone: every event sent is whole, so end cleanly (the client's
+            // EventSource reconnects, with `Last-Event-ID`) and say why.
+            Poll::Ready(Some(Message::Failed(error))) => {
+                if let Some(logger) = &self.logger {
+                    logger.error_with_causes(
+                        format_args!("The event stream's handler failed: {}", error.message()),
+                        &error,
+                    );
+                }
+                Source::End
+            }
+            Poll::Ready(Some(Message::Relay(relay))) => {
+                if self.shutdown.is_some() {
+                    self.relays.push(*relay);
+                } else {
+                    // The server is shutting down: a relay stops there.
+                    relay.finish(Ok(()));
+                }
+                Source::Changed
+            }
+            Poll::Ready(None) => Source::End,
+            Poll::Pending => Source::Pending,
+        }
+    }
+
+    /// The next frame of the `index`th relay.
+    fn poll_relay(&mut self, index: usize, cx: &mut Context<'_>) -> Source {
+        let relay = &mut self.relays[index];
+        // The handler stopped waiting for it (dropped the relay's future).
+        if relay.done.poll_closed(cx).is_ready() {
+            self.relays.swap_remove(index);
+            return Source::Changed;
+        }
+        match relay.poll_frame(cx) {
+            Poll::Ready(Ok(frame)) => Source::Frame(frame),
+            Poll::Ready(Err(result)) => {
+                self.relays.swap_remove(index).finish(result);
+                Source::Changed
+            }
+            Poll::Pending => Source::Pending,
+        }
+    }
+}
+
+/// What a source of frames gave the body.
+enum Source {
+    Frame(Bytes),
+    /// The stream ends.
+    End,
+    /// The set of relays changed: look again.
+    Changed,
+    Pending,
 }
 
 impl Body for EventBody {
@@ -233,29 +352,38 @@ impl Body for EventBody {
             && shutdown.as_mut().poll(cx).is_ready()
         {
             self.shutdown = None;
+            // A relay stops when the shutdown begins; its handler may still emit a last event.
+            for relay in self.relays.drain(..) {
+                relay.finish(Ok(()));
+            }
             // A grace beyond what the clock can count ends at the server's cut.
             if let Some(deadline) = Instant::now().checked_add(self.shutdown_grace) {
                 self.ending = Some(Box::pin(tokio::time::sleep_until(deadline)));
             }
         }
-        match self.receiver.poll_recv(cx) {
-            Poll::Ready(Some(Message::Frame(frame))) => {
-                self.rearm();
-                return Poll::Ready(Some(Ok(Frame::data(frame))));
-            }
-            // The head is gone: every event sent is whole, so end cleanly (the client's
-            // EventSource reconnects, with `Last-Event-ID`) and say why.
-            Poll::Ready(Some(Message::Failed(error))) => {
-                if let Some(logger) = &self.logger {
-                    logger.error_with_causes(
-                        format_args!("The event stream's handler failed: {}", error.message()),
-                        &error,
-                    );
+        // The handler's channel and the relays in turn, from the one after the last that gave
+        // a frame: a busy relay does not starve the rest.
+        'scan: loop {
+            let sources = 1 + self.relays.len();
+            for step in 0..sources {
+                let source = (self.turn + step) % sources;
+                let polled = if source == 0 {
+                    self.poll_handler(cx)
+                } else {
+                    self.poll_relay(source - 1, cx)
+                };
+                match polled {
+                    Source::Frame(frame) => {
+                        self.turn = source + 1;
+                        self.rearm();
+                        return Poll::Ready(Some(Ok(Frame::data(frame))));
+                    }
+                    Source::End => return self.end(),
+                    Source::Changed => continue 'scan,
+                    Source::Pending => {}
                 }
-                return self.end();
             }
-            Poll::Ready(None) => return self.end(),
-            Poll::Pending => {}
+            break;
         }
         if let Some(ending) = &mut self.ending
             && ending.as_mut().poll(cx).is_ready()
@@ -393,6 +521,8 @@ impl<E: Events> HandlerOutput for EventStream<E> {
             shutdown_grace: self.options.shutdown_grace,
             ending: None,
             logger: self.logger,
+            relays: Vec::new(),
+            turn: 0,
         };
         let mut output = Output::streamed(StatusCode::OK, headers, ResponseBody::stream(body));
         // The server tells the stream when its graceful shutdown begins.
@@ -408,5 +538,147 @@ impl<E: Events> HandlerOutput for EventStream<E> {
                 .mime_type("text/event-stream")
                 .description("A stream of events"),
         ])
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use http_body_util::BodyExt;
+    use strata_core::ResponseBody;
+    use tokio::sync::oneshot;
+
+    use super::*;
+    use crate::broadcast::{MemoryBroadcaster, ReplayWindow, Topic};
+
+    #[derive(Serialize, Validate, JsonSchema)]
+    #[serde(rename_all = "camelCase")]
+    #[garde(allow_unvalidated)]
+    enum Feed {
+        Count(u32),
+        Done,
+    }
+
+    fn topic() -> Topic<Feed> {
+        Topic::new(
+            Arc::new(MemoryBroadcaster::new(ReplayWindow::last(16))),
+            "feed",
+        )
+    }
+
+    /// The stream's body (past its empty first piece) and its shutdown trigger.
+    async fn open(stream: EventStream<Feed>) -> (ResponseBody, StreamShutdown) {
+        let mut output = stream
+            .into_streamed(&RangeHeaders::default())
+            .unwrap_or_else(|_| panic!("an event stream streams"));
+        let shutdown = output.extensions_mut().remove::<StreamShutdown>().unwrap();
+        let mut body = output.take_stream().unwrap();
+        assert_eq!(next(&mut body).await.as_deref(), Some(""));
+        (body, shutdown)
+    }
+
+    /// The next data frame, as text; `None` at the end.
+    async fn next(body: &mut ResponseBody) -> Option<String> {
+        let frame = tokio::time::timeout(Duration::from_secs(5), body.frame())
+            .await
+            .expect("a frame within 5 s")?;
+        let data = frame.unwrap().into_data().unwrap();
+        Some(String::from_utf8(data.to_vec()).unwrap())
+    }
+
+    fn data(frame: &str) -> &str {
+        frame.rsplit("data: ").next().unwrap().trim_end()
+    }
+
+    #[tokio::test]
+    async fn the_body_relays_and_what_the_handler_emits_meanwhile_goes_between() {
+        let feed = topic();
+        let relayed = feed.clone();
+        let (go, emit_now) = oneshot::channel::<()>();
+        let stream = EventStream::start(
+            EventStreamOptions::default(),
+            None,
+            move |emitter| async move {
+                let relay = emitter.relay(&relayed, |_gap| None);
+                let aside = async {
+                    emit_now.await.unwrap();
+                    emitter.emit(Feed::Done).await
+                };
+                let (relayed, aside) = tokio::join!(relay, aside);
+                relayed.unwrap();
+                aside.unwrap();
+                Ok(())
+            },
+        );
+        let (mut body, _shutdown) = open(stream).await;
+        // The relay has subscribed once the handler has run: give it the turn.
+        tokio::task::yield_now().await;
+        feed.publish(&Feed::Count(1)).await.unwrap();
+        assert_eq!(data(&next(&mut body).await.unwrap()), "1");
+        go.send(()).unwrap();
+        assert_eq!(
+            next(&mut body).await.unwrap(),
+            "event: done\ndata: null\n\n"
+        );
+        feed.publish(&Feed::Count(2)).await.unwrap();
+        assert_eq!(data(&next(&mut body).await.unwrap()), "2");
+    }
+
+    #[tokio::test]
+    async fn dropping_the_relay_stops_it_and_the_handler_goes_on() {
+        let feed = topic();
+        let relayed = feed.clone();
+        let (stop, stopped) = oneshot::channel::<()>();
+        let stream = EventStream::start(
+            EventStreamOptions::default(),
+            None,
+            move |emitter| async move {
+                tokio::select! {
+                    relayed = emitter.relay(&relayed, |_gap| None) => relayed.unwrap(),
+                    _ = stopped => {}
+                }
+                emitter.emit(Feed::Done).await.unwrap();
+                Ok(())
+            },
+        );
+        let (mut body, _shutdown) = open(stream).await;
+        tokio::task::yield_now().await;
+        feed.publish(&Feed::Count(1)).await.unwrap();
+        assert_eq!(data(&next(&mut body).await.unwrap()), "1");
+        stop.send(()).unwrap();
+        tokio::task::yield_now().await;
+        feed.publish(&Feed::Count(2)).await.unwrap();
+        assert_eq!(
+            next(&mut body).await.unwrap(),
+            "event: done\ndata: null\n\n"
+        );
+        // The handler returned: the stream ends, without the event published after the stop.
+        assert_eq!(next(&mut body).await, None);
+    }
+
+    #[tokio::test]
+    async fn at_shutdown_the_relay_returns_and_a_last_word_still_goes() {
+        let feed = topic();
+        let relayed = feed.clone();
+        let stream = EventStream::start(
+            EventStreamOptions::default(),
+            None,
+            move |emitter| async move {
+                emitter.relay(&relayed, |_gap| None).await.unwrap();
+                emitter.emit(Feed::Done).await.unwrap();
+                Ok(())
+            },
+        );
+        let (mut body, shutdown) = open(stream).await;
+        tokio::task::yield_now().await;
+        feed.publish(&Feed::Count(1)).await.unwrap();
+        assert_eq!(data(&next(&mut body).await.unwrap()), "1");
+        shutdown.begin();
+        assert_eq!(
+            next(&mut body).await.unwrap(),
+            "event: done\ndata: null\n\n"
+        );
+        assert_eq!(next(&mut body).await, None);
     }
 }
