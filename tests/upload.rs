@@ -422,3 +422,80 @@ async fn a_client_streaming_past_the_limit_gets_a_413_promptly() {
     server.shutdown().await;
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// A large file over a socket arrives in pieces, kept as they came: read piece by piece, joined,
+/// or moved to disk, it is the file sent.
+#[tokio::test]
+async fn a_large_file_arrives_in_pieces_and_reads_whole() {
+    #[derive(Deserialize, Validate, JsonSchema)]
+    struct Large {
+        #[garde(skip)]
+        file: UploadedFile,
+    }
+    #[derive(Serialize, Validate, JsonSchema)]
+    struct Arrived {
+        #[garde(skip)]
+        pieces: usize,
+        #[garde(skip)]
+        size: usize,
+        /// The pieces, one after another, equal the joined contents.
+        #[garde(skip)]
+        same: bool,
+    }
+    let dir = scratch("pieces");
+    let saved = dir.join("large");
+    let target = saved.clone();
+    let large = default_endpoints_factory()
+        .post()
+        .handler(move |input: Large| {
+            let target = target.clone();
+            async move {
+                let file = input.file;
+                let mut concatenated = Vec::new();
+                for piece in file.pieces() {
+                    concatenated.extend_from_slice(piece);
+                }
+                file.mv(&target).await?;
+                Ok(Arrived {
+                    pieces: file.pieces().len(),
+                    size: file.size(),
+                    same: concatenated == file.data().as_ref(),
+                })
+            }
+        });
+    let size: usize = 4 * 1024 * 1024;
+    let mut config = create_config()
+        .cors(false)
+        .development()
+        .listen(SocketAddr::from(([127, 0, 0, 1], 0)));
+    config = config.upload(
+        UploadLimits::builder()
+            .file_size(u64::try_from(size).unwrap())
+            .files(1),
+    );
+    let server = create_server(&config.build(), &routing! { "upload" => large })
+        .await
+        .unwrap();
+    let LocalAddr::Tcp(addr) = server.servers()[0].local_addr.clone() else {
+        panic!("TCP")
+    };
+    // Bytes that differ along the file: a piece out of order or lost would show.
+    let data: Vec<u8> = (0..size)
+        .map(|i| u8::try_from((i * 7 + i / 4096) % 256).unwrap())
+        .collect();
+    let form = MultipartForm::new().file(
+        "file",
+        UploadedFile::new("large.bin", "application/octet-stream", data.clone()),
+    );
+    let (status, body) = send(addr, form).await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["data"]["size"], size);
+    assert_eq!(body["data"]["same"], true);
+    assert!(
+        body["data"]["pieces"].as_u64().unwrap() > 1,
+        "kept in pieces: {body}"
+    );
+    assert!(std::fs::read(&saved).unwrap() == data, "moved whole");
+    server.shutdown().await;
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -34,6 +34,7 @@
 
 use std::cell::RefCell;
 use std::fmt;
+use std::sync::{Arc, OnceLock};
 
 use bytes::Bytes;
 use serde::de::{self, Deserialize, Deserializer, Visitor};
@@ -43,12 +44,33 @@ const DEFAULT_MIMETYPE: &str = "application/octet-stream";
 
 /// A file uploaded in a `multipart/form-data` request, held in memory.
 ///
+/// The multipart reader keeps a large file as the pieces it arrived in, without copying them
+/// into one buffer: [`pieces`](Self::pieces) reads them as they are; [`data`](Self::data) joins
+/// them the first time it is called (one copy, kept). A file that arrived in one piece is that
+/// piece either way.
+///
 /// Nothing is written to disk unless it is moved there (`strata_upload::UploadedFileExt::mv`).
-#[derive(Clone, PartialEq, Eq)]
+#[derive(Clone)]
 pub struct UploadedFile {
     name: String,
     mimetype: String,
-    data: Bytes,
+    contents: Contents,
+}
+
+/// A file's bytes: one buffer, or the pieces it arrived in.
+#[derive(Clone)]
+enum Contents {
+    Whole(Bytes),
+    /// Shared: a file is cloned as it is handed to the typed input.
+    Pieces(Arc<Split>),
+}
+
+/// A file kept in pieces.
+struct Split {
+    pieces: Box<[Bytes]>,
+    size: usize,
+    /// The pieces joined, once asked for.
+    whole: OnceLock<Bytes>,
 }
 
 impl UploadedFile {
@@ -59,14 +81,50 @@ impl UploadedFile {
         mimetype: impl Into<String>,
         data: impl Into<Bytes>,
     ) -> Self {
-        let mut mimetype = mimetype.into();
+        Self::with_contents(name.into(), mimetype.into(), Contents::Whole(data.into()))
+    }
+
+    /// A file whose bytes are `pieces`, one after another, kept as they are (no copy).
+    ///
+    /// ```
+    /// use bytes::Bytes;
+    /// use strata_input::UploadedFile;
+    ///
+    /// let file = UploadedFile::from_pieces(
+    ///     "notes.txt",
+    ///     "text/plain",
+    ///     vec![Bytes::from_static(b"hello, "), Bytes::from_static(b"world")],
+    /// );
+    /// assert_eq!(file.size(), 12);
+    /// assert_eq!(file.pieces().len(), 2);
+    /// assert_eq!(file.data().as_ref(), b"hello, world");
+    /// ```
+    pub fn from_pieces(
+        name: impl Into<String>,
+        mimetype: impl Into<String>,
+        mut pieces: Vec<Bytes>,
+    ) -> Self {
+        pieces.retain(|piece| !piece.is_empty());
+        let contents = match pieces.len() {
+            0 => Contents::Whole(Bytes::new()),
+            1 => Contents::Whole(pieces.swap_remove(0)),
+            _ => Contents::Pieces(Arc::new(Split {
+                size: pieces.iter().map(Bytes::len).sum(),
+                pieces: pieces.into_boxed_slice(),
+                whole: OnceLock::new(),
+            })),
+        };
+        Self::with_contents(name.into(), mimetype.into(), contents)
+    }
+
+    fn with_contents(name: String, mut mimetype: String, contents: Contents) -> Self {
         if mimetype.is_empty() {
             DEFAULT_MIMETYPE.clone_into(&mut mimetype);
         }
         Self {
-            name: name.into(),
+            name,
             mimetype,
-            data: data.into(),
+            contents,
         }
     }
 
@@ -75,24 +133,92 @@ impl UploadedFile {
         &self.name
     }
 
-    /// The contents.
+    /// The contents in one buffer. A file kept in pieces is joined on the first call (one
+    /// copy, kept for the next calls and the file's clones); [`pieces`](Self::pieces) reads
+    /// it without.
     pub fn data(&self) -> &Bytes {
-        &self.data
+        match &self.contents {
+            Contents::Whole(data) => data,
+            Contents::Pieces(pieces) => pieces.whole.get_or_init(|| {
+                let mut whole = Vec::with_capacity(pieces.size);
+                for piece in &pieces.pieces {
+                    whole.extend_from_slice(piece);
+                }
+                Bytes::from(whole)
+            }),
+        }
     }
 
-    /// The contents, taken out (no copy).
+    /// The contents as the pieces they arrived in, in order (one piece for a file in one
+    /// buffer; none for an empty file): a handler that reads a large file once (a checksum,
+    /// a copy elsewhere) reads it without joining it.
+    pub fn pieces(&self) -> &[Bytes] {
+        match &self.contents {
+            Contents::Whole(data) if data.is_empty() => &[],
+            Contents::Whole(data) => std::slice::from_ref(data),
+            Contents::Pieces(pieces) => &pieces.pieces,
+        }
+    }
+
+    /// The contents in one buffer, taken out (no copy for a file in one buffer; see
+    /// [`data`](Self::data)).
     pub fn into_data(self) -> Bytes {
-        self.data
+        match self.contents {
+            Contents::Whole(data) => data,
+            Contents::Pieces(_) => self.data().clone(),
+        }
     }
 
     /// The size in bytes.
     pub fn size(&self) -> usize {
-        self.data.len()
+        match &self.contents {
+            Contents::Whole(data) => data.len(),
+            Contents::Pieces(pieces) => pieces.size,
+        }
     }
 
     /// The media type the client declared for the part (`application/octet-stream` when none).
     pub fn mimetype(&self) -> &str {
         &self.mimetype
+    }
+}
+
+/// Files are equal when their names, media types and bytes are (however they are split).
+impl PartialEq for UploadedFile {
+    fn eq(&self, other: &Self) -> bool {
+        self.name == other.name
+            && self.mimetype == other.mimetype
+            && self.size() == other.size()
+            && same_bytes(self.pieces(), other.pieces())
+    }
+}
+
+impl Eq for UploadedFile {}
+
+/// Whether two lists of pieces hold the same bytes, compared a run at a time.
+fn same_bytes(mut left: &[Bytes], mut right: &[Bytes]) -> bool {
+    let (mut a, mut b): (&[u8], &[u8]) = (&[], &[]);
+    loop {
+        while a.is_empty() {
+            let Some((first, rest)) = left.split_first() else {
+                break;
+            };
+            (a, left) = (first, rest);
+        }
+        while b.is_empty() {
+            let Some((first, rest)) = right.split_first() else {
+                break;
+            };
+            (b, right) = (first, rest);
+        }
+        if a.is_empty() || b.is_empty() {
+            return a.is_empty() && b.is_empty();
+        }
+        let run = a.len().min(b.len());
+        if a[..run] != b[..run] {
+            return false;
+        }
+        (a, b) = (&a[run..], &b[run..]);
     }
 }
 
@@ -102,7 +228,7 @@ impl fmt::Debug for UploadedFile {
         f.debug_struct("UploadedFile")
             .field("name", &self.name)
             .field("mimetype", &self.mimetype)
-            .field("size", &self.data.len())
+            .field("size", &self.size())
             .finish_non_exhaustive()
     }
 }
@@ -225,7 +351,7 @@ impl serde::Serialize for UploadedFile {
         let mut file = serializer.serialize_struct("UploadedFile", 3)?;
         file.serialize_field("name", &self.name)?;
         file.serialize_field("mimetype", &self.mimetype)?;
-        file.serialize_field("size", &self.data.len())?;
+        file.serialize_field("size", &self.size())?;
         file.end()
     }
 }
@@ -238,6 +364,37 @@ mod tests {
 
     use super::*;
     use crate::{Input, InputValue};
+
+    #[test]
+    fn a_file_in_pieces_reads_as_pieces_or_joined_and_equals_the_same_bytes_split_otherwise() {
+        let piece = |text: &'static str| Bytes::from_static(text.as_bytes());
+        let split = UploadedFile::from_pieces(
+            "f",
+            "",
+            vec![piece("ab"), piece(""), piece("cde"), piece("f")],
+        );
+        assert_eq!(split.size(), 6);
+        assert_eq!(split.pieces(), [piece("ab"), piece("cde"), piece("f")]);
+        let other = UploadedFile::from_pieces("f", "", vec![piece("abcd"), piece("ef")]);
+        let whole = UploadedFile::new("f", "", piece("abcdef"));
+        assert_eq!(split, other);
+        assert_eq!(split, whole);
+        assert_ne!(split, UploadedFile::new("f", "", piece("abcdeF")));
+        assert_ne!(split, UploadedFile::new("f", "", piece("abcde")));
+        assert_ne!(split, UploadedFile::new("g", "", piece("abcdef")));
+        // Joined once, shared by clones.
+        let clone = split.clone();
+        assert_eq!(split.data().as_ref(), b"abcdef");
+        assert_eq!(clone.data().as_ptr(), split.data().as_ptr());
+        assert_eq!(split.into_data(), piece("abcdef"));
+        // One piece is kept as it is; none is an empty file.
+        let one = piece("xyz");
+        let single = UploadedFile::from_pieces("f", "", vec![Bytes::new(), one.clone()]);
+        assert_eq!(single.data().as_ptr(), one.as_ptr());
+        let empty = UploadedFile::from_pieces("f", "", Vec::new());
+        assert_eq!((empty.size(), empty.pieces().len()), (0, 0));
+        assert_eq!(empty, UploadedFile::new("f", "", Bytes::new()));
+    }
 
     #[test]
     fn a_json_value_is_not_a_file() {

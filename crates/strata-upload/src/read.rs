@@ -208,9 +208,9 @@ where
             limits.field_size()
         };
         let mimetype = part.content_type().map(ToString::to_string);
-        let mut data = BytesMut::new();
+        let mut data = PartBytes::default();
         while let Some(chunk) = part.chunk().await.map_err(multer_error)? {
-            if (data.len() + chunk.len()) as u64 > limit {
+            if (data.size + chunk.len()) as u64 > limit {
                 if is_file && let Some((status, message)) = limits.limit_error() {
                     let status = if status.is_client_error() || status.is_server_error() {
                         status
@@ -226,16 +226,17 @@ where
                     name_for_message(&name)
                 )));
             }
-            data.extend_from_slice(&chunk);
+            data.push(chunk);
         }
         if let Some(file_name) = file_name {
             if file_name.is_empty() {
-                if data.is_empty() {
+                if data.size == 0 {
                     continue;
                 }
                 count_file(&mut files, limits)?;
             }
-            let file = UploadedFile::new(file_name, mimetype.unwrap_or_default(), data.freeze());
+            let file =
+                UploadedFile::from_pieces(file_name, mimetype.unwrap_or_default(), data.finish());
             match file_index.entry(name) {
                 Entry::Occupied(at) => out.files[*at.get()].1.push(file),
                 Entry::Vacant(slot) => {
@@ -244,7 +245,7 @@ where
                 }
             }
         } else {
-            let text = String::from_utf8(Vec::from(data)).map_err(|_| {
+            let text = String::from_utf8(data.joined()).map_err(|_| {
                 malformed(format!(
                     "Field {:?} is not valid UTF-8",
                     name_for_message(&name)
@@ -260,4 +261,91 @@ where
         }
     }
     Ok(out)
+}
+
+/// A part's bytes as they arrive: kept as the pieces multer gives (no copy), with small pieces
+/// (a client sending a few bytes at a time) gathered into runs, so that the list of pieces costs
+/// at most a few bytes per kibibyte of the part.
+#[derive(Default)]
+struct PartBytes {
+    pieces: Vec<Bytes>,
+    /// Small pieces gathered, not yet in `pieces`.
+    run: BytesMut,
+    size: usize,
+}
+
+/// A piece smaller than this is gathered into a run.
+const SMALL_PIECE: usize = 8 * 1024;
+/// A run this large becomes a piece.
+const RUN: usize = 64 * 1024;
+
+impl PartBytes {
+    fn push(&mut self, piece: Bytes) {
+        self.size += piece.len();
+        if piece.len() < SMALL_PIECE {
+            self.run.extend_from_slice(&piece);
+            if self.run.len() >= RUN {
+                self.pieces.push(self.run.split().freeze());
+            }
+        } else {
+            self.flush_run();
+            self.pieces.push(piece);
+        }
+    }
+
+    fn flush_run(&mut self) {
+        if !self.run.is_empty() {
+            self.pieces.push(self.run.split().freeze());
+        }
+    }
+
+    /// The pieces, in order.
+    fn finish(mut self) -> Vec<Bytes> {
+        self.flush_run();
+        self.pieces
+    }
+
+    /// The bytes in one buffer (a text field's).
+    fn joined(self) -> Vec<u8> {
+        let mut joined = Vec::with_capacity(self.size);
+        for piece in self.finish() {
+            joined.extend_from_slice(&piece);
+        }
+        joined
+    }
+}
+
+#[cfg(test)]
+mod pieces_tests {
+    use super::*;
+
+    #[test]
+    fn small_pieces_are_gathered_and_large_ones_kept_as_they_are() {
+        let large = Bytes::from(vec![b'L'; SMALL_PIECE]);
+        let mut data = PartBytes::default();
+        for _ in 0..3 {
+            data.push(Bytes::from_static(b"ab"));
+        }
+        data.push(large.clone());
+        data.push(Bytes::from_static(b"c"));
+        assert_eq!(data.size, 6 + SMALL_PIECE + 1);
+        let pieces = data.finish();
+        assert_eq!(pieces.len(), 3);
+        assert_eq!(pieces[0].as_ref(), b"ababab");
+        assert_eq!(pieces[1].as_ptr(), large.as_ptr(), "kept, not copied");
+        assert_eq!(pieces[2].as_ref(), b"c");
+    }
+
+    #[test]
+    fn a_byte_at_a_time_makes_one_piece_per_run() {
+        let mut data = PartBytes::default();
+        for _ in 0..(2 * RUN + 10) {
+            data.push(Bytes::from_static(b"x"));
+        }
+        let pieces = data.finish();
+        assert_eq!(
+            pieces.iter().map(Bytes::len).collect::<Vec<_>>(),
+            [RUN, RUN, 10]
+        );
+    }
 }

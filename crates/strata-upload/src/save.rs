@@ -54,7 +54,10 @@ impl UploadedFileExt for UploadedFile {
                     .create_new(true)
                     .open(&temporary)
                     .await?;
-                file.write_all(self.data()).await?;
+                // Piece by piece: a file kept in pieces is not joined to be written.
+                for piece in self.pieces() {
+                    file.write_all(piece).await?;
+                }
                 file.flush().await?;
                 drop(file);
                 tokio::fs::rename(&temporary, &path).await

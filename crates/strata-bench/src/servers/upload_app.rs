@@ -4,8 +4,8 @@
 //!
 //! - **Strata**: an endpoint whose input has an `UploadedFile` field, uploads on with limits
 //!   that allow the file ([`FILE_LIMIT`], one file, [`BODY_LIMIT`]). Strata reads the parts
-//!   with multer as they stream but keeps each file in memory (never on disk): the handler gets
-//!   the whole file and sums it then. Its body budget (256 MiB by default, a quarter per client
+//!   with multer as they stream but keeps each file in memory (never on disk), in the pieces
+//!   it arrived in: the handler sums them, piece by piece, once the file is whole. Its body budget (256 MiB by default, a quarter per client
 //!   address) is kept at 256 MiB but given whole to one client address, since every upload
 //!   comes from 127.0.0.1: with the default share a fourth concurrent 32 MiB upload from one
 //!   address would be refused with a 503, which is the budget working, not what is measured.
@@ -98,7 +98,14 @@ pub(crate) struct UploadInput {
 pub(crate) fn strata_routing() -> Routing {
     let upload = default_endpoints_factory()
         .post()
-        .handler(async |input: UploadInput| Ok(UploadSummary::of(input.file.data())));
+        .handler(async |input: UploadInput| {
+            // Piece by piece, as the file arrived: a large file is not joined into one buffer.
+            let mut counter = Counter::default();
+            for piece in input.file.pieces() {
+                counter.add(piece);
+            }
+            Ok(counter.finish())
+        });
     routing! { "v1" => { "upload" => upload } }
 }
 
