@@ -509,17 +509,57 @@ fn serve_until_closed(
 }
 
 /// The binary of its own that serves `kind` (`strata-bench-<kind>`, built with this one by
-/// `cargo build --release -p strata-bench`), when it is there and not older than this binary
-/// by more than a minute (`cargo run` rebuilds only this one: a stale server would be measured).
+/// `cargo build --release -p strata-bench`), when it is there and up to date: no source it was
+/// built from is newer than it (cargo's dep-info beside it, `strata-bench-<kind>.d`, lists
+/// them; `cargo run` rebuilds only this binary, and a stale server would be measured). Without
+/// dep-info: when it is not older than this binary by more than a minute.
 pub(crate) fn solo_binary(kind: ServerKind) -> Option<std::path::PathBuf> {
     let exe = std::env::current_exe().ok()?;
     let binary = exe.with_file_name(format!("strata-bench-{}", kind.name()));
     let modified = |path: &std::path::Path| std::fs::metadata(path).and_then(|m| m.modified());
-    let (ours, theirs) = (modified(&exe).ok()?, modified(&binary).ok()?);
-    let stale = ours
-        .duration_since(theirs)
-        .is_ok_and(|older| older > Duration::from_secs(60));
+    let built = modified(&binary).ok()?;
+    let stale = match std::fs::read_to_string(binary.with_extension("d")) {
+        Ok(dep_info) => dep_info_sources(&dep_info).iter().any(|source| {
+            // A source gone since (a file removed) is a change too.
+            modified(std::path::Path::new(source)).map_or(true, |changed| changed > built)
+        }),
+        Err(_) => modified(&exe)
+            .ok()?
+            .duration_since(built)
+            .is_ok_and(|older| older > Duration::from_secs(60)),
+    };
     (!stale).then_some(binary)
+}
+
+/// The sources a Makefile-style dep-info file (`target: a.rs b\ c.rs`) lists for its first
+/// target, spaces in paths unescaped.
+fn dep_info_sources(dep_info: &str) -> Vec<String> {
+    let Some(line) = dep_info.lines().next() else {
+        return Vec::new();
+    };
+    // The target ends at the first `: ` (a path may hold a colon, never followed by a space
+    // unescaped).
+    let Some((_, sources)) = line.split_once(": ") else {
+        return Vec::new();
+    };
+    let mut paths = Vec::new();
+    let mut current = String::new();
+    let mut chars = sources.chars();
+    while let Some(c) = chars.next() {
+        match c {
+            '\\' => current.extend(chars.next()),
+            ' ' => {
+                if !current.is_empty() {
+                    paths.push(std::mem::take(&mut current));
+                }
+            }
+            _ => current.push(c),
+        }
+    }
+    if !current.is_empty() {
+        paths.push(current);
+    }
+    paths
 }
 
 #[cfg(test)]
@@ -538,6 +578,18 @@ mod tests {
         );
         let (addr, before) = read_announcement(std::io::Cursor::new("Error: no\n"));
         assert_eq!((addr, before.as_str()), (None, "Error: no\n"));
+    }
+
+    #[test]
+    fn dep_info_lists_the_sources_with_spaces_unescaped() {
+        let dep_info = "/t/release/strata-bench-hyper: /w/src/a.rs /w/my\\ dir/b.rs  /w/c:d.rs\n\n\
+                        /w/src/a.rs:\n";
+        assert_eq!(
+            dep_info_sources(dep_info),
+            ["/w/src/a.rs", "/w/my dir/b.rs", "/w/c:d.rs"]
+        );
+        assert!(dep_info_sources("").is_empty());
+        assert!(dep_info_sources("no target line").is_empty());
     }
 
     #[test]

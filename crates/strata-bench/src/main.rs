@@ -233,7 +233,7 @@ fn run(options: &RunOptions) -> Result<(), String> {
     if !own_binaries {
         eprintln!(
             "strata-bench: the servers run from this binary: their own binaries (strata-bench-hyper, \
-             -axum, -strata) are missing or older than this one; `cargo build --release -p \
+             -axum, -strata) are missing or older than their sources; `cargo build --release -p \
              strata-bench` builds them"
         );
     }
