@@ -598,3 +598,61 @@ async fn a_relayed_topic_resumes_after_last_event_id_and_says_when_it_cannot() {
     server.shutdown().await;
     assert!(next(&mut body).await.is_none());
 }
+
+/// A handler that returns a relayed topic, read by the response body alone (no task, no
+/// channel): the same resumption and gaps as a relay in an event-stream handler.
+#[tokio::test]
+async fn a_handler_returns_a_relayed_topic_that_the_body_reads_alone() {
+    use strata::events::{
+        Broadcaster, EventStream, MemoryBroadcaster, ReplayWindow, Topic, last_event_id,
+    };
+    let bus: Arc<dyn Broadcaster> = Arc::new(MemoryBroadcaster::new(ReplayWindow::last(3)));
+    let topic = Topic::<Feed>::new(bus, "quotes");
+    let relayed = topic.clone();
+    let feed = default_endpoints_factory().get().handler_without_input(
+        move |request: http::request::Parts| {
+            let topic = relayed.clone();
+            async move {
+                let last = last_event_id(&request.headers);
+                let stream =
+                    EventStream::relay(EventStreamOptions::default(), &topic, last, |_gap| {
+                        Some(Feed::Reload)
+                    })
+                    .await?;
+                Ok(stream)
+            }
+        },
+    );
+    let (server, addr) = serve(&routing! { "feed" => feed }).await;
+    let mut ids = Vec::new();
+    for n in 1..=5 {
+        ids.push(topic.publish(&Feed::Quote { n }).await.unwrap());
+    }
+    let quote = |ids: &[Arc<str>], n: usize| {
+        format!("event: quote\nid: {}\ndata: {{\"n\":{n}}}\n\n", ids[n - 1])
+    };
+
+    let response = open(addr, "/feed", &[("last-event-id", &ids[2])]).await;
+    assert_eq!(response.headers()["content-type"], "text/event-stream");
+    let mut body = response.into_body();
+    assert_eq!(next(&mut body).await.unwrap().unwrap(), quote(&ids, 4));
+    assert_eq!(next(&mut body).await.unwrap().unwrap(), quote(&ids, 5));
+    ids.push(topic.publish(&Feed::Quote { n: 6 }).await.unwrap());
+    assert_eq!(next(&mut body).await.unwrap().unwrap(), quote(&ids, 6));
+
+    // Outside the window of three: told, then what is kept.
+    let mut late = open(addr, "/feed", &[("last-event-id", &ids[1])])
+        .await
+        .into_body();
+    assert_eq!(
+        next(&mut late).await.unwrap().unwrap(),
+        "event: reload\ndata: null\n\n"
+    );
+    for n in 4..=6 {
+        assert_eq!(next(&mut late).await.unwrap().unwrap(), quote(&ids, n));
+    }
+    // Shutdown ends both cleanly.
+    server.shutdown().await;
+    assert!(next(&mut body).await.is_none());
+    assert!(next(&mut late).await.is_none());
+}

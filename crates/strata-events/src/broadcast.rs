@@ -138,10 +138,8 @@ use tokio::sync::watch;
 use tokio::time::Instant;
 use tokio_util::sync::ReusableBoxFuture;
 
-use crate::emitter::{EmitError, Emitter, name_and_data};
-#[cfg(doc)]
-use crate::stream::EventStream;
-use crate::stream::Events;
+use crate::emitter::{EmitError, Emitter, gap_frames, name_and_data};
+use crate::stream::{EventStream, EventStreamOptions, Events, Relay};
 
 /// A boxed future of a [`Broadcaster`] (a network call).
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
@@ -424,6 +422,61 @@ impl<E: Events> Emitter<E> {
     ) -> Result<(), BroadcastError> {
         let subscription = topic.subscribe(self.last_event_id()).await?;
         self.hand_off(subscription, on_gap).await
+    }
+}
+
+impl<E: Events> EventStream<E> {
+    /// An event stream relaying `topic` to the client, read by the response body itself: no
+    /// task and no channel, for an endpoint that does nothing else (a handler started with
+    /// [`EventStream::start`] that calls [`Emitter::relay`] does the same, and can emit its own
+    /// events besides). It subscribes after `last_event_id` (the request's `Last-Event-ID`:
+    /// [`last_event_id`](crate::last_event_id)), sends each event with its id and a gap as the
+    /// event `on_gap` makes of it (none: nothing is sent), and ends cleanly when the
+    /// subscription ends or fails (the failure logged with the stream's
+    /// [`logger`](Self::logger); the client reconnects with its `Last-Event-ID`), or when the
+    /// server's graceful shutdown begins.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use strata_events::{EventStream, EventStreamOptions, MemoryBroadcaster, ReplayWindow, Topic};
+    /// # #[derive(serde::Serialize, garde::Validate, schemars::JsonSchema)]
+    /// # #[serde(rename_all = "camelCase")]
+    /// # #[garde(allow_unvalidated)]
+    /// # enum Price { Quote { cents: u64 }, Reload }
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() {
+    /// let prices = Topic::<Price>::new(
+    ///     Arc::new(MemoryBroadcaster::new(ReplayWindow::default())),
+    ///     "prices",
+    /// );
+    /// // In a handler: `last_event_id(&request.headers)` of its request `Parts`.
+    /// let stream = EventStream::relay(EventStreamOptions::default(), &prices, None, |_gap| {
+    ///     Some(Price::Reload)
+    /// })
+    /// .await
+    /// .unwrap();
+    /// # let _ = stream;
+    /// # }
+    /// ```
+    ///
+    /// # Errors
+    /// The broadcaster's [`BroadcastError::Backend`] when it cannot subscribe.
+    pub async fn relay(
+        options: EventStreamOptions,
+        topic: &Topic<E>,
+        last_event_id: Option<&str>,
+        on_gap: impl FnMut(&Gap) -> Option<E> + Send + 'static,
+    ) -> Result<Self, BroadcastError> {
+        let subscription = topic.subscribe(last_event_id).await?;
+        Ok(Self::relayed(
+            options,
+            Relay {
+                subscription,
+                gap_frame: gap_frames(topic.checker.clone(), on_gap),
+                done: None,
+            },
+        ))
     }
 }
 

@@ -17,7 +17,7 @@ use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
 use crate::broadcast::{BroadcastError, Gap, Subscription};
-use crate::stream::{Message, Relay};
+use crate::stream::{GapFrame, Message, Relay};
 
 /// Why an event was not sent.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -196,18 +196,13 @@ where
     pub(crate) async fn hand_off(
         &self,
         subscription: Subscription,
-        mut on_gap: impl FnMut(&Gap) -> Option<E> + Send + 'static,
+        on_gap: impl FnMut(&Gap) -> Option<E> + Send + 'static,
     ) -> Result<(), BroadcastError> {
-        let checker = self.checker.clone();
         let (done, finished) = oneshot::channel();
         let relay = Relay {
             subscription,
-            gap_frame: Box::new(move |gap| {
-                on_gap(gap)
-                    .map(|event| checked_frame(&checker, &event, None))
-                    .transpose()
-            }),
-            done,
+            gap_frame: gap_frames(self.checker.clone(), on_gap),
+            done: Some(done),
         };
         if self
             .sender
@@ -221,6 +216,22 @@ where
         // Its sender dropped: the client is gone.
         finished.await.unwrap_or(Ok(()))
     }
+}
+
+/// The frames of the events `on_gap` makes of gaps, checked by `checker`.
+pub(crate) fn gap_frames<E>(
+    checker: Decoder<E>,
+    mut on_gap: impl FnMut(&Gap) -> Option<E> + Send + 'static,
+) -> GapFrame
+where
+    E: Serialize + Validate + JsonSchema + 'static,
+    E::Context: Default,
+{
+    Box::new(move |gap| {
+        on_gap(gap)
+            .map(|event| checked_frame(&checker, &event, None))
+            .transpose()
+    })
 }
 
 /// `event`, checked by `checker`, as a frame with `id`.

@@ -57,8 +57,9 @@ pub(crate) struct Relay {
     pub(crate) subscription: Subscription,
     /// The frame of a gap's event (none: nothing is sent), or why there is none.
     pub(crate) gap_frame: GapFrame,
-    /// Told when the relay is over; closed when the handler stopped waiting for it.
-    pub(crate) done: oneshot::Sender<Result<(), BroadcastError>>,
+    /// Told when the relay is over; closed when the handler stopped waiting for it. `None`:
+    /// the stream's only source ([`EventStream::relay`]), whose end ends the stream.
+    pub(crate) done: Option<oneshot::Sender<Result<(), BroadcastError>>>,
 }
 
 impl std::fmt::Debug for Relay {
@@ -93,10 +94,16 @@ impl Relay {
         }
     }
 
-    /// Tells the handler the relay is over.
-    fn finish(self, result: Result<(), BroadcastError>) {
-        // The handler may have stopped waiting: then nobody is to be told.
-        let _ = self.done.send(result);
+    /// Tells the handler the relay is over; the failure, when no handler waits for it.
+    fn finish(self, result: Result<(), BroadcastError>) -> Option<BroadcastError> {
+        match self.done {
+            // The handler may have stopped waiting: then nobody is to be told.
+            Some(done) => {
+                let _ = done.send(result);
+                None
+            }
+            None => result.err(),
+        }
     }
 }
 
@@ -140,14 +147,16 @@ impl Default for EventStreamOptions {
     }
 }
 
-/// An event stream of `E`s, fed by a handler running as its own task: the output of an
-/// event-stream endpoint.
+/// An event stream of `E`s, fed by a handler running as its own task
+/// ([`EventStream::start`]), or relaying a topic by itself ([`EventStream::relay`]): the
+/// output of an event-stream endpoint.
 pub struct EventStream<E> {
-    receiver: mpsc::Receiver<Message>,
+    /// The handler's task and what it sends; `None` for a relayed topic alone.
+    handler: Option<HandlerTask>,
+    /// The topic relayed by itself.
+    relay: Option<Relay>,
     /// Cancelled when the server's graceful shutdown begins.
     shutdown: CancellationToken,
-    /// Stops the handler's task when the stream (or its body) is dropped: nobody listens.
-    task: AbortOnDropHandle<()>,
     options: EventStreamOptions,
     logger: Option<Logger>,
     _events: PhantomData<fn() -> E>,
@@ -187,17 +196,32 @@ impl<E: Events> EventStream<E> {
             let _ = sender.send(Message::Failed(Box::new(failure))).await;
         });
         Self {
-            receiver,
+            handler: Some(HandlerTask {
+                receiver,
+                _task: AbortOnDropHandle::new(task),
+            }),
+            relay: None,
             shutdown,
-            task: AbortOnDropHandle::new(task),
             options,
             logger: None,
             _events: PhantomData,
         }
     }
 
-    /// Logs a failure of the handler with `logger` (the stream then ends cleanly: what was
-    /// emitted is whole).
+    /// The stream of `relay` alone ([`EventStream::relay`]).
+    pub(crate) fn relayed(options: EventStreamOptions, relay: Relay) -> Self {
+        Self {
+            handler: None,
+            relay: Some(relay),
+            shutdown: CancellationToken::new(),
+            options,
+            logger: None,
+            _events: PhantomData,
+        }
+    }
+
+    /// Logs a failure of the handler (or of a relay alone) with `logger` (the stream then ends
+    /// cleanly: what was emitted is whole).
     #[must_use]
     pub fn logger(mut self, logger: Logger) -> Self {
         self.logger = Some(logger);
@@ -227,14 +251,37 @@ impl<F: Future> Future for CatchUnwind<F> {
     }
 }
 
-/// The response body: an empty first piece (the format stage then sends the head at once),
-/// events as the handler emits them, keep-alives between them from the start; at shutdown,
-/// what the handler emits within the grace. Dropping it (the client is gone) stops the
-/// handler's task.
-struct EventBody {
+/// The `Last-Event-ID` of a request with `headers`: the id of the last event a reconnecting
+/// client received (any UTF-8: ids are the application's own text).
+///
+/// ```
+/// use http::HeaderMap;
+///
+/// let mut headers = HeaderMap::new();
+/// assert_eq!(strata_events::last_event_id(&headers), None);
+/// headers.insert("last-event-id", "41".parse().unwrap());
+/// assert_eq!(strata_events::last_event_id(&headers), Some("41"));
+/// ```
+pub fn last_event_id(headers: &HeaderMap) -> Option<&str> {
+    headers
+        .get("last-event-id")
+        .and_then(|value| std::str::from_utf8(value.as_bytes()).ok())
+}
+
+/// A handler running as its own task, and what it sends.
+struct HandlerTask {
     receiver: mpsc::Receiver<Message>,
-    // Dropped with the body: the client is gone.
+    // Dropped with the stream or its body: nobody listens.
     _task: AbortOnDropHandle<()>,
+}
+
+/// The response body: an empty first piece (the format stage then sends the head at once),
+/// events as the handler emits them and relays deliver them, keep-alives between them from
+/// the start; at shutdown, what the handler emits within the grace. Dropping it (the client
+/// is gone) stops the handler's task.
+struct EventBody {
+    /// `None` for a relay alone: the stream ends with it.
+    handler: Option<HandlerTask>,
     keep_alive: Option<Duration>,
     /// Armed when the head goes, reset by every piece.
     idle: Option<Pin<Box<Sleep>>>,
@@ -272,7 +319,9 @@ impl EventBody {
     fn end(&mut self) -> PollFrame {
         self.idle = None;
         self.ending = None;
-        self.receiver.close();
+        if let Some(handler) = &mut self.handler {
+            handler.receiver.close();
+        }
         // Their handlers learn that the client is gone.
         self.relays.clear();
         Poll::Ready(None)
@@ -280,7 +329,10 @@ impl EventBody {
 
     /// What the handler sent.
     fn poll_handler(&mut self, cx: &mut Context<'_>) -> Source {
-        match self.receiver.poll_recv(cx) {
+        let Some(handler) = &mut self.handler else {
+            return Source::Pending;
+        };
+        match handler.receiver.poll_recv(cx) {
             Poll::Ready(Some(Message::Frame(frame))) => Source::Frame(frame),
             // The head is gone: every event sent is whole, so end cleanly (the client's
             // EventSource reconnects, with `Last-Event-ID`) and say why.
@@ -298,7 +350,7 @@ impl EventBody {
                     self.relays.push(*relay);
                 } else {
                     // The server is shutting down: a relay stops there.
-                    relay.finish(Ok(()));
+                    self.finish_relay(*relay, Ok(()));
                 }
                 Source::Changed
             }
@@ -311,17 +363,30 @@ impl EventBody {
     fn poll_relay(&mut self, index: usize, cx: &mut Context<'_>) -> Source {
         let relay = &mut self.relays[index];
         // The handler stopped waiting for it (dropped the relay's future).
-        if relay.done.poll_closed(cx).is_ready() {
+        if let Some(done) = &mut relay.done
+            && done.poll_closed(cx).is_ready()
+        {
             self.relays.swap_remove(index);
             return Source::Changed;
         }
         match relay.poll_frame(cx) {
             Poll::Ready(Ok(frame)) => Source::Frame(frame),
             Poll::Ready(Err(result)) => {
-                self.relays.swap_remove(index).finish(result);
+                let relay = self.relays.swap_remove(index);
+                self.finish_relay(relay, result);
                 Source::Changed
             }
             Poll::Pending => Source::Pending,
+        }
+    }
+
+    /// Ends `relay` with `result`: its handler is told, or the failure of a relay alone is
+    /// logged.
+    fn finish_relay(&self, relay: Relay, result: Result<(), BroadcastError>) {
+        if let Some(error) = relay.finish(result)
+            && let Some(logger) = &self.logger
+        {
+            logger.error(format_args!("The event stream's relay failed: {error}"));
         }
     }
 }
@@ -353,8 +418,8 @@ impl Body for EventBody {
         {
             self.shutdown = None;
             // A relay stops when the shutdown begins; its handler may still emit a last event.
-            for relay in self.relays.drain(..) {
-                relay.finish(Ok(()));
+            for relay in std::mem::take(&mut self.relays) {
+                self.finish_relay(relay, Ok(()));
             }
             // A grace beyond what the clock can count ends at the server's cut.
             if let Some(deadline) = Instant::now().checked_add(self.shutdown_grace) {
@@ -384,6 +449,10 @@ impl Body for EventBody {
                 }
             }
             break;
+        }
+        // A relay alone has ended (or stopped at the shutdown): so does the stream.
+        if self.handler.is_none() && self.relays.is_empty() {
+            return self.end();
         }
         if let Some(ending) = &mut self.ending
             && ending.as_mut().poll(cx).is_ready()
@@ -512,8 +581,7 @@ impl<E: Events> HandlerOutput for EventStream<E> {
         headers.insert(CACHE_CONTROL, HeaderValue::from_static("no-cache"));
         let token = self.shutdown;
         let body = EventBody {
-            receiver: self.receiver,
-            _task: self.task,
+            handler: self.handler,
             keep_alive: self.options.keep_alive,
             idle: None,
             opened: false,
@@ -521,7 +589,7 @@ impl<E: Events> HandlerOutput for EventStream<E> {
             shutdown_grace: self.options.shutdown_grace,
             ending: None,
             logger: self.logger,
-            relays: Vec::new(),
+            relays: self.relay.into_iter().collect(),
             turn: 0,
         };
         let mut output = Output::streamed(StatusCode::OK, headers, ResponseBody::stream(body));
@@ -655,6 +723,106 @@ mod tests {
         );
         // The handler returned: the stream ends, without the event published after the stop.
         assert_eq!(next(&mut body).await, None);
+    }
+
+    #[tokio::test]
+    async fn a_relay_alone_streams_the_topic_and_ends_at_shutdown() {
+        let feed = topic();
+        let earlier = feed.publish(&Feed::Count(1)).await.unwrap();
+        feed.publish(&Feed::Count(2)).await.unwrap();
+        let stream = EventStream::relay(
+            EventStreamOptions::default(),
+            &feed,
+            Some(&earlier),
+            |_gap| None,
+        )
+        .await
+        .unwrap();
+        let (mut body, shutdown) = open(stream).await;
+        // After the client's last event: the next, then the live ones.
+        assert_eq!(data(&next(&mut body).await.unwrap()), "2");
+        feed.publish(&Feed::Count(3)).await.unwrap();
+        let third = next(&mut body).await.unwrap();
+        assert!(third.starts_with("event: count\nid: "), "{third}");
+        assert_eq!(data(&third), "3");
+        shutdown.begin();
+        assert_eq!(next(&mut body).await, None);
+    }
+
+    /// A broadcaster whose subscriptions deliver one event, then fail.
+    struct Failing;
+
+    struct OneThenFailure(Option<Delivery>);
+
+    impl Stream for OneThenFailure {
+        type Item = Result<Delivery, BroadcastError>;
+
+        fn poll_next(mut self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+            Poll::Ready(Some(match self.0.take() {
+                Some(delivery) => Ok(delivery),
+                None => Err(BroadcastError::Backend("the connection was reset".into())),
+            }))
+        }
+    }
+
+    impl crate::Broadcaster for Failing {
+        fn publish<'a>(
+            &'a self,
+            _: &'a str,
+            _: crate::BusEvent,
+        ) -> crate::broadcast::BoxFuture<'a, Result<Arc<str>, BroadcastError>> {
+            Box::pin(std::future::ready(Err(BroadcastError::Backend(
+                "read-only".into(),
+            ))))
+        }
+
+        fn subscribe<'a>(
+            &'a self,
+            _: &'a str,
+            _: Option<&'a str>,
+        ) -> crate::broadcast::BoxFuture<'a, Result<Subscription, BroadcastError>> {
+            let event = crate::BusEvent::from_parts("count", "7").unwrap();
+            let delivery = Delivery::Event(Received {
+                id: "x-1".into(),
+                event,
+            });
+            Box::pin(std::future::ready(Ok(Subscription::new(OneThenFailure(
+                Some(delivery),
+            )))))
+        }
+    }
+
+    #[derive(Default)]
+    struct Capture(std::sync::Mutex<Vec<String>>);
+
+    impl strata_core::logger::LogSink for Capture {
+        fn log(&self, _: strata_core::logger::Level, message: std::fmt::Arguments<'_>) {
+            self.0.lock().unwrap().push(message.to_string());
+        }
+    }
+
+    #[tokio::test]
+    async fn a_relay_alone_ends_when_its_subscription_fails_and_logs_why() {
+        let feed = Topic::<Feed>::new(Arc::new(Failing), "feed");
+        let capture = Arc::new(Capture::default());
+        let stream = EventStream::relay(EventStreamOptions::default(), &feed, None, |_gap| None)
+            .await
+            .unwrap()
+            .logger(Logger::with_sink(capture.clone()));
+        let (mut body, _shutdown) = open(stream).await;
+        assert_eq!(
+            next(&mut body).await.unwrap(),
+            "event: count\nid: x-1\ndata: 7\n\n"
+        );
+        // Ended cleanly: what was sent is whole, and the client reconnects.
+        assert_eq!(next(&mut body).await, None);
+        let logged = capture.0.lock().unwrap();
+        assert!(
+            logged
+                .iter()
+                .any(|line| line.contains("relay failed") && line.contains("reset")),
+            "{logged:?}"
+        );
     }
 
     #[tokio::test]

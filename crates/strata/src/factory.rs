@@ -542,12 +542,8 @@ where
         self.build_with(strata_handler::handler_with_request(
             move |input: I, ctx: C, logger: strata_core::Logger, request: http::request::Parts| {
                 let call = call.clone();
-                // Any UTF-8: ids are the application's own text.
-                let last_event_id = request
-                    .headers
-                    .get("last-event-id")
-                    .and_then(|value| std::str::from_utf8(value.as_bytes()).ok())
-                    .map(str::to_owned);
+                let last_event_id =
+                    strata_events::last_event_id(&request.headers).map(str::to_owned);
                 async move {
                     let stream_logger = logger.clone();
                     let stream =

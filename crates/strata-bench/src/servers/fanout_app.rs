@@ -5,9 +5,10 @@
 //! "cents":…}` (n counts the published events from 1; `instance` is 8 hex digits drawn at
 //! start), the same bytes from both servers.
 //!
-//! - **Strata**: an `event_stream_without_input` endpoint whose handler relays a `Topic` of a
-//!   `MemoryBroadcaster` (a replay window of the last [`WINDOW`] events) with `Emitter::relay`;
-//!   a subscriber that falls behind the window skips what it missed (no gap event).
+//! - **Strata**: an endpoint whose handler returns `EventStream::relay` of a `Topic` of a
+//!   `MemoryBroadcaster` (a replay window of the last [`WINDOW`] events), which the response
+//!   body reads alone; a subscriber that falls behind the window skips what it missed (no gap
+//!   event).
 //! - **axum**: `Sse` over a `tokio::sync::broadcast` receiver (capacity [`WINDOW`]), each event
 //!   built with `Event::event`, `id` and `data`; a lagging receiver skips what it missed.
 //!
@@ -28,7 +29,10 @@ use garde::Validate;
 use schemars::JsonSchema;
 use serde::Serialize;
 use strata::Level;
-use strata::events::{Broadcaster, MemoryBroadcaster, ReplayWindow, Topic};
+use strata::events::{
+    Broadcaster, EventStream, EventStreamOptions, MemoryBroadcaster, ReplayWindow, Topic,
+    last_event_id,
+};
 use strata::prelude::*;
 
 /// The replay window of Strata's broadcaster and the capacity of axum's channel.
@@ -128,17 +132,24 @@ pub(crate) fn strata_routing() -> (Routing, impl Future<Output = ()> + Send + 's
     let subscribers = Arc::new(Subscribers::default());
     let relayed = topic.clone();
     let counted = Arc::clone(&subscribers);
-    let quotes = default_endpoints_factory()
-        .get()
-        .event_stream_without_input(move |emitter: Emitter<Market>| {
+    let quotes = default_endpoints_factory().get().handler_without_input(
+        move |request: http::request::Parts| {
             let topic = relayed.clone();
             let subscribed = counted.join();
             async move {
-                emitter.relay(&topic, |_gap| None).await?;
-                drop(subscribed);
-                Ok(())
+                let last = last_event_id(&request.headers);
+                let stream = EventStream::relay(EventStreamOptions::default(), &topic, last, {
+                    // Counted while the body relays: the gap closure lives as long.
+                    move |_gap| {
+                        let _ = &subscribed;
+                        None
+                    }
+                })
+                .await?;
+                Ok(stream)
             }
-        });
+        },
+    );
     let publishing = publisher(subscribers, move |seq| {
         let topic = topic.clone();
         async move {
