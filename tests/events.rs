@@ -550,11 +550,54 @@ enum Feed {
     Reload,
 }
 
-#[tokio::test]
-async fn a_relayed_topic_resumes_after_last_event_id_and_says_when_it_cannot() {
+/// A topic of [`Feed`] keeping the last three events.
+fn quotes_topic() -> strata::events::Topic<Feed> {
     use strata::events::{Broadcaster, MemoryBroadcaster, ReplayWindow, Topic};
     let bus: Arc<dyn Broadcaster> = Arc::new(MemoryBroadcaster::new(ReplayWindow::last(3)));
-    let topic = Topic::<Feed>::new(bus, "quotes");
+    Topic::new(bus, "quotes")
+}
+
+/// Checks `/feed` of the server at `addr`, relaying `topic` with a gap as `reload`: a client
+/// resumes after its `Last-Event-ID`, or is told of the gap and gets what the window keeps;
+/// shutdown ends both streams cleanly.
+async fn check_relay(server: Server, addr: SocketAddr, topic: &strata::events::Topic<Feed>) {
+    let mut ids = Vec::new();
+    for n in 1..=5 {
+        ids.push(topic.publish(&Feed::Quote { n }).await.unwrap());
+    }
+    let quote = |ids: &[Arc<str>], n: usize| {
+        format!("event: quote\nid: {}\ndata: {{\"n\":{n}}}\n\n", ids[n - 1])
+    };
+
+    // After the 3rd: exactly the 4th and 5th, then the live ones.
+    let response = open(addr, "/feed", &[("last-event-id", &ids[2])]).await;
+    assert_eq!(response.headers()["content-type"], "text/event-stream");
+    let mut body = response.into_body();
+    assert_eq!(next(&mut body).await.unwrap().unwrap(), quote(&ids, 4));
+    assert_eq!(next(&mut body).await.unwrap().unwrap(), quote(&ids, 5));
+    ids.push(topic.publish(&Feed::Quote { n: 6 }).await.unwrap());
+    assert_eq!(next(&mut body).await.unwrap().unwrap(), quote(&ids, 6));
+
+    // After the 2nd, whose successor left the window of three: told, then what is kept.
+    let mut late = open(addr, "/feed", &[("last-event-id", &ids[1])])
+        .await
+        .into_body();
+    assert_eq!(
+        next(&mut late).await.unwrap().unwrap(),
+        "event: reload\ndata: null\n\n"
+    );
+    for n in 4..=6 {
+        assert_eq!(next(&mut late).await.unwrap().unwrap(), quote(&ids, n));
+    }
+    // Shutdown ends the relays cleanly.
+    server.shutdown().await;
+    assert!(next(&mut body).await.is_none());
+    assert!(next(&mut late).await.is_none());
+}
+
+#[tokio::test]
+async fn a_relayed_topic_resumes_after_last_event_id_and_says_when_it_cannot() {
+    let topic = quotes_topic();
     let relayed = topic.clone();
     let feed = default_endpoints_factory()
         .get()
@@ -566,48 +609,15 @@ async fn a_relayed_topic_resumes_after_last_event_id_and_says_when_it_cannot() {
             }
         });
     let (server, addr) = serve(&routing! { "feed" => feed }).await;
-    let mut ids = Vec::new();
-    for n in 1..=5 {
-        ids.push(topic.publish(&Feed::Quote { n }).await.unwrap());
-    }
-    let quote = |ids: &[Arc<str>], n: usize| {
-        format!("event: quote\nid: {}\ndata: {{\"n\":{n}}}\n\n", ids[n - 1])
-    };
-
-    // After the 3rd: exactly the 4th and 5th, then the live ones.
-    let mut body = open(addr, "/feed", &[("last-event-id", &ids[2])])
-        .await
-        .into_body();
-    assert_eq!(next(&mut body).await.unwrap().unwrap(), quote(&ids, 4));
-    assert_eq!(next(&mut body).await.unwrap().unwrap(), quote(&ids, 5));
-    ids.push(topic.publish(&Feed::Quote { n: 6 }).await.unwrap());
-    assert_eq!(next(&mut body).await.unwrap().unwrap(), quote(&ids, 6));
-
-    // After the 2nd, whose successor left the window of three: told, then what is kept.
-    let mut body = open(addr, "/feed", &[("last-event-id", &ids[1])])
-        .await
-        .into_body();
-    assert_eq!(
-        next(&mut body).await.unwrap().unwrap(),
-        "event: reload\ndata: null\n\n"
-    );
-    for n in 4..=6 {
-        assert_eq!(next(&mut body).await.unwrap().unwrap(), quote(&ids, n));
-    }
-    // Shutdown ends the relays cleanly.
-    server.shutdown().await;
-    assert!(next(&mut body).await.is_none());
+    check_relay(server, addr, &topic).await;
 }
 
 /// A handler that returns a relayed topic, read by the response body alone (no task, no
 /// channel): the same resumption and gaps as a relay in an event-stream handler.
 #[tokio::test]
 async fn a_handler_returns_a_relayed_topic_that_the_body_reads_alone() {
-    use strata::events::{
-        Broadcaster, EventStream, MemoryBroadcaster, ReplayWindow, Topic, last_event_id,
-    };
-    let bus: Arc<dyn Broadcaster> = Arc::new(MemoryBroadcaster::new(ReplayWindow::last(3)));
-    let topic = Topic::<Feed>::new(bus, "quotes");
+    use strata::events::{EventStream, last_event_id};
+    let topic = quotes_topic();
     let relayed = topic.clone();
     let feed = default_endpoints_factory().get().handler_without_input(
         move |request: http::request::Parts| {
@@ -624,35 +634,5 @@ async fn a_handler_returns_a_relayed_topic_that_the_body_reads_alone() {
         },
     );
     let (server, addr) = serve(&routing! { "feed" => feed }).await;
-    let mut ids = Vec::new();
-    for n in 1..=5 {
-        ids.push(topic.publish(&Feed::Quote { n }).await.unwrap());
-    }
-    let quote = |ids: &[Arc<str>], n: usize| {
-        format!("event: quote\nid: {}\ndata: {{\"n\":{n}}}\n\n", ids[n - 1])
-    };
-
-    let response = open(addr, "/feed", &[("last-event-id", &ids[2])]).await;
-    assert_eq!(response.headers()["content-type"], "text/event-stream");
-    let mut body = response.into_body();
-    assert_eq!(next(&mut body).await.unwrap().unwrap(), quote(&ids, 4));
-    assert_eq!(next(&mut body).await.unwrap().unwrap(), quote(&ids, 5));
-    ids.push(topic.publish(&Feed::Quote { n: 6 }).await.unwrap());
-    assert_eq!(next(&mut body).await.unwrap().unwrap(), quote(&ids, 6));
-
-    // Outside the window of three: told, then what is kept.
-    let mut late = open(addr, "/feed", &[("last-event-id", &ids[1])])
-        .await
-        .into_body();
-    assert_eq!(
-        next(&mut late).await.unwrap().unwrap(),
-        "event: reload\ndata: null\n\n"
-    );
-    for n in 4..=6 {
-        assert_eq!(next(&mut late).await.unwrap().unwrap(), quote(&ids, n));
-    }
-    // Shutdown ends both cleanly.
-    server.shutdown().await;
-    assert!(next(&mut body).await.is_none());
-    assert!(next(&mut late).await.is_none());
+    check_relay(server, addr, &topic).await;
 }
