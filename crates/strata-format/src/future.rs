@@ -22,17 +22,7 @@ pub(crate) struct Finish<R> {
     pub(crate) mode: Mode,
     pub(crate) info: RequestInfo,
     pub(crate) logger: Logger,
-    /// The request came over HTTP/2, where hyper adds `date` and `content-length` to the
-    /// response's map: see [`H2_RESPONSE_HEADERS`].
-    pub(crate) http2: bool,
 }
-
-/// The room of an HTTP/2 response's map. A map made by its first insert holds six headers:
-/// the content type, three CORS headers and the request id, then hyper's `date`, and its
-/// `content-length` grew the map (a reallocation and a rehash: made this size at once, hello
-/// over h2c takes ~210 instructions fewer per request, measured with callgrind). Over HTTP/1
-/// hyper writes those two itself.
-const H2_RESPONSE_HEADERS: usize = 12;
 
 impl<R: ResultHandler> Finish<R> {
     fn respond(self, result: Result<Output, ApiError>) -> Response<ResponseBody> {
@@ -60,9 +50,6 @@ impl<R: ResultHandler> Finish<R> {
             Ok(output) => (output.take_headers(), output.take_extensions()),
             Err(error) => (error.take_headers(), Extensions::new()),
         };
-        if self.http2 && extra_headers.is_none() {
-            extra_headers = Some(HeaderMap::with_capacity(H2_RESPONSE_HEADERS));
-        }
         // An outcome that carries headers: the result handler builds the response on them
         // (the default handler's response takes this map as its own: no second map, no copy).
         let handled = catch_unwind(AssertUnwindSafe(|| match &mut extra_headers {

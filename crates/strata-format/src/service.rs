@@ -83,7 +83,6 @@ where
                 },
             },
             logger: Logger::from_extensions(request.extensions()),
-            http2: request.version() == http::Version::HTTP_2,
         };
         if let Some(error) = self.not_ready.take() {
             return ResponseFuture::failed(error, finish);
