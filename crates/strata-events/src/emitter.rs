@@ -204,17 +204,35 @@ where
             gap_frame: gap_frames(self.checker.clone(), on_gap),
             done: Some(done),
         };
-        if self
-            .sender
-            .send(Message::Relay(Box::new(relay)))
-            .await
-            .is_err()
-        {
-            // The client is gone.
-            return Ok(());
+        // Either wait ends at the shutdown, as the relay does: a client that stopped reading
+        // (a full channel, a body not polled) does not hold the handler until the server's
+        // cut. The body, polled again, drops the relay at the shutdown too.
+        let mut shutdown = pin!(self.shutdown.cancelled());
+        let mut send = pin!(self.sender.send(Message::Relay(Box::new(relay))));
+        let handed = poll_fn(|cx| {
+            if shutdown.as_mut().poll(cx).is_ready() {
+                return Poll::Ready(None);
+            }
+            send.as_mut().poll(cx).map(Some)
+        })
+        .await;
+        match handed {
+            // The server shuts down; or the client is gone.
+            None | Some(Err(_)) => return Ok(()),
+            Some(Ok(())) => {}
         }
-        // Its sender dropped: the client is gone.
-        finished.await.unwrap_or(Ok(()))
+        let mut finished = pin!(finished);
+        poll_fn(|cx| {
+            if shutdown.as_mut().poll(cx).is_ready() {
+                return Poll::Ready(Ok(()));
+            }
+            // Its sender dropped: the client is gone.
+            finished
+                .as_mut()
+                .poll(cx)
+                .map(|told| told.unwrap_or(Ok(())))
+        })
+        .await
     }
 }
 

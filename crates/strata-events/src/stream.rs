@@ -85,11 +85,23 @@ impl Relay {
                 Delivery::Event(Received { id, event }) => {
                     return Poll::Ready(Ok(render(event.name(), Some(&id), event.data())));
                 }
-                Delivery::Gap(gap) => match (self.gap_frame)(&gap) {
-                    Ok(Some(frame)) => return Poll::Ready(Ok(frame)),
-                    Ok(None) => {}
-                    Err(error) => return Poll::Ready(Err(Err(error.into()))),
-                },
+                // The application's `on_gap` runs here, in the connection's task: a panic in
+                // it ends the relay with an error (the stream then ends cleanly, and the
+                // client reconnects), as it did in the handler's task.
+                Delivery::Gap(gap) => {
+                    match catch_unwind(AssertUnwindSafe(|| (self.gap_frame)(&gap))) {
+                        Ok(Ok(Some(frame))) => return Poll::Ready(Ok(frame)),
+                        Ok(Ok(None)) => {}
+                        Ok(Err(error)) => return Poll::Ready(Err(Err(error.into()))),
+                        Err(payload) => {
+                            let message = format!(
+                                "the relay's gap handler panicked: {}",
+                                strata_core::panic_message(&*payload)
+                            );
+                            return Poll::Ready(Err(Err(BroadcastError::Backend(message.into()))));
+                        }
+                    }
+                }
             }
         }
     }
@@ -823,6 +835,42 @@ mod tests {
                 .any(|line| line.contains("relay failed") && line.contains("reset")),
             "{logged:?}"
         );
+    }
+
+    #[tokio::test]
+    async fn a_panicking_gap_handler_ends_the_relay_with_an_error_not_the_connection() {
+        // A window of one: a subscriber resuming after an event that left it is told of a gap.
+        let feed = Topic::<Feed>::new(
+            Arc::new(MemoryBroadcaster::new(ReplayWindow::last(1))),
+            "feed",
+        );
+        let first = feed.publish(&Feed::Count(1)).await.unwrap();
+        feed.publish(&Feed::Count(2)).await.unwrap();
+        feed.publish(&Feed::Count(3)).await.unwrap();
+        let relayed = feed.clone();
+        let (told, outcome) = oneshot::channel();
+        let stream = EventStream::start(EventStreamOptions::default(), Some(first.to_string()), {
+            move |emitter: Emitter<Feed>| async move {
+                let result = emitter
+                    .relay(&relayed, |_gap| -> Option<Feed> {
+                        panic!("no gap expected")
+                    })
+                    .await;
+                let _ = told.send(result.map_err(|error| error.to_string()));
+                emitter.emit(Feed::Done).await.unwrap();
+                Ok(())
+            }
+        });
+        let (mut body, _shutdown) = open(stream).await;
+        // The body reads the relay (and runs `on_gap`): the relay ends with the panic as its
+        // error, and the handler goes on.
+        assert_eq!(
+            next(&mut body).await.unwrap(),
+            "event: done\ndata: null\n\n"
+        );
+        let error = outcome.await.unwrap().unwrap_err();
+        assert!(error.contains("no gap expected"), "{error}");
+        assert_eq!(next(&mut body).await, None);
     }
 
     #[tokio::test]

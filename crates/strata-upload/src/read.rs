@@ -235,8 +235,11 @@ where
                 }
                 count_file(&mut files, limits)?;
             }
-            let file =
-                UploadedFile::from_pieces(file_name, mimetype.unwrap_or_default(), data.finish());
+            let file = UploadedFile::from_pieces(
+                file_name,
+                mimetype.unwrap_or_default(),
+                data.file_pieces(),
+            );
             match file_index.entry(name) {
                 Entry::Occupied(at) => out.files[*at.get()].1.push(file),
                 Entry::Vacant(slot) => {
@@ -276,6 +279,12 @@ struct PartBytes {
 
 /// A piece smaller than this is gathered into a run.
 const SMALL_PIECE: usize = 8 * 1024;
+/// A file smaller than this is copied into a buffer of its own. Its pieces are slices of
+/// multer's buffers, which also hold the parts around it: a small file kept as pieces could
+/// keep megabytes of other parts alive (a hostile form: a small file, then a large part that
+/// is read past), for as long as the application keeps the file. In a larger file only the
+/// first and last pieces share their buffers with other parts.
+const KEPT_AS_PIECES: usize = 1024 * 1024;
 /// A run this large becomes a piece.
 const RUN: usize = 64 * 1024;
 
@@ -303,6 +312,16 @@ impl PartBytes {
     fn finish(mut self) -> Vec<Bytes> {
         self.flush_run();
         self.pieces
+    }
+
+    /// A file's pieces: as they arrived, or one buffer of its own for a small file
+    /// ([`KEPT_AS_PIECES`]).
+    fn file_pieces(self) -> Vec<Bytes> {
+        if self.size < KEPT_AS_PIECES {
+            vec![Bytes::from(self.joined())]
+        } else {
+            self.finish()
+        }
     }
 
     /// The bytes in one buffer (a text field's).
@@ -334,6 +353,26 @@ mod pieces_tests {
         assert_eq!(pieces[0].as_ref(), b"ababab");
         assert_eq!(pieces[1].as_ptr(), large.as_ptr(), "kept, not copied");
         assert_eq!(pieces[2].as_ref(), b"c");
+    }
+
+    #[test]
+    fn a_small_file_gets_a_buffer_of_its_own_and_a_large_one_keeps_its_pieces() {
+        // A piece of a larger buffer, as multer gives: the file must not keep the buffer.
+        let buffer = Bytes::from(vec![b'x'; 4 * SMALL_PIECE]);
+        let mut small = PartBytes::default();
+        small.push(buffer.slice(..SMALL_PIECE));
+        let pieces = small.file_pieces();
+        assert_eq!(pieces.len(), 1);
+        assert_eq!(pieces[0].len(), SMALL_PIECE);
+        assert!(
+            !buffer.as_ptr_range().contains(&pieces[0].as_ptr()),
+            "copied, not a slice of the buffer"
+        );
+        let large_piece = Bytes::from(vec![b'y'; KEPT_AS_PIECES]);
+        let mut large = PartBytes::default();
+        large.push(large_piece.clone());
+        let pieces = large.file_pieces();
+        assert_eq!(pieces[0].as_ptr(), large_piece.as_ptr(), "kept, not copied");
     }
 
     #[test]
