@@ -4,6 +4,7 @@
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
 
 use garde::Validate;
 use http::header::{CONTENT_TYPE, RETRY_AFTER};
@@ -854,8 +855,6 @@ struct Nap {
 /// its status and message.
 #[tokio::test]
 async fn stages_sit_under_towers_timeout_buffer_and_load_shed() {
-    use std::time::Duration;
-
     use strata::format::FormatLayer;
     use strata::parse::ParseLayer;
     use strata::validate::ValidateLayer;
@@ -897,4 +896,137 @@ async fn stages_sit_under_towers_timeout_buffer_and_load_shed() {
     let (status, body) = split(stack.oneshot(get("/?ms=1000")).await.unwrap()).await;
     assert_eq!(status, StatusCode::INTERNAL_SERVER_ERROR);
     assert_eq!(message(&body), "request timed out");
+}
+
+/// An endpoint's two stacks: the stages alone, and with the application's layers between the
+/// parse and combine stages (an identity layer here).
+fn with_and_without_layers_after_the_body() -> [(&'static str, Config); 2] {
+    [
+        ("stages alone", dev()),
+        (
+            "layers after the body",
+            Config::builder()
+                .development()
+                .after_body(tower::layer::util::Identity::new())
+                .build(),
+        ),
+    ]
+}
+
+/// A middleware that adds its name to `x-amended` on whatever the endpoint answers, or fails.
+#[derive(Clone)]
+struct Tag {
+    name: &'static str,
+    fails: bool,
+}
+
+struct Tagged(&'static str);
+
+impl strata::middleware::AmendResponse for Tagged {
+    fn amend<R: strata::middleware::Amend>(self, outcome: &mut Result<R, ApiError>) {
+        strata::middleware::outcome_headers(outcome)
+            .append("x-amended", HeaderValue::from_static(self.0));
+    }
+}
+
+impl<C> strata::middleware::MiddlewareHandler<(), C> for Tag {
+    type Output = &'static str;
+    type Future = std::future::Ready<Result<&'static str, ApiError>>;
+    type Amends = Tagged;
+
+    fn call(&self, (): (), _request: &Parts, _ctx: &C, _logger: &Logger) -> Self::Future {
+        std::future::ready(if self.fails {
+            Err(http_error!(403, "{} refuses", self.name))
+        } else {
+            Ok(self.name)
+        })
+    }
+
+    fn amends(output: &&'static str) -> Tagged {
+        Tagged(output)
+    }
+}
+
+#[derive(Serialize, Validate, JsonSchema)]
+struct Done {
+    #[garde(skip)]
+    length: usize,
+}
+
+#[tokio::test]
+async fn middleware_amend_the_outcome_innermost_first_whichever_stage_failed() {
+    let tag = |name, fails| Middleware::custom(Tag { name, fails });
+    let two = default_endpoints_factory()
+        .add_middleware(tag("first", false))
+        .add_middleware(tag("second", false));
+    let fine = two
+        .get()
+        .handler_without_input(async || Ok(Done { length: 0 }));
+    let failing = two
+        .get()
+        .handler_without_input(async || Err::<Done, _>(http_error!(409, "taken")));
+    let refused = two
+        .add_middleware(tag("third", true))
+        .get()
+        .handler_without_input(async || Ok(Done { length: 0 }));
+    for (build, config) in with_and_without_layers_after_the_body() {
+        for (endpoint, status) in [
+            (&fine, StatusCode::OK),
+            (&failing, StatusCode::CONFLICT),
+            (&refused, StatusCode::FORBIDDEN),
+        ] {
+            let response = endpoint
+                .service_with(&config)
+                .oneshot(get("/"))
+                .await
+                .unwrap();
+            assert_eq!(response.status(), status, "{build}");
+            let amended: Vec<_> = response.headers().get_all("x-amended").iter().collect();
+            // The second middleware's service sits inside the first's, so it amends first;
+            // the third failed, so it has nothing to amend with.
+            assert_eq!(amended, ["second", "first"], "{build}, {status}");
+        }
+    }
+}
+
+static HANDLER_GATE: tokio::sync::Notify = tokio::sync::Notify::const_new();
+
+#[tokio::test]
+async fn a_body_holds_its_share_of_the_budget_until_the_outcome_is_known() {
+    #[derive(Deserialize, Validate, JsonSchema)]
+    struct Note {
+        #[garde(skip)]
+        text: String,
+    }
+    let endpoint = default_endpoints_factory()
+        .post()
+        .handler(async |note: Note| {
+            HANDLER_GATE.notified().await;
+            Ok(Done {
+                length: note.text.len(),
+            })
+        });
+    let body = format!(r#"{{"text":"{}"}}"#, "n".repeat(100));
+    for (build, mut config) in with_and_without_layers_after_the_body() {
+        let budget = strata::parse::BodyBudget::new(1 << 20);
+        config.pipeline.body_budget = Some(budget.clone());
+        let request = json_request(Method::POST, "/", &body);
+        let answer = tokio::spawn(endpoint.service_with(&config).oneshot(request));
+        let waited = tokio::time::Instant::now();
+        while budget.used() == 0 {
+            assert!(
+                waited.elapsed() < Duration::from_secs(5),
+                "{build}: the body was not counted while the handler waited"
+            );
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        // The handler waits: the parsed body is still in memory, and still counted.
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        assert!(budget.used() >= body.len(), "{build}: {}", budget.used());
+        HANDLER_GATE.notify_one();
+        let (status, answer) = split(answer.await.unwrap().unwrap()).await;
+        assert_eq!(status, StatusCode::OK, "{build}: {answer}");
+        assert_eq!(answer["data"]["length"], 100, "{build}");
+        assert_eq!(budget.used(), 0, "{build}");
+    }
 }
