@@ -81,7 +81,9 @@ pub use amend::{Amend, AmendResponse, outcome_headers};
 pub use chain::{Chain, MiddlewareChain, NoMiddleware, StagedService};
 pub use future::ResponseFuture;
 pub use layer::MiddlewareLayer;
-pub use middleware::{Middleware, MiddlewareHandler, Owned, State, Stateless, WithContext};
+pub use middleware::{
+    Immediate, Middleware, MiddlewareHandler, Owned, State, Stateless, WithContext,
+};
 pub use service::MiddlewareService;
 
 #[cfg(test)]

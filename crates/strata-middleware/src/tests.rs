@@ -395,3 +395,38 @@ async fn a_ready_failure_answers_without_calling_the_rest() {
     assert!(error.headers().is_none(), "nothing to amend it with");
     assert_eq!(called.load(Ordering::SeqCst), 0);
 }
+
+#[tokio::test]
+async fn a_sync_middleware_is_decided_in_the_stages_call() {
+    use tower::Service;
+
+    let sync_auth = Middleware::sync(|input: KeyInput, _request, _logger| {
+        if input.key == "secret" {
+            Ok(User("ada".into()))
+        } else {
+            Err(http_error!(401, "Invalid key"))
+        }
+    });
+    let calls = Arc::new(AtomicUsize::new(0));
+    let counted = calls.clone();
+    let mut service = ServiceBuilder::new()
+        .layer(MiddlewareLayer::new(sync_auth))
+        .service(service_fn(
+            move |request: Request<Staged<HCons<User, HNil>>>| {
+                counted.fetch_add(1, Ordering::SeqCst);
+                let user: User = request.into_body().ctx.head;
+                async move { Ok::<_, ApiError>(Response::new(user)) }
+            },
+        ));
+    // The inner service is called by the stage's `call`, before its future is polled: the
+    // middleware needed no waiting.
+    let granted = service.call(staged("secret"));
+    assert_eq!(calls.load(Ordering::SeqCst), 1);
+    assert_eq!(granted.await.unwrap().into_body(), User("ada".into()));
+    let error = service.call(staged("wrong")).await.unwrap_err();
+    assert_eq!(
+        (error.status().as_u16(), error.message()),
+        (401, "Invalid key")
+    );
+    assert_eq!(calls.load(Ordering::SeqCst), 1);
+}
