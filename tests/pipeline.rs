@@ -989,6 +989,7 @@ async fn middleware_amend_the_outcome_innermost_first_whichever_stage_failed() {
     }
 }
 
+static HANDLER_ENTERED: tokio::sync::Notify = tokio::sync::Notify::const_new();
 static HANDLER_GATE: tokio::sync::Notify = tokio::sync::Notify::const_new();
 
 #[tokio::test]
@@ -1001,6 +1002,7 @@ async fn a_body_holds_its_share_of_the_budget_until_the_outcome_is_known() {
     let endpoint = default_endpoints_factory()
         .post()
         .handler(async |note: Note| {
+            HANDLER_ENTERED.notify_one();
             HANDLER_GATE.notified().await;
             Ok(Done {
                 length: note.text.len(),
@@ -1012,16 +1014,11 @@ async fn a_body_holds_its_share_of_the_budget_until_the_outcome_is_known() {
         config.pipeline.body_budget = Some(budget.clone());
         let request = json_request(Method::POST, "/", &body);
         let answer = tokio::spawn(endpoint.service_with(&config).oneshot(request));
-        let waited = tokio::time::Instant::now();
-        while budget.used() == 0 {
-            assert!(
-                waited.elapsed() < Duration::from_secs(5),
-                "{build}: the body was not counted while the handler waited"
-            );
-            tokio::time::sleep(Duration::from_millis(5)).await;
-        }
-        // The handler waits: the parsed body is still in memory, and still counted.
-        tokio::time::sleep(Duration::from_millis(20)).await;
+        // The handler has the parsed body and waits: the body is still in memory, and still
+        // counted.
+        tokio::time::timeout(Duration::from_secs(5), HANDLER_ENTERED.notified())
+            .await
+            .unwrap_or_else(|_| panic!("{build}: the handler never ran"));
         assert!(budget.used() >= body.len(), "{build}: {}", budget.used());
         HANDLER_GATE.notify_one();
         let (status, answer) = split(answer.await.unwrap().unwrap()).await;
