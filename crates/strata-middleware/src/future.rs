@@ -14,9 +14,22 @@ use crate::amend::{Amend, AmendResponse};
 pin_project! {
     #[project = StateProj]
     enum State<M, S, F, C, A> {
-        Running { #[pin] middleware: M, rest: Option<(S, Parts, Staged<C>)> },
+        // Boxed: the request's parts, its context and the inner service make this state the
+        // largest by far, and every future around the stage would be as large, moved whole
+        // at each layer, even when the middleware decided in the stage's call and this state
+        // never exists.
+        Running { waiting: Pin<Box<Waiting<M, S, C>>> },
         Inner { #[pin] future: F, amends: Option<A> },
         Error { error: Option<ApiError> },
+    }
+}
+
+pin_project! {
+    /// The middleware's future, and what the inner service is called with once it is done.
+    struct Waiting<M, S, C> {
+        #[pin]
+        middleware: M,
+        rest: Option<(S, Parts, Staged<C>)>,
     }
 }
 
@@ -78,8 +91,10 @@ where
     ) -> Self {
         Self {
             state: State::Running {
-                middleware,
-                rest: Some((inner, parts, staged)),
+                waiting: Box::pin(Waiting {
+                    middleware,
+                    rest: Some((inner, parts, staged)),
+                }),
             },
             keep,
         }
@@ -113,7 +128,9 @@ where
                         .unwrap_or_else(|| ApiError::internal("polled after completion"));
                     return Poll::Ready(Err(error));
                 }
-                StateProj::Running { middleware, rest } => {
+                StateProj::Running { waiting } => {
+                    let waiting = waiting.as_mut().project();
+                    let (middleware, rest) = (waiting.middleware, waiting.rest);
                     let next = match ready!(middleware.poll(cx)) {
                         Ok(output) => match rest.take() {
                             Some((mut inner, parts, Staged { input, ctx })) => {
