@@ -385,10 +385,15 @@ fn not_modified(mut headers: HeaderMap, config: &Config, state: &State) -> Heade
         let policy = state.policy.as_ref().unwrap_or(&config.policy);
         headers.insert(CACHE_CONTROL, policy.header_value().clone());
     }
-    if let Some(tag) = &state.etag {
-        headers.insert(ETAG, tag.header_value().clone());
-    }
-    if headers.contains_key(ETAG) {
+    // Known when the handler set the tag through the context (no lookup then).
+    let tagged = match &state.etag {
+        Some(tag) => {
+            headers.insert(ETAG, tag.header_value().clone());
+            true
+        }
+        None => headers.contains_key(ETAG),
+    };
+    if tagged {
         headers.remove(LAST_MODIFIED);
     } else if let Some(modified) = &state.modified {
         headers.insert(LAST_MODIFIED, modified.value.clone());

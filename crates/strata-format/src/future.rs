@@ -200,6 +200,17 @@ where
                             let body = output.take_stream().unwrap_or_default();
                             let headers = output.take_headers().unwrap_or_default();
                             let extensions = output.take_extensions();
+                            if body.is_end_stream() {
+                                // Nothing to read ahead or to fail later (a `304 Not
+                                // Modified`, a `204`): sent as it is, without the wrapper
+                                // (an allocation, ~300 instructions).
+                                this.finish.take();
+                                let mut response = Response::new(body);
+                                *response.status_mut() = output.status();
+                                *response.headers_mut() = headers;
+                                *response.extensions_mut() = extensions;
+                                return Poll::Ready(Ok(response));
+                            }
                             let head = Some((output.status(), headers, extensions));
                             this.state.set(State::Peeking { head, body });
                         }

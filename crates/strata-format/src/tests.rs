@@ -29,10 +29,21 @@ fn outcome(path: &str) -> Result<Output, ApiError> {
             .with_header(RETRY_AFTER, HeaderValue::from_static("7"))),
         "/secret" => Err(http_error!(403, "internal detail").exposed(false)),
         "/crash" => Err(ApiError::internal("database is down")),
+        "/unchanged" => {
+            let mut headers = http::HeaderMap::new();
+            headers.insert("etag", HeaderValue::from_static("\"v1\""));
+            let mut output = Output::not_modified(headers);
+            output.extensions_mut().insert(Marker);
+            Ok(output)
+        }
         "/panic" => panic!("handler exploded"),
         _ => Err(http_error!(404, "Not found")),
     }
 }
+
+/// An extension an output carries to the response.
+#[derive(Clone, Debug, PartialEq)]
+struct Marker;
 
 fn service(
     mode: Mode,
@@ -63,6 +74,21 @@ async fn success_envelope() {
         body(response).await,
         r#"{"status":"success","data":{"a":[1,2]}}"#
     );
+}
+
+#[tokio::test]
+async fn an_output_without_a_body_is_sent_as_it_is() {
+    let response = service(Mode::Development)
+        .oneshot(request("/unchanged"))
+        .await
+        .unwrap();
+    assert_eq!(response.status(), StatusCode::NOT_MODIFIED);
+    assert_eq!(response.headers()["etag"], "\"v1\"");
+    // Not the result handler's: no envelope, no content type.
+    assert_eq!(response.headers().len(), 1);
+    assert_eq!(response.extensions().get::<Marker>(), Some(&Marker));
+    assert!(http_body::Body::is_end_stream(response.body()));
+    assert_eq!(body(response).await, "");
 }
 
 #[tokio::test]
