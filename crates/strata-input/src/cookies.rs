@@ -575,6 +575,9 @@ mod tests {
             "tab=\tv\t; sp=  v  ; eq=a=b=c",
             "%=1; x=%; y=a%3Db=c%; ;z%=q",
             "last=%41",
+            "",
+            "n%x; c=d",
+            "a=é; b=%C3%A9; ü=1",
         ];
         for header in headers {
             let bytes = header.as_bytes();
