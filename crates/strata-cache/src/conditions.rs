@@ -52,45 +52,31 @@ impl Conditions {
         // lookups of absent keys (~260 instructions) for any usual number of headers; the
         // fields present are then read, each with one lookup (a conditional GET usually
         // carries one or two of the four).
-        let mut present = [false; 4];
+        let (mut none_match, mut modified_since, mut match_, mut unmodified_since) =
+            (false, false, false, false);
         for name in headers.keys() {
-            let slot = if name == IF_NONE_MATCH {
-                0
-            } else if name == IF_MODIFIED_SINCE {
-                1
-            } else if name == IF_MATCH {
-                2
-            } else if name == IF_UNMODIFIED_SINCE {
-                3
-            } else {
-                continue;
-            };
-            present[slot] = true;
+            none_match |= name == IF_NONE_MATCH;
+            modified_since |= name == IF_MODIFIED_SINCE;
+            match_ |= name == IF_MATCH;
+            unmodified_since |= name == IF_UNMODIFIED_SINCE;
         }
-        if present == [false; 4] {
+        if !(none_match || modified_since || match_ || unmodified_since) {
             return None;
         }
+        let lines = |name| headers.get_all(name).iter();
         Some(Box::new(Self {
-            if_match: if present[2] {
-                TagList::from_lines(headers.get_all(IF_MATCH).iter())
-            } else {
-                None
-            },
-            if_unmodified_since: if present[3] {
-                parse_date(headers.get_all(IF_UNMODIFIED_SINCE).iter())
-            } else {
-                None
-            },
-            if_none_match: if present[0] {
-                TagList::from_lines(headers.get_all(IF_NONE_MATCH).iter())
-            } else {
-                None
-            },
-            if_modified_since: if present[1] {
-                parse_date(headers.get_all(IF_MODIFIED_SINCE).iter())
-            } else {
-                None
-            },
+            if_match: match_
+                .then(|| TagList::from_lines(lines(IF_MATCH)))
+                .flatten(),
+            if_unmodified_since: unmodified_since
+                .then(|| parse_date(lines(IF_UNMODIFIED_SINCE)))
+                .flatten(),
+            if_none_match: none_match
+                .then(|| TagList::from_lines(lines(IF_NONE_MATCH)))
+                .flatten(),
+            if_modified_since: modified_since
+                .then(|| parse_date(lines(IF_MODIFIED_SINCE)))
+                .flatten(),
         }))
     }
 
