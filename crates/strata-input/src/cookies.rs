@@ -32,7 +32,6 @@ use std::sync::Arc;
 use cookie::{Cookie, CookieJar, Key};
 use http::header::COOKIE;
 use http::{HeaderMap, HeaderValue};
-use smallvec::SmallVec;
 use strata_core::{ApiError, ErrorKind};
 
 /// The most cookies a request may carry: more is a 400. Browsers keep about 180 per site.
@@ -164,17 +163,27 @@ impl std::error::Error for CookieKeyError {}
 /// [`MAX_COOKIE_BYTES`] is a 400 naming the problem. Of two cookies of one name the first is
 /// kept: user agents send the one of the longer path first (RFC 6265 §5.4).
 ///
-/// The header is kept as it came (a shared reference to the request's bytes, no copy) and the
-/// cookies as places in it: reading them allocates nothing but the values that needed
-/// percent-decoding, where a copy per name and value cost about a third of a cookie
-/// middleware's work per request.
+/// The header is kept as it came (a shared reference to the request's bytes, no copy). A
+/// header of at most [`MAX_COOKIES`] pieces, no longer than [`MAX_COOKIE_BYTES`] and without a
+/// `%` (what browsers send for a site's own cookies) is checked against the limits by those
+/// counts alone, and each lookup reads it: a request's handler reads a cookie or two, and
+/// finding every pair first cost more than the lookups (about 950 instructions for three
+/// cookies, against about 150 for the lookup of one). Any other header has its pairs found
+/// when it is read, as places in it, with the values that needed percent-decoding (a lookup
+/// returns a borrowed value, so a decoded one must be kept).
 #[derive(Clone, Default)]
 pub struct RequestCookies {
     text: Text,
+    /// The pairs, found when the header was read; `None` when lookups read the text.
+    index: Option<Index>,
+}
+
+/// The pairs of a header, in order, the first of each name.
+#[derive(Clone, Default)]
+struct Index {
     /// The values that were percent-decoded, one after the other.
     decoded: String,
-    /// Four inline: requests rarely carry more, and then one allocation holds them all.
-    pairs: SmallVec<[Pair; 4]>,
+    pairs: Vec<Pair>,
 }
 
 /// Where the cookies are read from.
@@ -235,23 +244,129 @@ impl RequestCookies {
                 Text::Joined(joined)
             }
         };
-        let mut cookies = Self {
-            text,
-            decoded: String::new(),
-            pairs: SmallVec::new(),
-        };
-        cookies.read_pairs()?;
-        Ok(cookies)
+        let index = needs_index(text.bytes())
+            .then(|| Index::read(text.bytes()))
+            .transpose()?;
+        Ok(Self { text, index })
     }
 
-    /// Finds the pairs of the text, within the limits.
-    fn read_pairs(&mut self) -> Result<(), ApiError> {
+    /// The same, with the pairs found whatever the header: what a lookup in the text must
+    /// agree with (tests).
+    #[cfg(test)]
+    fn parse_indexed(headers: &HeaderMap) -> Result<Self, ApiError> {
+        let mut cookies = Self::parse(headers)?;
+        if cookies.index.is_none() {
+            cookies.index = Some(Index::read(cookies.text.bytes())?);
+        }
+        Ok(cookies)
+    }
+    /// The value of the plain cookie `name` (not one marked signed, see [`SIGNED_MARK`]).
+    pub fn get(&self, name: &str) -> Option<&str> {
+        let value = self.find(name)?;
+        (!value.starts_with(SIGNED_MARK)).then_some(value)
+    }
+
+    /// The value of the signed cookie `name`, when one of `keys` signed it.
+    pub fn get_signed(&self, name: &str, keys: &CookieKeys) -> Option<String> {
+        keys.verify(name, self.find(name)?)
+    }
+
+    /// The value of the cookie `name`, signed or not: names compared as bytes.
+    fn find(&self, name: &str) -> Option<&str> {
+        let bytes = self.text.bytes();
+        match &self.index {
+            Some(index) => index
+                .pairs
+                .iter()
+                .find(|pair| bytes[pair.name.clone()] == *name.as_bytes())
+                .map(|pair| self.value_in(index, pair)),
+            None => find_in(bytes, name.as_bytes()).map(|value| self.text_at(value)),
+        }
+    }
+
+    /// The plain cookies, name and value, in order: those marked signed are left out
+    /// (express's `req.cookies`).
+    pub fn iter(&self) -> impl Iterator<Item = (&str, &str)> {
+        self.all()
+            .filter(|(_, value)| !value.starts_with(SIGNED_MARK))
+    }
+
+    /// Every cookie, signed ones with their signature, in order.
+    pub fn all(&self) -> impl Iterator<Item = (&str, &str)> {
+        let pairs: Vec<(&str, &str)> = match &self.index {
+            Some(index) => index
+                .pairs
+                .iter()
+                .map(|pair| (self.text_at(pair.name.clone()), self.value_in(index, pair)))
+                .collect(),
+            // A header read at each lookup has its pairs found now (a listing is rarer than
+            // a lookup). It is within the limits, so this cannot fail, and has no `%`, so
+            // every value is in the text.
+            None => Index::read(self.text.bytes())
+                .unwrap_or_default()
+                .pairs
+                .into_iter()
+                .map(|pair| (self.text_at(pair.name), self.text_at(pair.value)))
+                .collect(),
+        };
+        pairs.into_iter()
+    }
+
+    /// A value of `index`'s pairs: in the text or among the decoded values.
+    fn value_in<'a>(&'a self, index: &'a Index, pair: &Pair) -> &'a str {
+        if pair.decoded {
+            &index.decoded[pair.value.clone()]
+        } else {
+            self.text_at(pair.value.clone())
+        }
+    }
+
+    /// A name or a value in the text. The text was checked to be UTF-8 and `range` is cut at
+    /// ASCII separators, so it is UTF-8 too; the check again is a few instructions for a
+    /// cookie, and never fails.
+    fn text_at(&self, range: Range<usize>) -> &str {
+        std::str::from_utf8(&self.text.bytes()[range]).unwrap_or_default()
+    }
+
+    /// The signed cookies one of `keys` signed, with the values signed: forged, altered and
+    /// plain ones are left out (express's `req.signedCookies`).
+    pub fn signed<'a>(
+        &'a self,
+        keys: &'a CookieKeys,
+    ) -> impl Iterator<Item = (&'a str, String)> + 'a {
+        self.all()
+            .filter_map(|(name, signed)| keys.verify(name, signed).map(|value| (name, value)))
+    }
+
+    /// How many cookies there are, signed ones included.
+    pub fn len(&self) -> usize {
+        match &self.index {
+            Some(index) => index.pairs.len(),
+            None => self.all().count(),
+        }
+    }
+
+    /// Whether there are none.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The pairs, name and value.
+    pub fn into_pairs(self) -> Vec<(String, String)> {
+        self.all()
+            .map(|(name, value)| (name.to_owned(), value.to_owned()))
+            .collect()
+    }
+}
+
+impl Index {
+    /// Finds the pairs of `bytes`, within the limits.
+    fn read(bytes: &[u8]) -> Result<Self, ApiError> {
+        let mut index = Self::default();
         let Self {
-            text,
             decoded: all_decoded,
             pairs,
-        } = self;
-        let bytes = text.bytes();
+        } = &mut index;
         for RawPair {
             name,
             value: raw,
@@ -298,83 +413,7 @@ impl RequestCookies {
                 decoded,
             });
         }
-        Ok(())
-    }
-
-    /// The value of the plain cookie `name` (not one marked signed, see [`SIGNED_MARK`]).
-    pub fn get(&self, name: &str) -> Option<&str> {
-        let value = self.find(name)?;
-        (!value.starts_with(SIGNED_MARK)).then_some(value)
-    }
-
-    /// The value of the signed cookie `name`, when one of `keys` signed it.
-    pub fn get_signed(&self, name: &str, keys: &CookieKeys) -> Option<String> {
-        keys.verify(name, self.find(name)?)
-    }
-
-    /// The value of the cookie `name`, signed or not: names compared as bytes.
-    fn find(&self, name: &str) -> Option<&str> {
-        let bytes = self.text.bytes();
-        self.pairs
-            .iter()
-            .find(|pair| bytes[pair.name.clone()] == *name.as_bytes())
-            .map(|pair| self.value(pair))
-    }
-
-    /// The plain cookies, name and value, in order: those marked signed are left out
-    /// (express's `req.cookies`).
-    pub fn iter(&self) -> impl Iterator<Item = (&str, &str)> {
-        self.all()
-            .filter(|(_, value)| !value.starts_with(SIGNED_MARK))
-    }
-
-    /// Every cookie, signed ones with their signature, in order.
-    pub fn all(&self) -> impl Iterator<Item = (&str, &str)> {
-        self.pairs
-            .iter()
-            .map(|pair| (self.text_at(pair.name.clone()), self.value(pair)))
-    }
-
-    fn value(&self, pair: &Pair) -> &str {
-        if pair.decoded {
-            &self.decoded[pair.value.clone()]
-        } else {
-            self.text_at(pair.value.clone())
-        }
-    }
-
-    /// A name or a value in the text. The text was checked to be UTF-8 and `range` is cut at
-    /// ASCII separators, so it is UTF-8 too; the check again is a few instructions for a
-    /// cookie, and never fails.
-    fn text_at(&self, range: Range<usize>) -> &str {
-        std::str::from_utf8(&self.text.bytes()[range]).unwrap_or_default()
-    }
-
-    /// The signed cookies one of `keys` signed, with the values signed: forged, altered and
-    /// plain ones are left out (express's `req.signedCookies`).
-    pub fn signed<'a>(
-        &'a self,
-        keys: &'a CookieKeys,
-    ) -> impl Iterator<Item = (&'a str, String)> + 'a {
-        self.all()
-            .filter_map(|(name, signed)| keys.verify(name, signed).map(|value| (name, value)))
-    }
-
-    /// How many cookies there are, signed ones included.
-    pub fn len(&self) -> usize {
-        self.pairs.len()
-    }
-
-    /// Whether there are none.
-    pub fn is_empty(&self) -> bool {
-        self.pairs.is_empty()
-    }
-
-    /// The pairs, name and value.
-    pub fn into_pairs(self) -> Vec<(String, String)> {
-        self.all()
-            .map(|(name, value)| (name.to_owned(), value.to_owned()))
-            .collect()
+        Ok(index)
     }
 }
 
@@ -391,6 +430,56 @@ impl fmt::Debug for RequestCookies {
         f.debug_tuple("RequestCookies")
             .field(&self.all().collect::<Vec<_>>())
             .finish()
+    }
+}
+
+/// The longest text that cannot hold more than [`MAX_COOKIES`] cookies: each takes at least
+/// two bytes (`a=`) and a `;` after all but the last.
+const FEW_COOKIES_BYTES: usize = 3 * MAX_COOKIES + 1;
+
+/// Whether the pairs of `text` must be found when it is read: not for a text without a `%`
+/// (nothing to decode) whose length keeps it within the limits, or, when longer, whose count
+/// of `;` does.
+fn needs_index(text: &[u8]) -> bool {
+    memchr::memchr(b'%', text).is_some()
+        || (text.len() > FEW_COOKIES_BYTES
+            && (text.len() > MAX_COOKIE_BYTES
+                || memchr::memchr_iter(b';', text).count() >= MAX_COOKIES))
+}
+
+/// The value of the first cookie named `name` in `text` (trimmed, as [`pairs_of`] gives
+/// it), reading each piece only as far as its name: the piece, after blanks, must start with
+/// `name`, then blanks and `=`. A `name` that no piece could give is never there: empty, with
+/// a `=` (a piece's name ends at its first), or with blanks at its end ([`pairs_of`] trims
+/// them); one with a `;` or blanks in front never matches a piece to begin with.
+fn find_in(text: &[u8], name: &[u8]) -> Option<Range<usize>> {
+    let blank = |byte: &u8| *byte == b' ' || *byte == b'\t';
+    let mut start = 0;
+    loop {
+        let end = memchr::memchr(b';', &text[start..]).map_or(text.len(), |at| start + at);
+        let piece = &text[start..end];
+        let lead = piece.iter().take_while(|byte| blank(byte)).count();
+        // The first bytes compared before the rest: most pieces differ there.
+        let candidate = piece.get(lead) == name.first();
+        if let Some(rest) = candidate
+            .then(|| piece[lead..].strip_prefix(name))
+            .flatten()
+        {
+            let gap = rest.iter().take_while(|byte| blank(byte)).count();
+            if rest.get(gap) == Some(&b'=') {
+                let possible =
+                    name.last().is_some_and(|last| !blank(last)) && !name.contains(&b'=');
+                if !possible {
+                    return None;
+                }
+                let equals = start + lead + name.len() + gap;
+                return Some(trimmed(text, equals + 1..end));
+            }
+        }
+        if end == text.len() {
+            return None;
+        }
+        start = end + 1;
     }
 }
 
@@ -596,6 +685,84 @@ mod tests {
                 .collect();
             assert_eq!(ours, theirs, "{header:?}");
         }
+    }
+
+    #[test]
+    fn a_lookup_in_the_text_agrees_with_the_pairs_found() {
+        let keys = CookieKeys::new([SECRET]).unwrap();
+        let signed = keys.sign("sid", "ada");
+        let texts = [
+            "a=1".to_owned(),
+            "a=1; b=2;c=3 ;  d = 4 ".to_owned(),
+            "e=; =x; novalue; ;; f=g=h; a=again; \tt\t=\tv\t".to_owned(),
+            "theme x=dark; theme=light; themes=many; them=few".to_owned(),
+            "a b=1; a=2; ab=3; b=4;=;a".to_owned(),
+            format!("sid={signed}; plain=1; sid=second"),
+            "q=\"quoted\"; é=ü; last".to_owned(),
+            String::new(),
+            ";".to_owned(),
+            " x = y ".to_owned(),
+        ];
+        let names = [
+            "a", "b", "c", "d", "e", "f", "t", "theme", "themes", "them", "theme x", "a b", "ab",
+            "sid", "plain", "q", "é", "last", "x", "", " a", "a ", "a=1", "f=g", "1; b", "novalue",
+            "\tt", "d ", "t\t",
+        ];
+        for text in &texts {
+            let map = headers(&[text]);
+            let read = RequestCookies::parse(&map).unwrap();
+            let indexed = RequestCookies::parse_indexed(&map).unwrap();
+            assert!(read.index.is_none(), "{text:?} is read at each lookup");
+            for name in names {
+                assert_eq!(read.find(name), indexed.find(name), "{text:?}, {name:?}");
+                assert_eq!(read.get(name), indexed.get(name), "{text:?}, {name:?}");
+                assert_eq!(
+                    read.get_signed(name, &keys),
+                    indexed.get_signed(name, &keys),
+                    "{text:?}, {name:?}"
+                );
+            }
+            assert_eq!(
+                read.all().collect::<Vec<_>>(),
+                indexed.all().collect::<Vec<_>>()
+            );
+            assert_eq!(
+                (read.len(), read.is_empty()),
+                (indexed.len(), indexed.is_empty())
+            );
+            assert!(read == indexed);
+        }
+        // What the texts hold, from the lookup in the text.
+        let read = RequestCookies::parse(&headers(&[&texts[3]])).unwrap();
+        assert_eq!(read.get("theme"), Some("light"));
+        assert_eq!(read.get("theme x"), Some("dark"));
+        let read = RequestCookies::parse(&headers(&[&texts[5]])).unwrap();
+        assert_eq!(read.get_signed("sid", &keys).as_deref(), Some("ada"));
+        assert_eq!(read.get("sid"), None);
+    }
+
+    #[test]
+    fn only_a_header_near_a_limit_or_with_a_percent_is_split_when_read() {
+        let read = |text: &str| RequestCookies::parse(&headers(&[text])).unwrap();
+        assert!(read("a=1; b=2").index.is_none());
+        assert!(read("a=%41").index.is_some());
+        // A longest cookie: in a text one byte too long to tell by its length.
+        assert!(
+            read(&format!("a={}", "x".repeat(MAX_COOKIE_BYTES - 1)))
+                .index
+                .is_some()
+        );
+        assert!(
+            read(&format!("a={}", "x".repeat(MAX_COOKIE_BYTES - 2)))
+                .index
+                .is_none()
+        );
+        let pieces = |count: usize| vec!["c=1"; count].join(";");
+        assert!(read(&pieces(MAX_COOKIES)).index.is_none());
+        // One more piece, though every one is a duplicate and the header within the limits.
+        let many = read(&pieces(MAX_COOKIES + 1));
+        assert!(many.index.is_some());
+        assert_eq!(many.len(), 1);
     }
 
     #[test]
