@@ -1027,3 +1027,47 @@ async fn a_body_holds_its_share_of_the_budget_until_the_outcome_is_known() {
         assert_eq!(budget.used(), 0, "{build}");
     }
 }
+
+/// A response takes the map of an earlier request on its thread (`strata::core::spare_headers`),
+/// emptied: none of that request's headers may come along, with or without a middleware's
+/// headers, after a success or an error.
+#[tokio::test(flavor = "current_thread")]
+async fn a_response_carries_none_of_a_request_s_headers() {
+    let tagged = default_endpoints_factory()
+        .add_middleware(Middleware::custom(Tag {
+            name: "tag",
+            fails: false,
+        }))
+        .get()
+        .handler_without_input(async || Ok(Done { length: 0 }));
+    let config = dev();
+    let request = |uri: &str| {
+        let mut request = get(uri);
+        for i in 0..10 {
+            let name = http::HeaderName::try_from(format!("x-request-{i}")).unwrap();
+            request
+                .headers_mut()
+                .insert(name, HeaderValue::from_static("sent"));
+        }
+        request
+    };
+    for round in 0..3 {
+        for (endpoint, uri, expected) in [
+            (&echo(), "/?n=1", &["content-type"][..]),
+            (&echo(), "/?n=x", &["content-type"][..]),
+            (&tagged, "/", &["x-amended", "content-type"][..]),
+        ] {
+            let response = endpoint
+                .service_with(&config)
+                .oneshot(request(uri))
+                .await
+                .unwrap();
+            let names: Vec<_> = response
+                .headers()
+                .keys()
+                .map(http::HeaderName::as_str)
+                .collect();
+            assert_eq!(names, expected, "round {round}, {uri}");
+        }
+    }
+}

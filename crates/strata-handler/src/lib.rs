@@ -38,6 +38,7 @@
 //! # }
 //! ```
 
+use std::any::TypeId;
 use std::fmt;
 use std::future::Future;
 use std::marker::PhantomData;
@@ -185,6 +186,17 @@ pub trait HandlerFunctionWithoutInput<C, M>: Clone + Send + Sync + 'static {
     fn call(&self, arguments: Arguments<C>) -> Self::Future;
 }
 
+/// Gives the request's header map to the thread's [spare](strata_core::spare_headers), for
+/// the response, when the handler's parameters (their `TypeId`s; known when the function is
+/// compiled, so the check folds away) do not take the request's [`Parts`]: nothing after the
+/// handler's call reads the request's headers.
+#[inline]
+fn spare_unread_headers<C>(arguments: &mut Arguments<C>, parameters: &[TypeId]) {
+    if !parameters.contains(&TypeId::of::<Parts>()) {
+        strata_core::spare_headers::give(std::mem::take(&mut arguments.tail.head.headers));
+    }
+}
+
 /// Builds an `HCons` pattern or type from a list.
 macro_rules! hlist {
     () => { HNil };
@@ -210,7 +222,8 @@ macro_rules! handler_functions {
             type Future = OutcomeFuture<Fut>;
 
             #[allow(unused_variables)] // no parameters after the input
-            fn call(&self, input: I, arguments: Arguments<C>) -> Self::Future {
+            fn call(&self, input: I, mut arguments: Arguments<C>) -> Self::Future {
+                spare_unread_headers(&mut arguments, &[$(TypeId::of::<$param>()),*]);
                 let hlist!($($arg),*) = arguments.pluck_all();
                 OutcomeFuture { future: self(input, $($arg),*) }
             }
@@ -228,7 +241,8 @@ macro_rules! handler_functions {
             type Future = OutcomeFuture<Fut>;
 
             #[allow(unused_variables)] // no parameters
-            fn call(&self, arguments: Arguments<C>) -> Self::Future {
+            fn call(&self, mut arguments: Arguments<C>) -> Self::Future {
+                spare_unread_headers(&mut arguments, &[$(TypeId::of::<$param>()),*]);
                 let hlist!($($arg),*) = arguments.pluck_all();
                 OutcomeFuture { future: self($($arg),*) }
             }
@@ -558,6 +572,54 @@ mod tests {
             })
             .unwrap();
         assert_eq!(service.oneshot(request).await.unwrap(), "ada 3 /sum 9");
+    }
+
+    /// A request with a header, as the validate stage passes it on.
+    fn with_header<I>(input: I, ctx: Ctx) -> Request<Validated<I, Ctx>> {
+        Request::get("/")
+            .header("x-token", "secret")
+            .body(Validated { input, ctx })
+            .unwrap()
+    }
+
+    type Ctx = HCons<User, HNil>;
+
+    // Current-thread runtimes: the spare map is the calling thread's.
+    #[tokio::test(flavor = "current_thread")]
+    async fn a_handler_that_does_not_take_the_parts_leaves_the_request_headers_for_the_response() {
+        let _ = strata_core::spare_headers::take();
+        let service = HandlerService::new(handler_fn(async |input: u8, user: User| {
+            Ok(format!("{} {input}", user.0))
+        }));
+        let answer = service
+            .clone()
+            .oneshot(with_header(7u8, HNil.push(User("ada"))))
+            .await;
+        assert_eq!(answer.unwrap(), "ada 7");
+        let spare = strata_core::spare_headers::take();
+        assert!(spare.capacity() > 0, "the request's map is spare");
+        assert!(spare.is_empty(), "and emptied");
+
+        let without_input =
+            HandlerService::new(handler_without_input(async |user: User| Ok(user.0.len())));
+        let answer = without_input
+            .oneshot(with_header((), HNil.push(User("ada"))))
+            .await;
+        assert_eq!(answer.unwrap(), 3);
+        assert!(strata_core::spare_headers::take().capacity() > 0);
+    }
+
+    #[tokio::test(flavor = "current_thread")]
+    async fn a_handler_that_takes_the_parts_reads_every_header() {
+        let _ = strata_core::spare_headers::take();
+        let service = HandlerService::new(handler_fn(async |input: u8, request: Parts| {
+            Ok(format!("{:?} {input}", request.headers.get("x-token")))
+        }));
+        let answer = service
+            .oneshot(with_header(7u8, HNil.push(User("ada"))))
+            .await;
+        assert_eq!(answer.unwrap(), "Some(\"secret\") 7");
+        assert_eq!(strata_core::spare_headers::take().capacity(), 0);
     }
 
     #[tokio::test]
