@@ -116,8 +116,9 @@ pub struct Output {
     /// Empty (no allocation) unless a handler or a middleware added headers: kept inline, a
     /// box would cost one more allocation for every middleware that adds one.
     headers: HeaderMap,
-    /// [`ENVELOPE_ROOM`] spaces, then the JSON text.
-    buffer: String,
+    /// [`ENVELOPE_ROOM`] spaces, then the JSON text: bytes, as `serde_json` writes them (UTF-8,
+    /// but a `String` would check that again on every output: ~120 instructions on hello).
+    buffer: Vec<u8>,
     stream: Option<ResponseBody>,
     /// Extensions for the response (an event stream's [`StreamShutdown`]); empty, and then
     /// not allocated, for nearly every output.
@@ -130,8 +131,6 @@ impl Output {
         let mut buffer = Vec::with_capacity(128);
         buffer.resize(ENVELOPE_ROOM, b' ');
         serde_json::to_writer(&mut buffer, value)?;
-        // serde_json writes UTF-8; checked once here (a fast pass), never again.
-        let buffer = String::from_utf8(buffer).map_err(serde::ser::Error::custom)?;
         Ok(Self::from_buffer(buffer))
     }
 
@@ -140,13 +139,13 @@ impl Output {
     #[allow(clippy::boxed_local, clippy::needless_pass_by_value)]
     pub fn from_raw(data: Box<RawValue>) -> Self {
         let json = data.get();
-        let mut buffer = String::with_capacity(ENVELOPE_ROOM + json.len() + 2);
-        buffer.push_str(ROOM);
-        buffer.push_str(json);
+        let mut buffer = Vec::with_capacity(ENVELOPE_ROOM + json.len() + 2);
+        buffer.extend_from_slice(ROOM.as_bytes());
+        buffer.extend_from_slice(json.as_bytes());
         Self::from_buffer(buffer)
     }
 
-    fn from_buffer(buffer: String) -> Self {
+    fn from_buffer(buffer: Vec<u8>) -> Self {
         Self {
             status: StatusCode::OK,
             headers: HeaderMap::new(),
@@ -161,9 +160,9 @@ impl Output {
     /// piece is ready, and gives an error before that to the result handler.
     pub fn streamed(status: StatusCode, headers: HeaderMap, body: ResponseBody) -> Self {
         // Spaces and `null` pushed as they are: `format!`'s padding costs ~2,800 instructions.
-        let mut buffer = String::with_capacity(ENVELOPE_ROOM + 4);
-        buffer.push_str(ROOM);
-        buffer.push_str("null");
+        let mut buffer = Vec::with_capacity(ENVELOPE_ROOM + 4);
+        buffer.extend_from_slice(ROOM.as_bytes());
+        buffer.extend_from_slice(b"null");
         let mut output = Self::from_buffer(buffer);
         output.status = status;
         output.stream = Some(body);
@@ -247,15 +246,17 @@ impl Output {
         (!self.headers.is_empty()).then(|| std::mem::take(&mut self.headers))
     }
 
-    /// The serialized JSON text (`null` for a streamed output).
+    /// The serialized JSON text (`null` for a streamed output), checked as UTF-8 at each call
+    /// (`serde_json` wrote it: the check cannot fail, and the usual way out,
+    /// [`Output::into_body_with`], does not need it).
     pub fn json(&self) -> &str {
-        &self.buffer[ENVELOPE_ROOM..]
+        std::str::from_utf8(&self.buffer[ENVELOPE_ROOM..]).unwrap_or("null")
     }
 
     /// The serialized JSON as a [`RawValue`], to embed in a serialized envelope (read again
     /// to make it: [`Output::json`] and [`Output::into_body_with`] are cheaper).
     pub fn data(&self) -> &RawValue {
-        let data = serde_json::from_str(self.json());
+        let data = serde_json::from_slice(&self.buffer[ENVELOPE_ROOM..]);
         // What serde_json wrote, it reads: only a `Serialize` misusing serde_json's raw-value
         // token could get here, and then `null` stands in.
         debug_assert!(
@@ -270,7 +271,7 @@ impl Output {
     /// its own buffer when `prefix` fits the room kept in front of it (32 bytes), so the JSON
     /// is neither copied nor allocated again.
     pub fn into_body_with(self, prefix: &[u8], suffix: &[u8]) -> bytes::Bytes {
-        let mut buffer = self.buffer.into_bytes();
+        let mut buffer = self.buffer;
         let Some(start) = ENVELOPE_ROOM.checked_sub(prefix.len()) else {
             let json = &buffer[ENVELOPE_ROOM..];
             let mut body = Vec::with_capacity(prefix.len() + json.len() + suffix.len());
