@@ -1028,7 +1028,7 @@ async fn a_body_holds_its_share_of_the_budget_until_the_outcome_is_known() {
     }
 }
 
-/// A response takes the map of an earlier request on its thread (`strata::core::spare_headers`),
+/// A response takes the map of an earlier request on its thread (`strata::core::spare`),
 /// emptied: none of that request's headers may come along, with or without a middleware's
 /// headers, after a success or an error.
 #[tokio::test(flavor = "current_thread")]

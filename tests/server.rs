@@ -918,3 +918,89 @@ async fn a_panic_in_an_applications_layer_ends_one_http2_stream_not_its_connecti
     assert!(!connection.is_finished());
     server.shutdown().await;
 }
+
+/// An extension a user's layer puts on the requests that ask for it.
+#[derive(Clone)]
+struct Marked;
+
+#[derive(Serialize, Validate, JsonSchema)]
+#[garde(allow_unvalidated)]
+struct Seen {
+    marked: bool,
+    client: bool,
+    request_id: Option<String>,
+}
+
+/// A request's extensions serve the next request on its thread, emptied
+/// (`strata::core::spare`): what a layer put on one request is never on the next, while the
+/// server's own (the client's address, the logger) are there afresh. The test's runtime has one
+/// thread, so each request takes the map the one before gave.
+#[tokio::test(flavor = "current_thread")]
+async fn a_request_carries_none_of_an_earlier_requests_extensions() {
+    let layers = tower::util::MapRequestLayer::new(|mut request: Request<strata::ServerBody>| {
+        if request.headers().contains_key("x-mark") {
+            request.extensions_mut().insert(Marked);
+        }
+        request
+    });
+    // Without the parts: the handler stage gives the request's maps.
+    let plain = default_endpoints_factory()
+        .get()
+        .handler_without_input(async || {
+            Ok(Seen {
+                marked: false,
+                client: false,
+                request_id: None,
+            })
+        });
+    // With them: what the request carries.
+    let look = default_endpoints_factory().get().handler_without_input(
+        async |request: http::request::Parts| {
+            let logger = request.extensions.get::<Logger>();
+            Ok(Seen {
+                marked: request.extensions.get::<Marked>().is_some(),
+                client: request
+                    .extensions
+                    .get::<strata::core::ClientAddr>()
+                    .is_some(),
+                request_id: logger.and_then(Logger::request_id).map(str::to_owned),
+            })
+        },
+    );
+    let routing = routing! { "plain" => plain, "look" => look };
+    let server = strata::create_server_with(&config().listen(loopback()).build(), &routing, layers)
+        .await
+        .unwrap();
+    let stream = TcpStream::connect(tcp_addr(&server, 0)).await.unwrap();
+    let (mut sender, connection) =
+        hyper::client::conn::http1::handshake::<_, Empty<Bytes>>(TokioIo::new(stream))
+            .await
+            .unwrap();
+    tokio::spawn(connection);
+    let mut ask = async |path: &str, mark: bool, id: &str| {
+        let mut request = Request::get(path)
+            .header("host", "localhost")
+            .header("x-request-id", id);
+        if mark {
+            request = request.header("x-mark", "1");
+        }
+        let response = sender
+            .send_request(request.body(Empty::new()).unwrap())
+            .await
+            .unwrap();
+        assert_eq!(response.status(), 200);
+        let body: serde_json::Value = serde_json::from_str(&text(response).await).unwrap();
+        body["data"].clone()
+    };
+    assert_eq!(ask("/look", true, "one").await["marked"], true);
+    for round in 0..3 {
+        ask("/plain", true, "two").await;
+        let seen = ask("/look", false, "three").await;
+        assert_eq!(
+            seen,
+            serde_json::json!({"marked": false, "client": true, "request_id": "three"}),
+            "round {round}"
+        );
+    }
+    server.shutdown().await;
+}

@@ -325,7 +325,7 @@ impl AmendResponse for Cache {
                     // The setter's "not modified", sent as the 304 with what other middleware
                     // added to the error.
                     let headers = error.take_headers().unwrap_or_default();
-                    *outcome = Ok(R::not_modified(not_modified(headers, config, &state)));
+                    *outcome = Ok(R::not_modified(not_modified(headers, config, state)));
                 } else {
                     error_headers(error.headers_mut(), config);
                 }
@@ -344,7 +344,7 @@ impl AmendResponse for Cache {
                 Verdict::Proceed => {}
                 Verdict::NotModified => {
                     let headers = std::mem::take(response.headers_mut());
-                    *outcome = Ok(R::not_modified(not_modified(headers, config, &state)));
+                    *outcome = Ok(R::not_modified(not_modified(headers, config, state)));
                     return;
                 }
                 Verdict::PreconditionFailed => {
@@ -379,24 +379,30 @@ impl AmendResponse for Cache {
 /// (`Cache-Control`, `ETag`, `Vary`, `Content-Location`; `Last-Modified` only without an
 /// `ETag`, the one case where it still guides caches), and what other middleware added (a
 /// cookie, a rate limit's state); no representation metadata (`Content-*`).
-fn not_modified(mut headers: HeaderMap, config: &Config, state: &State) -> HeaderMap {
+fn not_modified(mut headers: HeaderMap, config: &Config, state: State) -> HeaderMap {
+    if headers.capacity() == 0 {
+        // No header yet: this thread's spare map, when the handler stage left one.
+        headers = strata_core::spare::take_headers();
+    }
     strip(&mut headers, &[]);
     if !headers.contains_key(CACHE_CONTROL) {
         let policy = state.policy.as_ref().unwrap_or(&config.policy);
         headers.insert(CACHE_CONTROL, policy.header_value().clone());
     }
-    // Known when the handler set the tag through the context (no lookup then).
-    let tagged = match &state.etag {
+    // Known when the handler set the tag through the context (no lookup then). The state is
+    // this response's: its values move into the headers (a clone of a value that owns its
+    // bytes would allocate to share them).
+    let tagged = match state.etag {
         Some(tag) => {
-            headers.insert(ETAG, tag.header_value().clone());
+            headers.insert(ETAG, tag.into_header_value());
             true
         }
         None => headers.contains_key(ETAG),
     };
     if tagged {
         headers.remove(LAST_MODIFIED);
-    } else if let Some(modified) = &state.modified {
-        headers.insert(LAST_MODIFIED, modified.value.clone());
+    } else if let Some(modified) = state.modified {
+        headers.insert(LAST_MODIFIED, modified.value);
     }
     merge_vary(&mut headers, config);
     headers
@@ -530,7 +536,7 @@ mod tests {
             etag: Some(ETag::weak("1").unwrap()),
             ..State::default()
         };
-        let headers = not_modified(headers, &config, &state);
+        let headers = not_modified(headers, &config, state);
         assert_eq!(headers["etag"], "W/\"1\"");
         assert_eq!(headers["cache-control"], "no-cache");
         assert_eq!(headers["vary"], "accept-language");
@@ -544,7 +550,7 @@ mod tests {
             modified: Some(LastModified::new(SystemTime::UNIX_EPOCH, SystemTime::now())),
             ..State::default()
         };
-        let headers = not_modified(HeaderMap::new(), &config, &state);
+        let headers = not_modified(HeaderMap::new(), &config, state);
         assert_eq!(headers["last-modified"], "Thu, 01 Jan 1970 00:00:00 GMT");
     }
 }

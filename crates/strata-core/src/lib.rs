@@ -27,7 +27,7 @@ mod mode;
 pub mod operation;
 pub mod payload;
 mod result_handler;
-pub mod spare_headers;
+pub mod spare;
 
 pub use body::{HeadBody, IncomingBody, PollFrame, RequestBody, ResponseBody};
 pub use client::PerClient;

@@ -159,11 +159,9 @@ impl Output {
     /// `Content-Length` when known): the format stage answers with it directly once its first
     /// piece is ready, and gives an error before that to the result handler.
     pub fn streamed(status: StatusCode, headers: HeaderMap, body: ResponseBody) -> Self {
-        // Spaces and `null` pushed as they are: `format!`'s padding costs ~2,800 instructions.
-        let mut buffer = Vec::with_capacity(ENVELOPE_ROOM + 4);
-        buffer.extend_from_slice(ROOM.as_bytes());
-        buffer.extend_from_slice(b"null");
-        let mut output = Self::from_buffer(buffer);
+        // No buffer: its JSON reads as `null` (an allocation fewer for every file, stream and
+        // 304).
+        let mut output = Self::from_buffer(Vec::new());
         output.status = status;
         output.stream = Some(body);
         output.with_headers(headers)
@@ -209,14 +207,14 @@ impl Output {
 
     /// The headers to send, to add to or change (a middleware amending the response).
     ///
-    /// The first call takes this thread's [spare map](crate::spare_headers) and sizes it for a
+    /// The first call takes this thread's [spare map](crate::spare) and sizes it for a
     /// whole response's headers (twelve): the format stage makes it the response's map, and
     /// the layers around it add theirs (CORS, the request id). A map of the default size holds
     /// six, and a seventh grows it (a reallocation and a rehash, ~850 instructions), which two
     /// middleware headers and the CORS headers reached.
     pub fn headers_mut(&mut self) -> &mut HeaderMap {
         if self.headers.capacity() == 0 {
-            self.headers = crate::spare_headers::take();
+            self.headers = crate::spare::take_headers();
             if self.headers.capacity() < RESPONSE_HEADERS_ROOM {
                 self.headers.reserve(RESPONSE_HEADERS_ROOM);
             }
@@ -250,13 +248,18 @@ impl Output {
     /// (`serde_json` wrote it: the check cannot fail, and the usual way out,
     /// [`Output::into_body_with`], does not need it).
     pub fn json(&self) -> &str {
-        std::str::from_utf8(&self.buffer[ENVELOPE_ROOM..]).unwrap_or("null")
+        std::str::from_utf8(self.json_bytes()).unwrap_or("null")
+    }
+
+    /// The JSON text's bytes: `null` without a buffer (a streamed output).
+    fn json_bytes(&self) -> &[u8] {
+        self.buffer.get(ENVELOPE_ROOM..).unwrap_or(b"null")
     }
 
     /// The serialized JSON as a [`RawValue`], to embed in a serialized envelope (read again
     /// to make it: [`Output::json`] and [`Output::into_body_with`] are cheaper).
     pub fn data(&self) -> &RawValue {
-        let data = serde_json::from_slice(&self.buffer[ENVELOPE_ROOM..]);
+        let data = serde_json::from_slice(self.json_bytes());
         // What serde_json wrote, it reads: only a `Serialize` misusing serde_json's raw-value
         // token could get here, and then `null` stands in.
         debug_assert!(
@@ -271,15 +274,18 @@ impl Output {
     /// its own buffer when `prefix` fits the room kept in front of it (32 bytes), so the JSON
     /// is neither copied nor allocated again.
     pub fn into_body_with(self, prefix: &[u8], suffix: &[u8]) -> bytes::Bytes {
-        let mut buffer = self.buffer;
-        let Some(start) = ENVELOPE_ROOM.checked_sub(prefix.len()) else {
-            let json = &buffer[ENVELOPE_ROOM..];
+        let start = ENVELOPE_ROOM
+            .checked_sub(prefix.len())
+            .filter(|_| !self.buffer.is_empty());
+        let Some(start) = start else {
+            let json = self.json_bytes();
             let mut body = Vec::with_capacity(prefix.len() + json.len() + suffix.len());
             body.extend_from_slice(prefix);
             body.extend_from_slice(json);
             body.extend_from_slice(suffix);
             return body.into();
         };
+        let mut buffer = self.buffer;
         buffer[start..ENVELOPE_ROOM].copy_from_slice(prefix);
         buffer.extend_from_slice(suffix);
         // The buffer grew by doubling: a large body gives back what it does not use rather
@@ -383,6 +389,7 @@ mod tests {
         let streamed = Output::streamed(StatusCode::OK, HeaderMap::new(), ResponseBody::empty());
         assert_eq!(streamed.json(), "null");
         assert_eq!(streamed.data().get(), "null");
+        assert_eq!(&streamed.into_body_with(b"[", b"]")[..], b"[null]");
     }
 
     #[test]

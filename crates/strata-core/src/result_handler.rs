@@ -196,7 +196,7 @@ const JSON: &str = "application/json; charset=utf-8";
 pub fn json_response(status: StatusCode, body: impl Into<Bytes>) -> Response<ResponseBody> {
     let mut response = Response::new(ResponseBody::from(body.into()));
     *response.status_mut() = status;
-    *response.headers_mut() = crate::spare_headers::take();
+    *response.headers_mut() = crate::spare::take_headers();
     response
         .headers_mut()
         .insert(CONTENT_TYPE, HeaderValue::from_static(JSON));
@@ -210,7 +210,7 @@ fn json_response_on(status: StatusCode, body: Bytes, headers: HeaderMap) -> Resp
     // Headers without a map of their own (no middleware or handler added one) get this
     // thread's spare map, when there is one.
     *response.headers_mut() = if headers.capacity() == 0 {
-        crate::spare_headers::take()
+        crate::spare::take_headers()
     } else {
         headers
     };

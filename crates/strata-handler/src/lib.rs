@@ -186,14 +186,17 @@ pub trait HandlerFunctionWithoutInput<C, M>: Clone + Send + Sync + 'static {
     fn call(&self, arguments: Arguments<C>) -> Self::Future;
 }
 
-/// Gives the request's header map to the thread's [spare](strata_core::spare_headers), for
-/// the response, when the handler's parameters (their `TypeId`s; known when the function is
-/// compiled, so the check folds away) do not take the request's [`Parts`]: nothing after the
-/// handler's call reads the request's headers.
+/// Gives the request's header and extension maps to the thread's
+/// [spares](strata_core::spare), for the response and the next request, when the handler's
+/// parameters (their `TypeId`s; known when the function is compiled, so the check folds away)
+/// do not take the request's [`Parts`]: nothing after the handler's call reads the request's
+/// headers, and the parts would be dropped here (the logger was taken out before).
 #[inline]
-fn spare_unread_headers<C>(arguments: &mut Arguments<C>, parameters: &[TypeId]) {
+fn spare_unread_maps<C>(arguments: &mut Arguments<C>, parameters: &[TypeId]) {
     if !parameters.contains(&TypeId::of::<Parts>()) {
-        strata_core::spare_headers::give(std::mem::take(&mut arguments.tail.head.headers));
+        let parts = &mut arguments.tail.head;
+        strata_core::spare::give_headers(std::mem::take(&mut parts.headers));
+        strata_core::spare::give_extensions(std::mem::take(&mut parts.extensions));
     }
 }
 
@@ -223,7 +226,7 @@ macro_rules! handler_functions {
 
             #[allow(unused_variables)] // no parameters after the input
             fn call(&self, input: I, mut arguments: Arguments<C>) -> Self::Future {
-                spare_unread_headers(&mut arguments, &[$(TypeId::of::<$param>()),*]);
+                spare_unread_maps(&mut arguments, &[$(TypeId::of::<$param>()),*]);
                 let hlist!($($arg),*) = arguments.pluck_all();
                 OutcomeFuture { future: self(input, $($arg),*) }
             }
@@ -242,7 +245,7 @@ macro_rules! handler_functions {
 
             #[allow(unused_variables)] // no parameters
             fn call(&self, mut arguments: Arguments<C>) -> Self::Future {
-                spare_unread_headers(&mut arguments, &[$(TypeId::of::<$param>()),*]);
+                spare_unread_maps(&mut arguments, &[$(TypeId::of::<$param>()),*]);
                 let hlist!($($arg),*) = arguments.pluck_all();
                 OutcomeFuture { future: self($($arg),*) }
             }
@@ -576,10 +579,12 @@ mod tests {
 
     /// A request with a header, as the validate stage passes it on.
     fn with_header<I>(input: I, ctx: Ctx) -> Request<Validated<I, Ctx>> {
-        Request::get("/")
+        let mut request = Request::get("/")
             .header("x-token", "secret")
             .body(Validated { input, ctx })
-            .unwrap()
+            .unwrap();
+        request.extensions_mut().insert(Logger::default());
+        request
     }
 
     type Ctx = HCons<User, HNil>;
@@ -587,7 +592,7 @@ mod tests {
     // Current-thread runtimes: the spare map is the calling thread's.
     #[tokio::test(flavor = "current_thread")]
     async fn a_handler_that_does_not_take_the_parts_leaves_the_request_headers_for_the_response() {
-        let _ = strata_core::spare_headers::take();
+        let _ = strata_core::spare::take_headers();
         let service = HandlerService::new(handler_fn(async |input: u8, user: User| {
             Ok(format!("{} {input}", user.0))
         }));
@@ -596,9 +601,11 @@ mod tests {
             .oneshot(with_header(7u8, HNil.push(User("ada"))))
             .await;
         assert_eq!(answer.unwrap(), "ada 7");
-        let spare = strata_core::spare_headers::take();
+        let spare = strata_core::spare::take_headers();
         assert!(spare.capacity() > 0, "the request's map is spare");
         assert!(spare.is_empty(), "and emptied");
+        let spare = strata_core::spare::take_extensions();
+        assert!(spare.is_empty(), "its extensions emptied");
 
         let without_input =
             HandlerService::new(handler_without_input(async |user: User| Ok(user.0.len())));
@@ -606,12 +613,12 @@ mod tests {
             .oneshot(with_header((), HNil.push(User("ada"))))
             .await;
         assert_eq!(answer.unwrap(), 3);
-        assert!(strata_core::spare_headers::take().capacity() > 0);
+        assert!(strata_core::spare::take_headers().capacity() > 0);
     }
 
     #[tokio::test(flavor = "current_thread")]
     async fn a_handler_that_takes_the_parts_reads_every_header() {
-        let _ = strata_core::spare_headers::take();
+        let _ = strata_core::spare::take_headers();
         let service = HandlerService::new(handler_fn(async |input: u8, request: Parts| {
             Ok(format!("{:?} {input}", request.headers.get("x-token")))
         }));
@@ -619,7 +626,7 @@ mod tests {
             .oneshot(with_header(7u8, HNil.push(User("ada"))))
             .await;
         assert_eq!(answer.unwrap(), "Some(\"secret\") 7");
-        assert_eq!(strata_core::spare_headers::take().capacity(), 0);
+        assert_eq!(strata_core::spare::take_headers().capacity(), 0);
     }
 
     #[tokio::test]
