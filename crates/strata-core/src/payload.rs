@@ -110,7 +110,6 @@ const SPARE_KEPT_MAX: usize = 4096;
 /// let body = output.into_body_with(b"{\"data\":", b"}");
 /// assert_eq!(&body[..], br#"{"data":{"n":1}}"#);
 /// ```
-#[derive(Debug)]
 pub struct Output {
     status: StatusCode,
     /// Empty (no allocation) unless a handler or a middleware added headers: kept inline, a
@@ -244,11 +243,13 @@ impl Output {
         (!self.headers.is_empty()).then(|| std::mem::take(&mut self.headers))
     }
 
-    /// The serialized JSON text (`null` for a streamed output), checked as UTF-8 at each call
-    /// (`serde_json` wrote it: the check cannot fail, and the usual way out,
-    /// [`Output::into_body_with`], does not need it).
+    /// The serialized JSON text (`null` for a streamed output), checked as UTF-8 at each call:
+    /// a pass over the text, which the usual way out, [`Output::into_body_with`], does not
+    /// need. `serde_json` wrote it, so the check cannot fail.
     pub fn json(&self) -> &str {
-        std::str::from_utf8(self.json_bytes()).unwrap_or("null")
+        let json = std::str::from_utf8(self.json_bytes());
+        debug_assert!(json.is_ok(), "serialized output is not UTF-8");
+        json.unwrap_or("null")
     }
 
     /// The JSON text's bytes: `null` without a buffer (a streamed output).
@@ -297,6 +298,19 @@ impl Output {
         let mut body = bytes::Bytes::from(buffer);
         bytes::Buf::advance(&mut body, start);
         body
+    }
+}
+
+impl fmt::Debug for Output {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Output")
+            .field("status", &self.status)
+            .field("headers", &self.headers)
+            .field("json", &self.json())
+            .field("stream", &self.stream)
+            .field("extensions", &self.extensions)
+            // The buffer shown as its JSON text, not as bytes.
+            .finish_non_exhaustive()
     }
 }
 
@@ -383,6 +397,7 @@ mod tests {
         ] {
             assert_eq!(output.json(), r#"{"a":[1,"é"]}"#);
             assert_eq!(output.data().get(), output.json());
+            assert!(format!("{output:?}").contains(r#"json: "{\"a\":[1,\"é\"]}""#));
             let body = output.into_body_with(b"[", b"]");
             assert_eq!(&body[..], r#"[{"a":[1,"é"]}]"#.as_bytes());
         }

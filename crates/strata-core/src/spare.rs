@@ -53,10 +53,11 @@ thread_local! {
 }
 
 /// Keeps `headers`, emptied, for this thread's next response (unless it has no allocation to
-/// reuse or is larger than [`MAX_SPARE_ENTRIES`]).
+/// reuse or is larger than [`MAX_SPARE_ENTRIES`], in names or in values: the values of a
+/// repeated name are kept apart, and clearing the map keeps their room too).
 pub fn give_headers(mut headers: HeaderMap) {
     let capacity = headers.capacity();
-    if capacity == 0 || capacity > MAX_SPARE_ENTRIES {
+    if capacity == 0 || capacity > MAX_SPARE_ENTRIES || headers.len() > MAX_SPARE_ENTRIES {
         return;
     }
     headers.clear();
@@ -120,6 +121,15 @@ mod tests {
         assert!(large.capacity() > MAX_SPARE_ENTRIES);
         give_headers(large);
         assert_eq!(take_headers().capacity(), 0, "too large to keep");
+
+        // Many values of one name: few entries, but a large list of extra values.
+        let mut repeated = HeaderMap::new();
+        for _ in 0..=MAX_SPARE_ENTRIES {
+            repeated.append(ACCEPT, HeaderValue::from_static("*/*"));
+        }
+        assert!(repeated.capacity() <= MAX_SPARE_ENTRIES);
+        give_headers(repeated);
+        assert_eq!(take_headers().capacity(), 0, "too many values to keep");
     }
 
     #[test]

@@ -293,23 +293,28 @@ impl RequestCookies {
 
     /// Every cookie, signed ones with their signature, in order.
     pub fn all(&self) -> impl Iterator<Item = (&str, &str)> {
-        let pairs: Vec<(&str, &str)> = match &self.index {
-            Some(index) => index
+        let indexed = self.index.iter().flat_map(move |index| {
+            index
                 .pairs
                 .iter()
-                .map(|pair| (self.text_at(pair.name.clone()), self.value_in(index, pair)))
-                .collect(),
-            // A header read at each lookup has its pairs found now (a listing is rarer than
-            // a lookup). It is within the limits, so this cannot fail, and has no `%`, so
-            // every value is in the text.
-            None => Index::read(self.text.bytes())
-                .unwrap_or_default()
-                .pairs
-                .into_iter()
-                .map(|pair| (self.text_at(pair.name), self.text_at(pair.value)))
-                .collect(),
-        };
-        pairs.into_iter()
+                .map(move |pair| (self.text_at(pair.name.clone()), self.value_in(index, pair)))
+        });
+        // A header read at each lookup has its pairs found now (a listing is rarer than a
+        // lookup). It is within the limits, so this cannot fail, and has no `%`, so every
+        // value is in the text.
+        let read = self
+            .index
+            .is_none()
+            .then(|| Index::read(self.text.bytes()).unwrap_or_default().pairs)
+            .into_iter()
+            .flatten()
+            .map(move |pair| (self.text_at(pair.name), self.text_at(pair.value)));
+        indexed.chain(read)
+    }
+
+    /// Whether a cookie of this name was sent, signed or not.
+    pub fn contains(&self, name: &str) -> bool {
+        self.find(name).is_some()
     }
 
     /// A value of `index`'s pairs: in the text or among the decoded values.
@@ -342,7 +347,7 @@ impl RequestCookies {
     pub fn len(&self) -> usize {
         match &self.index {
             Some(index) => index.pairs.len(),
-            None => self.all().count(),
+            None => Index::read(self.text.bytes()).map_or(0, |index| index.pairs.len()),
         }
     }
 
@@ -454,24 +459,23 @@ fn needs_index(text: &[u8]) -> bool {
 /// them); one with a `;` or blanks in front never matches a piece to begin with.
 fn find_in(text: &[u8], name: &[u8]) -> Option<Range<usize>> {
     let blank = |byte: &u8| *byte == b' ' || *byte == b'\t';
+    let (Some(first), Some(last)) = (name.first(), name.last()) else {
+        return None;
+    };
+    if blank(last) || name.contains(&b'=') {
+        return None;
+    }
     let mut start = 0;
     loop {
         let end = memchr::memchr(b';', &text[start..]).map_or(text.len(), |at| start + at);
         let piece = &text[start..end];
         let lead = piece.iter().take_while(|byte| blank(byte)).count();
-        // The first bytes compared before the rest: most pieces differ there.
-        let candidate = piece.get(lead) == name.first();
-        if let Some(rest) = candidate
-            .then(|| piece[lead..].strip_prefix(name))
-            .flatten()
+        // The first byte compared before the rest: most pieces differ there.
+        if piece.get(lead) == Some(first)
+            && let Some(rest) = piece[lead..].strip_prefix(name)
         {
             let gap = rest.iter().take_while(|byte| blank(byte)).count();
             if rest.get(gap) == Some(&b'=') {
-                let possible =
-                    name.last().is_some_and(|last| !blank(last)) && !name.contains(&b'=');
-                if !possible {
-                    return None;
-                }
                 let equals = start + lead + name.len() + gap;
                 return Some(trimmed(text, equals + 1..end));
             }
@@ -716,6 +720,9 @@ mod tests {
             for name in names {
                 assert_eq!(read.find(name), indexed.find(name), "{text:?}, {name:?}");
                 assert_eq!(read.get(name), indexed.get(name), "{text:?}, {name:?}");
+                let listed = indexed.all().any(|(sent, _)| sent == name);
+                assert_eq!(read.contains(name), listed, "{text:?}, {name:?}");
+                assert_eq!(indexed.contains(name), listed, "{text:?}, {name:?}");
                 assert_eq!(
                     read.get_signed(name, &keys),
                     indexed.get_signed(name, &keys),

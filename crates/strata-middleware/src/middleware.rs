@@ -368,7 +368,7 @@ impl<I, H> Middleware<I, H> {
                 Credential::Input(name) => (!has_field(input, name)).then(|| name.clone()),
                 // A header beyond the cookie limits holds no cookie the middleware could read.
                 Credential::Cookie(name) => (!RequestCookies::parse(headers)
-                    .is_ok_and(|cookies| cookies.all().any(|(sent, _)| sent == name)))
+                    .is_ok_and(|cookies| cookies.contains(name)))
                 .then(|| format!("{name} (cookie)")),
             })
             .collect();
