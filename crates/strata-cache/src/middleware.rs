@@ -379,11 +379,9 @@ impl AmendResponse for Cache {
 /// (`Cache-Control`, `ETag`, `Vary`, `Content-Location`; `Last-Modified` only without an
 /// `ETag`, the one case where it still guides caches), and what other middleware added (a
 /// cookie, a rate limit's state); no representation metadata (`Content-*`).
-fn not_modified(mut headers: HeaderMap, config: &Config, state: State) -> HeaderMap {
-    if headers.capacity() == 0 {
-        // No header yet: this thread's spare map, when the handler stage left one.
-        headers = strata_core::spare::take_headers();
-    }
+fn not_modified(headers: HeaderMap, config: &Config, state: State) -> HeaderMap {
+    // No header yet: this thread's spare map, when the handler stage left one.
+    let mut headers = strata_core::spare::headers_or_spare(headers);
     strip(&mut headers, &[]);
     if !headers.contains_key(CACHE_CONTROL) {
         let policy = state.policy.as_ref().unwrap_or(&config.policy);

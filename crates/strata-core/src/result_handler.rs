@@ -209,11 +209,7 @@ fn json_response_on(status: StatusCode, body: Bytes, headers: HeaderMap) -> Resp
     *response.status_mut() = status;
     // Headers without a map of their own (no middleware or handler added one) get this
     // thread's spare map, when there is one.
-    *response.headers_mut() = if headers.capacity() == 0 {
-        crate::spare::take_headers()
-    } else {
-        headers
-    };
+    *response.headers_mut() = crate::spare::headers_or_spare(headers);
     response
         .headers_mut()
         .entry(CONTENT_TYPE)

@@ -52,6 +52,20 @@ thread_local! {
     static EXTENSIONS: Cell<Option<Extensions>> = const { Cell::new(None) };
 }
 
+/// A slot of this thread's.
+type Slot<T> = std::thread::LocalKey<Cell<Option<T>>>;
+
+/// Puts `value` in `slot` (dropping what was there). `try_with`: a thread being torn down has
+/// no slot left, and the value is simply dropped.
+fn keep<T: 'static>(slot: &'static Slot<T>, value: T) {
+    let _ = slot.try_with(|spare| spare.set(Some(value)));
+}
+
+/// What `slot` holds, or a new value.
+fn take<T: Default + 'static>(slot: &'static Slot<T>) -> T {
+    slot.try_with(Cell::take).ok().flatten().unwrap_or_default()
+}
+
 /// Keeps `headers`, emptied, for this thread's next response (unless it has no allocation to
 /// reuse or is larger than [`MAX_SPARE_ENTRIES`], in names or in values: the values of a
 /// repeated name are kept apart, and clearing the map keeps their room too).
@@ -61,17 +75,22 @@ pub fn give_headers(mut headers: HeaderMap) {
         return;
     }
     headers.clear();
-    // `try_with`: a thread being torn down has no slot left, and the map is simply dropped.
-    let _ = HEADERS.try_with(|spare| spare.set(Some(headers)));
+    keep(&HEADERS, headers);
 }
 
 /// This thread's spare header map, empty, or a new one (no allocation until its first insert).
 pub fn take_headers() -> HeaderMap {
-    HEADERS
-        .try_with(Cell::take)
-        .ok()
-        .flatten()
-        .unwrap_or_default()
+    take(&HEADERS)
+}
+
+/// `headers` when it has room of its own, else this thread's spare map: where a response is
+/// built on headers that may be an empty, never-allocated map.
+pub fn headers_or_spare(headers: HeaderMap) -> HeaderMap {
+    if headers.capacity() == 0 {
+        take_headers()
+    } else {
+        headers
+    }
 }
 
 /// Keeps `extensions`, emptied, for this thread's next request (unless there are none, so
@@ -82,17 +101,13 @@ pub fn give_extensions(mut extensions: Extensions) {
         return;
     }
     extensions.clear();
-    let _ = EXTENSIONS.try_with(|spare| spare.set(Some(extensions)));
+    keep(&EXTENSIONS, extensions);
 }
 
 /// This thread's spare extension map, empty, or a new one (no allocation until its first
 /// insert).
 pub fn take_extensions() -> Extensions {
-    EXTENSIONS
-        .try_with(Cell::take)
-        .ok()
-        .flatten()
-        .unwrap_or_default()
+    take(&EXTENSIONS)
 }
 
 #[cfg(test)]
@@ -116,6 +131,16 @@ mod tests {
         assert!(taken.is_empty(), "no request header reaches a response");
         assert_eq!(taken.capacity(), capacity);
         assert_eq!(take_headers().capacity(), 0, "taken once");
+
+        // A map with room of its own is kept; an empty one is replaced by the spare.
+        let mut own = HeaderMap::with_capacity(1);
+        own.insert(ACCEPT, HeaderValue::from_static("*/*"));
+        assert_eq!(headers_or_spare(own).len(), 1);
+        let mut given = HeaderMap::new();
+        given.insert(ACCEPT, HeaderValue::from_static("*/*"));
+        let capacity = given.capacity();
+        give_headers(given);
+        assert_eq!(headers_or_spare(HeaderMap::new()).capacity(), capacity);
 
         let large = HeaderMap::with_capacity(MAX_SPARE_ENTRIES + 1);
         assert!(large.capacity() > MAX_SPARE_ENTRIES);
