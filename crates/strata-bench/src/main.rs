@@ -127,7 +127,7 @@ enum Generator {
 fn generator(options: &RunOptions, pinned: bool) -> Result<(Generator, GeneratorInfo), String> {
     let wrk = match options.generator {
         GeneratorChoice::Internal => None,
-        GeneratorChoice::Auto => wrk::version(),
+        GeneratorChoice::Auto => wrk::auto(),
         GeneratorChoice::Wrk => Some(wrk::version().ok_or(
             "--generator wrk: wrk is not on PATH (crates/strata-bench/scripts/install-tools.sh \
              installs it)",

@@ -417,7 +417,7 @@ pub(crate) fn run(options: &MiddlewareOptions) -> Result<(), String> {
     let pinned = options.pin && child::can_pin();
     let wrk_version = match options.generator {
         GeneratorChoice::Internal => None,
-        GeneratorChoice::Auto => wrk::version(),
+        GeneratorChoice::Auto => wrk::auto(),
         GeneratorChoice::Wrk => Some(wrk::version().ok_or("--generator wrk: wrk is not on PATH")?),
     };
     let (mut duration, mut warmup) = (options.duration, options.warmup);

@@ -40,6 +40,23 @@ pub(crate) fn version() -> Option<String> {
     })
 }
 
+/// `--generator auto`: wrk's version when it is on `PATH`; otherwise `None`, said on stderr.
+/// The internal generator's figures are not comparable with wrk's (it is slower, so it
+/// compresses the differences near the top), and a machine without wrk once gave a run that
+/// looked like any other.
+pub(crate) fn auto() -> Option<String> {
+    let found = version();
+    if found.is_none() {
+        eprintln!("{MISSING_FOR_AUTO}");
+    }
+    found
+}
+
+/// What `--generator auto` says when wrk is missing.
+const MISSING_FOR_AUTO: &str = "strata-bench: wrk is not on PATH: this run uses the \
+    internal load generator, whose figures do not compare with wrk's (install wrk with \
+    crates/strata-bench/scripts/install-tools.sh, or pass --generator internal to choose it)";
+
 /// wrk takes whole seconds (`-d1s`): `duration` rounded up, at least one second.
 pub(crate) fn whole_seconds(duration: Duration) -> u64 {
     let secs = duration.as_secs() + u64::from(duration.subsec_nanos() > 0);
