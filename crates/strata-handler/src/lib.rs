@@ -69,6 +69,14 @@ pub trait Handler<I, C>: Clone + Send + Sync + 'static {
 
     /// Handles one request.
     fn call(&self, input: I, ctx: C, logger: Logger, request: Parts) -> Self::Future;
+
+    /// Whether [`call`](Handler::call) reads its `logger`. When not, the handler stage passes
+    /// [`Logger::default()`] instead of a clone of the request's logger (a look-up in the
+    /// request's extensions, a reference count raised and lowered: ~130 instructions per
+    /// request). Default: it does.
+    fn uses_logger(&self) -> bool {
+        true
+    }
 }
 
 /// What a handler's future may end with: `Result<O, ApiError>` (a success `O` or an error), or
@@ -165,6 +173,12 @@ pub trait HandlerFunction<I, C, M>: Clone + Send + Sync + 'static {
 
     /// Calls the function with the input and the arguments it takes.
     fn call(&self, input: I, arguments: Arguments<C>) -> Self::Future;
+
+    /// Whether one of the function's parameters is the [`Logger`] (see
+    /// [`Handler::uses_logger`]). Default: yes.
+    fn takes_logger(&self) -> bool {
+        true
+    }
 }
 
 /// An async function that handles an endpoint's requests without reading input: each
@@ -184,6 +198,12 @@ pub trait HandlerFunctionWithoutInput<C, M>: Clone + Send + Sync + 'static {
 
     /// Calls the function with the arguments it takes.
     fn call(&self, arguments: Arguments<C>) -> Self::Future;
+
+    /// Whether one of the function's parameters is the [`Logger`] (see
+    /// [`Handler::uses_logger`]). Default: yes.
+    fn takes_logger(&self) -> bool {
+        true
+    }
 }
 
 /// Gives the request's header and extension maps to the thread's
@@ -193,11 +213,18 @@ pub trait HandlerFunctionWithoutInput<C, M>: Clone + Send + Sync + 'static {
 /// headers, and the parts would be dropped here (the logger was taken out before).
 #[inline]
 fn spare_unread_maps<C>(arguments: &mut Arguments<C>, parameters: &[TypeId]) {
-    if !parameters.contains(&TypeId::of::<Parts>()) {
+    if !takes::<Parts>(parameters) {
         let parts = &mut arguments.tail.head;
         strata_core::spare::give_headers(std::mem::take(&mut parts.headers));
         strata_core::spare::give_extensions(std::mem::take(&mut parts.extensions));
     }
+}
+
+/// Whether `parameters` (a handler's, by `TypeId`) include a `T`. Known when the function is
+/// compiled: the check folds away.
+#[inline]
+fn takes<T: 'static>(parameters: &[TypeId]) -> bool {
+    parameters.contains(&TypeId::of::<T>())
 }
 
 /// Builds an `HCons` pattern or type from a list.
@@ -230,6 +257,10 @@ macro_rules! handler_functions {
                 let hlist!($($arg),*) = arguments.pluck_all();
                 OutcomeFuture { future: self(input, $($arg),*) }
             }
+
+            fn takes_logger(&self) -> bool {
+                takes::<Logger>(&[$(TypeId::of::<$param>()),*])
+            }
         }
 
         impl<F, Fut, C, Is, $($param),*> HandlerFunctionWithoutInput<C, (Is, fn($($param),*))> for F
@@ -248,6 +279,10 @@ macro_rules! handler_functions {
                 spare_unread_maps(&mut arguments, &[$(TypeId::of::<$param>()),*]);
                 let hlist!($($arg),*) = arguments.pluck_all();
                 OutcomeFuture { future: self($($arg),*) }
+            }
+
+            fn takes_logger(&self) -> bool {
+                takes::<Logger>(&[$(TypeId::of::<$param>()),*])
             }
         }
     )*};
@@ -307,6 +342,10 @@ where
     fn call(&self, input: I, ctx: C, logger: Logger, request: Parts) -> F::Future {
         self.f.call(input, arguments(logger, request, ctx))
     }
+
+    fn uses_logger(&self) -> bool {
+        self.f.takes_logger()
+    }
 }
 
 /// A [`Handler`] of input `()` from a [`HandlerFunctionWithoutInput`]; see
@@ -352,6 +391,10 @@ where
 
     fn call(&self, (): (), ctx: C, logger: Logger, request: Parts) -> F::Future {
         self.f.call(arguments(logger, request, ctx))
+    }
+
+    fn uses_logger(&self) -> bool {
+        self.f.takes_logger()
     }
 }
 
@@ -457,7 +500,11 @@ where
 
     fn call(&mut self, request: Request<Validated<I, C>>) -> Self::Future {
         let (parts, Validated { input, ctx }) = request.into_parts();
-        let logger = Logger::from_extensions(&parts.extensions);
+        let logger = if self.handler.uses_logger() {
+            Logger::from_extensions(&parts.extensions)
+        } else {
+            Logger::default()
+        };
         self.handler.call(input, ctx, logger, parts)
     }
 }
@@ -627,6 +674,49 @@ mod tests {
             .await;
         assert_eq!(answer.unwrap(), "Some(\"secret\") 7");
         assert_eq!(strata_core::spare::take_headers().capacity(), 0);
+    }
+
+    /// A request of `input` whose logger records into `capture`.
+    fn request<I>(input: I, capture: &Arc<Capture>) -> Request<Validated<I, HNil>> {
+        let mut request = Request::new(Validated { input, ctx: HNil });
+        request
+            .extensions_mut()
+            .insert(Logger::with_sink(capture.clone()));
+        request
+    }
+
+    #[tokio::test]
+    async fn only_a_handler_taking_the_logger_is_given_the_request_s() {
+        let takes = handler_fn(async |n: u32, logger: Logger| {
+            logger.info(format_args!("got {n}"));
+            Ok(n)
+        });
+        let ignores = handler_fn(async |n: u32| Ok(n));
+        let without_input = handler_without_input(async |logger: Logger| {
+            logger.info("no input");
+            Ok(0u32)
+        });
+        assert!(Handler::<u32, HNil>::uses_logger(&takes));
+        assert!(!Handler::<u32, HNil>::uses_logger(&ignores));
+        assert!(Handler::<(), HNil>::uses_logger(&without_input));
+        assert!(!Handler::<(), HNil>::uses_logger(&handler_without_input(
+            async || Ok(0u32)
+        )));
+        let capture = Arc::new(Capture::default());
+        let service = HandlerService::new(takes);
+        assert_eq!(service.oneshot(request(7, &capture)).await.unwrap(), 7);
+        let service = HandlerService::new(ignores);
+        assert_eq!(service.oneshot(request(8, &capture)).await.unwrap(), 8);
+        let service = HandlerService::new(without_input);
+        assert_eq!(service.oneshot(request((), &capture)).await.unwrap(), 0);
+        let lines: Vec<_> = capture
+            .0
+            .lock()
+            .unwrap()
+            .iter()
+            .map(|l| l.1.clone())
+            .collect();
+        assert_eq!(lines, ["got 7", "no input"]);
     }
 
     #[tokio::test]
