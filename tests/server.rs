@@ -1004,3 +1004,109 @@ async fn a_request_carries_none_of_an_earlier_requests_extensions() {
     }
     server.shutdown().await;
 }
+
+/// A layer whose services count their clones.
+#[derive(Clone)]
+struct CountClones(Arc<std::sync::atomic::AtomicUsize>);
+
+impl<S> tower::Layer<S> for CountClones {
+    type Service = Counted<S>;
+
+    fn layer(&self, inner: S) -> Counted<S> {
+        Counted {
+            inner,
+            clones: Arc::clone(&self.0),
+        }
+    }
+}
+
+/// A service counting its clones in `clones`.
+struct Counted<S> {
+    inner: S,
+    clones: Arc<std::sync::atomic::AtomicUsize>,
+}
+
+impl<S: Clone> Clone for Counted<S> {
+    fn clone(&self) -> Self {
+        self.clones
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        Self {
+            inner: self.inner.clone(),
+            clones: Arc::clone(&self.clones),
+        }
+    }
+}
+
+impl<S: tower::Service<R>, R> tower::Service<R> for Counted<S> {
+    type Response = S::Response;
+    type Error = S::Error;
+    type Future = S::Future;
+
+    fn poll_ready(
+        &mut self,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Result<(), S::Error>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, request: R) -> S::Future {
+        self.inner.call(request)
+    }
+}
+
+/// An HTTP/1.1 connection's requests are called on the connection's own instance of the
+/// application's stack, not on a clone each (clones cost their shared reference counts); an
+/// HTTP/2 request, whose stack runs in its stream's task, gets a clone.
+#[tokio::test]
+async fn an_http1_connection_calls_one_instance_of_the_stack() {
+    let clones = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let layers = CountClones(Arc::clone(&clones));
+    let server =
+        strata::create_server_with(&config().listen(loopback()).build(), &routing(), layers)
+            .await
+            .unwrap();
+    let count = || clones.load(std::sync::atomic::Ordering::Relaxed);
+    let stream = TcpStream::connect(tcp_addr(&server, 0)).await.unwrap();
+    let (mut sender, connection) =
+        hyper::client::conn::http1::handshake::<_, Empty<Bytes>>(TokioIo::new(stream))
+            .await
+            .unwrap();
+    tokio::spawn(connection);
+    let response = sender
+        .send_request(get("http://localhost/wait"))
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    text(response).await;
+    let after_one = count();
+    for _ in 0..20 {
+        let response = sender
+            .send_request(get("http://localhost/wait"))
+            .await
+            .unwrap();
+        assert_eq!(response.status(), 200);
+        text(response).await;
+    }
+    assert_eq!(count(), after_one, "twenty more requests cloned the stack");
+
+    let stream = TcpStream::connect(tcp_addr(&server, 0)).await.unwrap();
+    let (mut sender, connection) =
+        hyper::client::conn::http2::handshake(TokioExecutor::new(), TokioIo::new(stream))
+            .await
+            .unwrap();
+    tokio::spawn(connection);
+    let before = count();
+    for _ in 0..3 {
+        let response = sender
+            .send_request(get("http://localhost/wait"))
+            .await
+            .unwrap();
+        assert_eq!(response.status(), 200);
+    }
+    assert!(
+        count() >= before + 3,
+        "{} clones for three streams",
+        count() - before
+    );
+    server.shutdown().await;
+}
