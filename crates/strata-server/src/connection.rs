@@ -29,7 +29,6 @@
 //! Every request gets the peer's [`ClientAddr`] in its extensions, for limits kept per client
 //! (the body budget's share, a rate limiter keyed by address).
 
-use std::cell::RefCell;
 use std::convert::Infallible;
 use std::future::Future;
 use std::pin::Pin;
@@ -69,15 +68,7 @@ fn host_problem<B>(request: &Request<B>) -> Option<&'static str> {
 /// envelope otherwise); gives the others deadlines on their body and passes them to the
 /// application's stack `S`; counts every request and tracks its response.
 pub(crate) struct ConnectionService<S> {
-    /// The connection's own instance of the application's stack. An HTTP/1.1 request is
-    /// readied and called on it at once, not on a clone per request (~110 instructions, and
-    /// the shared reference counts of the stack's parts raised and lowered); the future it
-    /// returns does not borrow it.
-    app: RefCell<S>,
-    /// What HTTP/2 requests (whose stack's work belongs to their stream's task) are given a
-    /// clone of, and HTTP/1.1 ones when the instance is taken (never: `call` is not
-    /// re-entered).
-    template: S,
+    app: S,
     activity: Arc<Activity>,
     /// The peer's address, put in the extensions of every request.
     client: Option<ClientAddr>,
@@ -111,7 +102,7 @@ impl Admission {
     }
 }
 
-impl<S: Clone> ConnectionService<S> {
+impl<S> ConnectionService<S> {
     pub(crate) fn new(
         app: S,
         activity: Arc<Activity>,
@@ -121,8 +112,7 @@ impl<S: Clone> ConnectionService<S> {
         logger: Logger,
     ) -> Self {
         Self {
-            app: RefCell::new(app.clone()),
-            template: app,
+            app,
             activity,
             client,
             body_limits: Arc::new(BodyLimits {
@@ -165,6 +155,7 @@ where
                 if let Some(client) = self.client {
                     request.extensions_mut().insert(client);
                 }
+                let mut app = self.app.clone();
                 let waiting = |app, request| AppFuture::Waiting {
                     waiting: Box::new(Waiting {
                         app: Some(app),
@@ -173,25 +164,15 @@ where
                         deadline: None,
                     }),
                 };
-                let instance = match request.version() {
-                    Version::HTTP_2 => None,
-                    _ => self.app.try_borrow_mut().ok(),
-                };
-                let Some(mut app) = instance else {
-                    let app = self.template.clone();
+                if request.version() == Version::HTTP_2 {
                     return TrackedFuture::new(waiting(app, request), in_flight);
-                };
+                }
                 match app.poll_ready(&mut Context::from_waker(Waker::noop())) {
                     Poll::Ready(Ok(())) => AppFuture::Called {
                         future: app.call(request),
                     },
                     Poll::Ready(Err(never)) => match never {},
-                    // The instance waits with the request, holding whatever it reserved when
-                    // polled; the connection goes on with a fresh clone.
-                    Poll::Pending => {
-                        let fresh = app.clone();
-                        waiting(std::mem::replace(&mut *app, fresh), request)
-                    }
+                    Poll::Pending => waiting(app, request),
                 }
             }
             Some(problem) => {
