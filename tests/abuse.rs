@@ -1716,3 +1716,50 @@ async fn one_address_holds_at_most_its_share_of_the_connection_cap() {
     let head = read_one_response(&mut again).await;
     assert!(head.starts_with("HTTP/1.1 200"), "{head}");
 }
+
+/// A keep-alive connection whose request was shed (`load_shed` over `concurrency_limit`: the
+/// limit, full, queues a wait for the next permit, and the shedding answers 503 at once) does
+/// not keep that wait while it sits idle: the next permit goes to the next request, on another
+/// connection. (An attempt to call one instance of the stack per connection, instead of a clone
+/// per request, left the wait queued on the idle connection's instance.)
+#[tokio::test]
+async fn a_shed_request_leaves_no_claim_on_the_limit_with_its_idle_connection() {
+    let (_server, addr) = start_layered(
+        limits(),
+        tower::ServiceBuilder::new()
+            .load_shed()
+            .concurrency_limit(1),
+    )
+    .await;
+    let holding = tokio::spawn(async move {
+        exchange(
+            addr,
+            b"GET /wait?ms=600 HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n",
+            false,
+        )
+        .await
+    });
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    // Shed while the only place is taken; the connection stays open and idle.
+    let mut idle = TcpStream::connect(addr).await.unwrap();
+    idle.write_all(b"GET /wait HTTP/1.1\r\nHost: a\r\n\r\n")
+        .await
+        .unwrap();
+    let mut shed = vec![0; 1024];
+    let read = tokio::time::timeout(Duration::from_secs(2), idle.read(&mut shed))
+        .await
+        .unwrap()
+        .unwrap();
+    let shed = String::from_utf8_lossy(&shed[..read]).into_owned();
+    assert!(shed.starts_with("HTTP/1.1 503"), "{shed}");
+    assert!(holding.await.unwrap().starts_with("HTTP/1.1 200"));
+    // The place is free again: another connection gets it, while the shed one idles.
+    let next = exchange(
+        addr,
+        b"GET /wait HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n",
+        false,
+    )
+    .await;
+    assert!(next.starts_with("HTTP/1.1 200"), "{next}");
+    drop(idle);
+}
