@@ -40,7 +40,8 @@ pub(crate) fn version() -> Option<String> {
     })
 }
 
-/// `--generator auto`: wrk's version when it is on `PATH`; otherwise `None`, said on stderr.
+/// `--generator auto`: wrk's version when it is on `PATH` and answers; otherwise `None`, said
+/// on stderr.
 /// The internal generator's figures are not comparable with wrk's (it is slower, so it
 /// compresses the differences near the top), and a machine without wrk once gave a run that
 /// looked like any other.
@@ -53,8 +54,8 @@ pub(crate) fn auto() -> Option<String> {
 }
 
 /// What `--generator auto` says when wrk is missing.
-const MISSING_FOR_AUTO: &str = "strata-bench: wrk is not on PATH: this run uses the \
-    internal load generator, whose figures do not compare with wrk's (install wrk with \
+const MISSING_FOR_AUTO: &str = "strata-bench: wrk is not on PATH (or `wrk --version` did \
+    not answer as wrk does): this run uses the internal load generator, whose figures do not compare with wrk's (install wrk with \
     crates/strata-bench/scripts/install-tools.sh, or pass --generator internal to choose it)";
 
 /// wrk takes whole seconds (`-d1s`): `duration` rounded up, at least one second.

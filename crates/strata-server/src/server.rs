@@ -565,7 +565,10 @@ impl Future for Orders {
             return Poll::Pending;
         }
         self.registered = true;
-        Pin::new(&mut self.receiver).poll(cx)
+        // Outside tokio's task budget: a channel polled with the budget spent (the connection,
+        // polled first, may spend it) returns without leaving the waker, and the flag would
+        // then keep it from being looked at again.
+        Pin::new(&mut tokio::task::unconstrained(&mut self.receiver)).poll(cx)
     }
 }
 
@@ -1191,6 +1194,38 @@ mod tests {
             Pin::new(&mut ordered).poll(&mut cx),
             Poll::Ready(Ok(Order::Cut))
         ));
+    }
+
+    /// The first look leaves the task's waker with the channel even when the task's budget is
+    /// spent: a marked order sent afterwards wakes the task.
+    #[tokio::test(flavor = "current_thread")]
+    async fn orders_reach_a_task_whose_first_look_found_its_budget_spent() {
+        struct Woken(std::sync::atomic::AtomicBool);
+        impl std::task::Wake for Woken {
+            fn wake(self: Arc<Self>) {
+                self.0.store(true, std::sync::atomic::Ordering::SeqCst);
+            }
+        }
+        let activity = Arc::new(Activity::default());
+        let (orders, receiver) = oneshot::channel();
+        let mut ordered = Orders::new(receiver, Arc::clone(&activity));
+        let woken = Arc::new(Woken(std::sync::atomic::AtomicBool::new(false)));
+        let waker = std::task::Waker::from(Arc::clone(&woken));
+        let (sender, mut spending) = tokio::sync::mpsc::unbounded_channel();
+        for n in 0..1_000 {
+            sender.send(n).unwrap();
+        }
+        std::future::poll_fn(|cx| {
+            // Each ready message spends a unit of the task's budget, until a poll says Pending.
+            while spending.poll_recv(cx).is_ready() {}
+            let mut own = Context::from_waker(&waker);
+            assert!(Pin::new(&mut ordered).poll(&mut own).is_pending());
+            Poll::Ready(())
+        })
+        .await;
+        activity.mark_ordered();
+        assert!(orders.send(Order::Cut).is_ok());
+        assert!(woken.0.load(std::sync::atomic::Ordering::SeqCst));
     }
 
     /// Built without the `tls` feature (`cargo test -p strata-server --no-default-features`),
