@@ -35,6 +35,27 @@ def load(paths):
     return runs
 
 
+def binary_warnings(paths):
+    """Lines saying which runs served hyper, axum and Strata from the harness's own binary
+    (`own_binaries` false: a source was newer than their binaries). That binary holds all three
+    servers, so every peak RSS is about 4 MiB higher than from their own binaries: such runs do
+    not compare with the others on memory."""
+    shared = []
+    for path in paths:
+        with open(path) as file:
+            if not json.load(file).get("own_binaries", True):
+                shared.append(path)
+    if not shared:
+        return []
+    mixed = " (mixed with runs from the servers' own binaries)" if len(shared) < len(paths) else ""
+    return [
+        f"WARNING: {len(shared)} of {len(paths)} runs served the servers from the harness's own "
+        f"binary{mixed}; peak RSS does not compare with runs from their own binaries: "
+        + ", ".join(shared),
+        "",
+    ]
+
+
 def spread(values, digits=2):
     values = [v for v in values if v is not None]
     if not values:
@@ -72,6 +93,8 @@ def main():
     runs = load(sys.argv[1:])
     scenarios = list(runs[0])
     print(f"{len(runs)} runs\n")
+    for line in binary_warnings(sys.argv[1:]):
+        print(line)
     print(
         "| scenario | hyper req/s | axum req/s | Strata req/s | express-zod-api req/s "
         "| Strata ÷ axum | Strata ÷ hyper | Strata ÷ express-zod-api "
