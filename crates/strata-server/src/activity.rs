@@ -457,6 +457,53 @@ impl<IO: AsyncRead> AsyncRead for ActivityIo<IO> {
     }
 }
 
+/// Vectored writes of at most this many bytes in all are copied into one buffer and written
+/// with one `write`. hyper hands a response over as its head and its body (two slices, or
+/// three with chunked framing): one `writev` of them costs the kernel about 0.2 µs more per
+/// response than one `write` of the same bytes (measured on hello: 6.3 against 6.5 µs of
+/// system time per request over loopback), far more than copying a few KiB. Larger writes
+/// keep their slices: no copy of a large body.
+const JOIN_MAX: usize = 4096;
+
+thread_local! {
+    /// Where a worker thread joins the slices of small writes (one buffer per thread, not per
+    /// connection: an idle connection holds none of it).
+    static JOINED: std::cell::RefCell<Vec<u8>> = std::cell::RefCell::new(Vec::with_capacity(JOIN_MAX));
+}
+
+/// How to write the slices of a vectored write.
+#[derive(Debug, PartialEq, Eq)]
+enum Gather<'a> {
+    /// At most one slice has bytes: that one, with a plain write.
+    One(&'a [u8]),
+    /// Several small slices: joined, with one plain write.
+    Join,
+    /// Large: a vectored write of the slices.
+    AsGiven,
+}
+
+impl<'a> Gather<'a> {
+    fn of(bufs: &'a [io::IoSlice<'_>]) -> Self {
+        let mut first: Option<&'a [u8]> = None;
+        let mut several = false;
+        let mut total = 0usize;
+        for buf in bufs.iter().filter(|buf| !buf.is_empty()) {
+            total = total.saturating_add(buf.len());
+            if first.is_some() {
+                several = true;
+            } else {
+                first = Some(buf);
+            }
+        }
+        match first {
+            None => Self::One(&[]),
+            Some(only) if !several => Self::One(only),
+            Some(_) if total <= JOIN_MAX => Self::Join,
+            Some(_) => Self::AsGiven,
+        }
+    }
+}
+
 impl<IO: AsyncWrite> AsyncWrite for ActivityIo<IO> {
     fn poll_write(
         self: Pin<&mut Self>,
@@ -474,8 +521,23 @@ impl<IO: AsyncWrite> AsyncWrite for ActivityIo<IO> {
         cx: &mut Context<'_>,
         bufs: &[io::IoSlice<'_>],
     ) -> Poll<io::Result<usize>> {
-        let this = self.project();
-        let result = this.io.poll_write_vectored(cx, bufs);
+        let mut this = self.project();
+        let result = match Gather::of(bufs) {
+            Gather::One(data) => this.io.poll_write(cx, data),
+            Gather::Join => JOINED
+                .try_with(|joined| {
+                    let mut joined = joined.borrow_mut();
+                    joined.clear();
+                    for buf in bufs {
+                        joined.extend_from_slice(buf);
+                    }
+                    // `io` is the socket or the TLS stream under it: it never writes back here.
+                    this.io.as_mut().poll_write(cx, &joined)
+                })
+                // The thread's buffer is being torn down: the slices as they are.
+                .unwrap_or_else(|_| this.io.as_mut().poll_write_vectored(cx, bufs)),
+            Gather::AsGiven => this.io.poll_write_vectored(cx, bufs),
+        };
         this.activity.wrote(&result);
         result
     }
@@ -1371,5 +1433,95 @@ mod tests {
         assert_eq!(match_preface(0, b"GET / HTTP/1.1\r\n", &http1), u8::MAX);
         assert_eq!(match_preface(0, b"PRI * HTTP/1.1", &http1), u8::MAX);
         assert!(!http1.load(Ordering::Relaxed));
+    }
+
+    /// A socket that records each write (`true` for a vectored one) and takes at most `room`
+    /// bytes of it.
+    struct Recorder {
+        writes: Vec<(bool, Vec<u8>)>,
+        room: usize,
+    }
+
+    impl AsyncWrite for Recorder {
+        fn poll_write(
+            mut self: Pin<&mut Self>,
+            _: &mut Context<'_>,
+            data: &[u8],
+        ) -> Poll<io::Result<usize>> {
+            let taken = data.len().min(self.room);
+            self.writes.push((false, data[..taken].to_vec()));
+            Poll::Ready(Ok(taken))
+        }
+
+        fn poll_write_vectored(
+            mut self: Pin<&mut Self>,
+            _: &mut Context<'_>,
+            bufs: &[io::IoSlice<'_>],
+        ) -> Poll<io::Result<usize>> {
+            let all: Vec<u8> = bufs.iter().flat_map(|buf| buf.iter().copied()).collect();
+            let taken = all.len().min(self.room);
+            self.writes.push((true, all[..taken].to_vec()));
+            Poll::Ready(Ok(taken))
+        }
+
+        fn is_write_vectored(&self) -> bool {
+            true
+        }
+
+        fn poll_flush(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<io::Result<()>> {
+            Poll::Ready(Ok(()))
+        }
+
+        fn poll_shutdown(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<io::Result<()>> {
+            Poll::Ready(Ok(()))
+        }
+    }
+
+    /// Writes `bufs` through an `ActivityIo` over a recorder taking `room` bytes: the count
+    /// written, and the recorder's writes.
+    fn write_vectored(bufs: &[&[u8]], room: usize) -> (usize, Vec<(bool, Vec<u8>)>) {
+        let recorder = Recorder {
+            writes: Vec::new(),
+            room,
+        };
+        let mut io = Box::pin(ActivityIo::new(recorder, Arc::new(Activity::default())));
+        let slices: Vec<io::IoSlice<'_>> = bufs.iter().map(|buf| io::IoSlice::new(buf)).collect();
+        let waker = Waker::noop();
+        let mut cx = Context::from_waker(waker);
+        let Poll::Ready(Ok(written)) = io.as_mut().poll_write_vectored(&mut cx, &slices) else {
+            panic!("the recorder is always ready");
+        };
+        assert!(io.is_write_vectored(), "hyper must keep queueing bodies");
+        (written, Pin::into_inner(io).io.writes)
+    }
+
+    #[test]
+    fn a_small_head_and_body_leave_in_one_plain_write() {
+        let head = b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\n";
+        let (written, writes) = write_vectored(&[head, b"", b"{}"], usize::MAX);
+        assert_eq!(written, head.len() + 2);
+        let mut joined = head.to_vec();
+        joined.extend_from_slice(b"{}");
+        assert_eq!(writes, [(false, joined)]);
+        // A short write counts from the start of the first slice, as a vectored one does.
+        let (written, writes) = write_vectored(&[b"abc", b"def"], 4);
+        assert_eq!(written, 4);
+        assert_eq!(writes, [(false, b"abcd".to_vec())]);
+        // One slice with bytes: written as it is.
+        let (_, writes) = write_vectored(&[b"", b"only"], usize::MAX);
+        assert_eq!(writes, [(false, b"only".to_vec())]);
+    }
+
+    #[test]
+    fn a_large_write_keeps_its_slices() {
+        let body = vec![b'x'; JOIN_MAX];
+        let (written, writes) = write_vectored(&[b"head", &body], usize::MAX);
+        assert_eq!(written, JOIN_MAX + 4);
+        assert_eq!(writes.len(), 1);
+        assert!(writes[0].0, "a vectored write: the body is not copied");
+        // At the limit, joined.
+        let (_, writes) = write_vectored(&[b"head", &body[4..]], usize::MAX);
+        assert!(!writes[0].0);
+        assert_eq!(writes[0].1.len(), JOIN_MAX);
     }
 }
