@@ -231,11 +231,12 @@ fn error_body(error: &ApiError) -> Vec<u8> {
 /// `{"status":"error","error":{"message":...}}`.
 pub fn error_response(mut error: ApiError) -> Response<ResponseBody> {
     let body = error_body(&error);
-    let mut response = json_response(error.status(), body);
-    if let Some(headers) = error.take_headers() {
-        response.headers_mut().extend(headers);
+    match error.take_headers() {
+        // The error's own map becomes the response's (a `Content-Type` in it wins, as
+        // before): no second map allocated and filled.
+        Some(headers) => json_response_on(error.status(), body.into(), headers),
+        None => json_response(error.status(), body),
     }
-    response
 }
 
 /// The spec's envelope: `{"status":"success","data":...}` and
@@ -324,5 +325,34 @@ impl ResultHandler for DefaultResultHandler {
                 response
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use http::header::{ALLOW, CONTENT_TYPE};
+
+    #[test]
+    fn an_error_s_headers_join_the_envelope_s_and_its_content_type_wins() {
+        let allowed = ApiError::new(StatusCode::METHOD_NOT_ALLOWED, "DELETE is not allowed")
+            .with_header(ALLOW, HeaderValue::from_static("GET, HEAD"));
+        let response = error_response(allowed);
+        assert_eq!(response.status(), StatusCode::METHOD_NOT_ALLOWED);
+        assert_eq!(response.headers()[ALLOW], "GET, HEAD");
+        assert_eq!(response.headers()[CONTENT_TYPE], JSON);
+        assert_eq!(response.headers().len(), 2);
+
+        let problem = ApiError::new(StatusCode::BAD_REQUEST, "no").with_header(
+            CONTENT_TYPE,
+            HeaderValue::from_static("application/problem+json"),
+        );
+        let response = error_response(problem);
+        let types: Vec<_> = response.headers().get_all(CONTENT_TYPE).iter().collect();
+        assert_eq!(types, ["application/problem+json"]);
+
+        let plain = error_response(ApiError::new(StatusCode::NOT_FOUND, "gone"));
+        assert_eq!(plain.headers()[CONTENT_TYPE], JSON);
+        assert_eq!(plain.headers().len(), 1);
     }
 }
