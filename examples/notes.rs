@@ -85,6 +85,8 @@ pub(crate) fn notes_routing(
         .add_middleware(
             RateLimit::new(Quota::per_minute(per_minute), Key::client_addr())
                 .name("per-client")
+                // Every answer shows the client's budget; the per-user limiter's only its 429.
+                .headers(true)
                 .middleware(),
         )
         .add_middleware(CookieMiddleware::new().keys(keys.clone()).into_middleware());

@@ -79,6 +79,9 @@ pub(crate) fn replica_routing(
     let limited = default_endpoints_factory().add_middleware(
         RateLimit::new(Quota::per_hour(per_hour), client)
             .store(RedisRateLimitStore::connect_lazy(redis_url)?)
+            // Every answer shows the client's budget (and a test reads it to tell that Redis
+            // answered).
+            .headers(true)
             .middleware(),
     );
     let name = name.to_owned();

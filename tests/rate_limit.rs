@@ -58,7 +58,8 @@ async fn a_concurrent_burst_gets_exactly_the_expected_429s() {
     // 5 per hour: nothing comes back during the test. A request without an address would be
     // a 403: every one of these GETs (no body) must carry the server's `ClientAddr`.
     let limit = RateLimit::new(Quota::per_hour(5), Key::client_addr())
-        .keyless(Keyless::Reject(StatusCode::FORBIDDEN));
+        .keyless(Keyless::Reject(StatusCode::FORBIDDEN))
+        .headers(true);
     let (server, addr) = serve(&routing_with(limit), create_config().cors(false)).await;
 
     let requests: Vec<_> = (0..40)
@@ -153,7 +154,22 @@ async fn a_trusted_proxy_tells_its_clients_apart() {
 
 #[test]
 fn the_document_lists_the_429_and_the_headers() {
-    let routing = routing_with(RateLimit::new(Quota::per_minute(100), Key::client_addr()));
+    let document = |limit| {
+        Documentation::new(&routing_with(limit), &create_config().cors(false).build())
+            .title("Limited")
+            .version("1.0.0")
+            .build()
+            .unwrap()
+            .to_value()
+    };
+    // By default the headers are on the 429 only, and the document says so.
+    let doc = document(RateLimit::new(Quota::per_minute(100), Key::client_addr()));
+    let responses = &doc["paths"]["/budget"]["get"]["responses"];
+    assert!(responses["429"]["headers"].get("ratelimit").is_some());
+    assert!(responses["200"].get("headers").is_none(), "{responses}");
+
+    let routing =
+        routing_with(RateLimit::new(Quota::per_minute(100), Key::client_addr()).headers(true));
     let doc = Documentation::new(&routing, &create_config().cors(false).build())
         .title("Limited")
         .version("1.0.0")

@@ -9,7 +9,8 @@
 #   (default: hello, servers hyper axum strata; after `cargo build --release -p strata-bench`)
 #   crates/strata-bench/scripts/profile.sh middleware [variants...]
 #   (`strata-bench middleware`'s variants: plain, noop, one-header, cookies, cache, cache-304,
-#   rate-limit, plain+cookie-header, plain+if-none-match; default the first seven)
+#   rate-limit, rate-limit-headers, plain+cookie-header, plain+if-none-match; default the first
+#   eight)
 #
 # Prints one line per server: instructions/request, allocations/request, bytes/request.
 # KEEP=dir keeps the callgrind and dhat output files there (for callgrind_annotate).
@@ -20,7 +21,7 @@ shift || true
 servers=("$@")
 if [ ${#servers[@]} -eq 0 ]; then
     if [ "$scenario" = middleware ]; then
-        servers=(plain noop one-header cookies cache cache-304 rate-limit)
+        servers=(plain noop one-header cookies cache cache-304 rate-limit rate-limit-headers)
     else
         servers=(hyper axum strata)
     fi

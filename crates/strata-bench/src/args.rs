@@ -339,11 +339,11 @@ USAGE:
     strata-bench middleware [--quick] [--duration <time>] [--warmup <time>] [--rounds N]
                             [--connections N] [--generator <which>] [--workers N] [--no-pin]
                             [--variant plain,noop,one-header,cookies,cache,cache-304,
-                            rate-limit,rate-limit-quiet,plain+cookie-header,
+                            rate-limit,rate-limit-headers,plain+cookie-header,
                             plain+if-none-match]
                             [--plain-from <binary>] [--json <path>]
     strata-bench serve middleware <plain|noop|one-header|cookies|cache|
-                             rate-limit|rate-limit-quiet> [--workers N]
+                             rate-limit|rate-limit-headers> [--workers N]
     strata-bench protocols [--quick] [--duration <time>] [--warmup <time>] [--rounds N]
                            [--connections N] [--streams N] [--scenario <names>]
                            [--protocol h2c,h2,h1-tls] [--workers N] [--no-pin] [--json <path>]
@@ -407,7 +407,7 @@ and behind each of issue 28's, one Strata server per variant (`serve middleware`
 core 0): noop (a middleware that does nothing: the stage's own cost), one-header (one that
 adds a fixed response header), cookies (a Cookie header of three cookies, the handler reads one), cache (a policy,
 the handler's ETag; cache-304: If-None-Match matches), rate-limit (client address, a quota
-never reached, headers on), rate-limit-quiet (the same, headers only on a 429); plain+cookie-header and plain+if-none-match (plain's server sent
+never reached, its headers on a 429 only), rate-limit-headers (the same, headers on every response); plain+cookie-header and plain+if-none-match (plain's server sent
 cookies' and cache-304's requests: their baselines, so that hyper's parsing of a longer head is
 not counted as the middleware's). Rounds load each variant once, rotating; per round, CPU per
 request and req/s over plain's and over the baseline's. The target: each at most 1.05 × its
@@ -419,7 +419,7 @@ baseline.
     --generator <which>     auto, wrk or internal (default auto)
     --variant <names>       plain, noop (a middleware doing nothing), one-header (one adding
                             a fixed response header), cookies, cache, cache-304, rate-limit,
-                            rate-limit-quiet, plain+cookie-header, plain+if-none-match (default all; plain and
+                            rate-limit-headers, plain+cookie-header, plain+if-none-match (default all; plain and
                             each variant's baseline always run)
     --plain-from <binary>   also plain hello from another build of strata-bench (its `serve
                             middleware plain`): a change to the server measured alongside

@@ -9,8 +9,8 @@
 //! middleware (`cache`: a policy, the handler sets an `ETag`, the request is unconditional and
 //! gets the 200; `cache-304`: the same server, the request's `If-None-Match` matches and gets
 //! the 304), behind the rate limiter (`rate-limit`: keyed by the client's address, a quota
-//! no run reaches, the `RateLimit` headers on; `rate-limit-quiet`: the same, its headers only
-//! on a 429). The load generator (wrk or the internal one,
+//! no run reaches, its `RateLimit` headers on a 429 only, the default; `rate-limit-headers`:
+//! the same with `.headers(true)`, both headers on every response). The load generator (wrk or the internal one,
 //! pinned to core 1) loads one variant at a time; every round loads each variant once, in an
 //! order that rotates every round, so that drift of the machine hits all alike. Per round:
 //! each variant's requests per second and server CPU per request (`schedstat`), and both
@@ -52,7 +52,7 @@ pub(crate) enum Server {
     Cache,
     RateLimit,
     /// The rate limiter without its headers on successes.
-    RateLimitQuiet,
+    RateLimitHeaders,
 }
 
 impl Server {
@@ -63,7 +63,7 @@ impl Server {
         Server::Cookies,
         Server::Cache,
         Server::RateLimit,
-        Server::RateLimitQuiet,
+        Server::RateLimitHeaders,
     ];
 
     pub(crate) fn name(self) -> &'static str {
@@ -74,7 +74,7 @@ impl Server {
             Server::Cookies => "cookies",
             Server::Cache => "cache",
             Server::RateLimit => "rate-limit",
-            Server::RateLimitQuiet => "rate-limit-quiet",
+            Server::RateLimitHeaders => "rate-limit-headers",
         }
     }
 }
@@ -93,7 +93,7 @@ impl FromStr for Server {
             .into_iter()
             .find(|server| server.name() == s)
             .ok_or_else(|| {
-                format!("unknown middleware server {s:?} (plain, noop, one-header, cookies, cache, rate-limit, rate-limit-quiet)")
+                format!("unknown middleware server {s:?} (plain, noop, one-header, cookies, cache, rate-limit, rate-limit-headers)")
             })
     }
 }
@@ -118,7 +118,7 @@ pub(crate) enum Variant {
     /// The same behind the rate limiter (client address, quota never reached, headers on).
     RateLimit,
     /// The same limiter with its headers only on a 429 (`headers(false)`).
-    RateLimitQuiet,
+    RateLimitHeaders,
     /// Plain hello's server sent the cookie variant's request: the baseline of `cookies`,
     /// since hyper's parsing of the longer head is the request's cost, not the middleware's.
     PlainWithCookies,
@@ -141,7 +141,7 @@ impl Variant {
         Variant::Cache,
         Variant::CacheNotModified,
         Variant::RateLimit,
-        Variant::RateLimitQuiet,
+        Variant::RateLimitHeaders,
         Variant::PlainWithCookies,
         Variant::PlainWithIfNoneMatch,
     ];
@@ -155,7 +155,7 @@ impl Variant {
             Variant::Cache => "cache",
             Variant::CacheNotModified => "cache-304",
             Variant::RateLimit => "rate-limit",
-            Variant::RateLimitQuiet => "rate-limit-quiet",
+            Variant::RateLimitHeaders => "rate-limit-headers",
             Variant::PlainWithCookies => "plain+cookie-header",
             Variant::PlainWithIfNoneMatch => "plain+if-none-match",
         }
@@ -182,7 +182,7 @@ impl Variant {
             Variant::Cookies => Server::Cookies,
             Variant::Cache | Variant::CacheNotModified => Server::Cache,
             Variant::RateLimit => Server::RateLimit,
-            Variant::RateLimitQuiet => Server::RateLimitQuiet,
+            Variant::RateLimitHeaders => Server::RateLimitHeaders,
         }
     }
 
@@ -201,7 +201,7 @@ impl Variant {
             | Variant::OneHeader
             | Variant::Cache
             | Variant::RateLimit
-            | Variant::RateLimitQuiet => vec![],
+            | Variant::RateLimitHeaders => vec![],
             Variant::Cookies | Variant::PlainWithCookies => {
                 vec![("cookie", COOKIE_HEADER.to_owned())]
             }
@@ -250,13 +250,14 @@ impl Variant {
             Variant::Plain
             | Variant::Noop
             | Variant::Cookies
-            | Variant::RateLimitQuiet
+            | Variant::RateLimit
             | Variant::PlainWithCookies
             | Variant::PlainWithIfNoneMatch => vec![
                 ("set-cookie", None),
                 ("cache-control", None),
                 ("etag", None),
                 ("ratelimit", None),
+                ("ratelimit-policy", None),
             ],
             Variant::Cache => vec![
                 ("cache-control", Some("max-age=60, public".to_owned())),
@@ -271,7 +272,7 @@ impl Variant {
                     ("etag", Some(tag)),
                 ]
             }
-            Variant::RateLimit => vec![(
+            Variant::RateLimitHeaders => vec![(
                 "ratelimit-policy",
                 Some(format!("\"default\";q={QUOTA_PER_SECOND};w=1")),
             )],
@@ -281,7 +282,7 @@ impl Variant {
                 return fail(format!("{name}: {:?}, expected {value:?}", header(name)));
             }
         }
-        if self == Variant::RateLimit
+        if self == Variant::RateLimitHeaders
             && !header("ratelimit").is_some_and(|v| v.starts_with("\"default\";r="))
         {
             return fail(format!("ratelimit: {:?}", header("ratelimit")));

@@ -9,12 +9,14 @@
 //! - **The answer**: a 429 through the result handler, like every error, with `Retry-After`
 //!   (seconds, rounded up) and the `RateLimit` and `RateLimit-Policy` headers of
 //!   [draft-ietf-httpapi-ratelimit-headers-11](https://datatracker.ietf.org/doc/draft-ietf-httpapi-ratelimit-headers/11/)
-//!   (`RateLimit-Policy: "default";q=100;w=60`, `RateLimit: "default";r=0;t=12`). Successes
-//!   and other errors carry the two `RateLimit` headers too ([`RateLimit::headers`] turns
-//!   that off), added after the handler answered.
+//!   (`RateLimit-Policy: "default";q=100;w=60`, `RateLimit: "default";r=0;t=12`). With
+//!   [`RateLimit::headers`]`(true)`, successes and other errors carry the two `RateLimit`
+//!   headers too (added after the handler answered), so that a client can slow down before
+//!   it is refused; by default they are left out, for their cost on every response.
 //! - **In the context**: a [`RateLimitState`], the client's remaining budget, for handlers and
 //!   later middleware.
-//! - **In the API document**: the 429 with its headers, and the headers of success responses.
+//! - **In the API document**: the 429 with its headers, and with `headers(true)` the headers of
+//!   success responses.
 //!
 //! # Example
 //!
@@ -37,7 +39,12 @@
 //! # #[tokio::main(flavor = "current_thread")]
 //! # async fn main() {
 //! let limited = default_endpoints_factory()
-//!     .add_middleware(RateLimit::new(Quota::per_minute(2), Key::client_addr()).middleware());
+//!     // The `RateLimit` headers on every response, not only on the 429.
+//!     .add_middleware(
+//!         RateLimit::new(Quota::per_minute(2), Key::client_addr())
+//!             .headers(true)
+//!             .middleware(),
+//!     );
 //! let budget = limited.get().handler_without_input(async |state: RateLimitState| {
 //!     Ok(Budget { remaining: state.remaining })
 //! });

@@ -78,7 +78,9 @@ where
 async fn a_burst_then_a_429_through_the_result_handler() {
     let clock = ManualClock::new();
     let endpoint = budget_endpoint(
-        RateLimit::new(Quota::per_minute(3), Key::client_addr()).clock(clock.clone()),
+        RateLimit::new(Quota::per_minute(3), Key::client_addr())
+            .clock(clock.clone())
+            .headers(true),
     );
     let service = endpoint.service();
     for remaining in [2, 1, 0] {
@@ -147,7 +149,7 @@ async fn a_burst_then_a_429_through_the_result_handler() {
 }
 
 #[tokio::test]
-async fn other_errors_carry_the_headers_and_they_can_be_turned_off() {
+async fn only_the_429_carries_the_headers_unless_every_response_is_asked_to() {
     let failing = |limit: RateLimit<crate::ClientAddrKey>| {
         default_endpoints_factory()
             .add_middleware(limit.middleware())
@@ -155,13 +157,14 @@ async fn other_errors_carry_the_headers_and_they_can_be_turned_off() {
             .handler_without_input(async || Err::<Budget, _>(http_error!(409, "Conflict")))
             .service()
     };
-    let with = failing(RateLimit::new(Quota::per_minute(3), Key::client_addr()));
+    let with = failing(RateLimit::new(Quota::per_minute(3), Key::client_addr()).headers(true));
     let response = with.oneshot(get(Some([192, 0, 2, 1]), &[])).await.unwrap();
     assert_eq!(response.status(), StatusCode::CONFLICT);
     assert_eq!(header(response.headers(), "ratelimit").len(), 1);
     assert_eq!(header(response.headers(), "ratelimit-policy").len(), 1);
 
-    let without = failing(RateLimit::new(Quota::per_minute(1), Key::client_addr()).headers(false));
+    // The default: a success or another error carries neither.
+    let without = failing(RateLimit::new(Quota::per_minute(1), Key::client_addr()));
     let response = without
         .clone()
         .oneshot(get(Some([192, 0, 2, 1]), &[]))
@@ -250,6 +253,7 @@ async fn a_credential_from_the_context_keys_the_budget() {
         .add_middleware(
             RateLimit::new(Quota::per_hour(1), Key::context(|user: &User| user.0))
                 .name("per-user")
+                .headers(true)
                 .middleware(),
         )
         .get()
@@ -310,7 +314,9 @@ async fn requests_without_a_key_get_the_keyless_decision() {
 
     // Unlimited: through, unchecked, no RateLimit header.
     let service = budget_endpoint(
-        RateLimit::new(Quota::per_hour(1), Key::client_addr()).keyless(Keyless::Unlimited),
+        RateLimit::new(Quota::per_hour(1), Key::client_addr())
+            .keyless(Keyless::Unlimited)
+            .headers(true),
     )
     .service();
     for _ in 0..3 {
@@ -416,11 +422,13 @@ async fn an_asynchronous_store_and_two_limiters_on_one_endpoint() {
             RateLimit::new(Quota::per_second(10), Key::client_addr())
                 .name("burst")
                 .store(Remote(Arc::new(MemoryStore::new())))
+                .headers(true)
                 .middleware(),
         )
         .add_middleware(
             RateLimit::new(Quota::per_hour(2), Key::client_addr())
                 .name("hourly")
+                .headers(true)
                 .middleware(),
         )
         .get()
@@ -466,7 +474,9 @@ async fn an_asynchronous_store_and_two_limiters_on_one_endpoint() {
 
 #[test]
 fn the_middleware_declares_its_responses() {
-    let middleware = RateLimit::new(Quota::per_minute(100), Key::client_addr()).middleware();
+    let middleware = RateLimit::new(Quota::per_minute(100), Key::client_addr())
+        .headers(true)
+        .middleware();
     let errors = middleware.declared_errors();
     assert_eq!(errors.len(), 1);
     assert_eq!(errors[0].status, StatusCode::TOO_MANY_REQUESTS);
@@ -483,8 +493,8 @@ fn the_middleware_declares_its_responses() {
         .collect();
     assert_eq!(success, ["ratelimit", "ratelimit-policy"]);
 
+    // The default: the headers on the 429 only.
     let quiet = RateLimit::new(Quota::per_minute(100), Key::client_addr())
-        .headers(false)
         .on_store_error(FailPolicy::Closed)
         .keyless(Keyless::Reject(StatusCode::UNAUTHORIZED))
         .middleware();

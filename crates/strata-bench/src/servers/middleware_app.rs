@@ -128,7 +128,8 @@ pub(crate) fn routing(server: Server) -> Routing {
                     Ok(greet(&input, &logger))
                 })
         }
-        // Keyed by the client's address (the server's `ClientAddr`), headers on (the default).
+        // Keyed by the client's address (the server's `ClientAddr`), its headers on a 429 only
+        // (the default).
         Server::RateLimit => factory
             .add_middleware(
                 RateLimit::new(Quota::per_second(QUOTA_PER_SECOND), Key::client_addr())
@@ -138,12 +139,12 @@ pub(crate) fn routing(server: Server) -> Routing {
             .tag("greetings")
             .short_description("Says hello")
             .handler(async |input: HelloInput, logger: Logger| Ok(greet(&input, &logger))),
-        // The same limiter without its headers on successes (`headers(false)`: only a 429
-        // carries them): what the check costs apart from what it tells.
-        Server::RateLimitQuiet => factory
+        // The same limiter with its two headers on every response (`headers(true)`): what
+        // telling the client its budget costs on top of the check.
+        Server::RateLimitHeaders => factory
             .add_middleware(
                 RateLimit::new(Quota::per_second(QUOTA_PER_SECOND), Key::client_addr())
-                    .headers(false)
+                    .headers(true)
                     .middleware(),
             )
             .get()

@@ -225,6 +225,8 @@ pub mod app {
                 RateLimit::new(quota, Key::client_addr())
                     .store(store)
                     .on_store_error(fail)
+                    // `checked` below reads the `RateLimit` header of successes.
+                    .headers(true)
                     .middleware(),
             )
             .get()
