@@ -971,8 +971,13 @@ async fn the_servers_own_errors_go_through_the_error_handler() {
 // Availability against one host (issue 25): connections without streams, streams without
 // progress, requests waiting for the application, slow bodies, shutdown.
 
-/// A server with `limits` (on top of the small body deadlines) around `layers`.
-async fn start_layered<L>(limits: ServerLimits, layers: L) -> (strata::Server, std::net::SocketAddr)
+/// A server with `limits` (on top of the small body deadlines) around `layers`, its `/wait`
+/// handler marking `started` as it begins.
+async fn start_layered<L>(
+    limits: ServerLimits,
+    layers: L,
+    started: &Started,
+) -> (strata::Server, std::net::SocketAddr)
 where
     L: tower::Layer<strata::server::App>,
     L::Service: tower::Service<
@@ -991,7 +996,7 @@ where
         .server_limits(limits)
         .listen(std::net::SocketAddr::from(([127, 0, 0, 1], 0)))
         .build();
-    let server = strata::create_server_with(&config, &routing(), layers)
+    let server = strata::create_server_with(&config, &routing_with(started), layers)
         .await
         .unwrap();
     let LocalAddr::Tcp(addr) = server.servers()[0].local_addr.clone() else {
@@ -1026,6 +1031,7 @@ async fn at_the_connection_cap_idle_http2_connections_make_room_for_a_new_client
             ..limits()
         },
         tower::layer::util::Identity::new(),
+        &Started::default(),
     )
     .await;
     let mut idle = Vec::new();
@@ -1109,12 +1115,14 @@ async fn one_http2_stream_without_progress_ends_its_connection_while_others_prog
 
 #[tokio::test]
 async fn a_request_the_application_does_not_take_in_time_gets_a_503() {
+    let handlers = Started::default();
     let (_server, addr) = start_layered(
         ServerLimits {
             admission_timeout: Some(Duration::from_millis(300)),
             ..limits()
         },
         tower::ServiceBuilder::new().concurrency_limit(1),
+        &handlers,
     )
     .await;
     let holding = tokio::spawn(async move {
@@ -1125,7 +1133,8 @@ async fn a_request_the_application_does_not_take_in_time_gets_a_503() {
         )
         .await
     });
-    tokio::time::sleep(Duration::from_millis(200)).await;
+    // The only place under the limit is taken once its handler runs.
+    handlers.reached(1).await;
     let started = std::time::Instant::now();
     // With a body still to come: the answer closes the connection.
     let refused = exchange(
@@ -1159,6 +1168,7 @@ async fn a_body_slower_than_the_minimum_rate_gets_a_408_early() {
             ..limits()
         },
         tower::layer::util::Identity::new(),
+        &Started::default(),
     )
     .await;
     let head = "POST /note HTTP/1.1\r\nHost: a\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n";
@@ -1185,6 +1195,7 @@ async fn a_layers_timeout_while_the_body_arrives_closes_the_connection() {
             ..limits()
         },
         tower::ServiceBuilder::new().timeout(Duration::from_millis(300)),
+        &Started::default(),
     )
     .await;
     let head = "POST /note HTTP/1.1\r\nHost: a\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n";
@@ -1672,6 +1683,7 @@ async fn one_address_holds_at_most_its_share_of_the_connection_cap() {
             ..limits()
         },
         tower::layer::util::Identity::new(),
+        &Started::default(),
     )
     .await;
     let attacker = [127, 0, 0, 2];
@@ -1724,11 +1736,13 @@ async fn one_address_holds_at_most_its_share_of_the_connection_cap() {
 /// per request, left the wait queued on the idle connection's instance.)
 #[tokio::test]
 async fn a_shed_request_leaves_no_claim_on_the_limit_with_its_idle_connection() {
+    let started = Started::default();
     let (_server, addr) = start_layered(
         limits(),
         tower::ServiceBuilder::new()
             .load_shed()
             .concurrency_limit(1),
+        &started,
     )
     .await;
     let holding = tokio::spawn(async move {
@@ -1739,7 +1753,7 @@ async fn a_shed_request_leaves_no_claim_on_the_limit_with_its_idle_connection() 
         )
         .await
     });
-    tokio::time::sleep(Duration::from_millis(200)).await;
+    started.reached(1).await;
     // Shed while the only place is taken; the connection stays open and idle.
     let mut idle = TcpStream::connect(addr).await.unwrap();
     idle.write_all(b"GET /wait HTTP/1.1\r\nHost: a\r\n\r\n")
