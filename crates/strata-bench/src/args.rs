@@ -319,7 +319,8 @@ impl MiddlewareOptions {
 pub(crate) const USAGE: &str = "\
 strata-bench: Strata against plain hyper, axum and express-zod-api over loopback
 
-USAGE:
+USAGE (a measuring command refuses to start while another strata-bench process runs;
+STRATA_BENCH_ALLOW_OTHERS=1 measures anyway):
     strata-bench [OPTIONS]
     strata-bench preflight [--scenario <names>]
                                     start every server, run only the pre-flight checks and

@@ -35,6 +35,7 @@
 //! out to 1,000 subscribers of Strata and axum, events/s and memory per subscriber (see
 //! `fanout.rs`). Issue 32, scenarios 3 and 4.
 
+mod alone;
 mod args;
 mod child;
 mod client;
@@ -66,7 +67,24 @@ use report::{GeneratorInfo, Machine, Report, ScenarioResult, ServerResult, Skipp
 use scenario::{Scenario, ServerKind};
 
 fn main() -> ExitCode {
-    let outcome = match args::parse(std::env::args().skip(1)) {
+    let command = args::parse(std::env::args().skip(1));
+    // Only measuring runs: a server, `load` and the pre-flight time nothing.
+    if let Ok(
+        Command::Run(_)
+        | Command::Client(_)
+        | Command::Middleware(_)
+        | Command::Soak(_)
+        | Command::Uploads(_)
+        | Command::Fanout(_)
+        | Command::Protocols(_)
+        | Command::Latency(_),
+    ) = &command
+        && let Err(message) = alone::check()
+    {
+        eprintln!("strata-bench: {message}");
+        return ExitCode::FAILURE;
+    }
+    let outcome = match command {
         Err(message) => {
             eprintln!("{message}");
             return ExitCode::from(2);
