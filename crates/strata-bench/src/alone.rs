@@ -43,10 +43,12 @@ fn others() -> Vec<(u32, String)> {
     found
 }
 
-/// `Ok` when no other strata-bench process runs (or `STRATA_BENCH_ALLOW_OTHERS` is set);
-/// otherwise the error to print, naming them.
+/// `Ok` when no other strata-bench process runs (or `STRATA_BENCH_ALLOW_OTHERS` is set to
+/// something other than empty or `0`); otherwise the error to print, naming them.
 pub(crate) fn check() -> Result<(), String> {
-    if std::env::var_os(ALLOW_VAR).is_some() {
+    let allowed =
+        std::env::var_os(ALLOW_VAR).is_some_and(|value| !value.is_empty() && value != "0");
+    if allowed {
         return Ok(());
     }
     refusal(&others())
@@ -100,6 +102,35 @@ mod tests {
             "{error}"
         );
         assert!(error.contains("STRATA_BENCH_ALLOW_OTHERS=1"), "{error}");
+    }
+
+    #[test]
+    fn another_harness_is_found_in_proc_and_this_process_is_not() {
+        use std::os::unix::process::CommandExt;
+        let mut probe = std::process::Command::new("sleep")
+            .arg0("strata-bench-probe")
+            .arg("30")
+            .spawn()
+            .unwrap();
+        // Until the child has exec'd `sleep` under its new name (its cmdline is the test's
+        // until then).
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+        let found = loop {
+            let found = others();
+            if found.iter().any(|(pid, _)| *pid == probe.id())
+                || std::time::Instant::now() > deadline
+            {
+                break found;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        };
+        probe.kill().unwrap();
+        probe.wait().unwrap();
+        assert!(
+            found.contains(&(probe.id(), "strata-bench-probe 30".to_owned())),
+            "{found:?}"
+        );
+        assert!(found.iter().all(|(pid, _)| *pid != std::process::id()));
     }
 
     #[test]

@@ -51,7 +51,7 @@ pub(crate) enum Server {
     Cookies,
     Cache,
     RateLimit,
-    /// The rate limiter without its headers on successes.
+    /// The rate limiter with its headers on every response (`headers(true)`).
     RateLimitHeaders,
 }
 
@@ -115,9 +115,10 @@ pub(crate) enum Variant {
     Cache,
     /// The cache server with an `If-None-Match` that matches: the 304.
     CacheNotModified,
-    /// The same behind the rate limiter (client address, quota never reached, headers on).
+    /// The same behind the rate limiter (client address, quota never reached, its headers on a
+    /// 429 only: the default).
     RateLimit,
-    /// The same limiter with its headers only on a 429 (`headers(false)`).
+    /// The same limiter with its headers on every response (`headers(true)`).
     RateLimitHeaders,
     /// Plain hello's server sent the cookie variant's request: the baseline of `cookies`,
     /// since hyper's parsing of the longer head is the request's cost, not the middleware's.

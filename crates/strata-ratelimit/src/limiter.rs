@@ -147,8 +147,8 @@ impl<K, S> RateLimit<K, S> {
 }
 
 impl<K: Send + Sync + 'static, S: RateLimitStore> RateLimit<K, S> {
-    /// The middleware, with its 429 (and its headers) declared for API documents, and the
-    /// headers it adds to success responses.
+    /// The middleware, with its 429 (and its headers) declared for API documents, and with
+    /// [`headers(true)`](Self::headers) the headers it adds to success responses.
     pub fn middleware(self) -> Middleware<(), RateLimiter<K, S>> {
         let quota = self.quota;
         let headers = self.headers;
@@ -375,8 +375,8 @@ impl fmt::Debug for RateLimitState {
     }
 }
 
-/// What the limiter adds to the responses it lets through: `RateLimit-Policy`, and
-/// `RateLimit` when the store decided. Appended, so that two limiters on one endpoint each
+/// What the limiter adds to the responses it lets through with
+/// [`RateLimit::headers`]`(true)`: `RateLimit-Policy`, and `RateLimit` when the store decided. Appended, so that two limiters on one endpoint each
 /// add their item (a structured-field list may be split over several lines).
 pub struct RateLimitHeaders(RateLimitState);
 

@@ -184,6 +184,10 @@ async fn only_the_429_carries_the_headers_unless_every_response_is_asked_to() {
         header(denied.headers(), "ratelimit"),
         ["\"default\";r=0;t=60"]
     );
+    assert_eq!(
+        header(denied.headers(), "ratelimit-policy"),
+        ["\"default\";q=1;w=60"]
+    );
 }
 
 #[tokio::test]
@@ -371,12 +375,19 @@ async fn a_failing_store_fails_open_by_default_or_closed() {
             .insert(Logger::with_sink(logs.clone()));
         request
     };
-    let open = budget_endpoint(RateLimit::new(Quota::per_hour(1), Key::client_addr()).store(Down))
-        .service();
+    // With the headers on every response: the policy, but no `RateLimit` of an unchecked
+    // request.
+    let open = budget_endpoint(
+        RateLimit::new(Quota::per_hour(1), Key::client_addr())
+            .store(Down)
+            .headers(true),
+    )
+    .service();
     for _ in 0..3 {
         let response = open.clone().oneshot(with_logs()).await.unwrap();
         assert_eq!(response.status(), StatusCode::OK);
         assert!(response.headers().get("ratelimit").is_none());
+        assert_eq!(header(response.headers(), "ratelimit-policy").len(), 1);
         assert_eq!(body(response).await["data"]["checked"], false);
     }
     assert!(
@@ -415,31 +426,35 @@ impl RateLimitStore for Remote {
     }
 }
 
-#[tokio::test]
-async fn an_asynchronous_store_and_two_limiters_on_one_endpoint() {
-    let endpoint = default_endpoints_factory()
-        .add_middleware(
-            RateLimit::new(Quota::per_second(10), Key::client_addr())
-                .name("burst")
-                .store(Remote(Arc::new(MemoryStore::new())))
-                .headers(true)
-                .middleware(),
-        )
-        .add_middleware(
-            RateLimit::new(Quota::per_hour(2), Key::client_addr())
-                .name("hourly")
-                .headers(true)
-                .middleware(),
-        )
+/// An endpoint behind two limiters, `outer` first. Their two entries in the context have one
+/// type: a parameter taken by type cannot tell them apart, so the handler reads neither.
+fn behind_two<S: RateLimitStore, T: RateLimitStore>(
+    outer: RateLimit<crate::ClientAddrKey, S>,
+    inner: RateLimit<crate::ClientAddrKey, T>,
+) -> Endpoint {
+    default_endpoints_factory()
+        .add_middleware(outer.middleware())
+        .add_middleware(inner.middleware())
         .get()
-        // Two entries of one type: a parameter taken by type cannot tell them apart, so this
-        // handler reads neither.
         .handler_without_input(async || {
             Ok(Budget {
                 remaining: 0,
                 checked: true,
             })
-        });
+        })
+}
+
+#[tokio::test]
+async fn an_asynchronous_store_and_two_limiters_on_one_endpoint() {
+    let endpoint = behind_two(
+        RateLimit::new(Quota::per_second(10), Key::client_addr())
+            .name("burst")
+            .store(Remote(Arc::new(MemoryStore::new())))
+            .headers(true),
+        RateLimit::new(Quota::per_hour(2), Key::client_addr())
+            .name("hourly")
+            .headers(true),
+    );
     let service = endpoint.service();
     let first = service
         .clone()
@@ -469,6 +484,46 @@ async fn an_asynchronous_store_and_two_limiters_on_one_endpoint() {
     assert_eq!(
         header(denied.headers(), "ratelimit"),
         ["\"hourly\";r=0;t=1800", "\"burst\";r=7;t=1"]
+    );
+}
+
+/// One limiter with its headers on every response, one with the default: a success carries the
+/// first one's items only, the second one's 429 both.
+#[tokio::test]
+async fn a_limiter_with_headers_on_every_response_beside_one_without() {
+    let endpoint = behind_two(
+        RateLimit::new(Quota::per_hour(10), Key::client_addr())
+            .name("burst")
+            .headers(true),
+        RateLimit::new(Quota::per_hour(1), Key::client_addr()).name("hourly"),
+    );
+    let service = endpoint.service();
+    let granted = service
+        .clone()
+        .oneshot(get(Some([192, 0, 2, 1]), &[]))
+        .await
+        .unwrap();
+    assert_eq!(granted.status(), StatusCode::OK);
+    let limits = header(granted.headers(), "ratelimit");
+    assert_eq!(limits.len(), 1, "{limits:?}");
+    assert!(limits[0].starts_with("\"burst\";r=9;"), "{limits:?}");
+    assert_eq!(
+        header(granted.headers(), "ratelimit-policy"),
+        ["\"burst\";q=10;w=3600"]
+    );
+
+    let denied = service
+        .oneshot(get(Some([192, 0, 2, 1]), &[]))
+        .await
+        .unwrap();
+    assert_eq!(denied.status(), StatusCode::TOO_MANY_REQUESTS);
+    let limits = header(denied.headers(), "ratelimit");
+    assert_eq!(limits.len(), 2, "{limits:?}");
+    assert_eq!(limits[0], "\"hourly\";r=0;t=3600");
+    assert!(limits[1].starts_with("\"burst\";r=8;"), "{limits:?}");
+    assert_eq!(
+        header(denied.headers(), "ratelimit-policy"),
+        ["\"hourly\";q=1;w=3600", "\"burst\";q=10;w=3600"]
     );
 }
 

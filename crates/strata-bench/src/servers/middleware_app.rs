@@ -154,3 +154,47 @@ pub(crate) fn routing(server: Server) -> Routing {
     };
     routing! { "v1" => { "hello" => hello } }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// What the API document says hello answers on `server`: its statuses, and the headers of
+    /// its 200.
+    fn described(server: Server) -> (Vec<String>, Vec<String>) {
+        let config = create_config().cors(true).build();
+        let doc = strata::openapi::Documentation::new(&routing(server), &config)
+            .title("bench")
+            .version("1")
+            .build()
+            .unwrap()
+            .to_value();
+        let responses = &doc["paths"]["/v1/hello"]["get"]["responses"];
+        let statuses = responses.as_object().unwrap().keys().cloned().collect();
+        let headers = responses["200"]["headers"]
+            .as_object()
+            .map(|headers| headers.keys().cloned().collect())
+            .unwrap_or_default();
+        (statuses, headers)
+    }
+
+    /// The pre-flight cannot tell the default limiter's 200 from plain hello's: its hello is
+    /// checked to have the limiter (the 429 declared) here instead.
+    #[test]
+    fn each_rate_limit_server_has_its_limiter_and_the_others_none() {
+        for server in Server::ALL {
+            let (statuses, headers) = described(server);
+            let limited = matches!(server, Server::RateLimit | Server::RateLimitHeaders);
+            assert_eq!(
+                statuses.contains(&"429".to_owned()),
+                limited,
+                "{server:?}: {statuses:?}"
+            );
+            assert_eq!(
+                headers.contains(&"ratelimit".to_owned()),
+                server == Server::RateLimitHeaders,
+                "{server:?}: {headers:?}"
+            );
+        }
+    }
+}
