@@ -1,5 +1,5 @@
 //! A small social app in memory: sessions, users with avatars, posts with likes and comments,
-//! follows, and a stream of new posts. The twin of `crates/strata-bench/ezapi/twin/users_api.ts`.
+//! follows, and a stream of new posts. The twin of `bench/ezapi/twin/users_api.ts`.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::{Arc, Mutex, MutexGuard};

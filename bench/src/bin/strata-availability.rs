@@ -1,7 +1,7 @@
 //! `strata-availability`: the goal figure of issue 25. While one address attacks a Strata
 //! server with the default configuration, does another address keep getting answers?
 //!
-//! `cargo run --release -p strata-bench --bin strata-availability -- [--seconds N] [--nofile N]
+//! `(cd bench && cargo run --release --bin strata-availability -- [--seconds N] [--nofile N]
 //! [--connections N] [--head-start N] [--server-log LEVEL] [attack...]` runs each attack (all
 //! four by default) against a fresh server, a child process (`strata-availability serve
 //! <variant>`, killed by its process id afterwards) under `prlimit --nofile=N:N` (512 by

@@ -56,7 +56,7 @@ pub(crate) fn auto() -> Option<String> {
 /// What `--generator auto` says when wrk is missing.
 const MISSING_FOR_AUTO: &str = "strata-bench: wrk is not on PATH (or `wrk --version` did \
     not answer as wrk does): this run uses the internal load generator, whose figures do not compare with wrk's (install wrk with \
-    crates/strata-bench/scripts/install-tools.sh, or pass --generator internal to choose it)";
+    bench/scripts/install-tools.sh, or pass --generator internal to choose it)";
 
 /// wrk takes whole seconds (`-d1s`): `duration` rounded up, at least one second.
 pub(crate) fn whole_seconds(duration: Duration) -> u64 {

@@ -181,7 +181,7 @@ pub(crate) enum ServerKind {
     Axum,
     /// Strata through `create_server`.
     Strata,
-    /// The real express-zod-api (Node), from `crates/strata-bench/ezapi`.
+    /// The real express-zod-api (Node), from `bench/ezapi`.
     ExpressZodApi,
     /// The project's `examples/quick_start.rs` binary as shipped (its own configuration).
     QuickStart,

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Where a server's resident memory is: its binary's pages in memory, by crate.
 
-    crates/strata-bench/scripts/resident-code.py [--scenario hello] [--load 3] SERVER...
+    bench/scripts/resident-code.py [--scenario hello] [--load 3] SERVER...
 
 SERVER is a server's own binary (target/release/strata-bench-strata, -axum, -hyper). Each is
 started on its scenario, loaded for --load seconds by `strata-bench load` (0: left idle), and

@@ -7,11 +7,11 @@
 # `strata` with or without `default-features = false`, with the workspace's `Cargo.lock` for the
 # same versions. Each variant builds in a fresh target directory.
 #
-#   crates/strata-bench/scripts/build-size.sh [runs]      (default 1 run per variant)
+#   bench/scripts/build-size.sh [runs]      (default 1 run per variant)
 #
 # Times are wall-clock: run it on an idle machine, and give the number of cores with them.
 set -euo pipefail
-repo=$(cd "$(dirname "$0")/../../.." && pwd)
+repo=$(cd "$(dirname "$0")/../.." && pwd)
 runs=${1:-1}
 work=${WORK:-$(mktemp -d)}
 printf '%-10s %4s %7s %10s %12s %14s\n' variant run crates "build s" "binary B" "stripped B"

@@ -5,9 +5,9 @@
 # over the difference of the request counts is the cost of one keep-alive request, start-up
 # and connection set-up cancelled out.
 #
-#   crates/strata-bench/scripts/profile.sh [scenario] [servers...]
-#   (default: hello, servers hyper axum strata; after `cargo build --release -p strata-bench`)
-#   crates/strata-bench/scripts/profile.sh middleware [variants...]
+#   bench/scripts/profile.sh [scenario] [servers...]
+#   (default: hello, servers hyper axum strata; after `cd bench && cargo build --release`)
+#   bench/scripts/profile.sh middleware [variants...]
 #   (`strata-bench middleware`'s variants: plain, noop, one-header, cookies, cache, cache-304,
 #   rate-limit, rate-limit-headers, plain+cookie-header, plain+if-none-match; default the first
 #   eight)

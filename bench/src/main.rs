@@ -147,7 +147,7 @@ fn generator(options: &RunOptions, pinned: bool) -> Result<(Generator, Generator
         GeneratorChoice::Internal => None,
         GeneratorChoice::Auto => wrk::auto(),
         GeneratorChoice::Wrk => Some(wrk::version().ok_or(
-            "--generator wrk: wrk is not on PATH (crates/strata-bench/scripts/install-tools.sh \
+            "--generator wrk: wrk is not on PATH (bench/scripts/install-tools.sh \
              installs it)",
         )?),
     };
@@ -251,8 +251,8 @@ fn run(options: &RunOptions) -> Result<(), String> {
     if !own_binaries {
         eprintln!(
             "strata-bench: the servers run from this binary: their own binaries (strata-bench-hyper, \
-             -axum, -strata) are missing or older than their sources; `cargo build --release -p \
-             strata-bench` builds them"
+             -axum, -strata) are missing or older than their sources; `cd bench && cargo build \
+             --release` builds them"
         );
     }
     if pinned {

@@ -1,6 +1,6 @@
 // express-zod-api answering the strata-bench scenarios, for the side-by-side comparison.
 //
-// The same routes, rules and answers as the Rust servers (crates/strata-bench/src/model.rs,
+// The same routes, rules and answers as the Rust servers (bench/src/model.rs,
 // servers/strata_app.rs): GET /v1/hello, POST /v1/orders, GET /v1/users/:id behind a token
 // middleware, POST /v1/bulk-orders (a ~100 KiB order), GET /v1/products (~1 MiB of products),
 // and for routes-10k the 10,000 generated routes. Configured as a production user

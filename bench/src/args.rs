@@ -364,7 +364,7 @@ OPTIONS:
                             serve the large ones yet
     --generator <which>     auto (wrk when it is on PATH, else internal), wrk or internal
                             (default auto); wrk runs whole seconds (rounds rounded up)
-    --no-ezapi              do not measure express-zod-api (crates/strata-bench/ezapi)
+    --no-ezapi              do not measure express-zod-api (bench/ezapi)
     --quick-start           also measure the quick start example as shipped
                             (target/release/examples/quick_start: hello, not-found, wrong-method)
     --connections <N>       keep-alive connections of the load generator (default 64)

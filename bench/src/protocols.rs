@@ -738,7 +738,7 @@ fn load_average() -> String {
 /// `strata-bench protocols`.
 pub(crate) fn run(options: &ProtocolsOptions) -> Result<(), String> {
     let h2load_version = h2load::version().ok_or(
-        "h2load is not on PATH: crates/strata-bench/scripts/install-tools.sh installs it \
+        "h2load is not on PATH: bench/scripts/install-tools.sh installs it \
          (Debian's nghttp2-client 1.52.0-1+deb12u3)",
     )?;
     let machine = Machine::probe();

@@ -5,7 +5,7 @@
 # `serve fixed` answers with the same bytes without any HTTP stack: what the generator gets from
 # it is the most it can measure here. The generator is wrk when it is on PATH (as for
 # `strata-bench --generator auto`), else the harness's own (`strata-bench load`); GENERATOR=wrk
-# or GENERATOR=internal chooses. Run after `cargo build --release -p strata-bench`.
+# or GENERATOR=internal chooses. Run after `cd bench && cargo build --release`.
 set -uo pipefail
 bench=${BENCH:-target/release/strata-bench}
 generator=${GENERATOR:-$(command -v wrk >/dev/null && echo wrk || echo internal)}

@@ -8,9 +8,9 @@
 # so the counts are the client's own, user space only (the kernel's part of a call, the same
 # for every client, is not counted); in memory they include the router's work.
 #
-#   crates/strata-bench/scripts/profile-client.sh [operation] [transport]
+#   bench/scripts/profile-client.sh [operation] [transport]
 #   (default: order network; operation hello or order, transport network or memory; after
-#   `cargo build --release -p strata-bench`)
+#   `cd bench && cargo build --release`)
 #
 # Prints one line per client (instructions/call, allocations/call, bytes/call), then the
 # functions whose inclusive instructions per call differ most between typed and hand.

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """The median of several full runs, with their spread, as BENCHMARKS.md's tables.
 
-    crates/strata-bench/scripts/summarize-runs.py run1.json run2.json run3.json ...
+    bench/scripts/summarize-runs.py run1.json run2.json run3.json ...
 
 Each file is one run's `--json` output. Throughput, CPU and memory cells are the median of
 the runs' own values (each run's req/s is already the median of its rounds); a ratio is the

@@ -4,17 +4,18 @@
 # than the lock file, then runs `strata-bench preflight`: every server (hyper, axum, Strata,
 # express-zod-api, and the quick start example when it is built) gets every scenario's request
 # once and must answer like the others; nothing is timed. The debug build: CI has built it
-# already (`cargo test --workspace`, `cargo build -p strata-bench`), and a release build would
+# already (`cargo test --workspace`, `cd bench && cargo build`), and a release build would
 # cost minutes on two cores. Extra arguments go to `preflight` (e.g. --scenario hello).
 set -euo pipefail
 echo "== express-zod-api answers the benchmark's scenarios like the others (pre-flight only)"
-root="$(cd "$(dirname "$0")/../../.." && pwd)"
-ezapi="$root/crates/strata-bench/ezapi"
+root="$(cd "$(dirname "$0")/../.." && pwd)"
+ezapi="$root/bench/ezapi"
 
 if [ ! -f "$ezapi/node_modules/.package-lock.json" ] \
     || [ "$ezapi/package-lock.json" -nt "$ezapi/node_modules/.package-lock.json" ]; then
     (cd "$ezapi" && npm ci --no-audit --no-fund)
 fi
 
-cd "$root"
-cargo run --quiet -p strata-bench -- preflight "$@"
+# From bench/: its own workspace, built into the root's target directory (.cargo/config.toml).
+cd "$root/bench"
+cargo run --quiet -- preflight "$@"

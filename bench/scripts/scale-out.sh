@@ -5,12 +5,12 @@
 # (INFO commandstats around the three-replica load: the EVALSHA calls, not the commands the
 # script runs inside). wrk: one thread, 64 connections.
 #
-#   crates/strata-bench/scripts/scale-out.sh [rounds (default 3)] [seconds per load (default 5)]
+#   bench/scripts/scale-out.sh [rounds (default 3)] [seconds per load (default 5)]
 #
 # Needs redis-server, redis-cli, haproxy and wrk (tests/tools/install.sh debian; wrk:
-# crates/strata-bench/scripts/install-tools.sh). Every process it starts is stopped by PID.
+# bench/scripts/install-tools.sh). Every process it starts is stopped by PID.
 set -euo pipefail
-cd "$(dirname "$0")/../../.."
+cd "$(dirname "$0")/../.."
 rounds=${1:-3}
 seconds=${2:-5}
 

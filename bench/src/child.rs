@@ -67,7 +67,7 @@ impl Ezapi {
 
     fn locate_in(dir: PathBuf) -> Result<Self, String> {
         let install = format!(
-            "run crates/strata-bench/scripts/install-tools.sh (or `npm ci` in {})",
+            "run bench/scripts/install-tools.sh (or `npm ci` in {})",
             dir.display()
         );
         if !dir.join("server.mjs").is_file() {
@@ -509,7 +509,7 @@ fn serve_until_closed(
 }
 
 /// The binary of its own that serves `kind` (`strata-bench-<kind>`, built with this one by
-/// `cargo build --release -p strata-bench`), when it is there and up to date: no source it was
+/// `cd bench && cargo build --release`), when it is there and up to date: no source it was
 /// built from is newer than it (cargo's dep-info beside it, `strata-bench-<kind>.d`, lists
 /// them; `cargo run` rebuilds only this binary, and a stale server would be measured). Without
 /// dep-info: when it is not older than this binary by more than a minute.

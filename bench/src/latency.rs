@@ -400,7 +400,7 @@ pub(crate) fn run(options: &LatencyOptions) -> Result<(), String> {
     if !own_binaries {
         eprintln!(
             "strata-bench latency: the servers run from this binary (their own binaries are \
-             missing or older; `cargo build --release -p strata-bench` builds them)"
+             missing or older; `cd bench && cargo build --release` builds them)"
         );
     }
     if pinned {

@@ -3,7 +3,7 @@
 HTTP/2 preface and an empty SETTINGS frame (or, with --http1, nothing at all), and prints the
 server's RSS before, with them all open, and after they are closed.
 
-    crates/strata-bench/scripts/idle-memory.py target/release/examples/quick_start 10000
+    bench/scripts/idle-memory.py target/release/examples/quick_start 10000
 
 The server must print nothing it needs answered and listen on PORT (the quick start does).
 """
