@@ -44,6 +44,8 @@ pub(crate) enum Command {
     },
     /// A file uploaded over and over to each server's upload endpoint (`uploads.rs`).
     Uploads(crate::uploads::UploadOptions),
+    /// Builds of the Strata server side by side (`compare.rs`).
+    Compare(crate::compare::CompareOptions),
     /// A server of `strata-bench uploads` until standard input closes (`serve upload`).
     ServeUpload { server: ServerKind, workers: usize },
     /// Server-sent events fanned out to many subscribers (`fanout.rs`).
@@ -591,6 +593,12 @@ where
 
 /// `uploads`, `fanout`, `serve upload` and `serve fanout`, when `args` are one of them.
 fn parse_streams(args: &[String]) -> Option<Result<Command, String>> {
+    if args.first().map(String::as_str) == Some("compare") {
+        if args.iter().any(|a| a == "-h" || a == "--help") {
+            return Some(Ok(Command::Help));
+        }
+        return Some(crate::compare::parse(&args[1..]).map(Command::Compare));
+    }
     if args.first().map(String::as_str) == Some("uploads") {
         if args[1..].iter().any(|a| a == "-h" || a == "--help") {
             return Some(Ok(Command::Help));

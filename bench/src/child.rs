@@ -183,6 +183,21 @@ impl ChildServer {
         }
     }
 
+    /// Starts `binary`, a `strata-bench-strata` of some build (`<binary> <scenario>`), and
+    /// waits until it listens (`strata-bench compare`).
+    pub(crate) fn spawn_from(
+        binary: &Path,
+        scenario: Scenario,
+        workers: usize,
+        pin: bool,
+    ) -> Result<Self, String> {
+        let mut command = server_command(binary, pin);
+        command
+            .args([scenario.name(), "--workers"])
+            .arg(workers.to_string());
+        Self::announced(ServerKind::Strata, command)
+    }
+
     /// Starts the soak server (`serve soak`, Strata) and waits until it listens.
     pub(crate) fn spawn_soak(workers: usize, pin: bool) -> Result<Self, String> {
         Self::start(

@@ -39,6 +39,7 @@ mod alone;
 mod args;
 mod child;
 mod client;
+mod compare;
 mod fanout;
 mod h2load;
 mod histogram;
@@ -77,7 +78,8 @@ fn main() -> ExitCode {
         | Command::Uploads(_)
         | Command::Fanout(_)
         | Command::Protocols(_)
-        | Command::Latency(_),
+        | Command::Latency(_)
+        | Command::Compare(_),
     ) = &command
         && let Err(message) = alone::check()
     {
@@ -90,10 +92,16 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
         Ok(Command::Help) => {
-            print!("{USAGE}\n{}\n{}", uploads::USAGE, fanout::USAGE);
+            print!(
+                "{USAGE}\n{}\n{}\n{}",
+                uploads::USAGE,
+                fanout::USAGE,
+                compare::USAGE
+            );
             Ok(())
         }
         Ok(Command::Uploads(options)) => uploads::run(&options),
+        Ok(Command::Compare(options)) => compare::run(&options),
         Ok(Command::Fanout(options)) => fanout::run(&options),
         Ok(Command::ServeFanout { server, workers }) => child::serve_fanout(server, workers),
         Ok(Command::ServeUpload { server, workers }) => child::serve_upload(server, workers),
