@@ -232,10 +232,37 @@ async fn measure(
     for round in 1..=options.rounds {
         let mut line = format!("{scenario}: round {round}/{}:", options.rounds);
         for (child, build) in children.iter().zip(&options.builds) {
-            let (result, cpu) = load(child, duration)?;
+            // A round during which other processes took CPU (a build beside the run) is run
+            // again: it would price the disturbance, not the build.
+            let mut attempts = 0;
+            let (result, cpu, other) = loop {
+                let before = Machine::read();
+                let measured = load(child, duration)?;
+                let other = before
+                    .and_then(|before| Some(Machine::read()?.other_than(&before, measured.1?)));
+                attempts += 1;
+                match other {
+                    Some(other) if other > duration.mul_f64(OTHERS_LIMIT) && attempts < 60 => {
+                        eprintln!(
+                            "{scenario}: {}: other processes took {:.0} ms of CPU in the round: \
+                             run again in 10 s",
+                            build.name,
+                            other.as_secs_f64() * 1e3
+                        );
+                        std::thread::sleep(Duration::from_secs(10));
+                    }
+                    _ => break (measured.0, measured.1, other),
+                }
+            };
             #[allow(clippy::cast_precision_loss)]
             let cpu_per_request = cpu.map(|cpu| cpu.as_secs_f64() * 1e6 / result.requests as f64);
-            let _ = write!(line, " {} {:.0}", build.name, result.throughput());
+            let _ = write!(
+                line,
+                " {} {:.0} (others {:.0} ms)",
+                build.name,
+                result.throughput(),
+                other.unwrap_or_default().as_secs_f64() * 1e3
+            );
             rounds.push(Round {
                 build: build.name.clone(),
                 scenario: scenario.name(),
@@ -247,6 +274,57 @@ async fn measure(
         eprintln!("{line}");
     }
     Ok(rounds)
+}
+
+/// The most CPU time other processes may take during a round, as a share of the round.
+const OTHERS_LIMIT: f64 = 0.03;
+
+/// CPU time the whole machine and this process's children spent, from `/proc`.
+#[derive(Debug, Clone, Copy)]
+struct Machine {
+    /// User, nice and system time of every core (interrupts left out: loopback's soft
+    /// interrupts are the servers' own work, not always charged to them).
+    busy: Duration,
+    /// This process's own and its waited-for children's (wrk's) user and system time.
+    mine: Duration,
+}
+
+impl Machine {
+    fn read() -> Option<Self> {
+        let tick = |ticks: u64| Duration::from_millis(ticks * 10);
+        let stat = std::fs::read_to_string("/proc/stat").ok()?;
+        let cpu: Vec<u64> = stat
+            .lines()
+            .next()?
+            .split_whitespace()
+            .skip(1)
+            .map(|n| n.parse().unwrap_or(0))
+            .collect();
+        let busy = tick(cpu.first()? + cpu.get(1)? + cpu.get(2)?);
+        let own = std::fs::read_to_string("/proc/self/stat").ok()?;
+        // Fields after the command's closing parenthesis: state is field 3; utime, stime,
+        // cutime and cstime are fields 14 to 17.
+        let fields: Vec<u64> = own
+            .rsplit_once(')')?
+            .1
+            .split_whitespace()
+            .skip(11)
+            .take(4)
+            .map(|n| n.parse().unwrap_or(0))
+            .collect();
+        Some(Self {
+            busy,
+            mine: tick(fields.iter().sum()),
+        })
+    }
+
+    /// CPU time neither this process, its children nor the server (`server`) took since
+    /// `before`.
+    fn other_than(&self, before: &Self, server: Duration) -> Duration {
+        let busy = self.busy.saturating_sub(before.busy);
+        let mine = self.mine.saturating_sub(before.mine);
+        busy.saturating_sub(mine).saturating_sub(server)
+    }
 }
 
 /// The table rows of one scenario: each build's medians and its per-round ratios to the
