@@ -1,6 +1,6 @@
 //! The input deserializer: query, path parameters and body merged by the combine stage
 //! (`strata_combine::CombineLayer`, driven through `tower::ServiceExt::oneshot`), then decoded
-//! into a typed, validated input by `strata_validate::Decoder`: text values leniently, JSON values
+//! into a typed, validated input by `strata_decode::Decoder`: text values leniently, JSON values
 //! strictly, a lone JSON object body straight from its bytes.
 //!
 //! Input: byte 0 = flags (bits 0-1 the method: GET, POST, PUT, DELETE; bit 2 the body is a form
@@ -46,7 +46,7 @@ use strata_input::text::{PlainQuery, parse_urlencoded};
 use strata_input::{
     Input, InputSource, InputSources, InputValue, JsonObject, Parsed, ParsedBody, Staged, TextValue,
 };
-use strata_validate::Decoder;
+use strata_decode::Decoder;
 use tower::{Layer, ServiceExt, service_fn};
 
 /// A typical input: numbers, a boolean, strings, an optional string with a pattern, a list, an
@@ -112,7 +112,7 @@ const FIELDS: [(&str, bool); 10] = [
 ];
 
 /// What a rule violation's path may start with. `title` is renamed to something unrelated
-/// (`label`): as documented in `strata_validate::Decoder`'s wire-name mapping, such a field keeps its
+/// (`label`): as documented in `strata_decode::Decoder`'s wire-name mapping, such a field keeps its
 /// Rust name in messages (`title: ...`); `label:` is accepted too, should that improve.
 const RULE_PATHS: [&str; 8] = [
     "count:",

@@ -125,6 +125,18 @@ struct Repr {
     transparent: bool,
 }
 
+/// The most characters of a method or path echoed in a message.
+pub const ECHO_LIMIT: usize = 100;
+
+/// `text`, cut to [`ECHO_LIMIT`] characters with `…` when longer: what an error message
+/// repeats of a request.
+pub fn echoed(text: &str) -> Cow<'_, str> {
+    match text.char_indices().nth(ECHO_LIMIT) {
+        None => text.into(),
+        Some((end, _)) => format!("{}…", &text[..end]).into(),
+    }
+}
+
 impl ApiError {
     /// An error with the given status and message.
     ///
@@ -168,6 +180,17 @@ impl ApiError {
     /// A 500 error of kind [`ErrorKind::Internal`].
     pub fn internal(message: impl Into<Cow<'static, str>>) -> Self {
         Self::new(StatusCode::INTERNAL_SERVER_ERROR, message)
+    }
+
+    /// The 404 of a request that no route (or static file) answers: `Can not <METHOD>
+    /// <path>`, each cut to 100 characters (a client may send kilobytes; the message needs
+    /// enough to recognize the request).
+    pub fn route_not_found(method: &http::Method, path: &str) -> Self {
+        Self::new(
+            StatusCode::NOT_FOUND,
+            format!("Can not {} {}", echoed(method.as_str()), echoed(path)),
+        )
+        .with_kind(ErrorKind::Routing)
     }
 
     /// Sets the kind.

@@ -16,7 +16,6 @@
 //! type-erased endpoint and the settings in `strata-routing`.
 
 pub mod body;
-mod client;
 pub mod ctx;
 pub mod describe;
 mod error;
@@ -30,14 +29,16 @@ mod result_handler;
 pub mod spare;
 
 pub use body::{HeadBody, IncomingBody, PollFrame, RequestBody, ResponseBody};
-pub use client::PerClient;
 pub use ctx::{Get, HCons, HNil, Pluck, PluckAll};
 pub use describe::{
     DeclaredError, MiddlewareInput, PositiveFn, ResponseDescription, ResponseHeader, SchemaFn,
     Security,
 };
-pub use error::{ApiError, ApiResult, BodyTimeout, BoxError, Causes, ErrorKind, panic_message};
-pub use logger::{Fields, Level, LogRateLimit, LogSink, Logger, Record};
+pub use error::{
+    ApiError, ApiResult, BodyTimeout, BoxError, Causes, ECHO_LIMIT, ErrorKind, echoed,
+    panic_message,
+};
+pub use logger::{Fields, Level, LogSink, Logger, Record};
 pub use method::{is_query, query_method};
 pub use mode::{MODE_VARIABLE, Mode};
 pub use operation::{DeclaredRoute, Events, Operation, StreamedOutput};

@@ -179,6 +179,23 @@ impl ErrorHandler {
         response
     }
 
+    /// `error` for the request of `parts`, as `handler` answers it, or the default envelope
+    /// without one: how every error outside an endpoint is answered (the router's 404 and
+    /// 405, static files', the server's own).
+    pub fn respond_or_default(
+        handler: Option<&ErrorHandler>,
+        error: ApiError,
+        parts: &http::request::Parts,
+    ) -> Response<ResponseBody> {
+        match handler {
+            None => error_response(error),
+            Some(handler) => {
+                let logger = Logger::from_extensions(&parts.extensions);
+                handler.respond(error, &parts.method, &parts.uri, &parts.headers, &logger)
+            }
+        }
+    }
+
     /// Whether the handler reads request headers (so callers keep them for it).
     pub fn reads_headers(&self) -> bool {
         self.0.reads_headers()

@@ -133,7 +133,7 @@ use std::time::Duration;
 
 use futures_core::Stream;
 use strata_core::BoxError;
-use strata_validate::Decoder;
+use strata_decode::Decoder;
 use tokio::sync::watch;
 use tokio::time::Instant;
 use tokio_util::sync::ReusableBoxFuture;

@@ -12,7 +12,7 @@ use garde::Validate;
 use schemars::JsonSchema;
 use serde::Serialize;
 use serde_json::Value;
-use strata_validate::Decoder;
+use strata_decode::Decoder;
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 

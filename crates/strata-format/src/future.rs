@@ -37,7 +37,7 @@ impl<R: ResultHandler> Finish<R> {
                 );
                 // The causes, innermost last: what the message alone does not say. An overload
                 // clients caused is a rate-limited warning: they can cause it at will.
-                self.logger.server_error(line, &error);
+                strata_log::server_error(&self.logger, line, &error);
             }
             if self.mode == Mode::Production
                 && (error.status().is_server_error() || !error.expose())
@@ -128,7 +128,7 @@ impl Body for Prefixed {
         );
         // An overload (a shortage of descriptors while a file is sent) is a rate-limited
         // warning, anything else an error.
-        self.logger.server_error(line, &error);
+        strata_log::server_error(&self.logger, line, &error);
         Poll::Ready(Some(Err(error.message().to_owned().into())))
     }
 

@@ -334,7 +334,7 @@ impl LazySource {
 /// overwriting earlier ones key by key.
 ///
 /// Stored as a small vector (inputs have few keys; a linear scan beats hashing there). Decode it
-/// into a typed value with `strata_validate::Decoder`, or deserialize it directly: `&Input`
+/// into a typed value with `strata_decode::Decoder`, or deserialize it directly: `&Input`
 /// implements [`serde::Deserializer`].
 ///
 /// ```

@@ -15,7 +15,7 @@
 //! - the payloads of stages 1 to 3: [`Parsed`], [`ParsedBody`], [`Query`], [`Staged`].
 //!
 //! Turning an input into a validated value, with messages that name every problem, is the
-//! validate stage's (`strata_validate::Decoder`).
+//! validate stage's (`strata_decode::Decoder`).
 //!
 //! ```
 //! use serde::Deserialize;

@@ -240,7 +240,7 @@ fn rewrite_fields(fields: &mut Fields, krate: &str) -> syn::Result<()> {
     Ok(())
 }
 
-/// The types `#[strata(coerce)]` reads from text (`strata_validate::coerce::Coercible`).
+/// The types `#[strata(coerce)]` reads from text (`strata_decode::coerce::Coercible`).
 const COERCIBLE: &[&str] = &[
     "u8", "u16", "u32", "u64", "u128", "usize", "i8", "i16", "i32", "i64", "i128", "isize", "f32",
     "f64", "bool",

@@ -8,9 +8,9 @@ use schemars::JsonSchema;
 use strata_core::{
     ApiError, DeclaredError, Logger, MiddlewareInput, RequestInfo, ResponseHeader, Security,
 };
+use strata_decode::Decoder;
 use strata_input::Input;
 use strata_input::cookies::RequestCookies;
-use strata_validate::Decoder;
 
 use crate::amend::AmendResponse;
 

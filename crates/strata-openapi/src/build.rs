@@ -7,10 +7,10 @@ use schemars::Schema;
 use serde_json::Value;
 use strata_core::{DeclaredError, ErrorKind, ResponseDescription, ResponseHeader, Security};
 use strata_core::{DefaultResultHandler, ResultHandler};
+use strata_endpoint::{EndpointMeta, PipelineSettings};
 use strata_input::InputSource;
 use strata_input::raw::{RAW_FIELD, RAW_MARKER};
-use strata_routing::EndpointMeta;
-use strata_routing::{PipelineSettings, RouteInfo, Router, RouterSettings, Routing, RoutingConfig};
+use strata_routing::{RouteInfo, Router, RouterSettings, Routing, RoutingConfig};
 
 use crate::document::{
     Components, Header, Info, MediaType, OpenApi, OpenApiVersion, Operation, Parameter,

@@ -38,7 +38,7 @@
 //!
 //! ```
 //! use http::Method;
-//! use strata_routing::{Endpoint, EndpointMeta};
+//! use strata_endpoint::{Endpoint, EndpointMeta};
 //! use strata_openapi::{Documentation, openapi_endpoint};
 //! use strata_routing::routing;
 //!

@@ -7,7 +7,7 @@ use bytes::Bytes;
 use http::header::{CACHE_CONTROL, CONTENT_TYPE};
 use http::{HeaderValue, Method, Response};
 use strata_core::ResponseBody;
-use strata_routing::{Endpoint, EndpointMeta};
+use strata_endpoint::{Endpoint, EndpointMeta};
 use tower::util::BoxCloneSyncService;
 
 use crate::document::OpenApi;

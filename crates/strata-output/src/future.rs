@@ -7,7 +7,7 @@ use pin_project_lite::pin_project;
 use schemars::JsonSchema;
 use serde::Serialize;
 use strata_core::{ApiError, BoxError, ErrorKind, Output};
-use strata_validate::Decoder;
+use strata_decode::Decoder;
 
 use crate::range::{NO_RANGE, RangeHeaders};
 use crate::reply::HandlerOutput;

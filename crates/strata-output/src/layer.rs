@@ -1,6 +1,6 @@
 use std::fmt;
 
-use strata_validate::Decoder;
+use strata_decode::Decoder;
 use tower_layer::Layer;
 
 use crate::service::OutputService;

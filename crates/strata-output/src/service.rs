@@ -6,7 +6,7 @@ use http::Request;
 use schemars::JsonSchema;
 use serde::Serialize;
 use strata_core::{ApiError, BoxError, Output};
-use strata_validate::Decoder;
+use strata_decode::Decoder;
 use tower_service::Service;
 
 use crate::future::ResponseFuture;

@@ -14,7 +14,9 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use http::header::RETRY_AFTER;
 use http::{HeaderValue, StatusCode};
 
-use strata_core::{ApiError, ClientAddr, ErrorKind, PerClient};
+use strata_core::{ApiError, ClientAddr, ErrorKind};
+
+use crate::PerClient;
 
 /// The default budget: 256 MiB.
 pub const DEFAULT_BODY_BUDGET: usize = 256 * 1024 * 1024;

@@ -12,8 +12,8 @@ use std::time::Duration;
 use http::header::RETRY_AFTER;
 use http::request::Parts;
 use http::{HeaderName, HeaderValue, StatusCode};
-use strata_core::logger::LogRateLimit;
 use strata_core::{ApiError, DeclaredError, ErrorKind, Logger, ResponseHeader};
+use strata_log::LogRateLimit;
 use strata_middleware::{Amend, AmendResponse, Middleware, MiddlewareHandler, outcome_headers};
 
 use crate::clock::{Clock, MonotonicClock, micros};
@@ -590,7 +590,7 @@ fn store_failed(
     )
     .with_source(error.to_string());
     let message = format!("rate limit {}: {error}", policy.item);
-    logger.warn_rate_limited(&STORE_FAILURES, message, &api_error);
+    strata_log::warn_rate_limited(logger, &STORE_FAILURES, message, &api_error);
     match policy.fail {
         FailPolicy::Open => Ok(RateLimitState::unchecked(policy)),
         // An overload's kind: the format stage logs it at warn level, one line per 5 s,

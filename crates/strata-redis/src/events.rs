@@ -68,12 +68,12 @@ use std::time::Duration;
 use futures_core::Stream;
 use redis::aio::{ConnectionManager, MultiplexedConnection};
 use redis::{AsyncConnectionConfig, Client, RedisError, Script};
-use strata_core::LogRateLimit;
 use strata_events::broadcast::BoxFuture;
 use strata_events::{
     BroadcastError, Broadcaster, BusEvent, Delivery, Fanout, Feed, Gap, Received, ReplayWindow,
     Subscription,
 };
+use strata_log::LogRateLimit;
 use tokio::sync::watch;
 
 use crate::{Failure, RedisRateLimitStore};

@@ -11,7 +11,8 @@ use std::task::{Context, Poll, Waker};
 
 use http::{Request, Response};
 use strata_core::ResponseBody;
-use strata_routing::{Endpoint, EndpointMeta, Router, Routing, RoutingConfig};
+use strata_endpoint::{Endpoint, EndpointMeta};
+use strata_routing::{Router, Routing, RoutingConfig};
 use tower::util::BoxCloneSyncService;
 use tower_service::Service;
 

@@ -3,15 +3,16 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use crate::endpoint::{Endpoint, EndpointId, SharedService};
-use crate::settings::{Cors, MethodLikeRouteBehavior, PipelineSettings, RouterSettings};
-use http::{HeaderMap, HeaderValue, Method};
+use http::{HeaderValue, Method};
 use strata_core::{is_query, query_method};
+use strata_cors::{Cors, PathCors};
+use strata_endpoint::{Endpoint, EndpointId, PipelineSettings, SharedService};
 use strata_input::InputSource;
+use strata_static::{ServeStatic, StaticService};
 
 use crate::error::RoutingError;
-use crate::statics::StaticService;
-use crate::tree::{Route, Routing, ServeStatic};
+use crate::settings::{MethodLikeRouteBehavior, RouterSettings};
+use crate::tree::{Route, Routing};
 
 /// The methods an endpoint may serve (HEAD comes with GET, OPTIONS with CORS).
 fn routable(method: &Method) -> bool {
@@ -274,9 +275,9 @@ pub(crate) struct PathTable {
     pub(crate) statics: Option<Target>,
     /// The `Allow` list of an endpoint path (also its CORS methods); `None` for static files.
     pub(crate) allow: Option<HeaderValue>,
-    /// The headers `cors: true` sends for this path, given to CORS functions: built only when
-    /// the configuration has one (10,000 paths would otherwise hold 10,000 unused maps, 3 MiB).
-    pub(crate) cors_defaults: Option<HeaderMap>,
+    /// What CORS says of this path (its default headers only with a CORS function: 10,000
+    /// paths would otherwise hold 10,000 unused maps, 3 MiB).
+    pub(crate) cors: PathCors,
 }
 
 impl PathTable {
@@ -327,8 +328,8 @@ fn conflict(
 pub(crate) struct Compiled {
     pub(crate) trie: matchit::Router<usize>,
     pub(crate) tables: Vec<PathTable>,
-    /// The headers `cors: true` sends for unknown paths, given to CORS functions.
-    pub(crate) not_found_cors_defaults: HeaderMap,
+    /// What CORS says of unknown paths.
+    pub(crate) not_found_cors: PathCors,
     /// Static directories with the path they are served under.
     pub(crate) mounts: Vec<(String, ServeStatic)>,
 }
@@ -342,7 +343,7 @@ pub(crate) fn compile(
         .cors
         .as_ref()
         .ok_or(RoutingError::CorsNotConfigured)?;
-    if pipeline.uploads.is_some() && !strata_parse::MULTIPART {
+    if pipeline.uploads.is_some() && !strata_endpoint::MULTIPART {
         return Err(RoutingError::UploadsNotBuilt);
     }
     if pipeline.cookie_keys.is_none()
@@ -350,8 +351,6 @@ pub(crate) fn compile(
     {
         return Err(RoutingError::NoCookieKeys { method });
     }
-    let custom_cors = matches!(cors, Cors::Custom(_));
-    let cors = cors.is_enabled();
     let mut flattener = Flattener {
         behavior: router.method_like_route_behavior,
         routes: Vec::new(),
@@ -406,7 +405,7 @@ pub(crate) fn compile(
                 methods: vec![(route.method, target)],
                 statics: None,
                 allow: None,
-                cors_defaults: None,
+                cors: PathCors::default(),
             });
         }
     }
@@ -416,17 +415,15 @@ pub(crate) fn compile(
         let methods: Vec<Method> = table.methods.iter().map(|(m, _)| m.clone()).collect();
         let allow = allows
             .entry(methods)
-            .or_insert_with_key(|methods| allow_header(methods, cors))
+            .or_insert_with_key(|methods| allow_header(methods, cors.is_enabled()))
             .clone();
-        if custom_cors {
-            table.cors_defaults = Some(default_cors(Some(&allow)));
-        }
+        table.cors = PathCors::new(cors, Some(&allow));
         table.allow = Some(allow);
     }
     let mounts = add_statics(
         flattener.statics,
         router.error_handler.as_ref(),
-        custom_cors,
+        cors,
         &mut trie,
         &mut tables,
         &mut displays,
@@ -434,7 +431,7 @@ pub(crate) fn compile(
     Ok(Compiled {
         trie,
         tables,
-        not_found_cors_defaults: default_cors(None),
+        not_found_cors: PathCors::new(cors, None),
         mounts,
     })
 }
@@ -443,7 +440,7 @@ pub(crate) fn compile(
 fn add_statics(
     statics: Vec<FlatStatic>,
     errors: Option<&strata_core::ErrorHandler>,
-    custom_cors: bool,
+    cors: &Cors,
     trie: &mut matchit::Router<usize>,
     tables: &mut Vec<PathTable>,
     displays: &mut HashMap<String, String>,
@@ -474,26 +471,11 @@ fn add_statics(
                 methods: Vec::new(),
                 statics: Some(target.clone()),
                 allow: None,
-                cors_defaults: custom_cors.then(|| default_cors(None)),
+                cors: PathCors::new(cors, None),
             });
         }
     }
     Ok(mounts)
-}
-
-pub(crate) const ALLOW_ORIGIN_ANY: HeaderValue = HeaderValue::from_static("*");
-pub(crate) const ALLOW_HEADERS: HeaderValue =
-    HeaderValue::from_static("content-type, authorization");
-
-/// The headers of `cors: true`: any origin, the path's methods when known, the usual headers.
-pub(crate) fn default_cors(methods: Option<&HeaderValue>) -> HeaderMap {
-    let mut headers = HeaderMap::with_capacity(3);
-    headers.insert(http::header::ACCESS_CONTROL_ALLOW_ORIGIN, ALLOW_ORIGIN_ANY);
-    if let Some(methods) = methods {
-        headers.insert(http::header::ACCESS_CONTROL_ALLOW_METHODS, methods.clone());
-    }
-    headers.insert(http::header::ACCESS_CONTROL_ALLOW_HEADERS, ALLOW_HEADERS);
-    headers
 }
 
 #[cfg(test)]

@@ -10,10 +10,14 @@
 //!   envelope.
 //! - A trailing slash matches the same route; matching is case-sensitive; path parameters are
 //!   percent-decoded (a malformed escape is a 400).
-//! - CORS (must be chosen in the config): `true` adds `Access-Control-Allow-Origin: *`, the
-//!   path's methods and `Access-Control-Allow-Headers: content-type, authorization` to every
-//!   response and answers `OPTIONS` with 200; a function computes the headers per request.
-//! - [`ServeStatic`] serves a directory (tower-http's `ServeDir`).
+//! - CORS (must be chosen in the config, `strata-cors` says what headers a response gets):
+//!   with CORS on, `OPTIONS` on a known path is answered with 200 without running anything.
+//! - A `ServeStatic` of `strata-static` serves a directory under its key (GET and HEAD).
+//!
+//! The endpoints it holds are `strata-endpoint`'s type-erased [`Endpoint`]s, built once for the
+//! pipeline's settings the router is given.
+//!
+//! [`Endpoint`]: strata_endpoint::Endpoint
 //!
 //! Everything per path (the `Allow` list, the CORS methods) is computed once, at startup, and
 //! the tree is checked then: duplicates, unsupported explicit methods, unknown `:param`s and
@@ -23,7 +27,8 @@
 //!
 //! ```
 //! use http::Request;
-//! use strata_routing::{Endpoint, EndpointMeta, Router, RoutingConfig, routing};
+//! use strata_endpoint::{Endpoint, EndpointMeta};
+//! use strata_routing::{Router, RoutingConfig, routing};
 //! use tower::ServiceExt;
 //!
 //! # #[tokio::main(flavor = "current_thread")]
@@ -54,28 +59,17 @@
 //! # }
 //! ```
 
-pub mod after_body;
 mod compile;
-pub mod endpoint;
 mod error;
 mod router;
 mod settings;
-mod statics;
 mod tree;
 mod walk;
 
-pub use after_body::{AfterBody, AfterBodyInner, AfterBodyService, layer_error};
-pub use endpoint::{
-    AnyBody, Endpoint, EndpointFuture, EndpointId, EndpointMeta, EndpointService, EndpointStack,
-    SharedService, into_request_body,
-};
 pub use error::RoutingError;
 pub use router::{Router, RouterFuture};
-pub use settings::{
-    Cors, CorsFn, CorsFuture, CorsRequest, MethodLikeRouteBehavior, PipelineSettings,
-    RouterSettings, RoutingConfig, WrongMethodBehavior,
-};
-pub use tree::{DEFAULT_CACHE_CONTROL, Dotfiles, Nest, Route, Routing, ServeStatic, StaticOptions};
+pub use settings::{MethodLikeRouteBehavior, RouterSettings, RoutingConfig, WrongMethodBehavior};
+pub use tree::{Nest, Route, Routing};
 pub use walk::{RouteInfo, StaticMount};
 
 #[doc(hidden)]

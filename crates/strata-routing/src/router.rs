@@ -2,76 +2,29 @@
 
 use std::convert::Infallible;
 use std::future::Future;
-use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll, ready};
 
-use crate::endpoint::EndpointFuture;
-use crate::endpoint::into_request_body;
-use crate::settings::{
-    Cors, CorsFn, CorsFuture, CorsRequest, PipelineSettings, RouterSettings, WrongMethodBehavior,
-};
-use http::header::{
-    ACCESS_CONTROL_ALLOW_CREDENTIALS, ACCESS_CONTROL_ALLOW_HEADERS, ACCESS_CONTROL_ALLOW_METHODS,
-    ACCESS_CONTROL_ALLOW_ORIGIN, ALLOW, CONTENT_LENGTH,
-};
+use http::header::{ALLOW, CONTENT_LENGTH};
 use http::request::Parts;
-use http::{HeaderMap, HeaderValue, Method, Request, Response, StatusCode};
+use http::{HeaderValue, Method, Request, Response, StatusCode};
 use http_body::Body;
 use strata_core::error_response;
 use strata_core::{
     ApiError, ErrorHandler, ErrorKind, HeadBody, IncomingBody, Logger, PathParams, ResponseBody,
+    echoed,
 };
+use strata_cors::{ACCESS_CONTROL_REQUEST_METHOD, Cors, CorsHeaders};
+use strata_endpoint::{Endpoint, EndpointFuture, PipelineSettings, into_request_body};
 use strata_input::InputSource;
 use strata_input::text::percent_decode;
 use tower_service::Service;
 
-use crate::compile::{ALLOW_HEADERS, ALLOW_ORIGIN_ANY, Compiled, PathTable, compile};
+use crate::compile::{Compiled, PathTable, compile};
 use crate::error::RoutingError;
+use crate::settings::{RouterSettings, WrongMethodBehavior};
 use crate::tree::Routing;
-
-const ACCESS_CONTROL_REQUEST_METHOD: &str = "access-control-request-method";
-
-/// The most characters of a method or path echoed in a message: a client may send kilobytes,
-/// the message needs enough to recognize the request.
-pub(crate) const ECHO_LIMIT: usize = 100;
-
-/// `text`, cut to [`ECHO_LIMIT`] characters with `…` when longer.
-pub(crate) fn echoed(text: &str) -> std::borrow::Cow<'_, str> {
-    match text.char_indices().nth(ECHO_LIMIT) {
-        None => text.into(),
-        Some((end, _)) => format!("{}…", &text[..end]).into(),
-    }
-}
-
-/// The 404 of routing: `Can not <METHOD> <path>` (each cut to 100 characters).
-pub(crate) fn not_found(method: &Method, path: &str) -> ApiError {
-    ApiError::new(
-        StatusCode::NOT_FOUND,
-        format!("Can not {} {}", echoed(method.as_str()), echoed(path)),
-    )
-    .with_kind(ErrorKind::Routing)
-}
-
-/// The response to an error of routing (not of an endpoint): the configured error handler's,
-/// or the default envelope.
-pub(crate) fn respond(
-    errors: Option<&ErrorHandler>,
-    error: ApiError,
-    method: &Method,
-    uri: &http::Uri,
-    headers: &HeaderMap,
-    extensions: &http::Extensions,
-) -> Response<ResponseBody> {
-    match errors {
-        None => error_response(error),
-        Some(handler) => {
-            let logger = Logger::from_extensions(extensions);
-            handler.respond(error, method, uri, headers, &logger)
-        }
-    }
-}
 
 struct Shared {
     compiled: Compiled,
@@ -81,15 +34,8 @@ struct Shared {
 }
 
 impl Shared {
-    fn error(&self, error: ApiError, parts: &http::request::Parts) -> Response<ResponseBody> {
-        respond(
-            self.errors.as_ref(),
-            error,
-            &parts.method,
-            &parts.uri,
-            &parts.headers,
-            &parts.extensions,
-        )
+    fn error(&self, error: ApiError, parts: &Parts) -> Response<ResponseBody> {
+        ErrorHandler::respond_or_default(self.errors.as_ref(), error, parts)
     }
 }
 
@@ -180,86 +126,17 @@ impl Router {
     }
 }
 
-/// The CORS headers a response will get.
-enum CorsHeaders {
-    None,
-    /// `cors: true`: the default headers, with the path's methods when the path is known.
-    Default(Option<HeaderValue>),
-    /// A function's answer. This and `Pending` are boxed: inline, they would triple the size
-    /// of every request's future, moved several times on the way to hyper.
-    Map(Box<HeaderMap>),
-    /// An asynchronous function's answer, to wait for.
-    Pending(Box<(CorsFuture, Logger)>),
-}
-
-/// Credentials with origin `*` would be refused by browsers, or worse, honoured by lax ones:
-/// drop the credentials header and say so.
-fn checked(mut headers: HeaderMap, logger: &Logger) -> HeaderMap {
-    let credentials = headers
-        .get(ACCESS_CONTROL_ALLOW_CREDENTIALS)
-        .is_some_and(|v| v.as_bytes().eq_ignore_ascii_case(b"true"));
-    let any_origin = headers
-        .get(ACCESS_CONTROL_ALLOW_ORIGIN)
-        .is_some_and(|v| v == "*");
-    if credentials && any_origin {
-        headers.remove(ACCESS_CONTROL_ALLOW_CREDENTIALS);
-        logger.error(
-            "CORS: Access-Control-Allow-Credentials requires a specific origin, not *; the credentials header was not sent",
-        );
-    }
-    headers
-}
-
 impl Shared {
+    /// What CORS adds to the response to `parts`, for a path (`None`: unknown) and an
+    /// endpoint.
     fn cors_headers(
         &self,
         parts: &Parts,
         table: Option<&PathTable>,
-        endpoint: Option<&crate::Endpoint>,
+        endpoint: Option<&Endpoint>,
     ) -> CorsHeaders {
-        match &self.cors {
-            Cors::Disabled => CorsHeaders::None,
-            Cors::Enabled => CorsHeaders::Default(table.and_then(|t| t.allow.clone())),
-            Cors::Custom(function) => {
-                let defaults = table
-                    .and_then(|t| t.cors_defaults.as_ref())
-                    .unwrap_or(&self.compiled.not_found_cors_defaults);
-                let logger = Logger::from_extensions(&parts.extensions);
-                let request = CorsRequest {
-                    default_headers: defaults,
-                    request: parts,
-                    endpoint: endpoint.map(crate::Endpoint::meta),
-                    logger: &logger,
-                };
-                // User code: a panic here must not take the connection down. Without CORS
-                // headers the browser refuses the response, the safe outcome.
-                let outcome = catch_unwind(AssertUnwindSafe(|| match function {
-                    CorsFn::Sync(f) => CorsHeaders::Map(Box::new(checked(f(&request), &logger))),
-                    CorsFn::Async(f) => {
-                        CorsHeaders::Pending(Box::new((f(&request), logger.clone())))
-                    }
-                }));
-                outcome.unwrap_or_else(|_| {
-                    logger.error("CORS function panicked; no CORS headers were sent");
-                    CorsHeaders::None
-                })
-            }
-        }
-    }
-}
-
-fn apply_cors(response: &mut Response<ResponseBody>, headers: CorsHeaders) {
-    match headers {
-        CorsHeaders::None | CorsHeaders::Pending(..) => {}
-        CorsHeaders::Default(methods) => {
-            let target = response.headers_mut();
-            target.insert(ACCESS_CONTROL_ALLOW_ORIGIN, ALLOW_ORIGIN_ANY);
-            if let Some(methods) = methods {
-                target.insert(ACCESS_CONTROL_ALLOW_METHODS, methods);
-            }
-            target.insert(ACCESS_CONTROL_ALLOW_HEADERS, ALLOW_HEADERS);
-        }
-        CorsHeaders::Map(map) => response.headers_mut().extend(*map),
+        let path = table.map_or(&self.compiled.not_found_cors, |table| &table.cors);
+        self.cors.headers(parts, path, endpoint.map(Endpoint::meta))
     }
 }
 
@@ -289,7 +166,7 @@ where
         let (mut parts, body) = request.into_parts();
         let path = parts.uri.path();
         let Ok(found) = shared.compiled.trie.at(trim_trailing_slash(path)) else {
-            let response = shared.error(not_found(&parts.method, path), &parts);
+            let response = shared.error(ApiError::route_not_found(&parts.method, path), &parts);
             return RouterFuture::ready(response, shared.cors_headers(&parts, None, None));
         };
         let table = &shared.compiled.tables[*found.value];
@@ -313,7 +190,7 @@ where
             let (Some(allow), WrongMethodBehavior::MethodNotAllowed) =
                 (&table.allow, shared.wrong_method)
             else {
-                let response = shared.error(not_found(&parts.method, path), &parts);
+                let response = shared.error(ApiError::route_not_found(&parts.method, path), &parts);
                 return RouterFuture::ready(response, cors);
             };
             let error = ApiError::new(
@@ -396,23 +273,11 @@ impl Future for RouterFuture {
             // Done with: polled again, the future answers "polled after completion".
             this.state = State::Ready(None);
         }
-        if let CorsHeaders::Pending(pending) = &mut this.cors {
-            let (future, logger) = &mut **pending;
-            match catch_unwind(AssertUnwindSafe(|| future.as_mut().poll(cx))) {
-                Ok(Poll::Pending) => {
-                    if let Some(response) = answered {
-                        this.state = State::Ready(Some(Box::new(response)));
-                    }
-                    return Poll::Pending;
-                }
-                Ok(Poll::Ready(headers)) => {
-                    this.cors = CorsHeaders::Map(Box::new(checked(headers, logger)));
-                }
-                Err(_) => {
-                    logger.error("CORS function panicked; no CORS headers were sent");
-                    this.cors = CorsHeaders::None;
-                }
+        if this.cors.poll_ready(cx).is_pending() {
+            if let Some(response) = answered {
+                this.state = State::Ready(Some(Box::new(response)));
             }
+            return Poll::Pending;
         }
         let mut response = if let Some(response) = answered {
             response
@@ -443,10 +308,7 @@ impl Future for RouterFuture {
                 response.extensions_mut().insert(HeadBody(bytes));
             }
         }
-        apply_cors(
-            &mut response,
-            std::mem::replace(&mut this.cors, CorsHeaders::None),
-        );
+        std::mem::replace(&mut this.cors, CorsHeaders::none()).apply(&mut response);
         Poll::Ready(Ok(response))
     }
 }

@@ -6,8 +6,9 @@
 //!
 //! ```
 //! use http::Method;
-//! use strata_routing::{Endpoint, EndpointMeta, RoutingConfig};
-//! use strata_routing::{Router, ServeStatic, routing};
+//! use strata_endpoint::{Endpoint, EndpointMeta};
+//! use strata_routing::{Router, RoutingConfig, routing};
+//! use strata_static::ServeStatic;
 //!
 //! # let endpoint = || Endpoint::from_parts(EndpointMeta::default(), |_| {
 //! #     tower::util::BoxCloneSyncService::new(tower::service_fn(|_| async {
@@ -28,11 +29,11 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use crate::Endpoint;
 use http::Method;
+use strata_endpoint::Endpoint;
 
 use crate::router::Router;
-use crate::tree::{ServeStatic, StaticOptions};
+use strata_static::{ServeStatic, StaticOptions};
 
 /// One operation a router serves: a method on a path, answered by an endpoint.
 ///
@@ -119,8 +120,8 @@ impl Router {
 
 #[cfg(test)]
 pub(crate) mod tests {
-    use crate::EndpointMeta;
     use crate::RoutingConfig;
+    use strata_endpoint::EndpointMeta;
 
     use super::*;
     use crate::{Nest, routing};
@@ -128,11 +129,9 @@ pub(crate) mod tests {
     /// An endpoint of `methods` whose input has `fields`, answering an empty 200 (for tests of
     /// routing's compile and walk).
     pub(crate) fn endpoint(methods: &[Method], fields: &[&str]) -> Endpoint {
-        let meta = EndpointMeta {
-            methods: methods.to_vec(),
-            input_fields: fields.iter().map(|f| (*f).to_owned()).collect(),
-            ..EndpointMeta::default()
-        };
+        let mut meta = EndpointMeta::default();
+        meta.methods = methods.to_vec();
+        meta.input_fields = fields.iter().map(|f| (*f).to_owned()).collect();
         Endpoint::from_parts(meta, |_| {
             tower::util::BoxCloneSyncService::new(tower::service_fn(|_| async {
                 Ok::<_, std::convert::Infallible>(http::Response::new(
@@ -151,7 +150,7 @@ pub(crate) mod tests {
                 "delete /users/:slug" => endpoint(&[Method::DELETE], &["slug"]),
                 "post" => endpoint(&[Method::POST], &[]),
             },
-            "files" => crate::ServeStatic::dir("."),
+            "files" => strata_static::ServeStatic::dir("."),
         };
         let router = Router::new(&tree, &RoutingConfig::new(true)).unwrap();
         let walked: Vec<(String, &str, Vec<&str>)> = router

@@ -37,14 +37,13 @@ use http::Request;
 use http::{HeaderMap, Method};
 use strata_core::{BoxError, Output};
 use strata_core::{ErrorHandler, Level, Mode, ResultHandler};
+use strata_cors::{Cors, CorsRequest};
+use strata_endpoint::{AfterBody, AfterBodyInner, PipelineSettings};
 use strata_input::InputSource;
 use strata_input::Parsed;
 use strata_input::cookies::CookieKeys;
 use strata_parse::BodyBudget;
-use strata_routing::{
-    AfterBody, AfterBodyInner, Cors, CorsRequest, MethodLikeRouteBehavior, PipelineSettings,
-    RouterSettings, RoutingConfig, WrongMethodBehavior,
-};
+use strata_routing::{MethodLikeRouteBehavior, RouterSettings, RoutingConfig, WrongMethodBehavior};
 use strata_upload::UploadLimits;
 use tower_layer::Layer;
 use tower_service::Service;

@@ -299,7 +299,7 @@ fn not_admitted(
         request.method(),
         request.uri().path()
     );
-    admission.logger.server_error(line, &error);
+    strata_log::server_error(&admission.logger, line, &error);
     admission.respond(error, request.method(), request.uri(), request.headers())
 }
 

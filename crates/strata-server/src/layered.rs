@@ -12,7 +12,7 @@ use http::{HeaderMap, Method, Request, Response, Uri, Version};
 use http_body::Body;
 use pin_project_lite::pin_project;
 use strata_core::{ApiError, BoxError, ErrorHandler, Logger, Mode, ResponseBody, error_response};
-use strata_routing::layer_error;
+use strata_endpoint::layer_error;
 use tower_service::Service;
 
 /// Turns what a user's stack answers into the server's responses: any body becomes a
@@ -103,7 +103,7 @@ impl Errors {
                 api.message()
             );
             // Shed load is the clients' doing: a rate-limited warning.
-            self.logger.server_error(line, &api);
+            strata_log::server_error(&self.logger, line, &api);
         }
         if seen.closes {
             api = api.with_connection_close();

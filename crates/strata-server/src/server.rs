@@ -14,10 +14,9 @@ use std::convert::Infallible;
 use http::{Request, Response};
 use std::sync::atomic::Ordering;
 
-use strata_core::{
-    ApiError, BoxError, ClientAddr, ErrorHandler, ErrorKind, LogRateLimit, Logger, PerClient,
-    ResponseBody,
-};
+use strata_core::{ApiError, BoxError, ClientAddr, ErrorHandler, ErrorKind, Logger, ResponseBody};
+use strata_log::LogRateLimit;
+use strata_parse::PerClient;
 use strata_routing::Routing;
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::{TcpListener, UnixListener};
@@ -781,7 +780,7 @@ impl ClientConnections {
             "connection from {} refused: its address holds its share",
             client.0
         );
-        logger.warn_rate_limited(&self.refusals, line, &error);
+        strata_log::warn_rate_limited(logger, &self.refusals, line, &error);
     }
 }
 

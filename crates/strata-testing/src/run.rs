@@ -15,10 +15,10 @@ use strata_core::{
     ApiError, DefaultResultHandler, HCons, HNil, Logger, Mode, Output, PathParams, RequestBody,
     ResponseBody,
 };
+use strata_endpoint::{Endpoint, PipelineSettings};
 use strata_format::FormatLayer;
 use strata_input::Staged;
 use strata_middleware::{Middleware, MiddlewareHandler, MiddlewareService};
-use strata_routing::{Endpoint, PipelineSettings};
 use strata_upload::{MultipartForm, UploadLimits, UploadedFile};
 use tower::ServiceExt;
 use tower_layer::Layer;

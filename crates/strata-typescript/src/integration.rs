@@ -5,9 +5,10 @@ use std::fmt::{self, Write as _};
 use std::path::Path;
 
 use serde_json::Value;
+use strata_endpoint::PipelineSettings;
 use strata_input::raw::RAW_FIELD;
 use strata_openapi::{Documentation, OpenApi, Operation, ParameterLocation};
-use strata_routing::{PipelineSettings, RouterSettings, Routing};
+use strata_routing::{RouterSettings, Routing};
 
 use crate::error::IntegrationError;
 use crate::runtime::{BodyKind, Placement, Styles, runtime};

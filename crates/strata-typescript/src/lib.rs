@@ -34,7 +34,7 @@
 //!
 //! ```
 //! use http::Method;
-//! use strata_routing::{Endpoint, EndpointMeta};
+//! use strata_endpoint::{Endpoint, EndpointMeta};
 //! use strata_routing::routing;
 //! use strata_typescript::{Integration, Variant};
 //!

@@ -1,6 +1,6 @@
 use std::fmt;
 
-use crate::decode::Decoder;
+use strata_decode::Decoder;
 use tower_layer::Layer;
 
 use crate::service::ValidateService;

@@ -5,12 +5,10 @@
 //! rules run. Any failure is a 400 whose message lists every problem as `path: message`, joined
 //! by `"; "`, with the names clients use (serde renames applied).
 //!
-//! The crate also owns how that happens, for every stage that checks values: [`Decoder`] reads
-//! an input into a type and runs its rules (the middleware stage decodes each middleware's
-//! input with it) and checks a value's rules with wire names (the output stage and event
-//! streams check what they send with it). When decoding fails, the input is walked against the
-//! type's JSON Schema to explain every problem in JSON's words; that walk runs on the failure
-//! path only.
+//! How the input is decoded and a failure explained is `strata-decode`'s ([`Decoder`]), which
+//! the other stages that check values use too.
+//!
+//! [`Decoder`]: strata_decode::Decoder
 //!
 //! # Example
 //!
@@ -51,14 +49,9 @@
 //! # }
 //! ```
 
-pub mod coerce;
-mod confirm;
-mod decode;
-mod explain;
 mod layer;
 mod service;
 
-pub use decode::{Decoder, not_null};
 pub use layer::ValidateLayer;
 pub use service::ValidateService;
 

@@ -9,7 +9,7 @@ use strata_core::future::ShortCircuit;
 use strata_core::{ApiError, BoxError, Validated};
 use strata_input::Staged;
 
-use crate::decode::Decoder;
+use strata_decode::Decoder;
 use tower_service::Service;
 
 use crate::ResponseFuture;

@@ -12,6 +12,7 @@ use strata_core::{
     DeclaredError, DefaultResultHandler, HCons, HNil, MiddlewareInput, Output, PositiveFn,
     ResponseDescription, ResponseHeader, ResultHandler, Security,
 };
+use strata_endpoint::{Endpoint, EndpointMeta, PipelineSettings, SharedService};
 use strata_format::FormatLayer;
 use strata_handler::{
     Handler, HandlerFunction, HandlerFunctionWithoutInput, HandlerService, handler_fn,
@@ -21,7 +22,6 @@ use strata_middleware::{
     Chain, Middleware, MiddlewareChain, MiddlewareHandler, NoMiddleware, StagedService, State,
 };
 use strata_output::{HandlerOutput, OutputLayer, OutputService};
-use strata_routing::{Endpoint, EndpointMeta, PipelineSettings, SharedService};
 use strata_validate::{ValidateLayer, ValidateService};
 use tower::util::Either;
 use tower_layer::Layer;

@@ -64,6 +64,7 @@ pub use strata_core::{
     PathParams, RequestBody, RequestInfo, ResponseBody, ResponseDescription, ResponseHeader,
     ResultHandler, Security, Validated, http_error,
 };
+pub use strata_decode::{Decoder, not_null};
 pub use strata_handler::Never;
 pub use strata_input::{
     Input, InputSource, InputSources, InputValue, Parsed, ParsedBody, Query, RawBody, Staged,
@@ -72,7 +73,6 @@ pub use strata_input::{
 pub use strata_middleware::{Middleware, MiddlewareChain};
 pub use strata_output::{Binary, FileResponse, HandlerOutput, Reply, StreamResponse};
 pub use strata_upload::{MoveError, MultipartForm, UploadLimits, UploadedFileExt};
-pub use strata_validate::{Decoder, not_null};
 
 /// The `http` crate Strata is built on (`StatusCode`, `HeaderValue`, `header::*`), so that an
 /// application needs no dependency of its own on it.
@@ -92,6 +92,13 @@ pub use strata_combine as combine;
 pub use strata_cookies as cookies;
 /// The shared vocabulary ([`strata_core`]).
 pub use strata_core as core;
+pub use strata_cors::{Cors, CorsRequest};
+/// How values are checked: the decoder every checking stage uses ([`strata_decode`]).
+pub use strata_decode as decode;
+pub use strata_endpoint::{
+    AfterBody, AnyBody, Endpoint, EndpointFuture, EndpointMeta, EndpointService, PipelineSettings,
+    SharedService,
+};
 /// Server-sent events: typed events, an emitter, keep-alives (feature `events`).
 #[cfg(feature = "events")]
 pub use strata_events as events;
@@ -126,10 +133,8 @@ pub use strata_redis as redis;
 /// Routing: the tree, the trie, method dispatch, CORS, static files.
 pub use strata_routing as routing;
 pub use strata_routing::{
-    AfterBody, AnyBody, Cors, CorsRequest, Dotfiles, Endpoint, EndpointFuture, EndpointMeta,
-    EndpointService, MethodLikeRouteBehavior, Nest, PipelineSettings, Route, Router,
-    RouterSettings, Routing, RoutingConfig, RoutingError, ServeStatic, SharedService,
-    StaticOptions, WrongMethodBehavior, routing,
+    MethodLikeRouteBehavior, Nest, Route, Router, RouterSettings, Routing, RoutingConfig,
+    RoutingError, WrongMethodBehavior, routing,
 };
 /// Running a routing: `create_server`, `attach_routing`.
 pub use strata_server as server;
@@ -138,6 +143,7 @@ pub use strata_server::{
     LoggerOptions, MinDataRate, Pem, Server, ServerBody, ServerError, ServerLimits, ServerSettings,
     ShutdownHandle, attach_routing, create_server, create_server_with,
 };
+pub use strata_static::{Dotfiles, ServeStatic, StaticOptions};
 /// Test utilities: `test_endpoint`, `test_middleware` (feature `testing`).
 #[cfg(feature = "testing")]
 pub use strata_testing as testing;
@@ -188,7 +194,7 @@ pub fn create_config() -> ConfigBuilder {
 ///   (a 400 naming it); documented as `T`, not required.
 /// - `#[strata(coerce)]` on a number or `bool` field (or an `Option` of one): read from its
 ///   JSON value or from its text (`"42"`, `"true"`; not `"yes"`, `""` or `"+1"`), as zod's
-///   `z.coerce`; documented as either ([`validate::coerce`]: one deserializer, one schema).
+///   `z.coerce`; documented as either ([`decode::coerce`]: one deserializer, one schema).
 /// - A `garde` of another version than Strata's is named as such, once.
 ///
 /// ```
@@ -227,8 +233,8 @@ pub mod __private {
     pub use garde;
     pub use schemars;
     pub use serde;
-    pub use strata_validate::coerce;
-    pub use strata_validate::not_null;
+    pub use strata_decode::coerce;
+    pub use strata_decode::not_null;
 
     /// Implemented by every type whose `Validate` is the one of Strata's garde.
     #[diagnostic::on_unimplemented(

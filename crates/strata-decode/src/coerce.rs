@@ -11,8 +11,8 @@
 //! #[derive(Deserialize, Validate, JsonSchema)]
 //! struct Paging {
 //!     #[garde(range(max = 100))]
-//!     #[serde(deserialize_with = "strata_validate::coerce::value")]
-//!     #[schemars(schema_with = "strata_validate::coerce::schema::<u32>")]
+//!     #[serde(deserialize_with = "strata_decode::coerce::value")]
+//!     #[schemars(schema_with = "strata_decode::coerce::schema::<u32>")]
 //!     limit: u32,
 //! }
 //!

@@ -1,4 +1,5 @@
-//! Static directories: tower-http's `ServeDir` behind the routing's rules (JSON 404s, dotfiles).
+//! The service of a static directory: tower-http's `ServeDir` behind the routing's rules (JSON
+//! 404s, dotfiles).
 
 use std::convert::Infallible;
 use std::future::Future;
@@ -8,19 +9,18 @@ use std::pin::Pin;
 use std::sync::{Arc, OnceLock};
 use std::task::{Context, Poll};
 
-use crate::endpoint::SharedService;
 use http::header::{CACHE_CONTROL, CONTENT_LENGTH, CONTENT_RANGE, CONTENT_TYPE, LOCATION};
 use http::{HeaderMap, HeaderValue, Method, Request, Response, StatusCode, Uri};
 use strata_core::error_response;
 use strata_core::{ApiError, ErrorHandler, ErrorKind, Logger, RequestBody, ResponseBody};
+use strata_endpoint::SharedService;
 use strata_input::text::percent_decode;
 use strata_output::CheckedFile;
 use tower_http::services::ServeDir;
 use tower_http::services::fs::ServeFileSystemResponseBody;
 use tower_service::Service;
 
-use crate::router::{not_found, respond};
-use crate::tree::{Dotfiles, ServeStatic, StaticOptions};
+use crate::{Dotfiles, ServeStatic, StaticOptions};
 
 /// The longest file name the common file systems accept (`NAME_MAX`).
 const MAX_SEGMENT_BYTES: usize = 255;
@@ -35,8 +35,9 @@ enum Refused {
     TooLong(&'static str, usize),
 }
 
+/// A [`ServeStatic`] mounted at a path: what routing calls for the paths under it.
 #[derive(Clone)]
-pub(crate) struct StaticService {
+pub struct StaticService {
     dir: ServeDir,
     root: Arc<PathBuf>,
     /// The directory's real path, found on first use (it may not exist at startup).
@@ -58,7 +59,7 @@ fn answer(
     let status = response.status();
     match status {
         StatusCode::NOT_FOUND | StatusCode::METHOD_NOT_ALLOWED => {
-            context.respond(not_found(&context.method, path))
+            context.respond(ApiError::route_not_found(&context.method, path))
         }
         // What a file server answers on purpose: files, ranges, caching, redirects.
         _ if status.is_success()
@@ -75,7 +76,7 @@ fn answer(
             context.logger.debug(format_args!(
                 "static files: {status} for {path}, answered 404"
             ));
-            context.respond(not_found(&context.method, path))
+            context.respond(ApiError::route_not_found(&context.method, path))
         }
     }
 }
@@ -142,7 +143,7 @@ fn unreadable(error: io::Error, context: &ErrorContext, path: &str) -> ApiError 
         Ok(shortage) => {
             // A rate-limited warning: clients cause it at will.
             let line = format_args!("static files: {path}, answered 503");
-            context.logger.server_error(line, &shortage);
+            strata_log::server_error(&context.logger, line, &shortage);
             return shortage;
         }
         Err(error) => error,
@@ -152,7 +153,7 @@ fn unreadable(error: io::Error, context: &ErrorContext, path: &str) -> ApiError 
             "static files: {error} for {path}, answered 404"
         ));
     }
-    not_found(&context.method, path)
+    ApiError::route_not_found(&context.method, path)
 }
 
 /// What an error answer needs once the request went to `ServeDir`.
@@ -176,22 +177,25 @@ impl ErrorContext {
 }
 
 impl StaticService {
-    pub(crate) fn new(serve: &ServeStatic, prefix: &str, errors: Option<ErrorHandler>) -> Self {
-        let dir = ServeDir::new(&serve.dir)
-            .append_index_html_on_directories(serve.options.index)
-            .redirect_to_trailing_slash(serve.options.redirect)
+    /// Serves `serve` under `prefix`, errors formatted by `errors` (the default envelope when
+    /// `None`).
+    pub fn new(serve: &ServeStatic, prefix: &str, errors: Option<ErrorHandler>) -> Self {
+        let dir = ServeDir::new(serve.directory())
+            .append_index_html_on_directories(serve.options().index)
+            .redirect_to_trailing_slash(serve.options().redirect)
             .redirect_path_prefix(prefix);
         Self {
             dir,
-            root: Arc::new(serve.dir.clone()),
+            root: Arc::new(serve.directory().to_path_buf()),
             real_root: Arc::default(),
             prefix: Arc::from(prefix),
-            options: serve.options.clone(),
+            options: serve.options().clone(),
             errors,
         }
     }
 
-    pub(crate) fn shared(self) -> SharedService {
+    /// As routing holds services.
+    pub fn shared(self) -> SharedService {
         SharedService::new(self)
     }
 
@@ -289,15 +293,13 @@ impl Service<Request<RequestBody>> for StaticService {
         let (mut parts, body) = request.into_parts();
         let original = parts.uri.clone();
         let path = original.path();
-        let respond = |error: ApiError, parts: &http::request::Parts| {
-            respond(
-                self.errors.as_ref(),
-                error,
-                &parts.method,
-                &original,
-                &parts.headers,
-                &parts.extensions,
-            )
+        // With the URI as the client sent it (the one in `parts` is rewritten for `ServeDir`).
+        let respond = |error: ApiError, parts: &http::request::Parts| match self.errors.as_ref() {
+            None => error_response(error),
+            Some(handler) => {
+                let logger = Logger::from_extensions(&parts.extensions);
+                handler.respond(error, &parts.method, &original, &parts.headers, &logger)
+            }
         };
         if path == &*self.prefix
             && !self.prefix.is_empty()
@@ -310,7 +312,12 @@ impl Service<Request<RequestBody>> for StaticService {
                 None => format!("{path}/"),
             };
             let response = HeaderValue::from_str(&location).map_or_else(
-                |_| respond(not_found(&parts.method, original.path()), &parts),
+                |_| {
+                    respond(
+                        ApiError::route_not_found(&parts.method, original.path()),
+                        &parts,
+                    )
+                },
                 |location| {
                     let mut response = Response::new(ResponseBody::empty());
                     *response.status_mut() = StatusCode::TEMPORARY_REDIRECT;
@@ -330,7 +337,10 @@ impl Service<Request<RequestBody>> for StaticService {
         let (uri, file) = match inner {
             Ok(found) => found,
             Err(Refused::NotFound) => {
-                let response = respond(not_found(&parts.method, original.path()), &parts);
+                let response = respond(
+                    ApiError::route_not_found(&parts.method, original.path()),
+                    &parts,
+                );
                 return Box::pin(std::future::ready(Ok(response)));
             }
             Err(Refused::TooLong(what, limit)) => {
@@ -367,7 +377,9 @@ impl Service<Request<RequestBody>> for StaticService {
         let cache_control = self.options.cache_control.clone();
         Box::pin(async move {
             if !stays_inside(&root, &real_root, file.clone(), index).await {
-                return Ok(context.respond(not_found(&context.method, original.path())));
+                return Ok(
+                    context.respond(ApiError::route_not_found(&context.method, original.path()))
+                );
             }
             match dir.try_call(Request::from_parts(parts, body)).await {
                 Ok(response) => {

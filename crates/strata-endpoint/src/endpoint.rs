@@ -241,7 +241,7 @@ impl Endpoint {
     }
 
     /// Builds the boxed service for the pipeline settings of `config` (a [`PipelineSettings`], a
-    /// [`RoutingConfig`](crate::RoutingConfig) or a server's configuration).
+    /// `RoutingConfig` or a server's configuration).
     pub fn boxed_service(&self, config: &impl AsRef<PipelineSettings>) -> EndpointService {
         BoxCloneSyncService::new((self.build)(config.as_ref()))
     }

@@ -159,12 +159,12 @@ impl WireNames {
 /// use schemars::JsonSchema;
 /// use serde::Deserialize;
 /// use strata_input::{Input, InputValue};
-/// use strata_validate::Decoder;
+/// use strata_decode::Decoder;
 ///
 /// #[derive(Debug, Deserialize, Validate, JsonSchema)]
 /// struct Patch {
 ///     #[garde(skip)]
-///     #[serde(default, deserialize_with = "strata_validate::not_null")]
+///     #[serde(default, deserialize_with = "strata_decode::not_null")]
 ///     #[schemars(with = "String")]
 ///     nickname: Option<String>,
 /// }
@@ -262,7 +262,7 @@ fn describe_report(
 /// use schemars::JsonSchema;
 /// use serde::Deserialize;
 /// use strata_input::Input;
-/// use strata_validate::Decoder;
+/// use strata_decode::Decoder;
 ///
 /// #[derive(Debug, Deserialize, Validate, JsonSchema)]
 /// #[serde(rename_all = "camelCase")]

@@ -8,7 +8,7 @@
 //!
 //! ```
 //! use std::time::Duration;
-//! use strata_routing::AfterBody;
+//! use strata_endpoint::AfterBody;
 //! use tower::ServiceBuilder;
 //! use tower::limit::GlobalConcurrencyLimitLayer;
 //!

@@ -6,7 +6,7 @@ use std::hash::BuildHasher;
 use std::net::IpAddr;
 use std::sync::atomic::AtomicUsize;
 
-use crate::payload::ClientAddr;
+use strata_core::ClientAddr;
 
 /// How many counters share the client addresses.
 const COUNTERS: usize = 1024;
@@ -19,7 +19,8 @@ const COUNTERS: usize = 1024;
 ///
 /// ```
 /// use std::sync::atomic::Ordering;
-/// use strata_core::{ClientAddr, PerClient};
+/// use strata_core::ClientAddr;
+/// use strata_parse::PerClient;
 ///
 /// let counts = PerClient::new();
 /// let client = ClientAddr([192, 0, 2, 1].into());
