@@ -1301,11 +1301,11 @@ async fn a_header_named_like_a_path_parameter_does_not_override_it() {
 
 #[tokio::test]
 async fn layers_after_the_body_count_neither_uploads_nor_their_time() {
-    let config = create_config()
+    let mut config = create_config()
         .cors(false)
         .server_limits(ServerLimits {
-            body_idle_timeout: Some(Duration::from_secs(2)),
-            body_read_timeout: Some(Duration::from_secs(10)),
+            body_idle_timeout: Some(Duration::from_secs(10)),
+            body_read_timeout: Some(Duration::from_secs(20)),
             ..limits()
         })
         .after_body(
@@ -1315,43 +1315,53 @@ async fn layers_after_the_body_count_neither_uploads_nor_their_time() {
         )
         .listen(std::net::SocketAddr::from(([127, 0, 0, 1], 0)))
         .build();
+    // Room for every body here: the budget only shows when the upload's body is arriving.
+    let budget = strata::parse::BodyBudget::new(1024 * 1024);
+    config.pipeline.body_budget = Some(budget.clone());
     let server = create_server(&config, &routing()).await.unwrap();
     let LocalAddr::Tcp(addr) = server.servers()[0].local_addr.clone() else {
         panic!("TCP")
     };
-    // An honest upload taking 1 s (over the 300 ms timeout of the work).
+    // An honest upload taking over 1 s (over the 300 ms timeout of the work): two bytes every
+    // 40 ms, its last two held back until the test lets them go.
     let text = "a".repeat(40);
     let body = format!(r#"{{"text":"{text}"}}"#);
     let head = format!(
         "POST /note HTTP/1.1\r\nHost: a\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
         body.len()
     );
+    let (finish, finishing) = tokio::sync::oneshot::channel::<()>();
     let upload = tokio::spawn(async move {
         let mut stream = TcpStream::connect(addr).await.unwrap();
         stream.write_all(head.as_bytes()).await.unwrap();
-        for piece in body.as_bytes().chunks(2) {
+        let (pieces, last) = body.as_bytes().split_at(body.len() - 2);
+        for piece in pieces.chunks(2) {
             stream.write_all(piece).await.unwrap();
             tokio::time::sleep(Duration::from_millis(40)).await;
         }
+        // (Also when the test gave up: the sender is dropped.)
+        let _ = finishing.await;
+        stream.write_all(last).await.unwrap();
         let mut answer = Vec::new();
         stream.read_to_end(&mut answer).await.unwrap();
         String::from_utf8_lossy(&answer).into_owned()
     });
-    // Meanwhile the only place under the limit is free: others are served at once.
-    tokio::time::sleep(Duration::from_millis(200)).await;
-    let started = std::time::Instant::now();
+    // The upload has started: the parse stage holds its first bytes.
+    until("the upload's body is arriving", || budget.used() > 0).await;
+    // Meanwhile the only place under the limit is free: another request is served while the
+    // upload still arrives (its end is held back until then).
     let health = exchange(
         addr,
         b"GET /wait HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n",
         false,
     )
     .await;
-    assert!(health.starts_with("HTTP/1.1 200"), "{health}");
     assert!(
-        started.elapsed() < Duration::from_millis(300),
-        "{:?}",
-        started.elapsed()
+        health.starts_with("HTTP/1.1 200"),
+        "not served while an upload arrived: {health:?}"
     );
+    finish.send(()).unwrap();
+    // And the upload's own time does not count against the timeout of its work.
     let uploaded = upload.await.unwrap();
     assert!(uploaded.starts_with("HTTP/1.1 200"), "{uploaded}");
     // The timeout still times the work.
