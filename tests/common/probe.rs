@@ -55,3 +55,53 @@ pub(crate) async fn until(what: &str, mut condition: impl FnMut() -> bool) {
     .await;
     assert!(waited.is_ok(), "never true: {what}");
 }
+
+/// Linux's queues of the TCP connection from `local` to `remote` (IPv4, on this machine), as
+/// `/proc/net/tcp` has them: the bytes sent and not yet acknowledged by the other end, and the
+/// bytes received and not yet read by the program; `None` when there is no such connection.
+pub(crate) fn tcp_queues(
+    local: std::net::SocketAddr,
+    remote: std::net::SocketAddr,
+) -> Option<(u64, u64)> {
+    const ESTABLISHED: &str = "01";
+    // The address as the kernel prints it: its four bytes as a number in the machine's own
+    // order, and the port, in hexadecimal.
+    let hex = |address: std::net::SocketAddr| {
+        let std::net::SocketAddr::V4(address) = address else {
+            panic!("not IPv4: {address}")
+        };
+        format!(
+            "{:08X}:{:04X}",
+            u32::from_ne_bytes(address.ip().octets()),
+            address.port()
+        )
+    };
+    let (local, remote) = (hex(local), hex(remote));
+    std::fs::read_to_string("/proc/net/tcp")
+        .unwrap()
+        .lines()
+        .skip(1)
+        .find_map(|line| {
+            // sl local_address rem_address st tx_queue:rx_queue ...
+            let fields: Vec<&str> = line.split_whitespace().collect();
+            if fields.get(1..4)? != [local.as_str(), remote.as_str(), ESTABLISHED] {
+                return None;
+            }
+            let (sent, received) = fields.get(4)?.split_once(':')?;
+            Some((
+                u64::from_str_radix(sent, 16).ok()?,
+                u64::from_str_radix(received, 16).ok()?,
+            ))
+        })
+}
+
+/// Whether the server end of the TCP connection from `client` to `server` has read every byte
+/// the client sent (acknowledged, and none waiting to be read), or is closed already.
+pub(crate) fn all_read(client: std::net::SocketAddr, server: std::net::SocketAddr) -> bool {
+    let delivered =
+        tcp_queues(client, server).is_some_and(|(unacknowledged, _)| unacknowledged == 0);
+    match tcp_queues(server, client) {
+        Some((_, unread)) => delivered && unread == 0,
+        None => true,
+    }
+}
