@@ -5,12 +5,14 @@
 #![allow(dead_code)]
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Duration;
 
 use tokio::sync::Notify;
 
-/// Counts the requests that reached a handler; a test waits until a count is reached.
+/// Counts the requests that reached a handler; a test waits until a count is reached. It also
+/// counts how many handlers ran at once ([`enter`](Self::enter)), and holds the handlers that
+/// ask ([`hold`](Self::hold)) until the test releases them.
 #[derive(Clone, Default)]
 pub(crate) struct Started(Arc<Count>);
 
@@ -18,6 +20,10 @@ pub(crate) struct Started(Arc<Count>);
 struct Count {
     value: AtomicUsize,
     changed: Notify,
+    running: AtomicUsize,
+    most_at_once: AtomicUsize,
+    released: AtomicBool,
+    release: Notify,
 }
 
 impl Started {
@@ -25,6 +31,20 @@ impl Started {
     pub(crate) fn mark(&self) {
         self.0.value.fetch_add(1, Ordering::SeqCst);
         self.0.changed.notify_waiters();
+    }
+
+    /// One more request reached its handler, which runs until the guard is dropped (with the
+    /// handler's future, whether it finished or was cancelled).
+    pub(crate) fn enter(&self) -> Running {
+        let now = self.0.running.fetch_add(1, Ordering::SeqCst) + 1;
+        self.0.most_at_once.fetch_max(now, Ordering::SeqCst);
+        self.mark();
+        Running(self.clone())
+    }
+
+    /// The most handlers that ran at once (entered, not yet dropped).
+    pub(crate) fn most_at_once(&self) -> usize {
+        self.0.most_at_once.load(Ordering::SeqCst)
     }
 
     /// Waits until `count` requests reached their handler (at most 10 s, then panics).
@@ -41,6 +61,35 @@ impl Started {
         })
         .await;
         assert!(waited.is_ok(), "{count} requests never reached a handler");
+    }
+
+    /// For a handler: waits until the test calls [`release`](Self::release) (for ever if it
+    /// never does). A request held so stays in flight for as long as the test needs it to,
+    /// not for a time that a busy machine may outlast.
+    pub(crate) async fn hold(&self) {
+        loop {
+            // Registered before the check: a `release` in between still wakes it.
+            let released = self.0.release.notified();
+            if self.0.released.load(Ordering::SeqCst) {
+                return;
+            }
+            released.await;
+        }
+    }
+
+    /// Lets every held handler (and every later one) go on.
+    pub(crate) fn release(&self) {
+        self.0.released.store(true, Ordering::SeqCst);
+        self.0.release.notify_waiters();
+    }
+}
+
+/// A handler that runs ([`Started::enter`]).
+pub(crate) struct Running(Started);
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        (self.0).0.running.fetch_sub(1, Ordering::SeqCst);
     }
 }
 
