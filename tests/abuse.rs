@@ -254,15 +254,15 @@ async fn methods_and_paths_are_echoed_cut_short() {
     );
 }
 
-/// Sends `head` and `first` body bytes, then trickles `byte` every `every` (never, when `None`)
-/// until the server answers; returns the answer and how long it took.
+/// Sends `head` and `first` body bytes, then trickles a byte every `every` (never, when
+/// `None`) until the server answers and closes the connection (within 10 s, or it panics);
+/// returns the answer.
 async fn stall(
     addr: std::net::SocketAddr,
     head: &str,
     first: &[u8],
     every: Option<Duration>,
-) -> (String, Duration) {
-    let started = std::time::Instant::now();
+) -> String {
     let mut stream = TcpStream::connect(addr).await.unwrap();
     stream.write_all(head.as_bytes()).await.unwrap();
     stream.write_all(first).await.unwrap();
@@ -282,23 +282,21 @@ async fn stall(
         }
     });
     let mut answer = Vec::new();
-    let read = tokio::time::timeout(Duration::from_secs(5), reader.read_to_end(&mut answer)).await;
+    let read = tokio::time::timeout(Duration::from_secs(10), reader.read_to_end(&mut answer)).await;
     trickle.abort();
     assert!(
         read.is_ok(),
-        "the server neither answered nor closed within 5 s"
+        "the server neither answered nor closed within 10 s"
     );
-    (
-        String::from_utf8_lossy(&answer).into_owned(),
-        started.elapsed(),
-    )
+    String::from_utf8_lossy(&answer).into_owned()
 }
 
 #[tokio::test]
 async fn a_body_that_stops_arriving_gets_a_408_and_the_connection_closes() {
     let (_server, addr) = start().await;
     let head = "POST /note HTTP/1.1\r\nHost: a\r\nContent-Type: application/json\r\nContent-Length: 1000000\r\n\r\n";
-    let (answer, took) = stall(addr, head, br#"{"text":"abc"#, None).await;
+    // (`stall` reads until the server closes the connection.)
+    let answer = stall(addr, head, br#"{"text":"abc"#, None).await;
     assert!(answer.starts_with("HTTP/1.1 408"), "{answer}");
     assert!(
         answer.to_ascii_lowercase().contains("connection: close"),
@@ -308,21 +306,28 @@ async fn a_body_that_stops_arriving_gets_a_408_and_the_connection_closes() {
         answer.contains("no part of the request body arrived for 300ms"),
         "{answer}"
     );
-    assert!(took < Duration::from_secs(4), "{took:?}");
 }
 
 #[tokio::test]
 async fn a_body_trickled_slower_than_the_deadline_gets_a_408() {
-    let (_server, addr) = start().await;
+    // The idle timeout is longer than the whole-body deadline: only the deadline can end the
+    // body, however late a busy machine sends the bytes of the trickle.
+    let (_server, addr) = start_layered(
+        ServerLimits {
+            body_idle_timeout: Some(Duration::from_secs(2)),
+            body_read_timeout: Some(Duration::from_secs(1)),
+            ..limits()
+        },
+        tower::layer::util::Identity::new(),
+        &Started::default(),
+    )
+    .await;
     let head = "POST /note HTTP/1.1\r\nHost: a\r\nContent-Type: application/json\r\nContent-Length: 1000000\r\n\r\n";
-    // A byte every 100 ms never trips the idle timeout; the whole-body deadline ends it.
-    let (answer, took) = stall(addr, head, b"{", Some(Duration::from_millis(100))).await;
+    // A byte every 100 ms: the body keeps arriving, and the whole-body deadline ends it all the
+    // same (a deadline set again at each byte would let it trickle for ever).
+    let answer = stall(addr, head, b"{", Some(Duration::from_millis(100))).await;
     assert!(answer.starts_with("HTTP/1.1 408"), "{answer}");
     assert!(answer.contains("did not arrive within 1s"), "{answer}");
-    assert!(
-        took >= Duration::from_millis(900) && took < Duration::from_secs(4),
-        "{took:?}"
-    );
 }
 
 #[tokio::test]
@@ -330,9 +335,8 @@ async fn a_stalled_multipart_upload_gets_a_408() {
     let (_server, addr) = start().await;
     let head = "POST /upload HTTP/1.1\r\nHost: a\r\nContent-Type: multipart/form-data; boundary=XyZ\r\nContent-Length: 100000\r\n\r\n";
     let first = b"--XyZ\r\nContent-Disposition: form-data; name=\"file\"; filename=\"a.bin\"\r\n\r\nsome bytes";
-    let (answer, took) = stall(addr, head, first, None).await;
+    let answer = stall(addr, head, first, None).await;
     assert!(answer.starts_with("HTTP/1.1 408"), "{answer}");
-    assert!(took < Duration::from_secs(4), "{took:?}");
 }
 
 #[tokio::test]
@@ -371,7 +375,7 @@ async fn at_the_connection_cap_new_clients_wait_and_current_ones_are_served() {
     assert!(buffer[..n].starts_with(b"HTTP/1.1 200"));
     // When one leaves, the waiting client gets its place.
     drop(first);
-    let n = tokio::time::timeout(Duration::from_secs(2), third.read(&mut buffer))
+    let n = tokio::time::timeout(Duration::from_secs(10), third.read(&mut buffer))
         .await
         .expect("served once a place is free")
         .unwrap();
@@ -451,18 +455,12 @@ async fn bodies_over_the_memory_budget_wait_their_turn_with_a_503() {
     // Another 2000 bytes do not fit beside them: 503 as they arrive, and the server closes the
     // connection (the client did not ask it to).
     let keep_alive = head(2000).replace("Connection: close\r\n", "");
-    let started = std::time::Instant::now();
-    let refused = exchange(
-        addr,
-        format!("{keep_alive}{}", "x".repeat(2000)).as_bytes(),
-        false,
-    )
-    .await;
+    let refused =
+        exchange_until_closed(addr, format!("{keep_alive}{}", "x".repeat(2000)).as_bytes()).await;
     assert!(refused.starts_with("HTTP/1.1 503"), "{refused}");
     let lower = refused.to_ascii_lowercase();
     assert!(lower.contains("retry-after: 1"), "{refused}");
     assert!(lower.contains("connection: close"), "{refused}");
-    assert!(started.elapsed() < Duration::from_secs(4), "not closed");
     // A small body still fits beside it.
     let body = r#"{"text":"fits"}"#;
     let small = exchange(
@@ -473,7 +471,7 @@ async fn bodies_over_the_memory_budget_wait_their_turn_with_a_503() {
     .await;
     assert!(small.starts_with("HTTP/1.1 200"), "{small}");
     // Once the stalled request is answered (408), its share is back.
-    let (answer, _) = stalled.await.unwrap();
+    let answer = stalled.await.unwrap();
     assert!(answer.starts_with("HTTP/1.1 408"), "{answer}");
     assert_eq!(budget.used(), 0);
     let body = format!(r#"{{"text":"{}"}}"#, "y".repeat(1980));
@@ -529,7 +527,8 @@ async fn an_idle_http1_keep_alive_connection_is_closed() {
         .unwrap();
     let mut buffer = [0; 512];
     assert!(stream.read(&mut buffer).await.unwrap() > 0);
-    let closed = tokio::time::timeout(Duration::from_secs(3), stream.read(&mut buffer)).await;
+    // (The guard is far beyond the idle timeout, 400 ms: only a connection left open meets it.)
+    let closed = tokio::time::timeout(Duration::from_secs(10), stream.read(&mut buffer)).await;
     assert!(matches!(closed, Ok(Ok(0))), "{closed:?}");
 }
 
@@ -551,19 +550,23 @@ async fn an_idle_http2_connection_is_closed_even_while_it_answers_pings() {
     let request = http::Request::get("http://a/wait")
         .body(Empty::new())
         .unwrap();
+    // Before the request is sent: the server's count of the connection's quiet starts after
+    // it, so a server that waits its timeout is never closed sooner than this says, however
+    // slow the machine.
+    let sent = std::time::Instant::now();
     let response = sender.send_request(request).await.unwrap();
     assert_eq!(response.status(), 200);
     let _ = response.into_body().collect().await.unwrap();
-    let started = std::time::Instant::now();
-    let ended = tokio::time::timeout(Duration::from_secs(3), connection).await;
+    let ended = tokio::time::timeout(Duration::from_secs(10), connection).await;
     assert!(
         ended.is_ok(),
-        "the idle HTTP/2 connection is still open after 3 s"
+        "the idle HTTP/2 connection is still open after 10 s"
     );
+    // Not before the header-read timeout, the shortest that applies.
     assert!(
-        started.elapsed() >= Duration::from_millis(300),
-        "{:?}",
-        started.elapsed()
+        sent.elapsed() >= Duration::from_millis(300),
+        "closed {:?} after its only request was sent",
+        sent.elapsed()
     );
 }
 
@@ -638,10 +641,10 @@ async fn an_http2_stream_without_window_is_dropped() {
     let response = sender.send_request(request).await.unwrap();
     assert_eq!(response.status(), 200);
     // Never read the body (never grant a window); the server gives up on the connection.
-    let ended = tokio::time::timeout(Duration::from_secs(3), connection).await;
+    let ended = tokio::time::timeout(Duration::from_secs(10), connection).await;
     assert!(
         ended.is_ok(),
-        "the stalled HTTP/2 connection is still open after 3 s"
+        "the stalled HTTP/2 connection is still open after 10 s"
     );
     drop(response);
 }
@@ -756,21 +759,81 @@ async fn try_read_one_response(stream: &mut TcpStream) -> Result<String, String>
     }
 }
 
+/// The previous request on a keep-alive connection: when it was sent, and how long its handler
+/// took at least.
+struct Previous {
+    sent: std::time::Instant,
+    handler: Duration,
+}
+
+/// Sends `request` on the keep-alive connection `stream` and reads the head of its answer, or
+/// `None` when the server had closed the connection. The server may close it at its
+/// header-read timeout (`timeout`) counted from the end of the previous response, which ended
+/// `previous.handler` after the previous request was sent at the earliest: a close sooner
+/// than that fails the test whatever the machine's speed; one later says that the client came
+/// too late for this round (a machine too busy), and nothing about the server.
+async fn reuse(
+    stream: &mut TcpStream,
+    request: &str,
+    previous: &Previous,
+    timeout: Duration,
+) -> Option<String> {
+    // A write to a closed connection may fail, or go through and be answered by a close.
+    let written = stream.write_all(request.as_bytes()).await;
+    let answer = match written {
+        Ok(()) => try_read_one_response(stream).await,
+        Err(error) => Err(error.to_string()),
+    };
+    match answer {
+        Ok(head) => Some(head),
+        Err(received) => {
+            let after = previous.sent.elapsed();
+            assert!(
+                after >= previous.handler + timeout,
+                "closed {after:?} after the previous request was sent, before the header-read \
+                 timeout ({timeout:?}) counted from the end of its response ({received:?})"
+            );
+            None
+        }
+    }
+}
+
 #[tokio::test]
 async fn a_keep_alive_connection_reused_just_before_the_header_timeout_is_served() {
     // The deadline counts from the end of the last response, never from before it: a client
     // whose pool keeps connections a little less than the timeout never meets a closed one.
-    // Sampled every 200 ms: a count started before the last response would drop the
-    // connection from 600 ms on.
-    let (_server, addr) = start_with(Duration::from_millis(800), Duration::from_secs(5)).await;
+    // Sampled every 200 ms: a count started when a 600 ms request arrived would drop the
+    // connection 200 to 400 ms after its response, before the client comes back at 450 ms.
+    let timeout = Duration::from_millis(800);
+    let (_server, addr) = start_with(timeout, Duration::from_secs(5)).await;
     let mut stream = TcpStream::connect(addr).await.unwrap();
-    for ms in [150, 0, 150] {
+    let mut previous: Option<Previous> = None;
+    for ms in [600, 0, 600, 0] {
         let request = format!("GET /wait?ms={ms} HTTP/1.1\r\nHost: a\r\n\r\n");
-        stream.write_all(request.as_bytes()).await.unwrap();
-        let head = read_one_response(&mut stream).await;
+        let sent = std::time::Instant::now();
+        let head = match &previous {
+            None => Some(read_after_write(&mut stream, &request).await),
+            Some(previous) => reuse(&mut stream, &request, previous, timeout).await,
+        };
+        let Some(head) = head else {
+            // Too late for this round: the next one starts on a new connection.
+            stream = TcpStream::connect(addr).await.unwrap();
+            previous = None;
+            continue;
+        };
         assert!(head.starts_with("HTTP/1.1 200"), "{head}");
-        tokio::time::sleep(Duration::from_millis(650)).await;
+        previous = Some(Previous {
+            sent,
+            handler: Duration::from_millis(ms),
+        });
+        tokio::time::sleep(Duration::from_millis(450)).await;
     }
+}
+
+/// Sends `request` on `stream` and reads one response: its head.
+async fn read_after_write(stream: &mut TcpStream, request: &str) -> String {
+    stream.write_all(request.as_bytes()).await.unwrap();
+    read_one_response(stream).await
 }
 
 #[tokio::test]
@@ -872,17 +935,23 @@ async fn a_head_left_unfinished_does_not_hold_a_graceful_shutdown() {
 async fn a_request_head_shorter_than_the_http2_preface_is_served_and_its_connection_kept() {
     // The first bytes' deadline (header-read timeout from the connection's start) must not
     // outlive the first byte of an HTTP/1 connection, however short its request head.
-    let (_server, addr) = start_with(Duration::from_millis(300), Duration::from_secs(5)).await;
-    let head = b"GET /s HTTP/1.1\r\nHost:a\r\n\r\n";
+    let timeout = Duration::from_millis(300);
+    let (_server, addr) = start_with(timeout, Duration::from_secs(5)).await;
+    let head = "GET /s HTTP/1.1\r\nHost:a\r\n\r\n";
     assert_eq!(head.len(), 27);
     let mut stream = TcpStream::connect(addr).await.unwrap();
-    for _ in 0..2 {
-        // The handler takes twice the header-read timeout.
-        stream.write_all(head).await.unwrap();
-        let answer = read_one_response(&mut stream).await;
+    // The handler takes twice the header-read timeout.
+    let sent = std::time::Instant::now();
+    let answer = read_after_write(&mut stream, head).await;
+    assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+    // Reused at once, within the header-read timeout (a close sooner than it fails the test;
+    // a later one, a client slowed down that long by a busy machine, leaves it unsaid).
+    let previous = Previous {
+        sent,
+        handler: Duration::from_millis(600),
+    };
+    if let Some(answer) = reuse(&mut stream, head, &previous, timeout).await {
         assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
-        // Reused well within the header-read timeout.
-        tokio::time::sleep(Duration::from_millis(100)).await;
     }
 }
 
@@ -896,14 +965,18 @@ async fn a_tiny_request_head_then_a_trickled_one_is_cut_off_at_the_header_timeou
         head.len() < 33,
         "shorter than the HTTP/2 preface and a frame header"
     );
+    // Before the request: the server's count for the next head starts after its response,
+    // so it cannot end the connection sooner than the timeout after this, however slow the
+    // machine.
+    let sent = std::time::Instant::now();
     stream.write_all(head).await.unwrap();
     let answer = read_one_response(&mut stream).await;
     assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
-    let answered = std::time::Instant::now();
     let (mut reader, mut writer) = stream.into_split();
-    // The next head, a byte every 50 ms: 1.5 s in all, never finished in time.
+    // The next head, a byte every 50 ms, its last byte never sent: only the header-read
+    // timeout can end it.
     let trickle = tokio::spawn(async move {
-        for byte in head {
+        for byte in &head[..head.len() - 1] {
             tokio::time::sleep(Duration::from_millis(50)).await;
             if writer.write_all(&[*byte]).await.is_err() {
                 return;
@@ -912,16 +985,15 @@ async fn a_tiny_request_head_then_a_trickled_one_is_cut_off_at_the_header_timeou
         std::future::pending::<()>().await;
     });
     let mut rest = Vec::new();
-    let read = tokio::time::timeout(Duration::from_secs(5), reader.read_to_end(&mut rest)).await;
-    let took = answered.elapsed();
+    let read = tokio::time::timeout(Duration::from_secs(10), reader.read_to_end(&mut rest)).await;
     trickle.abort();
     assert!(read.is_ok(), "the trickling client was not cut off");
     assert!(rest.is_empty(), "{}", String::from_utf8_lossy(&rest));
-    // From the end of the response, never before the timeout (and well before the trickle
-    // would have finished).
+    // Counted from the end of the response, never before it.
     assert!(
-        took >= head_timeout && took < Duration::from_millis(1400),
-        "{took:?}"
+        sent.elapsed() >= head_timeout,
+        "cut off {:?} after the first request was sent",
+        sent.elapsed()
     );
 }
 
@@ -1152,36 +1224,31 @@ async fn one_http2_stream_without_progress_ends_its_connection_while_others_prog
         .await
         .unwrap();
     assert_eq!(big.status(), 200);
-    // Never read: its window stays full. Meanwhile other streams come and go every 100 ms.
-    let started = std::time::Instant::now();
-    let ended = loop {
-        if started.elapsed() > Duration::from_secs(4) {
-            break false;
-        }
-        let request = http::Request::get("http://a/wait")
-            .body(Empty::new())
-            .unwrap();
-        let Ok(response) = sender.send_request(request).await else {
-            break true;
-        };
-        if response.into_body().collect().await.is_err() {
-            break true;
-        }
-        tokio::select! {
-            _ = &mut connection => break true,
-            () = tokio::time::sleep(Duration::from_millis(100)) => {}
+    // Never read: its window stays full. Meanwhile other streams come and go every 100 ms,
+    // until the connection ends (at the write timeout, 400 ms, and an eighth, and a look; the
+    // paused-time tests of the connection watcher hold it to that).
+    let others = async {
+        loop {
+            let request = http::Request::get("http://a/wait")
+                .body(Empty::new())
+                .unwrap();
+            let Ok(response) = sender.send_request(request).await else {
+                return;
+            };
+            if response.into_body().collect().await.is_err() {
+                return;
+            }
+            tokio::select! {
+                _ = &mut connection => return,
+                () = tokio::time::sleep(Duration::from_millis(100)) => {}
+            }
         }
     };
+    let ended = tokio::time::timeout(Duration::from_secs(20), others).await;
     drop(big);
     assert!(
-        ended,
-        "the stalled stream's connection is still served after 4 s"
-    );
-    // The write timeout is 400 ms; dropped within it and an eighth, and a look.
-    assert!(
-        started.elapsed() < Duration::from_secs(2),
-        "{:?}",
-        started.elapsed()
+        ended.is_ok(),
+        "the stalled stream's connection is still served after 20 s"
     );
 }
 
@@ -1230,9 +1297,11 @@ async fn a_request_the_application_does_not_take_in_time_gets_a_503() {
 
 #[tokio::test]
 async fn a_body_slower_than_the_minimum_rate_gets_a_408_early() {
+    // Early: the idle timeout and the whole-body deadline are far away; the answer says which
+    // rule ended the body.
     let (_server, addr) = start_layered(
         ServerLimits {
-            body_idle_timeout: Some(Duration::from_secs(2)),
+            body_idle_timeout: Some(Duration::from_secs(30)),
             body_read_timeout: Some(Duration::from_secs(30)),
             min_body_rate: Some(strata::MinDataRate {
                 bytes_per_second: 100,
@@ -1246,7 +1315,7 @@ async fn a_body_slower_than_the_minimum_rate_gets_a_408_early() {
     .await;
     let head = "POST /note HTTP/1.1\r\nHost: a\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n";
     // A byte every 200 ms: under the idle timeout, far under 100 B/s.
-    let (answer, took) = stall(addr, head, b"{", Some(Duration::from_millis(200))).await;
+    let answer = stall(addr, head, b"{", Some(Duration::from_millis(200))).await;
     assert!(answer.starts_with("HTTP/1.1 408"), "{answer}");
     assert!(
         answer.contains("slower than 100 bytes per second"),
@@ -1256,7 +1325,6 @@ async fn a_body_slower_than_the_minimum_rate_gets_a_408_early() {
         answer.to_ascii_lowercase().contains("connection: close"),
         "{answer}"
     );
-    assert!(took < Duration::from_secs(2), "{took:?}");
 }
 
 #[tokio::test]
@@ -1272,7 +1340,7 @@ async fn a_layers_timeout_while_the_body_arrives_closes_the_connection() {
     )
     .await;
     let head = "POST /note HTTP/1.1\r\nHost: a\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n";
-    let (answer, _) = stall(addr, head, b"{", None).await;
+    let answer = stall(addr, head, b"{", None).await;
     assert!(answer.starts_with("HTTP/1.1 504"), "{answer}");
     assert!(
         answer.to_ascii_lowercase().contains("connection: close"),
