@@ -15,7 +15,7 @@ use tokio::net::TcpStream;
 
 #[path = "common/probe.rs"]
 mod probe;
-use probe::{Started, all_read, until};
+use probe::{Started, all_read, sleeps_through, until};
 
 #[derive(Deserialize, Validate, JsonSchema)]
 struct Wait {
@@ -853,6 +853,10 @@ async fn an_http2_connection_without_a_stream_is_closed_at_the_header_timeout() 
     use http_body_util::{BodyExt, Empty};
     let head_timeout = Duration::from_millis(300);
     let (_server, addr) = start_with(head_timeout, Duration::from_secs(5)).await;
+    // When the last stream was sent (first, when the connection was opened): the server's
+    // count of the time without a stream starts after it, so it cannot end the connection
+    // sooner than the timeout after it, however slow the machine.
+    let mut last_sent = std::time::Instant::now();
     let stream = TcpStream::connect(addr).await.unwrap();
     let (mut sender, connection) =
         hyper::client::conn::http2::Builder::new(hyper_util::rt::TokioExecutor::new())
@@ -864,34 +868,35 @@ async fn an_http2_connection_without_a_stream_is_closed_at_the_header_timeout() 
         let request = http::Request::get("http://a/wait?ms=0")
             .body(Empty::new())
             .unwrap();
-        let response = sender.send_request(request).await.unwrap();
+        let sent = std::time::Instant::now();
+        let Ok(response) = sender.send_request(request).await else {
+            // Closed between two streams: only a client slowed down past the timeout by a
+            // busy machine may see that.
+            assert!(
+                last_sent.elapsed() >= head_timeout,
+                "closed {:?} after its last stream was sent",
+                last_sent.elapsed()
+            );
+            break;
+        };
+        last_sent = sent;
         assert_eq!(response.status(), 200);
         let _ = response.into_body().collect().await.unwrap();
         // Within the timeout, the connection is reused; the watcher sleeps between looks.
-        let cpu = thread_cpu_ticks();
-        tokio::time::sleep(Duration::from_millis(100)).await;
-        let used = thread_cpu_ticks() - cpu;
-        assert!(used <= 5, "{used} ticks of CPU in 100 ms");
+        sleeps_through(Duration::from_millis(10), async {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        })
+        .await;
     }
     // Then no stream for the header-read timeout (the idle timeout is 5 s): closed as an
     // HTTP/1 connection without a request head is.
-    let quiet = std::time::Instant::now();
-    let ended = tokio::time::timeout(Duration::from_secs(3), connection).await;
-    assert!(ended.is_ok(), "the connection is still open after 3 s");
+    let ended = tokio::time::timeout(Duration::from_secs(10), connection).await;
+    assert!(ended.is_ok(), "the connection is still open after 10 s");
     assert!(
-        quiet.elapsed() >= Duration::from_millis(200),
-        "{:?}",
-        quiet.elapsed()
+        last_sent.elapsed() >= head_timeout,
+        "closed {:?} after its last stream was sent",
+        last_sent.elapsed()
     );
-}
-
-/// CPU time this thread has used (user and system, in clock ticks of 10 ms): a
-/// `#[tokio::test]` runs the server's tasks on its own thread.
-fn thread_cpu_ticks() -> u64 {
-    let stat = std::fs::read_to_string("/proc/thread-self/stat").unwrap();
-    let fields: Vec<&str> = stat.rsplit_once(") ").unwrap().1.split(' ').collect();
-    // utime and stime: the 14th and 15th fields, the 12th and 13th after the name.
-    fields[11].parse::<u64>().unwrap() + fields[12].parse::<u64>().unwrap()
 }
 
 #[tokio::test]

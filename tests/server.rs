@@ -20,7 +20,7 @@ use tokio::net::TcpStream;
 
 #[path = "common/probe.rs"]
 mod probe;
-use probe::{Started, all_read, until};
+use probe::{Started, all_read, sleeps_through, until};
 
 #[derive(Deserialize, Validate, JsonSchema)]
 struct Wait {
@@ -789,15 +789,6 @@ async fn without_compression_nothing_varies() {
     server.shutdown().await;
 }
 
-/// CPU time this thread has used (user and system, in clock ticks of 10 ms): a
-/// `#[tokio::test]` runs the server's tasks on its own thread.
-fn thread_cpu_ticks() -> u64 {
-    let stat = std::fs::read_to_string("/proc/thread-self/stat").unwrap();
-    let fields: Vec<&str> = stat.rsplit_once(") ").unwrap().1.split(' ').collect();
-    // utime and stime: the 14th and 15th fields, the 12th and 13th after the name.
-    fields[11].parse::<u64>().unwrap() + fields[12].parse::<u64>().unwrap()
-}
-
 /// Every timeout of the server's limits set to `timeout`.
 fn all_timeouts(timeout: Option<Duration>) -> ServerLimits {
     ServerLimits {
@@ -872,14 +863,10 @@ async fn never_fire(limits: ServerLimits) {
         .unwrap();
     assert_eq!(response.status(), 200);
     // Both connections open and idle, their watchers waiting: the thread sleeps.
-    let (cpu, started) = (thread_cpu_ticks(), Instant::now());
-    tokio::time::sleep(Duration::from_millis(500)).await;
-    assert!(
-        thread_cpu_ticks() - cpu <= 20,
-        "{} ticks of CPU in {:?}",
-        thread_cpu_ticks() - cpu,
-        started.elapsed()
-    );
+    sleeps_through(Duration::from_millis(10), async {
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    })
+    .await;
     assert!(
         !connection.is_finished(),
         "the HTTP/2 connection was closed"
@@ -903,25 +890,25 @@ async fn zero_timeouts_cut_connections_off_without_panic_or_spin() {
     .await
     .unwrap();
     let addr = tcp_addr(&server, 0);
-    let (cpu, started) = (thread_cpu_ticks(), Instant::now());
-    for _ in 0..3 {
-        // The request reaches the server with the connection or just after: answered or cut
-        // off, either way the connection ends.
-        let mut stream = TcpStream::connect(addr).await.unwrap();
-        stream
-            .write_all(b"GET /wait?ms=300 HTTP/1.1\r\nHost: a\r\n\r\n")
-            .await
-            .unwrap();
-        let mut answer = Vec::new();
-        let read =
-            tokio::time::timeout(Duration::from_secs(5), stream.read_to_end(&mut answer)).await;
-        assert!(read.is_ok(), "the connection was not closed");
-    }
     // At most 300 ms of a handler in flight per connection, watched every 10 ms: the thread
     // mostly sleeps.
-    let elapsed = started.elapsed();
-    let used = thread_cpu_ticks() - cpu;
-    assert!(used <= 40, "{used} ticks of CPU in {elapsed:?}");
+    sleeps_through(Duration::from_millis(50), async {
+        for _ in 0..3 {
+            // The request reaches the server with the connection or just after: answered or
+            // cut off, either way the connection ends.
+            let mut stream = TcpStream::connect(addr).await.unwrap();
+            stream
+                .write_all(b"GET /wait?ms=300 HTTP/1.1\r\nHost: a\r\n\r\n")
+                .await
+                .unwrap();
+            let mut answer = Vec::new();
+            let read =
+                tokio::time::timeout(Duration::from_secs(10), stream.read_to_end(&mut answer))
+                    .await;
+            assert!(read.is_ok(), "the connection was not closed");
+        }
+    })
+    .await;
     tokio::time::timeout(Duration::from_secs(5), server.shutdown())
         .await
         .unwrap();

@@ -6,7 +6,7 @@
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use tokio::sync::Notify;
 
@@ -103,6 +103,50 @@ pub(crate) async fn until(what: &str, mut condition: impl FnMut() -> bool) {
     })
     .await;
     assert!(waited.is_ok(), "never true: {what}");
+}
+
+/// Runs `work`, during which the server does at most `allowance` of work on a CPU, and checks
+/// that the thread of this test's runtime (a `#[tokio::test]` runs the server's tasks on it
+/// too) slept the rest of the time, by two counts that a busy machine can only make smaller:
+/// - the runtime parked the thread (as it does when no task has anything to do) at least
+///   once, and no more than 30 times and once per 3 ms (each connection's watcher wakes at
+///   most twice per 10 ms, for a look and for a deadline; a task woken every millisecond
+///   parks it a thousand times a second);
+/// - the thread was on a CPU (Linux's schedstat, in nanoseconds) for no more than
+///   `allowance` and a quarter of the time (a task that wakes itself again and again, made to
+///   yield by tokio's budget rather than to sleep, keeps it there).
+///
+/// Each bound grows with the time `work` took: a slow machine cannot make them fail.
+pub(crate) async fn sleeps_through<T>(allowance: Duration, work: impl Future<Output = T>) -> T {
+    let (parks_before, cpu_before, started) = (parks(), thread_cpu(), Instant::now());
+    let output = work.await;
+    let parked = parks() - parks_before;
+    let on_cpu = thread_cpu().saturating_sub(cpu_before);
+    let elapsed = started.elapsed();
+    let most_parks = 30 + u64::try_from(elapsed.as_millis() / 3).unwrap();
+    assert!(
+        (1..=most_parks).contains(&parked),
+        "the runtime parked {parked} times in {elapsed:?}"
+    );
+    assert!(
+        on_cpu <= allowance + elapsed / 4,
+        "on a CPU for {on_cpu:?} of {elapsed:?}"
+    );
+    output
+}
+
+/// How many times this test's runtime has parked its thread.
+fn parks() -> u64 {
+    tokio::runtime::Handle::current()
+        .metrics()
+        .worker_park_count(0)
+}
+
+/// How long this thread has been on a CPU.
+fn thread_cpu() -> Duration {
+    let stat = std::fs::read_to_string("/proc/thread-self/schedstat").unwrap();
+    let nanoseconds = stat.split_whitespace().next().unwrap().parse().unwrap();
+    Duration::from_nanos(nanoseconds)
 }
 
 /// Linux's queues of the TCP connection from `local` to `remote` (IPv4, on this machine), as
