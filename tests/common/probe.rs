@@ -107,11 +107,11 @@ pub(crate) async fn until(what: &str, mut condition: impl FnMut() -> bool) {
 
 /// Runs `work`, during which the server does at most `allowance` of work on a CPU, and checks
 /// that the thread of this test's runtime (a `#[tokio::test]` runs the server's tasks on it
-/// too) slept the rest of the time, by two counts that a busy machine can only make smaller:
+/// too) slept the rest of the time, by two measures that a busy machine can only make smaller:
 /// - the runtime parked the thread (as it does when no task has anything to do) at least
-///   once, and no more than 30 times and once per 3 ms (each connection's watcher wakes at
-///   most twice per 10 ms, for a look and for a deadline; a task woken every millisecond
-///   parks it a thousand times a second);
+///   once, and no more than once per 3 ms and 30 times besides (each connection's watcher
+///   wakes at most twice per 10 ms, for a look and for a deadline; a task woken every
+///   millisecond parks it a thousand times a second);
 /// - the thread was on a CPU (Linux's schedstat, in nanoseconds) for no more than
 ///   `allowance` and a quarter of the time (a task that wakes itself again and again, made to
 ///   yield by tokio's budget rather than to sleep, keeps it there).
