@@ -962,8 +962,10 @@ async fn a_request_head_shorter_than_the_http2_preface_is_served_and_its_connect
 
 #[tokio::test]
 async fn a_tiny_request_head_then_a_trickled_one_is_cut_off_at_the_header_timeout() {
+    // The idle timeout is beyond the time the test waits: only the header-read timeout can
+    // cut the connection off within it.
     let head_timeout = Duration::from_millis(300);
-    let (_server, addr) = start_with(head_timeout, Duration::from_secs(5)).await;
+    let (_server, addr) = start_with(head_timeout, Duration::from_secs(60)).await;
     let mut stream = TcpStream::connect(addr).await.unwrap();
     let head = b"GET /wait HTTP/1.1\r\nHost:a\r\n\r\n";
     assert!(
@@ -978,21 +980,25 @@ async fn a_tiny_request_head_then_a_trickled_one_is_cut_off_at_the_header_timeou
     let answer = read_one_response(&mut stream).await;
     assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
     let (mut reader, mut writer) = stream.into_split();
-    // The next head, a byte every 50 ms, its last byte never sent: only the header-read
-    // timeout can end it.
+    // The next head, a byte every 50 ms for longer than the test waits (20 s), never finished:
+    // only a header-read timeout counted from the end of the response, not set again by each
+    // byte, ends it within the 10 s the test waits.
     let trickle = tokio::spawn(async move {
-        for byte in &head[..head.len() - 1] {
+        let next = b"GET /wait HTTP/1.1\r\nHost:a\r\nX-Slow: ".iter();
+        for byte in next.chain([b'a'; 400].iter()) {
             tokio::time::sleep(Duration::from_millis(50)).await;
             if writer.write_all(&[*byte]).await.is_err() {
                 return;
             }
         }
-        std::future::pending::<()>().await;
     });
     let mut rest = Vec::new();
     let read = tokio::time::timeout(Duration::from_secs(10), reader.read_to_end(&mut rest)).await;
     trickle.abort();
-    assert!(read.is_ok(), "the trickling client was not cut off");
+    assert!(
+        read.is_ok(),
+        "the trickling client was not cut off within 10 s"
+    );
     assert!(rest.is_empty(), "{}", String::from_utf8_lossy(&rest));
     // Counted from the end of the response, never before it.
     assert!(
