@@ -15,12 +15,15 @@ use tokio::net::TcpStream;
 
 #[path = "common/probe.rs"]
 mod probe;
-use probe::{Started, until};
+use probe::{Started, all_read, sleeps_through, until};
 
 #[derive(Deserialize, Validate, JsonSchema)]
 struct Wait {
     #[garde(range(max = 2000))]
     ms: Option<u64>,
+    /// Held until the test releases its `Started` (then `ms` more).
+    #[garde(skip)]
+    hold: Option<bool>,
 }
 
 #[derive(Serialize, Validate, JsonSchema)]
@@ -54,14 +57,20 @@ fn routing() -> Routing {
     routing_with(&Started::default())
 }
 
-/// The routing, its `/wait` handler marking `started` as it begins.
+/// The routing, its `/wait` handler entering `started` as it begins (and held by it when
+/// asked, `?hold=true`).
 fn routing_with(started: &Started) -> Routing {
     let started = started.clone();
     let wait = default_endpoints_factory()
         .get()
         .handler(move |input: Wait| {
-            started.mark();
+            let running = started.enter();
+            let started = started.clone();
             async move {
+                let _running = running;
+                if input.hold == Some(true) {
+                    started.hold().await;
+                }
                 let ms = input.ms.unwrap_or(0);
                 tokio::time::sleep(Duration::from_millis(ms)).await;
                 Ok(Done { waited: ms })
@@ -155,6 +164,22 @@ async fn exchange(addr: std::net::SocketAddr, raw: &[u8], half_close: bool) -> S
     String::from_utf8_lossy(&answer).into_owned()
 }
 
+/// Sends `raw` and reads the answer until the server closes the connection, which it must do
+/// on its own (the client does not ask it to): panics when it is still open after 10 s.
+async fn exchange_until_closed(addr: std::net::SocketAddr, raw: &[u8]) -> String {
+    let mut stream = TcpStream::connect(addr).await.unwrap();
+    stream.write_all(raw).await.unwrap();
+    let mut answer = Vec::new();
+    // A reset is a close too (the server may close with bytes of the request unread).
+    let read = tokio::time::timeout(Duration::from_secs(10), stream.read_to_end(&mut answer)).await;
+    assert!(
+        read.is_ok(),
+        "the server has not closed the connection after 10 s: {}",
+        String::from_utf8_lossy(&answer)
+    );
+    String::from_utf8_lossy(&answer).into_owned()
+}
+
 #[tokio::test]
 async fn http_1_1_needs_exactly_one_host() {
     let (_server, addr) = start().await;
@@ -229,15 +254,15 @@ async fn methods_and_paths_are_echoed_cut_short() {
     );
 }
 
-/// Sends `head` and `first` body bytes, then trickles `byte` every `every` (never, when `None`)
-/// until the server answers; returns the answer and how long it took.
+/// Sends `head` and `first` body bytes, then trickles a byte every `every` (never, when
+/// `None`) until the server answers and closes the connection (within 10 s, or it panics);
+/// returns the answer.
 async fn stall(
     addr: std::net::SocketAddr,
     head: &str,
     first: &[u8],
     every: Option<Duration>,
-) -> (String, Duration) {
-    let started = std::time::Instant::now();
+) -> String {
     let mut stream = TcpStream::connect(addr).await.unwrap();
     stream.write_all(head.as_bytes()).await.unwrap();
     stream.write_all(first).await.unwrap();
@@ -257,23 +282,21 @@ async fn stall(
         }
     });
     let mut answer = Vec::new();
-    let read = tokio::time::timeout(Duration::from_secs(5), reader.read_to_end(&mut answer)).await;
+    let read = tokio::time::timeout(Duration::from_secs(10), reader.read_to_end(&mut answer)).await;
     trickle.abort();
     assert!(
         read.is_ok(),
-        "the server neither answered nor closed within 5 s"
+        "the server neither answered nor closed within 10 s"
     );
-    (
-        String::from_utf8_lossy(&answer).into_owned(),
-        started.elapsed(),
-    )
+    String::from_utf8_lossy(&answer).into_owned()
 }
 
 #[tokio::test]
 async fn a_body_that_stops_arriving_gets_a_408_and_the_connection_closes() {
     let (_server, addr) = start().await;
     let head = "POST /note HTTP/1.1\r\nHost: a\r\nContent-Type: application/json\r\nContent-Length: 1000000\r\n\r\n";
-    let (answer, took) = stall(addr, head, br#"{"text":"abc"#, None).await;
+    // (`stall` reads until the server closes the connection.)
+    let answer = stall(addr, head, br#"{"text":"abc"#, None).await;
     assert!(answer.starts_with("HTTP/1.1 408"), "{answer}");
     assert!(
         answer.to_ascii_lowercase().contains("connection: close"),
@@ -283,21 +306,28 @@ async fn a_body_that_stops_arriving_gets_a_408_and_the_connection_closes() {
         answer.contains("no part of the request body arrived for 300ms"),
         "{answer}"
     );
-    assert!(took < Duration::from_secs(4), "{took:?}");
 }
 
 #[tokio::test]
 async fn a_body_trickled_slower_than_the_deadline_gets_a_408() {
-    let (_server, addr) = start().await;
+    // The idle timeout is longer than the whole-body deadline: only the deadline can end the
+    // body, however late a busy machine sends the bytes of the trickle.
+    let (_server, addr) = start_layered(
+        ServerLimits {
+            body_idle_timeout: Some(Duration::from_secs(2)),
+            body_read_timeout: Some(Duration::from_secs(1)),
+            ..limits()
+        },
+        tower::layer::util::Identity::new(),
+        &Started::default(),
+    )
+    .await;
     let head = "POST /note HTTP/1.1\r\nHost: a\r\nContent-Type: application/json\r\nContent-Length: 1000000\r\n\r\n";
-    // A byte every 100 ms never trips the idle timeout; the whole-body deadline ends it.
-    let (answer, took) = stall(addr, head, b"{", Some(Duration::from_millis(100))).await;
+    // A byte every 100 ms: the body keeps arriving, and the whole-body deadline ends it all the
+    // same (a deadline set again at each byte would let it trickle for ever).
+    let answer = stall(addr, head, b"{", Some(Duration::from_millis(100))).await;
     assert!(answer.starts_with("HTTP/1.1 408"), "{answer}");
     assert!(answer.contains("did not arrive within 1s"), "{answer}");
-    assert!(
-        took >= Duration::from_millis(900) && took < Duration::from_secs(4),
-        "{took:?}"
-    );
 }
 
 #[tokio::test]
@@ -305,9 +335,8 @@ async fn a_stalled_multipart_upload_gets_a_408() {
     let (_server, addr) = start().await;
     let head = "POST /upload HTTP/1.1\r\nHost: a\r\nContent-Type: multipart/form-data; boundary=XyZ\r\nContent-Length: 100000\r\n\r\n";
     let first = b"--XyZ\r\nContent-Disposition: form-data; name=\"file\"; filename=\"a.bin\"\r\n\r\nsome bytes";
-    let (answer, took) = stall(addr, head, first, None).await;
+    let answer = stall(addr, head, first, None).await;
     assert!(answer.starts_with("HTTP/1.1 408"), "{answer}");
-    assert!(took < Duration::from_secs(4), "{took:?}");
 }
 
 #[tokio::test]
@@ -346,7 +375,7 @@ async fn at_the_connection_cap_new_clients_wait_and_current_ones_are_served() {
     assert!(buffer[..n].starts_with(b"HTTP/1.1 200"));
     // When one leaves, the waiting client gets its place.
     drop(first);
-    let n = tokio::time::timeout(Duration::from_secs(2), third.read(&mut buffer))
+    let n = tokio::time::timeout(Duration::from_secs(10), third.read(&mut buffer))
         .await
         .expect("served once a place is free")
         .unwrap();
@@ -364,7 +393,8 @@ async fn the_applications_own_layers_wrap_the_app() {
     let layers = tower::ServiceBuilder::new()
         .timeout(Duration::from_millis(300))
         .concurrency_limit(1);
-    let server = strata::create_server_with(&config, &routing(), layers)
+    let handlers = Started::default();
+    let server = strata::create_server_with(&config, &routing_with(&handlers), layers)
         .await
         .unwrap();
     let LocalAddr::Tcp(addr) = server.servers()[0].local_addr.clone() else {
@@ -379,8 +409,8 @@ async fn the_applications_own_layers_wrap_the_app() {
         slow.ends_with(r#"{"status":"error","error":{"message":"The request took too long"}}"#),
         "{slow}"
     );
-    // With one place, a second request waits for the first (the limit holds it, not an error).
-    let started = std::time::Instant::now();
+    // With one place, a second request waits for the first (the limit holds it, not an error):
+    // two requests sent together, each 200 ms in its handler, never run at once.
     let request = get("/wait?ms=200");
     let (a, b) = tokio::join!(
         exchange(addr, request.as_bytes(), false),
@@ -390,11 +420,7 @@ async fn the_applications_own_layers_wrap_the_app() {
         a.starts_with("HTTP/1.1 200") && b.starts_with("HTTP/1.1 200"),
         "{a}\n{b}"
     );
-    assert!(
-        started.elapsed() >= Duration::from_millis(400),
-        "{:?}",
-        started.elapsed()
-    );
+    assert_eq!(handlers.most_at_once(), 1, "two handlers ran at once");
 }
 
 #[tokio::test]
@@ -429,18 +455,12 @@ async fn bodies_over_the_memory_budget_wait_their_turn_with_a_503() {
     // Another 2000 bytes do not fit beside them: 503 as they arrive, and the server closes the
     // connection (the client did not ask it to).
     let keep_alive = head(2000).replace("Connection: close\r\n", "");
-    let started = std::time::Instant::now();
-    let refused = exchange(
-        addr,
-        format!("{keep_alive}{}", "x".repeat(2000)).as_bytes(),
-        false,
-    )
-    .await;
+    let refused =
+        exchange_until_closed(addr, format!("{keep_alive}{}", "x".repeat(2000)).as_bytes()).await;
     assert!(refused.starts_with("HTTP/1.1 503"), "{refused}");
     let lower = refused.to_ascii_lowercase();
     assert!(lower.contains("retry-after: 1"), "{refused}");
     assert!(lower.contains("connection: close"), "{refused}");
-    assert!(started.elapsed() < Duration::from_secs(4), "not closed");
     // A small body still fits beside it.
     let body = r#"{"text":"fits"}"#;
     let small = exchange(
@@ -451,7 +471,7 @@ async fn bodies_over_the_memory_budget_wait_their_turn_with_a_503() {
     .await;
     assert!(small.starts_with("HTTP/1.1 200"), "{small}");
     // Once the stalled request is answered (408), its share is back.
-    let (answer, _) = stalled.await.unwrap();
+    let answer = stalled.await.unwrap();
     assert!(answer.starts_with("HTTP/1.1 408"), "{answer}");
     assert_eq!(budget.used(), 0);
     let body = format!(r#"{{"text":"{}"}}"#, "y".repeat(1980));
@@ -507,7 +527,8 @@ async fn an_idle_http1_keep_alive_connection_is_closed() {
         .unwrap();
     let mut buffer = [0; 512];
     assert!(stream.read(&mut buffer).await.unwrap() > 0);
-    let closed = tokio::time::timeout(Duration::from_secs(3), stream.read(&mut buffer)).await;
+    // (The guard is far beyond the idle timeout, 400 ms: only a connection left open meets it.)
+    let closed = tokio::time::timeout(Duration::from_secs(10), stream.read(&mut buffer)).await;
     assert!(matches!(closed, Ok(Ok(0))), "{closed:?}");
 }
 
@@ -529,25 +550,41 @@ async fn an_idle_http2_connection_is_closed_even_while_it_answers_pings() {
     let request = http::Request::get("http://a/wait")
         .body(Empty::new())
         .unwrap();
+    // Before the request is sent: the server's count of the connection's quiet starts after
+    // it, so a server that waits its timeout is never closed sooner than this says, however
+    // slow the machine.
+    let sent = std::time::Instant::now();
     let response = sender.send_request(request).await.unwrap();
     assert_eq!(response.status(), 200);
     let _ = response.into_body().collect().await.unwrap();
-    let started = std::time::Instant::now();
-    let ended = tokio::time::timeout(Duration::from_secs(3), connection).await;
+    let ended = tokio::time::timeout(Duration::from_secs(10), connection).await;
     assert!(
         ended.is_ok(),
-        "the idle HTTP/2 connection is still open after 3 s"
+        "the idle HTTP/2 connection is still open after 10 s"
     );
+    // Not before the header-read timeout, the shortest that applies.
     assert!(
-        started.elapsed() >= Duration::from_millis(300),
-        "{:?}",
-        started.elapsed()
+        sent.elapsed() >= Duration::from_millis(300),
+        "closed {:?} after its only request was sent",
+        sent.elapsed()
     );
 }
 
 #[tokio::test]
 async fn a_client_that_never_reads_its_response_is_dropped() {
-    let (_server, addr) = start_with_short_timeouts().await;
+    // One connection at most: the next client is served once the server has dropped this one.
+    let (_server, addr) = start_layered(
+        ServerLimits {
+            header_read_timeout: Some(Duration::from_millis(300)),
+            idle_timeout: Some(Duration::from_millis(400)),
+            write_timeout: Some(Duration::from_millis(400)),
+            max_connections: Some(1),
+            ..limits()
+        },
+        tower::layer::util::Identity::new(),
+        &Started::default(),
+    )
+    .await;
     let mut stream = TcpStream::connect(addr).await.unwrap();
     stream
         .write_all(b"GET /big HTTP/1.1\r\nHost: a\r\n\r\n")
@@ -560,11 +597,22 @@ async fn a_client_that_never_reads_its_response_is_dropped() {
         .await
         .expect("the response never started")
         .unwrap();
-    // Read nothing more while the server's writes block, then see what is left.
-    tokio::time::sleep(Duration::from_millis(1500)).await;
+    // Read nothing more while the server's writes block, until the server has dropped the
+    // connection (after its write timeout): then the next client has the only place.
+    let mut next = TcpStream::connect(addr).await.unwrap();
+    next.write_all(b"GET /wait HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n")
+        .await
+        .unwrap();
+    let mut answer = Vec::new();
+    tokio::time::timeout(Duration::from_secs(10), next.read_to_end(&mut answer))
+        .await
+        .expect("the stalled connection still holds the only place after 10 s")
+        .unwrap();
+    assert!(answer.starts_with(b"HTTP/1.1 200"), "{answer:?}");
+    // What is left: what the sockets' buffers held, not the whole response.
     let mut received = Vec::new();
     let read =
-        tokio::time::timeout(Duration::from_secs(5), stream.read_to_end(&mut received)).await;
+        tokio::time::timeout(Duration::from_secs(10), stream.read_to_end(&mut received)).await;
     assert!(read.is_ok(), "the connection was not closed");
     assert!(
         received.len() + 1 < BIG,
@@ -593,10 +641,10 @@ async fn an_http2_stream_without_window_is_dropped() {
     let response = sender.send_request(request).await.unwrap();
     assert_eq!(response.status(), 200);
     // Never read the body (never grant a window); the server gives up on the connection.
-    let ended = tokio::time::timeout(Duration::from_secs(3), connection).await;
+    let ended = tokio::time::timeout(Duration::from_secs(10), connection).await;
     assert!(
         ended.is_ok(),
-        "the stalled HTTP/2 connection is still open after 3 s"
+        "the stalled HTTP/2 connection is still open after 10 s"
     );
     drop(response);
 }
@@ -674,18 +722,24 @@ async fn start_with(head: Duration, idle: Duration) -> (strata::Server, std::net
 
 /// Reads one response with a `Content-Length` from `stream`; returns its head.
 async fn read_one_response(stream: &mut TcpStream) -> String {
+    try_read_one_response(stream)
+        .await
+        .unwrap_or_else(|received| panic!("closed after {received:?}"))
+}
+
+/// Reads one response with a `Content-Length` from `stream`: its head, or what arrived before
+/// the connection was closed (or reset).
+async fn try_read_one_response(stream: &mut TcpStream) -> Result<String, String> {
     let mut received = Vec::new();
     let mut buffer = [0; 4096];
     loop {
-        let n = tokio::time::timeout(Duration::from_secs(5), stream.read(&mut buffer))
+        let n = tokio::time::timeout(Duration::from_secs(10), stream.read(&mut buffer))
             .await
-            .expect("a response within 5 s")
-            .unwrap();
-        assert!(
-            n > 0,
-            "closed after {:?}",
-            String::from_utf8_lossy(&received)
-        );
+            .expect("a response within 10 s")
+            .unwrap_or(0);
+        if n == 0 {
+            return Err(String::from_utf8_lossy(&received).into_owned());
+        }
         received.extend_from_slice(&buffer[..n]);
         let text = String::from_utf8_lossy(&received).into_owned();
         if let Some((head, body)) = text.split_once("\r\n\r\n") {
@@ -699,8 +753,47 @@ async fn read_one_response(stream: &mut TcpStream) -> String {
                 .and_then(|v| v.trim().parse().ok())
                 .unwrap_or(0);
             if body.len() >= length {
-                return head.to_owned();
+                return Ok(head.to_owned());
             }
+        }
+    }
+}
+
+/// The previous request on a keep-alive connection: when it was sent, and how long its handler
+/// took at least.
+struct Previous {
+    sent: std::time::Instant,
+    handler: Duration,
+}
+
+/// Sends `request` on the keep-alive connection `stream` and reads the head of its answer, or
+/// `None` when the server had closed the connection. The server may close it at its
+/// header-read timeout (`timeout`) counted from the end of the previous response, which ended
+/// `previous.handler` after the previous request was sent at the earliest: a close sooner
+/// than that fails the test whatever the machine's speed; one later says that the client came
+/// too late for this round (a machine too busy), and nothing about the server.
+async fn reuse(
+    stream: &mut TcpStream,
+    request: &str,
+    previous: &Previous,
+    timeout: Duration,
+) -> Option<String> {
+    // A write to a closed connection may fail, or go through and be answered by a close.
+    let written = stream.write_all(request.as_bytes()).await;
+    let answer = match written {
+        Ok(()) => try_read_one_response(stream).await,
+        Err(error) => Err(error.to_string()),
+    };
+    match answer {
+        Ok(head) => Some(head),
+        Err(received) => {
+            let after = previous.sent.elapsed();
+            assert!(
+                after >= previous.handler + timeout,
+                "closed {after:?} after the previous request was sent, before the header-read \
+                 timeout ({timeout:?}) counted from the end of its response ({received:?})"
+            );
+            None
         }
     }
 }
@@ -709,17 +802,38 @@ async fn read_one_response(stream: &mut TcpStream) -> String {
 async fn a_keep_alive_connection_reused_just_before_the_header_timeout_is_served() {
     // The deadline counts from the end of the last response, never from before it: a client
     // whose pool keeps connections a little less than the timeout never meets a closed one.
-    // Sampled every 200 ms: a count started before the last response would drop the
-    // connection from 600 ms on.
-    let (_server, addr) = start_with(Duration::from_millis(800), Duration::from_secs(5)).await;
+    // Sampled every 200 ms: a count started when a 600 ms request arrived would drop the
+    // connection 200 to 400 ms after its response, before the client comes back at 450 ms.
+    let timeout = Duration::from_millis(800);
+    let (_server, addr) = start_with(timeout, Duration::from_secs(5)).await;
     let mut stream = TcpStream::connect(addr).await.unwrap();
-    for ms in [150, 0, 150] {
+    let mut previous: Option<Previous> = None;
+    for ms in [600, 0, 600, 0] {
         let request = format!("GET /wait?ms={ms} HTTP/1.1\r\nHost: a\r\n\r\n");
-        stream.write_all(request.as_bytes()).await.unwrap();
-        let head = read_one_response(&mut stream).await;
+        let sent = std::time::Instant::now();
+        let head = match &previous {
+            None => Some(read_after_write(&mut stream, &request).await),
+            Some(previous) => reuse(&mut stream, &request, previous, timeout).await,
+        };
+        let Some(head) = head else {
+            // Too late for this round: the next one starts on a new connection.
+            stream = TcpStream::connect(addr).await.unwrap();
+            previous = None;
+            continue;
+        };
         assert!(head.starts_with("HTTP/1.1 200"), "{head}");
-        tokio::time::sleep(Duration::from_millis(650)).await;
+        previous = Some(Previous {
+            sent,
+            handler: Duration::from_millis(ms),
+        });
+        tokio::time::sleep(Duration::from_millis(450)).await;
     }
+}
+
+/// Sends `request` on `stream` and reads one response: its head.
+async fn read_after_write(stream: &mut TcpStream, request: &str) -> String {
+    stream.write_all(request.as_bytes()).await.unwrap();
+    read_one_response(stream).await
 }
 
 #[tokio::test]
@@ -739,6 +853,10 @@ async fn an_http2_connection_without_a_stream_is_closed_at_the_header_timeout() 
     use http_body_util::{BodyExt, Empty};
     let head_timeout = Duration::from_millis(300);
     let (_server, addr) = start_with(head_timeout, Duration::from_secs(5)).await;
+    // When the last stream was sent (first, when the connection was opened): the server's
+    // count of the time without a stream starts after it, so it cannot end the connection
+    // sooner than the timeout after it, however slow the machine.
+    let mut last_sent = std::time::Instant::now();
     let stream = TcpStream::connect(addr).await.unwrap();
     let (mut sender, connection) =
         hyper::client::conn::http2::Builder::new(hyper_util::rt::TokioExecutor::new())
@@ -750,59 +868,71 @@ async fn an_http2_connection_without_a_stream_is_closed_at_the_header_timeout() 
         let request = http::Request::get("http://a/wait?ms=0")
             .body(Empty::new())
             .unwrap();
-        let response = sender.send_request(request).await.unwrap();
+        let sent = std::time::Instant::now();
+        let Ok(response) = sender.send_request(request).await else {
+            // Closed between two streams: only a client slowed down past the timeout by a
+            // busy machine may see that.
+            assert!(
+                last_sent.elapsed() >= head_timeout,
+                "closed {:?} after its last stream was sent",
+                last_sent.elapsed()
+            );
+            break;
+        };
+        last_sent = sent;
         assert_eq!(response.status(), 200);
         let _ = response.into_body().collect().await.unwrap();
         // Within the timeout, the connection is reused; the watcher sleeps between looks.
-        let cpu = thread_cpu_ticks();
-        tokio::time::sleep(Duration::from_millis(100)).await;
-        let used = thread_cpu_ticks() - cpu;
-        assert!(used <= 5, "{used} ticks of CPU in 100 ms");
+        sleeps_through(Duration::from_millis(10), async {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        })
+        .await;
     }
     // Then no stream for the header-read timeout (the idle timeout is 5 s): closed as an
     // HTTP/1 connection without a request head is.
-    let quiet = std::time::Instant::now();
-    let ended = tokio::time::timeout(Duration::from_secs(3), connection).await;
-    assert!(ended.is_ok(), "the connection is still open after 3 s");
+    let ended = tokio::time::timeout(Duration::from_secs(10), connection).await;
+    assert!(ended.is_ok(), "the connection is still open after 10 s");
     assert!(
-        quiet.elapsed() >= Duration::from_millis(200),
-        "{:?}",
-        quiet.elapsed()
+        last_sent.elapsed() >= head_timeout,
+        "closed {:?} after its last stream was sent",
+        last_sent.elapsed()
     );
-}
-
-/// CPU time this thread has used (user and system, in clock ticks of 10 ms): a
-/// `#[tokio::test]` runs the server's tasks on its own thread.
-fn thread_cpu_ticks() -> u64 {
-    let stat = std::fs::read_to_string("/proc/thread-self/stat").unwrap();
-    let fields: Vec<&str> = stat.rsplit_once(") ").unwrap().1.split(' ').collect();
-    // utime and stime: the 14th and 15th fields, the 12th and 13th after the name.
-    fields[11].parse::<u64>().unwrap() + fields[12].parse::<u64>().unwrap()
 }
 
 #[tokio::test]
 async fn a_head_left_unfinished_does_not_hold_a_graceful_shutdown() {
-    let (server, addr) = start_with(Duration::from_millis(300), Duration::from_secs(5)).await;
+    // A shutdown timeout of a minute: a shutdown that waited for the unfinished head would
+    // last that long.
+    let (server, addr) = start_layered(
+        ServerLimits {
+            header_read_timeout: Some(Duration::from_millis(300)),
+            idle_timeout: Some(Duration::from_secs(5)),
+            shutdown_timeout: Some(Duration::from_secs(60)),
+            ..limits()
+        },
+        tower::layer::util::Identity::new(),
+        &Started::default(),
+    )
+    .await;
     let mut slow = TcpStream::connect(addr).await.unwrap();
     // Past the first bytes' deadline (HTTP/1 from the first byte), short of a whole head.
     slow.write_all(b"GET /wait HTTP/1.1\r\nHost: a\r\nX-Slow: aaaaaaaaaaaa")
         .await
         .unwrap();
-    // Time for the server to read the partial head, the case meant here. Not a condition of
-    // the outcome: a head not read yet is cut off by the first bytes' deadline all the same.
-    tokio::time::sleep(Duration::from_millis(50)).await;
-    let started = std::time::Instant::now();
-    // The default shutdown timeout is 10 s: the slow client is cut off long before.
-    tokio::time::timeout(Duration::from_secs(5), server.shutdown())
+    // The server has read the partial head, the case meant here (or has cut the connection
+    // off already: not a condition of the outcome, as a head not read yet is cut off by the
+    // first bytes' deadline all the same).
+    let client = slow.local_addr().unwrap();
+    until("the server has read the partial head", || {
+        all_read(client, addr)
+    })
+    .await;
+    // The slow client is cut off long before the shutdown timeout.
+    tokio::time::timeout(Duration::from_secs(20), server.shutdown())
         .await
         .expect("the shutdown waited for the unfinished head");
-    assert!(
-        started.elapsed() < Duration::from_secs(3),
-        "{:?}",
-        started.elapsed()
-    );
     let mut rest = Vec::new();
-    let read = tokio::time::timeout(Duration::from_secs(2), slow.read_to_end(&mut rest)).await;
+    let read = tokio::time::timeout(Duration::from_secs(10), slow.read_to_end(&mut rest)).await;
     assert!(read.is_ok(), "the slow connection was not closed");
 }
 
@@ -810,56 +940,71 @@ async fn a_head_left_unfinished_does_not_hold_a_graceful_shutdown() {
 async fn a_request_head_shorter_than_the_http2_preface_is_served_and_its_connection_kept() {
     // The first bytes' deadline (header-read timeout from the connection's start) must not
     // outlive the first byte of an HTTP/1 connection, however short its request head.
-    let (_server, addr) = start_with(Duration::from_millis(300), Duration::from_secs(5)).await;
-    let head = b"GET /s HTTP/1.1\r\nHost:a\r\n\r\n";
+    let timeout = Duration::from_millis(300);
+    let (_server, addr) = start_with(timeout, Duration::from_secs(5)).await;
+    let head = "GET /s HTTP/1.1\r\nHost:a\r\n\r\n";
     assert_eq!(head.len(), 27);
     let mut stream = TcpStream::connect(addr).await.unwrap();
-    for _ in 0..2 {
-        // The handler takes twice the header-read timeout.
-        stream.write_all(head).await.unwrap();
-        let answer = read_one_response(&mut stream).await;
+    // The handler takes twice the header-read timeout.
+    let sent = std::time::Instant::now();
+    let answer = read_after_write(&mut stream, head).await;
+    assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+    // Reused at once, within the header-read timeout (a close sooner than it fails the test;
+    // a later one, a client slowed down that long by a busy machine, leaves it unsaid).
+    let previous = Previous {
+        sent,
+        handler: Duration::from_millis(600),
+    };
+    if let Some(answer) = reuse(&mut stream, head, &previous, timeout).await {
         assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
-        // Reused well within the header-read timeout.
-        tokio::time::sleep(Duration::from_millis(100)).await;
     }
 }
 
 #[tokio::test]
 async fn a_tiny_request_head_then_a_trickled_one_is_cut_off_at_the_header_timeout() {
+    // The idle timeout is beyond the time the test waits: only the header-read timeout can
+    // cut the connection off within it.
     let head_timeout = Duration::from_millis(300);
-    let (_server, addr) = start_with(head_timeout, Duration::from_secs(5)).await;
+    let (_server, addr) = start_with(head_timeout, Duration::from_secs(60)).await;
     let mut stream = TcpStream::connect(addr).await.unwrap();
     let head = b"GET /wait HTTP/1.1\r\nHost:a\r\n\r\n";
     assert!(
         head.len() < 33,
         "shorter than the HTTP/2 preface and a frame header"
     );
+    // Before the request: the server's count for the next head starts after its response,
+    // so it cannot end the connection sooner than the timeout after this, however slow the
+    // machine.
+    let sent = std::time::Instant::now();
     stream.write_all(head).await.unwrap();
     let answer = read_one_response(&mut stream).await;
     assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
-    let answered = std::time::Instant::now();
     let (mut reader, mut writer) = stream.into_split();
-    // The next head, a byte every 50 ms: 1.5 s in all, never finished in time.
+    // The next head, a byte every 50 ms for longer than the test waits (20 s), never finished:
+    // only a header-read timeout counted from the end of the response, not set again by each
+    // byte, ends it within the 10 s the test waits.
     let trickle = tokio::spawn(async move {
-        for byte in head {
+        let next = b"GET /wait HTTP/1.1\r\nHost:a\r\nX-Slow: ".iter();
+        for byte in next.chain([b'a'; 400].iter()) {
             tokio::time::sleep(Duration::from_millis(50)).await;
             if writer.write_all(&[*byte]).await.is_err() {
                 return;
             }
         }
-        std::future::pending::<()>().await;
     });
     let mut rest = Vec::new();
-    let read = tokio::time::timeout(Duration::from_secs(5), reader.read_to_end(&mut rest)).await;
-    let took = answered.elapsed();
+    let read = tokio::time::timeout(Duration::from_secs(10), reader.read_to_end(&mut rest)).await;
     trickle.abort();
-    assert!(read.is_ok(), "the trickling client was not cut off");
-    assert!(rest.is_empty(), "{}", String::from_utf8_lossy(&rest));
-    // From the end of the response, never before the timeout (and well before the trickle
-    // would have finished).
     assert!(
-        took >= head_timeout && took < Duration::from_millis(1400),
-        "{took:?}"
+        read.is_ok(),
+        "the trickling client was not cut off within 10 s"
+    );
+    assert!(rest.is_empty(), "{}", String::from_utf8_lossy(&rest));
+    // Counted from the end of the response, never before it.
+    assert!(
+        sent.elapsed() >= head_timeout,
+        "cut off {:?} after the first request was sent",
+        sent.elapsed()
     );
 }
 
@@ -1005,13 +1150,20 @@ where
     (server, addr)
 }
 
-/// An HTTP/2 client that sends its preface and settings and nothing more; the task ends when
-/// the server closes the connection.
+/// An HTTP/2 client that sends its preface and settings and nothing more, once the server
+/// has accepted it and sent its own first frame; the task ends when the server closes the
+/// connection.
 async fn idle_http2(addr: std::net::SocketAddr) -> tokio::task::JoinHandle<()> {
     let mut stream = TcpStream::connect(addr).await.unwrap();
     stream
         .write_all(b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n\0\0\0\x04\0\0\0\0\0")
         .await
+        .unwrap();
+    // The server's SETTINGS: the connection is accepted and served (it holds a place).
+    let mut first = [0; 1];
+    tokio::time::timeout(Duration::from_secs(10), stream.read_exact(&mut first))
+        .await
+        .expect("the server's first frame within 10 s")
         .unwrap();
     tokio::spawn(async move {
         let mut sink = Vec::new();
@@ -1034,27 +1186,30 @@ async fn at_the_connection_cap_idle_http2_connections_make_room_for_a_new_client
         &Started::default(),
     )
     .await;
+    // Every place taken, each by a connection the server has accepted.
     let mut idle = Vec::new();
     for _ in 0..6 {
         idle.push(idle_http2(addr).await);
     }
-    // Let them all be accepted and seen idle.
-    tokio::time::sleep(Duration::from_millis(400)).await;
-    let started = std::time::Instant::now();
-    let answer = exchange(
-        addr,
-        b"GET /wait HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n",
-        false,
-    )
-    .await;
+    // A new client is served once one of them has been idle a moment, long before the
+    // timeouts could free a place.
+    let mut stream = TcpStream::connect(addr).await.unwrap();
+    stream
+        .write_all(b"GET /wait HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n")
+        .await
+        .unwrap();
+    let mut answer = Vec::new();
+    tokio::time::timeout(Duration::from_secs(20), stream.read_to_end(&mut answer))
+        .await
+        .expect("not served within 20 s: no idle connection made room")
+        .unwrap();
+    let answer = String::from_utf8_lossy(&answer);
     assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
-    assert!(
-        started.elapsed() < Duration::from_secs(1),
-        "{:?}",
-        started.elapsed()
-    );
-    let closed = idle.iter().filter(|task| task.is_finished()).count();
-    assert!(closed >= 1, "no idle connection was closed");
+    // (Its client sees the close when its task next runs.)
+    until("an idle connection was closed", || {
+        idle.iter().any(tokio::task::JoinHandle::is_finished)
+    })
+    .await;
 }
 
 #[tokio::test]
@@ -1080,36 +1235,31 @@ async fn one_http2_stream_without_progress_ends_its_connection_while_others_prog
         .await
         .unwrap();
     assert_eq!(big.status(), 200);
-    // Never read: its window stays full. Meanwhile other streams come and go every 100 ms.
-    let started = std::time::Instant::now();
-    let ended = loop {
-        if started.elapsed() > Duration::from_secs(4) {
-            break false;
-        }
-        let request = http::Request::get("http://a/wait")
-            .body(Empty::new())
-            .unwrap();
-        let Ok(response) = sender.send_request(request).await else {
-            break true;
-        };
-        if response.into_body().collect().await.is_err() {
-            break true;
-        }
-        tokio::select! {
-            _ = &mut connection => break true,
-            () = tokio::time::sleep(Duration::from_millis(100)) => {}
+    // Never read: its window stays full. Meanwhile other streams come and go every 100 ms,
+    // until the connection ends (at the write timeout, 400 ms, and an eighth, and a look; the
+    // paused-time tests of the connection watcher hold it to that).
+    let others = async {
+        loop {
+            let request = http::Request::get("http://a/wait")
+                .body(Empty::new())
+                .unwrap();
+            let Ok(response) = sender.send_request(request).await else {
+                return;
+            };
+            if response.into_body().collect().await.is_err() {
+                return;
+            }
+            tokio::select! {
+                _ = &mut connection => return,
+                () = tokio::time::sleep(Duration::from_millis(100)) => {}
+            }
         }
     };
+    let ended = tokio::time::timeout(Duration::from_secs(20), others).await;
     drop(big);
     assert!(
-        ended,
-        "the stalled stream's connection is still served after 4 s"
-    );
-    // The write timeout is 400 ms; dropped within it and an eighth, and a look.
-    assert!(
-        started.elapsed() < Duration::from_secs(2),
-        "{:?}",
-        started.elapsed()
+        ended.is_ok(),
+        "the stalled stream's connection is still served after 20 s"
     );
 }
 
@@ -1125,41 +1275,44 @@ async fn a_request_the_application_does_not_take_in_time_gets_a_503() {
         &handlers,
     )
     .await;
+    // Held in its handler until the test releases it.
     let holding = tokio::spawn(async move {
         exchange(
             addr,
-            b"GET /wait?ms=1500 HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n",
+            b"GET /wait?hold=true HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n",
             false,
         )
         .await
     });
     // The only place under the limit is taken once its handler runs.
     handlers.reached(1).await;
-    let started = std::time::Instant::now();
+    // Before the request: the server's wait for a place starts after it, so a server that
+    // waits its timeout never answers sooner than this says, however slow the machine.
+    let sent = std::time::Instant::now();
     // With a body still to come: the answer closes the connection.
-    let refused = exchange(
+    let refused = exchange_until_closed(
         addr,
         b"POST /note HTTP/1.1\r\nHost: a\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{",
-        false,
     )
     .await;
-    let took = started.elapsed();
+    let took = sent.elapsed();
     assert!(refused.starts_with("HTTP/1.1 503"), "{refused}");
     let lower = refused.to_ascii_lowercase();
     assert!(lower.contains("retry-after: 1"), "{refused}");
     assert!(lower.contains("connection: close"), "{refused}");
-    assert!(
-        took >= Duration::from_millis(300) && took < Duration::from_secs(1),
-        "{took:?}"
-    );
+    // Not before the admission timeout.
+    assert!(took >= Duration::from_millis(300), "{took:?}");
+    handlers.release();
     assert!(holding.await.unwrap().starts_with("HTTP/1.1 200"));
 }
 
 #[tokio::test]
 async fn a_body_slower_than_the_minimum_rate_gets_a_408_early() {
+    // Early: the idle timeout and the whole-body deadline are far away; the answer says which
+    // rule ended the body.
     let (_server, addr) = start_layered(
         ServerLimits {
-            body_idle_timeout: Some(Duration::from_secs(2)),
+            body_idle_timeout: Some(Duration::from_secs(30)),
             body_read_timeout: Some(Duration::from_secs(30)),
             min_body_rate: Some(strata::MinDataRate {
                 bytes_per_second: 100,
@@ -1173,7 +1326,7 @@ async fn a_body_slower_than_the_minimum_rate_gets_a_408_early() {
     .await;
     let head = "POST /note HTTP/1.1\r\nHost: a\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n";
     // A byte every 200 ms: under the idle timeout, far under 100 B/s.
-    let (answer, took) = stall(addr, head, b"{", Some(Duration::from_millis(200))).await;
+    let answer = stall(addr, head, b"{", Some(Duration::from_millis(200))).await;
     assert!(answer.starts_with("HTTP/1.1 408"), "{answer}");
     assert!(
         answer.contains("slower than 100 bytes per second"),
@@ -1183,7 +1336,6 @@ async fn a_body_slower_than_the_minimum_rate_gets_a_408_early() {
         answer.to_ascii_lowercase().contains("connection: close"),
         "{answer}"
     );
-    assert!(took < Duration::from_secs(2), "{took:?}");
 }
 
 #[tokio::test]
@@ -1199,7 +1351,7 @@ async fn a_layers_timeout_while_the_body_arrives_closes_the_connection() {
     )
     .await;
     let head = "POST /note HTTP/1.1\r\nHost: a\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n";
-    let (answer, _) = stall(addr, head, b"{", None).await;
+    let answer = stall(addr, head, b"{", None).await;
     assert!(answer.starts_with("HTTP/1.1 504"), "{answer}");
     assert!(
         answer.to_ascii_lowercase().contains("connection: close"),
@@ -1230,25 +1382,22 @@ async fn start_with_short_shutdown(started: &Started) -> (strata::Server, std::n
 async fn at_the_shutdown_timeout_a_request_without_an_answer_gets_a_503() {
     let started_handler = Started::default();
     let (server, addr) = start_with_short_shutdown(&started_handler).await;
+    // Held in its handler for as long as the test lasts: only the shutdown timeout ends it.
     let waiting = tokio::spawn(async move {
         exchange(
             addr,
-            b"GET /wait?ms=2000 HTTP/1.1\r\nHost: a\r\n\r\n",
+            b"GET /wait?hold=true HTTP/1.1\r\nHost: a\r\n\r\n",
             false,
         )
         .await
     });
     started_handler.reached(1).await;
-    let started = std::time::Instant::now();
-    server.shutdown().await;
+    tokio::time::timeout(Duration::from_secs(20), server.shutdown())
+        .await
+        .expect("the shutdown waited for the request beyond its timeout");
     let answer = waiting.await.unwrap();
     assert!(answer.starts_with("HTTP/1.1 503"), "{answer:?}");
     assert!(answer.contains("shutting down"), "{answer}");
-    assert!(
-        started.elapsed() < Duration::from_millis(1500),
-        "{:?}",
-        started.elapsed()
-    );
 }
 
 // Path parameters win over headers (issue 25)
@@ -1301,11 +1450,11 @@ async fn a_header_named_like_a_path_parameter_does_not_override_it() {
 
 #[tokio::test]
 async fn layers_after_the_body_count_neither_uploads_nor_their_time() {
-    let config = create_config()
+    let mut config = create_config()
         .cors(false)
         .server_limits(ServerLimits {
-            body_idle_timeout: Some(Duration::from_secs(2)),
-            body_read_timeout: Some(Duration::from_secs(10)),
+            body_idle_timeout: Some(Duration::from_secs(10)),
+            body_read_timeout: Some(Duration::from_secs(20)),
             ..limits()
         })
         .after_body(
@@ -1315,43 +1464,53 @@ async fn layers_after_the_body_count_neither_uploads_nor_their_time() {
         )
         .listen(std::net::SocketAddr::from(([127, 0, 0, 1], 0)))
         .build();
+    // Room for every body here: the budget only shows when the upload's body is arriving.
+    let budget = strata::parse::BodyBudget::new(1024 * 1024);
+    config.pipeline.body_budget = Some(budget.clone());
     let server = create_server(&config, &routing()).await.unwrap();
     let LocalAddr::Tcp(addr) = server.servers()[0].local_addr.clone() else {
         panic!("TCP")
     };
-    // An honest upload taking 1 s (over the 300 ms timeout of the work).
+    // An honest upload taking over 1 s (over the 300 ms timeout of the work): two bytes every
+    // 40 ms, its last two held back until the test lets them go.
     let text = "a".repeat(40);
     let body = format!(r#"{{"text":"{text}"}}"#);
     let head = format!(
         "POST /note HTTP/1.1\r\nHost: a\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
         body.len()
     );
+    let (finish, finishing) = tokio::sync::oneshot::channel::<()>();
     let upload = tokio::spawn(async move {
         let mut stream = TcpStream::connect(addr).await.unwrap();
         stream.write_all(head.as_bytes()).await.unwrap();
-        for piece in body.as_bytes().chunks(2) {
+        let (pieces, last) = body.as_bytes().split_at(body.len() - 2);
+        for piece in pieces.chunks(2) {
             stream.write_all(piece).await.unwrap();
             tokio::time::sleep(Duration::from_millis(40)).await;
         }
+        // (Also when the test gave up: the sender is dropped.)
+        let _ = finishing.await;
+        stream.write_all(last).await.unwrap();
         let mut answer = Vec::new();
         stream.read_to_end(&mut answer).await.unwrap();
         String::from_utf8_lossy(&answer).into_owned()
     });
-    // Meanwhile the only place under the limit is free: others are served at once.
-    tokio::time::sleep(Duration::from_millis(200)).await;
-    let started = std::time::Instant::now();
+    // The upload has started: the parse stage holds its first bytes.
+    until("the upload's body is arriving", || budget.used() > 0).await;
+    // Meanwhile the only place under the limit is free: another request is served while the
+    // upload still arrives (its end is held back until then).
     let health = exchange(
         addr,
         b"GET /wait HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n",
         false,
     )
     .await;
-    assert!(health.starts_with("HTTP/1.1 200"), "{health}");
     assert!(
-        started.elapsed() < Duration::from_millis(300),
-        "{:?}",
-        started.elapsed()
+        health.starts_with("HTTP/1.1 200"),
+        "not served while an upload arrived: {health:?}"
     );
+    finish.send(()).unwrap();
+    // And the upload's own time does not count against the timeout of its work.
     let uploaded = upload.await.unwrap();
     assert!(uploaded.starts_with("HTTP/1.1 200"), "{uploaded}");
     // The timeout still times the work.
@@ -1522,22 +1681,19 @@ async fn at_the_shutdown_timeout_an_http2_stream_without_an_answer_gets_a_503() 
             .await
             .unwrap();
     tokio::spawn(connection);
+    // Held in its handler for as long as the test lasts: only the shutdown timeout ends it.
     let waiting = tokio::spawn(async move {
-        let request = http::Request::get("http://a/wait?ms=2000")
+        let request = http::Request::get("http://a/wait?hold=true")
             .body(Empty::new())
             .unwrap();
         sender.send_request(request).await.map(|r| r.status())
     });
     started_handler.reached(1).await;
-    let started = std::time::Instant::now();
-    server.shutdown().await;
+    tokio::time::timeout(Duration::from_secs(20), server.shutdown())
+        .await
+        .expect("the shutdown waited for the stream beyond its timeout");
     let status = waiting.await.unwrap().unwrap();
     assert_eq!(status, 503);
-    assert!(
-        started.elapsed() < Duration::from_millis(1500),
-        "{:?}",
-        started.elapsed()
-    );
 }
 
 // The body budget counts bytes that arrived (issue 25)
@@ -1706,7 +1862,9 @@ async fn one_address_holds_at_most_its_share_of_the_connection_cap() {
         .write_all(b"GET /wait HTTP/1.1\r\nHost: a\r\n\r\n")
         .await;
     let mut answer = Vec::new();
-    let read = tokio::time::timeout(Duration::from_secs(2), refused.read_to_end(&mut answer)).await;
+    // (Only the header-read timeout, 30 s, would close it otherwise.)
+    let read =
+        tokio::time::timeout(Duration::from_secs(10), refused.read_to_end(&mut answer)).await;
     assert!(matches!(read, Ok(Ok(0) | Err(_))), "{read:?} {answer:?}");
     // Another address still gets in, under the cap.
     let answer = exchange(
@@ -1716,17 +1874,30 @@ async fn one_address_holds_at_most_its_share_of_the_connection_cap() {
     )
     .await;
     assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
-    // Once one of the three closes, the address has a place again.
+    // Once one of the three closes, the address has a place again, as soon as the server has
+    // seen the close (at its next read): until then a new connection is closed unanswered.
     drop(share.pop());
-    // (The server sees the close at its next read.)
-    tokio::time::sleep(Duration::from_millis(200)).await;
-    let mut again = connect_from(attacker, addr).await;
-    again
-        .write_all(b"GET /wait HTTP/1.1\r\nHost: a\r\n\r\n")
-        .await
-        .unwrap();
-    let head = read_one_response(&mut again).await;
-    assert!(head.starts_with("HTTP/1.1 200"), "{head}");
+    let served = tokio::time::timeout(Duration::from_secs(10), async {
+        loop {
+            let mut again = connect_from(attacker, addr).await;
+            let request = "GET /wait HTTP/1.1\r\nHost: a\r\n\r\n";
+            if let Ok(head) = async {
+                again
+                    .write_all(request.as_bytes())
+                    .await
+                    .map_err(|e| e.to_string())?;
+                try_read_one_response(&mut again).await
+            }
+            .await
+            {
+                return head;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    })
+    .await
+    .expect("the address has no place 10 s after one of its connections closed");
+    assert!(served.starts_with("HTTP/1.1 200"), "{served}");
 }
 
 /// A keep-alive connection whose request was shed (`load_shed` over `concurrency_limit`: the
@@ -1745,10 +1916,11 @@ async fn a_shed_request_leaves_no_claim_on_the_limit_with_its_idle_connection() 
         &started,
     )
     .await;
+    // Held in its handler until the test releases it.
     let holding = tokio::spawn(async move {
         exchange(
             addr,
-            b"GET /wait?ms=600 HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n",
+            b"GET /wait?hold=true HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n",
             false,
         )
         .await
@@ -1759,13 +1931,9 @@ async fn a_shed_request_leaves_no_claim_on_the_limit_with_its_idle_connection() 
     idle.write_all(b"GET /wait HTTP/1.1\r\nHost: a\r\n\r\n")
         .await
         .unwrap();
-    let mut shed = vec![0; 1024];
-    let read = tokio::time::timeout(Duration::from_secs(2), idle.read(&mut shed))
-        .await
-        .unwrap()
-        .unwrap();
-    let shed = String::from_utf8_lossy(&shed[..read]).into_owned();
+    let shed = read_one_response(&mut idle).await;
     assert!(shed.starts_with("HTTP/1.1 503"), "{shed}");
+    started.release();
     assert!(holding.await.unwrap().starts_with("HTTP/1.1 200"));
     // The place is free again: another connection gets it, while the shed one idles.
     let next = exchange(

@@ -223,27 +223,29 @@ impl Cluster {
         self.replicas[n].take().unwrap().shutdown().await;
     }
 
-    /// Until haproxy has seen every replica up: each answers through it in one round.
+    /// Until haproxy has seen every replica up: each answers through it in one round (asked
+    /// every 100 ms, 10 s at most, then panics).
     async fn wait_all_up(&self) {
         let client = client();
-        let start = Instant::now();
-        loop {
-            let mut seen = std::collections::HashSet::new();
-            for _ in 0..6 {
-                let (status, body) = get(&client, self.front, "/v1/hello", "198.51.100.99").await;
-                if status == 200 {
-                    seen.insert(body);
+        let mut seen = std::collections::HashSet::new();
+        let all_up = tokio::time::timeout(Duration::from_secs(10), async {
+            loop {
+                seen.clear();
+                for _ in 0..6 {
+                    let (status, body) =
+                        get(&client, self.front, "/v1/hello", "198.51.100.99").await;
+                    if status == 200 {
+                        seen.insert(body);
+                    }
                 }
+                if seen.len() == 3 {
+                    return;
+                }
+                tokio::time::sleep(Duration::from_millis(100)).await;
             }
-            if seen.len() == 3 {
-                return;
-            }
-            assert!(
-                start.elapsed() < Duration::from_secs(10),
-                "replicas up: {seen:?}"
-            );
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
+        })
+        .await;
+        assert!(all_up.is_ok(), "replicas up after 10 s: {seen:?}");
     }
 
     fn stop_redis(&mut self) {
@@ -343,27 +345,31 @@ async fn a_client_gets_its_budget_once_across_replicas_even_when_redis_restarts(
     // has a full budget again: exactly 100 of 150.
     cluster.start_redis();
     let client = client();
-    let start = Instant::now();
-    let mut limited_in_a_row = 0;
-    while limited_in_a_row < 3 {
-        // Until three requests in a row (one per replica, round robin) are checked by Redis:
-        // a `RateLimit` header is only there when the store answered.
-        let request = http::Request::get(format!("http://127.0.0.1:{}/v1/hello", cluster.front))
-            .header("x-forwarded-for", "198.51.100.1")
-            .body(Full::default())
-            .unwrap();
-        let response = client.request(request).await.unwrap();
-        if response.headers().contains_key("ratelimit") {
-            limited_in_a_row += 1;
-        } else {
-            limited_in_a_row = 0;
-            tokio::time::sleep(Duration::from_millis(50)).await;
+    // Until three requests in a row (one per replica, round robin) are checked by Redis: a
+    // `RateLimit` header is only there when the store answered (asked every 50 ms, 10 s at
+    // most).
+    let reconnected = tokio::time::timeout(Duration::from_secs(10), async {
+        let mut limited_in_a_row = 0;
+        while limited_in_a_row < 3 {
+            let request =
+                http::Request::get(format!("http://127.0.0.1:{}/v1/hello", cluster.front))
+                    .header("x-forwarded-for", "198.51.100.1")
+                    .body(Full::default())
+                    .unwrap();
+            let response = client.request(request).await.unwrap();
+            if response.headers().contains_key("ratelimit") {
+                limited_in_a_row += 1;
+            } else {
+                limited_in_a_row = 0;
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
         }
-        assert!(
-            start.elapsed() < Duration::from_secs(10),
-            "replicas reconnected to Redis"
-        );
-    }
+    })
+    .await;
+    assert!(
+        reconnected.is_ok(),
+        "the replicas have not used Redis again after 10 s"
+    );
     let (statuses, answered_by) = burst(&cluster, "192.0.2.2", 150, 10).await;
     assert_eq!(statuses, [(200, 100), (429, 50)].into(), "{statuses:?}");
     assert_eq!(answered_by.len(), 3);
@@ -516,14 +522,18 @@ async fn three_hundred_subscribers_get_every_event_and_resume_on_another_replica
         }
         published_at.push(publish(&client, publisher, &n.to_string()).await.1);
     }
-    let start = Instant::now();
-    while reached.load(Ordering::SeqCst) < 300 {
-        assert!(
-            start.elapsed() < Duration::from_secs(60),
-            "every subscriber got 1,000"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    // (Looked at every 20 ms, 60 s at most.)
+    let all_reached = tokio::time::timeout(Duration::from_secs(60), async {
+        while reached.load(Ordering::SeqCst) < 300 {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await;
+    assert!(
+        all_reached.is_ok(),
+        "{} of 300 subscribers got 1,000 events in 60 s",
+        reached.load(Ordering::SeqCst)
+    );
     // The second replica goes: its subscribers' streams end, and they reconnect through
     // haproxy to the others, resuming after their last event; 100 events meanwhile and after.
     cluster.stop_replica(1).await;
@@ -574,9 +584,12 @@ async fn a_rolling_restart_loses_no_request() {
         return;
     };
     let stop = Arc::new(AtomicBool::new(false));
+    // Requests answered so far (whatever the answer): the test waits for the load to have
+    // gone on, not for a time.
+    let answered = Arc::new(AtomicUsize::new(0));
     let load: Vec<_> = (0..8)
         .map(|n| {
-            let (port, stop) = (cluster.front, Arc::clone(&stop));
+            let (port, stop, answered) = (cluster.front, Arc::clone(&stop), Arc::clone(&answered));
             tokio::spawn(async move {
                 let client = client();
                 let mut statuses = std::collections::BTreeMap::<u16, usize>::new();
@@ -588,19 +601,21 @@ async fn a_rolling_restart_loses_no_request() {
                     if status != 200 && status != 429 {
                         failures.push(format!("{status}: {body}"));
                     }
+                    answered.fetch_add(1, Ordering::SeqCst);
                 }
                 (statuses, failures)
             })
         })
         .collect();
-    tokio::time::sleep(Duration::from_millis(500)).await;
+    // Under load before, while each replica is down, and after.
+    more_answers(&answered, 100).await;
     for n in 0..3 {
         cluster.stop_replica(n).await;
-        tokio::time::sleep(Duration::from_millis(300)).await;
+        more_answers(&answered, 50).await;
         cluster.start_replica(n).await;
         cluster.wait_all_up().await;
     }
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    more_answers(&answered, 100).await;
     stop.store(true, Ordering::SeqCst);
     let mut total = 0;
     for task in load {
@@ -608,6 +623,22 @@ async fn a_rolling_restart_loses_no_request() {
         assert!(failures.is_empty(), "{failures:?}");
         total += statuses.values().sum::<usize>();
     }
-    assert!(total > 100, "{total} requests");
+    assert!(total >= 350, "{total} requests");
     println!("rolling restart of 3 replicas: {total} requests, every one answered 2xx/429");
+}
+
+/// Waits until `answered` has grown by `more` (looked at every 10 ms, 30 s at most).
+async fn more_answers(answered: &AtomicUsize, more: usize) {
+    let wanted = answered.load(Ordering::SeqCst) + more;
+    let grown = tokio::time::timeout(Duration::from_secs(30), async {
+        while answered.load(Ordering::SeqCst) < wanted {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    })
+    .await;
+    assert!(
+        grown.is_ok(),
+        "{more} more answers not in 30 s ({} in all)",
+        answered.load(Ordering::SeqCst)
+    );
 }

@@ -20,7 +20,7 @@ use tokio::net::TcpStream;
 
 #[path = "common/probe.rs"]
 mod probe;
-use probe::Started;
+use probe::{Started, all_read, sleeps_through, until};
 
 #[derive(Deserialize, Validate, JsonSchema)]
 struct Wait {
@@ -28,6 +28,9 @@ struct Wait {
     ms: Option<u64>,
     #[garde(range(max = 100_000))]
     size: Option<usize>,
+    /// Held until the test releases its `Started` (then `ms` more).
+    #[garde(skip)]
+    hold: Option<bool>,
 }
 
 #[derive(Serialize, Validate, JsonSchema)]
@@ -42,14 +45,19 @@ fn routing() -> Routing {
     routing_with(&Started::default())
 }
 
-/// The routing, its `/wait` handler marking `started` as it begins.
+/// The routing, its `/wait` handler marking `started` as it begins (and held by it when
+/// asked, `?hold=true`).
 fn routing_with(started: &Started) -> Routing {
     let started = started.clone();
     let wait = default_endpoints_factory()
         .get()
         .handler(move |input: Wait, logger: Logger| {
             started.mark();
+            let started = started.clone();
             async move {
+                if input.hold == Some(true) {
+                    started.hold().await;
+                }
                 if let Some(ms) = input.ms {
                     tokio::time::sleep(Duration::from_millis(ms)).await;
                 }
@@ -270,23 +278,33 @@ async fn graceful_shutdown_lets_a_slow_request_finish() {
     .await
     .unwrap();
     let addr = tcp_addr(&server, 0);
+    // Held in its handler until the test releases it.
     let slow = tokio::spawn(async move {
-        let response = http1(TcpStream::connect(addr).await.unwrap(), get("/wait?ms=400")).await;
+        let response = http1(
+            TcpStream::connect(addr).await.unwrap(),
+            get("/wait?hold=true"),
+        )
+        .await;
         (response.status(), text(response).await)
     });
     started.reached(1).await;
-    let started = Instant::now();
-    server.shutdown().await;
+    let shutdown = tokio::spawn(server.shutdown());
+    // The shutdown has begun (the listener is closed), and waits for the request in flight.
+    until("the server no longer accepts", || {
+        std::net::TcpStream::connect(addr).is_err()
+    })
+    .await;
+    assert!(
+        !shutdown.is_finished(),
+        "the shutdown did not wait for the request in flight"
+    );
+    started.release();
     let (status, body) = slow.await.unwrap();
     assert_eq!(status, 200, "the request in flight completed: {body}");
-    assert!(
-        started.elapsed() >= Duration::from_millis(200),
-        "shutdown waited for it"
-    );
-    assert!(
-        TcpStream::connect(addr).await.is_err(),
-        "no longer accepting"
-    );
+    tokio::time::timeout(Duration::from_secs(10), shutdown)
+        .await
+        .expect("the shutdown ends once its request is answered")
+        .unwrap();
 }
 
 #[tokio::test]
@@ -335,7 +353,6 @@ async fn slow_header_clients_are_cut_off_while_others_are_served() {
         .write_all(b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n")
         .await
         .unwrap();
-    let started = Instant::now();
     // a well-behaved client is served meanwhile
     assert_eq!(
         http1(TcpStream::connect(addr).await.unwrap(), get("/wait"))
@@ -343,14 +360,15 @@ async fn slow_header_clients_are_cut_off_while_others_are_served() {
             .status(),
         200
     );
+    // Each cut off (the guard is far beyond the 300 ms timeout: only a connection left open
+    // meets it).
     for stream in [&mut slow, &mut silent, &mut half_preface, &mut preface_only] {
         let mut buffer = Vec::new();
         let read =
-            tokio::time::timeout(Duration::from_secs(5), stream.read_to_end(&mut buffer)).await;
-        assert!(read.is_ok(), "the connection was closed by the server");
+            tokio::time::timeout(Duration::from_secs(10), stream.read_to_end(&mut buffer)).await;
+        assert!(read.is_ok(), "the connection was not closed by the server");
         assert!(!String::from_utf8_lossy(&buffer).contains("200 OK"));
     }
-    assert!(started.elapsed() < Duration::from_secs(4));
     server.shutdown().await;
 }
 
@@ -565,11 +583,10 @@ async fn a_tls_client_silent_after_its_handshake_is_cut_off() {
     )
     .await;
     let mut stream = tls_connect(tcp_addr(&server, 0), &tls, b"http/1.1").await;
-    let started = Instant::now();
     let mut buffer = Vec::new();
-    let read = tokio::time::timeout(Duration::from_secs(5), stream.read_to_end(&mut buffer)).await;
-    assert!(read.is_ok(), "closed by the server");
-    assert!(started.elapsed() < Duration::from_secs(4));
+    // (The guard is far beyond the 300 ms timeout: only a connection left open meets it.)
+    let read = tokio::time::timeout(Duration::from_secs(10), stream.read_to_end(&mut buffer)).await;
+    assert!(read.is_ok(), "not closed by the server");
     server.shutdown().await;
 }
 
@@ -588,6 +605,11 @@ async fn an_http2_connection_over_tls_is_closed_gracefully_without_a_stream() {
         },
     )
     .await;
+    let head_timeout = Duration::from_millis(300);
+    // When the last stream was sent (first, when the connection was opened): the server's
+    // count of the time without a stream starts after it, so it cannot close the connection
+    // sooner than the timeout after it, however slow the machine.
+    let mut last_sent = Instant::now();
     let stream = tls_connect(tcp_addr(&server, 0), &tls, b"h2").await;
     assert_eq!(stream.get_ref().1.alpn_protocol(), Some(&b"h2"[..]));
     let (mut sender, connection) =
@@ -596,23 +618,36 @@ async fn an_http2_connection_over_tls_is_closed_gracefully_without_a_stream() {
             .unwrap();
     let connection = tokio::spawn(connection);
     for _ in 0..3 {
-        let response = sender
-            .send_request(get("https://localhost/wait"))
-            .await
-            .unwrap();
+        let sent = Instant::now();
+        let Ok(response) = sender.send_request(get("https://localhost/wait")).await else {
+            // Closed between two streams: only a client slowed down past the timeout by a busy
+            // machine may see that.
+            assert!(
+                last_sent.elapsed() >= head_timeout,
+                "closed {:?} after its last stream was sent",
+                last_sent.elapsed()
+            );
+            break;
+        };
+        last_sent = sent;
         assert_eq!(
             (response.version(), response.status()),
             (http::Version::HTTP_2, StatusCode::OK)
         );
         let _ = response.into_body().collect().await.unwrap();
+        // Reused after a quarter of the timeout or more (a look of the connection's watcher).
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
-    assert!(!connection.is_finished(), "the connection was closed");
-    let ended = tokio::time::timeout(Duration::from_secs(2), connection).await;
+    let ended = tokio::time::timeout(Duration::from_secs(10), connection).await;
     let ended = ended
-        .expect("still open 2 s after its last stream")
+        .expect("still open 10 s after its last stream")
         .unwrap();
     assert!(ended.is_ok(), "not closed gracefully: {ended:?}");
+    assert!(
+        last_sent.elapsed() >= head_timeout,
+        "closed {:?} after its last stream was sent",
+        last_sent.elapsed()
+    );
     server.shutdown().await;
 }
 
@@ -630,6 +665,7 @@ async fn the_shutdown_timeout_answers_what_is_still_open_with_a_503() {
     .await
     .unwrap();
     let addr = tcp_addr(&server, 0);
+    // Held in its handler for as long as the test lasts: only the shutdown timeout ends it.
     let too_slow = tokio::spawn(async move {
         let stream = TcpStream::connect(addr).await.unwrap();
         let (mut sender, connection) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
@@ -637,18 +673,15 @@ async fn the_shutdown_timeout_answers_what_is_still_open_with_a_503() {
             .unwrap();
         tokio::spawn(connection);
         sender
-            .send_request(get("/wait?ms=3000"))
+            .send_request(get("/wait?hold=true"))
             .await
             .map(|r| r.status())
     });
     probe.reached(1).await;
-    let started = Instant::now();
-    server.shutdown().await;
-    assert!(
-        started.elapsed() < Duration::from_secs(2),
-        "shutdown kept its timeout"
-    );
-    let outcome = tokio::time::timeout(Duration::from_secs(2), too_slow)
+    tokio::time::timeout(Duration::from_secs(20), server.shutdown())
+        .await
+        .expect("the shutdown did not keep its timeout");
+    let outcome = tokio::time::timeout(Duration::from_secs(10), too_slow)
         .await
         .unwrap()
         .unwrap();
@@ -756,15 +789,6 @@ async fn without_compression_nothing_varies() {
     server.shutdown().await;
 }
 
-/// CPU time this thread has used (user and system, in clock ticks of 10 ms): a
-/// `#[tokio::test]` runs the server's tasks on its own thread.
-fn thread_cpu_ticks() -> u64 {
-    let stat = std::fs::read_to_string("/proc/thread-self/stat").unwrap();
-    let fields: Vec<&str> = stat.rsplit_once(") ").unwrap().1.split(' ').collect();
-    // utime and stime: the 14th and 15th fields, the 12th and 13th after the name.
-    fields[11].parse::<u64>().unwrap() + fields[12].parse::<u64>().unwrap()
-}
-
 /// Every timeout of the server's limits set to `timeout`.
 fn all_timeouts(timeout: Option<Duration>) -> ServerLimits {
     ServerLimits {
@@ -812,7 +836,11 @@ async fn never_fire(limits: ServerLimits) {
     );
     stream.write_all(head.as_bytes()).await.unwrap();
     stream.write_all(&body.as_bytes()[..5]).await.unwrap();
-    tokio::time::sleep(Duration::from_millis(50)).await;
+    let client = stream.local_addr().unwrap();
+    until("the server has read the first piece", || {
+        all_read(client, addr)
+    })
+    .await;
     stream.write_all(&body.as_bytes()[5..]).await.unwrap();
     let mut answer = vec![0; 4096];
     let n = tokio::time::timeout(Duration::from_secs(5), stream.read(&mut answer))
@@ -835,14 +863,10 @@ async fn never_fire(limits: ServerLimits) {
         .unwrap();
     assert_eq!(response.status(), 200);
     // Both connections open and idle, their watchers waiting: the thread sleeps.
-    let (cpu, started) = (thread_cpu_ticks(), Instant::now());
-    tokio::time::sleep(Duration::from_millis(500)).await;
-    assert!(
-        thread_cpu_ticks() - cpu <= 20,
-        "{} ticks of CPU in {:?}",
-        thread_cpu_ticks() - cpu,
-        started.elapsed()
-    );
+    sleeps_through(Duration::from_millis(10), async {
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    })
+    .await;
     assert!(
         !connection.is_finished(),
         "the HTTP/2 connection was closed"
@@ -866,25 +890,25 @@ async fn zero_timeouts_cut_connections_off_without_panic_or_spin() {
     .await
     .unwrap();
     let addr = tcp_addr(&server, 0);
-    let (cpu, started) = (thread_cpu_ticks(), Instant::now());
-    for _ in 0..3 {
-        // The request reaches the server with the connection or just after: answered or cut
-        // off, either way the connection ends.
-        let mut stream = TcpStream::connect(addr).await.unwrap();
-        stream
-            .write_all(b"GET /wait?ms=300 HTTP/1.1\r\nHost: a\r\n\r\n")
-            .await
-            .unwrap();
-        let mut answer = Vec::new();
-        let read =
-            tokio::time::timeout(Duration::from_secs(5), stream.read_to_end(&mut answer)).await;
-        assert!(read.is_ok(), "the connection was not closed");
-    }
     // At most 300 ms of a handler in flight per connection, watched every 10 ms: the thread
     // mostly sleeps.
-    let elapsed = started.elapsed();
-    let used = thread_cpu_ticks() - cpu;
-    assert!(used <= 40, "{used} ticks of CPU in {elapsed:?}");
+    sleeps_through(Duration::from_millis(50), async {
+        for _ in 0..3 {
+            // The request reaches the server with the connection or just after: answered or
+            // cut off, either way the connection ends.
+            let mut stream = TcpStream::connect(addr).await.unwrap();
+            stream
+                .write_all(b"GET /wait?ms=300 HTTP/1.1\r\nHost: a\r\n\r\n")
+                .await
+                .unwrap();
+            let mut answer = Vec::new();
+            let read =
+                tokio::time::timeout(Duration::from_secs(10), stream.read_to_end(&mut answer))
+                    .await;
+            assert!(read.is_ok(), "the connection was not closed");
+        }
+    })
+    .await;
     tokio::time::timeout(Duration::from_secs(5), server.shutdown())
         .await
         .unwrap();

@@ -13,7 +13,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 #[path = "common/probe.rs"]
 mod probe;
-use probe::Started;
+use probe::{Started, until};
 
 #[derive(Deserialize, Validate, JsonSchema)]
 #[garde(allow_unvalidated)]
@@ -39,7 +39,10 @@ async fn sigterm_lets_every_request_in_flight_finish() {
         .get()
         .handler(move |input: Wait| {
             handlers.mark();
+            let handlers = handlers.clone();
             async move {
+                // Held until the signal has arrived, then some work more.
+                handlers.hold().await;
                 tokio::time::sleep(Duration::from_millis(input.ms)).await;
                 Ok(Waited { ms: input.ms })
             }
@@ -61,13 +64,13 @@ async fn sigterm_lets_every_request_in_flight_finish() {
             tokio::spawn(async move {
                 let mut stream = tokio::net::TcpStream::connect(addr).await.unwrap();
                 stream
-                    .write_all(b"GET /wait?ms=800 HTTP/1.1\r\nHost: a\r\n\r\n")
+                    .write_all(b"GET /wait?ms=100 HTTP/1.1\r\nHost: a\r\n\r\n")
                     .await
                     .unwrap();
                 let mut answer = Vec::new();
                 // The server closes the connection after the answer (it is shutting down).
                 let _ =
-                    tokio::time::timeout(Duration::from_secs(5), stream.read_to_end(&mut answer))
+                    tokio::time::timeout(Duration::from_secs(10), stream.read_to_end(&mut answer))
                         .await;
                 String::from_utf8_lossy(&answer).into_owned()
             })
@@ -80,18 +83,25 @@ async fn sigterm_lets_every_request_in_flight_finish() {
         .status()
         .unwrap();
     assert!(status.success());
+    // The server has the signal: it no longer accepts connections. Only then are the
+    // requests let go.
+    until("the server stops listening", || {
+        std::net::TcpStream::connect(addr).is_err()
+    })
+    .await;
+    started.release();
     let mut completed = 0;
     for request in requests {
         let answer = request.await.unwrap();
         assert!(answer.starts_with("HTTP/1.1 200"), "lost: {answer:?}");
         assert!(
-            answer.ends_with(r#"{"status":"success","data":{"ms":800}}"#),
+            answer.ends_with(r#"{"status":"success","data":{"ms":100}}"#),
             "{answer}"
         );
         completed += 1;
     }
     assert_eq!(completed, IN_FLIGHT);
-    tokio::time::timeout(Duration::from_secs(5), running)
+    tokio::time::timeout(Duration::from_secs(10), running)
         .await
         .unwrap()
         .unwrap();

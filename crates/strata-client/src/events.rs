@@ -660,10 +660,68 @@ mod tests {
         })
     }
 
-    #[test]
-    fn a_subscription_can_be_sent_to_a_task() {
-        fn spawnable<T: Send + Unpin + 'static>() {}
-        spawnable::<Subscription<Feed>>();
+    /// A subscription is `Send`: it is moved to a task of its own (on a multi-thread runtime,
+    /// whichever worker runs it), which reads the events of an in-memory server whose first
+    /// connection breaks off after an event, waits the server's `retry:` and connects again
+    /// with `Last-Event-ID`, as it would on the caller's own task.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_subscription_can_be_sent_to_a_task() {
+        use std::sync::{Arc, Mutex};
+
+        use futures_util::StreamExt;
+        use http_body::Frame;
+        use http_body_util::StreamBody;
+
+        const FEED: Operation<(), Events<Feed>> = Operation::get("/feed");
+        let asked = Arc::new(Mutex::new(Vec::new()));
+        let server = tower::service_fn({
+            let asked = Arc::clone(&asked);
+            move |request: Request<Full<Bytes>>| {
+                let last_event_id = request
+                    .headers()
+                    .get("last-event-id")
+                    .map(|id| id.to_str().unwrap().to_owned());
+                let first = {
+                    let mut asked = asked.lock().unwrap();
+                    asked.push(last_event_id);
+                    asked.len() == 1
+                };
+                let pieces: Vec<Result<Frame<Bytes>, BoxError>> = if first {
+                    vec![
+                        Ok(Frame::data(Bytes::from_static(
+                            b"retry: 1\nid: 1\nevent: count\ndata: 1\n\n",
+                        ))),
+                        Err("the connection broke off".into()),
+                    ]
+                } else {
+                    vec![Ok(Frame::data(Bytes::from_static(
+                        b"id: 2\nevent: count\ndata: 2\n\nevent: done\ndata: null\n\n",
+                    )))]
+                };
+                let response = Response::builder()
+                    .header(CONTENT_TYPE, "text/event-stream")
+                    .body(StreamBody::new(futures_util::stream::iter(pieces)))
+                    .unwrap();
+                async move { Ok::<_, BoxError>(response) }
+            }
+        });
+        let subscription = Client::new(server).subscribe(&FEED, ());
+        // `tokio::spawn` takes only a `Send` future: this one owns the subscription.
+        let task = tokio::spawn(async move {
+            let mut subscription = subscription;
+            let mut events = Vec::new();
+            while let Some(event) = subscription.next().await {
+                events.push(event.unwrap());
+            }
+            (events, subscription.last_event_id().map(str::to_owned))
+        });
+        let (events, last_event_id) = tokio::time::timeout(Duration::from_secs(60), task)
+            .await
+            .expect("the subscription's task never ended")
+            .unwrap();
+        assert_eq!(events, [Feed::Count(1), Feed::Count(2), Feed::Done]);
+        assert_eq!(last_event_id.as_deref(), Some("2"));
+        assert_eq!(*asked.lock().unwrap(), [None, Some("1".to_owned())]);
     }
 
     #[test]

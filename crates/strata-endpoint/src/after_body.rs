@@ -150,7 +150,9 @@ mod tests {
         Request::new(Parsed::default())
     }
 
-    #[tokio::test]
+    // Paused time: the handler's 200 ms and the timeout's 50 ms are timers of tokio's clock,
+    // which moves only when nothing else can run (a busy machine cannot reorder them).
+    #[tokio::test(start_paused = true)]
     async fn the_layers_see_the_request_after_the_body_and_their_errors_become_responses() {
         let slow = tower::service_fn(|_: Request<Parsed>| async {
             tokio::time::sleep(Duration::from_millis(200)).await;
@@ -178,7 +180,12 @@ mod tests {
         );
     }
 
-    #[tokio::test]
+    /// `poll_ready` answers without asking the layers: a concurrency limit's only place is not
+    /// taken (and kept by this instance) when the parse stage asks before reading a body, but
+    /// by each request's own future, and given back when it is done.
+    // Paused time: a request waiting for a place that never comes lets tokio's clock run to
+    // the timeout at once, and the test fails instead of hanging.
+    #[tokio::test(start_paused = true)]
     async fn a_limit_is_asked_for_its_place_only_when_the_request_comes() {
         let limit = AfterBody::new(tower::limit::GlobalConcurrencyLimitLayer::new(1));
         let done = tower::service_fn(|_: Request<Parsed>| async {
@@ -189,14 +196,24 @@ mod tests {
             ))
         });
         let mut service = limit.wrap(done);
-        // Ready without taking the only place: the parse stage asks before reading a body.
-        for _ in 0..3 {
-            std::future::poll_fn(|cx| service.poll_ready(cx))
-                .await
-                .unwrap();
+        // Ready at once, again and again: the parse stage asks before reading a body.
+        let mut cx = Context::from_waker(std::task::Waker::noop());
+        for asked in 1..=3 {
+            assert!(
+                matches!(service.poll_ready(&mut cx), Poll::Ready(Ok(()))),
+                "not ready when asked the {asked}th time"
+            );
         }
-        for _ in 0..3 {
-            service.clone().oneshot(request()).await.unwrap();
+        // The place is still free: three requests one after the other each get it (a place
+        // kept by `service` since its `poll_ready` would leave them waiting for ever).
+        for n in 1..=3 {
+            let answered =
+                tokio::time::timeout(Duration::from_secs(60), service.clone().oneshot(request()))
+                    .await;
+            let output = answered
+                .unwrap_or_else(|_| panic!("request {n} never got the limit's place"))
+                .unwrap();
+            assert_eq!(output.status(), StatusCode::OK);
         }
     }
 }

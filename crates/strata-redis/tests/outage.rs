@@ -50,23 +50,24 @@ async fn spend(replicas: &[Replica; 2], client: [u8; 4], logs: &Arc<Logs>) -> u3
     panic!("never limited");
 }
 
-/// Waits until a request of a client never seen is checked by Redis again on both replicas.
+/// Waits until a request of a client never seen is checked by Redis again on both replicas
+/// (asking every 50 ms, at most 15 s, then panics); returns how long that took.
 async fn until_checked(replicas: &[Replica; 2], logs: &Arc<Logs>) -> Duration {
     let start = Instant::now();
-    for replica in replicas {
+    let checked = tokio::time::timeout(Duration::from_secs(15), async {
         let mut probe = 0_u8;
-        loop {
-            probe += 1;
-            if get(replica, [198, 51, 100, probe], logs).await.checked {
-                break;
+        for replica in replicas {
+            loop {
+                probe = probe.wrapping_add(1);
+                if get(replica, [198, 51, 100, probe], logs).await.checked {
+                    break;
+                }
+                tokio::time::sleep(Duration::from_millis(50)).await;
             }
-            assert!(
-                start.elapsed() < Duration::from_secs(15),
-                "Redis not used again"
-            );
-            tokio::time::sleep(Duration::from_millis(50)).await;
         }
-    }
+    })
+    .await;
+    assert!(checked.is_ok(), "Redis not used again after 15 s");
     start.elapsed()
 }
 
@@ -87,42 +88,51 @@ async fn redis_down_applies_the_policy_and_limiting_resumes_when_it_is_back() {
     server.stop();
     let down = Instant::now();
     for i in 0..20 {
-        let started = Instant::now();
         // Open: through, unchecked (no RateLimit header), although the client's budget is
-        // spent.
-        let answer = get(&open[i % 2], CLIENT, &logs).await;
+        // spent. (Each within the store's timeout, 50 ms: the guard is for a request that
+        // would wait for Redis to come back.)
+        let answer =
+            tokio::time::timeout(Duration::from_secs(10), get(&open[i % 2], CLIENT, &logs))
+                .await
+                .expect("a request waited for Redis");
         assert_eq!(answer.status, StatusCode::OK, "request {i}");
         assert!(!answer.checked);
         // Closed: refused, come back in a second.
-        let answer = get(&closed[i % 2], CLIENT, &logs).await;
+        let answer =
+            tokio::time::timeout(Duration::from_secs(10), get(&closed[i % 2], CLIENT, &logs))
+                .await
+                .expect("a request waited for Redis");
         assert_eq!(
             answer.status,
             StatusCode::SERVICE_UNAVAILABLE,
             "request {i}"
         );
         assert_eq!(answer.retry_after.as_deref(), Some("1"));
-        // Within the store's timeout (50 ms) and some scheduling, never the reconnection's.
-        assert!(
-            started.elapsed() < Duration::from_secs(1),
-            "{:?}",
-            started.elapsed()
-        );
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
-    // 40 failed checks in a few seconds: the limiter's one line about the store, and the
-    // format stage's one line about the 503s (an overload's, at most one per 5 s), not one
-    // per request.
-    let lines = logs.lines();
-    assert!(down.elapsed() < Duration::from_secs(5));
-    assert_eq!(lines.len(), 2, "{lines:?}");
+    // 40 failed checks: the limiter's line about the store (at most one per 10 s) first, and
+    // the format stage's about the 503s (an overload's, at most one per 5 s), not one per
+    // request. (In a second or so; a machine slow enough to take 5 s and more gets as many
+    // lines more as the limits allow.)
+    let (lines, outage) = (
+        logs.lines(),
+        usize::try_from(down.elapsed().as_secs()).unwrap(),
+    );
+    let store = lines
+        .iter()
+        .filter(|line| line.contains("rate-limit store failed: Redis"))
+        .count();
+    let refusals = lines
+        .iter()
+        .filter(|line| line.contains("503 The rate limit cannot be checked now"))
+        .count();
     assert!(
         lines[0].contains("rate-limit store failed: Redis"),
         "{lines:?}"
     );
-    assert!(
-        lines[1].contains("503 The rate limit cannot be checked now"),
-        "{lines:?}"
-    );
+    assert_eq!(store + refusals, lines.len(), "{lines:?}");
+    assert!((1..=1 + outage / 10).contains(&store), "{lines:?}");
+    assert!((1..=1 + outage / 5).contains(&refusals), "{lines:?}");
 
     // Back on the same port, empty (no persistence): the same replicas limit again, from a
     // full budget.

@@ -45,11 +45,10 @@ async fn a_silent_redis_times_out_at_the_configured_timeout() {
         assert_eq!(answer.status, StatusCode::SERVICE_UNAVAILABLE);
         slowest = slowest.max(started.elapsed());
     }
-    // Two calls of 100 ms each, and scheduling.
-    assert!(
-        slowest >= Duration::from_millis(200) && slowest < Duration::from_secs(1),
-        "{slowest:?}"
-    );
+    // Two calls that waited their 100 ms each: never sooner, measured from before them, however
+    // slow the machine. (That they gave up at this timeout, not at a later one, the store's
+    // log line says.)
+    assert!(slowest >= Duration::from_millis(200), "{slowest:?}");
     // One line about the store, one about the 503s: not one per request.
     let lines = logs.lines();
     assert_eq!(lines.len(), 2, "{lines:?}");

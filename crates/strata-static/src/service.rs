@@ -194,6 +194,22 @@ impl StaticService {
         }
     }
 
+    /// The response to `error` for a request of `parts` to `uri`.
+    fn error(
+        &self,
+        error: ApiError,
+        parts: &http::request::Parts,
+        uri: &Uri,
+    ) -> Response<ResponseBody> {
+        match self.errors.as_ref() {
+            None => error_response(error),
+            Some(handler) => {
+                let logger = Logger::from_extensions(&parts.extensions);
+                handler.respond(error, &parts.method, uri, &parts.headers, &logger)
+            }
+        }
+    }
+
     /// As routing holds services.
     pub fn shared(self) -> SharedService {
         SharedService::new(self)
@@ -294,13 +310,8 @@ impl Service<Request<RequestBody>> for StaticService {
         let original = parts.uri.clone();
         let path = original.path();
         // With the URI as the client sent it (the one in `parts` is rewritten for `ServeDir`).
-        let respond = |error: ApiError, parts: &http::request::Parts| match self.errors.as_ref() {
-            None => error_response(error),
-            Some(handler) => {
-                let logger = Logger::from_extensions(&parts.extensions);
-                handler.respond(error, &parts.method, &original, &parts.headers, &logger)
-            }
-        };
+        let respond =
+            |error: ApiError, parts: &http::request::Parts| self.error(error, parts, &original);
         if path == &*self.prefix
             && !self.prefix.is_empty()
             && self.options.redirect
