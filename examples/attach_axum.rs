@@ -5,6 +5,7 @@
 //! `curl localhost:8091/health`.
 
 use std::net::SocketAddr;
+use strata::attach_routing;
 
 use strata::prelude::*;
 
@@ -13,8 +14,8 @@ use strata::prelude::*;
 mod quick_start;
 
 /// The axum app with Strata's routing attached.
-pub(crate) fn app() -> Result<axum::Router, strata::ServerError> {
-    let config = create_config().cors(true).build();
+pub(crate) fn app() -> Result<axum::Router, strata::server::ServerError> {
+    let config = create_config().cors(Cors::Enabled).build();
     let attached = attach_routing(&config, &quick_start::quick_start_routing())?;
     attached.logger.info("Strata routing attached to axum");
     Ok(axum::Router::new()

@@ -4,6 +4,7 @@
 //! `cargo run --example attach_hyper`, then `curl localhost:8092/v1/hello?name=hyper`.
 
 use std::net::SocketAddr;
+use strata::attach_routing;
 
 use hyper_util::rt::{TokioExecutor, TokioIo};
 use hyper_util::server::conn::auto;
@@ -18,7 +19,7 @@ mod quick_start;
 pub(crate) async fn serve(
     listener: tokio::net::TcpListener,
 ) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
-    let config = create_config().cors(true).build();
+    let config = create_config().cors(Cors::Enabled).build();
     let attached = attach_routing(&config, &quick_start::quick_start_routing())?;
     loop {
         let (stream, _) = listener.accept().await?;

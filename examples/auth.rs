@@ -12,17 +12,18 @@
 //! call: see `tests/client/auth.test.ts`).
 
 use std::net::SocketAddr;
+use strata::core::HNil;
+use strata::{Config, Endpoint, EndpointsFactory, ResultHandler, Routing, Security};
 
 use http::HeaderValue;
 use http::header::RETRY_AFTER;
+use strata::core::{DeclaredError, Output, ResponseHeader};
 use strata::openapi::{
     Documentation, DocumentationError, OpenApi, OpenApiVersion, openapi_endpoint,
 };
 use strata::prelude::*;
 use strata::typescript::{Integration, IntegrationError, TypeScript};
-use strata::{
-    DeclaredError, Level, Output, RequestInfo, ResponseBody, ResponseDescription, ResponseHeader,
-};
+use strata::{Body, Level, RequestInfo, ResponseDescription};
 
 /// Who is calling.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -39,9 +40,10 @@ pub(crate) struct AuthInput {
 }
 
 /// Grants with the user for key `123` and header `token: 456`; denies with 401 otherwise.
-pub(crate) fn auth_middleware()
--> Middleware<AuthInput, impl strata::middleware::MiddlewareHandler<AuthInput, HNil, Output = User>>
-{
+pub(crate) fn auth_middleware() -> Middleware<
+    AuthInput,
+    impl strata::stages::middleware::MiddlewareHandler<AuthInput, HNil, Output = User>,
+> {
     // `owned`: the request and the logger are the async block's own.
     Middleware::owned(
         |input: AuthInput, request: RequestInfo, logger| async move {
@@ -109,12 +111,12 @@ impl ResultHandler for PlainText {
         result: Result<Output, ApiError>,
         _: &RequestInfo,
         _: &Logger,
-    ) -> http::Response<ResponseBody> {
+    ) -> http::Response<Body> {
         let (status, text) = match result {
             Ok(output) => (output.status(), format!("ok {}", output.json())),
             Err(error) => (error.status(), format!("failed: {}", error.message())),
         };
-        let mut response = http::Response::new(ResponseBody::from(text));
+        let mut response = http::Response::new(Body::from(text));
         *response.status_mut() = status;
         response.headers_mut().insert(
             http::header::CONTENT_TYPE,
@@ -223,9 +225,9 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         Err(_) => 8093,
     };
     let config = create_config()
-        .cors(true)
+        .cors(Cors::Enabled)
         .listen(SocketAddr::from(([127, 0, 0, 1], port)))
-        .logger(Level::Debug, true)
+        .logger(Level::Debug)
         .build();
     let routing = auth_routing();
     let doc = auth_documentation(&routing, &config, OpenApiVersion::V3_2)?;

@@ -32,9 +32,9 @@ where
         + Send
         + Sync,
     S::Future: Send,
-    S::Error: Into<strata::BoxError>,
+    S::Error: Into<strata::core::BoxError>,
     B: http_body::Body<Data = bytes::Bytes> + Send,
-    B::Error: Into<strata::BoxError>,
+    B::Error: Into<strata::core::BoxError>,
 {
     let mut done = Vec::new();
     let created = client
@@ -154,7 +154,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             .listen(std::net::SocketAddr::from(([127, 0, 0, 1], 0)))
             .build();
         let server = create_server(&config, &library::library_routing(covers)).await?;
-        let strata::LocalAddr::Tcp(addr) = server.servers()[0].local_addr.clone() else {
+        let strata::server::LocalAddr::Tcp(addr) = server.servers()[0].local_addr.clone() else {
             return Err("the library listens on TCP".into());
         };
         (format!("http://{addr}"), Some(server))

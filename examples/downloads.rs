@@ -9,6 +9,7 @@
 use std::path::PathBuf;
 use std::pin::Pin;
 use std::task::{Context, Poll};
+use strata::{Config, FileResponse, Routing};
 
 use bytes::Bytes;
 use http::HeaderValue;
@@ -62,7 +63,7 @@ pub(crate) fn downloads_routing(dir: PathBuf) -> Routing {
         .get()
         .tag("files")
         .short_description("Downloads a file")
-        .declared_error(strata::DeclaredError::new(
+        .declared_error(strata::core::DeclaredError::new(
             http::StatusCode::NOT_FOUND,
             "No such file",
         ))
@@ -111,7 +112,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         Err(_) => 8094,
     };
     let dir = std::env::temp_dir().join("strata-downloads");
-    let config = create_config().cors(false).listen(port).build();
+    let config = create_config().cors(Cors::Disabled).listen(port).build();
     let routing = downloads_routing(dir.clone());
     let args: Vec<String> = std::env::args().skip(1).collect();
     if let [flag, file] = args.as_slice() {

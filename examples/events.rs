@@ -6,6 +6,8 @@
 //! API, and `-- --openapi events.json` (`--openapi-3.1` for OpenAPI 3.1) writes it and exits.
 
 use std::time::Duration;
+use strata::Routing;
+use strata::events::Emitter;
 
 use strata::openapi::OpenApiVersion;
 use strata::prelude::*;
@@ -86,7 +88,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             .map_err(|e| format!("PORT={port:?} is not a port: {e}"))?,
         Err(_) => 8095,
     };
-    let config = create_config().cors(true).listen(port).build();
+    let config = create_config().cors(Cors::Enabled).listen(port).build();
     let routing = events_routing();
     let document = |version| {
         strata::openapi::Documentation::new(&routing, &config)

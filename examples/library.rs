@@ -23,13 +23,15 @@
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::{Arc, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
+use strata::{Config, Endpoint, Routing, ServeStatic, UploadLimits};
 
 use strata::Level;
+use strata::Reply;
+use strata::core::DeclaredError;
 use strata::openapi::{DocsPage, Documentation, DocumentationError, OpenApi, OpenApiVersion};
 use strata::paginate::{CursorPage, OffsetInput, OffsetPage, decode_cursor, encode_cursor};
 use strata::prelude::*;
 use strata::typescript::{Integration, IntegrationError};
-use strata::{DeclaredError, Reply};
 
 #[allow(dead_code)] // some of the shared types are only the client's
 #[path = "shared/library_api.rs"]
@@ -146,7 +148,7 @@ pub(crate) fn library_routing(covers: PathBuf) -> Routing {
 }
 
 /// The factory of the library's endpoints: the library as their state.
-type Books = strata::StateFactory<Library>;
+type Books = strata::endpoint::StateFactory<Library>;
 
 /// The list (offset pages) and the feed (cursor pages).
 fn page_endpoints(books: &Books) -> (Endpoint, Endpoint) {
@@ -336,8 +338,8 @@ pub(crate) fn library_client(
 /// The configuration, but where to listen: uploads on, covers up to 1 MiB, one file per request.
 pub(crate) fn library_config() -> strata::ConfigBuilder {
     create_config()
-        .cors(true)
-        .logger(Level::Info, true)
+        .cors(Cors::Enabled)
+        .logger(Level::Info)
         .upload(UploadLimits::builder().file_size(1024 * 1024).files(1))
 }
 

@@ -18,13 +18,14 @@
 use std::net::SocketAddr;
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
+use strata::{Ctx, Routing, Security};
 
 use http::header::COOKIE;
 use strata::cache::{Cache, CacheControl, Caching, ETag};
 use strata::cookies::{CookieKeys, CookieMiddleware, CookieOptions, Cookies};
 use strata::openapi::{Documentation, OpenApi, OpenApiVersion, openapi_endpoint};
 use strata::prelude::*;
-use strata::ratelimit::{Key, Quota, RateLimit, RateLimitState};
+use strata::ratelimit::{HeadersOn, Key, Quota, RateLimit, RateLimitState};
 use strata::{Config, Level};
 
 const DEVELOPMENT_SECRET: &str = "a development secret: set NOTES_SECRET in production";
@@ -86,7 +87,7 @@ pub(crate) fn notes_routing(
             RateLimit::new(Quota::per_minute(per_minute), Key::client_addr())
                 .name("per-client")
                 // Every answer shows the client's budget; the per-user limiter's only its 429.
-                .headers(true)
+                .headers(HeadersOn::EveryResponse)
                 .middleware(),
         )
         .add_middleware(CookieMiddleware::new().keys(keys.clone()).into_middleware());
@@ -173,10 +174,10 @@ pub(crate) fn notes_routing(
 
 fn notes_config(port: u16, keys: CookieKeys) -> Config {
     create_config()
-        .cors(false)
+        .cors(Cors::Disabled)
         .listen(SocketAddr::from(([127, 0, 0, 1], port)))
         .cookie_keys(keys)
-        .logger(Level::Info, true)
+        .logger(Level::Info)
         .build()
 }
 

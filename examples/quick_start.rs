@@ -10,8 +10,8 @@
 //! It runs in production mode, the default: 5xx messages are the status's reason phrase.
 //! `STRATA_MODE=development cargo run --example quick_start` shows every message.
 
-use strata::Level;
 use strata::prelude::*;
+use strata::{Level, Mode, Routing};
 
 #[strata::model(input)]
 struct HelloInput {
@@ -49,9 +49,11 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         Err(_) => 8090,
     };
     let config = create_config()
-        .cors(true)
+        .cors(Cors::Enabled)
         .listen(port)
-        .logger(Level::Info, true)
+        .logger(Level::Info)
+        // Production unless `STRATA_MODE` says otherwise.
+        .mode(Mode::from_env().unwrap_or_default())
         .build();
     let server = create_server(&config, &quick_start_routing()).await?;
     for listening in server.servers() {

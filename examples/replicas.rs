@@ -27,10 +27,14 @@
 
 use std::net::SocketAddr;
 use std::sync::Arc;
+use strata::Routing;
+use strata::events::Emitter;
+use strata::server::LogColor;
+use strata::server::LoggerOptions;
 
 use strata::events::{Broadcaster, Topic};
 use strata::prelude::*;
-use strata::ratelimit::{Key, Quota, RateLimit, TrustedProxies};
+use strata::ratelimit::{HeadersOn, Key, Quota, RateLimit, TrustedProxies};
 use strata::redis::{RedisBroadcaster, RedisRateLimitStore};
 use strata::{Config, Level, Server};
 
@@ -81,7 +85,7 @@ pub(crate) fn replica_routing(
             .store(RedisRateLimitStore::connect_lazy(redis_url)?)
             // Every answer shows the client's budget (and a test reads it to tell that Redis
             // answered).
-            .headers(true)
+            .headers(HeadersOn::EveryResponse)
             .middleware(),
     );
     let name = name.to_owned();
@@ -139,9 +143,9 @@ struct Health {
 /// The configuration of a replica on `127.0.0.1:port`.
 pub(crate) fn replica_config(port: u16) -> Config {
     create_config()
-        .cors(false)
+        .cors(Cors::Disabled)
         .listen(SocketAddr::from(([127, 0, 0, 1], port)))
-        .logger(Level::Warn, false)
+        .logger(LoggerOptions::new(Level::Warn).color(LogColor::Never))
         .build()
 }
 

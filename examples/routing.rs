@@ -7,6 +7,7 @@
 use http::{Method, Request};
 use http_body_util::BodyExt;
 use strata::prelude::*;
+use strata::{Router, Routing};
 use tower::ServiceExt;
 
 #[strata::model(input)]
@@ -82,7 +83,7 @@ pub(crate) fn app_routing() -> Routing {
 
 /// Sends each request through the router; returns `METHOD path -> status body` lines.
 pub(crate) async fn run() -> Vec<String> {
-    let config = create_config().cors(true).build();
+    let config = create_config().cors(Cors::Enabled).build();
     let router = Router::new(&app_routing(), &config).expect("the routing is valid");
     let requests = [
         (Method::GET, "/v1/users", None),

@@ -6,13 +6,14 @@
 
 use http::Request;
 use http_body_util::BodyExt;
-use strata::combine::CombineLayer;
-use strata::format::FormatLayer;
-use strata::middleware::MiddlewareLayer;
-use strata::output::OutputLayer;
-use strata::parse::ParseLayer;
-use strata::validate::ValidateLayer;
-use strata::{ApiError, DefaultResultHandler, HCons, HNil, Middleware, Validated, http_error};
+use strata::core::{HCons, HNil, Validated};
+use strata::stages::combine::CombineLayer;
+use strata::stages::format::FormatLayer;
+use strata::stages::middleware::MiddlewareLayer;
+use strata::stages::output::OutputLayer;
+use strata::stages::parse::ParseLayer;
+use strata::stages::validate::ValidateLayer;
+use strata::{ApiError, DefaultResultHandler, Middleware, http_error};
 use tower::{ServiceBuilder, ServiceExt, service_fn};
 
 #[strata::model(input)]

@@ -3,6 +3,8 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::{Arc, Mutex, MutexGuard};
+use strata::events::Emitter;
+use strata::{Config, RequestInfo, Routing, Security, UploadLimits, UploadedFile};
 
 use bytes::Bytes;
 use strata::StreamResponse;
@@ -391,7 +393,7 @@ pub(crate) fn users_config(port: u16) -> Config {
         .files(1)
         .limit_error(StatusCode::PAYLOAD_TOO_LARGE, "Avatars are 1 MiB at most");
     create_config()
-        .cors(true)
+        .cors(Cors::Enabled)
         .listen(port)
         .upload(avatars)
         .build()

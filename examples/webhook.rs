@@ -10,11 +10,13 @@
 //! OpenAPI 3.1) writes it and exits.
 
 use std::fmt::Write as _;
+use strata::{Config, InputSource, Routing};
 
 use ring::hmac;
+use strata::RawBody;
+use strata::core::DeclaredError;
 use strata::openapi::{Documentation, DocumentationError, OpenApi, OpenApiVersion};
 use strata::prelude::*;
-use strata::{DeclaredError, RawBody};
 
 /// The secret shared with the sender (read from the environment in a real deployment).
 pub(crate) const SECRET: &[u8] = b"it's a secret to everybody";
@@ -99,7 +101,7 @@ pub(crate) fn webhook_routing() -> Routing {
 /// server warns of `:topic` at start).
 pub(crate) fn webhook_config() -> strata::ConfigBuilder {
     create_config()
-        .cors(false)
+        .cors(Cors::Disabled)
         .body_limit(64 * 1024)
         .input_sources(
             &http::Method::POST,

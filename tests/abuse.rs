@@ -4,12 +4,17 @@
 #![allow(clippy::unwrap_used)] // tests fail loudly by design
 
 use std::time::Duration;
+use strata::{
+    Endpoint, FileResponse, InputSource, Mode, RequestInfo, ResultHandler, Routing, ServeStatic,
+    UploadLimits, UploadedFile,
+};
 
 use garde::Validate;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use strata::prelude::*;
-use strata::{LocalAddr, MultipartForm, ServerLimits};
+use strata::server::{LocalAddr, ServerLimits};
+use strata::upload::MultipartForm;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
@@ -130,17 +135,15 @@ fn scratch() -> std::path::PathBuf {
 
 /// Small body deadlines, so that each attack takes well under a second.
 fn limits() -> ServerLimits {
-    ServerLimits {
-        body_idle_timeout: Some(Duration::from_millis(300)),
-        body_read_timeout: Some(Duration::from_secs(1)),
-        ..ServerLimits::default()
-    }
+    ServerLimits::default()
+        .body_idle_timeout(Some(Duration::from_millis(300)))
+        .body_read_timeout(Some(Duration::from_secs(1)))
 }
 
 async fn start() -> (strata::Server, std::net::SocketAddr) {
     let config = create_config()
-        .cors(false)
-        .server_limits(limits())
+        .cors(Cors::Disabled)
+        .limits(limits())
         .upload(UploadLimits::builder().file_size(2 * 1024 * 1024))
         .listen(std::net::SocketAddr::from(([127, 0, 0, 1], 0)))
         .build();
@@ -313,11 +316,9 @@ async fn a_body_trickled_slower_than_the_deadline_gets_a_408() {
     // The idle timeout is longer than the whole-body deadline: only the deadline can end the
     // body, however late a busy machine sends the bytes of the trickle.
     let (_server, addr) = start_layered(
-        ServerLimits {
-            body_idle_timeout: Some(Duration::from_secs(2)),
-            body_read_timeout: Some(Duration::from_secs(1)),
-            ..limits()
-        },
+        limits()
+            .body_idle_timeout(Some(Duration::from_secs(2)))
+            .body_read_timeout(Some(Duration::from_secs(1))),
         tower::layer::util::Identity::new(),
         &Started::default(),
     )
@@ -342,11 +343,8 @@ async fn a_stalled_multipart_upload_gets_a_408() {
 #[tokio::test]
 async fn at_the_connection_cap_new_clients_wait_and_current_ones_are_served() {
     let config = create_config()
-        .cors(false)
-        .server_limits(ServerLimits {
-            max_connections: Some(2),
-            ..limits()
-        })
+        .cors(Cors::Disabled)
+        .limits(limits().max_connections(Some(2)))
         .listen(std::net::SocketAddr::from(([127, 0, 0, 1], 0)))
         .build();
     let server = create_server(&config, &routing()).await.unwrap();
@@ -385,8 +383,8 @@ async fn at_the_connection_cap_new_clients_wait_and_current_ones_are_served() {
 #[tokio::test]
 async fn the_applications_own_layers_wrap_the_app() {
     let config = create_config()
-        .cors(false)
-        .production()
+        .cors(Cors::Disabled)
+        .mode(Mode::Production)
         .listen(std::net::SocketAddr::from(([127, 0, 0, 1], 0)))
         .build();
     // A per-request timeout of 300 ms and at most one request at a time.
@@ -394,7 +392,8 @@ async fn the_applications_own_layers_wrap_the_app() {
         .timeout(Duration::from_millis(300))
         .concurrency_limit(1);
     let handlers = Started::default();
-    let server = strata::create_server_with(&config, &routing_with(&handlers), layers)
+    let server = strata::create_server(&config, &routing_with(&handlers))
+        .layers(layers)
         .await
         .unwrap();
     let LocalAddr::Tcp(addr) = server.servers()[0].local_addr.clone() else {
@@ -426,13 +425,13 @@ async fn the_applications_own_layers_wrap_the_app() {
 #[tokio::test]
 async fn bodies_over_the_memory_budget_wait_their_turn_with_a_503() {
     let mut config = create_config()
-        .cors(false)
-        .server_limits(limits())
+        .cors(Cors::Disabled)
+        .limits(limits())
         .listen(std::net::SocketAddr::from(([127, 0, 0, 1], 0)))
         .build();
     // Every client here is 127.0.0.1: the address may hold the whole budget, so that this is
     // the budget's own limit (the share has its own tests at the end).
-    let budget = strata::parse::BodyBudget::new(3000).per_client(3000);
+    let budget = strata::stages::parse::BodyBudget::new(3000).per_client(3000);
     config.pipeline.body_budget = Some(budget.clone());
     let server = create_server(&config, &routing()).await.unwrap();
     let LocalAddr::Tcp(addr) = server.servers()[0].local_addr.clone() else {
@@ -501,13 +500,13 @@ async fn start_with_timeouts(
     write: Duration,
 ) -> (strata::Server, std::net::SocketAddr) {
     let config = create_config()
-        .cors(false)
-        .server_limits(ServerLimits {
-            header_read_timeout: Some(head),
-            idle_timeout: Some(idle),
-            write_timeout: Some(write),
-            ..limits()
-        })
+        .cors(Cors::Disabled)
+        .limits(
+            limits()
+                .header_read_timeout(Some(head))
+                .idle_timeout(Some(idle))
+                .write_timeout(Some(write)),
+        )
         .listen(std::net::SocketAddr::from(([127, 0, 0, 1], 0)))
         .build();
     let server = create_server(&config, &routing()).await.unwrap();
@@ -574,13 +573,11 @@ async fn an_idle_http2_connection_is_closed_even_while_it_answers_pings() {
 async fn a_client_that_never_reads_its_response_is_dropped() {
     // One connection at most: the next client is served once the server has dropped this one.
     let (_server, addr) = start_layered(
-        ServerLimits {
-            header_read_timeout: Some(Duration::from_millis(300)),
-            idle_timeout: Some(Duration::from_millis(400)),
-            write_timeout: Some(Duration::from_millis(400)),
-            max_connections: Some(1),
-            ..limits()
-        },
+        limits()
+            .header_read_timeout(Some(Duration::from_millis(300)))
+            .idle_timeout(Some(Duration::from_millis(400)))
+            .write_timeout(Some(Duration::from_millis(400)))
+            .max_connections(Some(1)),
         tower::layer::util::Identity::new(),
         &Started::default(),
     )
@@ -904,12 +901,10 @@ async fn a_head_left_unfinished_does_not_hold_a_graceful_shutdown() {
     // A shutdown timeout of a minute: a shutdown that waited for the unfinished head would
     // last that long.
     let (server, addr) = start_layered(
-        ServerLimits {
-            header_read_timeout: Some(Duration::from_millis(300)),
-            idle_timeout: Some(Duration::from_secs(5)),
-            shutdown_timeout: Some(Duration::from_secs(60)),
-            ..limits()
-        },
+        limits()
+            .header_read_timeout(Some(Duration::from_millis(300)))
+            .idle_timeout(Some(Duration::from_secs(5)))
+            .shutdown_timeout(Some(Duration::from_secs(60))),
         tower::layer::util::Identity::new(),
         &Started::default(),
     )
@@ -1014,16 +1009,14 @@ async fn a_request_waiting_for_the_applications_concurrency_limit_is_not_cut_off
     // for a place under the application's own concurrency limit is in flight, however long
     // it waits.
     let config = create_config()
-        .cors(false)
-        .server_limits(ServerLimits {
-            header_read_timeout: Some(Duration::from_millis(200)),
-            ..limits()
-        })
+        .cors(Cors::Disabled)
+        .limits(limits().header_read_timeout(Some(Duration::from_millis(200))))
         .listen(std::net::SocketAddr::from(([127, 0, 0, 1], 0)))
         .build();
     let layers = tower::ServiceBuilder::new().concurrency_limit(1);
     let started = Started::default();
-    let server = strata::create_server_with(&config, &routing_with(&started), layers)
+    let server = strata::create_server(&config, &routing_with(&started))
+        .layers(layers)
         .await
         .unwrap();
     let LocalAddr::Tcp(addr) = server.servers()[0].local_addr.clone() else {
@@ -1057,15 +1050,15 @@ impl ResultHandler for Problems {
 
     fn handle(
         &self,
-        result: Result<strata::Output, ApiError>,
+        result: Result<strata::core::Output, ApiError>,
         _request: &RequestInfo,
         _logger: &Logger,
-    ) -> http::Response<strata::ResponseBody> {
+    ) -> http::Response<strata::Body> {
         let (status, message) = match result {
             Ok(_) => (http::StatusCode::OK, String::new()),
             Err(error) => (error.status(), error.message().to_owned()),
         };
-        let mut response = http::Response::new(strata::ResponseBody::from(
+        let mut response = http::Response::new(strata::Body::from(
             serde_json::json!({ "problem": message }).to_string(),
         ));
         *response.status_mut() = status;
@@ -1076,12 +1069,13 @@ impl ResultHandler for Problems {
 #[tokio::test]
 async fn the_servers_own_errors_go_through_the_error_handler() {
     let config = create_config()
-        .cors(false)
+        .cors(Cors::Disabled)
         .error_handler(Problems)
         .listen(std::net::SocketAddr::from(([127, 0, 0, 1], 0)))
         .build();
     let layers = tower::ServiceBuilder::new().timeout(Duration::from_millis(200));
-    let server = strata::create_server_with(&config, &routing(), layers)
+    let server = strata::create_server(&config, &routing())
+        .layers(layers)
         .await
         .unwrap();
     let LocalAddr::Tcp(addr) = server.servers()[0].local_addr.clone() else {
@@ -1124,24 +1118,26 @@ async fn start_layered<L>(
     started: &Started,
 ) -> (strata::Server, std::net::SocketAddr)
 where
-    L: tower::Layer<strata::server::App>,
+    L: tower::Layer<strata::server::App> + Send + 'static,
     L::Service: tower::Service<
-            http::Request<strata::ServerBody>,
-            Response = http::Response<strata::ResponseBody>,
+            http::Request<strata::server::ServerBody>,
+            Response = http::Response<strata::Body>,
         > + Clone
         + Send
         + Sync
         + 'static,
-    <L::Service as tower::Service<http::Request<strata::ServerBody>>>::Error:
-        Into<strata::BoxError>,
-    <L::Service as tower::Service<http::Request<strata::ServerBody>>>::Future: Send + 'static,
+    <L::Service as tower::Service<http::Request<strata::server::ServerBody>>>::Error:
+        Into<strata::core::BoxError>,
+    <L::Service as tower::Service<http::Request<strata::server::ServerBody>>>::Future:
+        Send + 'static,
 {
     let config = create_config()
-        .cors(false)
-        .server_limits(limits)
+        .cors(Cors::Disabled)
+        .limits(limits)
         .listen(std::net::SocketAddr::from(([127, 0, 0, 1], 0)))
         .build();
-    let server = strata::create_server_with(&config, &routing_with(started), layers)
+    let server = strata::create_server(&config, &routing_with(started))
+        .layers(layers)
         .await
         .unwrap();
     let LocalAddr::Tcp(addr) = server.servers()[0].local_addr.clone() else {
@@ -1176,12 +1172,10 @@ async fn at_the_connection_cap_idle_http2_connections_make_room_for_a_new_client
     // The header-read and idle timeouts are far away: the idle connections would hold every
     // place for a minute.
     let (_server, addr) = start_layered(
-        ServerLimits {
-            max_connections: Some(6),
-            header_read_timeout: Some(Duration::from_secs(60)),
-            idle_timeout: Some(Duration::from_secs(60)),
-            ..limits()
-        },
+        limits()
+            .max_connections(Some(6))
+            .header_read_timeout(Some(Duration::from_secs(60)))
+            .idle_timeout(Some(Duration::from_secs(60))),
         tower::layer::util::Identity::new(),
         &Started::default(),
     )
@@ -1267,10 +1261,7 @@ async fn one_http2_stream_without_progress_ends_its_connection_while_others_prog
 async fn a_request_the_application_does_not_take_in_time_gets_a_503() {
     let handlers = Started::default();
     let (_server, addr) = start_layered(
-        ServerLimits {
-            admission_timeout: Some(Duration::from_millis(300)),
-            ..limits()
-        },
+        limits().admission_timeout(Some(Duration::from_millis(300))),
         tower::ServiceBuilder::new().concurrency_limit(1),
         &handlers,
     )
@@ -1311,15 +1302,13 @@ async fn a_body_slower_than_the_minimum_rate_gets_a_408_early() {
     // Early: the idle timeout and the whole-body deadline are far away; the answer says which
     // rule ended the body.
     let (_server, addr) = start_layered(
-        ServerLimits {
-            body_idle_timeout: Some(Duration::from_secs(30)),
-            body_read_timeout: Some(Duration::from_secs(30)),
-            min_body_rate: Some(strata::MinDataRate {
+        limits()
+            .body_idle_timeout(Some(Duration::from_secs(30)))
+            .body_read_timeout(Some(Duration::from_secs(30)))
+            .min_body_rate(Some(strata::server::MinDataRate {
                 bytes_per_second: 100,
                 grace: Duration::from_millis(500),
-            }),
-            ..limits()
-        },
+            })),
         tower::layer::util::Identity::new(),
         &Started::default(),
     )
@@ -1341,11 +1330,9 @@ async fn a_body_slower_than_the_minimum_rate_gets_a_408_early() {
 #[tokio::test]
 async fn a_layers_timeout_while_the_body_arrives_closes_the_connection() {
     let (_server, addr) = start_layered(
-        ServerLimits {
-            body_idle_timeout: Some(Duration::from_secs(5)),
-            body_read_timeout: Some(Duration::from_secs(5)),
-            ..limits()
-        },
+        limits()
+            .body_idle_timeout(Some(Duration::from_secs(5)))
+            .body_read_timeout(Some(Duration::from_secs(5))),
         tower::ServiceBuilder::new().timeout(Duration::from_millis(300)),
         &Started::default(),
     )
@@ -1362,11 +1349,8 @@ async fn a_layers_timeout_while_the_body_arrives_closes_the_connection() {
 /// A server whose shutdown timeout is 300 ms, its `/wait` handler marking `started`.
 async fn start_with_short_shutdown(started: &Started) -> (strata::Server, std::net::SocketAddr) {
     let config = create_config()
-        .cors(false)
-        .server_limits(ServerLimits {
-            shutdown_timeout: Some(Duration::from_millis(300)),
-            ..limits()
-        })
+        .cors(Cors::Disabled)
+        .limits(limits().shutdown_timeout(Some(Duration::from_millis(300))))
         .listen(std::net::SocketAddr::from(([127, 0, 0, 1], 0)))
         .build();
     let server = create_server(&config, &routing_with(started))
@@ -1418,7 +1402,7 @@ struct Acted {
 async fn a_header_named_like_a_path_parameter_does_not_override_it() {
     // The webhook example's sources: the headers last, for its signature header.
     let config = create_config()
-        .cors(false)
+        .cors(Cors::Disabled)
         .input_sources(
             &http::Method::POST,
             [InputSource::Body, InputSource::Params, InputSource::Headers],
@@ -1451,12 +1435,12 @@ async fn a_header_named_like_a_path_parameter_does_not_override_it() {
 #[tokio::test]
 async fn layers_after_the_body_count_neither_uploads_nor_their_time() {
     let mut config = create_config()
-        .cors(false)
-        .server_limits(ServerLimits {
-            body_idle_timeout: Some(Duration::from_secs(10)),
-            body_read_timeout: Some(Duration::from_secs(20)),
-            ..limits()
-        })
+        .cors(Cors::Disabled)
+        .limits(
+            limits()
+                .body_idle_timeout(Some(Duration::from_secs(10)))
+                .body_read_timeout(Some(Duration::from_secs(20))),
+        )
         .after_body(
             tower::ServiceBuilder::new()
                 .timeout(Duration::from_millis(300))
@@ -1465,7 +1449,7 @@ async fn layers_after_the_body_count_neither_uploads_nor_their_time() {
         .listen(std::net::SocketAddr::from(([127, 0, 0, 1], 0)))
         .build();
     // Room for every body here: the budget only shows when the upload's body is arriving.
-    let budget = strata::parse::BodyBudget::new(1024 * 1024);
+    let budget = strata::stages::parse::BodyBudget::new(1024 * 1024);
     config.pipeline.body_budget = Some(budget.clone());
     let server = create_server(&config, &routing()).await.unwrap();
     let LocalAddr::Tcp(addr) = server.servers()[0].local_addr.clone() else {
@@ -1700,15 +1684,15 @@ async fn at_the_shutdown_timeout_an_http2_stream_without_an_answer_gets_a_503() 
 
 /// A server with `budget` and body deadlines long enough for the attacks below to last.
 async fn start_with_budget(
-    budget: &strata::parse::BodyBudget,
+    budget: &strata::stages::parse::BodyBudget,
 ) -> (strata::Server, std::net::SocketAddr) {
     let mut config = create_config()
-        .cors(false)
-        .server_limits(ServerLimits {
-            body_idle_timeout: Some(Duration::from_secs(5)),
-            body_read_timeout: Some(Duration::from_secs(10)),
-            ..ServerLimits::default()
-        })
+        .cors(Cors::Disabled)
+        .limits(
+            ServerLimits::default()
+                .body_idle_timeout(Some(Duration::from_secs(5)))
+                .body_read_timeout(Some(Duration::from_secs(10))),
+        )
         .listen(std::net::SocketAddr::from(([127, 0, 0, 1], 0)))
         .build();
     config.pipeline.body_budget = Some(budget.clone());
@@ -1729,7 +1713,7 @@ async fn connect_from(from: [u8; 4], addr: std::net::SocketAddr) -> TcpStream {
 
 #[tokio::test]
 async fn bodies_that_promise_much_and_trickle_do_not_starve_other_requests() {
-    let budget = strata::parse::BodyBudget::new(64 * 1024);
+    let budget = strata::stages::parse::BodyBudget::new(64 * 1024);
     let (_server, addr) = start_with_budget(&budget).await;
     // 32 connections from one host declare 16 KiB each and send a byte every 100 ms. Reserved
     // up front, four such promises held the whole budget for as long as they liked.
@@ -1770,7 +1754,7 @@ async fn bodies_that_promise_much_and_trickle_do_not_starve_other_requests() {
 
 #[tokio::test]
 async fn one_address_cannot_take_more_than_its_share_while_another_still_fits() {
-    let budget = strata::parse::BodyBudget::new(8000);
+    let budget = strata::stages::parse::BodyBudget::new(8000);
     assert_eq!(budget.client_share(), 2000, "a quarter by default");
     let (_server, addr) = start_with_budget(&budget).await;
     let attacker = [127, 0, 0, 2];
@@ -1832,12 +1816,10 @@ async fn one_address_cannot_take_more_than_its_share_while_another_still_fits() 
 #[tokio::test]
 async fn one_address_holds_at_most_its_share_of_the_connection_cap() {
     let (_server, addr) = start_layered(
-        ServerLimits {
-            max_connections: Some(8),
-            max_connections_per_client: Some(3),
-            header_read_timeout: Some(Duration::from_secs(30)),
-            ..limits()
-        },
+        limits()
+            .max_connections(Some(8))
+            .max_connections_per_client(Some(3))
+            .header_read_timeout(Some(Duration::from_secs(30))),
         tower::layer::util::Identity::new(),
         &Started::default(),
     )

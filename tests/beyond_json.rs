@@ -13,6 +13,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use strata::StreamResponse;
 use strata::prelude::*;
+use strata::{Endpoint, FileResponse, InputSource};
 use tokio::net::TcpStream;
 
 #[path = "common/http.rs"]
@@ -72,7 +73,7 @@ async fn query_reads_the_query_string_then_the_body_then_the_path() {
         // The explicit form of a method key.
         "query /explicit/:shelf" => search(),
     };
-    let (server, addr) = serve(&routing, create_config().cors(true)).await;
+    let (server, addr) = serve(&routing, create_config().cors(Cors::Enabled)).await;
 
     let body = r#"{"term": "from the body", "shelf": "ignored: the path wins"}"#;
     let (status, _, bytes) = send(
@@ -147,7 +148,7 @@ async fn query_reads_the_query_string_then_the_body_then_the_path() {
 async fn query_sources_are_configurable_and_query_operations_are_documented_in_openapi_3_2() {
     let routing = routing! { "search" => search(), "list" => listing() };
     let config = create_config()
-        .cors(false)
+        .cors(Cors::Disabled)
         .input_sources(&strata::core::query_method(), [InputSource::Body]);
     let (server, addr) = serve(&routing, config.clone()).await;
     let (status, _, bytes) = send(
@@ -232,7 +233,11 @@ fn hook() -> Endpoint {
 #[tokio::test]
 async fn a_raw_body_reaches_the_handler_intact_with_the_other_sources() {
     let routing = routing! { "hooks" => { ":source" => hook() } };
-    let (server, addr) = serve(&routing, create_config().cors(false).body_limit(64)).await;
+    let (server, addr) = serve(
+        &routing,
+        create_config().cors(Cors::Disabled).body_limit(64),
+    )
+    .await;
 
     let seven = [0u8, 1, 2, 0xff, b'{', b'\n', 7];
     let (status, _, bytes) = send(
@@ -310,7 +315,7 @@ async fn a_raw_body_reaches_the_handler_intact_with_the_other_sources() {
     drop(server);
 
     // The document: the body is any bytes, the other fields keep their places.
-    let config = create_config().cors(false).build();
+    let config = create_config().cors(Cors::Disabled).build();
     let document = strata::openapi::Documentation::new(&routing, &config)
         .build()
         .unwrap()
@@ -356,7 +361,7 @@ async fn files_are_sent_with_their_type_length_and_errors() {
     std::fs::write(dir.join("data.bin"), [7_u8; 1000]).unwrap();
 
     let routing = routing! { "files" => { ":name" => download(dir.clone()) } };
-    let (server, addr) = serve(&routing, create_config().cors(false)).await;
+    let (server, addr) = serve(&routing, create_config().cors(Cors::Disabled)).await;
 
     let (status, headers, bytes) = send(addr, "GET", "/files/data.bin", &[], "").await;
     assert_eq!(status, StatusCode::OK);
@@ -391,7 +396,7 @@ async fn files_are_sent_with_their_type_length_and_errors() {
     drop(server);
 
     // The document says binary, of the file's type: any, known when it is sent (`*/*`).
-    let config = create_config().cors(false).build();
+    let config = create_config().cors(Cors::Disabled).build();
     let document = strata::openapi::Documentation::new(&routing, &config)
         .build()
         .unwrap()
@@ -446,7 +451,7 @@ async fn a_stream_is_sent_as_it_comes_and_its_errors_are_handled() {
             }
         });
     let routing = routing! { "live" => live };
-    let (server, addr) = serve(&routing, create_config().cors(false)).await;
+    let (server, addr) = serve(&routing, create_config().cors(Cors::Disabled)).await;
 
     // Each chunk reaches the client while the next one is not even written.
     let stream = TcpStream::connect(addr).await.unwrap();
@@ -508,7 +513,7 @@ async fn bytes_in_memory_are_sent_whole_with_their_length() {
             ))
         });
     let routing = routing! { "avatar" => avatar };
-    let (server, addr) = serve(&routing, create_config().cors(false)).await;
+    let (server, addr) = serve(&routing, create_config().cors(Cors::Disabled)).await;
     let (status, headers, bytes) = send(addr, "GET", "/avatar", &[], "").await;
     assert_eq!(status, StatusCode::OK);
     assert_eq!(headers["content-type"], "image/png");
@@ -534,7 +539,7 @@ fn the_document_of_raw_bodies_files_and_streams() {
         "list" => listing(),
         "search" => search(),
     };
-    let config = create_config().cors(true).build();
+    let config = create_config().cors(Cors::Enabled).build();
     let document = strata::openapi::Documentation::new(&routing, &config)
         .title("Beyond JSON")
         .build()

@@ -7,6 +7,8 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use strata::Routing;
+use strata::server::ETags;
 
 use garde::Validate;
 use http::StatusCode;
@@ -64,7 +66,7 @@ fn routing(runs: &Arc<AtomicUsize>) -> Routing {
 #[tokio::test]
 async fn conditional_requests_get_304s_over_sockets() {
     let runs = Arc::new(AtomicUsize::new(0));
-    let (server, addr) = serve(&routing(&runs), create_config().cors(false)).await;
+    let (server, addr) = serve(&routing(&runs), create_config().cors(Cors::Disabled)).await;
     let get = |headers: &'static [(&'static str, &'static str)]| {
         send(addr, "GET", "/v1/report", headers, "")
     };
@@ -124,7 +126,7 @@ async fn conditional_requests_get_304s_over_sockets() {
 #[tokio::test]
 async fn an_early_304_skips_the_handler_s_rest_and_the_output_check() {
     let runs = Arc::new(AtomicUsize::new(0));
-    let (server, addr) = serve(&routing(&runs), create_config().cors(false)).await;
+    let (server, addr) = serve(&routing(&runs), create_config().cors(Cors::Disabled)).await;
     // The full response fails the output check: a 500, with no-store and no validators.
     let (status, headers, _) = send(addr, "GET", "/v1/broken", &[], "").await;
     assert_eq!(status, StatusCode::INTERNAL_SERVER_ERROR);
@@ -145,7 +147,7 @@ async fn an_early_304_skips_the_handler_s_rest_and_the_output_check() {
 #[tokio::test]
 async fn head_gets_the_headers_of_get_and_its_304() {
     let runs = Arc::new(AtomicUsize::new(0));
-    let (server, addr) = serve(&routing(&runs), create_config().cors(false)).await;
+    let (server, addr) = serve(&routing(&runs), create_config().cors(Cors::Disabled)).await;
     let (status, headers, body) = send(addr, "HEAD", "/v1/report", &[], "").await;
     assert_eq!(status, StatusCode::OK);
     assert!(body.is_empty());
@@ -174,12 +176,12 @@ async fn head_gets_the_headers_of_get_and_its_304() {
     drop(server);
 }
 
-/// With `create_config().etag(true)`: the handler's tag wins where it sets one; elsewhere the
+/// With `create_config().etags(ETags::Weak)`: the handler's tag wins where it sets one; elsewhere the
 /// server's hash tag and its 304, which keep the middleware's headers.
 #[tokio::test]
 async fn the_server_s_etag_and_the_handler_s_get_along() {
     let runs = Arc::new(AtomicUsize::new(0));
-    let config = create_config().cors(false).etag(true);
+    let config = create_config().cors(Cors::Disabled).etags(ETags::Weak);
     let (server, addr) = serve(&routing(&runs), config).await;
     let (status, headers, _) = send(addr, "GET", "/v1/report", &[], "").await;
     assert_eq!(status, StatusCode::OK);
@@ -245,7 +247,7 @@ async fn a_handler_s_policy_and_a_group_s_middleware_choose_per_endpoint() {
             Ok(Report { total: 3 })
         });
     let routing = routing! { "logo" => logo, "live" => live };
-    let (server, addr) = serve(&routing, create_config().cors(false)).await;
+    let (server, addr) = serve(&routing, create_config().cors(Cors::Disabled)).await;
     let (_, headers, _) = send(addr, "GET", "/logo", &[], "").await;
     assert_eq!(
         headers["cache-control"],
@@ -274,7 +276,7 @@ fn the_document_lists_the_cache_headers_and_the_304() {
     use strata::openapi::Documentation;
 
     let runs = Arc::new(AtomicUsize::new(0));
-    let config = create_config().cors(false).build();
+    let config = create_config().cors(Cors::Disabled).build();
     let doc = Documentation::new(&routing(&runs), &config)
         .build()
         .unwrap()

@@ -5,14 +5,15 @@
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
+use strata::{InputSource, Operation, RequestInfo, Router, Routing};
 
 use garde::Validate;
 use http::{HeaderName, HeaderValue, StatusCode};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use strata::RoutingError;
 use strata::client::{Client, ClientError};
 use strata::prelude::*;
+use strata::router::RoutingError;
 
 /// The declarations a server and its clients share (a crate of their own in a real project).
 mod api {
@@ -163,7 +164,7 @@ fn routing(books: &Books) -> Routing {
 
 fn config() -> strata::Config {
     create_config()
-        .cors(false)
+        .cors(Cors::Disabled)
         .listen(std::net::SocketAddr::from(([127, 0, 0, 1], 0)))
         .build()
 }
@@ -179,10 +180,10 @@ where
         + Send
         + Sync,
     S::Future: Send,
-    S::Error: Into<strata::BoxError>,
+    S::Error: Into<strata::core::BoxError>,
     B: http_body::Body + Send,
     B::Data: Send,
-    B::Error: Into<strata::BoxError>,
+    B::Error: Into<strata::core::BoxError>,
 {
     let emma = client
         .call(
@@ -293,7 +294,7 @@ async fn the_walk_in_memory_over_the_router() {
 async fn the_walk_over_a_real_socket_with_hyper_util_s_pooled_client() {
     let books = Books::default();
     let server = create_server(&config(), &routing(&books)).await.unwrap();
-    let strata::LocalAddr::Tcp(addr) = server.servers()[0].local_addr.clone() else {
+    let strata::server::LocalAddr::Tcp(addr) = server.servers()[0].local_addr.clone() else {
         panic!("TCP")
     };
     let pool = hyper_util::client::legacy::Client::builder(hyper_util::rt::TokioExecutor::new())
@@ -498,7 +499,7 @@ fn upload_router() -> Router {
         });
     let routing = Routing::new().operation(upload).operation(hook);
     let config = create_config()
-        .cors(false)
+        .cors(Cors::Disabled)
         .upload(strata::UploadLimits::builder().file_size(1024).files(1))
         .input_sources(
             &http::Method::POST,
@@ -680,18 +681,18 @@ async fn over_http2_tls_and_the_user_s_tower_layers() {
     let generated = rcgen::generate_simple_self_signed(vec!["localhost".to_owned()]).unwrap();
     let cert_pem = generated.cert.pem();
     let config = create_config()
-        .cors(false)
+        .cors(Cors::Disabled)
         .listen(std::net::SocketAddr::from(([127, 0, 0, 1], 0)))
         .https(
-            strata::Pem::Bytes(cert_pem.clone().into_bytes()),
-            strata::Pem::Bytes(generated.signing_key.serialize_pem().into_bytes()),
+            strata::server::Pem::Bytes(cert_pem.clone().into_bytes()),
+            strata::server::Pem::Bytes(generated.signing_key.serialize_pem().into_bytes()),
             std::net::SocketAddr::from(([127, 0, 0, 1], 0)),
         )
         .build();
     let server = create_server(&config, &routing).await.unwrap();
     let port = |i: usize| match server.servers()[i].local_addr.clone() {
-        strata::LocalAddr::Tcp(addr) => addr.port(),
-        strata::LocalAddr::Unix(_) => panic!("TCP"),
+        strata::server::LocalAddr::Tcp(addr) => addr.port(),
+        strata::server::LocalAddr::Unix(_) => panic!("TCP"),
     };
     let (plain, secure) = (port(0), port(1));
 
@@ -772,10 +773,10 @@ impl strata::ResultHandler for Bare {
 
     fn handle(
         &self,
-        result: Result<strata::Output, ApiError>,
+        result: Result<strata::core::Output, ApiError>,
         _request: &RequestInfo,
         _logger: &Logger,
-    ) -> http::Response<strata::ResponseBody> {
+    ) -> http::Response<strata::Body> {
         let (status, body) = match result {
             Ok(output) => (output.status(), format!(r#"{{"ok":{}}}"#, output.json())),
             Err(error) => (
@@ -865,7 +866,7 @@ impl<B>
     tower::retry::Policy<
         http::Request<http_body_util::Full<bytes::Bytes>>,
         http::Response<B>,
-        strata::BoxError,
+        strata::core::BoxError,
     > for RetryUnavailable
 {
     type Future = std::future::Ready<()>;
@@ -873,7 +874,7 @@ impl<B>
     fn retry(
         &mut self,
         _request: &mut http::Request<http_body_util::Full<bytes::Bytes>>,
-        result: &mut Result<http::Response<B>, strata::BoxError>,
+        result: &mut Result<http::Response<B>, strata::core::BoxError>,
     ) -> Option<Self::Future> {
         let unavailable =
             matches!(result, Ok(response) if response.status() == StatusCode::SERVICE_UNAVAILABLE);
@@ -923,7 +924,7 @@ async fn a_retry_layer_and_a_tracing_span_around_the_client_s_service() {
     let router = Router::new(&Routing::new().operation(flaky), &config()).unwrap();
     let service = ServiceBuilder::new()
         .retry(RetryUnavailable { left: 1 })
-        .map_err(strata::BoxError::from)
+        .map_err(strata::core::BoxError::from)
         .service(router)
         // Each call in a tracing span, as a tracing layer would put it.
         .map_future(|future| future.instrument(tracing::info_span!("strata-client call")));

@@ -12,6 +12,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 use std::time::Duration;
+use strata::events::Emitter;
+use strata::{Events, Operation, Router, Routing};
 
 use bytes::Bytes;
 use futures_core::Stream;
@@ -22,9 +24,11 @@ use http_body_util::Full;
 use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
+use strata::Server;
 use strata::client::{Client, ClientError, Subscription};
+use strata::core::BoxError;
 use strata::prelude::*;
-use strata::{BoxError, LocalAddr, Server};
+use strata::server::LocalAddr;
 
 /// The declarations a server and its clients share.
 mod api {
@@ -132,7 +136,7 @@ struct Plain {
 
 fn config() -> strata::Config {
     create_config()
-        .cors(false)
+        .cors(Cors::Disabled)
         .listen(SocketAddr::from(([127, 0, 0, 1], 0)))
         .build()
 }
@@ -250,7 +254,8 @@ async fn serve(
 ) -> (Server, SocketAddr) {
     let requests = requests.clone();
     let layer = tower::layer::layer_fn(move |app| requests.record(app, cut_after));
-    let server = strata::create_server_with(&config(), &routing(resumed), layer)
+    let server = strata::create_server(&config(), &routing(resumed))
+        .layers(layer)
         .await
         .unwrap();
     let LocalAddr::Tcp(addr) = server.servers()[0].local_addr.clone() else {

@@ -7,6 +7,7 @@
 
 use http::{HeaderName, HeaderValue, StatusCode};
 use serde::{Deserialize, Serialize};
+use strata::Router;
 use strata::client::{Client, Operation};
 use strata::prelude::*;
 
@@ -68,7 +69,7 @@ async fn the_library_walk_over_a_real_socket() {
     let server = create_server(&config, &library::library_routing(covers()))
         .await
         .unwrap();
-    let strata::LocalAddr::Tcp(addr) = server.servers()[0].local_addr.clone() else {
+    let strata::server::LocalAddr::Tcp(addr) = server.servers()[0].local_addr.clone() else {
         panic!("TCP")
     };
     let client = client_example::network_client(&format!("http://{addr}"));
@@ -98,7 +99,7 @@ const PROFILE: Operation<ProfileQuery, Profile> = Operation::get("/v1/profile");
 
 #[tokio::test]
 async fn the_auth_example_with_and_without_its_credentials() {
-    let config = create_config().cors(false).build();
+    let config = create_config().cors(Cors::Disabled).build();
     let router = Router::new(&auth::auth_routing(), &config).unwrap();
     let token = HeaderName::from_static("token");
     let client = Client::new(router);
@@ -168,7 +169,7 @@ where
 #[tokio::test]
 async fn the_events_example_s_countdown_typed_and_resumed() {
     use events::{COUNTDOWN, Countdown, CountdownInput};
-    let config = create_config().cors(false).build();
+    let config = create_config().cors(Cors::Disabled).build();
     let router = Router::new(&events::events_routing(), &config).unwrap();
     let client = Client::new(router);
     let input = || CountdownInput {

@@ -5,6 +5,7 @@
 #![allow(clippy::unwrap_used)] // tests fail loudly by design
 
 use std::sync::{Arc, Mutex};
+use strata::{Router, Routing};
 
 use garde::Validate;
 use http::StatusCode;
@@ -152,7 +153,7 @@ fn routing(library: &Library) -> Routing {
 
 fn config() -> strata::Config {
     create_config()
-        .cors(false)
+        .cors(Cors::Disabled)
         .listen(std::net::SocketAddr::from(([127, 0, 0, 1], 0)))
         .build()
 }
@@ -173,10 +174,10 @@ where
         + Send
         + Sync,
     S::Future: Send,
-    S::Error: Into<strata::BoxError>,
+    S::Error: Into<strata::core::BoxError>,
     B: http_body::Body + Send,
     B::Data: Send,
-    B::Error: Into<strata::BoxError>,
+    B::Error: Into<strata::core::BoxError>,
 {
     // Offsets, novels, pages of 3: 8 novels in 3, 3, 2.
     let mut pages = client.pages(
@@ -252,10 +253,10 @@ where
         + Send
         + Sync,
     S::Future: Send,
-    S::Error: Into<strata::BoxError>,
+    S::Error: Into<strata::core::BoxError>,
     B: http_body::Body + Send,
     B::Data: Send,
-    B::Error: Into<strata::BoxError>,
+    B::Error: Into<strata::core::BoxError>,
 {
     let mut items = client
         .pages(&api::FEED, CursorInput::first(genre("novel")).with_limit(2))
@@ -302,7 +303,7 @@ async fn every_page_and_item_in_memory_over_the_router() {
 async fn every_page_and_item_over_a_real_socket_with_hyper_util_s_pooled_client() {
     let library = library();
     let server = create_server(&config(), &routing(&library)).await.unwrap();
-    let strata::LocalAddr::Tcp(addr) = server.servers()[0].local_addr.clone() else {
+    let strata::server::LocalAddr::Tcp(addr) = server.servers()[0].local_addr.clone() else {
         panic!("TCP")
     };
     let pool = hyper_util::client::legacy::Client::builder(hyper_util::rt::TokioExecutor::new())

@@ -11,8 +11,13 @@ use http_body_util::BodyExt;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+use strata::Body;
 use strata::prelude::*;
-use strata::{MultipartForm, ResponseBody};
+use strata::server::Compression;
+use strata::server::ETags;
+use strata::server::RequestIds;
+use strata::upload::MultipartForm;
+use strata::{Config, EndpointsFactory, Routing, ServeStatic, UploadLimits, UploadedFile};
 use tower::ServiceExt;
 
 #[derive(Serialize, Validate, JsonSchema)]
@@ -46,16 +51,12 @@ fn hello_routing() -> Routing {
     routing! { "hello" => { "get" => hello, "post" => create }, "big" => big }
 }
 
-async fn call(
-    config: &Config,
-    routing: &Routing,
-    request: Request<String>,
-) -> Response<ResponseBody> {
+async fn call(config: &Config, routing: &Routing, request: Request<String>) -> Response<Body> {
     let app = strata::attach_routing(config, routing).unwrap().service;
     app.oneshot(request).await.unwrap()
 }
 
-async fn json_of(response: Response<ResponseBody>) -> Value {
+async fn json_of(response: Response<Body>) -> Value {
     let bytes = response.into_body().collect().await.unwrap().to_bytes();
     serde_json::from_slice(&bytes).unwrap()
 }
@@ -65,13 +66,17 @@ fn get(uri: &str) -> http::request::Builder {
 }
 
 #[tokio::test]
+#[allow(clippy::too_many_lines)] // one scenario, step by step
 async fn etags_are_opt_in_and_a_matching_if_none_match_is_a_304() {
     let routing = hello_routing();
-    let plain = create_config().cors(true).build();
+    let plain = create_config().cors(Cors::Enabled).build();
     let response = call(&plain, &routing, get("/hello").body(String::new()).unwrap()).await;
     assert!(response.headers().get(ETAG).is_none(), "off by default");
 
-    let config = create_config().cors(true).etag(true).build();
+    let config = create_config()
+        .cors(Cors::Enabled)
+        .etags(ETags::Weak)
+        .build();
     let first = call(
         &config,
         &routing,
@@ -163,9 +168,9 @@ async fn etags_are_opt_in_and_a_matching_if_none_match_is_a_304() {
     // tag of the plain one.
     let plain_big = call(&config, &routing, get("/big").body(String::new()).unwrap()).await;
     let compressed = create_config()
-        .cors(true)
-        .etag(true)
-        .compression(true)
+        .cors(Cors::Enabled)
+        .etags(ETags::Weak)
+        .compression(Compression::GzipAndBrotli)
         .build();
     let gzip = get("/big")
         .header("accept-encoding", "gzip")
@@ -185,9 +190,17 @@ async fn the_request_id_echo_can_be_turned_off() {
             .body(String::new())
             .unwrap()
     };
-    let echoed = call(&create_config().cors(true).build(), &routing, request()).await;
+    let echoed = call(
+        &create_config().cors(Cors::Enabled).build(),
+        &routing,
+        request(),
+    )
+    .await;
     assert_eq!(echoed.headers()["x-request-id"], "from-the-proxy");
-    let quiet = create_config().cors(true).request_id_echo(false).build();
+    let quiet = create_config()
+        .cors(Cors::Enabled)
+        .request_ids(RequestIds::LoggedOnly)
+        .build();
     let response = call(&quiet, &routing, request()).await;
     assert_eq!(response.status(), StatusCode::OK);
     assert!(response.headers().get("x-request-id").is_none());
@@ -223,7 +236,7 @@ async fn a_file_over_the_limit_gets_the_configured_error() {
             .unwrap()
     };
     let default = create_config()
-        .cors(true)
+        .cors(Cors::Enabled)
         .upload(UploadLimits::builder().file_size(16))
         .build();
     let response = call(&default, &routing, request(17)).await;
@@ -234,7 +247,7 @@ async fn a_file_over_the_limit_gets_the_configured_error() {
     );
 
     let custom = create_config()
-        .cors(true)
+        .cors(Cors::Enabled)
         .upload(UploadLimits::builder().file_size(16).limit_error(
             StatusCode::UNPROCESSABLE_ENTITY,
             "Avatars are 16 bytes at most",
@@ -261,7 +274,7 @@ struct UserId {
 }
 
 /// The text of a response.
-async fn text_of(response: Response<ResponseBody>) -> String {
+async fn text_of(response: Response<Body>) -> String {
     let bytes = response.into_body().collect().await.unwrap().to_bytes();
     String::from_utf8(bytes.to_vec()).unwrap()
 }
@@ -278,7 +291,7 @@ async fn routing_errors_go_through_the_configured_result_handler() {
         .route("users", routing! { ":id" => user })
         .route("files", ServeStatic::dir(&dir));
     let config = create_config()
-        .cors(true)
+        .cors(Cors::Enabled)
         .error_handler(auth::PlainText)
         .build();
     let cases = [
@@ -323,7 +336,7 @@ async fn routing_errors_go_through_the_configured_result_handler() {
         assert_eq!(text_of(response).await, text, "{method} {path}");
     }
     // Without one, the default envelope.
-    let plain = create_config().cors(true).build();
+    let plain = create_config().cors(Cors::Enabled).build();
     let response = call(&plain, &routing, get("/nope").body(String::new()).unwrap()).await;
     assert_eq!(
         json_of(response).await["error"]["message"],

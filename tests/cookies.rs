@@ -11,7 +11,9 @@ use serde_json::{Value, json};
 use strata::cookies::{CookieKeys, CookieMiddleware, CookieOptions, Cookies};
 use strata::openapi::Documentation;
 use strata::prelude::*;
-use strata::{InputSource, LocalAddr, Security};
+use strata::server::LocalAddr;
+use strata::{InputSource, Security};
+use strata::{Router, Routing};
 
 const OLD_SECRET: &str = "an older secret, thirty-two bytes long";
 const NEW_SECRET: &str = "the newest secret, also 32 bytes or more";
@@ -107,7 +109,7 @@ fn routing(signing: CookieKeys) -> Routing {
 /// GET reads the query, the path, then the signed cookies, then the plain ones.
 fn config(verifying: CookieKeys) -> strata::ConfigBuilder {
     create_config()
-        .cors(false)
+        .cors(Cors::Disabled)
         .cookie_keys(verifying)
         .input_sources(
             &Method::GET,
@@ -293,7 +295,7 @@ async fn forged_cookies_read_as_absent_and_rotated_keys_still_verify() {
 #[test]
 fn signed_cookies_without_keys_refuse_to_start() {
     let config = create_config()
-        .cors(false)
+        .cors(Cors::Disabled)
         .input_sources(
             &Method::GET,
             [InputSource::Query, InputSource::SignedCookies],

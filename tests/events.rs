@@ -8,6 +8,9 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Duration;
+use strata::events::Emitter;
+use strata::server::Compression;
+use strata::{Endpoint, Routing};
 
 use garde::Validate;
 use http::{Request, StatusCode};
@@ -17,8 +20,10 @@ use hyper_util::rt::TokioIo;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
+use strata::Server;
+use strata::events::EventStreamOptions;
 use strata::prelude::*;
-use strata::{EventStreamOptions, LocalAddr, Server};
+use strata::server::LocalAddr;
 use tokio::net::TcpStream;
 
 #[derive(Serialize, Validate, JsonSchema)]
@@ -155,10 +160,7 @@ fn routing(probe: &Probe) -> Routing {
     // A tick, then silence until the test lets it end.
     let gated = probe.clone();
     let quiet = factory.get().event_stream_with(
-        EventStreamOptions {
-            keep_alive: Some(Duration::from_millis(100)),
-            ..EventStreamOptions::default()
-        },
+        EventStreamOptions::default().keep_alive(Some(Duration::from_millis(100))),
         move |(): (), emitter: Emitter<Clock>| {
             let gated = gated.clone();
             async move {
@@ -170,10 +172,7 @@ fn routing(probe: &Probe) -> Routing {
         },
     );
     let slow = factory.get().event_stream_with(
-        EventStreamOptions {
-            keep_alive: None,
-            ..EventStreamOptions::default()
-        },
+        EventStreamOptions::default().keep_alive(None),
         async |(): (), emitter: Emitter<Clock>| {
             for n in 1..=3 {
                 emitter.emit(Clock::Tick { n }).await?;
@@ -185,10 +184,7 @@ fn routing(probe: &Probe) -> Routing {
     // The first event when the test lets it come (after keep-alives).
     let gated = probe.clone();
     let late = factory.get().event_stream_with(
-        EventStreamOptions {
-            keep_alive: Some(Duration::from_millis(100)),
-            ..EventStreamOptions::default()
-        },
+        EventStreamOptions::default().keep_alive(Some(Duration::from_millis(100))),
         move |(): (), emitter: Emitter<Clock>| {
             let gated = gated.clone();
             async move {
@@ -200,10 +196,7 @@ fn routing(probe: &Probe) -> Routing {
     );
     // Ignores the shutdown: its stream ends after the grace.
     let stubborn = factory.get().event_stream_with(
-        EventStreamOptions {
-            shutdown_grace: Duration::from_millis(300),
-            ..EventStreamOptions::default()
-        },
+        EventStreamOptions::default().shutdown_grace(Duration::from_millis(300)),
         async |(): (), emitter: Emitter<Clock>| {
             tokio::time::sleep(Duration::from_secs(100)).await;
             emitter.emit(Clock::Done).await?;
@@ -255,20 +248,20 @@ fn guarded() -> Endpoint {
 }
 
 async fn serve(routing: &Routing) -> (Server, SocketAddr) {
-    serve_with(routing, strata::ServerLimits::default()).await
+    serve_with(routing, strata::server::ServerLimits::default()).await
 }
 
 /// A server of `routing` with `limits` and a short write timeout.
-async fn serve_with(routing: &Routing, limits: strata::ServerLimits) -> (Server, SocketAddr) {
+async fn serve_with(
+    routing: &Routing,
+    limits: strata::server::ServerLimits,
+) -> (Server, SocketAddr) {
     let config = create_config()
-        .cors(false)
-        .compression(true)
+        .cors(Cors::Disabled)
+        .compression(Compression::GzipAndBrotli)
         .listen(SocketAddr::from(([127, 0, 0, 1], 0)))
         // Short, so that a quiet stream proves it is not taken for a stalled client.
-        .server_limits(strata::ServerLimits {
-            write_timeout: Some(Duration::from_millis(300)),
-            ..limits
-        })
+        .limits(limits.write_timeout(Some(Duration::from_millis(300))))
         .build();
     let server = create_server(&config, routing).await.unwrap();
     let LocalAddr::Tcp(addr) = server.servers()[0].local_addr.clone() else {
@@ -483,7 +476,7 @@ async fn a_reconnecting_client_says_where_it_was() {
 #[test]
 fn the_document_shows_the_events() {
     let routing = routing(&Probe::default());
-    let config = create_config().cors(false).build();
+    let config = create_config().cors(Cors::Disabled).build();
     let document = strata::openapi::Documentation::new(&routing, &config)
         .build()
         .unwrap();
@@ -554,10 +547,7 @@ async fn at_shutdown_open_event_streams_end_cleanly_and_their_emitters_are_told(
     // A shutdown timeout of a minute: a stream that held the shutdown would hold it that long.
     let (server, addr) = serve_with(
         &routing(&probe),
-        strata::ServerLimits {
-            shutdown_timeout: Some(Duration::from_secs(60)),
-            ..strata::ServerLimits::default()
-        },
+        strata::server::ServerLimits::default().shutdown_timeout(Some(Duration::from_secs(60))),
     )
     .await;
     // Streams that would run for 100 s: five that have sent nothing yet and wait for the

@@ -5,6 +5,7 @@
 // The attach examples include the quick start's routing, as a reader of each example expects.
 #![allow(clippy::duplicate_mod)]
 
+use strata::Cors;
 #[allow(dead_code)]
 #[path = "../examples/tower_stack.rs"]
 mod tower_stack;
@@ -145,13 +146,13 @@ mod quick_start;
 #[tokio::test]
 async fn quick_start_answers_like_the_spec() {
     let config = strata::create_config()
-        .cors(true)
+        .cors(Cors::Enabled)
         .listen(std::net::SocketAddr::from(([127, 0, 0, 1], 0)))
         .build();
     let server = strata::create_server(&config, &quick_start::quick_start_routing())
         .await
         .unwrap();
-    let strata::LocalAddr::Tcp(addr) = server.servers()[0].local_addr.clone() else {
+    let strata::server::LocalAddr::Tcp(addr) = server.servers()[0].local_addr.clone() else {
         panic!("TCP")
     };
     assert_eq!(
@@ -183,13 +184,13 @@ mod events;
 #[tokio::test]
 async fn events_count_down_and_resume() {
     let config = strata::create_config()
-        .cors(true)
+        .cors(Cors::Enabled)
         .listen(std::net::SocketAddr::from(([127, 0, 0, 1], 0)))
         .build();
     let server = strata::create_server(&config, &events::events_routing())
         .await
         .unwrap();
-    let strata::LocalAddr::Tcp(addr) = server.servers()[0].local_addr.clone() else {
+    let strata::server::LocalAddr::Tcp(addr) = server.servers()[0].local_addr.clone() else {
         panic!("TCP")
     };
     let (status, body) = fetch(addr, "/countdown?from=2&every_ms=10").await;
@@ -222,13 +223,13 @@ async fn downloads_stream_files_and_reports() {
     std::fs::create_dir_all(&dir).unwrap();
     std::fs::write(dir.join("a.txt"), "alpha\n").unwrap();
     let config = strata::create_config()
-        .cors(false)
+        .cors(Cors::Disabled)
         .listen(std::net::SocketAddr::from(([127, 0, 0, 1], 0)))
         .build();
     let server = strata::create_server(&config, &downloads::downloads_routing(dir.clone()))
         .await
         .unwrap();
-    let strata::LocalAddr::Tcp(addr) = server.servers()[0].local_addr.clone() else {
+    let strata::server::LocalAddr::Tcp(addr) = server.servers()[0].local_addr.clone() else {
         panic!("TCP")
     };
     let (status, body) = fetch(addr, "/files/a.txt").await;
@@ -270,7 +271,7 @@ async fn webhook_checks_the_signature_over_the_exact_bytes() {
     let server = strata::create_server(&config, &webhook::webhook_routing())
         .await
         .unwrap();
-    let strata::LocalAddr::Tcp(addr) = server.servers()[0].local_addr.clone() else {
+    let strata::server::LocalAddr::Tcp(addr) = server.servers()[0].local_addr.clone() else {
         panic!("TCP")
     };
     let deliver = |body: &'static [u8], signature: &str| {
@@ -338,7 +339,7 @@ async fn library_pages_books_and_saves_covers() {
     let server = strata::create_server(&config, &library::library_routing(covers.clone()))
         .await
         .unwrap();
-    let strata::LocalAddr::Tcp(addr) = server.servers()[0].local_addr.clone() else {
+    let strata::server::LocalAddr::Tcp(addr) = server.servers()[0].local_addr.clone() else {
         panic!("TCP")
     };
     let get = |path: &str| {
@@ -411,10 +412,12 @@ async fn library_pages_books_and_saves_covers() {
 
     // A cover upload, saved to disk.
     let image = vec![0x89_u8; 4096];
-    let form = strata::MultipartForm::new().text("caption", "Front").file(
-        "cover",
-        strata::UploadedFile::new("leaves.png", "image/png", image.clone()),
-    );
+    let form = strata::upload::MultipartForm::new()
+        .text("caption", "Front")
+        .file(
+            "cover",
+            strata::UploadedFile::new("leaves.png", "image/png", image.clone()),
+        );
     let upload = http::Request::post("/v1/books/2/cover")
         .header("host", "localhost")
         .header("content-type", form.content_type())
@@ -441,7 +444,7 @@ async fn notes_sign_in_write_read_and_revalidate() {
     let keys = strata::cookies::CookieKeys::new(["a test secret of at least 32 bytes!"]).unwrap();
     let routing = notes::notes_routing(&keys, 600, 60).unwrap();
     let config = strata::create_config()
-        .cors(false)
+        .cors(Cors::Disabled)
         .cookie_keys(keys)
         .build();
     let router = strata::Router::new(&routing, &config).unwrap();

@@ -11,6 +11,7 @@ use hyper::body::Bytes;
 use hyper_util::rt::TokioIo;
 use schemars::JsonSchema;
 use serde::Deserialize;
+use strata::FileResponse;
 use strata::prelude::*;
 use tokio::net::TcpStream;
 
@@ -57,7 +58,7 @@ async fn a_large_file_streams_without_being_held_in_memory() {
             async move { FileResponse::open(path).await }
         });
     let routing = routing! { "files" => { ":name" => download } };
-    let (server, addr) = serve(&routing, create_config().cors(false)).await;
+    let (server, addr) = serve(&routing, create_config().cors(Cors::Disabled)).await;
 
     // The body is read a chunk at a time and checked, never collected.
     reset_peak_rss();

@@ -6,6 +6,8 @@
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use strata::events::Emitter;
+use strata::{Router, Routing};
 
 use http::header::RETRY_AFTER;
 use http::{HeaderValue, Request, StatusCode};
@@ -111,7 +113,11 @@ fn routing(hits: &Hits) -> Routing {
 #[tokio::test]
 async fn parameters_are_taken_by_type() {
     let hits = Hits::default();
-    let router = Router::new(&routing(&hits), &create_config().cors(false).build()).unwrap();
+    let router = Router::new(
+        &routing(&hits),
+        &create_config().cors(Cors::Disabled).build(),
+    )
+    .unwrap();
     let request = Request::post("/note")
         .header("content-type", "application/json")
         .header("x-user", "ada")
@@ -149,7 +155,7 @@ async fn parameters_are_taken_by_type() {
 async fn an_event_stream_takes_its_emitter_and_the_rest_by_type() {
     let router = Router::new(
         &routing(&Hits::default()),
-        &create_config().cors(false).build(),
+        &create_config().cors(Cors::Disabled).build(),
     )
     .unwrap();
     let request = Request::get("/heard")
@@ -170,7 +176,7 @@ async fn an_event_stream_takes_its_emitter_and_the_rest_by_type() {
 async fn a_handler_that_only_fails_returns_its_error() {
     let router = Router::new(
         &routing(&Hits::default()),
-        &create_config().cors(false).build(),
+        &create_config().cors(Cors::Disabled).build(),
     )
     .unwrap();
     let request = Request::get("/gone")
@@ -187,7 +193,7 @@ async fn a_handler_that_only_fails_returns_its_error() {
 
 #[test]
 fn the_document_shows_no_success_for_a_handler_that_only_fails() {
-    let config = create_config().cors(false).build();
+    let config = create_config().cors(Cors::Disabled).build();
     let document = Documentation::new(&routing(&Hits::default()), &config)
         .build()
         .unwrap()

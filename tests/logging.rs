@@ -9,6 +9,7 @@
 
 use std::fmt::Write as _;
 use std::process::{Command, Output};
+use strata::{Level, attach_routing};
 
 use strata::prelude::*;
 
@@ -24,9 +25,9 @@ fn child_logs() {
     let ping = default_endpoints_factory()
         .get()
         .handler_without_input(async || Ok(Reply::new(())));
-    let mut config = create_config().cors(false);
+    let mut config = create_config().cors(Cors::Disabled);
     if mode == "ask" {
-        config = config.logger(Level::Info, true);
+        config = config.logger(Level::Info);
     }
     let attached = attach_routing(&config.build(), &routing! { "ping" => ping }).unwrap();
     println!(

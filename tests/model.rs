@@ -4,6 +4,7 @@
 #![allow(clippy::unwrap_used)] // tests fail loudly by design
 
 use http_body_util::BodyExt;
+use strata::Endpoint;
 use strata::prelude::*;
 use tower::ServiceExt;
 
@@ -80,7 +81,7 @@ async fn a_model_is_an_input_and_an_output_with_its_rules_checked() {
 #[test]
 fn the_document_has_the_models_schemas() {
     let routing = routing! { "books" => endpoint() };
-    let config = create_config().cors(false).build();
+    let config = create_config().cors(Cors::Disabled).build();
     let doc = strata::openapi::Documentation::new(&routing, &config)
         .title("Books")
         .build()
@@ -204,7 +205,7 @@ fn a_not_null_field_is_written_as_it_is_read() {
 #[test]
 fn coerced_and_not_null_fields_are_documented_as_read() {
     let routing = routing! { "filter" => filter() };
-    let config = create_config().cors(false).build();
+    let config = create_config().cors(Cors::Disabled).build();
     let doc = strata::openapi::Documentation::new(&routing, &config)
         .title("Filter")
         .build()

@@ -8,6 +8,7 @@ use http::{Request, StatusCode};
 use http_body_util::BodyExt;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
+use strata::Router;
 use strata::prelude::*;
 use tower::ServiceExt;
 
@@ -47,7 +48,7 @@ async fn strata_routes_inside_an_axum_router() {
         });
     let strata = Router::new(
         &routing! { "v1" => { "hello" => hello } },
-        &create_config().cors(true).build(),
+        &create_config().cors(Cors::Enabled).build(),
     )
     .unwrap();
     let app = axum::Router::new()

@@ -4,6 +4,11 @@
 #![allow(clippy::unwrap_used)] // tests fail loudly by design
 
 use std::collections::BTreeSet;
+use strata::endpoint::MiddlewareChain;
+use strata::{
+    Config, Ctx, Endpoint, EndpointsFactory, InputSource, ResultHandler, Router, Routing, Security,
+    UploadLimits, UploadedFile,
+};
 
 use garde::Validate;
 use http::{Method, Request, StatusCode};
@@ -11,12 +16,12 @@ use http_body_util::BodyExt;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
+use strata::core::{DeclaredError, ResponseHeader};
 use strata::openapi::{
     DocsPage, Documentation, DocumentationError, OpenApiVersion, docs_page, openapi_endpoint,
 };
 use strata::paginate::{OffsetInput, OffsetPage, pagination};
 use strata::prelude::*;
-use strata::{DeclaredError, ResponseHeader};
 use tower::ServiceExt;
 
 #[allow(dead_code)]
@@ -79,7 +84,7 @@ fn doc_of(routing: &Routing, config: &Config) -> Value {
 }
 
 fn config() -> Config {
-    Config::builder().cors(true).build()
+    Config::builder().cors(Cors::Enabled).build()
 }
 
 fn get_user() -> Endpoint {
@@ -292,7 +297,7 @@ async fn inputs_are_where_the_config_reads_them_and_required_as_validated() {
         });
     let routing = users_routing().route("search", search);
     let config = create_config()
-        .cors(true)
+        .cors(Cors::Enabled)
         .input_sources(
             &Method::GET,
             [
@@ -393,7 +398,7 @@ fn avatar_endpoint() -> Endpoint {
 fn file_inputs_are_multipart_and_need_uploads() {
     let routing = routing! { "/users/:id/avatar" => avatar_endpoint() };
     let config = create_config()
-        .cors(false)
+        .cors(Cors::Disabled)
         .upload(UploadLimits::new())
         .build();
     let doc = doc_of(&routing, &config);
@@ -421,7 +426,7 @@ fn file_inputs_are_multipart_and_need_uploads() {
         json!({ "pattern": "^[^\\u0000-\\u0008\\u000A-\\u001F\\u007F]*$" })
     );
 
-    let error = Documentation::new(&routing, &create_config().cors(false).build())
+    let error = Documentation::new(&routing, &create_config().cors(Cors::Disabled).build())
         .build()
         .unwrap_err();
     assert_eq!(
@@ -886,7 +891,7 @@ fn the_examples_documents_match_their_snapshots() {
     let value = doc.to_value();
     assert_refs_resolve(&value, &value);
 
-    let config = create_config().cors(true).build();
+    let config = create_config().cors(Cors::Enabled).build();
     let doc =
         auth::auth_documentation(&auth::auth_routing(), &config, OpenApiVersion::V3_2).unwrap();
     snapshot("auth.openapi.json", &doc);
@@ -946,7 +951,7 @@ fn fields_that_cannot_be_read_where_the_config_puts_them_are_errors() {
     let error = Documentation::new(
         &routing! { "/users/:id/avatar" => put_file },
         &create_config()
-            .cors(false)
+            .cors(Cors::Disabled)
             .upload(UploadLimits::new())
             .build(),
     )
@@ -958,7 +963,7 @@ fn fields_that_cannot_be_read_where_the_config_puts_them_are_errors() {
     );
     // A required field no source of the method provides.
     let only_params = create_config()
-        .cors(false)
+        .cors(Cors::Disabled)
         .input_sources(&Method::POST, [InputSource::Params])
         .build();
     let error = Documentation::new(&routing! { "users" => create_user() }, &only_params)
@@ -1021,7 +1026,7 @@ fn delete_reads_the_query_and_other_sources_follow_the_config() {
             })
         });
     let config = create_config()
-        .cors(false)
+        .cors(Cors::Disabled)
         .input_sources(&Method::PATCH, [InputSource::Query, InputSource::Params])
         .build();
     let doc = doc_of(
@@ -1095,15 +1100,15 @@ impl ResultHandler for Unprocessable {
 
     fn handle(
         &self,
-        result: Result<strata::Output, ApiError>,
+        result: Result<strata::core::Output, ApiError>,
         _: &strata::RequestInfo,
         _: &Logger,
-    ) -> http::Response<strata::ResponseBody> {
+    ) -> http::Response<strata::Body> {
         let (status, body) = match result {
             Ok(output) => (StatusCode::OK, output.data().get().to_owned()),
             Err(error) => (StatusCode::UNPROCESSABLE_ENTITY, error.message().to_owned()),
         };
-        let mut response = http::Response::new(strata::ResponseBody::from(body));
+        let mut response = http::Response::new(strata::Body::from(body));
         *response.status_mut() = status;
         response
     }
@@ -1154,18 +1159,18 @@ impl ResultHandler for Remapping {
             .into_iter()
             .map(|description| {
                 description
-                    .for_kind(strata::ErrorKind::InputValidation)
-                    .for_kind(strata::ErrorKind::PayloadTooLarge)
+                    .for_kind(strata::core::ErrorKind::InputValidation)
+                    .for_kind(strata::core::ErrorKind::PayloadTooLarge)
             })
             .collect()
     }
 
     fn handle(
         &self,
-        result: Result<strata::Output, ApiError>,
+        result: Result<strata::core::Output, ApiError>,
         request: &strata::RequestInfo,
         logger: &Logger,
-    ) -> http::Response<strata::ResponseBody> {
+    ) -> http::Response<strata::Body> {
         Unprocessable.handle(result, request, logger)
     }
 }
@@ -1207,7 +1212,7 @@ fn errors_a_result_handler_answers_with_its_own_status_are_not_described_under_t
 struct NameSearch {
     /// Optional, never null (`not_null`).
     #[garde(skip)]
-    #[serde(default, deserialize_with = "strata::not_null")]
+    #[serde(default, deserialize_with = "strata::decode::not_null")]
     #[schemars(with = "String")]
     name: Option<String>,
     /// A plain `Option`.

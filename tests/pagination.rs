@@ -9,6 +9,7 @@ use hyper_util::rt::TokioIo;
 use schemars::JsonSchema;
 use serde::Serialize;
 use serde_json::Value;
+use strata::Routing;
 use strata::paginate::{
     CursorInput, CursorPage, OffsetInput, OffsetPage, decode_cursor, encode_cursor,
 };
@@ -82,11 +83,11 @@ fn numbers(page: &Value) -> Vec<u64> {
 #[tokio::test]
 async fn a_client_walks_every_page() {
     let config = create_config()
-        .cors(true)
+        .cors(Cors::Enabled)
         .listen(std::net::SocketAddr::from(([127, 0, 0, 1], 0)))
         .build();
     let server = create_server(&config, &routing()).await.unwrap();
-    let strata::LocalAddr::Tcp(addr) = server.servers()[0].local_addr.clone() else {
+    let strata::server::LocalAddr::Tcp(addr) = server.servers()[0].local_addr.clone() else {
         panic!("TCP")
     };
 

@@ -5,6 +5,13 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
+use strata::core::HCons;
+use strata::core::HNil;
+use strata::endpoint::MiddlewareChain;
+use strata::{
+    Config, Ctx, DefaultResultHandler, Endpoint, EndpointsFactory, InputSource, Mode,
+    ResultHandler, Security,
+};
 
 use garde::Validate;
 use http::header::{CONTENT_TYPE, RETRY_AFTER};
@@ -13,14 +20,15 @@ use http_body_util::BodyExt;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
+use strata::core::Output;
 use strata::core::PathParams;
 use strata::prelude::*;
-use strata::{Output, RequestInfo, ResponseBody, ResponseDescription};
+use strata::{Body, RequestInfo, ResponseDescription};
 use tower::{Service, ServiceExt};
 
 /// Development mode: the tests read internal messages (production is the default).
 fn dev() -> Config {
-    Config::builder().development().build()
+    Config::builder().mode(Mode::Development).build()
 }
 
 async fn call(
@@ -36,7 +44,7 @@ async fn call(
     split(response).await
 }
 
-async fn split(response: Response<ResponseBody>) -> (StatusCode, Value) {
+async fn split(response: Response<Body>) -> (StatusCode, Value) {
     let status = response.status();
     let bytes = response.into_body().collect().await.unwrap().to_bytes();
     (status, serde_json::from_slice(&bytes).unwrap())
@@ -337,7 +345,12 @@ async fn output_rules_failure_is_500_naming_the_field() {
         "/",
         &json!({"age": 1, "items": items}).to_string(),
     );
-    let (status, body) = call(&person(), &create_config().production().build(), request).await;
+    let (status, body) = call(
+        &person(),
+        &create_config().mode(Mode::Production).build(),
+        request,
+    )
+    .await;
     assert_eq!(
         (status.as_u16(), message(&body)),
         (500, "Internal Server Error")
@@ -382,7 +395,7 @@ async fn handler_errors_keep_status_message_and_headers() {
     assert_eq!((status.as_u16(), message(&body)), (500, "disk on fire"));
     let (status, body) = call(
         &faulty(),
-        &create_config().production().build(),
+        &create_config().mode(Mode::Production).build(),
         get("/?mode=plain"),
     )
     .await;
@@ -590,12 +603,12 @@ impl ResultHandler for Plain {
         result: Result<Output, ApiError>,
         _: &RequestInfo,
         _: &Logger,
-    ) -> Response<ResponseBody> {
+    ) -> Response<Body> {
         let (status, text) = match result {
             Ok(output) => (StatusCode::OK, format!("ok {}", output.data().get())),
             Err(error) => (error.status(), format!("failed: {}", error.message())),
         };
-        let mut response = Response::new(ResponseBody::from(text));
+        let mut response = Response::new(Body::from(text));
         *response.status_mut() = status;
         response
             .headers_mut()
@@ -613,7 +626,7 @@ async fn custom_result_handler_swaps_the_envelope() {
                 count: input.greeting.len(),
             })
         });
-    let text = |response: Response<ResponseBody>| async move {
+    let text = |response: Response<Body>| async move {
         let status = response.status();
         (
             status,
@@ -704,7 +717,7 @@ async fn endpoint_metadata() {
         .clone()
         .oneshot(
             Request::get("/?age=1&items=")
-                .body(strata::RequestBody::empty())
+                .body(strata::Body::empty())
                 .unwrap(),
         )
         .await;
@@ -785,12 +798,12 @@ struct Named {
 /// `service_fn` failing with an `io::Error`, which becomes a 500 carrying it as its source.
 #[tokio::test]
 async fn stages_stack_on_foreign_services() {
-    use strata::format::FormatLayer;
-    use strata::validate::ValidateLayer;
+    use strata::stages::format::FormatLayer;
+    use strata::stages::validate::ValidateLayer;
     use tower::ServiceBuilder;
 
     let foreign = tower::service_fn(
-        |request: Request<strata::Validated<Named, HNil>>| async move {
+        |request: Request<strata::core::Validated<Named, HNil>>| async move {
             let name = &request.body().input.name;
             if name == "disk" {
                 Err(std::io::Error::other("the disk is full"))
@@ -803,9 +816,9 @@ async fn stages_stack_on_foreign_services() {
         .layer(ValidateLayer::<Named>::new())
         .service(foreign);
     let staged = |name: &str| {
-        let mut input = strata::Input::new();
+        let mut input = strata::input::Input::new();
         input.insert("name", name.into());
-        Request::new(strata::Staged { input, ctx: HNil })
+        Request::new(strata::input::Staged { input, ctx: HNil })
     };
     let ok = validate
         .ready()
@@ -858,10 +871,10 @@ struct Nap {
 // a 1 ms nap.
 #[tokio::test(start_paused = true)]
 async fn stages_sit_under_towers_timeout_buffer_and_load_shed() {
-    use strata::format::FormatLayer;
-    use strata::parse::ParseLayer;
-    use strata::validate::ValidateLayer;
-    use strata::{HNil, Validated};
+    use strata::core::{HNil, Validated};
+    use strata::stages::format::FormatLayer;
+    use strata::stages::parse::ParseLayer;
+    use strata::stages::validate::ValidateLayer;
 
     let handler = tower::service_fn(|request: Request<Validated<Nap, HNil>>| async move {
         let ms = request.into_body().input.ms;
@@ -874,7 +887,7 @@ async fn stages_sit_under_towers_timeout_buffer_and_load_shed() {
         .timeout(Duration::from_millis(200))
         .load_shed()
         .layer(ParseLayer::new().body_limit(16))
-        .layer(strata::combine::CombineLayer::new())
+        .layer(strata::stages::combine::CombineLayer::new())
         .layer(ValidateLayer::<Nap>::new())
         .service(handler);
 
@@ -909,7 +922,7 @@ fn with_and_without_layers_after_the_body() -> [(&'static str, Config); 2] {
         (
             "layers after the body",
             Config::builder()
-                .development()
+                .mode(Mode::Development)
                 .after_body(tower::layer::util::Identity::new())
                 .build(),
         ),
@@ -925,14 +938,14 @@ struct Tag {
 
 struct Tagged(&'static str);
 
-impl strata::middleware::AmendResponse for Tagged {
-    fn amend<R: strata::middleware::Amend>(self, outcome: &mut Result<R, ApiError>) {
-        strata::middleware::outcome_headers(outcome)
+impl strata::stages::middleware::AmendResponse for Tagged {
+    fn amend<R: strata::stages::middleware::Amend>(self, outcome: &mut Result<R, ApiError>) {
+        strata::stages::middleware::outcome_headers(outcome)
             .append("x-amended", HeaderValue::from_static(self.0));
     }
 }
 
-impl<C> strata::middleware::MiddlewareHandler<(), C> for Tag {
+impl<C> strata::stages::middleware::MiddlewareHandler<(), C> for Tag {
     type Output = &'static str;
     type Future = std::future::Ready<Result<&'static str, ApiError>>;
     type Amends = Tagged;
@@ -1013,7 +1026,7 @@ async fn a_body_holds_its_share_of_the_budget_until_the_outcome_is_known() {
         });
     let body = format!(r#"{{"text":"{}"}}"#, "n".repeat(100));
     for (build, mut config) in with_and_without_layers_after_the_body() {
-        let budget = strata::parse::BodyBudget::new(1 << 20);
+        let budget = strata::stages::parse::BodyBudget::new(1 << 20);
         config.pipeline.body_budget = Some(budget.clone());
         let request = json_request(Method::POST, "/", &body);
         let answer = tokio::spawn(endpoint.service_with(&config).oneshot(request));

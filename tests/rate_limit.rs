@@ -10,9 +10,12 @@ use http::StatusCode;
 use schemars::JsonSchema;
 use serde::Serialize;
 use serde_json::{Value, json};
+use strata::Routing;
 use strata::openapi::Documentation;
 use strata::prelude::*;
-use strata::ratelimit::{Key, Keyless, Quota, RateLimit, RateLimitState, TrustedProxies};
+use strata::ratelimit::{
+    HeadersOn, Key, Keyless, Quota, RateLimit, RateLimitState, TrustedProxies,
+};
 
 #[path = "common/http.rs"]
 mod http_client;
@@ -59,8 +62,8 @@ async fn a_concurrent_burst_gets_exactly_the_expected_429s() {
     // a 403: every one of these GETs (no body) must carry the server's `ClientAddr`.
     let limit = RateLimit::new(Quota::per_hour(5), Key::client_addr())
         .keyless(Keyless::Reject(StatusCode::FORBIDDEN))
-        .headers(true);
-    let (server, addr) = serve(&routing_with(limit), create_config().cors(false)).await;
+        .headers(HeadersOn::EveryResponse);
+    let (server, addr) = serve(&routing_with(limit), create_config().cors(Cors::Disabled)).await;
 
     let requests: Vec<_> = (0..40)
         .map(|_| tokio::spawn(async move { send(addr, "GET", "/budget", &[], "").await }))
@@ -117,7 +120,7 @@ async fn a_concurrent_burst_gets_exactly_the_expected_429s() {
 async fn a_trusted_proxy_tells_its_clients_apart() {
     let proxy = TrustedProxies::networks(["127.0.0.1"]).unwrap();
     let limit = RateLimit::new(Quota::per_hour(1), Key::client_addr().trust(proxy));
-    let (server, addr) = serve(&routing_with(limit), create_config().cors(false)).await;
+    let (server, addr) = serve(&routing_with(limit), create_config().cors(Cors::Disabled)).await;
     let from = |client: &'static str| async move {
         let headers: &[(&str, &str)] = if client.is_empty() {
             &[]
@@ -141,7 +144,7 @@ async fn a_trusted_proxy_tells_its_clients_apart() {
 
     // Trusting nobody (the default), the same header buys nothing.
     let limit = RateLimit::new(Quota::per_hour(1), Key::client_addr());
-    let (server, addr) = serve(&routing_with(limit), create_config().cors(false)).await;
+    let (server, addr) = serve(&routing_with(limit), create_config().cors(Cors::Disabled)).await;
     let forged = |client: &'static str| async move {
         send(addr, "GET", "/budget", &[("x-forwarded-for", client)], "")
             .await
@@ -155,12 +158,15 @@ async fn a_trusted_proxy_tells_its_clients_apart() {
 #[test]
 fn the_document_lists_the_429_and_the_headers() {
     let document = |limit| {
-        Documentation::new(&routing_with(limit), &create_config().cors(false).build())
-            .title("Limited")
-            .version("1.0.0")
-            .build()
-            .unwrap()
-            .to_value()
+        Documentation::new(
+            &routing_with(limit),
+            &create_config().cors(Cors::Disabled).build(),
+        )
+        .title("Limited")
+        .version("1.0.0")
+        .build()
+        .unwrap()
+        .to_value()
     };
     // By default the headers are on the 429 only, and the document says so.
     let doc = document(RateLimit::new(Quota::per_minute(100), Key::client_addr()));
@@ -168,9 +174,11 @@ fn the_document_lists_the_429_and_the_headers() {
     assert!(responses["429"]["headers"].get("ratelimit").is_some());
     assert!(responses["200"].get("headers").is_none(), "{responses}");
 
-    let routing =
-        routing_with(RateLimit::new(Quota::per_minute(100), Key::client_addr()).headers(true));
-    let doc = Documentation::new(&routing, &create_config().cors(false).build())
+    let routing = routing_with(
+        RateLimit::new(Quota::per_minute(100), Key::client_addr())
+            .headers(HeadersOn::EveryResponse),
+    );
+    let doc = Documentation::new(&routing, &create_config().cors(Cors::Disabled).build())
         .title("Limited")
         .version("1.0.0")
         .build()

@@ -5,6 +5,8 @@
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
+use strata::router::CorsRequest;
+use strata::{Config, Endpoint, Router, Routing, ServeStatic};
 
 use garde::Validate;
 use http::header::{CONTENT_TYPE, HeaderName};
@@ -13,12 +15,11 @@ use http_body_util::BodyExt;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
-use strata::Dotfiles;
+use strata::Body;
 use strata::core::logger::{Level, LogSink};
 use strata::prelude::*;
-use strata::{
-    MethodLikeRouteBehavior, ResponseBody, RoutingError, StaticOptions, WrongMethodBehavior,
-};
+use strata::router::Dotfiles;
+use strata::router::{MethodLikeRouteBehavior, RoutingError, StaticOptions, WrongMethodBehavior};
 use tower::ServiceExt;
 
 #[derive(Debug, Deserialize, Validate, JsonSchema)]
@@ -66,14 +67,19 @@ fn get_endpoint(label: &'static str) -> Endpoint {
 }
 
 fn cors_config(enabled: bool) -> Config {
-    Config::builder().cors(enabled).build()
+    let cors = if enabled {
+        Cors::Enabled
+    } else {
+        Cors::Disabled
+    };
+    Config::builder().cors(cors).build()
 }
 
 fn build(tree: &Routing, config: &Config) -> Router {
     Router::new(tree, config).unwrap()
 }
 
-async fn send(router: &Router, method: Method, uri: &str) -> Response<ResponseBody> {
+async fn send(router: &Router, method: Method, uri: &str) -> Response<Body> {
     let request = Request::builder()
         .method(method)
         .uri(uri)
@@ -82,7 +88,7 @@ async fn send(router: &Router, method: Method, uri: &str) -> Response<ResponseBo
     router.clone().oneshot(request).await.unwrap()
 }
 
-async fn json_of(response: Response<ResponseBody>) -> (StatusCode, Value) {
+async fn json_of(response: Response<Body>) -> (StatusCode, Value) {
     let status = response.status();
     let bytes = response.into_body().collect().await.unwrap().to_bytes();
     let value = if bytes.is_empty() {
@@ -177,7 +183,7 @@ async fn the_builder_writes_the_same_tree() {
 async fn method_like_keys_as_paths() {
     let tree = routing! { "user" => { "get" => labelled("any", &[Method::GET, Method::POST]) } };
     let config = create_config()
-        .cors(false)
+        .cors(Cors::Disabled)
         .method_like_route_behavior(MethodLikeRouteBehavior::Path)
         .build();
     let router = build(&tree, &config);
@@ -323,7 +329,7 @@ async fn unknown_paths_and_wrong_methods() {
     }
 
     let config = create_config()
-        .cors(false)
+        .cors(Cors::Disabled)
         .wrong_method_behavior(WrongMethodBehavior::NotFound)
         .build();
     let router404 = Router::new(&tree, &config).unwrap();
@@ -427,7 +433,7 @@ fn cors_tree(calls: Arc<AtomicUsize>) -> Routing {
 #[tokio::test]
 async fn cors_true_marks_every_response() {
     let calls = Arc::new(AtomicUsize::new(0));
-    let config = create_config().cors(true).body_limit(8).build();
+    let config = create_config().cors(Cors::Enabled).body_limit(8).build();
     let router = build(&cors_tree(calls.clone()), &config);
     let post_big = Request::post("/v1/n")
         .header(CONTENT_TYPE, "application/json")
@@ -503,7 +509,7 @@ impl LogSink for Capture {
 #[tokio::test]
 async fn cors_function() {
     let config = create_config()
-        .cors_with(|cors: &CorsRequest<'_>| {
+        .cors(Cors::with(|cors: &CorsRequest<'_>| {
             let mut headers = cors.default_headers.clone();
             let origin = cors.request.headers.get("origin").cloned();
             match origin {
@@ -529,7 +535,7 @@ async fn cors_function() {
                     headers
                 }
             }
-        })
+        }))
         .build();
     let router = build(&cors_tree(Arc::default()), &config);
     let request = |origin: Option<&str>| {
@@ -598,7 +604,7 @@ async fn cors_function() {
 async fn cors_async_function() {
     let request = || Request::get("/v1/n?n=1").body(String::new()).unwrap();
     let config = create_config()
-        .cors_with_async(|cors: &CorsRequest<'_>| {
+        .cors(Cors::with_async(|cors: &CorsRequest<'_>| {
             let path = cors.request.uri.path().to_owned();
             async move {
                 tokio::task::yield_now().await;
@@ -613,7 +619,7 @@ async fn cors_async_function() {
                 );
                 headers
             }
-        })
+        }))
         .build();
     let router = build(&cors_tree(Arc::default()), &config);
     let response = router.clone().oneshot(request()).await.unwrap();
@@ -646,7 +652,7 @@ fn static_fixture(name: &str) -> std::path::PathBuf {
     public
 }
 
-async fn text_of(response: Response<ResponseBody>) -> String {
+async fn text_of(response: Response<Body>) -> String {
     String::from_utf8(
         response
             .into_body()
@@ -809,18 +815,13 @@ async fn static_files_send_cache_control_and_a_charset_on_text() {
     assert_eq!(cached.status(), StatusCode::NOT_MODIFIED);
     assert_eq!(cached.headers()["cache-control"], "public, max-age=0");
 
-    let custom = StaticOptions {
-        cache_control: Some(http::HeaderValue::from_static("public, max-age=3600")),
-        ..StaticOptions::default()
-    };
+    let custom = StaticOptions::default()
+        .cache_control(Some(http::HeaderValue::from_static("public, max-age=3600")));
     let tree = routing! { "files" => ServeStatic::new(&dir, custom) };
     let router = build(&tree, &cors_config(false));
     let page = send(&router, Method::GET, "/files/docs/").await;
     assert_eq!(page.headers()["cache-control"], "public, max-age=3600");
-    let none = StaticOptions {
-        cache_control: None,
-        ..StaticOptions::default()
-    };
+    let none = StaticOptions::default().cache_control(None);
     let tree = routing! { "files" => ServeStatic::new(&dir, none) };
     let router = build(&tree, &cors_config(false));
     let page = send(&router, Method::GET, "/files/docs/").await;
@@ -834,12 +835,10 @@ async fn static_files_send_cache_control_and_a_charset_on_text() {
 #[tokio::test]
 async fn static_options_dotfiles_index_redirect() {
     let dir = static_fixture("options");
-    let allow = StaticOptions {
-        dotfiles: Dotfiles::Allow,
-        index: true,
-        redirect: false,
-        ..StaticOptions::default()
-    };
+    let allow = StaticOptions::default()
+        .dotfiles(Dotfiles::Allow)
+        .index(true)
+        .redirect(false);
     let tree = routing! { "files" => ServeStatic::new(&dir, allow) };
     let router = build(&tree, &cors_config(false));
     assert_eq!(
@@ -852,12 +851,10 @@ async fn static_options_dotfiles_index_redirect() {
         "<h1>docs</h1>"
     );
 
-    let deny = StaticOptions {
-        dotfiles: Dotfiles::Deny,
-        index: false,
-        redirect: false,
-        ..StaticOptions::default()
-    };
+    let deny = StaticOptions::default()
+        .dotfiles(Dotfiles::Deny)
+        .index(false)
+        .redirect(false);
     let tree = routing! { "files" => ServeStatic::new(&dir, deny) };
     let router = build(&tree, &cors_config(false));
     assert_eq!(
@@ -979,7 +976,7 @@ async fn more_startup_checks() {
 async fn cors_reaches_head_router_errors_and_wrong_method_404s() {
     let tree = routing! { "users" => { ":id" => get_endpoint("user") } };
     let config = create_config()
-        .cors(true)
+        .cors(Cors::Enabled)
         .wrong_method_behavior(WrongMethodBehavior::NotFound)
         .build();
     let router = build(&tree, &config);
@@ -1009,14 +1006,14 @@ async fn cors_functions_see_the_preflighted_endpoint_and_unknown_paths() {
         "items" => { "get" => get_endpoint("list"), "delete" => labelled("remove", &[Method::DELETE]) },
     };
     let config = create_config()
-        .cors_with(|cors: &CorsRequest<'_>| {
+        .cors(Cors::with(|cors: &CorsRequest<'_>| {
             let mut headers = cors.default_headers.clone();
             let methods = cors
                 .endpoint
                 .map_or("none".to_owned(), |meta| format!("{:?}", meta.methods));
             headers.insert("x-endpoint", HeaderValue::from_str(&methods).unwrap());
             headers
-        })
+        }))
         .build();
     let router = build(&tree, &config);
     let preflight = Request::options("/items")
@@ -1043,7 +1040,7 @@ async fn cors_functions_see_the_preflighted_endpoint_and_unknown_paths() {
 #[tokio::test]
 async fn async_cors_functions_are_held_to_the_credentials_rule_and_panics_are_contained() {
     let config = create_config()
-        .cors_with_async(|cors: &CorsRequest<'_>| {
+        .cors(Cors::with_async(|cors: &CorsRequest<'_>| {
             let explode = cors.request.uri.query() == Some("explode");
             let mut headers = cors.default_headers.clone();
             async move {
@@ -1054,7 +1051,7 @@ async fn async_cors_functions_are_held_to_the_credentials_rule_and_panics_are_co
                 );
                 headers
             }
-        })
+        }))
         .build();
     let router = build(&routing! { "x" => get_endpoint("x") }, &config);
     let capture = Arc::new(Capture::default());
@@ -1096,13 +1093,16 @@ async fn async_cors_functions_are_held_to_the_credentials_rule_and_panics_are_co
 fn uploads_need_the_multipart_reader_at_startup() {
     let tree = routing! { "ping" => default_endpoints_factory().get().handler_without_input(async || Ok(Reply::new(()))) };
     let config = create_config()
-        .cors(false)
+        .cors(Cors::Disabled)
         .upload(strata::UploadLimits::new())
         .build();
     let router = Router::new(&tree, &config);
-    if strata::parse::MULTIPART {
+    if strata::stages::parse::MULTIPART {
         assert!(router.is_ok(), "{:?}", router.err());
     } else {
-        assert_eq!(router.err(), Some(strata::RoutingError::UploadsNotBuilt));
+        assert_eq!(
+            router.err(),
+            Some(strata::router::RoutingError::UploadsNotBuilt)
+        );
     }
 }

@@ -4,6 +4,7 @@
 #![allow(clippy::unwrap_used)] // tests fail loudly by design
 
 use http::Request;
+use strata::Router;
 use strata::prelude::*;
 use tower::ServiceExt;
 
@@ -323,7 +324,7 @@ async fn three_hundred_keys() {
         "k298" => hello.clone(),
         "group299" => { "inner" => hello.clone(), "post" => hello.clone() },
     };
-    let config = create_config().cors(true).build();
+    let config = create_config().cors(Cors::Enabled).build();
     let router = Router::new(&tree, &config).unwrap();
     // 294 plain keys (GET and POST each), 6 groups of a nested key (GET, POST) and a POST.
     assert_eq!(router.routes().count(), 294 * 2 + 6 * 3);

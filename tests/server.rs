@@ -5,6 +5,8 @@
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+use strata::Routing;
+use strata::server::Compression;
 
 use garde::Validate;
 use http::{Request, Response, StatusCode};
@@ -14,7 +16,7 @@ use hyper_util::rt::{TokioExecutor, TokioIo};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use strata::prelude::*;
-use strata::{Listen, LocalAddr, Pem, ServerError, ServerLimits};
+use strata::server::{Listen, LocalAddr, Pem, ServerError, ServerLimits};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpStream;
 
@@ -85,7 +87,7 @@ fn loopback() -> std::net::SocketAddr {
 }
 
 fn config() -> strata::ConfigBuilder {
-    create_config().cors(true)
+    create_config().cors(Cors::Enabled)
 }
 
 fn tcp_addr(server: &strata::Server, index: usize) -> std::net::SocketAddr {
@@ -330,12 +332,9 @@ async fn the_shutdown_handle_stops_a_running_server() {
 
 #[tokio::test]
 async fn slow_header_clients_are_cut_off_while_others_are_served() {
-    let limits = ServerLimits {
-        header_read_timeout: Some(Duration::from_millis(300)),
-        ..ServerLimits::default()
-    };
+    let limits = ServerLimits::default().header_read_timeout(Some(Duration::from_millis(300)));
     let server = create_server(
-        &config().listen(loopback()).server_limits(limits).build(),
+        &config().listen(loopback()).limits(limits).build(),
         &routing(),
     )
     .await
@@ -374,12 +373,9 @@ async fn slow_header_clients_are_cut_off_while_others_are_served() {
 
 #[tokio::test]
 async fn oversized_headers_are_refused() {
-    let limits = ServerLimits {
-        max_header_bytes: 8192,
-        ..ServerLimits::default()
-    };
+    let limits = ServerLimits::default().max_header_bytes(8192);
     let server = create_server(
-        &config().listen(loopback()).server_limits(limits).build(),
+        &config().listen(loopback()).limits(limits).build(),
         &routing(),
     )
     .await
@@ -403,7 +399,10 @@ async fn oversized_headers_are_refused() {
 #[tokio::test]
 async fn compression_is_negotiated() {
     let server = create_server(
-        &config().listen(loopback()).compression(true).build(),
+        &config()
+            .listen(loopback())
+            .compression(Compression::GzipAndBrotli)
+            .build(),
         &routing(),
     )
     .await
@@ -496,13 +495,12 @@ async fn configuration_errors_are_clear() {
         .unwrap_err();
     assert_eq!(
         error.to_string(),
-        "invalid server configuration: no listener: set `listen` (http) and/or `https` in the config"
+        "invalid server configuration: no listener: set `listen` (http) and/or `https` in the \
+         config, or give one to `create_server(..).listener(..)`"
     );
-    let https = strata::Https {
-        cert: Some(Pem::Bytes(b"x".to_vec())),
-        key: None,
-        listen: Some(Listen::Addr(loopback())),
-    };
+    let https = strata::server::Https::default()
+        .cert(Pem::Bytes(b"x".to_vec()))
+        .listen(Listen::Addr(loopback()));
     let error = create_server(&config().https_options(https).build(), &routing())
         .await
         .unwrap_err();
@@ -566,7 +564,7 @@ async fn https_server(tls: &Tls, limits: ServerLimits) -> strata::Server {
             Pem::Bytes(tls.key_pem.clone().into_bytes()),
             loopback(),
         )
-        .server_limits(limits)
+        .limits(limits)
         .build();
     create_server(&config, &routing()).await.unwrap()
 }
@@ -576,10 +574,7 @@ async fn a_tls_client_silent_after_its_handshake_is_cut_off() {
     let tls = certificate();
     let server = https_server(
         &tls,
-        ServerLimits {
-            header_read_timeout: Some(Duration::from_millis(300)),
-            ..ServerLimits::default()
-        },
+        ServerLimits::default().header_read_timeout(Some(Duration::from_millis(300))),
     )
     .await;
     let mut stream = tls_connect(tcp_addr(&server, 0), &tls, b"http/1.1").await;
@@ -598,11 +593,9 @@ async fn an_http2_connection_over_tls_is_closed_gracefully_without_a_stream() {
     let tls = certificate();
     let server = https_server(
         &tls,
-        ServerLimits {
-            header_read_timeout: Some(Duration::from_millis(300)),
-            idle_timeout: Some(Duration::from_secs(5)),
-            ..ServerLimits::default()
-        },
+        ServerLimits::default()
+            .header_read_timeout(Some(Duration::from_millis(300)))
+            .idle_timeout(Some(Duration::from_secs(5))),
     )
     .await;
     let head_timeout = Duration::from_millis(300);
@@ -653,13 +646,10 @@ async fn an_http2_connection_over_tls_is_closed_gracefully_without_a_stream() {
 
 #[tokio::test]
 async fn the_shutdown_timeout_answers_what_is_still_open_with_a_503() {
-    let limits = ServerLimits {
-        shutdown_timeout: Some(Duration::from_millis(300)),
-        ..ServerLimits::default()
-    };
+    let limits = ServerLimits::default().shutdown_timeout(Some(Duration::from_millis(300)));
     let probe = Started::default();
     let server = create_server(
-        &config().listen(loopback()).server_limits(limits).build(),
+        &config().listen(loopback()).limits(limits).build(),
         &routing_with(&probe),
     )
     .await
@@ -751,11 +741,9 @@ async fn tls_material_from_files_and_https_without_listen() {
     assert_eq!(response.status(), 200);
     server.shutdown().await;
 
-    let https = strata::Https {
-        cert: Some(Pem::File(dir.join("cert.pem"))),
-        key: Some(Pem::File(dir.join("key.pem"))),
-        listen: None,
-    };
+    let https = strata::server::Https::default()
+        .cert(Pem::File(dir.join("cert.pem")))
+        .key(Pem::File(dir.join("key.pem")));
     let error = create_server(&config_builder_with(https), &routing())
         .await
         .unwrap_err();
@@ -765,7 +753,7 @@ async fn tls_material_from_files_and_https_without_listen() {
     );
 }
 
-fn config_builder_with(https: strata::Https) -> strata::Config {
+fn config_builder_with(https: strata::server::Https) -> strata::Config {
     config().listen(loopback()).https_options(https).build()
 }
 
@@ -791,17 +779,15 @@ async fn without_compression_nothing_varies() {
 
 /// Every timeout of the server's limits set to `timeout`.
 fn all_timeouts(timeout: Option<Duration>) -> ServerLimits {
-    ServerLimits {
-        header_read_timeout: timeout,
-        shutdown_timeout: timeout,
-        body_idle_timeout: timeout,
-        body_read_timeout: timeout,
-        idle_timeout: timeout,
-        write_timeout: timeout,
-        http2_keep_alive_interval: timeout,
-        http2_keep_alive_timeout: timeout.unwrap_or(Duration::MAX),
-        ..ServerLimits::default()
-    }
+    ServerLimits::default()
+        .header_read_timeout(timeout)
+        .shutdown_timeout(timeout)
+        .body_idle_timeout(timeout)
+        .body_read_timeout(timeout)
+        .idle_timeout(timeout)
+        .write_timeout(timeout)
+        .http2_keep_alive_interval(timeout)
+        .http2_keep_alive_timeout(timeout.unwrap_or(Duration::MAX))
 }
 
 #[cfg(target_os = "linux")]
@@ -821,7 +807,7 @@ async fn timeouts_turned_off_never_fire_panic_or_spin() {
 #[cfg(target_os = "linux")]
 async fn never_fire(limits: ServerLimits) {
     let server = create_server(
-        &config().listen(loopback()).server_limits(limits).build(),
+        &config().listen(loopback()).limits(limits).build(),
         &routing(),
     )
     .await
@@ -883,7 +869,7 @@ async fn zero_timeouts_cut_connections_off_without_panic_or_spin() {
     let server = create_server(
         &config()
             .listen(loopback())
-            .server_limits(all_timeouts(Some(Duration::ZERO)))
+            .limits(all_timeouts(Some(Duration::ZERO)))
             .build(),
         &routing(),
     )
@@ -918,14 +904,15 @@ async fn zero_timeouts_cut_connections_off_without_panic_or_spin() {
 async fn a_panic_in_an_applications_layer_ends_one_http2_stream_not_its_connection() {
     // hyper calls an HTTP/2 service on the connection's task: the stack is called in the
     // stream's own task instead, so a panic there resets that stream alone.
-    let layers = tower::util::MapRequestLayer::new(|request: Request<strata::ServerBody>| {
-        assert!(request.uri().path() != "/panic", "a user's layer panics");
-        request
-    });
-    let server =
-        strata::create_server_with(&config().listen(loopback()).build(), &routing(), layers)
-            .await
-            .unwrap();
+    let layers =
+        tower::util::MapRequestLayer::new(|request: Request<strata::server::ServerBody>| {
+            assert!(request.uri().path() != "/panic", "a user's layer panics");
+            request
+        });
+    let server = strata::create_server(&config().listen(loopback()).build(), &routing())
+        .layers(layers)
+        .await
+        .unwrap();
     let stream = TcpStream::connect(tcp_addr(&server, 0)).await.unwrap();
     let (mut sender, connection) =
         hyper::client::conn::http2::handshake(TokioExecutor::new(), TokioIo::new(stream))
@@ -961,12 +948,13 @@ struct Seen {
 /// thread, so each request takes the map the one before gave.
 #[tokio::test(flavor = "current_thread")]
 async fn a_request_carries_none_of_an_earlier_requests_extensions() {
-    let layers = tower::util::MapRequestLayer::new(|mut request: Request<strata::ServerBody>| {
-        if request.headers().contains_key("x-mark") {
-            request.extensions_mut().insert(Marked);
-        }
-        request
-    });
+    let layers =
+        tower::util::MapRequestLayer::new(|mut request: Request<strata::server::ServerBody>| {
+            if request.headers().contains_key("x-mark") {
+                request.extensions_mut().insert(Marked);
+            }
+            request
+        });
     // Without the parts: the handler stage gives the request's maps.
     let plain = default_endpoints_factory()
         .get()
@@ -992,7 +980,8 @@ async fn a_request_carries_none_of_an_earlier_requests_extensions() {
         },
     );
     let routing = routing! { "plain" => plain, "look" => look };
-    let server = strata::create_server_with(&config().listen(loopback()).build(), &routing, layers)
+    let server = strata::create_server(&config().listen(loopback()).build(), &routing)
+        .layers(layers)
         .await
         .unwrap();
     let stream = TcpStream::connect(tcp_addr(&server, 0)).await.unwrap();

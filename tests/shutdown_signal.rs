@@ -48,13 +48,13 @@ async fn sigterm_lets_every_request_in_flight_finish() {
             }
         });
     let config = create_config()
-        .cors(true)
+        .cors(Cors::Enabled)
         .listen(std::net::SocketAddr::from(([127, 0, 0, 1], 0)))
         .build();
     let server = create_server(&config, &routing! { "wait" => wait })
         .await
         .unwrap();
-    let strata::LocalAddr::Tcp(addr) = server.servers()[0].local_addr.clone() else {
+    let strata::server::LocalAddr::Tcp(addr) = server.servers()[0].local_addr.clone() else {
         panic!("TCP")
     };
     // `run` installs its signal handlers as it is called, before the task starts.

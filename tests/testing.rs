@@ -4,6 +4,9 @@
 #![allow(clippy::unwrap_used)] // tests fail loudly by design
 
 use std::sync::Arc;
+use strata::core::HCons;
+use strata::core::HNil;
+use strata::{Config, Mode, Router, UploadLimits, UploadedFile};
 
 use http::header::{HeaderName, HeaderValue};
 use http::{Request, StatusCode};
@@ -338,7 +341,7 @@ async fn call(
 
 #[tokio::test]
 async fn the_same_cases_through_the_routing() {
-    let config = create_config().cors(false).build();
+    let config = create_config().cors(Cors::Disabled).build();
     let (status, _, body, logs) = call("/v1/profile?key=123&detail=2", Some("456"), &config).await;
     assert_eq!(
         (status, body.as_str()),
@@ -370,7 +373,10 @@ async fn the_same_cases_through_the_routing() {
     let (status, _, body, _) = call(
         "/v1/broken?key=123",
         Some("456"),
-        &create_config().cors(false).production().build(),
+        &create_config()
+            .cors(Cors::Disabled)
+            .mode(Mode::Production)
+            .build(),
     )
     .await;
     assert_eq!(
@@ -386,7 +392,7 @@ async fn the_same_cases_through_the_routing() {
 
 #[tokio::test]
 async fn a_missing_credential_is_a_401_and_a_malformed_one_a_400() {
-    let config = create_config().cors(false).build();
+    let config = create_config().cors(Cors::Disabled).build();
     // No key (the input field the security names): 401, not the input's `key: required`.
     let (status, headers, body, logs) = call("/v1/profile", Some("456"), &config).await;
     assert_eq!(

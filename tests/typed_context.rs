@@ -15,12 +15,15 @@ fn context_entries_are_checked_at_compile_time() {
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use strata::core::ApiResult;
+use strata::{Ctx, Router};
 
 use garde::Validate;
 use http::{Request, StatusCode};
 use http_body_util::BodyExt;
 use schemars::JsonSchema;
 use serde::Serialize;
+use strata::core::ctx::Has;
 use strata::prelude::*;
 use tower::ServiceExt;
 
@@ -60,7 +63,7 @@ async fn state_reaches_every_handler_and_later_middleware() {
         .post()
         .handler_without_input(move |hits: Hits, user: User| async move { Ok(count(hits, user)) });
     let routing = routing! { "a" => first, "b" => second };
-    let router = Router::new(&routing, &create_config().cors(true).build()).unwrap();
+    let router = Router::new(&routing, &create_config().cors(Cors::Enabled).build()).unwrap();
     for (method, expected) in [("GET", 1), ("POST", 2), ("GET", 3)] {
         let request = Request::builder()
             .method(method)
@@ -93,7 +96,7 @@ async fn an_error_only_handler_needs_no_turbofish() {
             let seen = hits.0.load(Ordering::SeqCst);
             Err(http_error!(429, "Slow down after {seen} hits"))
         });
-    let config = create_config().cors(true).build();
+    let config = create_config().cors(Cors::Enabled).build();
     let routing = routing! { "refuse" => refuse };
     let document = strata::openapi::Documentation::new(&routing, &config)
         .build()

@@ -5,6 +5,7 @@
 #![allow(clippy::unwrap_used)] // tests fail loudly by design
 
 use std::borrow::Cow;
+use strata::{InputSource, Routing};
 
 use garde::Validate;
 use http::{Method, StatusCode};
@@ -65,7 +66,7 @@ fn the_examples_clients_match_their_snapshots() {
     );
     assert!(!types.contains("class Client") && !types.contains("fetch("));
 
-    let config = create_config().cors(true).build();
+    let config = create_config().cors(Cors::Enabled).build();
     let client = auth::auth_client(&auth::auth_routing(), &config)
         .unwrap()
         .to_string();
@@ -149,7 +150,7 @@ fn users_routing() -> Routing {
 /// The config of the shapes: GET reads headers too.
 fn headers_config() -> strata::Config {
     create_config()
-        .cors(true)
+        .cors(Cors::Enabled)
         .input_sources(
             &Method::GET,
             [
@@ -271,7 +272,7 @@ mod events;
 fn event_streams_get_typed_subscriptions() {
     // Compiled by tsc and used against the live example by tests/client/events.test.ts.
     let routing = events::events_routing();
-    let config = create_config().cors(true).build();
+    let config = create_config().cors(Cors::Enabled).build();
     let client = events::events_client(&routing, &config)
         .unwrap()
         .to_string();
@@ -446,7 +447,7 @@ fn schema_error(error: &IntegrationError) -> [&str; 4] {
 
 #[test]
 fn a_schema_without_a_type_is_an_error_naming_the_request_and_the_place() {
-    let config = create_config().cors(true).build();
+    let config = create_config().cors(Cors::Enabled).build();
     let tagged = default_endpoints_factory()
         .post()
         .handler(async |_: Tagged| Ok(user()));
@@ -516,18 +517,18 @@ impl strata::ResultHandler for Varied {
 
     fn handle(
         &self,
-        _result: Result<strata::Output, ApiError>,
+        _result: Result<strata::core::Output, ApiError>,
         _: &strata::RequestInfo,
         _: &Logger,
-    ) -> http::Response<strata::ResponseBody> {
-        http::Response::new(strata::ResponseBody::empty())
+    ) -> http::Response<strata::Body> {
+        http::Response::new(strata::Body::empty())
     }
 }
 
 #[test]
 fn each_status_has_its_own_body_type() {
     // Compiled by tsc in `.ci/client-checks` and narrowed by tests/client/compile-fail.ts.
-    let config = create_config().cors(true).build();
+    let config = create_config().cors(Cors::Enabled).build();
     let one = strata::EndpointsFactory::new(Varied)
         .get()
         .operation_id("getUser")
@@ -555,7 +556,7 @@ fn each_status_has_its_own_body_type() {
 
 #[test]
 fn what_the_document_cannot_describe_the_client_cannot_either() {
-    let config = create_config().cors(true).build();
+    let config = create_config().cors(Cors::Enabled).build();
     let first = default_endpoints_factory()
         .get()
         .operation_id("same")
@@ -584,7 +585,7 @@ fn a_file_of_any_type_is_unknown_until_it_is_read_and_a_declared_type_says_what_
         #[garde(length(min = 1))]
         name: String,
     }
-    let config = create_config().cors(true).build();
+    let config = create_config().cors(Cors::Enabled).build();
     let open = |input: FileName| strata::FileResponse::open(std::env::temp_dir().join(input.name));
     let any = default_endpoints_factory()
         .get()

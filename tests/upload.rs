@@ -7,6 +7,7 @@
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
+use strata::{Mode, Routing, UploadLimits, UploadedFile};
 
 use garde::Validate;
 use http_body_util::{BodyExt, Full};
@@ -15,8 +16,10 @@ use hyper_util::rt::TokioIo;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
+use strata::Server;
 use strata::prelude::*;
-use strata::{LocalAddr, MultipartForm, Server};
+use strata::server::LocalAddr;
+use strata::upload::MultipartForm;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 const LIMIT: usize = 1000;
@@ -92,8 +95,8 @@ async fn start(uploads: bool, saved: PathBuf) -> (Server, SocketAddr) {
 
 async fn serve(uploads: bool, routing: &Routing) -> (Server, SocketAddr) {
     let mut config = create_config()
-        .cors(false)
-        .development()
+        .cors(Cors::Disabled)
+        .mode(Mode::Development)
         .listen(SocketAddr::from(([127, 0, 0, 1], 0)));
     if uploads {
         config = config.upload(UploadLimits::builder().file_size(LIMIT as u64).files(3));
@@ -465,8 +468,8 @@ async fn a_large_file_arrives_in_pieces_and_reads_whole() {
         });
     let size: usize = 4 * 1024 * 1024;
     let mut config = create_config()
-        .cors(false)
-        .development()
+        .cors(Cors::Disabled)
+        .mode(Mode::Development)
         .listen(SocketAddr::from(([127, 0, 0, 1], 0)));
     config = config.upload(
         UploadLimits::builder()

@@ -6,13 +6,13 @@
 mod users_api;
 
 use std::time::Duration;
+use strata::Router;
 
 use bytes::Bytes;
 use http::header::{AUTHORIZATION, CONTENT_TYPE};
 use http::{Method, Request, StatusCode};
 use http_body_util::{BodyExt, Full};
 use serde_json::{Value, json};
-use strata::prelude::*;
 use tower::ServiceExt;
 
 #[derive(Clone)]

@@ -11,9 +11,10 @@ use http_body_util::BodyExt;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
-use strata::MultipartForm;
 use strata::paginate::{OffsetInput, OffsetPage, pagination};
 use strata::prelude::*;
+use strata::upload::MultipartForm;
+use strata::{Config, Router, Routing, UploadLimits, UploadedFile};
 use tower::ServiceExt;
 
 #[derive(Debug, Deserialize, Validate, JsonSchema)]
@@ -85,7 +86,12 @@ async fn send(routing: &Routing, config: &Config, request: Request<String>) -> (
 
 /// The 400's message for `request` against the table's routing.
 async fn message_of(request: Request<String>) -> String {
-    message_of_at(&routing(), &create_config().cors(true).build(), request).await
+    message_of_at(
+        &routing(),
+        &create_config().cors(Cors::Enabled).build(),
+        request,
+    )
+    .await
 }
 
 /// The 400's message for `request` against `routing`.
@@ -182,7 +188,7 @@ struct Profile {
     #[garde(skip)]
     bio: Option<String>,
     #[garde(skip)]
-    #[serde(default, deserialize_with = "strata::not_null")]
+    #[serde(default, deserialize_with = "strata::decode::not_null")]
     #[schemars(with = "String")]
     nickname: Option<String>,
 }
@@ -197,7 +203,7 @@ async fn null_is_none_for_optional_fields_unless_the_field_refuses_it() {
             })
         });
     let routing = routing! { "profile" => profile };
-    let config = create_config().cors(true).build();
+    let config = create_config().cors(Cors::Enabled).build();
     // `Option<T>`: absent and `null` are both `None`, as serde reads them.
     for body in ["{}", r#"{"bio":null}"#] {
         let (status, answer) = send(&routing, &config, post("/profile", body)).await;
@@ -252,7 +258,7 @@ async fn a_value_its_field_reads_is_not_named_though_its_schema_refuses_it() {
             })
         });
     let routing = routing! { "v1" => { "query-types" => query_types } };
-    let config = create_config().cors(true).build();
+    let config = create_config().cors(Cors::Enabled).build();
     let (status, body) = send(
         &routing,
         &config,
@@ -294,7 +300,7 @@ async fn middleware_inputs_list_every_problem_too() {
         .get()
         .handler_without_input(async || Ok(done()));
     let routing = routing! { "secured" => secured };
-    let config = create_config().cors(true).build();
+    let config = create_config().cors(Cors::Enabled).build();
     let (status, body) = send(&routing, &config, get("/secured?version=x")).await;
     assert_eq!(status, StatusCode::BAD_REQUEST);
     assert_eq!(
@@ -326,7 +332,7 @@ async fn multipart_fields_list_every_problem_too() {
         .handler(async |_: Cover| Ok(done()));
     let routing = routing! { "covers" => upload };
     let config = create_config()
-        .cors(true)
+        .cors(Cors::Enabled)
         .upload(UploadLimits::new())
         .build();
     let form = MultipartForm::new()
@@ -373,7 +379,7 @@ async fn the_message_stops_at_a_hundred_issues() {
         .post()
         .handler(async |_: Batch| Ok(done()));
     let routing = routing! { "batch" => batch };
-    let config = create_config().cors(true).build();
+    let config = create_config().cors(Cors::Enabled).build();
     let ids: Vec<String> = (0..10_000).map(|i| format!("\"id-{i}\"")).collect();
     let body = format!(r#"{{"ids":[{}]}}"#, ids.join(","));
     let (status, answer) = send(&routing, &config, post("/batch", &body)).await;
@@ -388,9 +394,9 @@ async fn the_message_stops_at_a_hundred_issues() {
 /// The same explanations reach a hand-built stack: the decoder is the validate stage's.
 #[tokio::test]
 async fn the_decoder_explains_the_same_way() {
-    let mut input = strata::Input::new();
+    let mut input = strata::input::Input::new();
     input.insert("age", "old".into());
-    let error = strata::Decoder::<NewUser>::new()
+    let error = strata::decode::Decoder::<NewUser>::new()
         .decode(&input)
         .unwrap_err();
     assert_eq!(

@@ -50,8 +50,9 @@ use http::{HeaderMap, HeaderValue, Method, Request, Response, StatusCode, Uri, V
 use http_body_util::{BodyExt, Full};
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
+use strata::Operation;
 use strata::client::Client;
-use strata::{BoxError, Operation};
+use strata::core::BoxError;
 use tower::{Service, ServiceExt};
 
 use crate::args::ClientOptions;

@@ -231,7 +231,11 @@ async fn measure(
     let mut rounds = Vec::new();
     for round in 1..=options.rounds {
         let mut line = format!("{scenario}: round {round}/{}:", options.rounds);
-        for (child, build) in children.iter().zip(&options.builds) {
+        // Each round starts one build later than the one before, so that no build is always
+        // measured first (or right after the same one).
+        let count = children.len();
+        let order = (0..count).map(|i| (i + round - 1) % count);
+        for (child, build) in order.map(|i| (&children[i], &options.builds[i])) {
             // A round during which other processes took CPU (a build beside the run) is run
             // again: it would price the disturbance, not the build.
             let mut attempts = 0;

@@ -10,7 +10,7 @@
 //! gets the 200; `cache-304`: the same server, the request's `If-None-Match` matches and gets
 //! the 304), behind the rate limiter (`rate-limit`: keyed by the client's address, a quota
 //! no run reaches, its `RateLimit` headers on a 429 only, the default; `rate-limit-headers`:
-//! the same with `.headers(true)`, both headers on every response). The load generator (wrk or the internal one,
+//! the same with `.headers(HeadersOn::EveryResponse)`, both headers on every response). The load generator (wrk or the internal one,
 //! pinned to core 1) loads one variant at a time; every round loads each variant once, in an
 //! order that rotates every round, so that drift of the machine hits all alike. Per round:
 //! each variant's requests per second and server CPU per request (`schedstat`), and both
@@ -51,7 +51,7 @@ pub(crate) enum Server {
     Cookies,
     Cache,
     RateLimit,
-    /// The rate limiter with its headers on every response (`headers(true)`).
+    /// The rate limiter with its headers on every response (`headers(HeadersOn::EveryResponse)`).
     RateLimitHeaders,
 }
 
@@ -118,7 +118,7 @@ pub(crate) enum Variant {
     /// The same behind the rate limiter (client address, quota never reached, its headers on a
     /// 429 only: the default).
     RateLimit,
-    /// The same limiter with its headers on every response (`headers(true)`).
+    /// The same limiter with its headers on every response (`headers(HeadersOn::EveryResponse)`).
     RateLimitHeaders,
     /// Plain hello's server sent the cookie variant's request: the baseline of `cookies`,
     /// since hyper's parsing of the longer head is the request's cost, not the middleware's.

@@ -125,10 +125,12 @@ impl Kind {
             let data: Vec<u8> = (0..size)
                 .map(|i| b"0123456789abcdef"[(i % 16) as usize])
                 .collect();
-            let form = strata::MultipartForm::new().text("title", "Soak").file(
-                "file",
-                strata::UploadedFile::new("soak.bin", "application/octet-stream", data),
-            );
+            let form = strata::upload::MultipartForm::new()
+                .text("title", "Soak")
+                .file(
+                    "file",
+                    strata::UploadedFile::new("soak.bin", "application/octet-stream", data),
+                );
             post(
                 "/v1/upload",
                 form.content_type(),

@@ -43,9 +43,7 @@ use serde::de::DeserializeOwned;
 use strata_combine::CombineLayer;
 use strata_core::{ApiError, ErrorKind, HNil, PathParams};
 use strata_input::text::{PlainQuery, parse_urlencoded};
-use strata_input::{
-    Input, InputSource, InputSources, InputValue, JsonObject, Parsed, ParsedBody, Staged, TextValue,
-};
+use strata_input::{Input, InputSource, InputSources, InputValue, JsonObject, Parsed, ParsedBody, Staged, TextValue};
 use strata_decode::Decoder;
 use tower::{Layer, ServiceExt, service_fn};
 

@@ -37,9 +37,7 @@ use libfuzzer_sys::arbitrary::{self, Arbitrary, Unstructured};
 use libfuzzer_sys::fuzz_target;
 use strata_core::{ApiError, ErrorKind};
 use strata_input::TextValue;
-use strata_upload::{
-    Multipart, MultipartForm, UploadLimits, UploadedFile, boundary, read_multipart,
-};
+use strata_upload::{Multipart, MultipartForm, UploadLimits, UploadedFile, boundary, read_multipart};
 
 /// README, "Findings", 4: set to `false` to send any name in the round trip.
 const KNOWN_FORM_NAME_LIMITS: bool = true;

@@ -2,6 +2,7 @@
 
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use strata::{RequestInfo, Security};
 
 use argon2::Argon2;
 use argon2::password_hash::rand_core::{OsRng, RngCore};
@@ -9,8 +10,8 @@ use argon2::password_hash::{PasswordHash, PasswordHasher, PasswordVerifier, Salt
 use jsonwebtoken::{Algorithm, DecodingKey, EncodingKey, Header, Validation};
 use serde::{Deserialize, Serialize};
 use strata::http::StatusCode;
-use strata::middleware::MiddlewareHandler;
 use strata::prelude::*;
+use strata::stages::middleware::MiddlewareHandler;
 
 /// How long a token is valid.
 const TOKEN_LIFETIME: Duration = Duration::from_secs(60 * 60 * 24 * 30);

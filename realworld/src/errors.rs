@@ -7,9 +7,11 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 use strata::client::{ClientError, Envelope, api_error, decode, without_body};
 use strata::core::json_response;
+use strata::core::{ErrorKind, Output};
 use strata::http::{HeaderMap, Response, StatusCode};
 use strata::prelude::*;
-use strata::{ErrorKind, Output, ResponseBody, ResponseDescription};
+use strata::{Body, ResponseDescription};
+use strata::{RequestInfo, ResultHandler};
 
 /// Answers a success with the output as it is (the specification's bodies are the outputs
 /// themselves: `{"user": {..}}`), and an error as `{"errors": {"body": [messages]}}`.
@@ -47,7 +49,7 @@ fn status(error: &ApiError) -> StatusCode {
 }
 
 /// The response to `error`, in the specification's format.
-pub fn error_body(error: &ApiError) -> Response<ResponseBody> {
+pub fn error_body(error: &ApiError) -> Response<Body> {
     let body = serde_json::json!({ "errors": { "body": messages(error) } });
     json_response(status(error), body.to_string())
 }
@@ -75,11 +77,11 @@ impl ResultHandler for Conduit {
         result: Result<Output, ApiError>,
         _request: &RequestInfo,
         _logger: &Logger,
-    ) -> Response<ResponseBody> {
+    ) -> Response<Body> {
         match result {
             // A 204 (a deletion) has no body.
             Ok(output) if output.status() == StatusCode::NO_CONTENT => {
-                let mut response = Response::new(ResponseBody::empty());
+                let mut response = Response::new(Body::empty());
                 *response.status_mut() = StatusCode::NO_CONTENT;
                 response
             }

@@ -20,6 +20,7 @@ mod profiles;
 mod users;
 
 use std::net::SocketAddr;
+use strata::{Config, EndpointsFactory, Routing};
 
 use sqlx::SqlitePool;
 use strata::http::StatusCode;
@@ -43,7 +44,7 @@ pub struct App {
 /// clients), errors outside endpoints (404, 405) in the specification's format.
 pub fn config(listen: SocketAddr) -> Config {
     create_config()
-        .cors(true)
+        .cors(Cors::Enabled)
         .listen(listen)
         .error_handler(Conduit)
         .build()

@@ -2,13 +2,15 @@
 //! tests that go through real sockets (included with `#[path = "common/http.rs"] mod http;`).
 
 use std::net::SocketAddr;
+use strata::Routing;
 
 use http::{HeaderMap, Method, Request, StatusCode};
 use http_body_util::{BodyExt, Full};
 use hyper::body::Bytes;
 use hyper_util::rt::TokioIo;
+use strata::Server;
 use strata::prelude::*;
-use strata::{LocalAddr, Server};
+use strata::server::LocalAddr;
 use tokio::net::TcpStream;
 
 /// Starts `routing` on a free loopback port.

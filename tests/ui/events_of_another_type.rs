@@ -1,9 +1,10 @@
 // An event-stream operation declares its events: a handler emitting another type, or calling
 // the operation as an ordinary one, must not compile.
+use strata::{Events, Operation, Router};
 use garde::Validate;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use strata::Emitter;
+use strata::events::Emitter;
 use strata::client::Client;
 use strata::prelude::*;
 

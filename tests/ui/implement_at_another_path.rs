@@ -1,10 +1,11 @@
 // An endpoint implementing an operation, mounted at another path: it compiles, and the routing
 // refuses it at startup (`RoutingError::NotAsDeclared`), never a silent 404 at the client.
+use strata::{Operation, Router};
 use garde::Validate;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use strata::prelude::*;
-use strata::RoutingError;
+use strata::router::RoutingError;
 
 #[derive(Serialize, Deserialize, Validate, JsonSchema)]
 struct BookId {
@@ -25,7 +26,7 @@ fn main() {
         .endpoint()
         .implement(&GET_BOOK, async |input: BookId| Ok(Book { id: input.id }));
     let routing = routing! { "v1" => { "book" => { ":id" => endpoint } } };
-    let config = create_config().cors(false).build();
+    let config = create_config().cors(Cors::Disabled).build();
     match Router::new(&routing, &config) {
         Err(RoutingError::NotAsDeclared { declared, mounted }) => {
             assert_eq!(declared, "GET /v1/books/:id");

@@ -1,4 +1,5 @@
 // A server implementing an operation must return the output it declares.
+use strata::Operation;
 use garde::Validate;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};

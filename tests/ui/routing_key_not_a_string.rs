@@ -1,4 +1,5 @@
 // A key that is not a string literal.
+use strata::Routing;
 use strata::prelude::*;
 
 fn main() {

@@ -39,6 +39,7 @@
 
 use std::collections::{BTreeMap, VecDeque};
 use std::fmt::Write as _;
+use std::future::IntoFuture;
 use std::io::{BufRead, BufReader, Write as _};
 use std::net::{Ipv4Addr, SocketAddr};
 use std::path::PathBuf;
@@ -46,6 +47,9 @@ use std::process::{Child, ExitCode, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
+use strata::server::LogColor;
+use strata::server::LoggerOptions;
+use strata::{Config, FileResponse, Routing};
 
 use garde::Validate;
 use schemars::JsonSchema;
@@ -144,7 +148,7 @@ fn main() -> ExitCode {
 /// The server's configuration.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Variant {
-    /// `create_config().cors(false)`, nothing more.
+    /// `create_config().cors(Cors::Disabled)`, nothing more.
     Default,
     /// The same with the library example's layers after the body.
     Library,
@@ -398,10 +402,10 @@ fn routing(file: PathBuf) -> Routing {
 /// The default configuration on 127.0.0.1 (the library example's layers for `Library`).
 fn config(variant: Variant, log: Option<Level>) -> Config {
     let mut builder = create_config()
-        .cors(false)
+        .cors(Cors::Disabled)
         .listen(SocketAddr::from((Ipv4Addr::LOCALHOST, 0)));
     if let Some(level) = log {
-        builder = builder.logger(level, false);
+        builder = builder.logger(LoggerOptions::new(level).color(LogColor::Never));
     }
     if variant == Variant::Library {
         builder = builder.after_body(
@@ -430,14 +434,14 @@ fn serve(variant: Variant, log: Option<Level>) -> Result<(), String> {
         .map_err(|e| e.to_string())?;
     let routing = routing(file.clone());
     let server = runtime
-        .block_on(create_server(&config(variant, log), &routing))
+        .block_on(create_server(&config(variant, log), &routing).into_future())
         .map_err(|e| e.to_string())?;
     let addr = server
         .servers()
         .iter()
         .find_map(|listening| match &listening.local_addr {
-            strata::LocalAddr::Tcp(addr) => Some(*addr),
-            strata::LocalAddr::Unix(_) => None,
+            strata::server::LocalAddr::Tcp(addr) => Some(*addr),
+            strata::server::LocalAddr::Unix(_) => None,
         })
         .ok_or("the server listens on no TCP address")?;
     let mut stdout = std::io::stdout();

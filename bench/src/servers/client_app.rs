@@ -7,6 +7,7 @@ use garde::Validate;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use strata::prelude::*;
+use strata::{Operation, Routing};
 
 use crate::model::{HelloOutput, Order, OrderSummary, summarize};
 

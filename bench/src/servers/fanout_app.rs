@@ -24,6 +24,9 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
+use strata::server::LogColor;
+use strata::server::LoggerOptions;
+use strata::{Config, Mode, Routing};
 
 use garde::Validate;
 use schemars::JsonSchema;
@@ -165,9 +168,9 @@ pub(crate) fn strata_routing() -> (Routing, impl Future<Output = ()> + Send + 's
 /// address is a quarter of the cap).
 pub(crate) fn strata_config(addr: SocketAddr) -> Config {
     let mut config = create_config()
-        .cors(false)
-        .production()
-        .logger(Level::Warn, false)
+        .cors(Cors::Disabled)
+        .mode(Mode::Production)
+        .logger(LoggerOptions::new(Level::Warn).color(LogColor::Never))
         .listen(addr)
         .build();
     config.server.limits.max_connections_per_client = Some(1 << 20);

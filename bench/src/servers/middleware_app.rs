@@ -4,13 +4,14 @@
 //! (production, CORS on, the default logger at `warn`).
 
 use std::time::Duration;
+use strata::Routing;
 
 use http::request::Parts;
 use strata::cache::{Cache, CacheControl, Caching, ETag};
 use strata::cookies::Cookies;
-use strata::middleware::{Amend, AmendResponse, MiddlewareHandler, outcome_headers};
 use strata::prelude::*;
-use strata::ratelimit::{Key, Quota, RateLimit};
+use strata::ratelimit::{HeadersOn, Key, Quota, RateLimit};
+use strata::stages::middleware::{Amend, AmendResponse, MiddlewareHandler, outcome_headers};
 
 use crate::middleware::Server;
 use crate::model::{HelloInput, HelloOutput};
@@ -139,12 +140,12 @@ pub(crate) fn routing(server: Server) -> Routing {
             .tag("greetings")
             .short_description("Says hello")
             .handler(async |input: HelloInput, logger: Logger| Ok(greet(&input, &logger))),
-        // The same limiter with its two headers on every response (`headers(true)`): what
+        // The same limiter with its two headers on every response (`headers(HeadersOn::EveryResponse)`): what
         // telling the client its budget costs on top of the check.
         Server::RateLimitHeaders => factory
             .add_middleware(
                 RateLimit::new(Quota::per_second(QUOTA_PER_SECOND), Key::client_addr())
-                    .headers(true)
+                    .headers(HeadersOn::EveryResponse)
                     .middleware(),
             )
             .get()
@@ -162,7 +163,7 @@ mod tests {
     /// What the API document says hello answers on `server`: its statuses, and the headers of
     /// its 200.
     fn described(server: Server) -> (Vec<String>, Vec<String>) {
-        let config = create_config().cors(true).build();
+        let config = create_config().cors(Cors::Enabled).build();
         let doc = strata::openapi::Documentation::new(&routing(server), &config)
             .title("bench")
             .version("1")

@@ -195,11 +195,10 @@ pub(crate) async fn start(
 /// Strata's bench app with its own HTTPS listener next to the plain one.
 async fn start_strata(many_routes: bool, cert: &Path, key: &Path) -> io::Result<Running> {
     let mut config = strata_app::config(loopback());
-    config.server.https = strata::Https {
-        cert: Some(strata::Pem::File(cert.to_path_buf())),
-        key: Some(strata::Pem::File(key.to_path_buf())),
-        listen: Some(strata::Listen::Addr(loopback())),
-    };
+    config.server.https = strata::server::Https::default()
+        .cert(strata::server::Pem::File(cert.to_path_buf()))
+        .key(strata::server::Pem::File(key.to_path_buf()))
+        .listen(strata::server::Listen::Addr(loopback()));
     let server = strata::create_server(&config, &strata_app::routing(many_routes))
         .await
         .map_err(io::Error::other)?;
@@ -209,8 +208,8 @@ async fn start_strata(many_routes: bool, cert: &Path, key: &Path) -> io::Result<
             .iter()
             .filter(|listening| listening.protocol == protocol)
             .find_map(|listening| match &listening.local_addr {
-                strata::LocalAddr::Tcp(addr) => Some(*addr),
-                strata::LocalAddr::Unix(_) => None,
+                strata::server::LocalAddr::Tcp(addr) => Some(*addr),
+                strata::server::LocalAddr::Unix(_) => None,
             })
             .ok_or_else(|| io::Error::other(format!("Strata listens on no {protocol:?} address")))
     };

@@ -2,6 +2,9 @@
 //! of `strata-bench soak` (successes, 400s, 404s, 413s, uploads) is cheap to send over and over.
 
 use std::net::SocketAddr;
+use strata::server::LogColor;
+use strata::server::LoggerOptions;
+use strata::{Config, Mode, Routing, UploadLimits, UploadedFile};
 
 use garde::Validate;
 use schemars::JsonSchema;
@@ -72,9 +75,9 @@ pub(crate) fn routing() -> Routing {
 /// Production mode, no CORS, the default logger at `warn`, uploads on with the small limits above.
 pub(crate) fn config(addr: SocketAddr) -> Config {
     create_config()
-        .cors(false)
-        .production()
-        .logger(Level::Warn, false)
+        .cors(Cors::Disabled)
+        .mode(Mode::Production)
+        .logger(LoggerOptions::new(Level::Warn).color(LogColor::Never))
         .body_limit(BODY_LIMIT)
         .upload(
             UploadLimits::builder()

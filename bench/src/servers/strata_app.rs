@@ -2,6 +2,9 @@
 //! ~100 KiB validated POST and a ~1 MiB answer.
 
 use std::net::SocketAddr;
+use strata::server::LogColor;
+use strata::server::LoggerOptions;
+use strata::{Config, Mode, Routing, Security};
 
 use strata::Level;
 use strata::prelude::*;
@@ -82,9 +85,9 @@ pub(crate) fn routing(many_routes: bool) -> Routing {
 /// What a production user would write: CORS on, production mode, the default logger at `warn`.
 pub(crate) fn config(addr: SocketAddr) -> Config {
     create_config()
-        .cors(true)
-        .production()
-        .logger(Level::Warn, false)
+        .cors(Cors::Enabled)
+        .mode(Mode::Production)
+        .logger(LoggerOptions::new(Level::Warn).color(LogColor::Never))
         .listen(addr)
         .build()
 }
@@ -101,8 +104,8 @@ pub(crate) async fn serve(
         .servers()
         .iter()
         .find_map(|listening| match &listening.local_addr {
-            strata::LocalAddr::Tcp(addr) => Some(*addr),
-            strata::LocalAddr::Unix(_) => None,
+            strata::server::LocalAddr::Tcp(addr) => Some(*addr),
+            strata::server::LocalAddr::Unix(_) => None,
         })
         .ok_or_else(|| std::io::Error::other("Strata listens on no TCP address"))?;
     Ok((addr, server))

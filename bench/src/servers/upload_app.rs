@@ -15,6 +15,9 @@
 
 use std::convert::Infallible;
 use std::net::SocketAddr;
+use strata::server::LogColor;
+use strata::server::LoggerOptions;
+use strata::{Config, Mode, Routing, UploadLimits, UploadedFile};
 
 use bytes::Bytes;
 use garde::Validate;
@@ -113,9 +116,9 @@ pub(crate) fn strata_routing() -> Routing {
 /// above, the body budget of one client address raised to the whole budget.
 pub(crate) fn strata_config(addr: SocketAddr) -> Config {
     let mut config = create_config()
-        .cors(false)
-        .production()
-        .logger(Level::Warn, false)
+        .cors(Cors::Disabled)
+        .mode(Mode::Production)
+        .logger(LoggerOptions::new(Level::Warn).color(LogColor::Never))
         .upload(
             UploadLimits::builder()
                 .file_size(FILE_LIMIT)
@@ -125,7 +128,7 @@ pub(crate) fn strata_config(addr: SocketAddr) -> Config {
         .listen(addr)
         .build();
     config.pipeline.body_budget =
-        Some(strata::parse::BodyBudget::new(BODY_BUDGET).per_client(BODY_BUDGET));
+        Some(strata::stages::parse::BodyBudget::new(BODY_BUDGET).per_client(BODY_BUDGET));
     config
 }
 

@@ -101,7 +101,7 @@
 //!
 //! # With the server's `etag(true)`
 //!
-//! `create_config().etag(true)` gives a successful GET whose body is in memory a weak tag
+//! `create_config().etags(ETags::Weak)` gives a successful GET whose body is in memory a weak tag
 //! hashed from the body, and answers a matching `If-None-Match` with a 304, outside the
 //! endpoint. It leaves a response that has an `ETag` alone, so the handler's tag (and this
 //! middleware's evaluation) wins where the handler sets one; where it does not, the server's

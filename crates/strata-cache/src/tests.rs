@@ -3,6 +3,7 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use strata::{Endpoint, Router};
 
 use garde::Validate;
 use http::header::{ACCEPT_LANGUAGE, CACHE_CONTROL, ORIGIN, VARY};
@@ -11,7 +12,7 @@ use http_body_util::BodyExt;
 use schemars::JsonSchema;
 use serde::Serialize;
 use strata::prelude::*;
-use strata::{Reply, ResponseBody};
+use strata::{Body, Reply};
 use tower::ServiceExt;
 
 use crate::{Cache, CacheControl, Caching, ETag};
@@ -57,7 +58,7 @@ async fn call(
     parts(response).await
 }
 
-async fn parts(response: Response<ResponseBody>) -> (StatusCode, HeaderMap, String) {
+async fn parts(response: Response<Body>) -> (StatusCode, HeaderMap, String) {
     let (parts, body) = response.into_parts();
     let bytes = body.collect().await.unwrap().to_bytes();
     (
@@ -318,7 +319,7 @@ async fn errors_get_no_store_or_the_error_policy() {
 async fn head_gets_the_304_and_the_headers_of_get_through_the_router() {
     let runs = Arc::new(AtomicUsize::new(0));
     let routing = routing! { "thing" => early(&runs, 1) };
-    let router = Router::new(&routing, &create_config().cors(false).build()).unwrap();
+    let router = Router::new(&routing, &create_config().cors(Cors::Disabled).build()).unwrap();
     let head = |inm: Option<&str>| {
         let mut request = Request::head("/thing");
         if let Some(inm) = inm {

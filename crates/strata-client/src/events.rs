@@ -77,7 +77,9 @@ impl<S, E> Client<S, E> {
     /// ```
     /// use futures_util::StreamExt;
     /// use serde::{Deserialize, Serialize};
+    /// use strata::events::Emitter;
     /// use strata::prelude::*;
+    /// use strata::{Events, Operation, Router, Routing};
     /// use strata_client::Client;
     ///
     /// #[derive(Serialize, Deserialize, garde::Validate, schemars::JsonSchema)]
@@ -112,7 +114,7 @@ impl<S, E> Client<S, E> {
     ///     },
     /// );
     /// let routing = Routing::new().operation(countdown);
-    /// let router = strata::Router::new(&routing, &create_config().cors(false).build())?;
+    /// let router = strata::Router::new(&routing, &create_config().cors(Cors::Disabled).build())?;
     ///
     /// // ...and a client subscribes, here over the router in memory.
     /// let client = Client::new(router);

@@ -35,6 +35,7 @@
 //! ```
 //! use serde::{Deserialize, Serialize};
 //! use strata::prelude::*;
+//! use strata::{Operation, Router, Routing};
 //! use strata_client::Client;
 //!
 //! #[derive(Serialize, Deserialize, garde::Validate, schemars::JsonSchema)]
@@ -59,7 +60,7 @@
 //!     Ok(Greeted { text: format!("Hello, {}", input.name) })
 //! });
 //! let routing = Routing::new().operation(greet);
-//! let config = create_config().cors(false).build();
+//! let config = create_config().cors(Cors::Disabled).build();
 //! let router = strata::Router::new(&routing, &config)?;
 //!
 //! // ...and a client calls it, here over the router in memory.
@@ -227,6 +228,7 @@ impl<S, E> Client<S, E> {
     /// use serde::{Deserialize, Serialize};
     /// use strata::paginate::{OffsetInput, OffsetPage, pagination};
     /// use strata::prelude::*;
+    /// use strata::{Operation, Router, Routing};
     /// use strata_client::Client;
     ///
     /// pagination! { pub Numbers: offset { items_name: "numbers", max_limit: 10, default_limit: 3 } }
@@ -260,7 +262,7 @@ impl<S, E> Client<S, E> {
     /// );
     /// let router = strata::Router::new(
     ///     &Routing::new().operation(numbers),
-    ///     &create_config().cors(false).build(),
+    ///     &create_config().cors(Cors::Disabled).build(),
     /// )?;
     /// let client = Client::new(router);
     ///

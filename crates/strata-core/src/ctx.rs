@@ -1,12 +1,12 @@
 //! The typed context that middleware build up and handlers read.
 //!
 //! A context is a cons list: [`HNil`] for "nothing yet", [`HCons`] for "one more entry in front".
-//! [`Get`] finds an entry by its type, and [`Pluck`]/[`PluckAll`] take entries out by type
+//! [`Has`] finds an entry by its type, and [`Pluck`]/[`PluckAll`] take entries out by type
 //! (how a handler's parameters receive them); the index type parameter is inferred, so a read
 //! of an entry no middleware provides is a compile error, and no runtime lookup happens.
 //!
 //! ```
-//! use strata_core::ctx::{Get, HCons, HNil};
+//! use strata_core::ctx::{Has, HCons, HNil};
 //!
 //! struct User(&'static str);
 //! struct Session(u64);
@@ -20,7 +20,7 @@
 //! Reading a type that is not there does not compile:
 //!
 //! ```compile_fail
-//! use strata_core::ctx::{Get, HNil};
+//! use strata_core::ctx::{Has, HNil};
 //! struct User;
 //! let ctx = HNil;
 //! let user: &User = ctx.get();
@@ -63,7 +63,7 @@ pub enum Here {}
 #[derive(Debug)]
 pub struct There<I>(PhantomData<I>);
 
-/// Reads the entry of type `T` at inferred index `I`.
+/// The context has an entry of type `T` (at an inferred index `I`): reads it.
 ///
 /// `I` is never written by users: `let user: &User = ctx.get();` or `ctx.get::<User, _>()`.
 #[diagnostic::on_unimplemented(
@@ -71,7 +71,7 @@ pub struct There<I>(PhantomData<I>);
     label = "the context `{Self}` has no entry of type `{T}`",
     note = "attach a middleware whose output is `{T}` with `add_middleware` before building the endpoint"
 )]
-pub trait Get<T, I> {
+pub trait Has<T, I> {
     /// A reference to the entry.
     fn get(&self) -> &T;
     /// A mutable reference to the entry.
@@ -79,7 +79,7 @@ pub trait Get<T, I> {
 }
 
 #[allow(clippy::mismatching_type_param_order)] // the entry type is the head here
-impl<T, Tail> Get<T, Here> for HCons<T, Tail> {
+impl<T, Tail> Has<T, Here> for HCons<T, Tail> {
     fn get(&self) -> &T {
         &self.head
     }
@@ -89,9 +89,9 @@ impl<T, Tail> Get<T, Here> for HCons<T, Tail> {
     }
 }
 
-impl<T, H, Tail, I> Get<T, There<I>> for HCons<H, Tail>
+impl<T, H, Tail, I> Has<T, There<I>> for HCons<H, Tail>
 where
-    Tail: Get<T, I>,
+    Tail: Has<T, I>,
 {
     fn get(&self) -> &T {
         self.tail.get()

@@ -28,8 +28,8 @@ pub mod payload;
 mod result_handler;
 pub mod spare;
 
-pub use body::{HeadBody, IncomingBody, PollFrame, RequestBody, ResponseBody};
-pub use ctx::{Get, HCons, HNil, Pluck, PluckAll};
+pub use body::{Body, HeadBody, IncomingBody, PollFrame};
+pub use ctx::{HCons, HNil, Has, Pluck, PluckAll};
 pub use describe::{
     DeclaredError, MiddlewareInput, PositiveFn, ResponseDescription, ResponseHeader, SchemaFn,
     Security,

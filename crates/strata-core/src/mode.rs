@@ -5,7 +5,7 @@
 ///
 /// Production is the default, so that internal details (a database error's text, a panic
 /// message) never reach clients unless development was chosen: with
-/// `create_config().development()`, or the environment variable `STRATA_MODE=development` read
+/// `create_config().mode(Mode::Development)`, or the environment variable `STRATA_MODE=development` read
 /// when a builder is created.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub enum Mode {

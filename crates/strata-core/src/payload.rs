@@ -15,7 +15,7 @@ use http::{Extensions, HeaderMap, Method, StatusCode, Uri};
 use serde::Serialize;
 use serde_json::value::RawValue;
 
-use crate::body::ResponseBody;
+use crate::body::Body;
 use crate::ctx::HNil;
 use crate::error::ApiError;
 
@@ -118,7 +118,7 @@ pub struct Output {
     /// [`ENVELOPE_ROOM`] spaces, then the JSON text: bytes, as `serde_json` writes them (UTF-8,
     /// but a `String` would check that again on every output: ~120 instructions on hello).
     buffer: Vec<u8>,
-    stream: Option<ResponseBody>,
+    stream: Option<Body>,
     /// Extensions for the response (an event stream's [`StreamShutdown`]); empty, and then
     /// not allocated, for nearly every output.
     extensions: Extensions,
@@ -157,7 +157,7 @@ impl Output {
     /// An output whose body is sent as it is, with `headers` (its `Content-Type`, its
     /// `Content-Length` when known): the format stage answers with it directly once its first
     /// piece is ready, and gives an error before that to the result handler.
-    pub fn streamed(status: StatusCode, headers: HeaderMap, body: ResponseBody) -> Self {
+    pub fn streamed(status: StatusCode, headers: HeaderMap, body: Body) -> Self {
         // No buffer: its JSON reads as `null` (an allocation fewer for every file, stream and
         // 304).
         let mut output = Self::from_buffer(Vec::new());
@@ -172,7 +172,7 @@ impl Output {
     }
 
     /// Takes a streamed body out.
-    pub fn take_stream(&mut self) -> Option<ResponseBody> {
+    pub fn take_stream(&mut self) -> Option<Body> {
         self.stream.take()
     }
 
@@ -224,7 +224,7 @@ impl Output {
     /// A `304 Not Modified` with `headers` and no body: the answer to a conditional request
     /// whose validators still match (RFC 9110 §15.4.5).
     pub fn not_modified(headers: HeaderMap) -> Self {
-        Self::streamed(StatusCode::NOT_MODIFIED, headers, ResponseBody::empty())
+        Self::streamed(StatusCode::NOT_MODIFIED, headers, Body::empty())
     }
 
     /// Extensions the format stage puts on the response, for the layers and the server
@@ -401,7 +401,7 @@ mod tests {
             let body = output.into_body_with(b"[", b"]");
             assert_eq!(&body[..], r#"[{"a":[1,"é"]}]"#.as_bytes());
         }
-        let streamed = Output::streamed(StatusCode::OK, HeaderMap::new(), ResponseBody::empty());
+        let streamed = Output::streamed(StatusCode::OK, HeaderMap::new(), Body::empty());
         assert_eq!(streamed.json(), "null");
         assert_eq!(streamed.data().get(), "null");
         assert_eq!(&streamed.into_body_with(b"[", b"]")[..], b"[null]");

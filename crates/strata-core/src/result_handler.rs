@@ -10,7 +10,7 @@ use http::header::{CONTENT_TYPE, HeaderName, HeaderValue};
 use http::{HeaderMap, Method, Response, StatusCode, Uri};
 use schemars::{Schema, json_schema};
 
-use crate::{ApiError, Logger, Output, RequestInfo, ResponseBody, ResponseDescription};
+use crate::{ApiError, Body, Logger, Output, RequestInfo, ResponseDescription};
 
 /// Turns the outcome of an endpoint into a response, and describes the responses it produces.
 ///
@@ -36,7 +36,7 @@ pub trait ResultHandler: Clone + Send + Sync + 'static {
         result: Result<Output, ApiError>,
         request: &RequestInfo,
         logger: &Logger,
-    ) -> Response<ResponseBody>;
+    ) -> Response<Body>;
 
     /// Builds the response to an outcome that carries `headers` (the output's or the error's,
     /// taken out of it: a handler's `Reply`, a middleware's amendments). They win over the
@@ -55,7 +55,7 @@ pub trait ResultHandler: Clone + Send + Sync + 'static {
         headers: &mut HeaderMap,
         request: &RequestInfo,
         logger: &Logger,
-    ) -> Response<ResponseBody> {
+    ) -> Response<Body> {
         let mut response = self.handle(result, request, logger);
         merge_headers_under(&mut response, std::mem::take(headers));
         response
@@ -66,7 +66,7 @@ pub trait ResultHandler: Clone + Send + Sync + 'static {
 /// does not name them (what extending the response's map with `headers` gives: theirs win;
 /// they come first). The map becomes the response's rather than being copied into it:
 /// [`Output::headers_mut`] sized it for the headers the layers around still add.
-pub fn merge_headers_under(response: &mut Response<ResponseBody>, headers: HeaderMap) {
+pub fn merge_headers_under(response: &mut Response<Body>, headers: HeaderMap) {
     let own = std::mem::replace(response.headers_mut(), headers);
     let headers = response.headers_mut();
     // The name of the values being kept; `None` while skipping a name the output has.
@@ -98,24 +98,14 @@ impl fmt::Debug for ErrorHandler {
 
 /// What an [`ErrorHandler`] needs of a [`ResultHandler`], without its generic parts.
 trait FormatsErrors: Send + Sync + 'static {
-    fn respond(
-        &self,
-        error: ApiError,
-        request: &RequestInfo,
-        logger: &Logger,
-    ) -> Response<ResponseBody>;
+    fn respond(&self, error: ApiError, request: &RequestInfo, logger: &Logger) -> Response<Body>;
     fn negative(&self) -> Vec<ResponseDescription>;
     fn reads_headers(&self) -> bool;
     fn name(&self) -> &'static str;
 }
 
 impl<R: ResultHandler> FormatsErrors for R {
-    fn respond(
-        &self,
-        error: ApiError,
-        request: &RequestInfo,
-        logger: &Logger,
-    ) -> Response<ResponseBody> {
+    fn respond(&self, error: ApiError, request: &RequestInfo, logger: &Logger) -> Response<Body> {
         self.handle(Err(error), request, logger)
     }
 
@@ -148,7 +138,7 @@ impl ErrorHandler {
         uri: &Uri,
         headers: &HeaderMap,
         logger: &Logger,
-    ) -> Response<ResponseBody> {
+    ) -> Response<Body> {
         let extra = error.take_headers();
         let info = RequestInfo {
             method: method.clone(),
@@ -165,7 +155,7 @@ impl ErrorHandler {
                 "the error handler panicked: {}",
                 crate::panic_message(&*payload)
             ));
-            let mut response = Response::new(ResponseBody::from("Internal Server Error"));
+            let mut response = Response::new(Body::from("Internal Server Error"));
             *response.status_mut() = StatusCode::INTERNAL_SERVER_ERROR;
             response.headers_mut().insert(
                 CONTENT_TYPE,
@@ -186,7 +176,7 @@ impl ErrorHandler {
         handler: Option<&ErrorHandler>,
         error: ApiError,
         parts: &http::request::Parts,
-    ) -> Response<ResponseBody> {
+    ) -> Response<Body> {
         match handler {
             None => error_response(error),
             Some(handler) => {
@@ -210,8 +200,8 @@ impl ErrorHandler {
 const JSON: &str = "application/json; charset=utf-8";
 
 /// A response with `status`, a JSON `body` and `Content-Type: application/json; charset=utf-8`.
-pub fn json_response(status: StatusCode, body: impl Into<Bytes>) -> Response<ResponseBody> {
-    let mut response = Response::new(ResponseBody::from(body.into()));
+pub fn json_response(status: StatusCode, body: impl Into<Bytes>) -> Response<Body> {
+    let mut response = Response::new(Body::from(body.into()));
     *response.status_mut() = status;
     *response.headers_mut() = crate::spare::take_headers();
     response
@@ -221,8 +211,8 @@ pub fn json_response(status: StatusCode, body: impl Into<Bytes>) -> Response<Res
 }
 
 /// A JSON response built on `headers`, with `Content-Type` added unless they name one.
-fn json_response_on(status: StatusCode, body: Bytes, headers: HeaderMap) -> Response<ResponseBody> {
-    let mut response = Response::new(ResponseBody::from(body));
+fn json_response_on(status: StatusCode, body: Bytes, headers: HeaderMap) -> Response<Body> {
+    let mut response = Response::new(Body::from(body));
     *response.status_mut() = status;
     // Headers without a map of their own (no middleware or handler added one) get this
     // thread's spare map, when there is one.
@@ -246,7 +236,7 @@ fn error_body(error: &ApiError) -> Vec<u8> {
 
 /// The default error response for `error`: its status, any extra headers still in it, and
 /// `{"status":"error","error":{"message":...}}`.
-pub fn error_response(mut error: ApiError) -> Response<ResponseBody> {
+pub fn error_response(mut error: ApiError) -> Response<Body> {
     let body = error_body(&error);
     match error.take_headers() {
         // The error's own map becomes the response's (a `Content-Type` in it wins, as
@@ -302,7 +292,7 @@ impl ResultHandler for DefaultResultHandler {
         result: Result<Output, ApiError>,
         _request: &RequestInfo,
         _logger: &Logger,
-    ) -> Response<ResponseBody> {
+    ) -> Response<Body> {
         match result {
             Ok(output) => {
                 let status = output.status();
@@ -324,7 +314,7 @@ impl ResultHandler for DefaultResultHandler {
         headers: &mut HeaderMap,
         request: &RequestInfo,
         logger: &Logger,
-    ) -> Response<ResponseBody> {
+    ) -> Response<Body> {
         match result {
             Ok(output) => {
                 let status = output.status();

@@ -13,7 +13,7 @@
 //!
 //! ```
 //! use http::{HeaderMap, HeaderValue, Method, Request, Response};
-//! use strata_core::ResponseBody;
+//! use strata_core::Body;
 //! use strata_cors::{Cors, PathCors};
 //!
 //! let cors = Cors::with(|request| {
@@ -26,7 +26,7 @@
 //! // For each request.
 //! let (parts, ()) = Request::get("/v1/hello").body(()).unwrap().into_parts();
 //! let headers = cors.headers(&parts, &path, None);
-//! let mut response = Response::new(ResponseBody::empty());
+//! let mut response = Response::new(Body::empty());
 //! headers.apply(&mut response);
 //! assert_eq!(response.headers()["access-control-allow-origin"], "*");
 //! assert_eq!(response.headers()["access-control-allow-methods"], "GET, HEAD, OPTIONS");
@@ -46,7 +46,7 @@ use http::header::{
 };
 use http::request::Parts;
 use http::{HeaderMap, HeaderValue, Response};
-use strata_core::{Logger, ResponseBody};
+use strata_core::{Body, Logger};
 use strata_endpoint::EndpointMeta;
 
 /// The name of the header a preflight asks about a method in.
@@ -105,17 +105,6 @@ impl fmt::Debug for Cors {
             Cors::Enabled => f.write_str("Enabled"),
             Cors::Custom(CorsFn::Sync(_)) => f.write_str("Custom(sync fn)"),
             Cors::Custom(CorsFn::Async(_)) => f.write_str("Custom(async fn)"),
-        }
-    }
-}
-
-impl From<bool> for Cors {
-    /// `true`: [`Cors::Enabled`]; `false`: [`Cors::Disabled`].
-    fn from(enabled: bool) -> Self {
-        if enabled {
-            Cors::Enabled
-        } else {
-            Cors::Disabled
         }
     }
 }
@@ -268,7 +257,7 @@ impl CorsHeaders {
     }
 
     /// Adds the headers to `response` (none while a function's answer is still pending).
-    pub fn apply(self, response: &mut Response<ResponseBody>) {
+    pub fn apply(self, response: &mut Response<Body>) {
         match self.0 {
             Pending::None | Pending::Future(..) => {}
             Pending::Default(methods) => {
@@ -322,7 +311,7 @@ mod tests {
                 .poll_ready(&mut Context::from_waker(waker))
                 .is_ready()
         );
-        let mut response = Response::new(ResponseBody::empty());
+        let mut response = Response::new(Body::empty());
         headers.apply(&mut response);
         std::mem::take(response.headers_mut())
     }
@@ -377,7 +366,7 @@ mod tests {
         let path = PathCors::new(&cors, None);
         let mut headers = cors.headers(&parts(), &path, None);
         std::future::poll_fn(|cx| headers.poll_ready(cx)).await;
-        let mut response = Response::new(ResponseBody::empty());
+        let mut response = Response::new(Body::empty());
         headers.apply(&mut response);
         assert_eq!(response.headers()[ACCESS_CONTROL_ALLOW_ORIGIN], "/x");
     }

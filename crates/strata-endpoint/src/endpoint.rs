@@ -19,8 +19,8 @@ use tower::Service;
 use tower::util::BoxCloneSyncService;
 
 use strata_core::{
-    DeclaredError, IncomingBody, MiddlewareInput, PositiveFn, RequestBody, ResponseBody,
-    ResponseDescription, ResponseHeader, SchemaFn, Security,
+    Body, DeclaredError, IncomingBody, MiddlewareInput, PositiveFn, ResponseDescription,
+    ResponseHeader, SchemaFn, Security,
 };
 
 use crate::settings::PipelineSettings;
@@ -95,31 +95,29 @@ impl EndpointMeta {
 }
 
 /// The boxed service of an endpoint, for tests and for mounting into other tower stacks.
-pub type EndpointService =
-    BoxCloneSyncService<Request<RequestBody>, Response<ResponseBody>, Infallible>;
+pub type EndpointService = BoxCloneSyncService<Request<Body>, Response<Body>, Infallible>;
 
 /// The future of a [`SharedService`] call.
-pub type EndpointFuture =
-    Pin<Box<dyn Future<Output = Result<Response<ResponseBody>, Infallible>> + Send>>;
+pub type EndpointFuture = Pin<Box<dyn Future<Output = Result<Response<Body>, Infallible>> + Send>>;
 
 /// A stack routing can hold and call through a shared reference: implemented for every
-/// `Service<Request<RequestBody>, Response = Response<ResponseBody>, Error = Infallible>` that
+/// `Service<Request<Body>, Response = Response<Body>, Error = Infallible>` that
 /// is `Clone + Send + Sync + 'static` with a `Send` future (every endpoint's stack is one).
 pub trait EndpointStack: Send + Sync + 'static {
     /// Handles `request` on a clone of the stack, once it is ready.
-    fn call_shared(&self, request: Request<RequestBody>) -> EndpointFuture;
+    fn call_shared(&self, request: Request<Body>) -> EndpointFuture;
 }
 
 impl<S> EndpointStack for S
 where
-    S: Service<Request<RequestBody>, Response = Response<ResponseBody>, Error = Infallible>
+    S: Service<Request<Body>, Response = Response<Body>, Error = Infallible>
         + Clone
         + Send
         + Sync
         + 'static,
     S::Future: Send + 'static,
 {
-    fn call_shared(&self, request: Request<RequestBody>) -> EndpointFuture {
+    fn call_shared(&self, request: Request<Body>) -> EndpointFuture {
         // Cloning the stack itself copies a few `Arc`s; boxing it (what cloning a
         // `BoxCloneSyncService` does) would allocate on every request.
         let mut service = self.clone();
@@ -153,13 +151,13 @@ impl SharedService {
     }
 
     /// Handles `request`.
-    pub fn call_shared(&self, request: Request<RequestBody>) -> EndpointFuture {
+    pub fn call_shared(&self, request: Request<Body>) -> EndpointFuture {
         self.0.call_shared(request)
     }
 }
 
-impl Service<Request<RequestBody>> for SharedService {
-    type Response = Response<ResponseBody>;
+impl Service<Request<Body>> for SharedService {
+    type Response = Response<Body>;
     type Error = Infallible;
     type Future = EndpointFuture;
 
@@ -167,7 +165,7 @@ impl Service<Request<RequestBody>> for SharedService {
         Poll::Ready(Ok(()))
     }
 
-    fn call(&mut self, request: Request<RequestBody>) -> EndpointFuture {
+    fn call(&mut self, request: Request<Body>) -> EndpointFuture {
         self.0.call_shared(request)
     }
 }
@@ -241,7 +239,7 @@ impl Endpoint {
     }
 
     /// Builds the boxed service for the pipeline settings of `config` (a [`PipelineSettings`], a
-    /// `RoutingConfig` or a server's configuration).
+    /// `RoutingSettings` or a server's configuration).
     pub fn boxed_service(&self, config: &impl AsRef<PipelineSettings>) -> EndpointService {
         BoxCloneSyncService::new((self.build)(config.as_ref()))
     }
@@ -267,39 +265,36 @@ impl Endpoint {
     }
 }
 
-/// Converts any body into a [`RequestBody`], without boxing when it already is one or is a
+/// Converts any body into a [`Body`], without boxing when it already is one or is a
 /// `String` or `Bytes`.
-pub fn into_request_body<B>(body: B) -> RequestBody
+pub fn into_request_body<B>(body: B) -> Body
 where
     B: IncomingBody,
 {
     // Most requests (GET, DELETE) have no body: nothing to keep, nothing to box.
     if body.is_end_stream() {
-        return RequestBody::empty();
+        return Body::empty();
     }
     let mut slot = Some(body);
     let any: &mut dyn Any = &mut slot;
     // These checks compare type ids known at compile time; the optimizer removes the losers.
-    if let Some(body) = any
-        .downcast_mut::<Option<RequestBody>>()
-        .and_then(Option::take)
-    {
+    if let Some(body) = any.downcast_mut::<Option<Body>>().and_then(Option::take) {
         return body;
     }
     if let Some(body) = any.downcast_mut::<Option<String>>().and_then(Option::take) {
-        return RequestBody::from(body);
+        return Body::from(body);
     }
     if let Some(body) = any.downcast_mut::<Option<Bytes>>().and_then(Option::take) {
-        return RequestBody::from(body);
+        return Body::from(body);
     }
     match slot {
-        Some(body) => RequestBody::new(body),
-        None => RequestBody::empty(),
+        Some(body) => Body::new(body),
+        None => Body::empty(),
     }
 }
 
 /// A service that accepts `Request<B>` for any body `B` and gives its inner service a
-/// `Request<RequestBody>`.
+/// `Request<Body>`.
 #[derive(Debug, Clone)]
 pub struct AnyBody<S> {
     inner: S,
@@ -316,7 +311,7 @@ impl<S> AnyBody<S> {
 
 impl<S, B> Service<Request<B>> for AnyBody<S>
 where
-    S: Service<Request<RequestBody>>,
+    S: Service<Request<Body>>,
     B: IncomingBody,
 {
     type Response = S::Response;
@@ -342,10 +337,10 @@ mod tests {
         polled: Arc<std::sync::atomic::AtomicUsize>,
     }
 
-    impl Service<Request<RequestBody>> for Hesitant {
-        type Response = Response<ResponseBody>;
+    impl Service<Request<Body>> for Hesitant {
+        type Response = Response<Body>;
         type Error = Infallible;
-        type Future = std::future::Ready<Result<Response<ResponseBody>, Infallible>>;
+        type Future = std::future::Ready<Result<Response<Body>, Infallible>>;
 
         fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
             let n = self
@@ -359,10 +354,8 @@ mod tests {
             }
         }
 
-        fn call(&mut self, request: Request<RequestBody>) -> Self::Future {
-            std::future::ready(Ok(Response::new(ResponseBody::from(
-                request.uri().to_string(),
-            ))))
+        fn call(&mut self, request: Request<Body>) -> Self::Future {
+            std::future::ready(Ok(Response::new(Body::from(request.uri().to_string()))))
         }
     }
 
@@ -371,8 +364,8 @@ mod tests {
         use http_body_util::BodyExt;
         let shared = SharedService::new(Hesitant::default());
         let (a, b) = (
-            shared.call_shared(Request::new(RequestBody::empty())),
-            shared.call_shared(Request::get("/b").body(RequestBody::empty()).unwrap()),
+            shared.call_shared(Request::new(Body::empty())),
+            shared.call_shared(Request::get("/b").body(Body::empty()).unwrap()),
         );
         let (a, b) = (a.await.unwrap(), b.await.unwrap());
         assert_eq!(a.into_body().collect().await.unwrap().to_bytes(), "/");
@@ -382,7 +375,7 @@ mod tests {
         let response = tower::ServiceExt::ready(&mut boxed)
             .await
             .unwrap()
-            .call(Request::get("/c").body(RequestBody::empty()).unwrap())
+            .call(Request::get("/c").body(Body::empty()).unwrap())
             .await
             .unwrap();
         assert_eq!(
@@ -394,8 +387,8 @@ mod tests {
     #[test]
     fn clones_share_an_id() {
         let build = |_: &PipelineSettings| {
-            BoxCloneSyncService::new(tower::service_fn(|_: Request<RequestBody>| async {
-                Ok::<_, Infallible>(Response::new(ResponseBody::empty()))
+            BoxCloneSyncService::new(tower::service_fn(|_: Request<Body>| async {
+                Ok::<_, Infallible>(Response::new(Body::empty()))
             }))
         };
         let one = Endpoint::from_parts(EndpointMeta::default(), build);
@@ -425,8 +418,8 @@ mod tests {
             EndpointMeta::default(),
             move |_settings: &PipelineSettings| {
                 counted.fetch_add(1, Ordering::SeqCst);
-                BoxCloneSyncService::new(tower::service_fn(|_: Request<RequestBody>| async {
-                    Ok::<_, Infallible>(Response::new(ResponseBody::empty()))
+                BoxCloneSyncService::new(tower::service_fn(|_: Request<Body>| async {
+                    Ok::<_, Infallible>(Response::new(Body::empty()))
                 }))
             },
         );
@@ -449,9 +442,7 @@ mod tests {
             Some(2)
         );
         assert_eq!(
-            into_request_body(RequestBody::from("abc"))
-                .size_hint()
-                .exact(),
+            into_request_body(Body::from("abc")).size_hint().exact(),
             Some(3)
         );
     }

@@ -16,6 +16,7 @@ use crate::after_body::AfterBody;
 /// What every endpoint's stages are built with: the mode, the input sources, the body limits,
 /// the body budget and uploads. Routing gives it to each endpoint once, at startup.
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct PipelineSettings {
     /// Development shows every error message; production (the default) hides internal ones.
     pub mode: Mode,
@@ -61,6 +62,25 @@ impl Default for PipelineSettings {
 }
 
 impl PipelineSettings {
+    strata_core::setters! {
+        /// Sets [`mode`](Self::mode).
+        mode(mode: Mode) => mode = mode;
+        /// Sets [`input_sources`](Self::input_sources).
+        input_sources(sources: InputSources) => input_sources = sources;
+        /// Sets [`body_limit`](Self::body_limit).
+        body_limit(bytes: usize) => body_limit = bytes;
+        /// Sets [`max_fields`](Self::max_fields).
+        max_fields(fields: usize) => max_fields = fields;
+        /// Sets [`body_budget`](Self::body_budget).
+        body_budget(budget: Option<BodyBudget>) => body_budget = budget;
+        /// Sets [`uploads`](Self::uploads).
+        uploads(limits: Option<UploadLimits>) => uploads = limits;
+        /// Sets [`after_body`](Self::after_body).
+        after_body(layers: Option<AfterBody>) => after_body = layers;
+        /// Sets [`cookie_keys`](Self::cookie_keys).
+        cookie_keys(keys: Option<CookieKeys>) => cookie_keys = keys;
+    }
+
     /// The combine stage as these settings say: the sources, and the keys of signed cookies.
     pub fn combine_layer(&self) -> CombineLayer {
         let combine = CombineLayer::with_sources(self.input_sources.clone());

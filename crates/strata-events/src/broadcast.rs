@@ -139,7 +139,7 @@ use tokio::time::Instant;
 use tokio_util::sync::ReusableBoxFuture;
 
 use crate::emitter::{EmitError, Emitter, gap_frames, name_and_data};
-use crate::stream::{EventStream, EventStreamOptions, Events, Relay};
+use crate::stream::{Event, EventStream, EventStreamOptions, Relay};
 
 /// A boxed future of a [`Broadcaster`] (a network call).
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
@@ -359,7 +359,7 @@ impl<E> fmt::Debug for Topic<E> {
     }
 }
 
-impl<E: Events> Topic<E> {
+impl<E: Event> Topic<E> {
     /// The topic `name` of `broadcaster`.
     pub fn new(broadcaster: Arc<dyn Broadcaster>, name: impl Into<Arc<str>>) -> Self {
         Self {
@@ -400,7 +400,7 @@ impl<E: Events> Topic<E> {
     }
 }
 
-impl<E: Events> Emitter<E> {
+impl<E: Event> Emitter<E> {
     /// Relays `topic` to the client: subscribes after the client's `Last-Event-ID`, sends
     /// each event with its id, and a gap as the event `on_gap` makes of it (none: nothing is
     /// sent), until the client leaves or the server shuts down (`Ok`), or the subscription
@@ -425,7 +425,7 @@ impl<E: Events> Emitter<E> {
     }
 }
 
-impl<E: Events> EventStream<E> {
+impl<E: Event> EventStream<E> {
     /// An event stream relaying `topic` to the client, read by the response body itself: no
     /// task and no channel, for an endpoint that does nothing else (a handler started with
     /// [`EventStream::start`] that calls [`Emitter::relay`] does the same, and can emit its own

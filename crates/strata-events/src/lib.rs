@@ -69,4 +69,4 @@ pub use broadcast::{
     Received, ReplayWindow, Subscription, Topic,
 };
 pub use emitter::{EmitError, Emitter};
-pub use stream::{EventFrames, EventStream, EventStreamOptions, Events, last_event_id};
+pub use stream::{Event, EventFrames, EventStream, EventStreamOptions, last_event_id};

@@ -14,13 +14,12 @@ use futures_core::Stream;
 use garde::Validate;
 use http::header::{CACHE_CONTROL, CONTENT_TYPE};
 use http::{HeaderMap, HeaderValue, StatusCode};
-use http_body::{Body, Frame};
+use http_body::{Body as HttpBody, Frame};
 use schemars::{JsonSchema, Schema, SchemaGenerator};
 use serde::{Serialize, Serializer};
 use serde_json::{Value, json};
 use strata_core::{
-    ApiError, BoxError, Logger, Output, PollFrame, ResponseBody, ResponseDescription,
-    StreamShutdown,
+    ApiError, Body, BoxError, Logger, Output, PollFrame, ResponseDescription, StreamShutdown,
 };
 use strata_output::{HandlerOutput, RangeHeaders};
 use tokio::sync::{mpsc, oneshot};
@@ -119,11 +118,11 @@ impl Relay {
     }
 }
 
-/// The types that can be events: enums that serde writes as `{"name": data}` or `"name"`,
+/// A type whose values are events: enums that serde writes as `{"name": data}` or `"name"`,
 /// checked by garde and described by their JSON Schema.
-pub trait Events: Serialize + Validate<Context: Default> + JsonSchema + Send + 'static {}
+pub trait Event: Serialize + Validate<Context: Default> + JsonSchema + Send + 'static {}
 
-impl<E> Events for E where E: Serialize + Validate<Context: Default> + JsonSchema + Send + 'static {}
+impl<E> Event for E where E: Serialize + Validate<Context: Default> + JsonSchema + Send + 'static {}
 
 /// Options of an event stream.
 ///
@@ -131,13 +130,11 @@ impl<E> Events for E where E: Serialize + Validate<Context: Default> + JsonSchem
 /// use std::time::Duration;
 /// use strata_events::EventStreamOptions;
 ///
-/// let options = EventStreamOptions {
-///     keep_alive: Some(Duration::from_secs(5)),
-///     ..EventStreamOptions::default()
-/// };
+/// let options = EventStreamOptions::default().keep_alive(Some(Duration::from_secs(5)));
 /// assert_eq!(options.shutdown_grace, Duration::from_secs(1));
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct EventStreamOptions {
     /// A comment is sent when nothing else was for this long, from the moment the headers are
     /// sent (proxies close idle connections); `None`: no keep-alives. Default 15 s; at least
@@ -148,6 +145,15 @@ pub struct EventStreamOptions {
     /// returns or the grace is over, whichever comes first. Default 1 s (keep it below the
     /// server's `shutdown_timeout`, which cuts whatever is left).
     pub shutdown_grace: Duration,
+}
+
+impl EventStreamOptions {
+    strata_core::setters! {
+        /// Sets [`keep_alive`](Self::keep_alive).
+        keep_alive(every: Option<Duration>) => keep_alive = every;
+        /// Sets [`shutdown_grace`](Self::shutdown_grace).
+        shutdown_grace(grace: Duration) => shutdown_grace = grace;
+    }
 }
 
 impl Default for EventStreamOptions {
@@ -182,7 +188,7 @@ impl<E> std::fmt::Debug for EventStream<E> {
     }
 }
 
-impl<E: Events> EventStream<E> {
+impl<E: Event> EventStream<E> {
     /// Runs `handler` with an [`Emitter`] as a task of the current tokio runtime; the stream
     /// carries what it emits. `last_event_id` is the request's `Last-Event-ID`.
     pub fn start<F, Fut>(
@@ -413,7 +419,7 @@ enum Source {
     Pending,
 }
 
-impl Body for EventBody {
+impl HttpBody for EventBody {
     type Data = Bytes;
     type Error = BoxError;
 
@@ -580,7 +586,7 @@ fn unit_names(schema: &Value) -> Vec<String> {
         .collect()
 }
 
-impl<E: Events> HandlerOutput for EventStream<E> {
+impl<E: Event> HandlerOutput for EventStream<E> {
     type Body = EventFrames<E>;
 
     fn into_parts(self) -> (StatusCode, HeaderMap, EventFrames<E>) {
@@ -604,7 +610,7 @@ impl<E: Events> HandlerOutput for EventStream<E> {
             relays: self.relay.into_iter().collect(),
             turn: 0,
         };
-        let mut output = Output::streamed(StatusCode::OK, headers, ResponseBody::stream(body));
+        let mut output = Output::streamed(StatusCode::OK, headers, Body::new(body));
         // The server tells the stream when its graceful shutdown begins.
         output
             .extensions_mut()
@@ -626,7 +632,7 @@ mod tests {
     use std::sync::Arc;
 
     use http_body_util::BodyExt;
-    use strata_core::ResponseBody;
+    use strata_core::Body;
     use tokio::sync::oneshot;
 
     use super::*;
@@ -648,7 +654,7 @@ mod tests {
     }
 
     /// The stream's body (past its empty first piece) and its shutdown trigger.
-    async fn open(stream: EventStream<Feed>) -> (ResponseBody, StreamShutdown) {
+    async fn open(stream: EventStream<Feed>) -> (Body, StreamShutdown) {
         let mut output = stream
             .into_streamed(&RangeHeaders::default())
             .unwrap_or_else(|_| panic!("an event stream streams"));
@@ -659,7 +665,7 @@ mod tests {
     }
 
     /// The next data frame, as text; `None` at the end.
-    async fn next(body: &mut ResponseBody) -> Option<String> {
+    async fn next(body: &mut Body) -> Option<String> {
         let frame = tokio::time::timeout(Duration::from_secs(5), body.frame())
             .await
             .expect("a frame within 5 s")?;

@@ -7,10 +7,10 @@ use std::task::{Context, Poll};
 
 use bytes::Bytes;
 use http::{Extensions, HeaderMap, Response, StatusCode};
-use http_body::{Body, Frame, SizeHint};
+use http_body::{Body as HttpBody, Frame, SizeHint};
 use pin_project_lite::pin_project;
 use strata_core::{
-    ApiError, BoxError, Logger, Mode, Output, PollFrame, RequestInfo, ResponseBody, StreamFailure,
+    ApiError, Body, BoxError, Logger, Mode, Output, PollFrame, RequestInfo, StreamFailure,
     merge_headers_under,
 };
 
@@ -25,7 +25,7 @@ pub(crate) struct Finish<R> {
 }
 
 impl<R: ResultHandler> Finish<R> {
-    fn respond(self, result: Result<Output, ApiError>) -> Response<ResponseBody> {
+    fn respond(self, result: Result<Output, ApiError>) -> Response<Body> {
         let mut result = result.map_err(|mut error| {
             if error.status().is_server_error() {
                 let line = format_args!(
@@ -88,7 +88,7 @@ pin_project! {
         // A streamed output waits for its first piece: an error before it is still an error
         // response from the result handler; after it, the status line is sent. A stream
         // whose head must go at once (an event stream, a file) yields an empty first piece.
-        Peeking { head: Option<(StatusCode, HeaderMap, Extensions)>, body: ResponseBody },
+        Peeking { head: Option<(StatusCode, HeaderMap, Extensions)>, body: Body },
         Failed { error: Option<ApiError> },
     }
 }
@@ -96,12 +96,12 @@ pin_project! {
 /// A streamed body whose first frame was read ahead; errors after it end the stream, logged.
 struct Prefixed {
     first: Option<Frame<Bytes>>,
-    rest: ResponseBody,
+    rest: Body,
     logger: Logger,
     info: RequestInfo,
 }
 
-impl Body for Prefixed {
+impl HttpBody for Prefixed {
     type Data = Bytes;
     type Error = BoxError;
 
@@ -183,7 +183,7 @@ where
     E: Into<BoxError> + 'static,
     R: ResultHandler,
 {
-    type Output = Result<Response<ResponseBody>, Infallible>;
+    type Output = Result<Response<Body>, Infallible>;
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let mut this = self.project();
@@ -247,7 +247,7 @@ where
                     // A body that ended is not polled again (a stream need not be fused).
                     let rest = match first {
                         Some(_) => std::mem::take(body),
-                        None => ResponseBody::empty(),
+                        None => Body::empty(),
                     };
                     let Some(finish) = this.finish.take() else {
                         break Err(ApiError::internal("polled after completion"));
@@ -258,7 +258,7 @@ where
                         logger: finish.logger,
                         info: finish.info,
                     };
-                    let mut response = Response::new(ResponseBody::stream(body));
+                    let mut response = Response::new(Body::new(body));
                     *response.status_mut() = status;
                     *response.headers_mut() = headers;
                     *response.extensions_mut() = extensions;

@@ -3,7 +3,7 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::task::{Context, Poll, ready};
 
 use http::{HeaderMap, Request, Response};
-use strata_core::{ApiError, BoxError, Logger, Mode, Output, RequestInfo, ResponseBody};
+use strata_core::{ApiError, Body, BoxError, Logger, Mode, Output, RequestInfo};
 use tower_service::Service;
 
 use crate::future::{Finish, ResponseFuture, panic_error};
@@ -55,7 +55,7 @@ where
     S::Error: Into<BoxError> + 'static,
     R: ResultHandler,
 {
-    type Response = Response<ResponseBody>;
+    type Response = Response<Body>;
     type Error = Infallible;
     type Future = ResponseFuture<S::Future, R>;
 

@@ -7,13 +7,13 @@ use http_body_util::BodyExt;
 use schemars::Schema;
 use strata_core::logger::{Level, LogSink};
 use strata_core::{
-    ApiError, Logger, Mode, Output, RequestInfo, ResponseBody, ResponseDescription, http_error,
+    ApiError, Body, Logger, Mode, Output, RequestInfo, ResponseDescription, http_error,
 };
 use tower::{Service, ServiceExt, service_fn};
 
 use crate::{DefaultResultHandler, FormatLayer, ResultHandler};
 
-async fn body(response: Response<ResponseBody>) -> Bytes {
+async fn body(response: Response<Body>) -> Bytes {
     response.into_body().collect().await.unwrap().to_bytes()
 }
 
@@ -32,7 +32,7 @@ fn outcome(path: &str) -> Result<Output, ApiError> {
         "/empty-stream" => Ok(Output::streamed(
             StatusCode::OK,
             http::HeaderMap::new(),
-            ResponseBody::empty(),
+            Body::empty(),
         )),
         "/unchanged" => {
             let mut headers = http::HeaderMap::new();
@@ -52,7 +52,7 @@ struct Marker;
 
 fn service(
     mode: Mode,
-) -> impl Service<Request<()>, Response = Response<ResponseBody>, Error = std::convert::Infallible> + Clone
+) -> impl Service<Request<()>, Response = Response<Body>, Error = std::convert::Infallible> + Clone
 {
     tower_layer::Layer::layer(
         &FormatLayer::new(DefaultResultHandler).mode(mode),
@@ -277,7 +277,7 @@ impl ResultHandler for Custom {
         result: Result<Output, ApiError>,
         request: &RequestInfo,
         _: &Logger,
-    ) -> Response<ResponseBody> {
+    ) -> Response<Body> {
         let body = match result {
             Ok(output) => format!(
                 r#"{{"ok":true,"result":{},"path":"{}"}}"#,
@@ -343,7 +343,7 @@ impl ResultHandler for Fragile {
         result: Result<Output, ApiError>,
         request: &RequestInfo,
         _: &Logger,
-    ) -> Response<ResponseBody> {
+    ) -> Response<Body> {
         assert!(result.is_ok(), "this handler cannot format errors");
         let accept = request.headers.get("accept").cloned();
         let mut response = crate::json_response(StatusCode::OK, "{}");
@@ -468,7 +468,7 @@ async fn an_inner_readiness_error_answers_the_next_request() {
 #[test]
 fn output_headers_take_the_result_handler_s_under_them() {
     use http::header::{CONTENT_TYPE, LOCATION, SET_COOKIE, VARY};
-    let mut response = Response::new(ResponseBody::empty());
+    let mut response = Response::new(Body::empty());
     let own = response.headers_mut();
     own.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
     own.append(VARY, HeaderValue::from_static("origin"));
@@ -526,7 +526,7 @@ async fn default_handler_builds_on_the_outcome_s_headers_as_the_generic_method_d
             result: Result<Output, ApiError>,
             request: &RequestInfo,
             logger: &Logger,
-        ) -> Response<ResponseBody> {
+        ) -> Response<Body> {
             DefaultResultHandler.handle(result, request, logger)
         }
     }
@@ -565,7 +565,7 @@ async fn default_handler_builds_on_the_outcome_s_headers_as_the_generic_method_d
         let generic = Generic.handle_with_headers(generic, &mut generic_headers, &info, &logger);
         assert!(fast_headers.is_empty() && generic_headers.is_empty());
         assert_eq!(fast.status(), generic.status());
-        let listed = |response: &Response<ResponseBody>| {
+        let listed = |response: &Response<Body>| {
             response
                 .headers()
                 .iter()

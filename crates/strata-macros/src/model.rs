@@ -134,7 +134,7 @@ fn path_text(path: &syn::Path) -> String {
 /// A field's `#[strata(..)]` words, replaced by the serde and schemars attributes they stand
 /// for: `not_null` (an `Option` that may be absent but not `null`: not required, its schema
 /// the inner type's, `None` left out when written) and `coerce` (a number or boolean also read from its text:
-/// `strata::validate::coerce`, whose deserializer and schema agree).
+/// `strata::stages::validate::coerce`, whose deserializer and schema agree).
 fn rewrite_fields(fields: &mut Fields, krate: &str) -> syn::Result<()> {
     for field in fields.iter_mut() {
         let mut not_null = false;

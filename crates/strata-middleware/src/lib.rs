@@ -23,7 +23,7 @@
 //! use http::Request;
 //! use schemars::JsonSchema;
 //! use serde::Deserialize;
-//! use strata_core::{ApiError, Get, HCons, HNil, Security, http_error};
+//! use strata_core::{ApiError, Has, HCons, HNil, Security, http_error};
 //! use strata_input::{Input, Staged};
 //! use strata_middleware::{Middleware, MiddlewareLayer};
 //! use tower::{ServiceBuilder, ServiceExt, service_fn};

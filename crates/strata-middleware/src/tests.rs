@@ -5,7 +5,7 @@ use garde::Validate;
 use http::{Request, Response};
 use schemars::JsonSchema;
 use serde::Deserialize;
-use strata_core::{ApiError, Get, HCons, HNil, http_error};
+use strata_core::{ApiError, HCons, HNil, Has, http_error};
 use strata_input::{Input, Staged};
 use tower::{ServiceBuilder, ServiceExt, service_fn};
 

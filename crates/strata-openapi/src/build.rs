@@ -10,7 +10,7 @@ use strata_core::{DefaultResultHandler, ResultHandler};
 use strata_endpoint::{EndpointMeta, PipelineSettings};
 use strata_input::InputSource;
 use strata_input::raw::{RAW_FIELD, RAW_MARKER};
-use strata_routing::{RouteInfo, Router, RouterSettings, Routing, RoutingConfig};
+use strata_routing::{RouteInfo, Router, RouterSettings, Routing, RoutingSettings};
 
 use crate::document::{
     Components, Header, Info, MediaType, OpenApi, OpenApiVersion, Operation, Parameter,
@@ -27,7 +27,7 @@ use crate::schemas::{
 ///
 /// ```no_run
 /// use strata_openapi::Documentation;
-/// # fn demo(routing: strata_routing::Routing, config: strata_routing::RoutingConfig) -> Result<(), Box<dyn std::error::Error>> {
+/// # fn demo(routing: strata_routing::Routing, config: strata_routing::RoutingSettings) -> Result<(), Box<dyn std::error::Error>> {
 /// let doc = Documentation::new(&routing, &config)
 ///     .title("Example API")
 ///     .version("1.2.0")
@@ -40,7 +40,7 @@ use crate::schemas::{
 #[derive(Debug)]
 pub struct Documentation<'a> {
     routing: &'a Routing,
-    config: RoutingConfig,
+    config: RoutingSettings,
     title: String,
     version: String,
     description: Option<String>,
@@ -51,7 +51,7 @@ pub struct Documentation<'a> {
 
 impl<'a> Documentation<'a> {
     /// Describes `routing` as served with `config` (its input sources per method, uploads, the
-    /// routing behaviours): a server's configuration, or a [`RoutingConfig`].
+    /// routing behaviours): a server's configuration, or a [`RoutingSettings`].
     pub fn new<C>(routing: &'a Routing, config: &C) -> Self
     where
         C: AsRef<RouterSettings> + AsRef<PipelineSettings>,
@@ -60,10 +60,7 @@ impl<'a> Documentation<'a> {
         let pipeline: &PipelineSettings = config.as_ref();
         Self {
             routing,
-            config: RoutingConfig {
-                router: router.clone(),
-                pipeline: pipeline.clone(),
-            },
+            config: RoutingSettings::from_parts(router.clone(), pipeline.clone()),
             title: "API".to_owned(),
             version: "0.1.0".to_owned(),
             description: None,
@@ -508,7 +505,7 @@ impl BodyMedia {
 impl<'r> Described<'r> {
     fn new(
         route: RouteInfo<'r>,
-        config: &RoutingConfig,
+        config: &RoutingSettings,
         generators: &mut Generators,
     ) -> Result<Self, DocumentationError> {
         let meta = route.endpoint().meta();
@@ -988,7 +985,7 @@ impl<'r> Described<'r> {
 const MULTIPART_NAME: &str = r"^[^\u0000-\u0008\u000A-\u001F\u007F]*$";
 
 /// What the router answers its own errors with.
-fn router_negative(config: &RoutingConfig) -> Vec<ResponseDescription> {
+fn router_negative(config: &RoutingSettings) -> Vec<ResponseDescription> {
     config.router.error_handler.as_ref().map_or_else(
         || DefaultResultHandler.negative(),
         strata_core::ErrorHandler::negative,

@@ -447,7 +447,7 @@ fn is_null_schema(schema: &Value) -> bool {
 }
 
 /// Drops a `default` of `null` from `schema` when its `type` does not admit `null` (a field read
-/// with `strata::not_null`, whose absence is `None` but whose `null` is refused): a document
+/// with `strata::decode::not_null`, whose absence is `None` but whose `null` is refused): a document
 /// never states a default its schema refuses.
 pub(crate) fn drop_null_default(schema: &mut Value) {
     let Some(object) = schema.as_object_mut() else {

@@ -6,7 +6,7 @@ use std::fmt::Write as _;
 use bytes::Bytes;
 use http::header::{CACHE_CONTROL, CONTENT_TYPE};
 use http::{HeaderValue, Method, Response};
-use strata_core::ResponseBody;
+use strata_core::Body;
 use strata_endpoint::{Endpoint, EndpointMeta};
 use tower::util::BoxCloneSyncService;
 
@@ -20,7 +20,7 @@ fn fixed(body: Bytes, content_type: &'static str) -> Endpoint {
     Endpoint::from_parts(meta, move |_config| {
         let body = body.clone();
         BoxCloneSyncService::new(tower::service_fn(move |_request| {
-            let mut response = Response::new(ResponseBody::from(body.clone()));
+            let mut response = Response::new(Body::from(body.clone()));
             response
                 .headers_mut()
                 .insert(CONTENT_TYPE, HeaderValue::from_static(content_type));

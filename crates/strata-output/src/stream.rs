@@ -20,12 +20,12 @@ use http::header::{
     ACCEPT_RANGES, CONTENT_DISPOSITION, CONTENT_LENGTH, CONTENT_RANGE, CONTENT_TYPE, LAST_MODIFIED,
 };
 use http::{HeaderMap, HeaderName, HeaderValue, StatusCode};
-use http_body::{Body, Frame, SizeHint};
+use http_body::{Body as HttpBody, Frame, SizeHint};
 use http_body_util::StreamBody;
 use schemars::{Schema, json_schema};
 use serde::{Serialize, Serializer};
 use strata_core::{
-    ApiError, BoxError, Output, PollFrame, ResponseBody, ResponseDescription, StreamFailure,
+    ApiError, Body, BoxError, Output, PollFrame, ResponseDescription, StreamFailure,
 };
 
 use crate::range::{RangeHeaders, Wanted};
@@ -75,12 +75,12 @@ fn binary_response(description: &str) -> Vec<ResponseDescription> {
 
 /// A body read from a stream of byte chunks (http-body-util's `StreamBody` over the chunks as
 /// data frames). Its length, when known, is the `Content-Length` header the output sets.
-fn chunk_body<S, E>(chunks: S) -> ResponseBody
+fn chunk_body<S, E>(chunks: S) -> Body
 where
     S: Stream<Item = Result<Bytes, E>> + Send + 'static,
     E: Into<BoxError> + 'static,
 {
-    ResponseBody::stream(StreamBody::new(
+    Body::new(StreamBody::new(
         chunks.map_ok(Frame::data).map_err(Into::<BoxError>::into),
     ))
 }
@@ -232,7 +232,7 @@ impl HandlerOutput for FileResponse {
                 return Ok(Output::streamed(
                     StatusCode::RANGE_NOT_SATISFIABLE,
                     headers,
-                    ResponseBody::empty(),
+                    Body::empty(),
                 ));
             }
         };
@@ -336,11 +336,11 @@ impl CheckedFile {
     /// from the file opened for it, which must still be the file checked (else the body fails:
     /// the response is cut rather than other bytes sent). Its first frame is empty and reads
     /// nothing, so that a response's head never waits for the disk.
-    pub fn body(&self, first: u64, count: u64) -> ResponseBody {
+    pub fn body(&self, first: u64, count: u64) -> Body {
         if count == 0 {
-            return ResponseBody::empty();
+            return Body::empty();
         }
-        ResponseBody::stream(FileBody {
+        Body::new(FileBody {
             path: Arc::clone(&self.path),
             identity: self.identity,
             next: first,
@@ -450,7 +450,7 @@ impl FileBody {
     }
 }
 
-impl Body for FileBody {
+impl HttpBody for FileBody {
     type Data = Bytes;
     type Error = BoxError;
 

@@ -2,6 +2,7 @@ use garde::Validate;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
+use strata::Endpoint;
 use strata::prelude::*;
 use strata_testing::{TestArgs, TestRequest, test_endpoint};
 

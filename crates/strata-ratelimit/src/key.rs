@@ -7,7 +7,7 @@ use std::net::IpAddr;
 
 use http::HeaderName;
 use http::request::Parts;
-use strata_core::{ClientAddr, Get};
+use strata_core::{ClientAddr, Has};
 
 use crate::proxy::{TrustedProxies, mask};
 
@@ -255,7 +255,7 @@ impl<T, F, I> fmt::Debug for ContextKey<T, F, I> {
 
 impl<C, T, F, R, I> KeyExtractor<C> for ContextKey<T, F, I>
 where
-    C: Get<T, I>,
+    C: Has<T, I>,
     F: Fn(&T) -> R + Send + Sync + 'static,
     R: IntoKey,
     T: 'static,

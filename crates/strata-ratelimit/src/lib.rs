@@ -15,8 +15,8 @@
 //!   it is refused; by default they are left out, for their cost on every response.
 //! - **In the context**: a [`RateLimitState`], the client's remaining budget, for handlers and
 //!   later middleware.
-//! - **In the API document**: the 429 with its headers, and with `headers(true)` the headers of
-//!   success responses.
+//! - **In the API document**: the 429 with its headers, and with
+//!   `headers(HeadersOn::EveryResponse)` the headers of success responses.
 //!
 //! # Example
 //!
@@ -27,7 +27,7 @@
 //! use serde::Serialize;
 //! use strata::core::ClientAddr;
 //! use strata::prelude::*;
-//! use strata_ratelimit::{Key, Quota, RateLimit, RateLimitState};
+//! use strata_ratelimit::{HeadersOn, Key, Quota, RateLimit, RateLimitState};
 //! use tower::ServiceExt;
 //!
 //! #[derive(Serialize, Validate, JsonSchema)]
@@ -42,7 +42,7 @@
 //!     // The `RateLimit` headers on every response, not only on the 429.
 //!     .add_middleware(
 //!         RateLimit::new(Quota::per_minute(2), Key::client_addr())
-//!             .headers(true)
+//!             .headers(HeadersOn::EveryResponse)
 //!             .middleware(),
 //!     );
 //! let budget = limited.get().handler_without_input(async |state: RateLimitState| {
@@ -108,8 +108,8 @@ pub use key::{
     ClientAddrKey, ContextKey, FnKey, HeaderKey, IntoKey, Key, KeyExtractor, RateLimitKey,
 };
 pub use limiter::{
-    FailPolicy, Keyless, RATELIMIT, RATELIMIT_POLICY, RateLimit, RateLimitFuture, RateLimitHeaders,
-    RateLimitState, RateLimiter,
+    FailPolicy, HeadersOn, Keyless, RATELIMIT, RATELIMIT_POLICY, RateLimit, RateLimitFuture,
+    RateLimitHeaders, RateLimitState, RateLimiter,
 };
 pub use proxy::{ForwardedHeader, InvalidNetwork, MAX_HOPS, Network, TrustedProxies};
 pub use quota::Quota;

@@ -134,21 +134,18 @@ impl<K, S> RateLimit<K, S> {
         self
     }
 
-    /// Whether responses other than the 429 (successes and other errors) carry `RateLimit`
-    /// and `RateLimit-Policy` too (default: no). The 429 always does. On, a client can slow
-    /// down before it is refused; it costs two headers with a value written per response
-    /// (about 1,850 instructions, 2–3 % of a plain request's CPU), which is why it is asked for,
-    /// as `tower_governor`'s `use_headers()` is.
+    /// Which responses carry `RateLimit` and `RateLimit-Policy` (default
+    /// [`HeadersOn::Refusal`]: the 429 only).
     #[must_use]
-    pub fn headers(mut self, send: bool) -> Self {
-        self.headers = send;
+    pub fn headers(mut self, on: HeadersOn) -> Self {
+        self.headers = on == HeadersOn::EveryResponse;
         self
     }
 }
 
 impl<K: Send + Sync + 'static, S: RateLimitStore> RateLimit<K, S> {
     /// The middleware, with its 429 (and its headers) declared for API documents, and with
-    /// [`headers(true)`](Self::headers) the headers it adds to success responses.
+    /// [`HeadersOn::EveryResponse`] the headers it adds to success responses.
     pub fn middleware(self) -> Middleware<(), RateLimiter<K, S>> {
         let quota = self.quota;
         let headers = self.headers;
@@ -246,6 +243,18 @@ fn describe_window(window: Duration) -> String {
     } else {
         format!("{} s", window.as_secs_f64())
     }
+}
+
+/// Which responses carry the `RateLimit` and `RateLimit-Policy` headers ([`RateLimit::headers`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum HeadersOn {
+    /// The 429 only (the default).
+    #[default]
+    Refusal,
+    /// Every response, successes and other errors too: a client can slow down before it is
+    /// refused. It costs two headers with a value written per response (2–3 % of a plain
+    /// request's CPU), which is why it is asked for, as `tower_governor`'s `use_headers()` is.
+    EveryResponse,
 }
 
 /// What every request's state and headers share: the policy's name and header value.
@@ -376,7 +385,7 @@ impl fmt::Debug for RateLimitState {
 }
 
 /// What the limiter adds to the responses it lets through with
-/// [`RateLimit::headers`]`(true)`: `RateLimit-Policy`, and `RateLimit` when the store decided. Appended, so that two limiters on one endpoint each
+/// [`HeadersOn::EveryResponse`]: `RateLimit-Policy`, and `RateLimit` when the store decided. Appended, so that two limiters on one endpoint each
 /// add their item (a structured-field list may be split over several lines).
 pub struct RateLimitHeaders(RateLimitState);
 

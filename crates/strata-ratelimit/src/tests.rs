@@ -8,6 +8,8 @@ use std::future::Future;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
+use strata::Endpoint;
+use strata::core::HNil;
 
 use garde::Validate;
 use http::{HeaderMap, HeaderName, Request, Response, StatusCode};
@@ -15,12 +17,12 @@ use http_body_util::BodyExt;
 use schemars::JsonSchema;
 use serde::Serialize;
 use strata::prelude::*;
-use strata_core::{ClientAddr, Level, LogSink, ResponseBody};
+use strata_core::{Body, ClientAddr, Level, LogSink};
 use tower::ServiceExt;
 
 use crate::{
-    Decision, FailPolicy, Gcra, Key, Keyless, ManualClock, MemoryStore, Quota, RateLimit,
-    RateLimitKey, RateLimitState, RateLimitStore, StoreError, TrustedProxies,
+    Decision, FailPolicy, Gcra, HeadersOn, Key, Keyless, ManualClock, MemoryStore, Quota,
+    RateLimit, RateLimitKey, RateLimitState, RateLimitStore, StoreError, TrustedProxies,
 };
 
 #[derive(Serialize, Validate, JsonSchema)]
@@ -49,7 +51,7 @@ fn get(client: Option<[u8; 4]>, headers: &[(&'static str, &str)]) -> Request<Str
     request
 }
 
-async fn body(response: Response<ResponseBody>) -> serde_json::Value {
+async fn body(response: Response<Body>) -> serde_json::Value {
     let bytes = response.into_body().collect().await.unwrap().to_bytes();
     serde_json::from_slice(&bytes).unwrap()
 }
@@ -80,7 +82,7 @@ async fn a_burst_then_a_429_through_the_result_handler() {
     let endpoint = budget_endpoint(
         RateLimit::new(Quota::per_minute(3), Key::client_addr())
             .clock(clock.clone())
-            .headers(true),
+            .headers(HeadersOn::EveryResponse),
     );
     let service = endpoint.service();
     for remaining in [2, 1, 0] {
@@ -157,7 +159,9 @@ async fn only_the_429_carries_the_headers_unless_every_response_is_asked_to() {
             .handler_without_input(async || Err::<Budget, _>(http_error!(409, "Conflict")))
             .service()
     };
-    let with = failing(RateLimit::new(Quota::per_minute(3), Key::client_addr()).headers(true));
+    let with = failing(
+        RateLimit::new(Quota::per_minute(3), Key::client_addr()).headers(HeadersOn::EveryResponse),
+    );
     let response = with.oneshot(get(Some([192, 0, 2, 1]), &[])).await.unwrap();
     assert_eq!(response.status(), StatusCode::CONFLICT);
     assert_eq!(header(response.headers(), "ratelimit").len(), 1);
@@ -257,7 +261,7 @@ async fn a_credential_from_the_context_keys_the_budget() {
         .add_middleware(
             RateLimit::new(Quota::per_hour(1), Key::context(|user: &User| user.0))
                 .name("per-user")
-                .headers(true)
+                .headers(HeadersOn::EveryResponse)
                 .middleware(),
         )
         .get()
@@ -320,7 +324,7 @@ async fn requests_without_a_key_get_the_keyless_decision() {
     let service = budget_endpoint(
         RateLimit::new(Quota::per_hour(1), Key::client_addr())
             .keyless(Keyless::Unlimited)
-            .headers(true),
+            .headers(HeadersOn::EveryResponse),
     )
     .service();
     for _ in 0..3 {
@@ -380,7 +384,7 @@ async fn a_failing_store_fails_open_by_default_or_closed() {
     let open = budget_endpoint(
         RateLimit::new(Quota::per_hour(1), Key::client_addr())
             .store(Down)
-            .headers(true),
+            .headers(HeadersOn::EveryResponse),
     )
     .service();
     for _ in 0..3 {
@@ -450,10 +454,10 @@ async fn an_asynchronous_store_and_two_limiters_on_one_endpoint() {
         RateLimit::new(Quota::per_second(10), Key::client_addr())
             .name("burst")
             .store(Remote(Arc::new(MemoryStore::new())))
-            .headers(true),
+            .headers(HeadersOn::EveryResponse),
         RateLimit::new(Quota::per_hour(2), Key::client_addr())
             .name("hourly")
-            .headers(true),
+            .headers(HeadersOn::EveryResponse),
     );
     let service = endpoint.service();
     let first = service
@@ -494,7 +498,7 @@ async fn a_limiter_with_headers_on_every_response_beside_one_without() {
     let endpoint = behind_two(
         RateLimit::new(Quota::per_hour(10), Key::client_addr())
             .name("burst")
-            .headers(true),
+            .headers(HeadersOn::EveryResponse),
         RateLimit::new(Quota::per_hour(1), Key::client_addr()).name("hourly"),
     );
     let service = endpoint.service();
@@ -530,7 +534,7 @@ async fn a_limiter_with_headers_on_every_response_beside_one_without() {
 #[test]
 fn the_middleware_declares_its_responses() {
     let middleware = RateLimit::new(Quota::per_minute(100), Key::client_addr())
-        .headers(true)
+        .headers(HeadersOn::EveryResponse)
         .middleware();
     let errors = middleware.declared_errors();
     assert_eq!(errors.len(), 1);

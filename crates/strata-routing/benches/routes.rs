@@ -10,9 +10,10 @@ use std::pin::pin;
 use std::task::{Context, Poll, Waker};
 
 use http::{Request, Response};
-use strata_core::ResponseBody;
+use strata_core::Body;
+use strata_cors::Cors;
 use strata_endpoint::{Endpoint, EndpointMeta};
-use strata_routing::{Router, Routing, RoutingConfig};
+use strata_routing::{Router, Routing, RoutingSettings};
 use tower::util::BoxCloneSyncService;
 use tower_service::Service;
 
@@ -26,7 +27,7 @@ fn endpoint() -> Endpoint {
     meta.input_fields = vec!["id".to_owned()];
     Endpoint::from_parts(meta, |_config| {
         BoxCloneSyncService::new(tower::service_fn(|_: Request<_>| async {
-            Ok::<_, Infallible>(Response::new(ResponseBody::from("{}")))
+            Ok::<_, Infallible>(Response::new(Body::from("{}")))
         }))
     })
 }
@@ -44,8 +45,8 @@ fn tree(n: usize) -> Routing {
     Routing::new().route("v1", v1)
 }
 
-fn config() -> RoutingConfig {
-    RoutingConfig::new(true)
+fn config() -> RoutingSettings {
+    RoutingSettings::new(Cors::Enabled)
 }
 
 fn answer(router: &mut Router, uri: &str) -> u16 {

@@ -28,14 +28,15 @@
 //! ```
 //! use http::Request;
 //! use strata_endpoint::{Endpoint, EndpointMeta};
-//! use strata_routing::{Router, RoutingConfig, routing};
+//! use strata_cors::Cors;
+//! use strata_routing::{Router, RoutingSettings, routing};
 //! use tower::ServiceExt;
 //!
 //! # #[tokio::main(flavor = "current_thread")]
 //! # async fn main() {
 //! # let hello = Endpoint::from_parts(EndpointMeta::default(), |_| {
 //! #     tower::util::BoxCloneSyncService::new(tower::service_fn(|_| async {
-//! #         Ok::<_, std::convert::Infallible>(http::Response::new(strata_core::ResponseBody::from("hi")))
+//! #         Ok::<_, std::convert::Infallible>(http::Response::new(strata_core::Body::from("hi")))
 //! #     }))
 //! # });
 //! let tree = routing! {
@@ -43,7 +44,7 @@
 //!         "hello" => hello,
 //!     },
 //! };
-//! let config = RoutingConfig::new(true); // CORS on
+//! let config = RoutingSettings::new(Cors::Enabled); // CORS on
 //! let router = Router::new(&tree, &config).expect("a valid tree");
 //!
 //! let response = router.clone().oneshot(Request::get("/v1/hello").body(String::new()).unwrap()).await.unwrap();
@@ -68,7 +69,7 @@ mod walk;
 
 pub use error::RoutingError;
 pub use router::{Router, RouterFuture};
-pub use settings::{MethodLikeRouteBehavior, RouterSettings, RoutingConfig, WrongMethodBehavior};
+pub use settings::{MethodLikeRouteBehavior, RouterSettings, RoutingSettings, WrongMethodBehavior};
 pub use tree::{Nest, Route, Routing};
 pub use walk::{RouteInfo, StaticMount};
 

@@ -9,11 +9,10 @@ use std::task::{Context, Poll, ready};
 use http::header::{ALLOW, CONTENT_LENGTH};
 use http::request::Parts;
 use http::{HeaderValue, Method, Request, Response, StatusCode};
-use http_body::Body;
+use http_body::Body as _;
 use strata_core::error_response;
 use strata_core::{
-    ApiError, ErrorHandler, ErrorKind, HeadBody, IncomingBody, Logger, PathParams, ResponseBody,
-    echoed,
+    ApiError, Body, ErrorHandler, ErrorKind, HeadBody, IncomingBody, Logger, PathParams, echoed,
 };
 use strata_cors::{ACCESS_CONTROL_REQUEST_METHOD, Cors, CorsHeaders};
 use strata_endpoint::{Endpoint, EndpointFuture, PipelineSettings, into_request_body};
@@ -34,7 +33,7 @@ struct Shared {
 }
 
 impl Shared {
-    fn error(&self, error: ApiError, parts: &Parts) -> Response<ResponseBody> {
+    fn error(&self, error: ApiError, parts: &Parts) -> Response<Body> {
         ErrorHandler::respond_or_default(self.errors.as_ref(), error, parts)
     }
 }
@@ -58,7 +57,7 @@ impl std::fmt::Debug for Router {
 }
 
 impl Router {
-    /// Compiles `routing` for `config` (a [`RoutingConfig`](crate::RoutingConfig), or a server's
+    /// Compiles `routing` for `config` (a [`RoutingSettings`](crate::RoutingSettings), or a server's
     /// configuration: anything that lends [`RouterSettings`] and [`PipelineSettings`]): flattens
     /// and checks the tree, builds the trie and every endpoint's service.
     ///
@@ -152,7 +151,7 @@ impl<B> Service<Request<B>> for Router
 where
     B: IncomingBody,
 {
-    type Response = Response<ResponseBody>;
+    type Response = Response<Body>;
     type Error = Infallible;
     type Future = RouterFuture;
 
@@ -182,7 +181,7 @@ where
                 .or_else(|| table.methods.first().map(|(_, t)| t))
                 .and_then(|t| t.endpoint.as_ref());
             let cors = shared.cors_headers(&parts, Some(table), endpoint);
-            return RouterFuture::ready(Response::new(ResponseBody::empty()), cors);
+            return RouterFuture::ready(Response::new(Body::empty()), cors);
         }
         let Some(target) = table.find(&parts.method) else {
             let cors = shared.cors_headers(&parts, Some(table), None);
@@ -230,7 +229,7 @@ enum State {
     /// Boxed: answers without an endpoint (404, 405, preflights), and an endpoint's answer
     /// waiting for an asynchronous CORS function, are rare; inline, a response would double
     /// the size of every request's future.
-    Ready(Option<Box<Response<ResponseBody>>>),
+    Ready(Option<Box<Response<Body>>>),
     Calling(EndpointFuture),
 }
 
@@ -242,7 +241,7 @@ pub struct RouterFuture {
 }
 
 impl RouterFuture {
-    fn ready(response: Response<ResponseBody>, cors: CorsHeaders) -> Self {
+    fn ready(response: Response<Body>, cors: CorsHeaders) -> Self {
         Self {
             state: State::Ready(Some(Box::new(response))),
             head: false,
@@ -260,7 +259,7 @@ impl RouterFuture {
 }
 
 impl Future for RouterFuture {
-    type Output = Result<Response<ResponseBody>, Infallible>;
+    type Output = Result<Response<Body>, Infallible>;
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let this = self.get_mut();
@@ -326,7 +325,7 @@ mod tests {
 
     use super::*;
     use crate::walk::tests::endpoint;
-    use crate::{Nest, RoutingConfig, routing};
+    use crate::{Nest, RoutingSettings, routing};
 
     #[derive(Default)]
     struct Capture(Mutex<Vec<(Level, String)>>);
@@ -342,7 +341,7 @@ mod tests {
 
     /// The warnings of compiling `routing` with headers merged for POST.
     fn warnings(routing: &Routing, sources: &[InputSource]) -> Vec<(Level, String)> {
-        let mut config = RoutingConfig::new(false);
+        let mut config = RoutingSettings::new(Cors::Disabled);
         config.pipeline.input_sources.set(&Method::POST, sources);
         let capture = Arc::new(Capture::default());
         let logger = Logger::with_sink(capture.clone());

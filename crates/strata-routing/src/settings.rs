@@ -3,20 +3,15 @@
 //!
 //! A server's configuration (`strata_server::Config`, the facade's `create_config()`) holds
 //! both beside the server's own settings and lends them to routing ([`AsRef`]); routing alone
-//! takes a [`RoutingConfig`].
+//! takes a [`RoutingSettings`].
 //!
 //! ```
 //! use strata_cors::Cors;
 //! use strata_endpoint::PipelineSettings;
-//! use strata_routing::{RouterSettings, RoutingConfig};
+//! use strata_routing::RoutingSettings;
 //!
-//! let config = RoutingConfig {
-//!     router: RouterSettings::new(Cors::Enabled),
-//!     pipeline: PipelineSettings {
-//!         body_limit: 64 * 1024,
-//!         ..PipelineSettings::default()
-//!     },
-//! };
+//! let mut config = RoutingSettings::new(Cors::Enabled);
+//! config.pipeline = PipelineSettings::default().body_limit(64 * 1024);
 //! assert!(config.router.cors.as_ref().is_some_and(Cors::is_enabled));
 //! ```
 
@@ -47,6 +42,7 @@ pub enum MethodLikeRouteBehavior {
 /// The router's own settings: CORS, the answers to unsupported methods, how method-like keys
 /// are read, and the result handler of errors outside endpoints.
 #[derive(Debug, Clone, Default)]
+#[non_exhaustive]
 pub struct RouterSettings {
     /// The CORS behaviour; `None` (the default) when not chosen, and routing then refuses to
     /// start ([`RoutingError::CorsNotConfigured`](crate::RoutingError::CorsNotConfigured)).
@@ -63,12 +59,24 @@ pub struct RouterSettings {
 }
 
 impl RouterSettings {
-    /// The defaults with `cors` chosen (a `bool` or a [`Cors`]).
-    pub fn new(cors: impl Into<Cors>) -> Self {
+    /// The defaults with `cors` chosen.
+    pub fn new(cors: Cors) -> Self {
         Self {
-            cors: Some(cors.into()),
+            cors: Some(cors),
             ..Self::default()
         }
+    }
+
+    strata_core::setters! {
+        /// Sets [`cors`](Self::cors).
+        cors(cors: Cors) => cors = Some(cors);
+        /// Sets [`wrong_method_behavior`](Self::wrong_method_behavior).
+        wrong_method_behavior(behavior: WrongMethodBehavior) => wrong_method_behavior = behavior;
+        /// Sets [`method_like_route_behavior`](Self::method_like_route_behavior).
+        method_like_route_behavior(behavior: MethodLikeRouteBehavior) =>
+            method_like_route_behavior = behavior;
+        /// Sets [`error_handler`](Self::error_handler).
+        error_handler(handler: Option<ErrorHandler>) => error_handler = handler;
     }
 }
 
@@ -82,16 +90,22 @@ impl AsRef<RouterSettings> for RouterSettings {
 /// and API descriptions read when no server is involved. A server's configuration lends the
 /// same two parts.
 #[derive(Debug, Clone, Default)]
-pub struct RoutingConfig {
+#[non_exhaustive]
+pub struct RoutingSettings {
     /// The router's settings.
     pub router: RouterSettings,
     /// The pipeline's settings.
     pub pipeline: PipelineSettings,
 }
 
-impl RoutingConfig {
-    /// The defaults with `cors` chosen (a `bool` or a [`Cors`]).
-    pub fn new(cors: impl Into<Cors>) -> Self {
+impl RoutingSettings {
+    /// The router's and the pipeline's settings together.
+    pub fn from_parts(router: RouterSettings, pipeline: PipelineSettings) -> Self {
+        Self { router, pipeline }
+    }
+
+    /// The defaults with `cors` chosen.
+    pub fn new(cors: Cors) -> Self {
         Self {
             router: RouterSettings::new(cors),
             pipeline: PipelineSettings::default(),
@@ -99,13 +113,13 @@ impl RoutingConfig {
     }
 }
 
-impl AsRef<RouterSettings> for RoutingConfig {
+impl AsRef<RouterSettings> for RoutingSettings {
     fn as_ref(&self) -> &RouterSettings {
         &self.router
     }
 }
 
-impl AsRef<PipelineSettings> for RoutingConfig {
+impl AsRef<PipelineSettings> for RoutingSettings {
     fn as_ref(&self) -> &PipelineSettings {
         &self.pipeline
     }

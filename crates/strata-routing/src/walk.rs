@@ -7,19 +7,20 @@
 //! ```
 //! use http::Method;
 //! use strata_endpoint::{Endpoint, EndpointMeta};
-//! use strata_routing::{Router, RoutingConfig, routing};
+//! use strata_cors::Cors;
+//! use strata_routing::{Router, RoutingSettings, routing};
 //! use strata_static::ServeStatic;
 //!
 //! # let endpoint = || Endpoint::from_parts(EndpointMeta::default(), |_| {
 //! #     tower::util::BoxCloneSyncService::new(tower::service_fn(|_| async {
-//! #         Ok::<_, std::convert::Infallible>(http::Response::new(strata_core::ResponseBody::empty()))
+//! #         Ok::<_, std::convert::Infallible>(http::Response::new(strata_core::Body::empty()))
 //! #     }))
 //! # });
 //! let tree = routing! {
 //!     "v1" => { "hello" => endpoint(), "post /hello" => endpoint() },
 //!     "public" => ServeStatic::dir("assets"),
 //! };
-//! let router = Router::new(&tree, &RoutingConfig::new(false)).unwrap();
+//! let router = Router::new(&tree, &RoutingSettings::new(Cors::Disabled)).unwrap();
 //! let routes: Vec<(Method, &str)> =
 //!     router.routes().map(|route| (route.method().clone(), route.path())).collect();
 //! assert_eq!(routes, [(Method::GET, "/v1/hello"), (Method::POST, "/v1/hello")]);
@@ -120,7 +121,7 @@ impl Router {
 
 #[cfg(test)]
 pub(crate) mod tests {
-    use crate::RoutingConfig;
+    use crate::RoutingSettings;
     use strata_endpoint::EndpointMeta;
 
     use super::*;
@@ -134,9 +135,7 @@ pub(crate) mod tests {
         meta.input_fields = fields.iter().map(|f| (*f).to_owned()).collect();
         Endpoint::from_parts(meta, |_| {
             tower::util::BoxCloneSyncService::new(tower::service_fn(|_| async {
-                Ok::<_, std::convert::Infallible>(http::Response::new(
-                    strata_core::ResponseBody::empty(),
-                ))
+                Ok::<_, std::convert::Infallible>(http::Response::new(strata_core::Body::empty()))
             }))
         })
     }
@@ -152,7 +151,7 @@ pub(crate) mod tests {
             },
             "files" => strata_static::ServeStatic::dir("."),
         };
-        let router = Router::new(&tree, &RoutingConfig::new(true)).unwrap();
+        let router = Router::new(&tree, &RoutingSettings::new(strata_cors::Cors::Enabled)).unwrap();
         let walked: Vec<(String, &str, Vec<&str>)> = router
             .routes()
             .map(|r| (r.method().to_string(), r.path(), r.params().collect()))

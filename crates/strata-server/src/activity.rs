@@ -20,9 +20,9 @@ use std::time::Duration;
 
 use http::header::{CONNECTION, CONTENT_TYPE, RETRY_AFTER};
 use http::{HeaderValue, Response, StatusCode};
-use http_body::{Body, Frame, SizeHint};
+use http_body::{Body as HttpBody, Frame, SizeHint};
 use pin_project_lite::pin_project;
-use strata_core::{ApiError, BoxError, ResponseBody, StreamShutdown, error_response};
+use strata_core::{ApiError, Body, BoxError, StreamShutdown, error_response};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 
 /// What one connection does.
@@ -745,7 +745,7 @@ impl<F> TrackedFuture<F> {
 
 impl<F> Future for TrackedFuture<F>
 where
-    F: Future<Output = Result<Response<ResponseBody>, Infallible>>,
+    F: Future<Output = Result<Response<Body>, Infallible>>,
 {
     type Output = Result<Response<TrackedBody>, Infallible>;
 
@@ -800,7 +800,7 @@ where
 }
 
 /// The answer to a request still unanswered at the shutdown timeout.
-fn shutting_down() -> Response<ResponseBody> {
+fn shutting_down() -> Response<Body> {
     let error = ApiError::new(
         StatusCode::SERVICE_UNAVAILABLE,
         "The server is shutting down; retry shortly",
@@ -812,7 +812,7 @@ fn shutting_down() -> Response<ResponseBody> {
 
 /// Whether `response` is an event stream (of unknown length, `text/event-stream`): it has
 /// no end of its own, so it ends when the server shuts down (its clients reconnect).
-fn is_event_stream(response: &Response<ResponseBody>) -> bool {
+fn is_event_stream(response: &Response<Body>) -> bool {
     response.body().size_hint().exact().is_none()
         && response
             .headers()
@@ -838,7 +838,7 @@ pin_project! {
     /// A response body counted as being sent until hyper drops it.
     pub(crate) struct TrackedBody {
         #[pin]
-        inner: ResponseBody,
+        inner: Body,
         sending: Option<Sending>,
         // An event stream ends when the server shuts down.
         event_stream: AtShutdown,
@@ -862,7 +862,7 @@ fn next_piece(rest: &mut Option<Box<bytes::Bytes>>) -> bytes::Bytes {
     }
 }
 
-impl Body for TrackedBody {
+impl HttpBody for TrackedBody {
     type Data = bytes::Bytes;
     type Error = BoxError;
 
@@ -1183,7 +1183,7 @@ mod tests {
         sent: bool,
     }
 
-    impl Body for Producer {
+    impl HttpBody for Producer {
         type Data = bytes::Bytes;
         type Error = BoxError;
 
@@ -1204,7 +1204,7 @@ mod tests {
 
     /// A request of `activity` answered with a [`Producer`]'s body; the body as hyper gets it.
     async fn answered(activity: &Arc<Activity>, ready: &Arc<AtomicBool>) -> TrackedBody {
-        let body = ResponseBody::stream(Producer {
+        let body = Body::new(Producer {
             ready: Arc::clone(ready),
             sent: false,
         });
@@ -1341,7 +1341,7 @@ mod tests {
         activity: &Arc<Activity>,
         hook: Option<StreamShutdown>,
     ) -> TrackedBody {
-        let body = ResponseBody::stream(Producer {
+        let body = Body::new(Producer {
             ready: Arc::new(AtomicBool::new(false)),
             sent: false,
         });
@@ -1415,7 +1415,7 @@ mod tests {
     async fn after_the_cut_an_unanswered_request_gets_a_503() {
         let activity = Arc::new(Activity::default());
         let never = TrackedFuture::new(
-            std::future::pending::<Result<Response<ResponseBody>, Infallible>>(),
+            std::future::pending::<Result<Response<Body>, Infallible>>(),
             activity.request(),
         );
         activity.cut();

@@ -7,7 +7,7 @@ use std::task::{Context, Poll};
 
 use http::{Request, Response};
 use pin_project_lite::pin_project;
-use strata_core::{IncomingBody, Logger, ResponseBody};
+use strata_core::{Body, IncomingBody, Logger};
 
 use strata_routing::{Router, RouterFuture, Routing};
 #[cfg(feature = "compression")]
@@ -47,7 +47,7 @@ impl Predicate for CompressionPredicate {
 pub type App = RequestId<MaybeCompressed>;
 
 /// The router, behind tower-http's compression only when compression is configured; either way
-/// the response body is a [`ResponseBody`].
+/// the response body is a [`Body`].
 ///
 /// tower-http's `CompressionBody` holds its encoders' state inline, which makes every response
 /// hundreds of bytes larger, moved several times on its way to the socket; measured with the
@@ -136,7 +136,7 @@ where
     B::Error: Into<strata_core::BoxError>,
 {
     FutureState::Boxed {
-        future: Box::pin(async move { Ok(future.await?.map(ResponseBody::stream)) }),
+        future: Box::pin(async move { Ok(future.await?.map(Body::new)) }),
     }
 }
 
@@ -144,7 +144,7 @@ impl<B> Service<Request<B>> for MaybeCompressed
 where
     B: IncomingBody,
 {
-    type Response = Response<ResponseBody>;
+    type Response = Response<Body>;
     type Error = Infallible;
     type Future = MaybeCompressedFuture;
 
@@ -179,7 +179,7 @@ where
 }
 
 /// A response future, type-erased.
-type BoxedFuture = Pin<Box<dyn Future<Output = Result<Response<ResponseBody>, Infallible>> + Send>>;
+type BoxedFuture = Pin<Box<dyn Future<Output = Result<Response<Body>, Infallible>> + Send>>;
 
 pin_project! {
     #[project = FutureStateProj]
@@ -199,7 +199,7 @@ pin_project! {
 }
 
 impl Future for MaybeCompressedFuture {
-    type Output = Result<Response<ResponseBody>, Infallible>;
+    type Output = Result<Response<Body>, Infallible>;
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         match self.project().state.project() {
@@ -217,9 +217,11 @@ pub(crate) fn build_app(
     logger: &Logger,
 ) -> Result<App, ServerError> {
     let router = Router::new(routing, config)?;
-    let app = MaybeCompressed::new(router, config.server.compression, config.server.etag)?;
+    let compress = config.server.compression != crate::config::Compression::Off;
+    let etags = config.server.etags != crate::config::ETags::Off;
+    let app = MaybeCompressed::new(router, compress, etags)?;
     Ok(RequestIdLayer::new(logger.clone())
-        .echo(config.server.request_id_echo)
+        .echo(config.server.request_ids == crate::config::RequestIds::Echoed)
         .layer(app))
 }
 
@@ -228,8 +230,11 @@ mod tests {
     use super::*;
 
     fn router() -> Router {
-        Router::new(&Routing::new(), &strata_routing::RoutingConfig::new(false))
-            .unwrap_or_else(|error| panic!("{error}"))
+        Router::new(
+            &Routing::new(),
+            &strata_routing::RoutingSettings::new(strata_cors::Cors::Disabled),
+        )
+        .unwrap_or_else(|error| panic!("{error}"))
     }
 
     #[test]

@@ -26,7 +26,7 @@ pub struct Attached {
 ///
 /// The listeners, TLS material and `ServerLimits` of `config` are ignored (the application's
 /// own server has its own); compression, `ETag`s, the request-id echo and the logger apply.
-/// From a [`RoutingConfig`](strata_routing::RoutingConfig) alone, pass `&Config::from(routing)`
+/// From a [`RoutingSettings`](strata_routing::RoutingSettings) alone, pass `&Config::from(routing)`
 /// (the server's defaults).
 pub fn attach_routing(config: &Config, routing: &Routing) -> Result<Attached, ServerError> {
     if let Some(options) = config.server.logger.as_ref() {

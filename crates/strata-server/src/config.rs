@@ -1,57 +1,64 @@
-//! [`Config`]: everything a running server reads, as three plain values, one per owner: the
-//! server's own settings ([`ServerSettings`]: listeners, TLS material, limits against slow or
-//! greedy clients, the default logger, compression, the request-id echo, `ETag`s), the
-//! router's ([`RouterSettings`]: CORS, method behaviours, the error handler) and the
-//! pipeline's ([`PipelineSettings`]: mode, input sources, body limits, the body budget,
-//! uploads).
+//! [`Config`]: everything a running server reads, in three parts, one per owner: the server's
+//! own settings ([`ServerSettings`]: listeners, TLS material, limits against slow or greedy
+//! clients, the default logger, compression, request ids, `ETag`s), the router's
+//! ([`RouterSettings`]: CORS, method behaviours, the error handler) and the pipeline's
+//! ([`PipelineSettings`]: mode, input sources, body limits, the body budget, uploads).
 //!
 //! [`Config::builder`] (the facade's `create_config()`) sets any of them in one chain; each
-//! setter writes its field, nothing is forwarded. The fields are public, so a part can also be
-//! written or read directly. Everything that needs part of a configuration takes the whole
-//! (`create_server`, `attach_routing`) or borrows the parts it reads through [`AsRef`]
-//! (`Router::new`, API descriptions, `Endpoint::service_with`): no call can drop the server's
-//! settings by being given the wrong half.
+//! setter writes its field, nothing is forwarded, and nothing is read from the environment.
+//! The fields can be read (`config.pipeline.mode`); the types are `#[non_exhaustive]`, so that
+//! a new setting is not a breaking change: they are built with their setters. Everything that
+//! needs part of a configuration takes the whole (`create_server`, `attach_routing`) or
+//! borrows the parts it reads through [`AsRef`] (`Router::new`, API descriptions,
+//! `Endpoint::service_with`).
+//!
+//! The names say what a type is: `Config` is the whole, `*Settings` its three parts,
+//! `*Limits` bounds on what clients may send or hold, `*Options` the choices of one feature.
 //!
 //! ```
 //! use strata_core::Mode;
-//! use strata_server::Config;
+//! use strata_cors::Cors;
+//! use strata_server::{Compression, Config};
 //!
 //! let config = Config::builder()
-//!     .cors(true) // the router's
-//!     .production() // the pipeline's
+//!     .cors(Cors::Enabled) // the router's
+//!     .mode(Mode::Development) // the pipeline's
 //!     .listen(8090) // the server's
-//!     .compression(true)
+//!     .compression(Compression::GzipAndBrotli)
 //!     .build();
-//! assert_eq!(config.pipeline.mode, Mode::Production);
-//! assert!(config.server.compression);
+//! assert_eq!(config.pipeline.mode, Mode::Development);
+//! assert_eq!(config.server.compression, Compression::GzipAndBrotli);
 //! assert!(config.router.cors.is_some());
 //! ```
 
 use std::fmt;
-use std::future::Future;
 use std::net::{Ipv4Addr, SocketAddr};
 use std::path::PathBuf;
 use std::time::Duration;
 
+use http::Method;
 use http::Request;
-use http::{HeaderMap, Method};
 use strata_core::{BoxError, Output};
 use strata_core::{ErrorHandler, Level, Mode, ResultHandler};
-use strata_cors::{Cors, CorsRequest};
+use strata_cors::Cors;
 use strata_endpoint::{AfterBody, AfterBodyInner, PipelineSettings};
 use strata_input::InputSource;
 use strata_input::Parsed;
 use strata_input::cookies::CookieKeys;
 use strata_parse::BodyBudget;
-use strata_routing::{MethodLikeRouteBehavior, RouterSettings, RoutingConfig, WrongMethodBehavior};
+use strata_routing::{
+    MethodLikeRouteBehavior, RouterSettings, RoutingSettings, WrongMethodBehavior,
+};
 use strata_upload::UploadLimits;
 use tower_layer::Layer;
 use tower_service::Service;
 
 use crate::deadline::MinDataRate;
 
-/// Where a server listens.
+/// Where a server listens (a listener you bound yourself goes to
+/// [`CreateServer::listener`](crate::CreateServer::listener)).
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Listen {
     /// A TCP port on all IPv4 interfaces (`0` picks a free one).
     Port(u16),
@@ -93,6 +100,17 @@ pub enum Pem {
     Bytes(Vec<u8>),
 }
 
+impl Https {
+    strata_core::setters! {
+        /// Sets the certificate chain.
+        cert(pem: Pem) => cert = Some(pem);
+        /// Sets the private key.
+        key(pem: Pem) => key = Some(pem);
+        /// Sets where to listen.
+        listen(listen: impl Into<Listen>) => listen = Some(listen.into());
+    }
+}
+
 impl fmt::Debug for Pem {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
@@ -103,8 +121,10 @@ impl fmt::Debug for Pem {
     }
 }
 
-/// The HTTPS part of the config (spec `https.options` and `https.listen`).
+/// The HTTPS part of the config (spec `https.options` and `https.listen`): a certificate chain,
+/// its private key and where to listen ([`ConfigBuilder::https`]).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Https {
     /// The certificate chain.
     pub cert: Option<Pem>,
@@ -114,23 +134,98 @@ pub struct Https {
     pub listen: Option<Listen>,
 }
 
-/// The default logger's setup (spec `logger`).
+/// Whether the default logger colours its lines.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum LogColor {
+    /// Coloured when standard output is a terminal and `NO_COLOR` is unset or empty, so that
+    /// log files and pipes never get escape codes (the default).
+    #[default]
+    Auto,
+    /// Never coloured.
+    Never,
+}
+
+/// The default logger's setup (spec `logger`): from which level it records, and whether it
+/// colours its lines. A [`Level`] converts into it (coloured on a terminal).
+///
+/// ```
+/// use strata_core::Level;
+/// use strata_server::{LogColor, LoggerOptions};
+///
+/// let plain = LoggerOptions::new(Level::Warn).color(LogColor::Never);
+/// assert_eq!((plain.level, plain.color), (Level::Warn, LogColor::Never));
+/// assert_eq!(LoggerOptions::from(Level::Info).color, LogColor::Auto);
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct LoggerOptions {
     /// The lowest level recorded.
     pub level: Level,
-    /// Coloured output: used only when standard output is a terminal and `NO_COLOR` is unset
-    /// or empty, so log files and pipes never get escape codes.
-    pub color: bool,
+    /// Whether lines are coloured.
+    pub color: LogColor,
+}
+
+impl LoggerOptions {
+    /// Records from `level` up, coloured on a terminal.
+    pub fn new(level: Level) -> Self {
+        Self {
+            level,
+            color: LogColor::Auto,
+        }
+    }
+
+    strata_core::setters! {
+        /// Sets whether lines are coloured.
+        color(color: LogColor) => color = color;
+    }
 }
 
 impl Default for LoggerOptions {
     fn default() -> Self {
-        Self {
-            level: Level::Info,
-            color: false,
-        }
+        Self::new(Level::Info)
     }
+}
+
+impl From<Level> for LoggerOptions {
+    fn from(level: Level) -> Self {
+        Self::new(level)
+    }
+}
+
+/// Whether responses are compressed.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Compression {
+    /// Sent as they are (the default).
+    #[default]
+    Off,
+    /// gzip or brotli, as the request's `Accept-Encoding` prefers, for bodies above 1 KiB that
+    /// are not images or event streams (the `compression` feature).
+    GzipAndBrotli,
+}
+
+/// What the server does with each request's id (`x-request-id`: the client's when it is sane,
+/// generated otherwise). Either way the id reaches the request's logger.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum RequestIds {
+    /// Echoed in the response's `x-request-id` (the default).
+    #[default]
+    Echoed,
+    /// Logged only: for a server behind a proxy that sets the header itself.
+    LoggedOnly,
+}
+
+/// Whether the server tags responses with an `ETag` of their bytes.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum ETags {
+    /// None (the default): hashing every body costs a little on every response. Static
+    /// files, and handlers through the cache middleware, have their own.
+    #[default]
+    Off,
+    /// A weak `ETag` over the bytes of each successful GET response with a body in memory
+    /// (JSON, text), and a matching `If-None-Match` answered with 304 and no body, as express
+    /// does.
+    Weak,
 }
 
 /// Limits that protect a server from slow or greedy clients.
@@ -140,7 +235,18 @@ impl Default for LoggerOptions {
 /// when one is due: a timeout fires within one such interval after it is due, never before.
 /// `Duration::ZERO` fires at the first look, and `Duration::MAX` is as good as `None`; neither
 /// panics nor spins.
+///
+/// ```
+/// use std::time::Duration;
+/// use strata_server::ServerLimits;
+///
+/// let limits = ServerLimits::default()
+///     .header_read_timeout(Some(Duration::from_secs(5)))
+///     .max_connections(Some(10_000));
+/// assert_eq!(limits.max_connections, Some(10_000));
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct ServerLimits {
     /// How long a client may take to send a request's headers (default 10 s): its first bytes
     /// (and TLS handshake) on a new connection, and on HTTP/1 each request head while nothing
@@ -222,6 +328,39 @@ impl Default for ServerLimits {
 }
 
 impl ServerLimits {
+    strata_core::setters! {
+        /// Sets [`header_read_timeout`](Self::header_read_timeout).
+        header_read_timeout(timeout: Option<Duration>) => header_read_timeout = timeout;
+        /// Sets [`max_header_bytes`](Self::max_header_bytes).
+        max_header_bytes(bytes: usize) => max_header_bytes = bytes;
+        /// Sets [`shutdown_timeout`](Self::shutdown_timeout).
+        shutdown_timeout(timeout: Option<Duration>) => shutdown_timeout = timeout;
+        /// Sets [`body_idle_timeout`](Self::body_idle_timeout).
+        body_idle_timeout(timeout: Option<Duration>) => body_idle_timeout = timeout;
+        /// Sets [`body_read_timeout`](Self::body_read_timeout).
+        body_read_timeout(timeout: Option<Duration>) => body_read_timeout = timeout;
+        /// Sets [`max_connections`](Self::max_connections).
+        max_connections(connections: Option<usize>) => max_connections = connections;
+        /// Sets [`max_connections_per_client`](Self::max_connections_per_client).
+        max_connections_per_client(connections: Option<usize>) =>
+            max_connections_per_client = connections;
+        /// Sets [`idle_timeout`](Self::idle_timeout).
+        idle_timeout(timeout: Option<Duration>) => idle_timeout = timeout;
+        /// Sets [`write_timeout`](Self::write_timeout).
+        write_timeout(timeout: Option<Duration>) => write_timeout = timeout;
+        /// Sets [`http2_keep_alive_interval`](Self::http2_keep_alive_interval).
+        http2_keep_alive_interval(interval: Option<Duration>) =>
+            http2_keep_alive_interval = interval;
+        /// Sets [`http2_max_concurrent_streams`](Self::http2_max_concurrent_streams).
+        http2_max_concurrent_streams(streams: u32) => http2_max_concurrent_streams = streams;
+        /// Sets [`min_body_rate`](Self::min_body_rate).
+        min_body_rate(rate: Option<MinDataRate>) => min_body_rate = rate;
+        /// Sets [`admission_timeout`](Self::admission_timeout).
+        admission_timeout(timeout: Option<Duration>) => admission_timeout = timeout;
+        /// Sets [`http2_keep_alive_timeout`](Self::http2_keep_alive_timeout).
+        http2_keep_alive_timeout(timeout: Duration) => http2_keep_alive_timeout = timeout;
+    }
+
     /// `timeout`, or `Duration::MAX` (which never fires) when it is off.
     pub(crate) fn or_never(timeout: Option<Duration>) -> Duration {
         timeout.unwrap_or(Duration::MAX)
@@ -229,7 +368,8 @@ impl ServerLimits {
 }
 
 /// The server's own settings: what only a running server or `attach_routing` reads.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
+#[non_exhaustive]
 pub struct ServerSettings {
     /// Where the HTTP server listens (spec `http.listen`); `None`: no plain HTTP listener.
     pub listen: Option<Listen>,
@@ -237,39 +377,23 @@ pub struct ServerSettings {
     pub https: Https,
     /// The default logger's setup (spec `logger`); `None`: no subscriber is installed.
     pub logger: Option<LoggerOptions>,
-    /// Whether responses are compressed (gzip or brotli, by `Accept-Encoding`).
-    pub compression: bool,
-    /// Whether responses carry the request's id in `x-request-id` (default: yes). Turn it off
-    /// where a proxy sets the header; the id still reaches the request's logger.
-    pub request_id_echo: bool,
-    /// Whether successful GET responses with a body in memory get a weak `ETag` over their
-    /// bytes and a matching `If-None-Match` is answered with 304 (default: no; hashing every
-    /// body costs a little on every response). Static files have their own `ETag`.
-    pub etag: bool,
+    /// Whether responses are compressed.
+    pub compression: Compression,
+    /// Whether responses carry the request's id.
+    pub request_ids: RequestIds,
+    /// Whether successful GET responses get an `ETag` of their bytes.
+    pub etags: ETags,
     /// Limits against slow or greedy clients.
     pub limits: ServerLimits,
 }
 
-impl Default for ServerSettings {
-    fn default() -> Self {
-        Self {
-            listen: None,
-            https: Https::default(),
-            logger: None,
-            compression: false,
-            request_id_echo: true,
-            etag: false,
-            limits: ServerLimits::default(),
-        }
-    }
-}
-
-/// The configuration of a server: the server's, the router's and the pipeline's settings.
-/// Built with [`Config::builder`] (the facade's `create_config()`), or written field by field.
+/// The configuration of a server: the server's, the router's and the pipeline's settings,
+/// built with [`Config::builder`] (the facade's `create_config()`).
 ///
 /// `Config::default()` is production mode with CORS not chosen (routing refuses to start until
-/// it is) and no listener; [`Config::builder`] starts from it and reads `STRATA_MODE`.
+/// it is) and no listener; [`Config::builder`] starts from it.
 #[derive(Debug, Clone, Default)]
+#[non_exhaustive]
 pub struct Config {
     /// The server's own settings.
     pub server: ServerSettings,
@@ -279,9 +403,9 @@ pub struct Config {
     pub pipeline: PipelineSettings,
 }
 
-impl From<RoutingConfig> for Config {
+impl From<RoutingSettings> for Config {
     /// The routing's settings with the server's defaults.
-    fn from(routing: RoutingConfig) -> Self {
+    fn from(routing: RoutingSettings) -> Self {
         Self {
             server: ServerSettings::default(),
             router: routing.router,
@@ -309,14 +433,14 @@ impl AsRef<PipelineSettings> for Config {
 }
 
 impl Config {
-    /// A builder starting from the defaults: production mode unless `STRATA_MODE` names another
-    /// (read now), 1 MiB body limit, the input sources of spec table 2.2, no listener.
+    /// A builder starting from the defaults: production mode, 1 MiB body limit, the input
+    /// sources of spec table 2.2, no listener. Nothing is read from the environment: a server
+    /// that wants `STRATA_MODE` to choose its mode says so (`.mode(Mode::from_env()
+    /// .unwrap_or_default())`).
     pub fn builder() -> ConfigBuilder {
-        let mut config = Config::default();
-        if let Some(mode) = Mode::from_env() {
-            config.pipeline.mode = mode;
+        ConfigBuilder {
+            config: Config::default(),
         }
-        ConfigBuilder { config }
     }
 }
 
@@ -342,30 +466,24 @@ impl ConfigBuilder {
         /// Sets the HTTPS part field by field (checked when the server starts).
         https_options(https: Https) => config.server.https = https;
         /// Asks for the default `tracing` subscriber (spec `logger`), writing to standard output
-        /// from `level` up: installed when the server starts (or routing is attached) and only
-        /// when the application has none; `color` only on a terminal and without `NO_COLOR`.
-        /// Without this call Strata installs nothing: its events go to the application's
+        /// from a level up (a [`Level`], or [`LoggerOptions`] to turn colours off): installed
+        /// when the server starts (or routing is attached) and only when the application has
+        /// none. Without this call Strata installs nothing: its events go to the application's
         /// subscriber.
-        logger(level: Level, color: bool) =>
-            config.server.logger = Some(LoggerOptions { level, color });
-        /// Compresses responses (gzip or brotli, by `Accept-Encoding`).
-        compression(enabled: bool) => config.server.compression = enabled;
-        /// Echoes each request's id in the response's `x-request-id` (default: on). Turn it off
-        /// where a proxy sets the header; the id still reaches the request's logger.
-        request_id_echo(enabled: bool) => config.server.request_id_echo = enabled;
-        /// Gives successful GET responses with a body in memory (JSON, text) a weak `ETag` over
-        /// their bytes, and answers a matching `If-None-Match` with 304 and no body, as express
-        /// does (default: off; hashing every body costs a little on every response). Static
-        /// files have their own `ETag`.
-        etag(enabled: bool) => config.server.etag = enabled;
+        logger(options: impl Into<LoggerOptions>) => config.server.logger = Some(options.into());
+        /// Compresses responses (default [`Compression::Off`]).
+        compression(compression: Compression) => config.server.compression = compression;
+        /// What the server does with request ids (default [`RequestIds::Echoed`]).
+        request_ids(request_ids: RequestIds) => config.server.request_ids = request_ids;
+        /// Whether successful GET responses get an `ETag` of their bytes (default
+        /// [`ETags::Off`]).
+        etags(etags: ETags) => config.server.etags = etags;
         /// Sets the limits against slow or greedy clients.
-        server_limits(limits: ServerLimits) => config.server.limits = limits;
-        /// Turns CORS on (`true`: the default headers, `OPTIONS` answered) or off. It must be
-        /// chosen: routing refuses to start otherwise.
-        cors(enabled: bool) => config.router.cors = Some(Cors::from(enabled));
-        /// Computes the CORS headers of each request with `f`; an empty map sends none.
-        cors_with(f: impl Fn(&CorsRequest<'_>) -> HeaderMap + Send + Sync + 'static) =>
-            config.router.cors = Some(Cors::with(f));
+        limits(limits: ServerLimits) => config.server.limits = limits;
+        /// Chooses CORS: [`Cors::Enabled`] (the default headers, `OPTIONS` answered),
+        /// [`Cors::Disabled`], or [`Cors::with`] a function computing the headers of each
+        /// request. It must be chosen: routing refuses to start otherwise.
+        cors(cors: Cors) => config.router.cors = Some(cors);
         /// Sets the answer to a known path with an unsupported method (default 405).
         wrong_method_behavior(behavior: WrongMethodBehavior) =>
             config.router.wrong_method_behavior = behavior;
@@ -396,23 +514,26 @@ impl ConfigBuilder {
         /// configuration to `BodyBudget::new(n).per_client(n)` (see `BodyBudget`).
         body_budget(bytes: impl Into<Option<usize>>) =>
             config.pipeline.body_budget = bytes.into().map(BodyBudget::new);
-        /// Sets the mode.
+        /// Sets the mode (default [`Mode::Production`]: internal error messages are hidden;
+        /// [`Mode::Development`] shows every error message, 5xx and panics included, for local
+        /// work only).
         mode(mode: Mode) => config.pipeline.mode = mode;
     }
 
     /// Places the application's own tower `layer` around each endpoint's work, after its body
     /// has been read ([`AfterBody`]): a timeout or a concurrency limit there counts neither
-    /// uploads still arriving nor the time they take. (Layers given to `create_server_with`
+    /// uploads still arriving nor the time they take. (Layers given to `create_server(..).layers(..)`
     /// see every request from its head on.)
     ///
     /// ```
     /// use std::time::Duration;
+    /// use strata_cors::Cors;
     /// use strata_server::Config;
     /// use tower::ServiceBuilder;
     /// use tower::limit::GlobalConcurrencyLimitLayer;
     ///
     /// let config = Config::builder()
-    ///     .cors(false)
+    ///     .cors(Cors::Disabled)
     ///     .after_body(
     ///         ServiceBuilder::new()
     ///             .timeout(Duration::from_secs(30)) // the work, not the upload
@@ -432,23 +553,15 @@ impl ConfigBuilder {
         self
     }
 
-    /// Serves HTTPS on `listen` with the certificate chain `cert` and private key `key`.
+    /// Serves HTTPS on `listen` with the certificate chain `cert` and private key `key` (TLS
+    /// with a `rustls` configuration of your own: [`CreateServer::listener`](crate::CreateServer::listener)
+    /// with [`Listener::tls`](crate::Listener::tls)).
     pub fn https(mut self, cert: Pem, key: Pem, listen: impl Into<Listen>) -> Self {
         self.config.server.https = Https {
             cert: Some(cert),
             key: Some(key),
             listen: Some(listen.into()),
         };
-        self
-    }
-
-    /// Computes the CORS headers of each request with an asynchronous `f`.
-    pub fn cors_with_async<F, Fut>(mut self, f: F) -> Self
-    where
-        F: Fn(&CorsRequest<'_>) -> Fut + Send + Sync + 'static,
-        Fut: Future<Output = HeaderMap> + Send + 'static,
-    {
-        self.config.router.cors = Some(Cors::with_async(f));
         self
     }
 
@@ -464,27 +577,17 @@ impl ConfigBuilder {
     /// secret first and keeping the old one until the cookies it signed have expired.
     ///
     /// ```
+    /// use strata_cors::Cors;
     /// use strata_input::cookies::CookieKeys;
     /// use strata_server::Config;
     ///
     /// let keys = CookieKeys::new(["a random secret of at least 32 bytes"]).unwrap();
-    /// let config = Config::builder().cors(false).cookie_keys(keys).build();
+    /// let config = Config::builder().cors(Cors::Disabled).cookie_keys(keys).build();
     /// assert!(config.pipeline.cookie_keys.is_some());
     /// ```
     pub fn cookie_keys(mut self, keys: CookieKeys) -> Self {
         self.config.pipeline.cookie_keys = Some(keys);
         self
-    }
-
-    /// Production mode (the default): internal error messages are hidden.
-    pub fn production(self) -> Self {
-        self.mode(Mode::Production)
-    }
-
-    /// Development mode: every error message, 5xx and panics included, reaches the client.
-    /// For local work only.
-    pub fn development(self) -> Self {
-        self.mode(Mode::Development)
     }
 
     /// The configuration.
@@ -501,30 +604,36 @@ mod tests {
     fn one_chain_sets_every_part() {
         let config = Config::builder()
             .body_limit(1234)
-            .development()
-            .cors(false)
+            .mode(Mode::Development)
+            .cors(Cors::Disabled)
             .listen(0)
-            .etag(true)
-            .request_id_echo(false)
+            .etags(ETags::Weak)
+            .request_ids(RequestIds::LoggedOnly)
             .build();
         assert_eq!(config.pipeline.body_limit, 1234);
         assert_eq!(config.pipeline.mode, Mode::Development);
         assert!(config.router.cors.as_ref().is_some_and(|c| !c.is_enabled()));
         assert_eq!(config.server.listen, Some(Listen::Port(0)));
-        assert!(config.server.etag);
-        assert!(!config.server.request_id_echo);
-        assert!(!config.server.compression);
+        assert_eq!(config.server.etags, ETags::Weak);
+        assert_eq!(config.server.request_ids, RequestIds::LoggedOnly);
+        assert_eq!(config.server.compression, Compression::Off);
     }
 
     #[test]
     fn a_routing_config_gets_the_server_defaults() {
-        let mut routing = RoutingConfig::new(true);
+        let mut routing = RoutingSettings::new(Cors::Enabled);
         routing.pipeline.body_limit = 7;
         let config = Config::from(routing);
         assert_eq!(config.pipeline.body_limit, 7);
-        assert!(config.server.request_id_echo);
+        assert_eq!(config.server.request_ids, RequestIds::Echoed);
         assert_eq!(config.server.listen, None);
         assert_eq!(config.server.limits, ServerLimits::default());
+    }
+
+    #[test]
+    fn the_environment_does_not_choose_the_mode() {
+        // Whatever `STRATA_MODE` says in the test's environment, the builder reads none of it.
+        assert_eq!(Config::builder().build().pipeline.mode, Mode::Production);
     }
 
     #[test]

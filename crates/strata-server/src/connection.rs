@@ -40,9 +40,7 @@ use http::header::{HOST, RETRY_AFTER};
 use http::{HeaderValue, Request, Response, StatusCode, Version};
 use hyper::body::Incoming;
 use pin_project_lite::pin_project;
-use strata_core::{
-    ApiError, ClientAddr, ErrorHandler, ErrorKind, Logger, ResponseBody, error_response,
-};
+use strata_core::{ApiError, Body, ClientAddr, ErrorHandler, ErrorKind, Logger, error_response};
 use tokio::time::Sleep;
 use tower_service::Service;
 
@@ -94,7 +92,7 @@ impl Admission {
         method: &http::Method,
         uri: &http::Uri,
         headers: &http::HeaderMap,
-    ) -> Response<ResponseBody> {
+    ) -> Response<Body> {
         match &self.errors {
             Some(handler) => handler.respond(error, method, uri, headers, &self.logger),
             None => error_response(error),
@@ -131,7 +129,7 @@ impl<S> ConnectionService<S> {
 
 impl<S> hyper::service::Service<Request<Incoming>> for ConnectionService<S>
 where
-    S: Service<Request<ServerBody>, Response = Response<ResponseBody>, Error = Infallible> + Clone,
+    S: Service<Request<ServerBody>, Response = Response<Body>, Error = Infallible> + Clone,
 {
     type Response = Response<TrackedBody>;
     type Error = Infallible;
@@ -202,7 +200,7 @@ pin_project! {
         // and a service inline would double the size of every request's future, which is
         // moved several times on the way to hyper.
         Waiting { waiting: Box<Waiting<S>> },
-        Refused { response: Option<Response<ResponseBody>> },
+        Refused { response: Option<Response<Body>> },
     }
 }
 
@@ -217,9 +215,9 @@ pub(crate) struct Waiting<S> {
 
 impl<S> Future for AppFuture<S>
 where
-    S: Service<Request<ServerBody>, Response = Response<ResponseBody>, Error = Infallible>,
+    S: Service<Request<ServerBody>, Response = Response<Body>, Error = Infallible>,
 {
-    type Output = Result<Response<ResponseBody>, Infallible>;
+    type Output = Result<Response<Body>, Infallible>;
 
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         loop {
@@ -273,7 +271,7 @@ where
     }
 }
 
-fn polled_after_completion() -> Response<ResponseBody> {
+fn polled_after_completion() -> Response<Body> {
     error_response(ApiError::internal("polled after completion"))
 }
 
@@ -283,7 +281,7 @@ fn not_admitted(
     admission: &Admission,
     request: &Request<ServerBody>,
     timeout: Duration,
-) -> Response<ResponseBody> {
+) -> Response<Body> {
     let mut error = ApiError::new(
         StatusCode::SERVICE_UNAVAILABLE,
         format!("The server is busy: the request waited {timeout:?} to be taken; retry shortly"),

@@ -8,14 +8,14 @@ use std::task::{Context, Poll, ready};
 use http::header::{CONTENT_LENGTH, CONTENT_TYPE, ETAG, IF_NONE_MATCH};
 use http::{HeaderValue, Method, Request, Response, StatusCode};
 use pin_project_lite::pin_project;
-use strata_core::{HeadBody, ResponseBody};
+use strata_core::{Body, HeadBody};
 use tower_layer::Layer;
 use tower_service::Service;
 
 /// Applies [`ETag`]: weak `ETag`s for responses held in memory, and 304s for a matching
 /// `If-None-Match`.
 ///
-/// As express does for every response (Strata only when asked: `create_config().etag(true)`,
+/// As express does for every response (Strata only when asked: `create_config().etags(ETags::Weak)`,
 /// or this layer in any tower stack): a successful GET whose body is in memory (JSON, text)
 /// gets `ETag: W/"<length>-<hash>"`; a request whose `If-None-Match` names that tag gets a 304
 /// with the same headers and no body. Streamed bodies are left alone (static files carry their
@@ -23,14 +23,14 @@ use tower_service::Service;
 ///
 /// ```
 /// use http::{Request, Response, StatusCode};
-/// use strata_core::ResponseBody;
+/// use strata_core::Body;
 /// use strata_server::ETagLayer;
 /// use tower::{ServiceBuilder, ServiceExt, service_fn};
 ///
 /// # #[tokio::main(flavor = "current_thread")]
 /// # async fn main() {
 /// let app = ServiceBuilder::new().layer(ETagLayer::new()).service(service_fn(|_: Request<()>| async {
-///     Ok::<_, std::convert::Infallible>(Response::new(ResponseBody::from(r#"{"a":1}"#)))
+///     Ok::<_, std::convert::Infallible>(Response::new(Body::from(r#"{"a":1}"#)))
 /// }));
 /// let first = app.clone().oneshot(Request::new(())).await.unwrap();
 /// let tag = first.headers()["etag"].clone();
@@ -79,9 +79,9 @@ impl<S> ETag<S> {
 
 impl<S, B> Service<Request<B>> for ETag<S>
 where
-    S: Service<Request<B>, Response = Response<ResponseBody>>,
+    S: Service<Request<B>, Response = Response<Body>>,
 {
-    type Response = Response<ResponseBody>;
+    type Response = Response<Body>;
     type Error = S::Error;
     type Future = ETagFuture<S::Future>;
 
@@ -115,9 +115,9 @@ pin_project! {
 
 impl<F, E> Future for ETagFuture<F>
 where
-    F: Future<Output = Result<Response<ResponseBody>, E>>,
+    F: Future<Output = Result<Response<Body>, E>>,
 {
-    type Output = Result<Response<ResponseBody>, E>;
+    type Output = Result<Response<Body>, E>;
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let this = self.project();
@@ -145,7 +145,7 @@ where
             parts.status = StatusCode::NOT_MODIFIED;
             parts.headers.remove(CONTENT_TYPE);
             parts.headers.remove(CONTENT_LENGTH);
-            return Poll::Ready(Ok(Response::from_parts(parts, ResponseBody::empty())));
+            return Poll::Ready(Ok(Response::from_parts(parts, Body::empty())));
         }
         Poll::Ready(Ok(response))
     }

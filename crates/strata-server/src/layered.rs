@@ -1,6 +1,6 @@
-//! The application's own tower layers around the app ([`create_server_with`]).
+//! The application's own tower layers around the app ([`CreateServer::layers`]).
 //!
-//! [`create_server_with`]: crate::create_server_with
+//! [`CreateServer::layers`]: crate::CreateServer::layers
 
 use std::convert::Infallible;
 use std::future::Future;
@@ -9,21 +9,21 @@ use std::task::{Context, Poll, ready};
 
 use bytes::Bytes;
 use http::{HeaderMap, Method, Request, Response, Uri, Version};
-use http_body::Body;
+use http_body::Body as HttpBody;
 use pin_project_lite::pin_project;
-use strata_core::{ApiError, BoxError, ErrorHandler, Logger, Mode, ResponseBody, error_response};
+use strata_core::{ApiError, Body, BoxError, ErrorHandler, Logger, Mode, error_response};
 use strata_endpoint::layer_error;
 use tower_service::Service;
 
 /// Turns what a user's stack answers into the server's responses: any body becomes a
-/// [`ResponseBody`] (without boxing when it already is one), and an error of a layer becomes
+/// [`Body`] (without boxing when it already is one), and an error of a layer becomes
 /// an error response: tower's timeout a 504, load shedding a 503 with `Retry-After: 1`, a
 /// Strata stage's error (boxed by a layer between stages) what it was, anything else a 500 (its
 /// text shown in development mode only). Server errors are logged with their causes; the
 /// response comes from the router's error handler when one is set, as every error outside an
 /// endpoint does.
 #[derive(Debug)]
-pub(crate) struct Layered<S> {
+pub struct Layered<S> {
     inner: S,
     errors: Errors,
     /// The stack failed to get ready: the next request gets this error, without calling it.
@@ -71,7 +71,7 @@ struct Seen {
 }
 
 impl Errors {
-    fn seen<B: Body>(&self, request: &Request<B>) -> Seen {
+    fn seen<B: HttpBody>(&self, request: &Request<B>) -> Seen {
         let reads_headers = self
             .handler
             .as_ref()
@@ -89,7 +89,7 @@ impl Errors {
     }
 
     #[allow(clippy::needless_pass_by_value)] // the error ends here
-    fn respond(&self, error: BoxError, seen: &Seen) -> Response<ResponseBody> {
+    fn respond(&self, error: BoxError, seen: &Seen) -> Response<Body> {
         // Our own texts for tower's errors say nothing internal: shown in production too.
         let own_text = error.is::<tower::timeout::error::Elapsed>()
             || error.is::<tower::load_shed::error::Overloaded>();
@@ -123,13 +123,13 @@ impl Errors {
 
 impl<S, RB, B> Service<Request<RB>> for Layered<S>
 where
-    RB: Body,
+    RB: HttpBody,
     S: Service<Request<RB>, Response = Response<B>>,
     S::Error: Into<BoxError>,
-    B: Body<Data = Bytes> + Send + 'static,
+    B: HttpBody<Data = Bytes> + Send + 'static,
     B::Error: Into<BoxError>,
 {
-    type Response = Response<ResponseBody>;
+    type Response = Response<Body>;
     type Error = Infallible;
     type Future = LayeredFuture<S::Future>;
 
@@ -144,24 +144,32 @@ where
 
     fn call(&mut self, request: Request<RB>) -> Self::Future {
         let seen = self.errors.seen(&request);
-        match self.unready.take() {
-            None => LayeredFuture::Inner {
+        let state = match self.unready.take() {
+            None => LayeredState::Inner {
                 inner: self.inner.call(request),
                 failure: Some((self.errors.clone(), seen)),
             },
-            Some(error) => LayeredFuture::Failed {
+            Some(error) => LayeredState::Failed {
                 response: Some(self.errors.respond(error, &seen)),
             },
-        }
+        };
+        LayeredFuture { state }
+    }
+}
+
+pin_project! {
+    #[project = LayeredProj]
+    enum LayeredState<F> {
+        Inner { #[pin] inner: F, failure: Option<(Errors, Seen)> },
+        Failed { response: Option<Response<Body>> },
     }
 }
 
 pin_project! {
     /// The response future of [`Layered`].
-    #[project = LayeredProj]
-    pub(crate) enum LayeredFuture<F> {
-        Inner { #[pin] inner: F, failure: Option<(Errors, Seen)> },
-        Failed { response: Option<Response<ResponseBody>> },
+    pub struct LayeredFuture<F> {
+        #[pin]
+        state: LayeredState<F>,
     }
 }
 
@@ -169,16 +177,16 @@ impl<F, B, E> Future for LayeredFuture<F>
 where
     F: Future<Output = Result<Response<B>, E>>,
     E: Into<BoxError>,
-    B: Body<Data = Bytes> + Send + 'static,
+    B: HttpBody<Data = Bytes> + Send + 'static,
     B::Error: Into<BoxError>,
 {
-    type Output = Result<Response<ResponseBody>, Infallible>;
+    type Output = Result<Response<Body>, Infallible>;
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        match self.project() {
+        match self.project().state.project() {
             LayeredProj::Inner { inner, failure } => {
                 Poll::Ready(Ok(match ready!(inner.poll(cx)) {
-                    Ok(response) => response.map(ResponseBody::stream),
+                    Ok(response) => response.map(Body::new),
                     Err(error) => match failure.take() {
                         Some((errors, seen)) => errors.respond(error.into(), &seen),
                         None => error_response(ApiError::internal("polled after completion")),
@@ -249,7 +257,7 @@ mod tests {
             result: Result<Output, ApiError>,
             _request: &RequestInfo,
             _logger: &Logger,
-        ) -> Response<ResponseBody> {
+        ) -> Response<Body> {
             let message = result
                 .err()
                 .map(|e| e.message().to_owned())
@@ -285,7 +293,7 @@ mod tests {
         }
     }
 
-    async fn body(response: Response<ResponseBody>) -> String {
+    async fn body(response: Response<Body>) -> String {
         let bytes = response
             .into_body()
             .collect()

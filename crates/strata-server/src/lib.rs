@@ -12,11 +12,12 @@
 //! # Example
 //!
 //! ```no_run
+//! use strata_cors::Cors;
 //! use strata_routing::Routing;
 //! use strata_server::{Config, create_server};
 //!
 //! # async fn demo(routing: Routing) -> Result<(), strata_server::ServerError> {
-//! let config = Config::builder().cors(true).listen(8090).build();
+//! let config = Config::builder().cors(Cors::Enabled).listen(8090).build();
 //! let server = create_server(&config, &routing).await?;
 //! println!("listening on {:?}", server.servers()[0].local_addr);
 //! server.run().await; // until SIGINT/SIGTERM or the shutdown handle
@@ -44,7 +45,8 @@ pub use app::{App, MaybeCompressed, MaybeCompressedFuture};
 pub use app::{COMPRESSION_THRESHOLD, CompressionPredicate};
 pub use attach::{Attached, attach_routing};
 pub use config::{
-    Config, ConfigBuilder, Https, Listen, LoggerOptions, Pem, ServerLimits, ServerSettings,
+    Compression, Config, ConfigBuilder, ETags, Https, Listen, LogColor, LoggerOptions, Pem,
+    RequestIds, ServerLimits, ServerSettings,
 };
 pub use deadline::{BodyDeadline, MinDataRate, ServerBody};
 pub use error::ServerError;
@@ -52,5 +54,6 @@ pub use etag::{ETag, ETagFuture, ETagLayer};
 pub use logging::install_default_subscriber;
 pub use request_id::{RequestId, RequestIdLayer, X_REQUEST_ID};
 pub use server::{
-    ListeningServer, LocalAddr, Protocol, Server, ShutdownHandle, create_server, create_server_with,
+    AroundApp, CreateServer, Listener, ListeningServer, LocalAddr, NoLayers, Protocol, ServedApp,
+    Server, ShutdownHandle, WithLayers, create_server,
 };

@@ -1,13 +1,13 @@
 //! The default `tracing` subscriber: installed only when the configuration asks for it
-//! (`create_config().logger(..)`) and the application has none, coloured only when asked, on a
-//! terminal, and never with `NO_COLOR` set (<https://no-color.org>).
+//! (`create_config().logger(..)`) and the application has none, coloured only unless asked not
+//! to, on a terminal, and never with `NO_COLOR` set (<https://no-color.org>).
 
 use std::ffi::OsStr;
 use std::io::IsTerminal;
 
 use strata_core::Level;
 
-use crate::config::LoggerOptions;
+use crate::config::{LogColor, LoggerOptions};
 
 fn tracing_level(level: Level) -> tracing::Level {
     match level {
@@ -20,11 +20,11 @@ fn tracing_level(level: Level) -> tracing::Level {
 
 /// Installs a `fmt` subscriber writing to standard output with `options`; returns `false` (and
 /// changes nothing) when a global subscriber is already set, so an application's own setup
-/// always wins. Colours are used only when `options.color` asks for them, standard output is a
+/// always wins. Colours are used only when `options.color` allows them, standard output is a
 /// terminal and `NO_COLOR` is unset or empty: a log file or a pipe never gets escape codes.
 pub fn install_default_subscriber(options: &LoggerOptions) -> bool {
     let color = use_color(
-        options.color,
+        options.color == LogColor::Auto,
         std::env::var_os("NO_COLOR").as_deref(),
         std::io::stdout().is_terminal(),
     );
@@ -64,10 +64,7 @@ mod tests {
             .with_max_level(tracing::Level::ERROR)
             .finish();
         tracing::subscriber::set_global_default(application).expect("first global subscriber");
-        let options = LoggerOptions {
-            level: Level::Debug,
-            color: false,
-        };
+        let options = LoggerOptions::new(Level::Debug).color(LogColor::Never);
         assert!(
             !install_default_subscriber(&options),
             "must not replace the application's"

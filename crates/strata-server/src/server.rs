@@ -14,7 +14,7 @@ use std::convert::Infallible;
 use http::{Request, Response};
 use std::sync::atomic::Ordering;
 
-use strata_core::{ApiError, BoxError, ClientAddr, ErrorHandler, ErrorKind, Logger, ResponseBody};
+use strata_core::{ApiError, Body, BoxError, ClientAddr, ErrorHandler, ErrorKind, Logger};
 use strata_log::LogRateLimit;
 use strata_parse::PerClient;
 use strata_routing::Routing;
@@ -302,6 +302,52 @@ async fn bind(listen: &Listen) -> Result<(Bound, LocalAddr), ServerError> {
     }
 }
 
+/// A listener the application bound: its address, and its TLS acceptor if it has one. A UNIX
+/// socket's file is the application's (left where it is at shutdown).
+fn adopt(
+    listener: Listener,
+) -> Result<(Protocol, Bound, LocalAddr, Option<Acceptor>), ServerError> {
+    let failed = |source| ServerError::Bind {
+        listen: "a listener of the application's".to_owned(),
+        source,
+    };
+    Ok(match listener {
+        Listener::Tcp(listener) => {
+            let local = listener.local_addr().map_err(failed)?;
+            (
+                Protocol::Http,
+                Bound::Tcp(listener),
+                LocalAddr::Tcp(local),
+                None,
+            )
+        }
+        Listener::Unix(listener) => {
+            let local = listener.local_addr().map_err(failed)?;
+            let path = local.as_pathname().map(PathBuf::from).unwrap_or_default();
+            let socket = UnixSocketFile {
+                path: path.clone(),
+                identity: None,
+            };
+            (
+                Protocol::Http,
+                Bound::Unix(listener, socket),
+                LocalAddr::Unix(path),
+                None,
+            )
+        }
+        #[cfg(feature = "tls")]
+        Listener::Tls(listener, acceptor) => {
+            let local = listener.local_addr().map_err(failed)?;
+            (
+                Protocol::Https,
+                Bound::Tcp(listener),
+                LocalAddr::Tcp(local),
+                Some(acceptor),
+            )
+        }
+    })
+}
+
 /// As long as any timeout needs to be: hyper adds its keep-alive durations to an `Instant`,
 /// which cannot hold `Duration::MAX`, so longer ones are "never" (an interval) or this.
 const FOREVER: Duration = Duration::from_secs(100 * 365 * 24 * 3600);
@@ -340,10 +386,11 @@ fn connection_builder(limits: &ServerLimits) -> auto::Builder<TokioExecutor> {
 }
 
 /// What a connection runs: the app in the application's layers, answering every request.
-pub(crate) trait ServedApp:
+#[doc(hidden)]
+pub trait ServedApp:
     Service<
         Request<ServerBody>,
-        Response = Response<ResponseBody>,
+        Response = Response<Body>,
         Error = Infallible,
         Future: Send + 'static,
     > + Clone
@@ -356,7 +403,7 @@ pub(crate) trait ServedApp:
 impl<S> ServedApp for S where
     S: Service<
             Request<ServerBody>,
-            Response = Response<ResponseBody>,
+            Response = Response<Body>,
             Error = Infallible,
             Future: Send + 'static,
         > + Clone
@@ -981,51 +1028,143 @@ async fn accept(bound: &Bound) -> std::io::Result<Accepted> {
 }
 
 /// Starts serving `routing` on every listener of `config` (HTTP and HTTPS at once when both
-/// are configured), each speaking HTTP/1.1 and HTTP/2.
+/// are configured), each speaking HTTP/1.1 and HTTP/2: `create_server(&config, &routing).await`.
+///
+/// What it returns is a [`CreateServer`] to await, which can first be given the application's
+/// own tower layers ([`layers`](CreateServer::layers)) and listeners bound by the application
+/// ([`listener`](CreateServer::listener)): a `TcpListener`, a `UnixListener`, or either with a
+/// TLS acceptor of its own.
 ///
 /// Errors are reported before anything is served: no listener, HTTPS without a key, unreadable
 /// TLS material, an invalid routing, an address in use.
-pub async fn create_server(config: &Config, routing: &Routing) -> Result<Server, ServerError> {
-    // The app as it is: it answers every request itself, so the layer that turns a user
-    // stack's errors and bodies into responses is not needed (one layer less per request).
-    start(config, routing, |app| app).await
-}
-
-/// [`create_server`] with the application's own tower layers around the app: a timeout, a
-/// concurrency or rate limit, anything `tower` or `tower-http` offers.
-///
-/// The layers see every request after the server's checks (`Host`, body deadlines) and before
-/// request ids, routing and the reading of its body: a concurrency limit or a timeout here counts
-/// uploads still arriving. To place layers after the body is read, use
-/// `create_config().after_body(..)` ([`ConfigBuilder::after_body`](crate::ConfigBuilder::after_body)).
-/// A request the layers do not take within `ServerLimits::admission_timeout` gets a 503. Their errors become error responses: tower's `Timeout` a 504, its
-/// `LoadShed` a 503 with `Retry-After: 1`, a Strata stage's error what it was, anything else a
-/// 500; server errors are logged with their causes, and the router's error handler
-/// (`create_config().error_handler(..)`) formats them when one is set.
 ///
 /// ```no_run
-/// use std::time::Duration;
+/// use strata_cors::Cors;
 /// use strata_routing::Routing;
-/// use strata_server::{Config, create_server_with};
-/// use tower::ServiceBuilder;
+/// use strata_server::{Config, create_server};
 ///
-/// # async fn demo(routing: Routing) -> Result<(), strata_server::ServerError> {
-/// let config = Config::builder().cors(true).listen(8090).build();
-/// let layers = ServiceBuilder::new()
-///     .timeout(Duration::from_secs(30))  // a 504 for a request that takes longer
-///     .concurrency_limit(512);           // at most 512 requests at once
-/// let server = create_server_with(&config, &routing, layers).await?;
+/// # async fn demo(routing: Routing) -> Result<(), Box<dyn std::error::Error>> {
+/// // Where the configuration says.
+/// let config = Config::builder().cors(Cors::Enabled).listen(8090).build();
+/// create_server(&config, &routing).await?.run().await;
+///
+/// // On a listener of your own (a port chosen by the OS, here).
+/// let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+/// let config = Config::builder().cors(Cors::Enabled).build();
+/// let server = create_server(&config, &routing).listener(listener).await?;
+/// println!("listening on {:?}", server.servers()[0].local_addr);
 /// server.run().await;
 /// # Ok(())
 /// # }
 /// ```
-pub async fn create_server_with<L, B>(
-    config: &Config,
-    routing: &Routing,
+pub fn create_server<'a>(config: &'a Config, routing: &'a Routing) -> CreateServer<'a, NoLayers> {
+    CreateServer {
+        config,
+        routing,
+        layers: NoLayers,
+        listeners: Vec::new(),
+    }
+}
+
+/// A server to start ([`create_server`]): await it, after giving it layers or listeners.
+#[must_use = "a server starts when awaited"]
+pub struct CreateServer<'a, L> {
+    config: &'a Config,
+    routing: &'a Routing,
     layers: L,
-) -> Result<Server, ServerError>
+    listeners: Vec<Listener>,
+}
+
+impl<L> std::fmt::Debug for CreateServer<'_, L> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CreateServer")
+            .field("listeners", &self.listeners.len())
+            .finish_non_exhaustive()
+    }
+}
+
+/// No layers of the application's: the app answers every request itself.
+#[derive(Debug, Clone, Copy)]
+pub struct NoLayers;
+
+/// The application's own layers ([`CreateServer::layers`]).
+#[derive(Debug, Clone)]
+pub struct WithLayers<L>(L);
+
+impl<'a, L> CreateServer<'a, L> {
+    /// Puts the application's own tower layers around the app: a timeout, a concurrency or
+    /// rate limit, anything `tower` or `tower-http` offers.
+    ///
+    /// The layers see every request after the server's checks (`Host`, body deadlines) and
+    /// before request ids, routing and the reading of its body: a concurrency limit or a
+    /// timeout here counts uploads still arriving (to place layers after the body is read, use
+    /// `create_config().after_body(..)`). A request the layers do not take within
+    /// `ServerLimits::admission_timeout` gets a 503. Their errors become error responses:
+    /// tower's `Timeout` a 504, its `LoadShed` a 503 with `Retry-After: 1`, a Strata stage's
+    /// error what it was, anything else a 500; server errors are logged with their causes, and
+    /// the router's error handler (`create_config().error_handler(..)`) formats them when one
+    /// is set.
+    ///
+    /// ```no_run
+    /// use std::time::Duration;
+    /// use strata_cors::Cors;
+    /// use strata_routing::Routing;
+    /// use strata_server::{Config, create_server};
+    /// use tower::ServiceBuilder;
+    ///
+    /// # async fn demo(routing: Routing) -> Result<(), strata_server::ServerError> {
+    /// let config = Config::builder().cors(Cors::Enabled).listen(8090).build();
+    /// let layers = ServiceBuilder::new()
+    ///     .timeout(Duration::from_secs(30)) // a 504 for a request that takes longer
+    ///     .concurrency_limit(512); // at most 512 requests at once
+    /// let server = create_server(&config, &routing).layers(layers).await?;
+    /// server.run().await;
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn layers<M>(self, layers: M) -> CreateServer<'a, WithLayers<M>> {
+        CreateServer {
+            config: self.config,
+            routing: self.routing,
+            layers: WithLayers(layers),
+            listeners: self.listeners,
+        }
+    }
+
+    /// Serves on a listener the application bound itself, besides the configuration's (which
+    /// may then have none): a `tokio::net::TcpListener` or `UnixListener`, or
+    /// [`Listener::tls`] with a TLS acceptor of the application's own (`tls` feature).
+    pub fn listener(mut self, listener: impl Into<Listener>) -> Self {
+        self.listeners.push(listener.into());
+        self
+    }
+}
+
+/// How the app is served: as it is ([`NoLayers`]), or inside the application's layers
+/// ([`WithLayers`]).
+pub trait AroundApp: Send + 'static {
+    /// What each connection runs.
+    #[doc(hidden)]
+    type Served: ServedApp;
+
+    /// The app, wrapped, its errors answered as `config` says.
+    #[doc(hidden)]
+    fn around(self, app: App, config: &Config) -> Self::Served;
+}
+
+impl AroundApp for NoLayers {
+    type Served = App;
+
+    // The app answers every request itself: the layer that turns a user stack's errors and
+    // bodies into responses is not needed (one layer less per request).
+    fn around(self, app: App, _: &Config) -> App {
+        app
+    }
+}
+
+impl<L, B> AroundApp for WithLayers<L>
 where
-    L: Layer<App>,
+    L: Layer<App> + Send + 'static,
     L::Service:
         Service<Request<ServerBody>, Response = Response<B>> + Clone + Send + Sync + 'static,
     <L::Service as Service<Request<ServerBody>>>::Error: Into<BoxError>,
@@ -1033,24 +1172,73 @@ where
     B: http_body::Body<Data = bytes::Bytes> + Send + 'static,
     B::Error: Into<BoxError>,
 {
-    let errors = Errors {
-        mode: config.pipeline.mode,
-        handler: config.router.error_handler.clone(),
-        logger: Logger::tracing(),
-    };
-    start(config, routing, move |app| {
-        Layered::new(layers.layer(app), errors.clone())
-    })
-    .await
+    type Served = Layered<L::Service>;
+
+    fn around(self, app: App, config: &Config) -> Self::Served {
+        let errors = Errors {
+            mode: config.pipeline.mode,
+            handler: config.router.error_handler.clone(),
+            logger: Logger::tracing(),
+        };
+        Layered::new(self.0.layer(app), errors)
+    }
 }
 
-/// Starts serving `routing` on every listener of `config`, each connection running
-/// `around(app)`.
-async fn start<S: ServedApp>(
-    config: &Config,
-    routing: &Routing,
-    around: impl Fn(App) -> S,
-) -> Result<Server, ServerError> {
+impl<'a, L: AroundApp> std::future::IntoFuture for CreateServer<'a, L> {
+    type Output = Result<Server, ServerError>;
+    type IntoFuture = Pin<Box<dyn Future<Output = Self::Output> + Send + 'a>>;
+
+    fn into_future(self) -> Self::IntoFuture {
+        Box::pin(start(self))
+    }
+}
+
+/// A listener bound by the application ([`CreateServer::listener`]).
+pub enum Listener {
+    /// Plain TCP.
+    Tcp(TcpListener),
+    /// A UNIX domain socket (its file is the application's: the server does not remove it).
+    Unix(UnixListener),
+    /// TLS over TCP with the application's own acceptor (its `rustls` configuration; the
+    /// server asks for nothing but the handshake, within the header-read timeout).
+    #[cfg(feature = "tls")]
+    Tls(TcpListener, tokio_rustls::TlsAcceptor),
+}
+
+impl std::fmt::Debug for Listener {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Listener::Tcp(listener) => f.debug_tuple("Tcp").field(listener).finish(),
+            Listener::Unix(listener) => f.debug_tuple("Unix").field(listener).finish(),
+            #[cfg(feature = "tls")]
+            Listener::Tls(listener, _) => f.debug_tuple("Tls").field(listener).finish(),
+        }
+    }
+}
+
+impl Listener {
+    /// TLS on `listener` with `acceptor`.
+    #[cfg(feature = "tls")]
+    pub fn tls(listener: TcpListener, acceptor: tokio_rustls::TlsAcceptor) -> Self {
+        Listener::Tls(listener, acceptor)
+    }
+}
+
+impl From<TcpListener> for Listener {
+    fn from(listener: TcpListener) -> Self {
+        Listener::Tcp(listener)
+    }
+}
+
+impl From<UnixListener> for Listener {
+    fn from(listener: UnixListener) -> Self {
+        Listener::Unix(listener)
+    }
+}
+
+/// Refuses a configuration that cannot serve: HTTPS half configured, or no listener at all
+/// (`given`: the application gave listeners of its own).
+fn check_listeners(config: &Config, given: bool) -> Result<(), ServerError> {
     let https = &config.server.https;
     if https.listen.is_some() && (https.cert.is_none() || https.key.is_none()) {
         return Err(ServerError::Config(
@@ -1062,16 +1250,33 @@ async fn start<S: ServedApp>(
             "https has a certificate but no `listen`".into(),
         ));
     }
-    if config.server.listen.as_ref().is_none() && https.listen.is_none() {
+    if config.server.listen.is_none() && https.listen.is_none() && !given {
         return Err(ServerError::Config(
-            "no listener: set `listen` (http) and/or `https` in the config".into(),
+            "no listener: set `listen` (http) and/or `https` in the config, or give one to \
+             `create_server(..).listener(..)`"
+                .into(),
         ));
     }
+    Ok(())
+}
+
+/// Starts serving on every listener of the configuration and every listener given, each
+/// connection running the app inside the layers given.
+async fn start<L: AroundApp>(create: CreateServer<'_, L>) -> Result<Server, ServerError> {
+    let CreateServer {
+        config,
+        routing,
+        layers,
+        listeners: given,
+    } = create;
+    check_listeners(config, !given.is_empty())?;
+    let https = &config.server.https;
     if let Some(options) = config.server.logger.as_ref() {
         install_default_subscriber(options);
     }
     let logger = Logger::tracing();
     let app = build_app(config, routing, &logger)?;
+    let served = layers.around(app.clone(), config);
     let tls = if https.listen.is_some() {
         Some(acceptor(https)?)
     } else {
@@ -1092,22 +1297,31 @@ async fn start<S: ServedApp>(
             .max_connections_per_client
             .unwrap_or_else(|| default_client_share(slots.available_permits())),
     ));
-    let mut servers = Vec::new();
-    let mut tasks = Vec::new();
-    let listeners = [
+    // The configuration's listeners, bound now, then the application's own.
+    let mut bound = Vec::new();
+    let configured = [
         (Protocol::Http, config.server.listen.as_ref(), None),
         (Protocol::Https, https.listen.as_ref(), tls),
     ];
-    for (protocol, listen, tls) in listeners {
-        let Some(listen) = listen else { continue };
-        let (bound, local_addr) = bind(listen).await?;
+    for (protocol, listen, tls) in configured {
+        if let Some(listen) = listen {
+            let (listener, local_addr) = bind(listen).await?;
+            bound.push((protocol, listener, local_addr, tls));
+        }
+    }
+    for listener in given {
+        bound.push(adopt(listener)?);
+    }
+    let mut servers = Vec::new();
+    let mut tasks = Vec::new();
+    for (protocol, listener, local_addr, tls) in bound {
         logger.info(format_args!("Listening on {local_addr:?} ({protocol:?})"));
         servers.push(ListeningServer {
             protocol,
             local_addr,
         });
         let serving = Serving {
-            app: around(app.clone()),
+            app: served.clone(),
             errors: config.router.error_handler.clone(),
             builder: Arc::clone(&builder),
             tls,
@@ -1117,7 +1331,7 @@ async fn start<S: ServedApp>(
             pressure: Arc::clone(&pressure),
         };
         tasks.push(tokio::spawn(accept_loop(
-            bound,
+            listener,
             serving,
             receiver.clone(),
             ServerLimits::or_never(limits.shutdown_timeout),
@@ -1149,11 +1363,11 @@ mod tests {
             .build()
             .unwrap();
         let config = crate::config::Config::builder()
-            .cors(false)
+            .cors(strata_cors::Cors::Disabled)
             .listen(std::net::SocketAddr::from(([127, 0, 0, 1], 0)))
             .build();
         let server = runtime
-            .block_on(create_server(&config, &Routing::new()))
+            .block_on(create_server(&config, &Routing::new()).into_future())
             .unwrap();
         let stop = server.shutdown_handle();
         // Here no runtime is current: making the future must not panic.
@@ -1234,7 +1448,7 @@ mod tests {
     async fn https_needs_the_tls_feature() {
         use crate::config::{Config, Pem};
         let config = Config::builder()
-            .cors(false)
+            .cors(strata_cors::Cors::Disabled)
             .https(Pem::Bytes(b"cert".to_vec()), Pem::Bytes(b"key".to_vec()), 0)
             .build();
         let error = create_server(&config, &Routing::new()).await.err();
@@ -1250,7 +1464,7 @@ mod tests {
     /// and the client's end of the socket; the server's stop signal stays off.
     fn serve(limits: ServerLimits) -> (JoinHandle<()>, DuplexStream) {
         let app = tower::service_fn(|_: Request<ServerBody>| async {
-            Ok::<_, Infallible>(Response::new(ResponseBody::empty()))
+            Ok::<_, Infallible>(Response::new(Body::empty()))
         });
         let serving = Serving {
             app,
@@ -1359,11 +1573,9 @@ mod tests {
 
     #[tokio::test(start_paused = true)]
     async fn an_idle_http2_peer_that_ignores_the_goodbye_is_dropped_a_second_later() {
-        let limits = ServerLimits {
-            header_read_timeout: Some(Duration::from_secs(5)),
-            http2_keep_alive_interval: None,
-            ..limits()
-        };
+        let limits = limits()
+            .header_read_timeout(Some(Duration::from_secs(5)))
+            .http2_keep_alive_interval(None);
         let (task, client) = serve(limits);
         let seen = http2_peer(client, false).await;
         task.await.unwrap();

@@ -7,13 +7,7 @@
 //! ```
 //! use strata_static::{Dotfiles, ServeStatic, StaticOptions};
 //!
-//! let assets = ServeStatic::new(
-//!     "assets",
-//!     StaticOptions {
-//!         dotfiles: Dotfiles::Deny,
-//!         ..StaticOptions::default()
-//!     },
-//! );
+//! let assets = ServeStatic::new("assets", StaticOptions::default().dotfiles(Dotfiles::Deny));
 //! assert_eq!(assets.directory(), std::path::Path::new("assets"));
 //! ```
 
@@ -39,6 +33,7 @@ pub enum Dotfiles {
 
 /// Options of [`ServeStatic`].
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct StaticOptions {
     /// Dotfile handling (default: ignore).
     pub dotfiles: Dotfiles,
@@ -50,6 +45,19 @@ pub struct StaticOptions {
     /// express's static files: caches keep them but revalidate through `ETag` and
     /// `Last-Modified`); `None` sends none.
     pub cache_control: Option<HeaderValue>,
+}
+
+impl StaticOptions {
+    strata_core::setters! {
+        /// Sets [`dotfiles`](Self::dotfiles).
+        dotfiles(dotfiles: Dotfiles) => dotfiles = dotfiles;
+        /// Sets [`index`](Self::index).
+        index(serve: bool) => index = serve;
+        /// Sets [`redirect`](Self::redirect).
+        redirect(redirect: bool) => redirect = redirect;
+        /// Sets [`cache_control`](Self::cache_control).
+        cache_control(value: Option<HeaderValue>) => cache_control = value;
+    }
 }
 
 impl Default for StaticOptions {

@@ -12,7 +12,7 @@ use std::task::{Context, Poll};
 use http::header::{CACHE_CONTROL, CONTENT_LENGTH, CONTENT_RANGE, CONTENT_TYPE, LOCATION};
 use http::{HeaderMap, HeaderValue, Method, Request, Response, StatusCode, Uri};
 use strata_core::error_response;
-use strata_core::{ApiError, ErrorHandler, ErrorKind, Logger, RequestBody, ResponseBody};
+use strata_core::{ApiError, Body, ErrorHandler, ErrorKind, Logger};
 use strata_endpoint::SharedService;
 use strata_input::text::percent_decode;
 use strata_output::CheckedFile;
@@ -51,11 +51,11 @@ pub struct StaticService {
 /// `ServeDir`'s answer as the routing gives it: files, ranges, caching and redirects with
 /// express's headers; anything else the 404 of the error handler.
 fn answer(
-    response: Response<ResponseBody>,
+    response: Response<Body>,
     context: &ErrorContext,
     cache_control: Option<HeaderValue>,
     path: &str,
-) -> Response<ResponseBody> {
+) -> Response<Body> {
     let status = response.status();
     match status {
         StatusCode::NOT_FOUND | StatusCode::METHOD_NOT_ALLOWED => {
@@ -90,9 +90,9 @@ async fn reopened(
     response: Response<ServeFileSystemResponseBody>,
     file: PathBuf,
     index: bool,
-) -> Response<ResponseBody> {
+) -> Response<Body> {
     let Some((first, count, total)) = sent_span(&response) else {
-        return response.map(ResponseBody::stream);
+        return response.map(Body::new);
     };
     let checked = tokio::task::spawn_blocking(move || {
         let served = if index && file.is_dir() {
@@ -109,7 +109,7 @@ async fn reopened(
             let (parts, _open) = response.into_parts();
             Response::from_parts(parts, checked.body(first, count))
         }
-        _ => response.map(ResponseBody::stream),
+        _ => response.map(Body::new),
     }
 }
 
@@ -166,7 +166,7 @@ struct ErrorContext {
 }
 
 impl ErrorContext {
-    fn respond(&self, error: ApiError) -> Response<ResponseBody> {
+    fn respond(&self, error: ApiError) -> Response<Body> {
         match &self.errors {
             None => error_response(error),
             Some(handler) => {
@@ -195,12 +195,7 @@ impl StaticService {
     }
 
     /// The response to `error` for a request of `parts` to `uri`.
-    fn error(
-        &self,
-        error: ApiError,
-        parts: &http::request::Parts,
-        uri: &Uri,
-    ) -> Response<ResponseBody> {
+    fn error(&self, error: ApiError, parts: &http::request::Parts, uri: &Uri) -> Response<Body> {
         match self.errors.as_ref() {
             None => error_response(error),
             Some(handler) => {
@@ -294,18 +289,18 @@ fn finish_headers(headers: &mut http::HeaderMap, cache_control: Option<HeaderVal
     }
 }
 
-type BoxedFuture = Pin<Box<dyn Future<Output = Result<Response<ResponseBody>, Infallible>> + Send>>;
+type BoxedFuture = Pin<Box<dyn Future<Output = Result<Response<Body>, Infallible>> + Send>>;
 
-impl Service<Request<RequestBody>> for StaticService {
-    type Response = Response<ResponseBody>;
+impl Service<Request<Body>> for StaticService {
+    type Response = Response<Body>;
     type Error = Infallible;
     type Future = BoxedFuture;
 
     fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
-        Service::<Request<RequestBody>>::poll_ready(&mut self.dir, cx)
+        Service::<Request<Body>>::poll_ready(&mut self.dir, cx)
     }
 
-    fn call(&mut self, request: Request<RequestBody>) -> BoxedFuture {
+    fn call(&mut self, request: Request<Body>) -> BoxedFuture {
         let (mut parts, body) = request.into_parts();
         let original = parts.uri.clone();
         let path = original.path();
@@ -330,7 +325,7 @@ impl Service<Request<RequestBody>> for StaticService {
                     )
                 },
                 |location| {
-                    let mut response = Response::new(ResponseBody::empty());
+                    let mut response = Response::new(Body::empty());
                     *response.status_mut() = StatusCode::TEMPORARY_REDIRECT;
                     response.headers_mut().insert(LOCATION, location);
                     response
@@ -397,7 +392,7 @@ impl Service<Request<RequestBody>> for StaticService {
                     let response = if context.method == Method::GET {
                         reopened(response, file, index).await
                     } else {
-                        response.map(ResponseBody::stream)
+                        response.map(Body::new)
                     };
                     Ok(answer(response, &context, cache_control, original.path()))
                 }

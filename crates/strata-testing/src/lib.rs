@@ -51,6 +51,7 @@
 //!
 //! ```
 //! use http::Request;
+//! use strata::Router;
 //! use strata::prelude::*;
 //! use strata_testing::LoggerMock;
 //! use tower::ServiceExt;
@@ -61,7 +62,7 @@
 //!     logger.debug("ping");
 //!     Ok(Reply::new(()))
 //! });
-//! let router = Router::new(&routing! { "ping" => ping }, &create_config().cors(false).build()).unwrap();
+//! let router = Router::new(&routing! { "ping" => ping }, &create_config().cors(Cors::Disabled).build()).unwrap();
 //! let logs = LoggerMock::default();
 //! let mut request = Request::get("/ping").body(String::new()).unwrap();
 //! request.extensions_mut().insert(Logger::with_sink(std::sync::Arc::new(logs.clone())));

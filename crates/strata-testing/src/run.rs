@@ -12,8 +12,7 @@ use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 use strata_core::{
-    ApiError, DefaultResultHandler, HCons, HNil, Logger, Mode, Output, PathParams, RequestBody,
-    ResponseBody,
+    ApiError, Body, DefaultResultHandler, HCons, HNil, Logger, Mode, Output, PathParams,
 };
 use strata_endpoint::{Endpoint, PipelineSettings};
 use strata_format::FormatLayer;
@@ -143,10 +142,7 @@ impl TestRequest {
 /// no CORS headers; test them with `oneshot` on a `Router`.
 pub fn test_config() -> PipelineSettings {
     // Development: a test wants to read why a request failed.
-    PipelineSettings {
-        mode: Mode::Development,
-        ..PipelineSettings::default()
-    }
+    PipelineSettings::default().mode(Mode::Development)
 }
 
 /// Everything a test run takes besides the endpoint or middleware (the spec's `requestProps`,
@@ -234,11 +230,7 @@ fn encode(text: &str) -> String {
 /// The http request for `request`, with the logger mock in its extensions.
 ///
 /// Panics on a path that is not a valid request target: a mistake in the test itself.
-fn build(
-    request: TestRequest,
-    request_id: Option<String>,
-    logger: &LoggerMock,
-) -> Request<RequestBody> {
+fn build(request: TestRequest, request_id: Option<String>, logger: &LoggerMock) -> Request<Body> {
     let mut uri = request.path;
     let mut separator = if uri.contains('?') { '&' } else { '?' };
     for (key, value) in &request.query {
@@ -252,14 +244,14 @@ fn build(
     let (body, content_type) = if is_multipart {
         let form = multipart(request.body.as_ref(), request.files);
         let content_type = HeaderValue::try_from(form.content_type()).ok();
-        (RequestBody::from(form.into_bytes()), content_type)
+        (Body::from(form.into_bytes()), content_type)
     } else {
         match &request.body {
             Some(value) => (
-                RequestBody::from(serde_json::to_vec(value).unwrap_or_default()),
+                Body::from(serde_json::to_vec(value).unwrap_or_default()),
                 Some(HeaderValue::from_static("application/json")),
             ),
-            None => (RequestBody::empty(), None),
+            None => (Body::empty(), None),
         }
     };
     let mut built = Request::new(body);
@@ -327,7 +319,7 @@ fn config_for(args: &TestArgs) -> PipelineSettings {
     config
 }
 
-async fn mock(response: Response<ResponseBody>) -> ResponseMock {
+async fn mock(response: Response<Body>) -> ResponseMock {
     let (parts, body) = response.into_parts();
     let body = body
         .collect()
@@ -349,6 +341,7 @@ async fn mock(response: Response<ResponseBody>) -> ResponseMock {
 /// use schemars::JsonSchema;
 /// use serde::{Deserialize, Serialize};
 /// use serde_json::json;
+/// use strata::Level;
 /// use strata::prelude::*;
 /// use strata_testing::{TestArgs, TestRequest, test_endpoint};
 ///
@@ -474,6 +467,7 @@ impl<O, C> Service<Request<Staged<HCons<O, C>>>> for CaptureOutput<O> {
 ///
 /// ```
 /// use http::header::{AUTHORIZATION, HeaderValue};
+/// use strata::core::HNil;
 /// use strata::prelude::*;
 /// use strata_testing::{TestArgs, TestRequest, test_middleware};
 ///

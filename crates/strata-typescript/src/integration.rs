@@ -31,7 +31,7 @@ pub enum Variant {
 ///
 /// ```no_run
 /// use strata_typescript::{Integration, Variant};
-/// # fn demo(routing: strata_routing::Routing, config: strata_routing::RoutingConfig) -> Result<(), Box<dyn std::error::Error>> {
+/// # fn demo(routing: strata_routing::Routing, config: strata_routing::RoutingSettings) -> Result<(), Box<dyn std::error::Error>> {
 /// let ts = Integration::new(&routing, &config)
 ///     .server_url("http://localhost:8090")
 ///     .variant(Variant::Client)

@@ -42,11 +42,11 @@
 //! #     let mut meta = EndpointMeta::default();
 //! #     meta.methods = vec![Method::GET];
 //! #     Endpoint::from_parts(meta, |_| tower::util::BoxCloneSyncService::new(tower::service_fn(|_| async {
-//! #         Ok::<_, std::convert::Infallible>(http::Response::new(strata_core::ResponseBody::empty()))
+//! #         Ok::<_, std::convert::Infallible>(http::Response::new(strata_core::Body::empty()))
 //! #     })))
 //! # };
 //! let api = routing! { "v1" => { "hello" => endpoint() } };
-//! let config = strata_routing::RoutingConfig::new(true);
+//! let config = strata_routing::RoutingSettings::new(strata_cors::Cors::Enabled);
 //! let client = Integration::new(&api, &config)
 //!     .server_url("http://localhost:8090")
 //!     .variant(Variant::Client)

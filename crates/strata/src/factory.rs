@@ -77,7 +77,8 @@ pub fn default_endpoints_factory() -> EndpointsFactory {
 /// functions that take or return it: `fn book_endpoints(books: &StateFactory<Library>)`.
 ///
 /// ```
-/// use strata::{StateFactory, default_endpoints_factory};
+/// use strata::default_endpoints_factory;
+/// use strata::endpoint::StateFactory;
 ///
 /// #[derive(Clone)]
 /// struct Library;
@@ -398,6 +399,7 @@ where
     ///
     /// ```
     /// use strata::prelude::*;
+    /// use strata::{Operation, Routing};
     /// # #[strata::model(input)]
     /// # pub struct BookId { #[garde(skip)] id: u32 }
     /// # #[strata::model]
@@ -460,7 +462,7 @@ where
     #[cfg(feature = "events")]
     pub fn event_stream<E, F, I, M>(self, f: F) -> Endpoint
     where
-        E: strata_events::Events,
+        E: strata_events::Event,
         F: HandlerFunction<I, HCons<strata_events::Emitter<E>, C>, M, Output = ()>,
         M: 'static,
         I: InputType,
@@ -477,7 +479,7 @@ where
         f: F,
     ) -> Endpoint
     where
-        E: strata_events::Events,
+        E: strata_events::Event,
         F: HandlerFunction<I, HCons<strata_events::Emitter<E>, C>, M, Output = ()>,
         M: 'static,
         I: InputType,
@@ -491,6 +493,7 @@ where
     /// and the [`Emitter`](strata_events::Emitter) of its events.
     ///
     /// ```
+    /// use strata::events::Emitter;
     /// use strata::prelude::*;
     /// # #[strata::model(output)]
     /// # #[serde(rename_all = "camelCase")]
@@ -509,7 +512,7 @@ where
     #[cfg(feature = "events")]
     pub fn event_stream_without_input<E, F, M>(self, f: F) -> Endpoint
     where
-        E: strata_events::Events,
+        E: strata_events::Event,
         F: HandlerFunctionWithoutInput<HCons<strata_events::Emitter<E>, C>, M, Output = ()>,
         M: 'static,
         L: MiddlewareChain<C>,
@@ -529,7 +532,7 @@ where
         call: G,
     ) -> Endpoint
     where
-        E: strata_events::Events,
+        E: strata_events::Event,
         G: Fn(I, strata_handler::Arguments<HCons<strata_events::Emitter<E>, C>>) -> Fut
             + Clone
             + Send
@@ -569,7 +572,9 @@ where
     /// [`Routing::operation`](strata_routing::Routing::operation) mounts it there.
     ///
     /// ```
+    /// use strata::events::Emitter;
     /// use strata::prelude::*;
+    /// use strata::{Events, Operation, Routing};
     /// # #[derive(serde::Deserialize, garde::Validate, schemars::JsonSchema)]
     /// # pub struct CountdownInput { #[garde(range(min = 1))] from: u32 }
     /// #[derive(serde::Serialize, garde::Validate, schemars::JsonSchema)]
@@ -604,7 +609,7 @@ where
         f: F,
     ) -> Endpoint
     where
-        E: strata_events::Events,
+        E: strata_events::Event,
         F: HandlerFunction<I, HCons<strata_events::Emitter<E>, C>, M, Output = ()>,
         M: 'static,
         I: InputType,
@@ -622,7 +627,7 @@ where
         f: F,
     ) -> Endpoint
     where
-        E: strata_events::Events,
+        E: strata_events::Event,
         F: HandlerFunction<I, HCons<strata_events::Emitter<E>, C>, M, Output = ()>,
         M: 'static,
         I: InputType,

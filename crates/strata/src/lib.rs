@@ -4,15 +4,15 @@
 //! that add typed context; get a plain tower `Service<http::Request<B>>` per endpoint. Every
 //! request goes through seven stages, each its own crate and `tower::Layer`:
 //!
-//! | stage | crate | layer |
+//! | stage | module | layer |
 //! |---|---|---|
-//! | parse | [`parse`] | [`ParseLayer`](parse::ParseLayer) |
-//! | combine | [`combine`] | [`CombineLayer`](combine::CombineLayer) |
-//! | middleware | [`middleware`] | [`MiddlewareLayer`](middleware::MiddlewareLayer) |
-//! | validate | [`validate`] | [`ValidateLayer`](validate::ValidateLayer) |
-//! | handle | [`handler`] | [`HandlerService`](handler::HandlerService) |
-//! | output check | [`output`] | [`OutputLayer`](output::OutputLayer) |
-//! | format | [`format`](mod@format) | [`FormatLayer`](format::FormatLayer) |
+//! | parse | [`stages::parse`] | [`ParseLayer`](stages::parse::ParseLayer) |
+//! | combine | [`stages::combine`] | [`CombineLayer`](stages::combine::CombineLayer) |
+//! | middleware | [`stages::middleware`] | [`MiddlewareLayer`](stages::middleware::MiddlewareLayer) |
+//! | validate | [`stages::validate`] | [`ValidateLayer`](stages::validate::ValidateLayer) |
+//! | handle | [`stages::handler`] | [`HandlerService`](stages::handler::HandlerService) |
+//! | output check | [`stages::output`] | [`OutputLayer`](stages::output::OutputLayer) |
+//! | format | [`stages::format`] | [`FormatLayer`](stages::format::FormatLayer) |
 //!
 //! # Example
 //!
@@ -53,30 +53,86 @@
 //! ```
 
 mod factory;
+#[cfg(doctest)]
+mod guide;
 
-pub use factory::{
-    EndpointBuilder, EndpointsFactory, InputType, OutputType, Returns, StateFactory,
-    default_endpoints_factory,
-};
+// Declaring endpoints: a factory (its middleware and result handler), the endpoints it builds,
+// the types they read and answer, and operations declared once for servers and clients.
+pub use factory::{EndpointBuilder, EndpointsFactory, default_endpoints_factory};
+pub use strata_core::{Ctx, Events, Operation, Security};
+pub use strata_endpoint::Endpoint;
+pub use strata_input::{InputSource, RawBody, UploadedFile};
+pub use strata_middleware::Middleware;
+pub use strata_output::{FileResponse, Reply, StreamResponse};
+pub use strata_upload::{UploadLimits, UploadedFileExt};
+
+// Errors and logs.
+pub use strata_core::{ApiError, Level, Logger, http_error};
+
+// Result handlers: the envelope of every response, yours or the default one.
 pub use strata_core::{
-    ApiError, ApiResult, BoxError, Ctx, DeclaredError, DefaultResultHandler, ErrorHandler,
-    ErrorKind, Events, Get, HCons, HNil, IncomingBody, Level, Logger, Mode, Operation, Output,
-    PathParams, RequestBody, RequestInfo, ResponseBody, ResponseDescription, ResponseHeader,
-    ResultHandler, Security, Validated, http_error,
+    Body, DefaultResultHandler, RequestInfo, ResponseDescription, ResultHandler,
 };
-pub use strata_decode::{Decoder, not_null};
-pub use strata_handler::Never;
-pub use strata_input::{
-    Input, InputSource, InputSources, InputValue, Parsed, ParsedBody, Query, RawBody, Staged,
-    TextValue, UploadedFile,
-};
-pub use strata_middleware::{Middleware, MiddlewareChain};
-pub use strata_output::{Binary, FileResponse, HandlerOutput, Reply, StreamResponse};
-pub use strata_upload::{MoveError, MultipartForm, UploadLimits, UploadedFileExt};
+
+// Routing and serving.
+pub use strata_core::Mode;
+pub use strata_cors::Cors;
+pub use strata_routing::{Nest, Router, Routing, routing};
+pub use strata_server::{Config, ConfigBuilder, Server, attach_routing, create_server};
+pub use strata_static::ServeStatic;
 
 /// The `http` crate Strata is built on (`StatusCode`, `HeaderValue`, `header::*`), so that an
 /// application needs no dependency of its own on it.
 pub use http;
+
+/// What an endpoint is once built ([`Endpoint`], its [`EndpointMeta`](endpoint::EndpointMeta)),
+/// the settings its stages are built with, the application's layers after the body, and the
+/// traits that say what a factory's endpoints read and answer.
+pub mod endpoint {
+    pub use crate::factory::{InputType, OutputType, Returns, StateFactory};
+    pub use strata_endpoint::{
+        AfterBody, AfterBodyInner, AfterBodyService, AnyBody, Endpoint, EndpointFuture, EndpointId,
+        EndpointMeta, EndpointService, EndpointStack, MULTIPART, PipelineSettings, SharedService,
+        into_request_body, layer_error,
+    };
+    pub use strata_middleware::MiddlewareChain;
+}
+
+/// Routing: the tree ([`Routing`], [`routing!`]), the router it compiles into ([`Router`]:
+/// the trie, method dispatch, 404, 405, HEAD, OPTIONS), static directories ([`ServeStatic`])
+/// and CORS ([`Cors`]).
+pub mod router {
+    pub use strata_cors::{Cors, CorsFn, CorsFuture, CorsRequest};
+    pub use strata_routing::{
+        MethodLikeRouteBehavior, Nest, Route, RouteInfo, Router, RouterFuture, RouterSettings,
+        Routing, RoutingError, RoutingSettings, StaticMount, WrongMethodBehavior,
+    };
+    pub use strata_static::{DEFAULT_CACHE_CONTROL, Dotfiles, ServeStatic, StaticOptions};
+}
+
+/// Running a routing: [`create_server`] (listeners, HTTP/1.1 and HTTP/2, TLS, connection
+/// limits, graceful shutdown), [`attach_routing`] (a tower service for an existing app), and
+/// their configuration.
+pub use strata_server as server;
+
+/// The seven stages, each a crate and a `tower::Layer` usable alone in any tower stack.
+pub mod stages {
+    /// Stage 2: merging the input sources of the request's method.
+    pub use strata_combine as combine;
+    /// Stage 7: the result handler's response, panics caught.
+    pub use strata_format as format;
+    /// Stage 5: the handler.
+    pub use strata_handler as handler;
+    /// Stage 3: middleware, each adding to the typed context.
+    pub use strata_middleware as middleware;
+    /// Stage 6: checking and serializing the handler's output.
+    pub use strata_output as output;
+    /// Stage 1: parsing the body, the query and the path parameters.
+    pub use strata_parse as parse;
+    /// Stage 4: validating the merged input into the endpoint's input type.
+    pub use strata_validate as validate;
+}
+
 /// Caching: a `Cache-Control` policy per factory or per response, `ETag` and `Last-Modified`
 /// set by the handler, conditional requests answered 304, `Vary` (feature `cache`).
 #[cfg(feature = "cache")]
@@ -85,65 +141,32 @@ pub use strata_cache as cache;
 /// over any tower service (feature `client`).
 #[cfg(feature = "client")]
 pub use strata_client as client;
-/// Stage 2: combine input sources.
-pub use strata_combine as combine;
-/// Cookies: the cookie middleware ([`cookies::CookieMiddleware`], `Cookies` in the context),
-/// signed-cookie keys ([`cookies::CookieKeys`], for `create_config().cookie_keys(..)`).
+/// Cookies: the cookie middleware (`Cookies` in the context), signed-cookie keys.
 pub use strata_cookies as cookies;
-/// The shared vocabulary ([`strata_core`]).
+/// The shared vocabulary of the stages ([`strata_core`]): errors, the typed context, payloads,
+/// result handlers, descriptions for API documents.
 pub use strata_core as core;
-pub use strata_cors::{Cors, CorsRequest};
 /// How values are checked: the decoder every checking stage uses ([`strata_decode`]).
 pub use strata_decode as decode;
-pub use strata_endpoint::{
-    AfterBody, AnyBody, Endpoint, EndpointFuture, EndpointMeta, EndpointService, PipelineSettings,
-    SharedService,
-};
-/// Server-sent events: typed events, an emitter, keep-alives (feature `events`).
+/// Server-sent events: typed events, an emitter, keep-alives, topics (feature `events`).
 #[cfg(feature = "events")]
 pub use strata_events as events;
-#[cfg(feature = "events")]
-pub use strata_events::{EmitError, Emitter, EventStream, EventStreamOptions};
-/// Stage 7: result handlers and the format layer.
-pub use strata_format as format;
-/// Stage 5: handlers.
-pub use strata_handler as handler;
 /// The merged input: its model, text decoding and deserializer ([`strata_input`]).
 pub use strata_input as input;
-/// Stage 3: middleware.
-pub use strata_middleware as middleware;
 /// API descriptions: an OpenAPI 3.2 (or 3.1) document from a routing, routes serving it
 /// (feature `openapi`).
 #[cfg(feature = "openapi")]
 pub use strata_openapi as openapi;
-/// Stage 6: output checks.
-pub use strata_output as output;
 /// Pagination: offset and cursor page inputs and outputs.
 pub use strata_paginate as paginate;
-/// Stage 1: parsing.
-pub use strata_parse as parse;
 /// Rate limits: a GCRA middleware keyed by client address, credential or function, with
 /// `429`, `Retry-After` and the IETF `RateLimit` headers (feature `rate-limit`).
 #[cfg(feature = "rate-limit")]
 pub use strata_ratelimit as ratelimit;
-/// The rate limiter's Redis store: replicas behind a load balancer share each client's budget
-/// (feature `redis`, off by default).
+/// What replicas share through Redis: the rate limiter's store and the event streams'
+/// broadcaster (feature `redis`, off by default).
 #[cfg(feature = "redis")]
 pub use strata_redis as redis;
-/// Routing: the tree, the trie, method dispatch, CORS, static files.
-pub use strata_routing as routing;
-pub use strata_routing::{
-    MethodLikeRouteBehavior, Nest, Route, Router, RouterSettings, Routing, RoutingConfig,
-    RoutingError, WrongMethodBehavior, routing,
-};
-/// Running a routing: `create_server`, `attach_routing`.
-pub use strata_server as server;
-pub use strata_server::{
-    Attached, Config, ConfigBuilder, ETagLayer, Https, Listen, ListeningServer, LocalAddr,
-    LoggerOptions, MinDataRate, Pem, Server, ServerBody, ServerError, ServerLimits, ServerSettings,
-    ShutdownHandle, attach_routing, create_server, create_server_with,
-};
-pub use strata_static::{Dotfiles, ServeStatic, StaticOptions};
 /// Test utilities: `test_endpoint`, `test_middleware` (feature `testing`).
 #[cfg(feature = "testing")]
 pub use strata_testing as testing;
@@ -151,25 +174,24 @@ pub use strata_testing as testing;
 /// (feature `typescript`).
 #[cfg(feature = "typescript")]
 pub use strata_typescript as typescript;
-/// File uploads: multipart reading with limits, [`UploadedFile`], [`MultipartForm`].
+/// File uploads: multipart reading with limits, [`UploadedFile`], `MultipartForm`.
 pub use strata_upload as upload;
-/// Stage 4: input validation.
-pub use strata_validate as validate;
 
-/// Starts a [`ConfigBuilder`] with the defaults: production mode (or the one `STRATA_MODE`
-/// names), 1 MiB body limit, the input sources of spec table 2.2, CORS not chosen yet, no
-/// listener. One chain sets the server's, the router's and the pipeline's settings; the
-/// [`Config`] it builds is given whole to everything that reads a configuration.
+/// Starts a [`ConfigBuilder`] with the defaults: production mode, 1 MiB body limit, the
+/// input sources of spec table 2.2, CORS not chosen yet, no listener. One chain sets the
+/// server's, the router's and the pipeline's settings; the [`Config`] it builds is given whole
+/// to everything that reads a configuration. Nothing comes from the environment unless asked
+/// for (`.mode(Mode::from_env().unwrap_or_default())` reads `STRATA_MODE`).
 ///
 /// ```
-/// use strata::{InputSource, Mode, create_config};
+/// use strata::{Cors, InputSource, Mode, create_config};
 ///
 /// let config = create_config()
 ///     .input_sources(&http::Method::GET, [InputSource::Query, InputSource::Params, InputSource::Headers])
-///     .production()
-///     .cors(true)
+///     .mode(Mode::Development)
+///     .cors(Cors::Enabled)
 ///     .build();
-/// assert_eq!(config.pipeline.mode, Mode::Production);
+/// assert_eq!(config.pipeline.mode, Mode::Development);
 /// ```
 pub fn create_config() -> ConfigBuilder {
     Config::builder()
@@ -250,17 +272,11 @@ pub mod __private {
     pub fn same_garde<T: SameGarde + ?Sized>() {}
 }
 
-/// The names most endpoints need.
+/// What the quick start and the first examples of the guide use: `use strata::prelude::*;`.
 pub mod prelude {
-    #[cfg(feature = "events")]
-    pub use crate::Emitter;
     pub use crate::{
-        ApiError, ApiResult, Config, CorsRequest, Ctx, DefaultResultHandler, Endpoint,
-        EndpointsFactory, Events, FileResponse, Get, HCons, HNil, InputSource, Level, Logger,
-        Middleware, MiddlewareChain, Mode, Nest, Operation, RawBody, Reply, RequestInfo,
-        ResultHandler, Router, Routing, Security, ServeStatic, UploadLimits, UploadedFile,
-        UploadedFileExt, attach_routing, create_config, create_server, default_endpoints_factory,
-        http_error, routing,
+        ApiError, Cors, Logger, Middleware, Nest, Reply, UploadedFileExt, create_config,
+        create_server, default_endpoints_factory, http_error, routing,
     };
     /// The request's method, URI, headers and extensions, for a handler parameter
     /// `request: Parts`.

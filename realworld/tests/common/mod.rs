@@ -7,8 +7,8 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use serde_json::{Value, json};
-use strata::LocalAddr;
 use strata::prelude::*;
+use strata::server::LocalAddr;
 use strata_realworld::auth::Keys;
 use strata_realworld::{App, config, db, routing};
 

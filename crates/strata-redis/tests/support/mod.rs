@@ -201,10 +201,10 @@ pub mod app {
     use http::{Request, Response, StatusCode};
     use schemars::JsonSchema;
     use serde::Serialize;
-    use strata::core::{ClientAddr, Level, LogSink, ResponseBody};
+    use strata::core::{Body, ClientAddr, Level, LogSink};
+    use strata::endpoint::{AnyBody, EndpointService};
     use strata::prelude::*;
-    use strata::{AnyBody, EndpointService};
-    use strata_ratelimit::{FailPolicy, Key, Quota, RateLimit, RateLimitState};
+    use strata_ratelimit::{FailPolicy, HeadersOn, Key, Quota, RateLimit, RateLimitState};
     use strata_redis::RedisRateLimitStore;
     use tower::ServiceExt;
 
@@ -226,7 +226,7 @@ pub mod app {
                     .store(store)
                     .on_store_error(fail)
                     // `checked` below reads the `RateLimit` header of successes.
-                    .headers(true)
+                    .headers(HeadersOn::EveryResponse)
                     .middleware(),
             )
             .get()
@@ -270,7 +270,7 @@ pub mod app {
         request
             .extensions_mut()
             .insert(Logger::with_sink(Arc::<Logs>::clone(logs)));
-        let response: Response<ResponseBody> = replica.clone().oneshot(request).await.unwrap();
+        let response: Response<Body> = replica.clone().oneshot(request).await.unwrap();
         Answer {
             status: response.status(),
             checked: response.headers().contains_key("ratelimit"),
