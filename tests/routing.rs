@@ -1106,3 +1106,48 @@ fn uploads_need_the_multipart_reader_at_startup() {
         );
     }
 }
+
+/// A route behind a header credential (`Security::header`) allows that header in CORS, so that
+/// a browser may send it; the others allow the usual two.
+#[tokio::test]
+async fn a_header_credential_is_an_allowed_cors_header() {
+    #[derive(Clone)]
+    struct Caller;
+    #[strata::model(output)]
+    struct Me {
+        me: bool,
+    }
+    let secured = default_endpoints_factory()
+        .add_middleware(
+            Middleware::sync(|(): (), request: &Parts, _logger: &Logger| {
+                match request.headers.get("x-token") {
+                    Some(_) => Ok(Caller),
+                    None => Err(http_error!(401, "No token")),
+                }
+            })
+            .security(strata::Security::header("X-Token")),
+        )
+        .get()
+        .handler_without_input(async |_caller: Caller| Ok(Me { me: true }));
+    let tree = routing! { "me" => secured, "open" => get_endpoint("open") };
+    let router = build(&tree, &cors_config(true));
+    let preflight = |path: &str| {
+        Request::options(path)
+            .header("origin", "https://app.example")
+            .header("access-control-request-method", "GET")
+            .header("access-control-request-headers", "x-token")
+            .body(String::new())
+            .unwrap_or_default()
+    };
+    let response = router.clone().oneshot(preflight("/me")).await.unwrap();
+    assert_eq!(response.status(), StatusCode::OK);
+    assert_eq!(
+        response.headers()["access-control-allow-headers"],
+        "content-type, authorization, x-token"
+    );
+    let response = router.oneshot(preflight("/open")).await.unwrap();
+    assert_eq!(
+        response.headers()["access-control-allow-headers"],
+        "content-type, authorization"
+    );
+}

@@ -248,6 +248,77 @@ async fn https_and_http_at_once() {
     server.shutdown().await;
 }
 
+/// Listeners the application bound itself, as `axum::serve(listener, app)` takes one: plain
+/// TCP, a UNIX socket (whose file stays the application's), and TLS with the application's own
+/// rustls configuration, all at once, with no listener in the configuration.
+#[cfg(unix)]
+#[tokio::test]
+async fn listeners_of_the_applications_own() {
+    use tokio_rustls::rustls::ServerConfig;
+    use tokio_rustls::rustls::crypto::ring;
+    use tokio_rustls::rustls::pki_types::pem::PemObject;
+    use tokio_rustls::rustls::pki_types::{CertificateDer, PrivateKeyDer};
+
+    let tcp = tokio::net::TcpListener::bind(loopback()).await.unwrap();
+    let tcp_addr = tcp.local_addr().unwrap();
+    let path = std::env::temp_dir().join(format!("strata-own-{}.sock", std::process::id()));
+    let _ = std::fs::remove_file(&path);
+    let unix = tokio::net::UnixListener::bind(&path).unwrap();
+    let tls = certificate();
+    let mut rustls = ServerConfig::builder_with_provider(Arc::new(ring::default_provider()))
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_no_client_auth()
+        .with_single_cert(
+            vec![CertificateDer::from_pem_slice(tls.cert_pem.as_bytes()).unwrap()],
+            PrivateKeyDer::from_pem_slice(tls.key_pem.as_bytes()).unwrap(),
+        )
+        .unwrap();
+    rustls.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
+    let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(rustls));
+    let secure = tokio::net::TcpListener::bind(loopback()).await.unwrap();
+    let secure_addr = secure.local_addr().unwrap();
+
+    let server = create_server(&config().build(), &routing())
+        .listener(tcp)
+        .listener(unix)
+        .listener(strata::server::Listener::tls(secure, acceptor))
+        .await
+        .unwrap();
+    let listening: Vec<_> = server
+        .servers()
+        .iter()
+        .map(|s| (s.protocol, s.local_addr.clone()))
+        .collect();
+    assert_eq!(
+        listening,
+        [
+            (strata::server::Protocol::Http, LocalAddr::Tcp(tcp_addr)),
+            (
+                strata::server::Protocol::Http,
+                LocalAddr::Unix(path.clone())
+            ),
+            (strata::server::Protocol::Https, LocalAddr::Tcp(secure_addr)),
+        ]
+    );
+    let response = http1(TcpStream::connect(tcp_addr).await.unwrap(), get("/wait")).await;
+    assert_eq!(response.status(), 200);
+    let stream = tokio::net::UnixStream::connect(&path).await.unwrap();
+    assert_eq!(http1(stream, get("/wait")).await.status(), 200);
+    let stream = tls_connect(secure_addr, &tls, b"h2").await;
+    let response = http2(stream, get("https://localhost/wait")).await;
+    assert_eq!(
+        (response.version(), response.status()),
+        (http::Version::HTTP_2, StatusCode::OK)
+    );
+    server.shutdown().await;
+    assert!(
+        path.exists(),
+        "a socket file the application made stays its own"
+    );
+    let _ = std::fs::remove_file(&path);
+}
+
 #[cfg(unix)]
 #[tokio::test]
 async fn unix_socket_listener() {

@@ -5,7 +5,8 @@
 //!
 //! - [`Cors::Enabled`]: `Access-Control-Allow-Origin: *`, the path's methods in
 //!   `Access-Control-Allow-Methods` and `Access-Control-Allow-Headers: content-type,
-//!   authorization`; routing answers `OPTIONS` with 200.
+//!   authorization` and the header credentials its endpoints declare (`Security::header`), so
+//!   that a browser may send them; routing answers `OPTIONS` with 200.
 //! - [`Cors::with`] (or [`Cors::with_async`]): a function computes the headers of each request
 //!   from the defaults, the request, the endpoint and the logger; an empty map sends none.
 //!   Credentials with the origin `*` are dropped (browsers refuse them) and logged.
@@ -22,7 +23,7 @@
 //!     headers
 //! });
 //! // Once per path, at startup: the path's methods as `Allow` lists them.
-//! let path = PathCors::new(&cors, Some(&HeaderValue::from_static("GET, HEAD, OPTIONS")));
+//! let path = PathCors::new(&cors, Some(&HeaderValue::from_static("GET, HEAD, OPTIONS")), &[]);
 //! // For each request.
 //! let (parts, ()) = Request::get("/v1/hello").body(()).unwrap().into_parts();
 //! let headers = cors.headers(&parts, &path, None);
@@ -142,7 +143,10 @@ impl Cors {
     ) -> CorsHeaders {
         CorsHeaders(match self {
             Cors::Disabled => Pending::None,
-            Cors::Enabled => Pending::Default(path.methods.clone()),
+            Cors::Enabled => Pending::Default {
+                methods: path.methods.clone(),
+                allowed_headers: path.allowed_headers.clone(),
+            },
             Cors::Custom(function) => {
                 let empty = HeaderMap::new();
                 let logger = Logger::from_extensions(&parts.extensions);
@@ -165,42 +169,64 @@ impl Cors {
     }
 }
 
-/// What CORS knows of one path, computed once at startup: its methods (the `Allow` value),
-/// and for a CORS function the default headers it is given.
+/// What CORS knows of one path, computed once at startup: its methods (the `Allow` value), the
+/// request headers it allows, and for a CORS function the default headers it is given.
 #[derive(Debug, Clone, Default)]
 pub struct PathCors {
     methods: Option<HeaderValue>,
+    /// `content-type, authorization`, and the header credentials of the path's endpoints.
+    allowed_headers: Option<HeaderValue>,
     /// Built only when a function will be given them.
     defaults: Option<HeaderMap>,
 }
 
 impl PathCors {
     /// The path whose methods `Allow` lists as `methods` (`None`: an unknown path), under
-    /// `cors`.
-    pub fn new(cors: &Cors, methods: Option<&HeaderValue>) -> Self {
+    /// `cors`; `credentials` are the names of the header credentials its endpoints' middleware
+    /// declare (`Security::header`), which a browser may send only when they are allowed.
+    pub fn new(cors: &Cors, methods: Option<&HeaderValue>, credentials: &[&str]) -> Self {
+        let allowed_headers = allowed_headers(credentials);
         match cors {
             Cors::Disabled => Self::default(),
             Cors::Enabled => Self {
                 methods: methods.cloned(),
+                allowed_headers: Some(allowed_headers),
                 defaults: None,
             },
             Cors::Custom(_) => Self {
+                defaults: Some(default_headers(methods, &allowed_headers)),
                 methods: methods.cloned(),
-                defaults: Some(default_headers(methods)),
+                allowed_headers: Some(allowed_headers),
             },
         }
     }
 }
 
-/// The headers of [`Cors::Enabled`]: any origin, the path's methods when known, the usual
-/// request headers.
-pub fn default_headers(methods: Option<&HeaderValue>) -> HeaderMap {
+/// `content-type, authorization` and `credentials` (lower-case, each once).
+fn allowed_headers(credentials: &[&str]) -> HeaderValue {
+    let mut names: Vec<String> = credentials
+        .iter()
+        .map(|name| name.to_ascii_lowercase())
+        .filter(|name| name != "content-type" && name != "authorization")
+        .collect();
+    if names.is_empty() {
+        return ALLOW_HEADERS;
+    }
+    names.sort();
+    names.dedup();
+    let value = format!("content-type, authorization, {}", names.join(", "));
+    HeaderValue::from_str(&value).unwrap_or(ALLOW_HEADERS)
+}
+
+/// The headers of [`Cors::Enabled`] for a path: any origin, its methods when known, the
+/// request headers it allows.
+fn default_headers(methods: Option<&HeaderValue>, allowed: &HeaderValue) -> HeaderMap {
     let mut headers = HeaderMap::with_capacity(3);
     headers.insert(ACCESS_CONTROL_ALLOW_ORIGIN, ALLOW_ORIGIN_ANY);
     if let Some(methods) = methods {
         headers.insert(ACCESS_CONTROL_ALLOW_METHODS, methods.clone());
     }
-    headers.insert(ACCESS_CONTROL_ALLOW_HEADERS, ALLOW_HEADERS);
+    headers.insert(ACCESS_CONTROL_ALLOW_HEADERS, allowed.clone());
     headers
 }
 
@@ -211,7 +237,10 @@ pub struct CorsHeaders(Pending);
 enum Pending {
     None,
     /// [`Cors::Enabled`]: the default headers, with the path's methods when the path is known.
-    Default(Option<HeaderValue>),
+    Default {
+        methods: Option<HeaderValue>,
+        allowed_headers: Option<HeaderValue>,
+    },
     /// A function's answer. This and `Future` are boxed: inline, they would triple the size of
     /// every request's future, moved several times on the way to hyper.
     Map(Box<HeaderMap>),
@@ -223,7 +252,7 @@ impl fmt::Debug for CorsHeaders {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let state = match &self.0 {
             Pending::None => "None",
-            Pending::Default(_) => "Default",
+            Pending::Default { .. } => "Default",
             Pending::Map(_) => "Map",
             Pending::Future(_) => "Future",
         };
@@ -260,13 +289,19 @@ impl CorsHeaders {
     pub fn apply(self, response: &mut Response<Body>) {
         match self.0 {
             Pending::None | Pending::Future(..) => {}
-            Pending::Default(methods) => {
+            Pending::Default {
+                methods,
+                allowed_headers,
+            } => {
                 let target = response.headers_mut();
                 target.insert(ACCESS_CONTROL_ALLOW_ORIGIN, ALLOW_ORIGIN_ANY);
                 if let Some(methods) = methods {
                     target.insert(ACCESS_CONTROL_ALLOW_METHODS, methods);
                 }
-                target.insert(ACCESS_CONTROL_ALLOW_HEADERS, ALLOW_HEADERS);
+                target.insert(
+                    ACCESS_CONTROL_ALLOW_HEADERS,
+                    allowed_headers.unwrap_or(ALLOW_HEADERS),
+                );
             }
             Pending::Map(map) => response.headers_mut().extend(*map),
         }
@@ -319,14 +354,39 @@ mod tests {
     #[test]
     fn disabled_sends_nothing_and_enabled_the_defaults() {
         let allow = HeaderValue::from_static("GET, HEAD, OPTIONS");
-        let path = PathCors::new(&Cors::Disabled, Some(&allow));
+        let path = PathCors::new(&Cors::Disabled, Some(&allow), &[]);
         assert!(applied(Cors::Disabled.headers(&parts(), &path, None)).is_empty());
-        let path = PathCors::new(&Cors::Enabled, Some(&allow));
+        let path = PathCors::new(&Cors::Enabled, Some(&allow), &[]);
         let headers = applied(Cors::Enabled.headers(&parts(), &path, None));
-        assert_eq!(headers, default_headers(Some(&allow)));
-        let unknown = PathCors::new(&Cors::Enabled, None);
+        assert_eq!(headers, default_headers(Some(&allow), &ALLOW_HEADERS));
+        assert_eq!(
+            headers[ACCESS_CONTROL_ALLOW_HEADERS],
+            "content-type, authorization"
+        );
+        let unknown = PathCors::new(&Cors::Enabled, None, &[]);
         let headers = applied(Cors::Enabled.headers(&parts(), &unknown, None));
         assert!(!headers.contains_key(ACCESS_CONTROL_ALLOW_METHODS));
+    }
+
+    #[test]
+    fn a_paths_header_credentials_are_allowed() {
+        let path = PathCors::new(
+            &Cors::Enabled,
+            None,
+            &["X-Token", "authorization", "x-api-key"],
+        );
+        let headers = applied(Cors::Enabled.headers(&parts(), &path, None));
+        assert_eq!(
+            headers[ACCESS_CONTROL_ALLOW_HEADERS],
+            "content-type, authorization, x-api-key, x-token"
+        );
+        let cors = Cors::with(|request| request.default_headers.clone());
+        let path = PathCors::new(&cors, None, &["x-token"]);
+        let headers = applied(cors.headers(&parts(), &path, None));
+        assert_eq!(
+            headers[ACCESS_CONTROL_ALLOW_HEADERS],
+            "content-type, authorization, x-token"
+        );
     }
 
     #[test]
@@ -339,14 +399,14 @@ mod tests {
             );
             headers
         });
-        let path = PathCors::new(&cors, None);
+        let path = PathCors::new(&cors, None, &[]);
         let headers = applied(cors.headers(&parts(), &path, None));
         assert_eq!(headers[ACCESS_CONTROL_ALLOW_ORIGIN], "*");
         assert!(!headers.contains_key(ACCESS_CONTROL_ALLOW_CREDENTIALS));
 
         #[allow(clippy::panic)]
         let panics = Cors::with(|_| panic!("user code"));
-        let path = PathCors::new(&panics, None);
+        let path = PathCors::new(&panics, None, &[]);
         assert!(applied(panics.headers(&parts(), &path, None)).is_empty());
     }
 
@@ -363,7 +423,7 @@ mod tests {
                 headers
             }
         });
-        let path = PathCors::new(&cors, None);
+        let path = PathCors::new(&cors, None, &[]);
         let mut headers = cors.headers(&parts(), &path, None);
         std::future::poll_fn(|cx| headers.poll_ready(cx)).await;
         let mut response = Response::new(Body::empty());

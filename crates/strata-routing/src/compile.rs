@@ -4,7 +4,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use http::{HeaderValue, Method};
-use strata_core::{is_query, query_method};
+use strata_core::{Security, is_query, query_method};
 use strata_cors::{Cors, PathCors};
 use strata_endpoint::{Endpoint, EndpointId, PipelineSettings, SharedService};
 use strata_input::InputSource;
@@ -417,7 +417,7 @@ pub(crate) fn compile(
             .entry(methods)
             .or_insert_with_key(|methods| allow_header(methods, cors.is_enabled()))
             .clone();
-        table.cors = PathCors::new(cors, Some(&allow));
+        table.cors = PathCors::new(cors, Some(&allow), &header_credentials(table));
         table.allow = Some(allow);
     }
     let mounts = add_statics(
@@ -431,9 +431,23 @@ pub(crate) fn compile(
     Ok(Compiled {
         trie,
         tables,
-        not_found_cors: PathCors::new(cors, None),
+        not_found_cors: PathCors::new(cors, None, &[]),
         mounts,
     })
+}
+
+/// The header credentials the middleware of a path's endpoints declare.
+fn header_credentials(table: &PathTable) -> Vec<&str> {
+    table
+        .methods
+        .iter()
+        .filter_map(|(_, target)| target.endpoint.as_ref())
+        .flat_map(|endpoint| endpoint.meta().security.iter().flat_map(Security::leaves))
+        .filter_map(|security| match security {
+            Security::Header { name, .. } => Some(name.as_str()),
+            _ => None,
+        })
+        .collect()
 }
 
 /// Inserts the static directories after the endpoints (a path both serve is a conflict).
@@ -471,7 +485,7 @@ fn add_statics(
                 methods: Vec::new(),
                 statics: Some(target.clone()),
                 allow: None,
-                cors: PathCors::new(cors, None),
+                cors: PathCors::new(cors, None, &[]),
             });
         }
     }

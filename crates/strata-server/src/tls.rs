@@ -39,7 +39,12 @@ pub(crate) fn acceptor(https: &Https) -> Result<TlsAcceptor, ServerError> {
     }
     let key = PrivateKeyDer::from_pem_slice(&key)
         .map_err(|e| ServerError::Tls(format!("the private key is not valid PEM: {e}")))?;
-    let mut config = ServerConfig::builder_with_provider(Arc::new(ring::default_provider()))
+    // ring, for a build without a C toolchain. rustls 0.23.48 deprecates its provider for
+    // lacking post-quantum key exchange; a server that wants that brings its own configuration
+    // (`create_server(..).listener(Listener::tls(..))`, with aws-lc-rs).
+    #[allow(deprecated)]
+    let provider = ring::default_provider();
+    let mut config = ServerConfig::builder_with_provider(Arc::new(provider))
         .with_safe_default_protocol_versions()
         .map_err(|e| ServerError::Tls(e.to_string()))?
         .with_no_client_auth()
