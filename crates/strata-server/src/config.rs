@@ -53,7 +53,7 @@ use strata_upload::UploadLimits;
 use tower_layer::Layer;
 use tower_service::Service;
 
-use crate::deadline::MinDataRate;
+use crate::connection::deadline::MinDataRate;
 
 /// Where a server listens (a listener you bound yourself goes to
 /// [`CreateServer::listener`](crate::CreateServer::listener)).

@@ -9,6 +9,19 @@
 //! Slow clients are cut off: a connection must send its first bytes, and then its headers,
 //! within the header-read timeout; headers are limited in size.
 //!
+//! # Modules by job
+//!
+//! - `config`: what a server is told (the [`Config`] and its builder);
+//! - `server`: starting and stopping ([`create_server`], [`Server`], signals, the shutdown handle);
+//! - `listen`: accepting connections (binding or adopting listeners, the caps on connections in
+//!   all and per client address, the drain at shutdown);
+//! - `connection`: serving and policing one connection (hyper's builder, the connection task, the
+//!   watcher of its timeouts, the deadlines of its first bytes and its request bodies, the checks
+//!   made on each request before the application sees it);
+//! - `app`: the application stack every request runs through ([`App`]: request ids, `ETag`s,
+//!   compression, the router; the application's own layers; [`attach_routing`]);
+//! - `logging` and `tls`: the default log subscriber, and TLS material into an acceptor.
+//!
 //! # Example
 //!
 //! ```no_run
@@ -25,35 +38,31 @@
 //! # }
 //! ```
 
-mod activity;
 mod app;
-mod attach;
 mod config;
 mod connection;
-mod deadline;
 mod error;
-mod etag;
-mod layered;
+mod listen;
 mod logging;
-mod request_id;
 mod server;
 #[cfg(feature = "tls")]
 mod tls;
 
+pub use app::attach::{Attached, attach_routing};
+pub use app::etag::{ETag, ETagFuture, ETagLayer};
+pub use app::request_id::{RequestId, RequestIdLayer, X_REQUEST_ID};
 pub use app::{App, MaybeCompressed, MaybeCompressedFuture};
 #[cfg(feature = "compression")]
 pub use app::{COMPRESSION_THRESHOLD, CompressionPredicate};
-pub use attach::{Attached, attach_routing};
 pub use config::{
     Compression, Config, ConfigBuilder, ETags, Https, Listen, LogColor, LoggerOptions, Pem,
     RequestIds, ServerLimits, ServerSettings,
 };
-pub use deadline::{BodyDeadline, MinDataRate, ServerBody};
+pub use connection::ServedApp;
+pub use connection::deadline::{BodyDeadline, MinDataRate, ServerBody};
 pub use error::ServerError;
-pub use etag::{ETag, ETagFuture, ETagLayer};
 pub use logging::install_default_subscriber;
-pub use request_id::{RequestId, RequestIdLayer, X_REQUEST_ID};
 pub use server::{
-    AroundApp, CreateServer, Listener, ListeningServer, LocalAddr, NoLayers, Protocol, ServedApp,
-    Server, ShutdownHandle, WithLayers, create_server,
+    AroundApp, CreateServer, Listener, ListeningServer, LocalAddr, NoLayers, Protocol, Server,
+    ShutdownHandle, WithLayers, create_server,
 };

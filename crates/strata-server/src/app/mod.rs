@@ -1,5 +1,10 @@
 //! The tower service a server runs: request ids, compression, the router.
 
+pub(crate) mod attach;
+pub(crate) mod etag;
+pub(crate) mod layered;
+pub(crate) mod request_id;
+
 use std::convert::Infallible;
 use std::future::Future;
 use std::pin::Pin;
@@ -19,9 +24,9 @@ use tower_service::Service;
 
 use crate::config::Config;
 
+use crate::app::etag::{ETag, ETagFuture};
+use crate::app::request_id::{RequestId, RequestIdLayer};
 use crate::error::ServerError;
-use crate::etag::{ETag, ETagFuture};
-use crate::request_id::{RequestId, RequestIdLayer};
 
 /// Smaller bodies are sent as they are: compressing them costs more than it saves.
 #[cfg(feature = "compression")]

@@ -20,7 +20,7 @@ use strata_core::{BodyTimeout, BoxError};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::time::Sleep;
 
-use crate::activity::{HTTP2_PREFACE, continues_preface};
+use crate::connection::watcher::{HTTP2_PREFACE, continues_preface};
 
 /// The HTTP/2 client preface (24 bytes) and a frame header (9 bytes): past these, hyper's
 /// keep-alive pings and the idle timeout take over an HTTP/2 connection.
@@ -232,7 +232,7 @@ impl<B: http_body::Body> BodyDeadline<B> {
 /// `at + after`, or far away when that is beyond any clock.
 fn instant_after(at: tokio::time::Instant, after: Duration) -> tokio::time::Instant {
     at.checked_add(after)
-        .unwrap_or_else(|| crate::deadline::deadline_after(Duration::MAX))
+        .unwrap_or_else(|| crate::connection::deadline::deadline_after(Duration::MAX))
 }
 
 impl<B> http_body::Body for BodyDeadline<B>

@@ -44,9 +44,9 @@ use strata_core::{ApiError, Body, ClientAddr, ErrorHandler, ErrorKind, Logger, e
 use tokio::time::Sleep;
 use tower_service::Service;
 
-use crate::activity::{Activity, TrackedBody, TrackedFuture};
 use crate::config::ServerLimits;
-use crate::deadline::{BodyDeadline, BodyLimits, ServerBody};
+use crate::connection::deadline::{BodyDeadline, BodyLimits, ServerBody};
+use crate::connection::watcher::{Activity, TrackedBody, TrackedFuture};
 
 /// Why `request` cannot be served, if it cannot.
 fn host_problem<B>(request: &Request<B>) -> Option<&'static str> {
@@ -248,9 +248,9 @@ where
                                 return Poll::Pending;
                             };
                             let deadline = deadline.get_or_insert_with(|| {
-                                Box::pin(tokio::time::sleep_until(crate::deadline::deadline_after(
-                                    timeout,
-                                )))
+                                Box::pin(tokio::time::sleep_until(
+                                    crate::connection::deadline::deadline_after(timeout),
+                                ))
                             });
                             ready!(deadline.as_mut().poll(cx));
                             let Some(request) = request.take() else {

@@ -273,7 +273,7 @@ impl Watcher<'_> {
                     .and_then(|after| self.idle.due(after)),
                 self.head.due(self.deadlines.head).filter(|_| !http2),
             ];
-            let next_look = crate::deadline::deadline_after(self.tick);
+            let next_look = crate::connection::deadline::deadline_after(self.tick);
             // (A due deadline has fired: every one left is still ahead.)
             let next = dues.into_iter().flatten().fold(next_look, std::cmp::min);
             tokio::time::sleep_until(next).await;

@@ -1,0 +1,662 @@
+//! Serving one connection: hyper's connection builder, the connection task, and the orders
+//! the watcher ([`watcher`]) gives it (close gracefully, drop, cut at the shutdown timeout).
+
+pub(crate) mod deadline;
+pub(crate) mod service;
+pub(crate) mod watcher;
+
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
+use hyper_util::server::conn::auto;
+use std::convert::Infallible;
+
+use http::{Request, Response};
+
+use strata_core::{Body, ClientAddr, ErrorHandler, Logger};
+use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::sync::{Notify, oneshot, watch};
+use tokio::task::{JoinHandle, JoinSet};
+use tower_service::Service;
+
+use crate::config::ServerLimits;
+use crate::connection::deadline::{FirstByteDeadline, ServerBody, deadline_after};
+use crate::connection::service::ConnectionService;
+use crate::connection::watcher::{Activity, ActivityIo, Deadlines, Verdict};
+use crate::listen::Place;
+
+/// As long as any timeout needs to be: hyper adds its keep-alive durations to an `Instant`,
+/// which cannot hold `Duration::MAX`, so longer ones are "never" (an interval) or this.
+pub(crate) const FOREVER: Duration = Duration::from_secs(100 * 365 * 24 * 3600);
+
+/// The shortest HTTP/2 ping interval: an answer counts as activity, so a shorter one would
+/// make a connection ping back and forth without pause.
+pub(crate) const MIN_PING_INTERVAL: Duration = Duration::from_secs(1);
+
+pub(crate) fn connection_builder(limits: &ServerLimits) -> auto::Builder<TokioExecutor> {
+    let mut builder = auto::Builder::new(TokioExecutor::new());
+    builder
+        .http1()
+        .timer(TokioTimer::new())
+        // The header-read timeout is the connection watcher's (`Activity::watch`): hyper's
+        // arms a timer for every request.
+        .header_read_timeout(None)
+        // A client that shuts its sending side after the request still gets the response.
+        .half_close(true)
+        // hyper refuses buffers under 8 KiB.
+        .max_buf_size(limits.max_header_bytes.max(8192));
+    builder
+        .http2()
+        .timer(TokioTimer::new())
+        .max_header_list_size(u32::try_from(limits.max_header_bytes).unwrap_or(u32::MAX))
+        .max_concurrent_streams(limits.http2_max_concurrent_streams)
+        // A peer that stops answering pings is dropped. (Not the header-read timeout: a head
+        // is not what a ping waits for, and `Duration::MAX` there overflowed hyper's ping timer.)
+        .keep_alive_interval(
+            limits
+                .http2_keep_alive_interval
+                .filter(|d| *d < FOREVER)
+                .map(|d| d.max(MIN_PING_INTERVAL)),
+        )
+        .keep_alive_timeout(limits.http2_keep_alive_timeout.min(FOREVER));
+    builder
+}
+
+/// What a connection runs: the app in the application's layers, answering every request.
+#[doc(hidden)]
+pub trait ServedApp:
+    Service<
+        Request<ServerBody>,
+        Response = Response<Body>,
+        Error = Infallible,
+        Future: Send + 'static,
+    > + Clone
+    + Send
+    + Sync
+    + 'static
+{
+}
+
+impl<S> ServedApp for S where
+    S: Service<
+            Request<ServerBody>,
+            Response = Response<Body>,
+            Error = Infallible,
+            Future: Send + 'static,
+        > + Clone
+        + Send
+        + Sync
+        + 'static
+{
+}
+
+/// What accepts TLS connections: rustls's acceptor, or nothing in a build without the `tls`
+/// feature (where an HTTPS listener is a configuration error).
+#[cfg(feature = "tls")]
+pub(crate) type Acceptor = tokio_rustls::TlsAcceptor;
+#[cfg(not(feature = "tls"))]
+pub(crate) type Acceptor = Infallible;
+
+#[cfg(feature = "tls")]
+pub(crate) use crate::tls::acceptor;
+
+/// Without the `tls` feature there is no TLS: say so when HTTPS is configured.
+#[cfg(not(feature = "tls"))]
+pub(crate) fn acceptor(_: &crate::config::Https) -> Result<Acceptor, crate::error::ServerError> {
+    Err(crate::error::ServerError::Config(
+        "https needs Strata's `tls` feature".into(),
+    ))
+}
+
+/// Everything a connection task needs.
+#[derive(Clone)]
+pub(crate) struct Serving<S> {
+    pub(crate) app: S,
+    /// The router's error handler, for the connection's own 400s.
+    pub(crate) errors: Option<ErrorHandler>,
+    pub(crate) builder: Arc<auto::Builder<TokioExecutor>>,
+    pub(crate) tls: Option<Acceptor>,
+    pub(crate) header_timeout: Duration,
+    pub(crate) limits: ServerLimits,
+    pub(crate) logger: Logger,
+    /// Told when the server is at its connection cap: idle connections close to make room.
+    pub(crate) pressure: Arc<Notify>,
+}
+
+impl<S: ServedApp> Serving<S> {
+    pub(crate) fn spawn<IO>(
+        &self,
+        io: IO,
+        client: Option<ClientAddr>,
+        shutdown: Shutdown,
+        slot: Place,
+        connections: &mut JoinSet<()>,
+    ) where
+        IO: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+    {
+        let serving = self.clone();
+        // Plain and TLS connections are tasks of their own types: a plain connection's task
+        // does not carry room for a TLS handshake and stream (kilobytes per connection).
+        match &self.tls {
+            None => {
+                connections.spawn(async move {
+                    // The connection's place under the cap, given back when it ends.
+                    let _slot = slot;
+                    let io = FirstByteDeadline::new(io, serving.header_timeout);
+                    serving.serve(io, client, shutdown).await;
+                });
+            }
+            #[cfg(not(feature = "tls"))]
+            Some(never) => match *never {},
+            #[cfg(feature = "tls")]
+            Some(tls) => {
+                let tls = tls.clone();
+                connections.spawn(async move {
+                    let _slot = slot;
+                    let io = FirstByteDeadline::new(io, serving.header_timeout);
+                    match tokio::time::timeout(serving.header_timeout, tls.accept(io)).await {
+                        // The handshake used the first deadline; the request gets its own.
+                        Ok(Ok(stream)) => {
+                            let stream = FirstByteDeadline::new(stream, serving.header_timeout);
+                            serving.serve(stream, client, shutdown).await;
+                        }
+                        Ok(Err(error)) => serving
+                            .logger
+                            .debug(format_args!("TLS handshake failed: {error}")),
+                        Err(_) => serving.logger.debug("TLS handshake timed out"),
+                    }
+                });
+            }
+        }
+    }
+
+    async fn serve<IO>(&self, io: IO, client: Option<ClientAddr>, shutdown: Shutdown)
+    where
+        IO: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+    {
+        let activity = Arc::new(Activity::default());
+        let service = ConnectionService::new(
+            self.app.clone(),
+            Arc::clone(&activity),
+            client,
+            &self.limits,
+            self.errors.clone(),
+            self.logger.clone(),
+        );
+        let io = ActivityIo::new(io, Arc::clone(&activity));
+        let connection = self
+            .builder
+            .serve_connection_with_upgrades(TokioIo::new(io), service)
+            .into_owned();
+        let mut connection = std::pin::pin!(connection);
+        // The timeouts and the server's stop signal are watched by a task of their own, which
+        // sends its orders here: this task, woken for every read and write of the connection,
+        // then polls the connection and one channel, not a stop signal and timers each time.
+        let (orders, ordered) = oneshot::channel();
+        let mut ordered = Orders::new(ordered, Arc::clone(&activity));
+        let deadlines = Deadlines {
+            idle: Some(ServerLimits::or_never(self.limits.idle_timeout)),
+            write: ServerLimits::or_never(self.limits.write_timeout),
+            head: self.header_timeout,
+        };
+        let watcher = AbortOnDrop(tokio::spawn(watch_connection(
+            Arc::clone(&activity),
+            shutdown,
+            Arc::clone(&self.pressure),
+            deadlines,
+            orders,
+        )));
+        let mut orders_open = true;
+        // Once cut (the shutdown timeout has passed), how long unanswered requests have to
+        // get their 503 before the connection is dropped.
+        // (Not polled, so not in the timer wheel, until then.)
+        let mut cut_grace = std::pin::pin!(tokio::time::sleep(FOREVER));
+        let mut cut = false;
+        let result = loop {
+            tokio::select! {
+                biased;
+                result = connection.as_mut() => break result,
+                () = cut_grace.as_mut(), if cut => {
+                    self.logger.debug("connection closed at the shutdown timeout");
+                    return;
+                }
+                order = &mut ordered, if orders_open => match order {
+                    Ok(Order::CloseGracefully { then }) => {
+                        connection.as_mut().graceful_shutdown();
+                        match then {
+                            Some(next) => ordered.replace(next),
+                            None => orders_open = false,
+                        }
+                    }
+                    Ok(Order::Drop(reason)) => {
+                        self.logger.debug(reason);
+                        return;
+                    }
+                    Ok(Order::Cut) => {
+                        // The connection is polled on: an HTTP/1 request without an answer
+                        // gets its 503 (the activity says so), then the connection closes.
+                        orders_open = false;
+                        cut = true;
+                        cut_grace.as_mut().reset(deadline_after(CUT_GRACE));
+                    }
+                    Err(_) => orders_open = false,
+                },
+            }
+        };
+        drop(watcher);
+        if let Err(error) = result {
+            self.logger.debug(format_args!("connection ended: {error}"));
+        }
+    }
+}
+
+/// The watcher's orders to a connection, as its task reads them: the channel is polled once
+/// (which leaves the task's waker with it), then only once the watcher says it has sent an
+/// order. The task is woken for every read and write of its connection, and the channel's
+/// state is memory of its own: reading it each time cost ~75 instructions and a cache miss
+/// per request.
+pub(crate) struct Orders {
+    receiver: oneshot::Receiver<Order>,
+    /// Polled since it was made or replaced: the task's waker is with the channel.
+    registered: bool,
+    activity: Arc<Activity>,
+}
+
+impl Orders {
+    fn new(receiver: oneshot::Receiver<Order>, activity: Arc<Activity>) -> Self {
+        Self {
+            receiver,
+            registered: false,
+            activity,
+        }
+    }
+
+    /// The channel of the next order: polled at the next wake.
+    fn replace(&mut self, receiver: oneshot::Receiver<Order>) {
+        self.receiver = receiver;
+        self.registered = false;
+    }
+}
+
+impl Future for Orders {
+    type Output = Result<Order, oneshot::error::RecvError>;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        // The flag is set before the order is sent and never cleared: a wake that finds it set
+        // and the channel still empty polls again at the sending's own wake.
+        if self.registered && !self.activity.was_ordered() {
+            return Poll::Pending;
+        }
+        self.registered = true;
+        // Outside tokio's task budget: a channel polled with the budget spent (the connection,
+        // polled first, may spend it) returns without leaving the waker, and the flag would
+        // then keep it from being looked at again.
+        Pin::new(&mut tokio::task::unconstrained(&mut self.receiver)).poll(cx)
+    }
+}
+
+/// What the watcher of a connection tells it.
+pub(crate) enum Order {
+    /// Finish what is in flight, take nothing new (server shutdown, idle connection); `then`
+    /// brings the next order (a drop), if one may follow.
+    CloseGracefully {
+        then: Option<oneshot::Receiver<Order>>,
+    },
+    /// Drop the connection now, for this reason.
+    Drop(&'static str),
+    /// The shutdown timeout has passed: answer what has no answer yet with a 503, then close
+    /// (dropped after [`CUT_GRACE`]).
+    Cut,
+}
+
+/// What a connection hears of the server's shutdown.
+#[derive(Clone)]
+pub(crate) struct Shutdown {
+    /// Graceful shutdown has begun.
+    pub(crate) stop: watch::Receiver<bool>,
+    /// The shutdown timeout has passed.
+    pub(crate) cut: watch::Receiver<bool>,
+}
+
+/// How long a connection cut at the shutdown timeout has to send its 503s.
+pub(crate) const CUT_GRACE: Duration = Duration::from_secs(1);
+
+/// Aborts a task when dropped: a connection's watcher ends with its connection.
+pub(crate) struct AbortOnDrop(JoinHandle<()>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
+/// Watches a connection's activity and the server's stop signal, and orders the connection
+/// closed when one of them says so.
+pub(crate) async fn watch_connection(
+    activity: Arc<Activity>,
+    mut shutdown: Shutdown,
+    pressure: Arc<Notify>,
+    deadlines: Deadlines,
+    orders: oneshot::Sender<Order>,
+) {
+    let mut watcher = activity.watcher(deadlines);
+    // Whether the connection closes to make room (the server is at its cap).
+    let mut shed = false;
+    let verdict = loop {
+        tokio::select! {
+            _ = shutdown.stop.wait_for(|stop| *stop) => break None,
+            verdict = watcher.next() => break Some(verdict),
+            // The server is at its cap: an idle connection makes room.
+            () = pressure.notified() => if let Some(verdict) = watcher.shed() {
+                shed = verdict == Verdict::Idle;
+                break Some(verdict);
+            },
+        }
+    };
+    let give_up = match verdict {
+        // Server shutdown: finish what is in flight, take nothing new, end event streams (the
+        // accept loop's shutdown timeout ends what does not finish).
+        None => {
+            activity.end_event_streams();
+            None
+        }
+        // Made room: nothing was in flight; the client hears GOAWAY, not a long goodbye (an
+        // HTTP/2 close waits for a ping's answer).
+        Some(Verdict::Idle) if shed => Some(SHED_GRACE),
+        // An idle connection closing gracefully still has its streams to finish; one that
+        // cannot (a stream without window) is dropped after the write timeout.
+        Some(Verdict::Idle) => Some(deadlines.write),
+        Some(verdict) => {
+            activity.mark_ordered();
+            let _ = orders.send(Order::Drop(drop_reason(verdict)));
+            return;
+        }
+    };
+    let (next, then) = oneshot::channel();
+    activity.mark_ordered();
+    if orders
+        .send(Order::CloseGracefully { then: Some(then) })
+        .is_err()
+    {
+        return;
+    }
+    // While it closes, a client that stalls or never finishes a request head is still cut off
+    // (hyper's own header-read timer is off), counted as before the close.
+    watcher.without_idle();
+    let out_of_time = async {
+        match give_up {
+            Some(after) => tokio::time::sleep(after).await,
+            None => std::future::pending().await,
+        }
+    };
+    // Closing for idleness with nothing in flight a second later: only a peer that does not
+    // answer the goodbye (an HTTP/2 close waits for a ping's answer) keeps it open, and it
+    // need not keep its place for the write timeout.
+    let closing_idle = verdict == Some(Verdict::Idle);
+    let still_quiet = async {
+        loop {
+            tokio::time::sleep(QUIET_GOODBYE).await;
+            if activity.is_quiet() {
+                break;
+            }
+        }
+    };
+    let order = tokio::select! {
+        verdict = watcher.next() => Order::Drop(drop_reason(verdict)),
+        () = out_of_time => Order::Drop("idle connection closed: its streams did not finish"),
+        () = still_quiet, if closing_idle => {
+            Order::Drop("idle connection closed: the peer did not finish the goodbye")
+        }
+        _ = shutdown.cut.wait_for(|cut| *cut) => {
+            activity.cut();
+            Order::Cut
+        }
+    };
+    activity.mark_ordered();
+    let _ = next.send(order);
+}
+
+/// Why a connection is dropped for `verdict` (not `Idle`, which closes gracefully).
+pub(crate) fn drop_reason(verdict: Verdict) -> &'static str {
+    match verdict {
+        Verdict::Stalled => "connection closed: its responses made no write progress",
+        Verdict::HeadTimeout | Verdict::Idle => {
+            "connection closed: no request head within the header-read timeout"
+        }
+    }
+}
+
+/// How long a connection closed for idleness may stay quiet before it is dropped.
+pub(crate) const QUIET_GOODBYE: Duration = Duration::from_secs(1);
+
+/// How long a connection closed to make room has to say goodbye.
+pub(crate) const SHED_GRACE: Duration = Duration::from_millis(100);
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)] // tests fail loudly by design
+
+    use super::*;
+
+    /// The connection's task reads the watcher's channel once, then only after the watcher
+    /// marks an order: an order sent unmarked stays unread (what the mark saves: the channel
+    /// is not read at every wake), a marked one is read, and a replaced channel is read once.
+    #[test]
+    fn orders_are_read_once_then_only_when_marked() {
+        use std::task::Waker;
+        let mut cx = Context::from_waker(Waker::noop());
+        let activity = Arc::new(Activity::default());
+        let (orders, receiver) = oneshot::channel();
+        let mut ordered = Orders::new(receiver, Arc::clone(&activity));
+        assert!(Pin::new(&mut ordered).poll(&mut cx).is_pending());
+        assert!(orders.send(Order::Drop("first")).is_ok());
+        assert!(Pin::new(&mut ordered).poll(&mut cx).is_pending());
+        activity.mark_ordered();
+        let first = Pin::new(&mut ordered).poll(&mut cx);
+        assert!(matches!(first, Poll::Ready(Ok(Order::Drop("first")))));
+
+        let fresh = Arc::new(Activity::default());
+        let (_kept, receiver) = oneshot::channel();
+        let mut ordered = Orders::new(receiver, fresh);
+        assert!(Pin::new(&mut ordered).poll(&mut cx).is_pending());
+        let (next, receiver) = oneshot::channel();
+        ordered.replace(receiver);
+        assert!(next.send(Order::Cut).is_ok());
+        // A replaced channel is read at the next wake, marked or not.
+        assert!(matches!(
+            Pin::new(&mut ordered).poll(&mut cx),
+            Poll::Ready(Ok(Order::Cut))
+        ));
+    }
+
+    /// The first look leaves the task's waker with the channel even when the task's budget is
+    /// spent: a marked order sent afterwards wakes the task.
+    #[tokio::test(flavor = "current_thread")]
+    async fn orders_reach_a_task_whose_first_look_found_its_budget_spent() {
+        struct Woken(std::sync::atomic::AtomicBool);
+        impl std::task::Wake for Woken {
+            fn wake(self: Arc<Self>) {
+                self.0.store(true, std::sync::atomic::Ordering::SeqCst);
+            }
+        }
+        let activity = Arc::new(Activity::default());
+        let (orders, receiver) = oneshot::channel();
+        let mut ordered = Orders::new(receiver, Arc::clone(&activity));
+        let woken = Arc::new(Woken(std::sync::atomic::AtomicBool::new(false)));
+        let waker = std::task::Waker::from(Arc::clone(&woken));
+        let (sender, mut spending) = tokio::sync::mpsc::unbounded_channel();
+        for n in 0..1_000 {
+            sender.send(n).unwrap();
+        }
+        std::future::poll_fn(|cx| {
+            // Each ready message spends a unit of the task's budget, until a poll says Pending.
+            while spending.poll_recv(cx).is_ready() {}
+            let mut own = Context::from_waker(&waker);
+            assert!(Pin::new(&mut ordered).poll(&mut own).is_pending());
+            Poll::Ready(())
+        })
+        .await;
+        activity.mark_ordered();
+        assert!(orders.send(Order::Cut).is_ok());
+        assert!(woken.0.load(std::sync::atomic::Ordering::SeqCst));
+    }
+
+    use tokio::io::{AsyncReadExt, AsyncWriteExt, DuplexStream};
+    use tokio::time::Instant;
+
+    /// A connection's task over an in-memory socket, with `limits` and an app answering 200,
+    /// and the client's end of the socket; the server's stop signal stays off.
+    fn serve(limits: ServerLimits) -> (JoinHandle<()>, DuplexStream) {
+        let app = tower::service_fn(|_: Request<ServerBody>| async {
+            Ok::<_, Infallible>(Response::new(Body::empty()))
+        });
+        let serving = Serving {
+            app,
+            errors: None,
+            builder: Arc::new(connection_builder(&limits)),
+            tls: None,
+            header_timeout: ServerLimits::or_never(limits.header_read_timeout),
+            limits,
+            logger: Logger::tracing(),
+            pressure: Arc::new(Notify::new()),
+        };
+        let (client, server) = tokio::io::duplex(64 * 1024);
+        let (stop, stopped) = watch::channel(false);
+        let (cut, cut_heard) = watch::channel(false);
+        let shutdown = Shutdown {
+            stop: stopped,
+            cut: cut_heard,
+        };
+        let task = tokio::spawn(async move {
+            let _signals = (stop, cut);
+            serving.serve(server, None, shutdown).await;
+        });
+        (task, client)
+    }
+
+    /// What an HTTP/2 client that sends nothing but its preface, settings and (when
+    /// `answer_pings`) ping answers saw: when the server sent GOAWAY, how many pings it got,
+    /// when the connection ended.
+    #[derive(Debug)]
+    struct Seen {
+        goaway: Option<Duration>,
+        pings: usize,
+        closed: Duration,
+    }
+
+    async fn http2_peer(mut io: DuplexStream, answer_pings: bool) -> Seen {
+        const SETTINGS: u8 = 4;
+        const PING: u8 = 6;
+        const GOAWAY: u8 = 7;
+        const ACK: u8 = 1;
+        let started = Instant::now();
+        io.write_all(crate::connection::watcher::HTTP2_PREFACE)
+            .await
+            .unwrap();
+        io.write_all(&[0, 0, 0, SETTINGS, 0, 0, 0, 0, 0])
+            .await
+            .unwrap();
+        let mut seen = Seen {
+            goaway: None,
+            pings: 0,
+            closed: Duration::ZERO,
+        };
+        loop {
+            let mut header = [0; 9];
+            if io.read_exact(&mut header).await.is_err() {
+                seen.closed = started.elapsed();
+                return seen;
+            }
+            let length =
+                usize::from(header[0]) << 16 | usize::from(header[1]) << 8 | usize::from(header[2]);
+            let mut payload = vec![0; length];
+            io.read_exact(&mut payload).await.unwrap();
+            match (header[3], header[4] & ACK) {
+                (SETTINGS, 0) => io
+                    .write_all(&[0, 0, 0, SETTINGS, ACK, 0, 0, 0, 0])
+                    .await
+                    .unwrap(),
+                (PING, 0) => {
+                    seen.pings += 1;
+                    if answer_pings {
+                        io.write_all(&[0, 0, 8, PING, ACK, 0, 0, 0, 0])
+                            .await
+                            .unwrap();
+                        io.write_all(&payload).await.unwrap();
+                    }
+                }
+                (GOAWAY, _) => seen.goaway = seen.goaway.or(Some(started.elapsed())),
+                _ => {}
+            }
+        }
+    }
+
+    fn limits() -> ServerLimits {
+        ServerLimits {
+            // Neither is what ends the connections below before their time.
+            header_read_timeout: Some(Duration::from_secs(30)),
+            idle_timeout: Some(Duration::from_secs(300)),
+            http2_keep_alive_interval: Some(Duration::from_secs(2)),
+            http2_keep_alive_timeout: Duration::from_secs(3),
+            ..ServerLimits::default()
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn an_http2_peer_that_stops_answering_pings_is_dropped() {
+        let limits = limits();
+        let (task, client) = serve(limits);
+        let seen = http2_peer(client, false).await;
+        task.await.unwrap();
+        assert_eq!(seen.pings, 1, "{seen:?}");
+        // (hyper says GOAWAY before it closes; the header-read and idle timeouts are further away.)
+        let due = limits.http2_keep_alive_interval.unwrap() + limits.http2_keep_alive_timeout;
+        assert!(
+            seen.closed >= due && seen.closed < due + Duration::from_secs(1),
+            "{seen:?}"
+        );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn an_idle_http2_peer_that_ignores_the_goodbye_is_dropped_a_second_later() {
+        let limits = limits()
+            .header_read_timeout(Some(Duration::from_secs(5)))
+            .http2_keep_alive_interval(None);
+        let (task, client) = serve(limits);
+        let seen = http2_peer(client, false).await;
+        task.await.unwrap();
+        let goaway = seen.goaway.unwrap();
+        let head = limits.header_read_timeout.unwrap();
+        assert!(goaway >= head && goaway <= head + head / 4, "{seen:?}");
+        // Not the write timeout (30 s) later: the connection has nothing in flight.
+        assert!(
+            seen.closed >= goaway + QUIET_GOODBYE && seen.closed <= goaway + 2 * QUIET_GOODBYE,
+            "{seen:?}"
+        );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn an_idle_http2_peer_that_answers_pings_is_closed_at_the_header_read_timeout() {
+        // A connection without a stream is held no longer than one without a request head,
+        // however long the idle timeout.
+        let limits = limits();
+        let (task, client) = serve(limits);
+        let seen = http2_peer(client, true).await;
+        task.await.unwrap();
+        assert!(
+            seen.pings >= 10,
+            "pinged every {:?}: {seen:?}",
+            limits.http2_keep_alive_interval
+        );
+        let goaway = seen.goaway.unwrap();
+        // The watcher looks every quarter of the shortest connection timeout.
+        let head = limits.header_read_timeout.unwrap();
+        let tick = head / 4;
+        assert!(goaway >= head && goaway <= head + tick, "{seen:?}");
+        // Closed once the client has seen the GOAWAY (it answers the ping that follows).
+        assert!(seen.closed <= goaway + Duration::from_secs(1), "{seen:?}");
+    }
+}

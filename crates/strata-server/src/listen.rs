@@ -1,0 +1,443 @@
+//! Accepting connections: binding or adopting listeners, the accept loop, the caps on
+//! connections (in all and per client address), and the drain at shutdown.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use std::sync::atomic::Ordering;
+
+use strata_core::{ApiError, ClientAddr, ErrorKind, Logger};
+use strata_log::LogRateLimit;
+use strata_parse::PerClient;
+use tokio::net::{TcpListener, UnixListener};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore, TryAcquireError, watch};
+use tokio::task::JoinSet;
+
+use crate::config::Listen;
+use crate::connection::{Acceptor, CUT_GRACE, ServedApp, Serving, Shutdown};
+use crate::error::ServerError;
+use crate::server::{Listener, LocalAddr, Protocol};
+
+pub(crate) fn describe(listen: &Listen) -> String {
+    match listen {
+        Listen::Port(port) => format!("port {port}"),
+        Listen::Addr(addr) => addr.to_string(),
+        Listen::Unix(path) => format!("unix:{}", path.display()),
+    }
+}
+
+pub(crate) enum Bound {
+    Tcp(TcpListener),
+    Unix(UnixListener, UnixSocketFile),
+}
+
+/// The socket file a UNIX listener created, identified so that shutdown removes it only if it
+/// is still ours (not a file someone put there since).
+pub(crate) struct UnixSocketFile {
+    path: PathBuf,
+    identity: Option<(u64, u64)>,
+}
+
+#[cfg(unix)]
+pub(crate) fn file_identity(path: &std::path::Path) -> Option<(u64, u64)> {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::symlink_metadata(path)
+        .ok()
+        .map(|m| (m.dev(), m.ino()))
+}
+
+impl UnixSocketFile {
+    fn remove_if_ours(&self) {
+        if self.identity.is_some() && file_identity(&self.path) == self.identity {
+            let _ = std::fs::remove_file(&self.path);
+        }
+    }
+}
+
+/// Binds a UNIX socket; a socket file left by a process that died (nobody accepts on it) is
+/// replaced, anything else is an error.
+pub(crate) async fn bind_unix(path: &std::path::Path) -> std::io::Result<UnixListener> {
+    match UnixListener::bind(path) {
+        Err(error) if error.kind() == std::io::ErrorKind::AddrInUse => {
+            use std::os::unix::fs::FileTypeExt;
+            let is_socket =
+                std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_socket());
+            let refused = matches!(
+                tokio::net::UnixStream::connect(path).await,
+                Err(e) if e.kind() == std::io::ErrorKind::ConnectionRefused
+            );
+            if is_socket && refused {
+                std::fs::remove_file(path)?;
+                UnixListener::bind(path)
+            } else {
+                Err(error)
+            }
+        }
+        other => other,
+    }
+}
+
+/// The kernel's queue of connections not accepted yet (the system's `somaxconn` may lower it):
+/// tokio's `TcpListener::bind` asks for 128, and while one host opens connections as fast as
+/// the server closes them (past its share), a full queue drops other clients' SYNs, which they
+/// send again only a second later.
+pub(crate) const LISTEN_BACKLOG: u32 = 1024;
+
+/// A TCP listener on `addr`, with address reuse as `TcpListener::bind` has it and a queue of
+/// [`LISTEN_BACKLOG`].
+pub(crate) fn listen_tcp(addr: SocketAddr) -> std::io::Result<TcpListener> {
+    let socket = if addr.is_ipv4() {
+        tokio::net::TcpSocket::new_v4()?
+    } else {
+        tokio::net::TcpSocket::new_v6()?
+    };
+    #[cfg(unix)]
+    socket.set_reuseaddr(true)?;
+    socket.bind(addr)?;
+    socket.listen(LISTEN_BACKLOG)
+}
+
+pub(crate) async fn bind(listen: &Listen) -> Result<(Bound, LocalAddr), ServerError> {
+    let failed = |source| ServerError::Bind {
+        listen: describe(listen),
+        source,
+    };
+    match listen {
+        Listen::Unix(path) => {
+            let listener = bind_unix(path).await.map_err(failed)?;
+            let socket = UnixSocketFile {
+                path: path.clone(),
+                identity: file_identity(path),
+            };
+            Ok((Bound::Unix(listener, socket), LocalAddr::Unix(path.clone())))
+        }
+        tcp => {
+            let addr = tcp
+                .socket_addr()
+                .ok_or_else(|| ServerError::Config("no address".into()))?;
+            let listener = listen_tcp(addr).map_err(failed)?;
+            let local = listener.local_addr().map_err(failed)?;
+            Ok((Bound::Tcp(listener), LocalAddr::Tcp(local)))
+        }
+    }
+}
+
+/// A listener the application bound: its address, and its TLS acceptor if it has one. A UNIX
+/// socket's file is the application's (left where it is at shutdown).
+pub(crate) fn adopt(
+    listener: Listener,
+) -> Result<(Protocol, Bound, LocalAddr, Option<Acceptor>), ServerError> {
+    let failed = |source| ServerError::Bind {
+        listen: "a listener of the application's".to_owned(),
+        source,
+    };
+    Ok(match listener {
+        Listener::Tcp(listener) => {
+            let local = listener.local_addr().map_err(failed)?;
+            (
+                Protocol::Http,
+                Bound::Tcp(listener),
+                LocalAddr::Tcp(local),
+                None,
+            )
+        }
+        Listener::Unix(listener) => {
+            let local = listener.local_addr().map_err(failed)?;
+            let path = local.as_pathname().map(PathBuf::from).unwrap_or_default();
+            let socket = UnixSocketFile {
+                path: path.clone(),
+                identity: None,
+            };
+            (
+                Protocol::Http,
+                Bound::Unix(listener, socket),
+                LocalAddr::Unix(path),
+                None,
+            )
+        }
+        #[cfg(feature = "tls")]
+        Listener::Tls(listener, acceptor) => {
+            let local = listener.local_addr().map_err(failed)?;
+            (
+                Protocol::Https,
+                Bound::Tcp(listener),
+                LocalAddr::Tcp(local),
+                Some(acceptor),
+            )
+        }
+    })
+}
+
+/// The default connection cap: the open-file limit (read from `/proc/self/limits`, 1024 when
+/// it cannot be read) less 64 for listeners, files and logs, at least 16.
+pub(crate) fn default_max_connections() -> usize {
+    let soft = std::fs::read_to_string("/proc/self/limits")
+        .ok()
+        .and_then(|limits| {
+            let line = limits.lines().find(|l| l.starts_with("Max open files"))?;
+            line["Max open files".len()..]
+                .split_whitespace()
+                .next()?
+                .parse::<usize>()
+                .ok()
+        })
+        .unwrap_or(1024);
+    soft.saturating_sub(64).max(16)
+}
+
+/// A connection's place: under the cap, and among its address's connections.
+pub(crate) struct Place {
+    pub(crate) _permit: OwnedSemaphorePermit,
+    pub(crate) _client: Option<ClientConnection>,
+}
+
+/// Connections per client address, within a share of the cap (`max_connections_per_client`).
+pub(crate) struct ClientConnections {
+    counts: PerClient,
+    share: usize,
+    /// Refusals are logged at most once per period.
+    refusals: LogRateLimit,
+}
+
+/// A connection counted for its address until it ends.
+pub(crate) struct ClientConnection {
+    clients: Arc<ClientConnections>,
+    slot: usize,
+}
+
+impl ClientConnections {
+    pub(crate) fn new(share: usize) -> Self {
+        Self {
+            counts: PerClient::new(),
+            share,
+            refusals: LogRateLimit::new(Duration::from_secs(5)),
+        }
+    }
+
+    /// Counts a connection of `client`, unless its address holds its share.
+    fn take(self: &Arc<Self>, client: ClientAddr) -> Option<ClientConnection> {
+        let slot = self.counts.slot(client);
+        let counter = self.counts.counter_in(slot);
+        let mut held = counter.load(Ordering::Relaxed);
+        loop {
+            if held >= self.share {
+                return None;
+            }
+            match counter.compare_exchange_weak(held, held + 1, Ordering::AcqRel, Ordering::Relaxed)
+            {
+                Ok(_) => {
+                    return Some(ClientConnection {
+                        clients: Arc::clone(self),
+                        slot,
+                    });
+                }
+                Err(now) => held = now,
+            }
+        }
+    }
+
+    fn refused(&self, client: ClientAddr, logger: &Logger) {
+        let error = ApiError::new(
+            http::StatusCode::SERVICE_UNAVAILABLE,
+            format!("{} connections from one address at most", self.share),
+        )
+        .with_kind(ErrorKind::Overload);
+        let line = format_args!(
+            "connection from {} refused: its address holds its share",
+            client.0
+        );
+        strata_log::warn_rate_limited(logger, &self.refusals, line, &error);
+    }
+}
+
+impl Drop for ClientConnection {
+    fn drop(&mut self) {
+        self.clients
+            .counts
+            .counter_in(self.slot)
+            .fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+/// The default share of the connection cap one address may hold: a quarter, at least 16 (and
+/// at most the cap).
+pub(crate) fn default_client_share(cap: usize) -> usize {
+    (cap / 4).max(16).min(cap)
+}
+
+/// At the connection cap, idle connections are asked to close at most once per this period.
+pub(crate) const SHED_PERIOD: Duration = Duration::from_millis(100);
+
+/// Accept errors are logged at most once per this period, with the count of the others.
+pub(crate) const ACCEPT_LOG_PERIOD: Duration = Duration::from_secs(5);
+
+/// Logs accept failures without flooding the log: the first, then one line per period.
+pub(crate) struct AcceptErrors {
+    last_logged: Option<tokio::time::Instant>,
+    suppressed: u64,
+}
+
+impl AcceptErrors {
+    fn record(&mut self, error: &std::io::Error, logger: &Logger) {
+        let now = tokio::time::Instant::now();
+        if self
+            .last_logged
+            .is_some_and(|last| now.duration_since(last) < ACCEPT_LOG_PERIOD)
+        {
+            self.suppressed += 1;
+            return;
+        }
+        logger.warn(format_args!(
+            "accept failed: {error} ({} more since the last report); backing off",
+            self.suppressed
+        ));
+        self.last_logged = Some(now);
+        self.suppressed = 0;
+    }
+}
+
+/// Whether an accept error is about the server's resources (back off) rather than one
+/// connection that went away before it was accepted (go on at once).
+pub(crate) fn is_resource_error(error: &std::io::Error) -> bool {
+    !matches!(
+        error.kind(),
+        std::io::ErrorKind::ConnectionAborted
+            | std::io::ErrorKind::ConnectionReset
+            | std::io::ErrorKind::Interrupted
+            | std::io::ErrorKind::WouldBlock
+    )
+}
+
+pub(crate) async fn accept_loop<S: ServedApp>(
+    bound: Bound,
+    serving: Serving<S>,
+    mut stop: watch::Receiver<bool>,
+    shutdown_timeout: Duration,
+    slots: Arc<Semaphore>,
+    clients: Arc<ClientConnections>,
+) {
+    let mut connections = JoinSet::new();
+    let (cut, cut_heard) = watch::channel(false);
+    let shutdown = Shutdown {
+        stop: stop.clone(),
+        cut: cut_heard,
+    };
+    let mut errors = AcceptErrors {
+        last_logged: None,
+        suppressed: 0,
+    };
+    // When idle connections were last asked to make room.
+    let mut shed_at: Option<tokio::time::Instant> = None;
+    loop {
+        // At the cap, idle connections are asked to close, and the next client is accepted
+        // when a connection ends: clients queue in the kernel's backlog instead of costing
+        // memory and file descriptors here.
+        let slot = match Arc::clone(&slots).try_acquire_owned() {
+            Ok(slot) => slot,
+            Err(TryAcquireError::Closed) => break,
+            Err(TryAcquireError::NoPermits) => {
+                let freed = loop {
+                    if shed_at.is_none_or(|at| at.elapsed() >= SHED_PERIOD) {
+                        serving.pressure.notify_waiters();
+                        shed_at = Some(tokio::time::Instant::now());
+                    }
+                    tokio::select! {
+                        _ = stop.wait_for(|stop| *stop) => break None,
+                        slot = Arc::clone(&slots).acquire_owned() => break slot.ok(),
+                        // Connections busy at the last call may be idle now.
+                        () = tokio::time::sleep(SHED_PERIOD) => {}
+                    }
+                };
+                match freed {
+                    Some(slot) => slot,
+                    None => break,
+                }
+            }
+        };
+        let accepted = tokio::select! {
+            // A dropped `Server` (closed channel) stops too.
+            _ = stop.wait_for(|stop| *stop) => break,
+            accepted = accept(&bound) => accepted,
+        };
+        // Reap finished connections so the set stays as small as the live ones.
+        while connections.try_join_next().is_some() {}
+        match accepted {
+            Ok(Accepted::Tcp(stream, peer)) => {
+                let client = ClientAddr(peer.ip());
+                let Some(counted) = clients.take(client) else {
+                    // One address holds its share of the cap: the others keep theirs.
+                    clients.refused(client, &serving.logger);
+                    continue;
+                };
+                let _ = stream.set_nodelay(true);
+                let place = Place {
+                    _permit: slot,
+                    _client: Some(counted),
+                };
+                serving.spawn(
+                    stream,
+                    Some(client),
+                    shutdown.clone(),
+                    place,
+                    &mut connections,
+                );
+            }
+            Ok(Accepted::Unix(stream)) => {
+                let place = Place {
+                    _permit: slot,
+                    _client: None,
+                };
+                serving.spawn(stream, None, shutdown.clone(), place, &mut connections);
+            }
+            Err(error) => {
+                errors.record(&error, &serving.logger);
+                if is_resource_error(&error) {
+                    // Out of file descriptors and the like: back off instead of spinning, as
+                    // the well-known servers do.
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                }
+            }
+        }
+    }
+    if let Bound::Unix(_, socket) = &bound {
+        socket.remove_if_ours();
+    }
+    drop(bound);
+    // Each connection saw the stop signal and is closing gracefully; wait for them.
+    let drained = async { while connections.join_next().await.is_some() {} };
+    if tokio::time::timeout(shutdown_timeout, drained)
+        .await
+        .is_err()
+    {
+        serving.logger.warn(format_args!(
+            "Shutdown timeout: closing {} connection(s) still open",
+            connections.len()
+        ));
+        // Requests without an answer get a 503 and their connections close, briefly.
+        cut.send_replace(true);
+        let closed = async { while connections.join_next().await.is_some() {} };
+        let _ = tokio::time::timeout(CUT_GRACE, closed).await;
+        connections.abort_all();
+    }
+    while connections.join_next().await.is_some() {}
+}
+
+pub(crate) enum Accepted {
+    Tcp(tokio::net::TcpStream, SocketAddr),
+    Unix(tokio::net::UnixStream),
+}
+
+pub(crate) async fn accept(bound: &Bound) -> std::io::Result<Accepted> {
+    match bound {
+        Bound::Tcp(listener) => listener
+            .accept()
+            .await
+            .map(|(stream, peer)| Accepted::Tcp(stream, peer)),
+        Bound::Unix(listener, _) => listener
+            .accept()
+            .await
+            .map(|(stream, _)| Accepted::Unix(stream)),
+    }
+}
