@@ -62,6 +62,33 @@ where
     Ok(value)
 }
 
+/// What every deserializer here does alike: an `Option` around a value that is present is
+/// `Some` (absence is the map's to tell), and a value ignored is read as nothing.
+macro_rules! option_as_present_and_ignored_as_unit {
+    () => {
+        fn deserialize_option<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, DeError> {
+            visitor.visit_some(self)
+        }
+
+        fn deserialize_ignored_any<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, DeError> {
+            visitor.visit_unit()
+        }
+    };
+}
+
+/// A newtype struct reads what it wraps from the same value.
+macro_rules! newtype_as_itself {
+    () => {
+        fn deserialize_newtype_struct<V: Visitor<'de>>(
+            self,
+            _name: &'static str,
+            visitor: V,
+        ) -> Result<V::Value, DeError> {
+            visitor.visit_newtype_struct(self)
+        }
+    };
+}
+
 impl<'de> Deserializer<'de> for &'de Input {
     type Error = DeError;
 
@@ -90,9 +117,7 @@ impl<'de> Deserializer<'de> for &'de Input {
         }
     }
 
-    fn deserialize_option<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, DeError> {
-        visitor.visit_some(self)
-    }
+    option_as_present_and_ignored_as_unit!();
 
     fn deserialize_unit<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, DeError> {
         visitor.visit_unit()
@@ -106,17 +131,7 @@ impl<'de> Deserializer<'de> for &'de Input {
         visitor.visit_unit()
     }
 
-    fn deserialize_ignored_any<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, DeError> {
-        visitor.visit_unit()
-    }
-
-    fn deserialize_newtype_struct<V: Visitor<'de>>(
-        self,
-        _name: &'static str,
-        visitor: V,
-    ) -> Result<V::Value, DeError> {
-        visitor.visit_newtype_struct(self)
-    }
+    newtype_as_itself!();
 
     forward_to_deserialize_any! {
         bool i8 i16 i32 i64 i128 u8 u16 u32 u64 u128 f32 f64 char str string bytes byte_buf
@@ -408,9 +423,7 @@ impl<'de> Deserializer<'de> for Text<'de> {
         self.deserialize_bytes(visitor)
     }
 
-    fn deserialize_option<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, DeError> {
-        visitor.visit_some(self)
-    }
+    option_as_present_and_ignored_as_unit!();
 
     fn deserialize_unit<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, DeError> {
         Err(de::Error::invalid_type(Unexpected::Str(self.0), &visitor))
@@ -424,13 +437,7 @@ impl<'de> Deserializer<'de> for Text<'de> {
         self.deserialize_unit(visitor)
     }
 
-    fn deserialize_newtype_struct<V: Visitor<'de>>(
-        self,
-        _name: &'static str,
-        visitor: V,
-    ) -> Result<V::Value, DeError> {
-        visitor.visit_newtype_struct(self)
-    }
+    newtype_as_itself!();
 
     fn deserialize_seq<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, DeError> {
         visitor.visit_seq(TextSeq {
@@ -462,10 +469,6 @@ impl<'de> Deserializer<'de> for Text<'de> {
         visitor.visit_enum(BorrowedStrDeserializer::new(self.0))
     }
 
-    fn deserialize_ignored_any<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, DeError> {
-        visitor.visit_unit()
-    }
-
     forward_to_deserialize_any! { str string identifier }
 }
 
@@ -481,21 +484,9 @@ impl<'de> Deserializer<'de> for TextList<'de> {
         })
     }
 
-    fn deserialize_option<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, DeError> {
-        visitor.visit_some(self)
-    }
+    option_as_present_and_ignored_as_unit!();
 
-    fn deserialize_newtype_struct<V: Visitor<'de>>(
-        self,
-        _name: &'static str,
-        visitor: V,
-    ) -> Result<V::Value, DeError> {
-        visitor.visit_newtype_struct(self)
-    }
-
-    fn deserialize_ignored_any<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, DeError> {
-        visitor.visit_unit()
-    }
+    newtype_as_itself!();
 
     fn deserialize_seq<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, DeError> {
         self.deserialize_any(visitor)
@@ -550,19 +541,13 @@ impl<'de> Deserializer<'de> for FileList<'de> {
         }
     }
 
-    fn deserialize_option<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, DeError> {
-        visitor.visit_some(self)
-    }
+    option_as_present_and_ignored_as_unit!();
 
     fn deserialize_seq<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, DeError> {
         visitor.visit_seq(FileSeq(self.0.iter()))
     }
 
     tuples_as_seq!();
-
-    fn deserialize_ignored_any<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, DeError> {
-        visitor.visit_unit()
-    }
 
     not_a_file! {
         deserialize_bool deserialize_i8 deserialize_i16 deserialize_i32 deserialize_i64
@@ -601,13 +586,7 @@ impl<'de> Deserializer<'de> for OneFile<'de> {
         }
     }
 
-    fn deserialize_option<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, DeError> {
-        visitor.visit_some(self)
-    }
-
-    fn deserialize_ignored_any<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, DeError> {
-        visitor.visit_unit()
-    }
+    option_as_present_and_ignored_as_unit!();
 
     not_a_file! {
         deserialize_bool deserialize_i8 deserialize_i16 deserialize_i32 deserialize_i64
