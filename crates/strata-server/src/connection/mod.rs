@@ -5,9 +5,7 @@ pub(crate) mod deadline;
 pub(crate) mod service;
 pub(crate) mod watcher;
 
-use std::pin::Pin;
 use std::sync::Arc;
-use std::task::{Context, Poll};
 use std::time::Duration;
 
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
@@ -195,8 +193,7 @@ impl<S: ServedApp> Serving<S> {
         // The timeouts and the server's stop signal are watched by a task of their own, which
         // sends its orders here: this task, woken for every read and write of the connection,
         // then polls the connection and one channel, not a stop signal and timers each time.
-        let (orders, ordered) = oneshot::channel();
-        let mut ordered = Orders::new(ordered, Arc::clone(&activity));
+        let (orders, mut ordered) = oneshot::channel();
         let deadlines = Deadlines {
             idle: Some(ServerLimits::or_never(self.limits.idle_timeout)),
             write: ServerLimits::or_never(self.limits.write_timeout),
@@ -227,7 +224,7 @@ impl<S: ServedApp> Serving<S> {
                     Ok(Order::CloseGracefully { then }) => {
                         connection.as_mut().graceful_shutdown();
                         match then {
-                            Some(next) => ordered.replace(next),
+                            Some(next) => ordered = next,
                             None => orders_open = false,
                         }
                     }
@@ -250,51 +247,6 @@ impl<S: ServedApp> Serving<S> {
         if let Err(error) = result {
             self.logger.debug(format_args!("connection ended: {error}"));
         }
-    }
-}
-
-/// The watcher's orders to a connection, as its task reads them: the channel is polled once
-/// (which leaves the task's waker with it), then only once the watcher says it has sent an
-/// order. The task is woken for every read and write of its connection, and the channel's
-/// state is memory of its own: reading it each time cost ~75 instructions and a cache miss
-/// per request.
-pub(crate) struct Orders {
-    receiver: oneshot::Receiver<Order>,
-    /// Polled since it was made or replaced: the task's waker is with the channel.
-    registered: bool,
-    activity: Arc<Activity>,
-}
-
-impl Orders {
-    fn new(receiver: oneshot::Receiver<Order>, activity: Arc<Activity>) -> Self {
-        Self {
-            receiver,
-            registered: false,
-            activity,
-        }
-    }
-
-    /// The channel of the next order: polled at the next wake.
-    fn replace(&mut self, receiver: oneshot::Receiver<Order>) {
-        self.receiver = receiver;
-        self.registered = false;
-    }
-}
-
-impl Future for Orders {
-    type Output = Result<Order, oneshot::error::RecvError>;
-
-    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        // The flag is set before the order is sent and never cleared: a wake that finds it set
-        // and the channel still empty polls again at the sending's own wake.
-        if self.registered && !self.activity.was_ordered() {
-            return Poll::Pending;
-        }
-        self.registered = true;
-        // Outside tokio's task budget: a channel polled with the budget spent (the connection,
-        // polled first, may spend it) returns without leaving the waker, and the flag would
-        // then keep it from being looked at again.
-        Pin::new(&mut tokio::task::unconstrained(&mut self.receiver)).poll(cx)
     }
 }
 
@@ -370,13 +322,11 @@ pub(crate) async fn watch_connection(
         // cannot (a stream without window) is dropped after the write timeout.
         Some(Verdict::Idle) => Some(deadlines.write),
         Some(verdict) => {
-            activity.mark_ordered();
             let _ = orders.send(Order::Drop(drop_reason(verdict)));
             return;
         }
     };
     let (next, then) = oneshot::channel();
-    activity.mark_ordered();
     if orders
         .send(Order::CloseGracefully { then: Some(then) })
         .is_err()
@@ -415,7 +365,6 @@ pub(crate) async fn watch_connection(
             Order::Cut
         }
     };
-    activity.mark_ordered();
     let _ = next.send(order);
 }
 
@@ -440,69 +389,6 @@ mod tests {
     #![allow(clippy::unwrap_used)] // tests fail loudly by design
 
     use super::*;
-
-    /// The connection's task reads the watcher's channel once, then only after the watcher
-    /// marks an order: an order sent unmarked stays unread (what the mark saves: the channel
-    /// is not read at every wake), a marked one is read, and a replaced channel is read once.
-    #[test]
-    fn orders_are_read_once_then_only_when_marked() {
-        use std::task::Waker;
-        let mut cx = Context::from_waker(Waker::noop());
-        let activity = Arc::new(Activity::default());
-        let (orders, receiver) = oneshot::channel();
-        let mut ordered = Orders::new(receiver, Arc::clone(&activity));
-        assert!(Pin::new(&mut ordered).poll(&mut cx).is_pending());
-        assert!(orders.send(Order::Drop("first")).is_ok());
-        assert!(Pin::new(&mut ordered).poll(&mut cx).is_pending());
-        activity.mark_ordered();
-        let first = Pin::new(&mut ordered).poll(&mut cx);
-        assert!(matches!(first, Poll::Ready(Ok(Order::Drop("first")))));
-
-        let fresh = Arc::new(Activity::default());
-        let (_kept, receiver) = oneshot::channel();
-        let mut ordered = Orders::new(receiver, fresh);
-        assert!(Pin::new(&mut ordered).poll(&mut cx).is_pending());
-        let (next, receiver) = oneshot::channel();
-        ordered.replace(receiver);
-        assert!(next.send(Order::Cut).is_ok());
-        // A replaced channel is read at the next wake, marked or not.
-        assert!(matches!(
-            Pin::new(&mut ordered).poll(&mut cx),
-            Poll::Ready(Ok(Order::Cut))
-        ));
-    }
-
-    /// The first look leaves the task's waker with the channel even when the task's budget is
-    /// spent: a marked order sent afterwards wakes the task.
-    #[tokio::test(flavor = "current_thread")]
-    async fn orders_reach_a_task_whose_first_look_found_its_budget_spent() {
-        struct Woken(std::sync::atomic::AtomicBool);
-        impl std::task::Wake for Woken {
-            fn wake(self: Arc<Self>) {
-                self.0.store(true, std::sync::atomic::Ordering::SeqCst);
-            }
-        }
-        let activity = Arc::new(Activity::default());
-        let (orders, receiver) = oneshot::channel();
-        let mut ordered = Orders::new(receiver, Arc::clone(&activity));
-        let woken = Arc::new(Woken(std::sync::atomic::AtomicBool::new(false)));
-        let waker = std::task::Waker::from(Arc::clone(&woken));
-        let (sender, mut spending) = tokio::sync::mpsc::unbounded_channel();
-        for n in 0..1_000 {
-            sender.send(n).unwrap();
-        }
-        std::future::poll_fn(|cx| {
-            // Each ready message spends a unit of the task's budget, until a poll says Pending.
-            while spending.poll_recv(cx).is_ready() {}
-            let mut own = Context::from_waker(&waker);
-            assert!(Pin::new(&mut ordered).poll(&mut own).is_pending());
-            Poll::Ready(())
-        })
-        .await;
-        activity.mark_ordered();
-        assert!(orders.send(Order::Cut).is_ok());
-        assert!(woken.0.load(std::sync::atomic::Ordering::SeqCst));
-    }
 
     use tokio::io::{AsyncReadExt, AsyncWriteExt, DuplexStream};
     use tokio::time::Instant;

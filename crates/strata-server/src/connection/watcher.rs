@@ -25,15 +25,8 @@ use pin_project_lite::pin_project;
 use strata_core::{ApiError, Body, BoxError, StreamShutdown, error_response};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 
-/// What one connection does.
-///
-/// `repr(C)`, the fields every request touches first: with 64 connections taking turns, a
-/// connection's state is out of the L1 cache when its next request comes, and each line of
-/// it is a miss. Laid out by the compiler, by alignment, they spread over four lines; first,
-/// they take 29 bytes after the `Arc`'s counts, in one line or across two (the allocation is
-/// aligned to 16 bytes, not 64).
+/// What one connection does, counted as it happens and read by its watcher.
 #[derive(Debug, Default)]
-#[repr(C)]
 pub(crate) struct Activity {
     /// Writes to the socket that made progress.
     written: AtomicU64,
@@ -58,9 +51,6 @@ pub(crate) struct Activity {
     /// The client opened with the HTTP/2 preface: no header-read deadline between requests
     /// (HTTP/2 has its pings and the idle timeout).
     http2: AtomicBool,
-    /// The watcher has sent the connection an order: its channel is worth reading (the
-    /// server's `Orders`). Set once, never cleared.
-    ordered: AtomicBool,
     /// Response bodies hyper holds and waits on (not their producer), by the epoch of their
     /// last progress (slot `epoch % BODY_EPOCHS`): a body left in a slot for the write timeout
     /// is stalled, whatever the connection's other streams do.
@@ -358,17 +348,6 @@ impl Watcher<'_> {
 }
 
 impl Activity {
-    /// The watcher is about to send the connection an order (before sending it: the wake
-    /// that the sending causes must find this set).
-    pub(crate) fn mark_ordered(&self) {
-        self.ordered.store(true, Ordering::Release);
-    }
-
-    /// Whether the watcher has sent, or is sending, an order.
-    pub(crate) fn was_ordered(&self) -> bool {
-        self.ordered.load(Ordering::Acquire)
-    }
-
     /// A flush waiting on the client counts as a blocked write; when it completes, what it
     /// sent counts as written. (A plain socket's flush is always ready: nothing changes.)
     fn flushed(&self, result: &Poll<io::Result<()>>) {
