@@ -16,14 +16,14 @@ use http::{Request, Response};
 
 use strata_core::{Body, ClientAddr, ErrorHandler, Logger};
 use tokio::io::{AsyncRead, AsyncWrite};
-use tokio::sync::{Notify, oneshot, watch};
-use tokio::task::{JoinHandle, JoinSet};
+use tokio::sync::Notify;
+use tokio::task::JoinSet;
 use tower_service::Service;
 
+use self::watcher::{Activity, ActivityIo, Deadlines, Order, Shutdown};
 use crate::config::ServerLimits;
 use crate::connection::deadline::{FirstByteDeadline, ServerBody, deadline_after};
 use crate::connection::service::ConnectionService;
-use crate::connection::watcher::{Activity, ActivityIo, Deadlines, Verdict};
 use crate::listen::Place;
 
 /// As long as any timeout needs to be: hyper adds its keep-alive durations to an `Instant`,
@@ -39,7 +39,7 @@ pub(crate) fn connection_builder(limits: &ServerLimits) -> auto::Builder<TokioEx
     builder
         .http1()
         .timer(TokioTimer::new())
-        // The header-read timeout is the connection watcher's (`Activity::watch`): hyper's
+        // The header-read timeout is the connection watcher's (`watcher`): hyper's
         // arms a timer for every request.
         .header_read_timeout(None)
         // A client that shuts its sending side after the request still gets the response.
@@ -193,19 +193,17 @@ impl<S: ServedApp> Serving<S> {
         // The timeouts and the server's stop signal are watched by a task of their own, which
         // sends its orders here: this task, woken for every read and write of the connection,
         // then polls the connection and one channel, not a stop signal and timers each time.
-        let (orders, mut ordered) = oneshot::channel();
         let deadlines = Deadlines {
             idle: Some(ServerLimits::or_never(self.limits.idle_timeout)),
             write: ServerLimits::or_never(self.limits.write_timeout),
             head: self.header_timeout,
         };
-        let watcher = AbortOnDrop(tokio::spawn(watch_connection(
+        let (watcher, mut ordered) = watcher::spawn(
             Arc::clone(&activity),
             shutdown,
             Arc::clone(&self.pressure),
             deadlines,
-            orders,
-        )));
+        );
         let mut orders_open = true;
         // Once cut (the shutdown timeout has passed), how long unanswered requests have to
         // get their 503 before the connection is dropped.
@@ -250,139 +248,8 @@ impl<S: ServedApp> Serving<S> {
     }
 }
 
-/// What the watcher of a connection tells it.
-pub(crate) enum Order {
-    /// Finish what is in flight, take nothing new (server shutdown, idle connection); `then`
-    /// brings the next order (a drop), if one may follow.
-    CloseGracefully {
-        then: Option<oneshot::Receiver<Order>>,
-    },
-    /// Drop the connection now, for this reason.
-    Drop(&'static str),
-    /// The shutdown timeout has passed: answer what has no answer yet with a 503, then close
-    /// (dropped after [`CUT_GRACE`]).
-    Cut,
-}
-
-/// What a connection hears of the server's shutdown.
-#[derive(Clone)]
-pub(crate) struct Shutdown {
-    /// Graceful shutdown has begun.
-    pub(crate) stop: watch::Receiver<bool>,
-    /// The shutdown timeout has passed.
-    pub(crate) cut: watch::Receiver<bool>,
-}
-
 /// How long a connection cut at the shutdown timeout has to send its 503s.
 pub(crate) const CUT_GRACE: Duration = Duration::from_secs(1);
-
-/// Aborts a task when dropped: a connection's watcher ends with its connection.
-pub(crate) struct AbortOnDrop(JoinHandle<()>);
-
-impl Drop for AbortOnDrop {
-    fn drop(&mut self) {
-        self.0.abort();
-    }
-}
-
-/// Watches a connection's activity and the server's stop signal, and orders the connection
-/// closed when one of them says so.
-pub(crate) async fn watch_connection(
-    activity: Arc<Activity>,
-    mut shutdown: Shutdown,
-    pressure: Arc<Notify>,
-    deadlines: Deadlines,
-    orders: oneshot::Sender<Order>,
-) {
-    let mut watcher = activity.watcher(deadlines);
-    // Whether the connection closes to make room (the server is at its cap).
-    let mut shed = false;
-    let verdict = loop {
-        tokio::select! {
-            _ = shutdown.stop.wait_for(|stop| *stop) => break None,
-            verdict = watcher.next() => break Some(verdict),
-            // The server is at its cap: an idle connection makes room.
-            () = pressure.notified() => if let Some(verdict) = watcher.shed() {
-                shed = verdict == Verdict::Idle;
-                break Some(verdict);
-            },
-        }
-    };
-    let give_up = match verdict {
-        // Server shutdown: finish what is in flight, take nothing new, end event streams (the
-        // accept loop's shutdown timeout ends what does not finish).
-        None => {
-            activity.end_event_streams();
-            None
-        }
-        // Made room: nothing was in flight; the client hears GOAWAY, not a long goodbye (an
-        // HTTP/2 close waits for a ping's answer).
-        Some(Verdict::Idle) if shed => Some(SHED_GRACE),
-        // An idle connection closing gracefully still has its streams to finish; one that
-        // cannot (a stream without window) is dropped after the write timeout.
-        Some(Verdict::Idle) => Some(deadlines.write),
-        Some(verdict) => {
-            let _ = orders.send(Order::Drop(drop_reason(verdict)));
-            return;
-        }
-    };
-    let (next, then) = oneshot::channel();
-    if orders
-        .send(Order::CloseGracefully { then: Some(then) })
-        .is_err()
-    {
-        return;
-    }
-    // While it closes, a client that stalls or never finishes a request head is still cut off
-    // (hyper's own header-read timer is off), counted as before the close.
-    watcher.without_idle();
-    let out_of_time = async {
-        match give_up {
-            Some(after) => tokio::time::sleep(after).await,
-            None => std::future::pending().await,
-        }
-    };
-    // Closing for idleness with nothing in flight a second later: only a peer that does not
-    // answer the goodbye (an HTTP/2 close waits for a ping's answer) keeps it open, and it
-    // need not keep its place for the write timeout.
-    let closing_idle = verdict == Some(Verdict::Idle);
-    let still_quiet = async {
-        loop {
-            tokio::time::sleep(QUIET_GOODBYE).await;
-            if activity.is_quiet() {
-                break;
-            }
-        }
-    };
-    let order = tokio::select! {
-        verdict = watcher.next() => Order::Drop(drop_reason(verdict)),
-        () = out_of_time => Order::Drop("idle connection closed: its streams did not finish"),
-        () = still_quiet, if closing_idle => {
-            Order::Drop("idle connection closed: the peer did not finish the goodbye")
-        }
-        _ = shutdown.cut.wait_for(|cut| *cut) => {
-            activity.cut();
-            Order::Cut
-        }
-    };
-    let _ = next.send(order);
-}
-
-/// Why a connection is dropped for `verdict` (not `Idle`, which closes gracefully).
-pub(crate) fn drop_reason(verdict: Verdict) -> &'static str {
-    match verdict {
-        Verdict::Stalled => "connection closed: its responses made no write progress",
-        Verdict::HeadTimeout | Verdict::Idle => {
-            "connection closed: no request head within the header-read timeout"
-        }
-    }
-}
-
-/// How long a connection closed for idleness may stay quiet before it is dropped.
-pub(crate) const QUIET_GOODBYE: Duration = Duration::from_secs(1);
-
-/// How long a connection closed to make room has to say goodbye.
-pub(crate) const SHED_GRACE: Duration = Duration::from_millis(100);
 
 #[cfg(test)]
 mod tests {
@@ -391,6 +258,8 @@ mod tests {
     use super::*;
 
     use tokio::io::{AsyncReadExt, AsyncWriteExt, DuplexStream};
+    use tokio::sync::watch;
+    use tokio::task::JoinHandle;
     use tokio::time::Instant;
 
     /// A connection's task over an in-memory socket, with `limits` and an app answering 200,
@@ -491,6 +360,24 @@ mod tests {
         }
     }
 
+    /// hyper arms a header-read timer of its own (30 s) for every request whenever it has a
+    /// timer, unless told `header_read_timeout(None)`: a head finished after 45 s, within the
+    /// server's 90 s, is answered.
+    #[tokio::test(start_paused = true)]
+    async fn hypers_own_header_read_timer_is_off() {
+        let limits = limits().header_read_timeout(Some(Duration::from_secs(90)));
+        let (_task, mut client) = serve(limits);
+        client
+            .write_all(b"GET / HTTP/1.1\r\nHost: a\r\n")
+            .await
+            .unwrap();
+        tokio::time::sleep(Duration::from_secs(45)).await;
+        client.write_all(b"\r\n").await.unwrap();
+        let mut answer = [0; 12];
+        client.read_exact(&mut answer).await.unwrap();
+        assert_eq!(&answer, b"HTTP/1.1 200");
+    }
+
     #[tokio::test(start_paused = true)]
     async fn an_http2_peer_that_stops_answering_pings_is_dropped() {
         let limits = limits();
@@ -519,7 +406,8 @@ mod tests {
         assert!(goaway >= head && goaway <= head + head / 4, "{seen:?}");
         // Not the write timeout (30 s) later: the connection has nothing in flight.
         assert!(
-            seen.closed >= goaway + QUIET_GOODBYE && seen.closed <= goaway + 2 * QUIET_GOODBYE,
+            seen.closed >= goaway + watcher::QUIET_GOODBYE
+                && seen.closed <= goaway + 2 * watcher::QUIET_GOODBYE,
             "{seen:?}"
         );
     }
