@@ -332,28 +332,19 @@ impl<T> Subscription<T> {
         self
     }
 
-    /// The wait before reconnecting until the server sends `retry:` (default
-    /// [`DEFAULT_RECONNECT_DELAY`]; at most [`MAX_RECONNECT_DELAY`]).
-    pub fn reconnect_delay(mut self, delay: Duration) -> Self {
-        self.settings.reconnect_delay = delay;
-        self
-    }
-
-    /// How many reconnections in a row may get nothing (no response, an error, no bytes)
-    /// before the subscription gives up (default [`DEFAULT_MAX_RECONNECTS`]; 0: it never
-    /// reconnects).
-    pub fn max_reconnects(mut self, reconnects: u32) -> Self {
-        self.settings.max_reconnects = reconnects;
-        self
-    }
-
-    /// Reconnects when a connection says nothing, not even a keep-alive comment, for this
-    /// long, from the request on (default `None`: it waits). Longer than the server's
-    /// keep-alive interval (a Strata server's: 15 s by default) and than its wait before the
-    /// first event.
-    pub fn idle_timeout(mut self, timeout: Option<Duration>) -> Self {
-        self.settings.idle_timeout = timeout;
-        self
+    strata_core::setters! {
+        /// The wait before reconnecting until the server sends `retry:` (default
+        /// [`DEFAULT_RECONNECT_DELAY`]; at most [`MAX_RECONNECT_DELAY`]).
+        reconnect_delay(delay: Duration) => settings.reconnect_delay = delay;
+        /// How many reconnections in a row may get nothing (no response, an error, no bytes)
+        /// before the subscription gives up (default [`DEFAULT_MAX_RECONNECTS`]; 0: it never
+        /// reconnects).
+        max_reconnects(reconnects: u32) => settings.max_reconnects = reconnects;
+        /// Reconnects when a connection says nothing, not even a keep-alive comment, for this
+        /// long, from the request on (default `None`: it waits). Longer than the server's
+        /// keep-alive interval (a Strata server's: 15 s by default) and than its wait before the
+        /// first event.
+        idle_timeout(timeout: Option<Duration>) => settings.idle_timeout = timeout;
     }
 
     /// The largest event read, in bytes, its lines, name and id together (default: the

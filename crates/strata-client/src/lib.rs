@@ -162,29 +162,20 @@ impl<S, E> Client<S, E> {
         self
     }
 
-    /// The timeout of each call, from sending the request to reading the whole response
-    /// (default [`DEFAULT_TIMEOUT`]; `None`: no timeout); a call may set its own.
-    #[must_use]
-    pub fn timeout(mut self, timeout: Option<Duration>) -> Self {
-        self.timeout = timeout;
-        self
-    }
-
-    /// The largest response body read (default [`DEFAULT_MAX_RESPONSE_BODY`]); a larger one is
-    /// [`ClientError::TooLarge`].
-    #[must_use]
-    pub fn max_response_body(mut self, bytes: usize) -> Self {
-        self.max_response_body = bytes;
-        self
-    }
-
-    /// Places inputs as a server with these input sources reads them (its configuration's
-    /// `input_sources`, when it changes the defaults): a method whose sources have a body gets
-    /// the fields as a body, any other the query string.
-    #[must_use]
-    pub fn input_sources(mut self, sources: strata_input::InputSources) -> Self {
-        self.input_sources = sources;
-        self
+    strata_core::setters! {
+        /// The timeout of each call, from sending the request to reading the whole response
+        /// (default [`DEFAULT_TIMEOUT`]; `None`: no timeout); a call may set its own.
+        #[must_use]
+        timeout(timeout: Option<Duration>) => timeout = timeout;
+        /// The largest response body read (default [`DEFAULT_MAX_RESPONSE_BODY`]); a larger one is
+        /// [`ClientError::TooLarge`].
+        #[must_use]
+        max_response_body(bytes: usize) => max_response_body = bytes;
+        /// Places inputs as a server with these input sources reads them (its configuration's
+        /// `input_sources`, when it changes the defaults): a method whose sources have a body gets
+        /// the fields as a body, any other the query string.
+        #[must_use]
+        input_sources(sources: strata_input::InputSources) => input_sources = sources;
     }
 
     /// Reads responses with `envelope`, the counterpart of the server's result handler.
@@ -311,10 +302,9 @@ impl<S, E, I, O, In> Call<'_, S, E, I, O, In> {
         self
     }
 
-    /// This call's timeout (`None`: none).
-    pub fn timeout(mut self, timeout: Option<Duration>) -> Self {
-        self.timeout = timeout;
-        self
+    strata_core::setters! {
+        /// This call's timeout (`None`: none).
+        timeout(timeout: Option<Duration>) => timeout = timeout;
     }
 }
 

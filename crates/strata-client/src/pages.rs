@@ -126,10 +126,9 @@ impl<'c, S, E, I, O> Pages<'c, S, E, I, O> {
         self
     }
 
-    /// The timeout of each page's request (`None`: none).
-    pub fn timeout(mut self, timeout: Option<Duration>) -> Self {
-        self.timeout = timeout;
-        self
+    strata_core::setters! {
+        /// The timeout of each page's request (`None`: none).
+        timeout(timeout: Option<Duration>) => timeout = timeout;
     }
 
     /// The pages' items, one by one: a [`Stream`] of `Result<item, ClientError>` that asks for

@@ -194,11 +194,10 @@ impl<P: OffsetConfig, F> OffsetInput<P, F> {
         }
     }
 
-    /// The same input with pages of `limit` items.
-    #[must_use]
-    pub fn with_limit(mut self, limit: u32) -> Self {
-        self.limit = limit;
-        self
+    strata_core::setters! {
+        /// The same input with pages of `limit` items.
+        #[must_use]
+        with_limit(limit: u32) => limit = limit;
     }
 }
 
@@ -345,11 +344,10 @@ impl<P: CursorConfig, F> CursorInput<P, F> {
         }
     }
 
-    /// The same input with pages of `limit` items.
-    #[must_use]
-    pub fn with_limit(mut self, limit: u32) -> Self {
-        self.limit = limit;
-        self
+    strata_core::setters! {
+        /// The same input with pages of `limit` items.
+        #[must_use]
+        with_limit(limit: u32) => limit = limit;
     }
 }
 

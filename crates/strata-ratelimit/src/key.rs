@@ -189,20 +189,15 @@ pub struct ClientAddrKey {
 }
 
 impl ClientAddrKey {
-    /// Believes the forwarding headers of `proxies` (default: nobody's).
-    #[must_use]
-    pub fn trust(mut self, proxies: TrustedProxies) -> Self {
-        self.proxies = proxies;
-        self
-    }
-
-    /// Keys an IPv6 client by the first `bits` of its address (default 64, at most 128). One
-    /// host is usually given a whole /64, and picks any address in it: keyed by its full
-    /// address, it would have 2^64 budgets.
-    #[must_use]
-    pub fn ipv6_prefix(mut self, bits: u8) -> Self {
-        self.ipv6_prefix = bits.min(128);
-        self
+    strata_core::setters! {
+        /// Believes the forwarding headers of `proxies` (default: nobody's).
+        #[must_use]
+        trust(proxies: TrustedProxies) => proxies = proxies;
+        /// Keys an IPv6 client by the first `bits` of its address (default 64, at most 128). One
+        /// host is usually given a whole /64, and picks any address in it: keyed by its full
+        /// address, it would have 2^64 budgets.
+        #[must_use]
+        ipv6_prefix(bits: u8) => ipv6_prefix = bits.min(128);
     }
 
     /// The client's address, as keyed (its prefix for IPv6), if the request says.

@@ -91,12 +91,24 @@ impl<K> RateLimit<K> {
 }
 
 impl<K, S> RateLimit<K, S> {
-    /// The policy's name in the `RateLimit` headers (default `default`): tells two limiters
-    /// on one endpoint apart. Characters other than printable ASCII are left out.
-    #[must_use]
-    pub fn name(mut self, name: &str) -> Self {
-        self.name = name.chars().filter(|c| matches!(c, ' '..='~')).collect();
-        self
+    strata_core::setters! {
+        /// The policy's name in the `RateLimit` headers (default `default`): tells two limiters
+        /// on one endpoint apart. Characters other than printable ASCII are left out.
+        #[must_use]
+        name(name: &str) => name = name.chars().filter(|c| matches!(c, ' '..='~')).collect();
+        /// Reads the time from `clock` (default: [`MonotonicClock`]).
+        #[must_use]
+        clock(clock: impl Clock) => clock = Arc::new(clock);
+        /// What to do when the store fails (default: [`FailPolicy::Open`]).
+        #[must_use]
+        on_store_error(fail: FailPolicy) => fail = fail;
+        /// What to do with a request without a key (default: [`Keyless::Shared`]).
+        #[must_use]
+        keyless(keyless: Keyless) => keyless = keyless;
+        /// Which responses carry `RateLimit` and `RateLimit-Policy` (default
+        /// [`HeadersOn::Refusal`]: the 429 only).
+        #[must_use]
+        headers(on: HeadersOn) => headers = on == HeadersOn::EveryResponse;
     }
 
     /// Keeps the TATs in `store` instead of a [`MemoryStore`] of 100,000 keys.
@@ -111,35 +123,6 @@ impl<K, S> RateLimit<K, S> {
             keyless: self.keyless,
             headers: self.headers,
         }
-    }
-
-    /// Reads the time from `clock` (default: [`MonotonicClock`]).
-    #[must_use]
-    pub fn clock(mut self, clock: impl Clock) -> Self {
-        self.clock = Arc::new(clock);
-        self
-    }
-
-    /// What to do when the store fails (default: [`FailPolicy::Open`]).
-    #[must_use]
-    pub fn on_store_error(mut self, fail: FailPolicy) -> Self {
-        self.fail = fail;
-        self
-    }
-
-    /// What to do with a request without a key (default: [`Keyless::Shared`]).
-    #[must_use]
-    pub fn keyless(mut self, keyless: Keyless) -> Self {
-        self.keyless = keyless;
-        self
-    }
-
-    /// Which responses carry `RateLimit` and `RateLimit-Policy` (default
-    /// [`HeadersOn::Refusal`]: the 429 only).
-    #[must_use]
-    pub fn headers(mut self, on: HeadersOn) -> Self {
-        self.headers = on == HeadersOn::EveryResponse;
-        self
     }
 }
 

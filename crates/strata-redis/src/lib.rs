@@ -177,27 +177,18 @@ impl RedisRateLimitStore {
             .set_max_delay(Duration::from_secs(1))
     }
 
-    /// The prefix of every key (default `strata:rl:`). Limiters sharing one Redis each need
-    /// their own; replicas of one limiter, the same.
-    #[must_use]
-    pub fn prefix(mut self, prefix: impl AsRef<[u8]>) -> Self {
-        self.prefix = Arc::from(prefix.as_ref());
-        self
-    }
-
-    /// How long a call may take before it is a [`StoreError`] (default 50 ms). A request
-    /// limited by this store waits at most this long for Redis.
-    #[must_use]
-    pub fn timeout(mut self, timeout: Duration) -> Self {
-        self.timeout = timeout;
-        self
-    }
-
-    /// Whose clock the GCRA reads (default: [`TimeSource::Server`]).
-    #[must_use]
-    pub fn time_source(mut self, time: TimeSource) -> Self {
-        self.time = time;
-        self
+    strata_core::setters! {
+        /// The prefix of every key (default `strata:rl:`). Limiters sharing one Redis each need
+        /// their own; replicas of one limiter, the same.
+        #[must_use]
+        prefix(prefix: impl AsRef<[u8]>) => prefix = Arc::from(prefix.as_ref());
+        /// How long a call may take before it is a [`StoreError`] (default 50 ms). A request
+        /// limited by this store waits at most this long for Redis.
+        #[must_use]
+        timeout(timeout: Duration) => timeout = timeout;
+        /// Whose clock the GCRA reads (default: [`TimeSource::Server`]).
+        #[must_use]
+        time_source(time: TimeSource) => time = time;
     }
 
     /// The Redis key holding `key`'s TAT: `strata:rl:a:192.0.2.1`, or `strata:rl:t:` and the hex

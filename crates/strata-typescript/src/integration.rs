@@ -60,19 +60,14 @@ impl<'a> Integration<'a> {
         }
     }
 
-    /// The URL the default implementation sends to (default: none, so paths stay relative,
-    /// which only browsers resolve).
-    #[must_use]
-    pub fn server_url(mut self, url: impl Into<String>) -> Self {
-        self.server_url = url.into();
-        self
-    }
-
-    /// The client (default) or only the types.
-    #[must_use]
-    pub fn variant(mut self, variant: Variant) -> Self {
-        self.variant = variant;
-        self
+    strata_core::setters! {
+        /// The URL the default implementation sends to (default: none, so paths stay relative,
+        /// which only browsers resolve).
+        #[must_use]
+        server_url(url: impl Into<String>) => server_url = url.into();
+        /// The client (default) or only the types.
+        #[must_use]
+        variant(variant: Variant) => variant = variant;
     }
 
     /// Generates the file.
