@@ -131,6 +131,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::task::{Context, Poll};
 use std::time::Duration;
 
+use derive_where::derive_where;
 use futures_core::Stream;
 use strata_core::BoxError;
 use strata_decode::Decoder;
@@ -333,30 +334,13 @@ pub trait Broadcaster: Send + Sync + 'static {
 
 /// A topic of events `E` on a broadcaster: what handlers publish to and event streams relay.
 /// Cheap to clone.
+#[derive_where(Clone, Debug)]
 pub struct Topic<E> {
+    #[derive_where(skip)]
     broadcaster: Arc<dyn Broadcaster>,
     name: Arc<str>,
     checker: Decoder<E>,
     _events: PhantomData<fn(E)>,
-}
-
-impl<E> Clone for Topic<E> {
-    fn clone(&self) -> Self {
-        Self {
-            broadcaster: Arc::clone(&self.broadcaster),
-            name: Arc::clone(&self.name),
-            checker: self.checker.clone(),
-            _events: PhantomData,
-        }
-    }
-}
-
-impl<E> fmt::Debug for Topic<E> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Topic")
-            .field("name", &self.name)
-            .finish_non_exhaustive()
-    }
 }
 
 impl<E: Event> Topic<E> {

@@ -8,6 +8,7 @@ use std::task::Poll;
 use std::time::Duration;
 
 use bytes::Bytes;
+use derive_where::derive_where;
 use garde::Validate;
 use schemars::JsonSchema;
 use serde::Serialize;
@@ -48,6 +49,7 @@ impl std::error::Error for EmitError {}
 // stream has nobody left to tell, a bad event is the server's defect, logged.
 
 /// Sends the events of type `E` to one client. Cheap to clone (a channel sender).
+#[derive_where(Clone)]
 pub struct Emitter<E> {
     sender: mpsc::Sender<Message>,
     last_event_id: Option<String>,
@@ -55,18 +57,6 @@ pub struct Emitter<E> {
     shutdown: CancellationToken,
     checker: Decoder<E>,
     _events: PhantomData<fn(E)>,
-}
-
-impl<E> Clone for Emitter<E> {
-    fn clone(&self) -> Self {
-        Self {
-            sender: self.sender.clone(),
-            last_event_id: self.last_event_id.clone(),
-            shutdown: self.shutdown.clone(),
-            checker: self.checker.clone(),
-            _events: PhantomData,
-        }
-    }
 }
 
 impl<E> fmt::Debug for Emitter<E> {

@@ -1,7 +1,7 @@
 use std::any::Any;
-use std::fmt;
 use std::future::{Future, Ready};
 
+use derive_where::derive_where;
 use http::request::Parts;
 use http::{HeaderMap, StatusCode};
 use schemars::JsonSchema;
@@ -193,11 +193,17 @@ where
 /// A middleware: an input type `I`, a function `H`, and an optional security description.
 ///
 /// Use `()` as the input type when the middleware reads no input.
+// Bounds on `H` alone for Clone, none for Debug (a function is not `Debug`; the decoder
+// names the input type).
+#[derive_where(Clone; H)]
+#[derive_where(Debug)]
 pub struct Middleware<I, H> {
+    #[derive_where(skip)]
     pub(crate) handler: H,
     pub(crate) decoder: Decoder<I>,
     security: Option<Security>,
     /// The security's credentials, flattened once (checked on every request).
+    #[derive_where(skip)]
     credentials: Box<[Credential]>,
     errors: Vec<DeclaredError>,
     success_headers: Vec<ResponseHeader>,
@@ -450,27 +456,5 @@ impl<I: JsonSchema, H> Middleware<I, H> {
             type_name: std::any::type_name::<I>(),
             schema: I::json_schema,
         }
-    }
-}
-
-impl<I, H: Clone> Clone for Middleware<I, H> {
-    fn clone(&self) -> Self {
-        Self {
-            handler: self.handler.clone(),
-            decoder: self.decoder.clone(),
-            security: self.security.clone(),
-            credentials: self.credentials.clone(),
-            errors: self.errors.clone(),
-            success_headers: self.success_headers.clone(),
-        }
-    }
-}
-
-impl<I, H> fmt::Debug for Middleware<I, H> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Middleware")
-            .field("input", &std::any::type_name::<I>())
-            .field("security", &self.security)
-            .finish_non_exhaustive()
     }
 }

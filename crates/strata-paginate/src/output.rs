@@ -5,6 +5,7 @@ use std::borrow::Cow;
 use std::fmt;
 use std::marker::PhantomData;
 
+use derive_where::derive_where;
 use garde::Validate;
 use schemars::{JsonSchema, Schema, SchemaGenerator, json_schema};
 use serde::de::{self, Deserialize, Deserializer, IgnoredAny, MapAccess, Visitor};
@@ -110,6 +111,8 @@ impl<P: CursorConfig> PageMeta<P> for Cursor {
 
 /// One page of a pagination `P`: `<items_name>` then the metadata `M` of its style. Written
 /// [`OffsetPage<P, T>`] or [`CursorPage<P, T>`].
+// Bounds on the items and metadata, whatever `P` is.
+#[derive_where(Clone, PartialEq, Debug; T, M)]
 pub struct Page<P, T, M> {
     /// The page's items.
     pub items: Vec<T>,
@@ -162,32 +165,6 @@ impl<P: CursorConfig, T> Page<P, T, Cursor> {
             limit: input.limit,
         };
         Self::from_parts(items, meta)
-    }
-}
-
-// By hand: a page is comparable and cloneable when its items and metadata are, whatever `P` is.
-impl<P, T: Clone, M: Clone> Clone for Page<P, T, M> {
-    fn clone(&self) -> Self {
-        Self {
-            items: self.items.clone(),
-            meta: self.meta.clone(),
-            config: PhantomData,
-        }
-    }
-}
-
-impl<P, T: PartialEq, M: PartialEq> PartialEq for Page<P, T, M> {
-    fn eq(&self, other: &Self) -> bool {
-        self.items == other.items && self.meta == other.meta
-    }
-}
-
-impl<P, T: fmt::Debug, M: fmt::Debug> fmt::Debug for Page<P, T, M> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Page")
-            .field("items", &self.items)
-            .field("meta", &self.meta)
-            .finish()
     }
 }
 

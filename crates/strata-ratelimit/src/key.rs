@@ -5,6 +5,7 @@ use std::fmt;
 use std::marker::PhantomData;
 use std::net::IpAddr;
 
+use derive_where::derive_where;
 use http::HeaderName;
 use http::request::Parts;
 use strata_core::{ClientAddr, Has};
@@ -235,17 +236,12 @@ impl<C> KeyExtractor<C> for HeaderKey {
 
 /// Keys requests by a context entry: see [`Key::context`]. `I` is where the entry is in the
 /// context, found by the compiler when the limiter is attached.
+#[derive_where(Debug)]
 pub struct ContextKey<T, F, I> {
+    // A function; the marker names the entry's type.
+    #[derive_where(skip)]
     key: F,
     _entry: PhantomData<fn(&T, I)>,
-}
-
-impl<T, F, I> fmt::Debug for ContextKey<T, F, I> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("ContextKey")
-            .field("entry", &std::any::type_name::<T>())
-            .finish_non_exhaustive()
-    }
 }
 
 impl<C, T, F, R, I> KeyExtractor<C> for ContextKey<T, F, I>
@@ -263,13 +259,8 @@ where
 
 /// Keys requests by a function of their parts: see [`Key::function`].
 #[derive(Clone)]
-pub struct FnKey<F>(F);
-
-impl<F> fmt::Debug for FnKey<F> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("FnKey").finish_non_exhaustive()
-    }
-}
+#[derive_where(Debug)]
+pub struct FnKey<F>(#[derive_where(skip)] F);
 
 impl<C, F, R> KeyExtractor<C> for FnKey<F>
 where

@@ -9,6 +9,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::task::{Context, Poll, ready};
 use std::time::Duration;
 
+use derive_where::derive_where;
 use http::header::RETRY_AFTER;
 use http::request::Parts;
 use http::{HeaderName, HeaderValue, StatusCode};
@@ -63,11 +64,15 @@ pub enum Keyless {
 /// Builds a rate-limit middleware: a [`Quota`] per key, the key of each request, a store.
 ///
 /// See the [crate docs](crate) for an example.
+#[derive_where(Debug)]
 pub struct RateLimit<K, S = MemoryStore> {
     quota: Quota,
+    #[derive_where(skip)]
     key: K,
+    #[derive_where(skip)]
     store: S,
     name: String,
+    #[derive_where(skip)]
     clock: Arc<dyn Clock>,
     fail: FailPolicy,
     keyless: Keyless,
@@ -180,18 +185,6 @@ impl<K: Send + Sync + 'static, S: RateLimitStore> RateLimit<K, S> {
             ));
         }
         middleware
-    }
-}
-
-impl<K, S> fmt::Debug for RateLimit<K, S> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("RateLimit")
-            .field("quota", &self.quota)
-            .field("name", &self.name)
-            .field("fail", &self.fail)
-            .field("keyless", &self.keyless)
-            .field("headers", &self.headers)
-            .finish_non_exhaustive()
     }
 }
 
@@ -384,6 +377,7 @@ impl AmendResponse for RateLimitHeaders {
 
 /// The rate-limit middleware's function (a [`MiddlewareHandler`]): made by
 /// [`RateLimit::middleware`].
+#[derive_where(Clone)]
 pub struct RateLimiter<K, S> {
     inner: Arc<Inner<K, S>>,
 }
@@ -397,14 +391,6 @@ struct Inner<K, S> {
     keyless: Keyless,
     /// Whether the first request without a key was logged.
     warned: AtomicBool,
-}
-
-impl<K, S> Clone for RateLimiter<K, S> {
-    fn clone(&self) -> Self {
-        Self {
-            inner: Arc::clone(&self.inner),
-        }
-    }
 }
 
 impl<K, S> fmt::Debug for RateLimiter<K, S> {

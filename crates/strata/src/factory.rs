@@ -1,9 +1,9 @@
 //! [`EndpointsFactory`] and [`EndpointBuilder`]: typed endpoints from a handler, middleware and a
 //! result handler.
 
-use std::fmt;
 use std::marker::PhantomData;
 
+use derive_where::derive_where;
 use garde::Validate;
 use http::{Method, StatusCode};
 use schemars::{JsonSchema, Schema};
@@ -32,8 +32,12 @@ use tower_layer::Layer;
 /// `Ctx![Oldest, Newest]`); `L` their [`MiddlewareChain`], written
 /// `impl MiddlewareChain<C>` when a function returns a factory; `R` the result handler. [`add_middleware`](Self::add_middleware) returns a new factory; the original is
 /// unchanged.
+// No bounds on `C` (the marker names the context type); Debug leaves the middleware out.
+#[derive_where(Clone; L, R)]
+#[derive_where(Debug; R)]
 pub struct EndpointsFactory<C = HNil, L = NoMiddleware, R = DefaultResultHandler> {
     result_handler: R,
+    #[derive_where(skip)]
     layers: L,
     security: Vec<Security>,
     middleware_fields: Vec<String>,
@@ -41,31 +45,6 @@ pub struct EndpointsFactory<C = HNil, L = NoMiddleware, R = DefaultResultHandler
     errors: Vec<DeclaredError>,
     success_headers: Vec<ResponseHeader>,
     _ctx: PhantomData<fn() -> C>,
-}
-
-impl<C, L: Clone, R: Clone> Clone for EndpointsFactory<C, L, R> {
-    fn clone(&self) -> Self {
-        Self {
-            result_handler: self.result_handler.clone(),
-            layers: self.layers.clone(),
-            security: self.security.clone(),
-            middleware_fields: self.middleware_fields.clone(),
-            middleware_inputs: self.middleware_inputs.clone(),
-            errors: self.errors.clone(),
-            success_headers: self.success_headers.clone(),
-            _ctx: PhantomData,
-        }
-    }
-}
-
-impl<C, L, R: fmt::Debug> fmt::Debug for EndpointsFactory<C, L, R> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("EndpointsFactory")
-            .field("result_handler", &self.result_handler)
-            .field("context", &std::any::type_name::<C>())
-            .field("security", &self.security)
-            .finish_non_exhaustive()
-    }
 }
 
 /// A factory with the [`DefaultResultHandler`] and no middleware.
@@ -247,18 +226,10 @@ impl<C, L: Clone, R: ResultHandler> EndpointsFactory<C, L, R> {
 }
 
 /// Declares one endpoint: methods, descriptions, and finally the handler, which builds it.
+#[derive_where(Debug; R)]
 pub struct EndpointBuilder<C, L, R> {
     factory: EndpointsFactory<C, L, R>,
     meta: EndpointMeta,
-}
-
-impl<C, L, R: fmt::Debug> fmt::Debug for EndpointBuilder<C, L, R> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("EndpointBuilder")
-            .field("factory", &self.factory)
-            .field("meta", &self.meta)
-            .finish()
-    }
 }
 
 /// The endpoint's own stages inside the middleware: validate, output check, handler.
