@@ -251,44 +251,25 @@ impl CacheControlBuilder {
 }
 
 /// Why a [`CacheControlBuilder`] refused its directives.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum InvalidCacheControl {
     /// No directive was given.
+    #[error("a Cache-Control policy needs at least one directive")]
     Empty,
     /// `public` and `private` contradict each other.
+    #[error("Cache-Control: `public` and `private` contradict each other")]
     PublicAndPrivate,
     /// `no-store` with a directive about keeping the response (its name).
+    #[error("Cache-Control: `no-store` forbids keeping the response, which `{0}` describes")]
     NoStoreWith(&'static str),
     /// `private` with a directive for shared caches only (its name).
+    #[error("Cache-Control: `{0}` addresses shared caches, which `private` shuts out")]
     PrivateWith(&'static str),
     /// `immutable` without `max-age`.
+    #[error("Cache-Control: `immutable` needs a `max-age` (RFC 8246)")]
     ImmutableWithoutMaxAge,
 }
-
-impl fmt::Display for InvalidCacheControl {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Self::Empty => f.write_str("a Cache-Control policy needs at least one directive"),
-            Self::PublicAndPrivate => {
-                f.write_str("Cache-Control: `public` and `private` contradict each other")
-            }
-            Self::NoStoreWith(name) => write!(
-                f,
-                "Cache-Control: `no-store` forbids keeping the response, which `{name}` describes"
-            ),
-            Self::PrivateWith(name) => write!(
-                f,
-                "Cache-Control: `{name}` addresses shared caches, which `private` shuts out"
-            ),
-            Self::ImmutableWithoutMaxAge => {
-                f.write_str("Cache-Control: `immutable` needs a `max-age` (RFC 8246)")
-            }
-        }
-    }
-}
-
-impl std::error::Error for InvalidCacheControl {}
 
 #[cfg(test)]
 mod tests {

@@ -237,43 +237,21 @@ pub enum Delivery {
 }
 
 /// Why a broadcaster could not publish or deliver.
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum BroadcastError {
     /// The event was refused before it was published (its garde rules, or not an event).
-    Event(EmitError),
+    #[error("event not published: {0}")]
+    Event(#[from] EmitError),
     /// The backend failed: a connection lost, a timeout.
-    Backend(BoxError),
+    #[error("event broadcaster failed: {0}")]
+    Backend(#[source] BoxError),
 }
 
 impl BroadcastError {
     /// A failure of the backend.
     pub fn backend(error: impl Into<BoxError>) -> Self {
         Self::Backend(error.into())
-    }
-}
-
-impl fmt::Display for BroadcastError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Self::Event(error) => write!(f, "event not published: {error}"),
-            Self::Backend(error) => write!(f, "event broadcaster failed: {error}"),
-        }
-    }
-}
-
-impl std::error::Error for BroadcastError {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        match self {
-            Self::Event(error) => Some(error),
-            Self::Backend(error) => Some(&**error),
-        }
-    }
-}
-
-impl From<EmitError> for BroadcastError {
-    fn from(error: EmitError) -> Self {
-        Self::Event(error)
     }
 }
 

@@ -21,29 +21,18 @@ use crate::broadcast::{BroadcastError, Gap, Subscription};
 use crate::stream::{GapFrame, Message, Relay};
 
 /// Why an event was not sent.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum EmitError {
     /// The client is gone: stop producing events.
+    #[error("the client closed the event stream")]
     Closed,
     /// The event broke its rules (the message names the field); nothing was sent.
+    #[error("invalid event: {0}")]
     Invalid(String),
     /// The event is not an enum variant (serde wrote neither `{"name": data}` nor `"name"`).
+    #[error("an event must be an enum variant, found {0}")]
     NotAnEvent(String),
 }
-
-impl fmt::Display for EmitError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Self::Closed => f.write_str("the client closed the event stream"),
-            Self::Invalid(message) => write!(f, "invalid event: {message}"),
-            Self::NotAnEvent(found) => {
-                write!(f, "an event must be an enum variant, found {found}")
-            }
-        }
-    }
-}
-
-impl std::error::Error for EmitError {}
 
 // `?` on an emit in a handler makes it a 500 (core's conversion of any error): a closed
 // stream has nobody left to tell, a bad event is the server's defect, logged.

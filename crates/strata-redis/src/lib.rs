@@ -260,37 +260,19 @@ fn decision(gcra: Gcra, granted: i64, before: i64, now: i64) -> Result<Decision,
 }
 
 /// Why a call failed (the store's or the broadcaster's).
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
 enum Failure {
+    #[error("Redis did not answer within {} ms", .0.as_millis())]
     Timeout(Duration),
-    Redis(RedisError),
+    #[error("Redis: {0}")]
+    Redis(#[source] RedisError),
     /// Never seen: the script granted what `Gcra::decide` denies, or the reverse, or read a
     /// time before the Unix epoch.
+    #[error("the Redis script's answer is not the GCRA's")]
     Disagree,
     /// An answer not of the broadcaster's making (another program's entries under its keys).
+    #[error("unexpected answer from Redis: {0}")]
     Malformed(String),
-}
-
-impl fmt::Display for Failure {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Failure::Timeout(timeout) => {
-                write!(f, "Redis did not answer within {} ms", timeout.as_millis())
-            }
-            Failure::Redis(error) => write!(f, "Redis: {error}"),
-            Failure::Disagree => f.write_str("the Redis script's answer is not the GCRA's"),
-            Failure::Malformed(what) => write!(f, "unexpected answer from Redis: {what}"),
-        }
-    }
-}
-
-impl std::error::Error for Failure {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        match self {
-            Failure::Redis(error) => Some(error),
-            _ => None,
-        }
-    }
 }
 
 /// A byte as two lowercase hex digits.
