@@ -21,10 +21,10 @@ use serde::de::{DeserializeOwned, IgnoredAny};
 use serde_json::value::RawValue;
 use strata_core::{BoxError, Events, Operation};
 use tokio::time::{Instant, Sleep};
-use tower::{Service, ServiceExt};
+use tower::ServiceExt;
 
 use crate::sse::{Parser, RawEvent};
-use crate::{Client, ClientError, Envelope, api_error, decode, request};
+use crate::{Client, ClientError, Envelope, Transport, api_error, decode, request};
 
 /// How long a subscription waits before reconnecting, until the server says otherwise
 /// (`retry:`).
@@ -137,17 +137,9 @@ impl<S, E> Client<S, E> {
     /// # Ok(())
     /// # }
     /// ```
-    pub fn subscribe<I, T, B>(
-        &self,
-        operation: &Operation<I, Events<T>>,
-        input: I,
-    ) -> Subscription<T>
+    pub fn subscribe<I, T>(&self, operation: &Operation<I, Events<T>>, input: I) -> Subscription<T>
     where
-        S: Service<Request<Full<Bytes>>, Response = Response<B>> + Clone + Send + 'static,
-        S::Future: Send,
-        S::Error: Into<BoxError>,
-        B: Body + Send + 'static,
-        B::Error: Into<BoxError>,
+        S: Transport<Future: Send, Body: Send + 'static> + Send + 'static,
         E: Envelope,
         I: Serialize,
         T: DeserializeOwned,
@@ -236,13 +228,7 @@ fn target<I: Serialize>(
         })
         .transpose()?;
     let mut headers = HeaderMap::new();
-    for (name, value) in placed.headers {
-        let name = HeaderName::from_bytes(name.as_bytes())
-            .map_err(|error| ClientError::Input(format!("the header field {name}: {error}")))?;
-        let value = HeaderValue::try_from(value)
-            .map_err(|error| ClientError::Input(format!("the header field {name}: {error}")))?;
-        headers.insert(name, value);
-    }
+    request::insert_headers(&mut headers, placed.headers)?;
     Ok(Target { uri, body, headers })
 }
 

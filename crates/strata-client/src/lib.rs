@@ -105,6 +105,26 @@ pub use events::{
 pub use pages::{Items, Pages, Paginated};
 pub use strata_core::{Events, Operation};
 
+/// What a [`Client`] sends its requests with: a `tower::Service` of `http::Request<Full<Bytes>>`
+/// whose responses' bodies it reads (a `Router`, a network client). Every such service is one:
+/// the bound to write, in a function generic over clients, instead of the service's and its
+/// body's.
+pub trait Transport:
+    Service<Request<Full<Bytes>>, Response = Response<Self::Body>, Error: Into<BoxError>> + Clone
+{
+    /// The body of its responses.
+    type Body: http_body::Body<Error: Into<BoxError>>;
+}
+
+impl<S, B> Transport for S
+where
+    S: Service<Request<Full<Bytes>>, Response = Response<B>> + Clone,
+    S::Error: Into<BoxError>,
+    B: http_body::Body<Error: Into<BoxError>>,
+{
+    type Body = B;
+}
+
 /// The timeout of a call unless the client or the call sets another.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
 
@@ -308,42 +328,32 @@ impl<S, E, I, O, In> Call<'_, S, E, I, O, In> {
     }
 }
 
-impl<S, E, I, O, In, B> Call<'_, S, E, I, O, In>
+impl<S, E, I, O, In> Call<'_, S, E, I, O, In>
 where
-    S: Service<Request<Full<Bytes>>, Response = Response<B>> + Clone,
-    S::Error: Into<BoxError>,
-    B: http_body::Body,
-    B::Error: Into<BoxError>,
+    S: Transport,
     E: Envelope,
     I: Serialize,
-    O: DeserializeOwned,
     In: Borrow<I>,
 {
     /// Sends the call and reads its output.
-    pub async fn send(self) -> Result<O, ClientError> {
+    pub async fn send(self) -> Result<O, ClientError>
+    where
+        O: DeserializeOwned,
+    {
         let request = self
             .client
             .request(&self.operation, &self.headers, self.input.borrow())?;
         self.client.respond(request, self.timeout).await
     }
-}
 
-impl<S, E, I, O, In, B> Call<'_, S, E, I, O, In>
-where
-    S: Service<Request<Full<Bytes>>, Response = Response<B>> + Clone,
-    S::Error: Into<BoxError>,
-    B: http_body::Body,
-    B::Error: Into<BoxError>,
-    E: Envelope,
-    I: Serialize,
-    O: StreamedOutput,
-    In: Borrow<I>,
-{
     /// Sends the call of an operation whose output is a file or a stream and returns the
     /// response to read as bytes ([`Download`]); an error status is the server's error, read
     /// by the envelope. The timeout covers the wait for the response's head, not the reading
     /// of its body.
-    pub async fn download(self) -> Result<Download<B>, ClientError> {
+    pub async fn download(self) -> Result<Download<S::Body>, ClientError>
+    where
+        O: StreamedOutput,
+    {
         let client = self.client;
         let request = client.request(&self.operation, &self.headers, self.input.borrow())?;
         let head = async {
@@ -373,14 +383,7 @@ where
     }
 }
 
-impl<S, E, B> Client<S, E>
-where
-    S: Service<Request<Full<Bytes>>, Response = Response<B>> + Clone,
-    S::Error: Into<BoxError>,
-    B: http_body::Body,
-    B::Error: Into<BoxError>,
-    E: Envelope,
-{
+impl<S: Transport, E: Envelope> Client<S, E> {
     /// Sends `request` and reads the output `O` from its response, within `timeout`.
     async fn respond<O: DeserializeOwned>(
         &self,
@@ -426,13 +429,7 @@ impl<S, E> Client<S, E> {
             .body(Full::new(body))
             .map_err(|error| ClientError::Input(error.to_string()))?;
         let sent = request.headers_mut();
-        for (name, value) in placed.headers {
-            let name = HeaderName::from_bytes(name.as_bytes())
-                .map_err(|error| ClientError::Input(format!("the header field {name}: {error}")))?;
-            let value = HeaderValue::try_from(value)
-                .map_err(|error| ClientError::Input(format!("the header field {name}: {error}")))?;
-            sent.insert(name, value);
-        }
+        request::insert_headers(sent, placed.headers)?;
         // (Most calls add no header: no copy then.)
         if !self.headers.is_empty() {
             sent.extend(self.headers.clone());
@@ -451,14 +448,10 @@ impl<S, E> Client<S, E> {
     }
 }
 
-impl<'c, S, E, I, O, In, B> IntoFuture for Call<'c, S, E, I, O, In>
+impl<'c, S, E, I, O, In> IntoFuture for Call<'c, S, E, I, O, In>
 where
-    S: Service<Request<Full<Bytes>>, Response = Response<B>> + Clone + Send + Sync + 'c,
-    S::Future: Send,
-    S::Error: Into<BoxError>,
-    B: http_body::Body + Send + 'c,
-    B::Data: Send,
-    B::Error: Into<BoxError>,
+    S: Transport<Future: Send, Body: Send + 'c> + Send + Sync + 'c,
+    <S::Body as http_body::Body>::Data: Send,
     E: Envelope,
     I: Serialize + 'c,
     O: DeserializeOwned + Send + 'c,
