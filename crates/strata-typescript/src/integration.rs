@@ -386,15 +386,11 @@ fn requests_of<'d>(document: &'d OpenApi, used: &mut BTreeSet<String>) -> Vec<Re
             )
             .collect::<Vec<_>>()
             .join("/");
-        for (method, operation) in [
-            ("get", &item.get),
-            ("post", &item.post),
-            ("put", &item.put),
-            ("patch", &item.patch),
-            ("delete", &item.delete),
-            ("query", &item.query),
-        ] {
-            let Some(operation) = operation else { continue };
+        // The client's order; HEAD is left out.
+        for method in ["get", "post", "put", "patch", "delete", "query"] {
+            let Some(operation) = item.operation(method) else {
+                continue;
+            };
             let base = unique(&pascal_case(&operation.operation_id), used, |base, used| {
                 used.contains(base)
                     || SUFFIXES
