@@ -101,47 +101,50 @@ where
     fn amends(_output: &O) {}
 }
 
-impl<F, Fut, I, C, O> MiddlewareHandler<I, C> for Stateless<F>
-where
-    F: Fn(I, &Parts, &Logger) -> Fut + Clone + Send + Sync + 'static,
-    Fut: Future<Output = Result<O, ApiError>> + Send + 'static,
-    O: Send + 'static,
-{
-    type Output = O;
-    type Future = Fut;
-    type Amends = ();
-
-    fn call(&self, input: I, request: &Parts, _ctx: &C, logger: &Logger) -> Fut {
-        (self.0)(input, request, logger)
-    }
-
-    fn amends(_output: &O) {}
-}
-
 /// A middleware function of `(input, owned request, logger)`: see [`Middleware::owned`].
 #[derive(Clone, Copy)]
 pub struct Owned<F>(F);
 
-impl<F, Fut, I, C, O> MiddlewareHandler<I, C> for Owned<F>
-where
-    F: Fn(I, RequestInfo, Logger) -> Fut + Clone + Send + Sync + 'static,
-    Fut: Future<Output = Result<O, ApiError>> + Send + 'static,
-    O: Send + 'static,
-{
-    type Output = O;
-    type Future = Fut;
-    type Amends = ();
+/// The [`MiddlewareHandler`]s of async functions: `Wrapper: Fn(I, what it takes) => call`.
+/// They differ only in what the function takes and how it is called.
+macro_rules! async_function_handlers {
+    ($(
+        $wrapper:ident: Fn(I, $($param:ty),*)
+            => |$f:ident, $input:ident, $request:ident, $ctx:ident, $logger:ident| $call:expr;
+    )*) => {$(
+        impl<F, Fut, I, C, O> MiddlewareHandler<I, C> for $wrapper<F>
+        where
+            F: Fn(I, $($param),*) -> Fut + Clone + Send + Sync + 'static,
+            Fut: Future<Output = Result<O, ApiError>> + Send + 'static,
+            O: Send + 'static,
+        {
+            type Output = O;
+            type Future = Fut;
+            type Amends = ();
 
-    fn call(&self, input: I, request: &Parts, _ctx: &C, logger: &Logger) -> Fut {
+            fn call(&self, $input: I, $request: &Parts, $ctx: &C, $logger: &Logger) -> Fut {
+                let $f = &self.0;
+                $call
+            }
+
+            fn amends(_output: &O) {}
+        }
+    )*};
+}
+
+async_function_handlers! {
+    Stateless: Fn(I, &Parts, &Logger)
+        => |f, input, request, _ctx, logger| f(input, request, logger);
+    WithContext: Fn(I, &Parts, &C, &Logger)
+        => |f, input, request, ctx, logger| f(input, request, ctx, logger);
+    Owned: Fn(I, RequestInfo, Logger) => |f, input, request, _ctx, logger| {
         let request = RequestInfo {
             method: request.method.clone(),
             uri: request.uri.clone(),
             headers: request.headers.clone(),
         };
-        (self.0)(input, request, logger.clone())
-    }
-
-    fn amends(_output: &O) {}
+        f(input, request, logger.clone())
+    };
 }
 
 /// A middleware that always grants a clone of one value: the application's shared state (a
@@ -171,23 +174,6 @@ impl<T> Middleware<(), State<T>> {
     pub fn state(value: T) -> Self {
         Self::custom(State(value))
     }
-}
-
-impl<F, Fut, I, C, O> MiddlewareHandler<I, C> for WithContext<F>
-where
-    F: Fn(I, &Parts, &C, &Logger) -> Fut + Clone + Send + Sync + 'static,
-    Fut: Future<Output = Result<O, ApiError>> + Send + 'static,
-    O: Send + 'static,
-{
-    type Output = O;
-    type Future = Fut;
-    type Amends = ();
-
-    fn call(&self, input: I, request: &Parts, ctx: &C, logger: &Logger) -> Fut {
-        (self.0)(input, request, ctx, logger)
-    }
-
-    fn amends(_output: &O) {}
 }
 
 /// A middleware: an input type `I`, a function `H`, and an optional security description.
