@@ -245,6 +245,13 @@ pub(crate) struct Policy {
     on_every_response: bool,
 }
 
+// Shown by its name: the rest follows from the limiter's settings.
+impl fmt::Debug for Policy {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(&self.item, f)
+    }
+}
+
 impl Policy {
     fn new(name: &str, quota: Quota, fail: FailPolicy, on_every_response: bool) -> Self {
         let mut item = String::with_capacity(name.len() + 2);
@@ -299,7 +306,7 @@ fn seconds_up(micros: u64) -> u64 {
 
 /// The client's budget after this request, in the context for handlers (a parameter
 /// `budget: RateLimitState`) and later middleware (`let budget: &RateLimitState = ctx.get();`).
-#[derive(Clone)]
+#[derive(Clone, Debug)]
 pub struct RateLimitState {
     /// Requests per window (the quota's count).
     pub limit: u32,
@@ -347,19 +354,6 @@ impl RateLimitState {
     }
 }
 
-impl fmt::Debug for RateLimitState {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("RateLimitState")
-            .field("policy", &self.policy.item)
-            .field("limit", &self.limit)
-            .field("remaining", &self.remaining)
-            .field("reset", &self.reset)
-            .field("replenished", &self.replenished)
-            .field("checked", &self.checked)
-            .finish()
-    }
-}
-
 /// What the limiter adds to the responses it lets through with
 /// [`HeadersOn::EveryResponse`]: `RateLimit-Policy`, and `RateLimit` when the store decided. Appended, so that two limiters on one endpoint each
 /// add their item (a structured-field list may be split over several lines).
@@ -396,7 +390,7 @@ struct Inner<K, S> {
 impl<K, S> fmt::Debug for RateLimiter<K, S> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("RateLimiter")
-            .field("policy", &self.inner.policy.item)
+            .field("policy", &self.inner.policy)
             .field("gcra", &self.inner.gcra)
             .finish_non_exhaustive()
     }
