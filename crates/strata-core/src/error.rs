@@ -52,7 +52,7 @@ pub enum ErrorKind {
     /// Clients hold too much of something shared right now (the body budget, a layer's
     /// capacity): a 503 with `Retry-After` that clients caused, not a fault of the server.
     /// Logged at warn level, at most one line per message every few seconds
-    /// ([`Logger::server_error`](crate::Logger::server_error)), since clients can cause it at will.
+    /// (`strata_log::server_error`), since clients can cause it at will.
     /// The rate limiter's 503 when its shared store is down under a closed failure policy has
     /// this kind too: the outage fails every request, and the limiter logs its cause itself.
     Overload,

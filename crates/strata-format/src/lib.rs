@@ -11,7 +11,7 @@
 //! - logs 5xx errors with their real message through the request's logger: at error level,
 //!   except overloads that clients caused ([`ErrorKind::Overload`](strata_core::ErrorKind), such
 //!   as the body budget's 503), at warn level and at most one line per message every 5 s
-//!   ([`Logger::server_error`](strata_core::Logger::server_error)).
+//!   ([`strata_log::server_error`]).
 //!
 //! [`DefaultResultHandler`] produces the spec's envelope:
 //! `{"status":"success","data":...}` and `{"status":"error","error":{"message":"..."}}`, as
