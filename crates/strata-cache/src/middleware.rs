@@ -374,7 +374,7 @@ impl AmendResponse for Cache {
 /// cookie, a rate limit's state); no representation metadata (`Content-*`).
 fn not_modified(headers: HeaderMap, config: &Config, state: State) -> HeaderMap {
     // No header yet: this thread's spare map, when the handler stage left one.
-    let mut headers = strata_core::spare::headers_or_spare(headers);
+    let mut headers = strata_spare::headers_or_spare(headers);
     strip(&mut headers, &[]);
     if !headers.contains_key(CACHE_CONTROL) {
         let policy = state.policy.as_ref().unwrap_or(&config.policy);

@@ -26,7 +26,6 @@ mod mode;
 pub mod operation;
 pub mod payload;
 mod result_handler;
-pub mod spare;
 
 pub use body::{Body, HeadBody, IncomingBody, PollFrame};
 pub use ctx::{HCons, HNil, Has, Pluck, PluckAll};

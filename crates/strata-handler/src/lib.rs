@@ -208,7 +208,7 @@ pub trait HandlerFunctionWithoutInput<C, M>: Clone + Send + Sync + 'static {
 }
 
 /// Gives the request's header and extension maps to the thread's
-/// [spares](strata_core::spare), for the response and the next request, when the handler's
+/// [spares](strata_spare), for the response and the next request, when the handler's
 /// parameters (their `TypeId`s; known when the function is compiled, so the check folds away)
 /// do not take the request's [`Parts`]: nothing after the handler's call reads the request's
 /// headers, and the parts would be dropped here (the logger was taken out before).
@@ -216,8 +216,8 @@ pub trait HandlerFunctionWithoutInput<C, M>: Clone + Send + Sync + 'static {
 fn spare_unread_maps<C>(arguments: &mut Arguments<C>, parameters: &[TypeId]) {
     if !takes::<Parts>(parameters) {
         let parts = &mut arguments.tail.head;
-        strata_core::spare::give_headers(std::mem::take(&mut parts.headers));
-        strata_core::spare::give_extensions(std::mem::take(&mut parts.extensions));
+        strata_spare::give_headers(std::mem::take(&mut parts.headers));
+        strata_spare::give_extensions(std::mem::take(&mut parts.extensions));
     }
 }
 
@@ -600,7 +600,7 @@ mod tests {
     // Current-thread runtimes: the spare map is the calling thread's.
     #[tokio::test(flavor = "current_thread")]
     async fn a_handler_that_does_not_take_the_parts_leaves_the_request_headers_for_the_response() {
-        let _ = strata_core::spare::take_headers();
+        let _ = strata_spare::take_headers();
         let service = HandlerService::new(handler_fn(async |input: u8, user: User| {
             Ok(format!("{} {input}", user.0))
         }));
@@ -609,10 +609,10 @@ mod tests {
             .oneshot(with_header(7u8, HNil.push(User("ada"))))
             .await;
         assert_eq!(answer.unwrap(), "ada 7");
-        let spare = strata_core::spare::take_headers();
+        let spare = strata_spare::take_headers();
         assert!(spare.capacity() > 0, "the request's map is spare");
         assert!(spare.is_empty(), "and emptied");
-        let spare = strata_core::spare::take_extensions();
+        let spare = strata_spare::take_extensions();
         assert!(spare.is_empty(), "its extensions emptied");
 
         let without_input =
@@ -621,12 +621,12 @@ mod tests {
             .oneshot(with_header((), HNil.push(User("ada"))))
             .await;
         assert_eq!(answer.unwrap(), 3);
-        assert!(strata_core::spare::take_headers().capacity() > 0);
+        assert!(strata_spare::take_headers().capacity() > 0);
     }
 
     #[tokio::test(flavor = "current_thread")]
     async fn a_handler_that_takes_the_parts_reads_every_header() {
-        let _ = strata_core::spare::take_headers();
+        let _ = strata_spare::take_headers();
         let service = HandlerService::new(handler_fn(async |input: u8, request: Parts| {
             Ok(format!("{:?} {input}", request.headers.get("x-token")))
         }));
@@ -634,7 +634,7 @@ mod tests {
             .oneshot(with_header(7u8, HNil.push(User("ada"))))
             .await;
         assert_eq!(answer.unwrap(), "Some(\"secret\") 7");
-        assert_eq!(strata_core::spare::take_headers().capacity(), 0);
+        assert_eq!(strata_spare::take_headers().capacity(), 0);
     }
 
     /// A request of `input` whose logger records into `capture`.

@@ -51,7 +51,7 @@ mod tls;
 pub use app::attach::{Attached, attach_routing};
 pub use app::etag::{ETag, ETagFuture, ETagLayer};
 pub use app::request_id::{RequestId, RequestIdLayer, X_REQUEST_ID};
-pub use app::{App, MaybeCompressed, MaybeCompressedFuture};
+pub use app::{App, RouterStack, RouterStackFuture};
 #[cfg(feature = "compression")]
 pub use app::{COMPRESSION_THRESHOLD, CompressionPredicate};
 pub use config::{

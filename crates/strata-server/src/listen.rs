@@ -16,7 +16,8 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore, TryAcquireError, watch};
 use tokio::task::JoinSet;
 
 use crate::config::Listen;
-use crate::connection::{Acceptor, CUT_GRACE, ServedApp, Serving, Shutdown};
+use crate::connection::watcher::Shutdown;
+use crate::connection::{Acceptor, CUT_GRACE, ServedApp, Serving};
 use crate::error::ServerError;
 use crate::server::{Listener, LocalAddr, Protocol};
 

@@ -11,20 +11,20 @@ use std::pin::Pin;
 use std::task::{Context, Poll};
 
 use http::{Request, Response};
-use pin_project_lite::pin_project;
 use strata_core::{Body, IncomingBody, Logger};
 
-use strata_routing::{Router, RouterFuture, Routing};
+use strata_routing::{Router, Routing};
+use tower::util::BoxCloneSyncService;
+#[cfg(feature = "compression")]
+use tower_http::compression::CompressionLayer;
 #[cfg(feature = "compression")]
 use tower_http::compression::predicate::{And, NotForContentType, Predicate, SizeAbove};
-#[cfg(feature = "compression")]
-use tower_http::compression::{Compression, CompressionLayer};
 use tower_layer::Layer;
 use tower_service::Service;
 
 use crate::config::Config;
 
-use crate::app::etag::{ETag, ETagFuture};
+use crate::app::etag::ETag;
 use crate::app::request_id::{RequestId, RequestIdLayer};
 use crate::error::ServerError;
 
@@ -47,56 +47,49 @@ impl Predicate for CompressionPredicate {
     }
 }
 
-/// The application service: request ids and per-request loggers, compression (when
-/// configured), then the router. It is `Clone + Send + Sync` and never fails.
-pub type App = RequestId<MaybeCompressed>;
+/// The application service: request ids and per-request loggers, then the router inside the
+/// response layers configured (`ETag`s, compression). It is `Clone + Send + Sync` and never
+/// fails.
+pub type App = RequestId<RouterStack>;
 
-/// The router, behind tower-http's compression only when compression is configured; either way
-/// the response body is a [`Body`].
+/// A response future of [`RouterStack`].
+pub type RouterStackFuture =
+    Pin<Box<dyn Future<Output = Result<Response<Body>, Infallible>> + Send>>;
+
+/// The router inside the response layers the configuration asks for (`ETag`s, then tower-http's
+/// compression), boxed: one type whatever is configured.
 ///
-/// tower-http's `CompressionBody` holds its encoders' state inline, which makes every response
-/// hundreds of bytes larger, moved several times on its way to the socket; measured with the
-/// benchmark crate, that was the largest single cost of a small response. Without compression
-/// the router's responses pass untouched; with it, the response future and the compressed body
-/// are boxed.
+/// (Measured with `strata-bench compare`, a stack of four unboxed variants, so that the default
+/// one paid for no box, was worth about 1 % of requests per second on the smallest response:
+/// less than its code cost. See `docs/architecture.md`.)
 #[derive(Clone)]
-pub struct MaybeCompressed {
-    inner: Compressing,
+pub struct RouterStack {
+    inner: BoxCloneSyncService<Request<Body>, Response<Body>, Infallible>,
+    compression: bool,
+    etags: bool,
 }
 
-impl std::fmt::Debug for MaybeCompressed {
+impl std::fmt::Debug for RouterStack {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let compression = !matches!(self.inner, Compressing::Off(_) | Compressing::OffTagged(_));
-        f.debug_struct("MaybeCompressed")
-            .field("compression", &compression)
+        f.debug_struct("RouterStack")
+            .field("compression", &self.compression)
+            .field("etags", &self.etags)
             .finish_non_exhaustive()
     }
 }
 
-/// The four stacks, so that the default one (no compression, no `ETag`) pays for neither.
-#[derive(Clone)]
-enum Compressing {
-    Off(Router),
-    /// `ETag`s over the uncompressed bytes.
-    OffTagged(ETag<Router>),
-    #[cfg(feature = "compression")]
-    On(Compression<Router, CompressionPredicate>),
-    #[cfg(feature = "compression")]
-    OnTagged(Compression<ETag<Router>, CompressionPredicate>),
-}
-
-impl MaybeCompressed {
+impl RouterStack {
     /// The router with `ETag`s when asked; compressed when asked, which needs the
     /// `compression` feature.
     #[cfg_attr(feature = "compression", allow(clippy::unnecessary_wraps))] // fails without it
-    fn new(router: Router, compression: bool, etag: bool) -> Result<Self, ServerError> {
-        let inner = match (compression, etag) {
-            (false, false) => Compressing::Off(router),
-            (false, true) => Compressing::OffTagged(ETag::new(router)),
+    fn new(router: Router, compression: bool, etags: bool) -> Result<Self, ServerError> {
+        let inner = match (compression, etags) {
+            (false, false) => BoxCloneSyncService::new(router),
+            (false, true) => BoxCloneSyncService::new(ETag::new(router)),
             #[cfg(feature = "compression")]
-            (true, false) => Compressing::On(compression_layer().layer(router)),
+            (true, false) => boxed_compressed(compression_layer().layer(router)),
             #[cfg(feature = "compression")]
-            (true, true) => Compressing::OnTagged(compression_layer().layer(ETag::new(router))),
+            (true, true) => boxed_compressed(compression_layer().layer(ETag::new(router))),
             #[cfg(not(feature = "compression"))]
             (true, _) => {
                 return Err(ServerError::Config(
@@ -104,19 +97,11 @@ impl MaybeCompressed {
                 ));
             }
         };
-        Ok(Self { inner })
-    }
-
-    /// The router.
-    pub fn get_ref(&self) -> &Router {
-        match &self.inner {
-            Compressing::Off(router) => router,
-            Compressing::OffTagged(tagged) => tagged.get_ref(),
-            #[cfg(feature = "compression")]
-            Compressing::On(compression) => compression.get_ref(),
-            #[cfg(feature = "compression")]
-            Compressing::OnTagged(compression) => compression.get_ref().get_ref(),
-        }
+        Ok(Self {
+            inner,
+            compression,
+            etags,
+        })
     }
 }
 
@@ -132,86 +117,41 @@ fn compression_layer() -> CompressionLayer<CompressionPredicate> {
         })
 }
 
-/// A compressed response's future, boxed (compressed bodies are boxed anyway).
+/// A compressing service boxed, its compressed bodies made [`Body`]s.
 #[cfg(feature = "compression")]
-fn boxed<F, B>(future: F) -> FutureState
+fn boxed_compressed<S, B>(
+    service: S,
+) -> BoxCloneSyncService<Request<Body>, Response<Body>, Infallible>
 where
-    F: Future<Output = Result<Response<B>, Infallible>> + Send + 'static,
+    S: Service<Request<Body>, Response = Response<B>, Error = Infallible>
+        + Clone
+        + Send
+        + Sync
+        + 'static,
+    S::Future: Send + 'static,
     B: http_body::Body<Data = bytes::Bytes> + Send + 'static,
     B::Error: Into<strata_core::BoxError>,
 {
-    FutureState::Boxed {
-        future: Box::pin(async move { Ok(future.await?.map(Body::new)) }),
-    }
+    BoxCloneSyncService::new(tower::ServiceExt::map_response(
+        service,
+        |response: Response<B>| response.map(Body::new),
+    ))
 }
 
-impl<B> Service<Request<B>> for MaybeCompressed
+impl<B> Service<Request<B>> for RouterStack
 where
     B: IncomingBody,
 {
     type Response = Response<Body>;
     type Error = Infallible;
-    type Future = MaybeCompressedFuture;
+    type Future = RouterStackFuture;
 
     fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
-        match &mut self.inner {
-            Compressing::Off(router) => Service::<Request<B>>::poll_ready(router, cx),
-            Compressing::OffTagged(tagged) => Service::<Request<B>>::poll_ready(tagged, cx),
-            #[cfg(feature = "compression")]
-            Compressing::On(compression) => Service::<Request<B>>::poll_ready(compression, cx),
-            #[cfg(feature = "compression")]
-            Compressing::OnTagged(compression) => {
-                Service::<Request<B>>::poll_ready(compression, cx)
-            }
-        }
+        self.inner.poll_ready(cx)
     }
 
-    fn call(&mut self, request: Request<B>) -> MaybeCompressedFuture {
-        let state = match &mut self.inner {
-            Compressing::Off(router) => FutureState::Off {
-                future: router.call(request),
-            },
-            Compressing::OffTagged(tagged) => FutureState::OffTagged {
-                future: tagged.call(request),
-            },
-            #[cfg(feature = "compression")]
-            Compressing::On(compression) => boxed(compression.call(request)),
-            #[cfg(feature = "compression")]
-            Compressing::OnTagged(compression) => boxed(compression.call(request)),
-        };
-        MaybeCompressedFuture { state }
-    }
-}
-
-/// A response future, type-erased.
-type BoxedFuture = Pin<Box<dyn Future<Output = Result<Response<Body>, Infallible>> + Send>>;
-
-pin_project! {
-    #[project = FutureStateProj]
-    enum FutureState {
-        Off { #[pin] future: RouterFuture },
-        OffTagged { #[pin] future: ETagFuture<RouterFuture> },
-        Boxed { future: BoxedFuture },
-    }
-}
-
-pin_project! {
-    /// Response future of [`MaybeCompressed`].
-    pub struct MaybeCompressedFuture {
-        #[pin]
-        state: FutureState,
-    }
-}
-
-impl Future for MaybeCompressedFuture {
-    type Output = Result<Response<Body>, Infallible>;
-
-    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        match self.project().state.project() {
-            FutureStateProj::Off { future } => future.poll(cx),
-            FutureStateProj::OffTagged { future } => future.poll(cx),
-            FutureStateProj::Boxed { future } => future.as_mut().poll(cx),
-        }
+    fn call(&mut self, request: Request<B>) -> RouterStackFuture {
+        self.inner.call(request.map(Body::new))
     }
 }
 
@@ -224,7 +164,7 @@ pub(crate) fn build_app(
     let router = Router::new(routing, config)?;
     let compress = config.server.compression != crate::config::Compression::Off;
     let etags = config.server.etags != crate::config::ETags::Off;
-    let app = MaybeCompressed::new(router, compress, etags)?;
+    let app = RouterStack::new(router, compress, etags)?;
     Ok(RequestIdLayer::new(logger.clone())
         .echo(config.server.request_ids == crate::config::RequestIds::Echoed)
         .layer(app))
@@ -244,7 +184,7 @@ mod tests {
 
     #[test]
     fn compression_is_there_when_built_in() {
-        let built = MaybeCompressed::new(router(), true, true);
+        let built = RouterStack::new(router(), true, true);
         if cfg!(feature = "compression") {
             assert!(format!("{:?}", built.ok()).contains("compression: true"));
         } else {

@@ -1,6 +1,6 @@
 //! Deadlines: for a connection's first bytes, and for request bodies.
 //!
-//! The connection watcher's header-read deadline (`Activity::watch`) samples counters a few
+//! The connection watcher's header-read deadline ([`super::watcher`]) samples counters a few
 //! times per timeout; before a connection has sent anything it is simpler and exact to fail the
 //! read itself. [`FirstByteDeadline`] fails any read still waiting at the deadline until the
 //! connection's first bytes tell its protocol: at the first byte that is not the HTTP/2

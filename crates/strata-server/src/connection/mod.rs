@@ -5,9 +5,7 @@ pub(crate) mod deadline;
 pub(crate) mod service;
 pub(crate) mod watcher;
 
-use std::pin::Pin;
 use std::sync::Arc;
-use std::task::{Context, Poll};
 use std::time::Duration;
 
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
@@ -18,14 +16,14 @@ use http::{Request, Response};
 
 use strata_core::{Body, ClientAddr, ErrorHandler, Logger};
 use tokio::io::{AsyncRead, AsyncWrite};
-use tokio::sync::{Notify, oneshot, watch};
-use tokio::task::{JoinHandle, JoinSet};
+use tokio::sync::Notify;
+use tokio::task::JoinSet;
 use tower_service::Service;
 
+use self::watcher::{Activity, ActivityIo, Deadlines, Order, Shutdown};
 use crate::config::ServerLimits;
 use crate::connection::deadline::{FirstByteDeadline, ServerBody, deadline_after};
 use crate::connection::service::ConnectionService;
-use crate::connection::watcher::{Activity, ActivityIo, Deadlines, Verdict};
 use crate::listen::Place;
 
 /// As long as any timeout needs to be: hyper adds its keep-alive durations to an `Instant`,
@@ -41,7 +39,7 @@ pub(crate) fn connection_builder(limits: &ServerLimits) -> auto::Builder<TokioEx
     builder
         .http1()
         .timer(TokioTimer::new())
-        // The header-read timeout is the connection watcher's (`Activity::watch`): hyper's
+        // The header-read timeout is the connection watcher's (`watcher`): hyper's
         // arms a timer for every request.
         .header_read_timeout(None)
         // A client that shuts its sending side after the request still gets the response.
@@ -195,20 +193,17 @@ impl<S: ServedApp> Serving<S> {
         // The timeouts and the server's stop signal are watched by a task of their own, which
         // sends its orders here: this task, woken for every read and write of the connection,
         // then polls the connection and one channel, not a stop signal and timers each time.
-        let (orders, ordered) = oneshot::channel();
-        let mut ordered = Orders::new(ordered, Arc::clone(&activity));
         let deadlines = Deadlines {
             idle: Some(ServerLimits::or_never(self.limits.idle_timeout)),
             write: ServerLimits::or_never(self.limits.write_timeout),
             head: self.header_timeout,
         };
-        let watcher = AbortOnDrop(tokio::spawn(watch_connection(
+        let (watcher, mut ordered) = watcher::spawn(
             Arc::clone(&activity),
             shutdown,
             Arc::clone(&self.pressure),
             deadlines,
-            orders,
-        )));
+        );
         let mut orders_open = true;
         // Once cut (the shutdown timeout has passed), how long unanswered requests have to
         // get their 503 before the connection is dropped.
@@ -227,7 +222,7 @@ impl<S: ServedApp> Serving<S> {
                     Ok(Order::CloseGracefully { then }) => {
                         connection.as_mut().graceful_shutdown();
                         match then {
-                            Some(next) => ordered.replace(next),
+                            Some(next) => ordered = next,
                             None => orders_open = false,
                         }
                     }
@@ -253,187 +248,8 @@ impl<S: ServedApp> Serving<S> {
     }
 }
 
-/// The watcher's orders to a connection, as its task reads them: the channel is polled once
-/// (which leaves the task's waker with it), then only once the watcher says it has sent an
-/// order. The task is woken for every read and write of its connection, and the channel's
-/// state is memory of its own: reading it each time cost ~75 instructions and a cache miss
-/// per request.
-pub(crate) struct Orders {
-    receiver: oneshot::Receiver<Order>,
-    /// Polled since it was made or replaced: the task's waker is with the channel.
-    registered: bool,
-    activity: Arc<Activity>,
-}
-
-impl Orders {
-    fn new(receiver: oneshot::Receiver<Order>, activity: Arc<Activity>) -> Self {
-        Self {
-            receiver,
-            registered: false,
-            activity,
-        }
-    }
-
-    /// The channel of the next order: polled at the next wake.
-    fn replace(&mut self, receiver: oneshot::Receiver<Order>) {
-        self.receiver = receiver;
-        self.registered = false;
-    }
-}
-
-impl Future for Orders {
-    type Output = Result<Order, oneshot::error::RecvError>;
-
-    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        // The flag is set before the order is sent and never cleared: a wake that finds it set
-        // and the channel still empty polls again at the sending's own wake.
-        if self.registered && !self.activity.was_ordered() {
-            return Poll::Pending;
-        }
-        self.registered = true;
-        // Outside tokio's task budget: a channel polled with the budget spent (the connection,
-        // polled first, may spend it) returns without leaving the waker, and the flag would
-        // then keep it from being looked at again.
-        Pin::new(&mut tokio::task::unconstrained(&mut self.receiver)).poll(cx)
-    }
-}
-
-/// What the watcher of a connection tells it.
-pub(crate) enum Order {
-    /// Finish what is in flight, take nothing new (server shutdown, idle connection); `then`
-    /// brings the next order (a drop), if one may follow.
-    CloseGracefully {
-        then: Option<oneshot::Receiver<Order>>,
-    },
-    /// Drop the connection now, for this reason.
-    Drop(&'static str),
-    /// The shutdown timeout has passed: answer what has no answer yet with a 503, then close
-    /// (dropped after [`CUT_GRACE`]).
-    Cut,
-}
-
-/// What a connection hears of the server's shutdown.
-#[derive(Clone)]
-pub(crate) struct Shutdown {
-    /// Graceful shutdown has begun.
-    pub(crate) stop: watch::Receiver<bool>,
-    /// The shutdown timeout has passed.
-    pub(crate) cut: watch::Receiver<bool>,
-}
-
 /// How long a connection cut at the shutdown timeout has to send its 503s.
 pub(crate) const CUT_GRACE: Duration = Duration::from_secs(1);
-
-/// Aborts a task when dropped: a connection's watcher ends with its connection.
-pub(crate) struct AbortOnDrop(JoinHandle<()>);
-
-impl Drop for AbortOnDrop {
-    fn drop(&mut self) {
-        self.0.abort();
-    }
-}
-
-/// Watches a connection's activity and the server's stop signal, and orders the connection
-/// closed when one of them says so.
-pub(crate) async fn watch_connection(
-    activity: Arc<Activity>,
-    mut shutdown: Shutdown,
-    pressure: Arc<Notify>,
-    deadlines: Deadlines,
-    orders: oneshot::Sender<Order>,
-) {
-    let mut watcher = activity.watcher(deadlines);
-    // Whether the connection closes to make room (the server is at its cap).
-    let mut shed = false;
-    let verdict = loop {
-        tokio::select! {
-            _ = shutdown.stop.wait_for(|stop| *stop) => break None,
-            verdict = watcher.next() => break Some(verdict),
-            // The server is at its cap: an idle connection makes room.
-            () = pressure.notified() => if let Some(verdict) = watcher.shed() {
-                shed = verdict == Verdict::Idle;
-                break Some(verdict);
-            },
-        }
-    };
-    let give_up = match verdict {
-        // Server shutdown: finish what is in flight, take nothing new, end event streams (the
-        // accept loop's shutdown timeout ends what does not finish).
-        None => {
-            activity.end_event_streams();
-            None
-        }
-        // Made room: nothing was in flight; the client hears GOAWAY, not a long goodbye (an
-        // HTTP/2 close waits for a ping's answer).
-        Some(Verdict::Idle) if shed => Some(SHED_GRACE),
-        // An idle connection closing gracefully still has its streams to finish; one that
-        // cannot (a stream without window) is dropped after the write timeout.
-        Some(Verdict::Idle) => Some(deadlines.write),
-        Some(verdict) => {
-            activity.mark_ordered();
-            let _ = orders.send(Order::Drop(drop_reason(verdict)));
-            return;
-        }
-    };
-    let (next, then) = oneshot::channel();
-    activity.mark_ordered();
-    if orders
-        .send(Order::CloseGracefully { then: Some(then) })
-        .is_err()
-    {
-        return;
-    }
-    // While it closes, a client that stalls or never finishes a request head is still cut off
-    // (hyper's own header-read timer is off), counted as before the close.
-    watcher.without_idle();
-    let out_of_time = async {
-        match give_up {
-            Some(after) => tokio::time::sleep(after).await,
-            None => std::future::pending().await,
-        }
-    };
-    // Closing for idleness with nothing in flight a second later: only a peer that does not
-    // answer the goodbye (an HTTP/2 close waits for a ping's answer) keeps it open, and it
-    // need not keep its place for the write timeout.
-    let closing_idle = verdict == Some(Verdict::Idle);
-    let still_quiet = async {
-        loop {
-            tokio::time::sleep(QUIET_GOODBYE).await;
-            if activity.is_quiet() {
-                break;
-            }
-        }
-    };
-    let order = tokio::select! {
-        verdict = watcher.next() => Order::Drop(drop_reason(verdict)),
-        () = out_of_time => Order::Drop("idle connection closed: its streams did not finish"),
-        () = still_quiet, if closing_idle => {
-            Order::Drop("idle connection closed: the peer did not finish the goodbye")
-        }
-        _ = shutdown.cut.wait_for(|cut| *cut) => {
-            activity.cut();
-            Order::Cut
-        }
-    };
-    activity.mark_ordered();
-    let _ = next.send(order);
-}
-
-/// Why a connection is dropped for `verdict` (not `Idle`, which closes gracefully).
-pub(crate) fn drop_reason(verdict: Verdict) -> &'static str {
-    match verdict {
-        Verdict::Stalled => "connection closed: its responses made no write progress",
-        Verdict::HeadTimeout | Verdict::Idle => {
-            "connection closed: no request head within the header-read timeout"
-        }
-    }
-}
-
-/// How long a connection closed for idleness may stay quiet before it is dropped.
-pub(crate) const QUIET_GOODBYE: Duration = Duration::from_secs(1);
-
-/// How long a connection closed to make room has to say goodbye.
-pub(crate) const SHED_GRACE: Duration = Duration::from_millis(100);
 
 #[cfg(test)]
 mod tests {
@@ -441,70 +257,9 @@ mod tests {
 
     use super::*;
 
-    /// The connection's task reads the watcher's channel once, then only after the watcher
-    /// marks an order: an order sent unmarked stays unread (what the mark saves: the channel
-    /// is not read at every wake), a marked one is read, and a replaced channel is read once.
-    #[test]
-    fn orders_are_read_once_then_only_when_marked() {
-        use std::task::Waker;
-        let mut cx = Context::from_waker(Waker::noop());
-        let activity = Arc::new(Activity::default());
-        let (orders, receiver) = oneshot::channel();
-        let mut ordered = Orders::new(receiver, Arc::clone(&activity));
-        assert!(Pin::new(&mut ordered).poll(&mut cx).is_pending());
-        assert!(orders.send(Order::Drop("first")).is_ok());
-        assert!(Pin::new(&mut ordered).poll(&mut cx).is_pending());
-        activity.mark_ordered();
-        let first = Pin::new(&mut ordered).poll(&mut cx);
-        assert!(matches!(first, Poll::Ready(Ok(Order::Drop("first")))));
-
-        let fresh = Arc::new(Activity::default());
-        let (_kept, receiver) = oneshot::channel();
-        let mut ordered = Orders::new(receiver, fresh);
-        assert!(Pin::new(&mut ordered).poll(&mut cx).is_pending());
-        let (next, receiver) = oneshot::channel();
-        ordered.replace(receiver);
-        assert!(next.send(Order::Cut).is_ok());
-        // A replaced channel is read at the next wake, marked or not.
-        assert!(matches!(
-            Pin::new(&mut ordered).poll(&mut cx),
-            Poll::Ready(Ok(Order::Cut))
-        ));
-    }
-
-    /// The first look leaves the task's waker with the channel even when the task's budget is
-    /// spent: a marked order sent afterwards wakes the task.
-    #[tokio::test(flavor = "current_thread")]
-    async fn orders_reach_a_task_whose_first_look_found_its_budget_spent() {
-        struct Woken(std::sync::atomic::AtomicBool);
-        impl std::task::Wake for Woken {
-            fn wake(self: Arc<Self>) {
-                self.0.store(true, std::sync::atomic::Ordering::SeqCst);
-            }
-        }
-        let activity = Arc::new(Activity::default());
-        let (orders, receiver) = oneshot::channel();
-        let mut ordered = Orders::new(receiver, Arc::clone(&activity));
-        let woken = Arc::new(Woken(std::sync::atomic::AtomicBool::new(false)));
-        let waker = std::task::Waker::from(Arc::clone(&woken));
-        let (sender, mut spending) = tokio::sync::mpsc::unbounded_channel();
-        for n in 0..1_000 {
-            sender.send(n).unwrap();
-        }
-        std::future::poll_fn(|cx| {
-            // Each ready message spends a unit of the task's budget, until a poll says Pending.
-            while spending.poll_recv(cx).is_ready() {}
-            let mut own = Context::from_waker(&waker);
-            assert!(Pin::new(&mut ordered).poll(&mut own).is_pending());
-            Poll::Ready(())
-        })
-        .await;
-        activity.mark_ordered();
-        assert!(orders.send(Order::Cut).is_ok());
-        assert!(woken.0.load(std::sync::atomic::Ordering::SeqCst));
-    }
-
     use tokio::io::{AsyncReadExt, AsyncWriteExt, DuplexStream};
+    use tokio::sync::watch;
+    use tokio::task::JoinHandle;
     use tokio::time::Instant;
 
     /// A connection's task over an in-memory socket, with `limits` and an app answering 200,
@@ -605,6 +360,24 @@ mod tests {
         }
     }
 
+    /// hyper arms a header-read timer of its own (30 s) for every request whenever it has a
+    /// timer, unless told `header_read_timeout(None)`: a head finished after 45 s, within the
+    /// server's 90 s, is answered.
+    #[tokio::test(start_paused = true)]
+    async fn hypers_own_header_read_timer_is_off() {
+        let limits = limits().header_read_timeout(Some(Duration::from_secs(90)));
+        let (_task, mut client) = serve(limits);
+        client
+            .write_all(b"GET / HTTP/1.1\r\nHost: a\r\n")
+            .await
+            .unwrap();
+        tokio::time::sleep(Duration::from_secs(45)).await;
+        client.write_all(b"\r\n").await.unwrap();
+        let mut answer = [0; 12];
+        client.read_exact(&mut answer).await.unwrap();
+        assert_eq!(&answer, b"HTTP/1.1 200");
+    }
+
     #[tokio::test(start_paused = true)]
     async fn an_http2_peer_that_stops_answering_pings_is_dropped() {
         let limits = limits();
@@ -633,7 +406,8 @@ mod tests {
         assert!(goaway >= head && goaway <= head + head / 4, "{seen:?}");
         // Not the write timeout (30 s) later: the connection has nothing in flight.
         assert!(
-            seen.closed >= goaway + QUIET_GOODBYE && seen.closed <= goaway + 2 * QUIET_GOODBYE,
+            seen.closed >= goaway + watcher::QUIET_GOODBYE
+                && seen.closed <= goaway + 2 * watcher::QUIET_GOODBYE,
             "{seen:?}"
         );
     }

@@ -144,7 +144,7 @@ where
                 // The extensions of an earlier request on this thread, emptied, when there is
                 // one: the box and table of a map, allocated and freed per request otherwise.
                 if request.extensions().is_empty() {
-                    *request.extensions_mut() = strata_core::spare::take_extensions();
+                    *request.extensions_mut() = strata_spare::take_extensions();
                 }
                 // Every request: limits kept per client read it, the body budget's share for
                 // a body and a rate limiter keyed by address for any request. On a request

@@ -6,7 +6,7 @@
 //! its index, and their frees), and so do a request's extensions (the map's box and its
 //! table), while the request's maps, as large, are dropped at about the same time. The handler
 //! stage gives them here when the handler does not take the request's parts: the result handler
-//! and [`Output::headers_mut`](crate::Output::headers_mut) take the header map for the
+//! and `strata_core::Output::headers_mut` take the header map for the
 //! response, the server's connection the extension map for its next request. Over HTTP/1.1
 //! hyper keeps each response's header map for the next request of its connection, so the same
 //! blocks then serve every request of a connection: grown once, never allocated again.
@@ -19,7 +19,7 @@
 //!
 //! ```
 //! use http::{Extensions, HeaderMap, HeaderValue};
-//! use strata_core::spare;
+//! use strata_spare as spare;
 //!
 //! let mut request_headers = HeaderMap::new();
 //! request_headers.insert("authorization", HeaderValue::from_static("Bearer secret"));
@@ -42,7 +42,7 @@ use std::cell::Cell;
 use http::{Extensions, HeaderMap};
 
 /// The largest map kept, in entries: a response with room for twelve headers (what
-/// [`Output::headers_mut`](crate::Output::headers_mut) sizes for) grows to 24 only with more;
+/// `strata_core::Output::headers_mut` sizes for) grows to 24 only with more;
 /// a request of a hundred headers leaves a map of kilobytes that no response here needs. A
 /// request's extensions are a few (the logger, the client's address, path parameters).
 pub const MAX_SPARE_ENTRIES: usize = 24;

@@ -1,0 +1,207 @@
+//! The connection watcher: the timeouts hyper does not keep, kept for each connection by a
+//! task of its own that counts what the connection does and orders it closed.
+//!
+//! - An idle connection (no request for the idle timeout; HTTP/2 keep-alive pings
+//!   notwithstanding) is closed gracefully.
+//! - An HTTP/1 connection that sends no complete request head within the header-read timeout
+//!   (a slow or silent client, an idle keep-alive connection) is dropped.
+//! - A connection whose responses make no write progress for the write timeout (a client that
+//!   does not read, one HTTP/2 stream without window) is dropped.
+//! - At the connection cap, a connection idle for a while closes to make room; at shutdown,
+//!   every connection closes gracefully, event streams end, and at the shutdown timeout what
+//!   has no answer yet gets a 503.
+//!
+//! Counting is cheap (relaxed counters on writes and requests, [`Activity`]); the watcher
+//! looks at the counters a few times per timeout ([`activity::Watcher`]). hyper's own
+//! header-read timeout is off: it arms a timer for every request, where this one timer per
+//! connection covers every request of it.
+//!
+//! # The interface
+//!
+//! A connection's task gives the watcher what it sees and gets orders back; nothing else
+//! crosses:
+//!
+//! 1. `Arc<Activity>`, shared by the pieces below (`Activity::default()`);
+//! 2. the socket wrapped in [`ActivityIo`] (writes counted, the HTTP/2 preface noticed);
+//! 3. each request counted with [`Activity::request`] and its response future wrapped in
+//!    [`TrackedFuture`], whose body ([`TrackedBody`]) is counted until hyper drops it;
+//! 4. [`spawn`] starts the watcher's task with the connection's [`Deadlines`], the server's
+//!    [`Shutdown`] and its pressure signal; the connection reads [`Order`]s from the channel it
+//!    returns, and drops the [`WatcherTask`] when it ends.
+//!
+//! # What it relies on in hyper
+//!
+//! hyper does not document these; each is covered by a test that fails when it changes:
+//!
+//! | hyper's behaviour | what breaks without it | test |
+//! | --- | --- | --- |
+//! | A response body is dropped once sent (HTTP/1 and HTTP/2) | a request stays counted: an idle connection is never closed | `tests/abuse.rs` `an_idle_http1_keep_alive_connection_is_closed`, `an_idle_http2_connection_is_closed_even_while_it_answers_pings` |
+//! | A body is polled only when it can be sent (an HTTP/2 stream without window takes nothing) | a starved stream looks like progress: never dropped | `tests/abuse.rs` `an_http2_stream_without_window_is_dropped`, `one_http2_stream_without_progress_ends_its_connection_while_others_progress` |
+//! | HTTP/2 pings are written on the socket | a peer that stops answering pings is not dropped, or one that answers them is held past the header-read timeout | `connection::tests` `an_http2_peer_that_stops_answering_pings_is_dropped`, `an_idle_http2_peer_that_answers_pings_is_closed_at_the_header_read_timeout` |
+//! | An HTTP/1 connection closing gracefully still waits for a head it has begun | a graceful shutdown is held by a head never finished | `tests/abuse.rs` `a_head_left_unfinished_does_not_hold_a_graceful_shutdown` |
+//! | hyper's header-read timer is off with `header_read_timeout(None)`, although a timer is set | heads are cut off at hyper's 30 s, whatever the configuration | `connection::tests` `hypers_own_header_read_timer_is_off` |
+//! | hyper-util's auto builder tells HTTP/2 by its preface, on the bytes the watcher sees | HTTP/2 connections get HTTP/1's head deadline, or the reverse | `tests/server.rs` `http1_and_http2_on_one_port`, `tests/abuse.rs` `a_request_head_shorter_than_the_http2_preface_is_served_and_its_connection_kept` |
+//!
+//! The socket tests pass from hyper 1.5.0 with hyper-util 0.1.10; the paused-time tests of
+//! HTTP/2 keep-alive need hyper 1.8.0 and hyper-util 0.1.18 (`strata-server/Cargo.toml`).
+
+mod activity;
+mod io;
+mod track;
+
+#[cfg(test)]
+mod tests;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::sync::{Notify, oneshot, watch};
+use tokio::task::JoinHandle;
+
+pub(crate) use activity::{Activity, Deadlines, Verdict};
+pub(crate) use io::{ActivityIo, HTTP2_PREFACE, continues_preface};
+pub(crate) use track::{TrackedBody, TrackedFuture};
+
+/// Starts watching a connection: a task of its own, which sends the connection its orders on
+/// the channel returned. Dropping the [`WatcherTask`] stops it.
+pub(crate) fn spawn(
+    activity: Arc<Activity>,
+    shutdown: Shutdown,
+    pressure: Arc<Notify>,
+    deadlines: Deadlines,
+) -> (WatcherTask, oneshot::Receiver<Order>) {
+    let (orders, ordered) = oneshot::channel();
+    let task = tokio::spawn(watch(activity, shutdown, pressure, deadlines, orders));
+    (WatcherTask(task), ordered)
+}
+
+/// What the watcher of a connection tells it.
+pub(crate) enum Order {
+    /// Finish what is in flight, take nothing new (server shutdown, idle connection); `then`
+    /// brings the next order (a drop), if one may follow.
+    CloseGracefully {
+        then: Option<oneshot::Receiver<Order>>,
+    },
+    /// Drop the connection now, for this reason.
+    Drop(&'static str),
+    /// The shutdown timeout has passed: answer what has no answer yet with a 503, then close
+    /// (dropped after [`CUT_GRACE`](crate::connection::CUT_GRACE)).
+    Cut,
+}
+
+/// What a connection hears of the server's shutdown.
+#[derive(Clone)]
+pub(crate) struct Shutdown {
+    /// Graceful shutdown has begun.
+    pub(crate) stop: watch::Receiver<bool>,
+    /// The shutdown timeout has passed.
+    pub(crate) cut: watch::Receiver<bool>,
+}
+
+/// Aborts a task when dropped: a connection's watcher ends with its connection.
+pub(crate) struct WatcherTask(JoinHandle<()>);
+
+impl Drop for WatcherTask {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
+/// Watches a connection's activity and the server's stop signal, and orders the connection
+/// closed when one of them says so.
+async fn watch(
+    activity: Arc<Activity>,
+    mut shutdown: Shutdown,
+    pressure: Arc<Notify>,
+    deadlines: Deadlines,
+    orders: oneshot::Sender<Order>,
+) {
+    let mut watcher = activity.watcher(deadlines);
+    // Whether the connection closes to make room (the server is at its cap).
+    let mut shed = false;
+    let verdict = loop {
+        tokio::select! {
+            _ = shutdown.stop.wait_for(|stop| *stop) => break None,
+            verdict = watcher.next() => break Some(verdict),
+            // The server is at its cap: an idle connection makes room.
+            () = pressure.notified() => if let Some(verdict) = watcher.shed() {
+                shed = verdict == Verdict::Idle;
+                break Some(verdict);
+            },
+        }
+    };
+    let give_up = match verdict {
+        // Server shutdown: finish what is in flight, take nothing new, end event streams (the
+        // accept loop's shutdown timeout ends what does not finish).
+        None => {
+            activity.end_event_streams();
+            None
+        }
+        // Made room: nothing was in flight; the client hears GOAWAY, not a long goodbye (an
+        // HTTP/2 close waits for a ping's answer).
+        Some(Verdict::Idle) if shed => Some(SHED_GRACE),
+        // An idle connection closing gracefully still has its streams to finish; one that
+        // cannot (a stream without window) is dropped after the write timeout.
+        Some(Verdict::Idle) => Some(deadlines.write),
+        Some(verdict) => {
+            let _ = orders.send(Order::Drop(drop_reason(verdict)));
+            return;
+        }
+    };
+    let (next, then) = oneshot::channel();
+    if orders
+        .send(Order::CloseGracefully { then: Some(then) })
+        .is_err()
+    {
+        return;
+    }
+    // While it closes, a client that stalls or never finishes a request head is still cut off
+    // (hyper's own header-read timer is off), counted as before the close.
+    watcher.without_idle();
+    let out_of_time = async {
+        match give_up {
+            Some(after) => tokio::time::sleep(after).await,
+            None => std::future::pending().await,
+        }
+    };
+    // Closing for idleness with nothing in flight a second later: only a peer that does not
+    // answer the goodbye (an HTTP/2 close waits for a ping's answer) keeps it open, and it
+    // need not keep its place for the write timeout.
+    let closing_idle = verdict == Some(Verdict::Idle);
+    let still_quiet = async {
+        loop {
+            tokio::time::sleep(QUIET_GOODBYE).await;
+            if activity.is_quiet() {
+                break;
+            }
+        }
+    };
+    let order = tokio::select! {
+        verdict = watcher.next() => Order::Drop(drop_reason(verdict)),
+        () = out_of_time => Order::Drop("idle connection closed: its streams did not finish"),
+        () = still_quiet, if closing_idle => {
+            Order::Drop("idle connection closed: the peer did not finish the goodbye")
+        }
+        _ = shutdown.cut.wait_for(|cut| *cut) => {
+            activity.cut();
+            Order::Cut
+        }
+    };
+    let _ = next.send(order);
+}
+
+/// Why a connection is dropped for `verdict` (not `Idle`, which closes gracefully).
+fn drop_reason(verdict: Verdict) -> &'static str {
+    match verdict {
+        Verdict::Stalled => "connection closed: its responses made no write progress",
+        Verdict::HeadTimeout | Verdict::Idle => {
+            "connection closed: no request head within the header-read timeout"
+        }
+    }
+}
+
+/// How long a connection closed for idleness may stay quiet before it is dropped.
+pub(super) const QUIET_GOODBYE: Duration = Duration::from_secs(1);
+
+/// How long a connection closed to make room has to say goodbye.
+const SHED_GRACE: Duration = Duration::from_millis(100);
