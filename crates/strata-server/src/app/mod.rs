@@ -167,11 +167,13 @@ mod tests {
         .unwrap_or_else(|error| panic!("{error}"))
     }
 
+    // What compression does to responses is tested over sockets (tests/server.rs); here, that
+    // asking for it without the feature is a configuration error, not a silent no-op.
     #[test]
     fn compression_is_there_when_built_in() {
         let built = RouterStack::new(router(), true, true);
         if cfg!(feature = "compression") {
-            assert!(format!("{:?}", built.ok()).contains("compression: true"));
+            assert!(built.is_ok());
         } else {
             let error = built.err().map(|e| e.to_string()).unwrap_or_default();
             assert_eq!(
