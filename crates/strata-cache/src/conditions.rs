@@ -63,20 +63,13 @@ impl Conditions {
         if !(none_match || modified_since || match_ || unmodified_since) {
             return None;
         }
-        let lines = |name| headers.get_all(name).iter();
+        // The lines of a header the request has (no lookup for one it has not).
+        let lines = |present: bool, name| present.then(|| headers.get_all(name).iter());
         Some(Box::new(Self {
-            if_match: match_
-                .then(|| TagList::from_lines(lines(IF_MATCH)))
-                .flatten(),
-            if_unmodified_since: unmodified_since
-                .then(|| parse_date(lines(IF_UNMODIFIED_SINCE)))
-                .flatten(),
-            if_none_match: none_match
-                .then(|| TagList::from_lines(lines(IF_NONE_MATCH)))
-                .flatten(),
-            if_modified_since: modified_since
-                .then(|| parse_date(lines(IF_MODIFIED_SINCE)))
-                .flatten(),
+            if_match: lines(match_, IF_MATCH).and_then(TagList::from_lines),
+            if_unmodified_since: lines(unmodified_since, IF_UNMODIFIED_SINCE).and_then(parse_date),
+            if_none_match: lines(none_match, IF_NONE_MATCH).and_then(TagList::from_lines),
+            if_modified_since: lines(modified_since, IF_MODIFIED_SINCE).and_then(parse_date),
         }))
     }
 

@@ -175,79 +175,35 @@ pub struct CacheControlBuilder {
 }
 
 impl CacheControlBuilder {
-    /// `public`: shared caches may keep the response, even one that needed authorization.
-    pub fn public(mut self) -> Self {
-        self.directives.public = true;
-        self
-    }
-
-    /// `private`: only the client's own cache may keep the response (per-user data).
-    pub fn private(mut self) -> Self {
-        self.directives.private = true;
-        self
-    }
-
-    /// `no-cache`: a cache must ask the server before every reuse.
-    pub fn no_cache(mut self) -> Self {
-        self.directives.no_cache = true;
-        self
-    }
-
-    /// `no-store`: no cache keeps the response.
-    pub fn no_store(mut self) -> Self {
-        self.directives.no_store = true;
-        self
-    }
-
-    /// `max-age`: how long the response stays fresh.
-    pub fn max_age(mut self, age: Duration) -> Self {
-        self.directives.max_age = Some(age.as_secs());
-        self
-    }
-
-    /// `s-maxage`: how long it stays fresh in shared caches (instead of `max-age` there).
-    pub fn s_maxage(mut self, age: Duration) -> Self {
-        self.directives.s_maxage = Some(age.as_secs());
-        self
-    }
-
-    /// `must-revalidate`: once stale, a cache must not use it without asking the server.
-    pub fn must_revalidate(mut self) -> Self {
-        self.directives.must_revalidate = true;
-        self
-    }
-
-    /// `proxy-revalidate`: `must-revalidate` for shared caches only.
-    pub fn proxy_revalidate(mut self) -> Self {
-        self.directives.proxy_revalidate = true;
-        self
-    }
-
-    /// `no-transform`: intermediaries must not change the content.
-    pub fn no_transform(mut self) -> Self {
-        self.directives.no_transform = true;
-        self
-    }
-
-    /// `immutable` (RFC 8246): the response will not change while fresh, so clients need not
-    /// revalidate it on reload. Needs a `max-age`.
-    pub fn immutable(mut self) -> Self {
-        self.directives.immutable = true;
-        self
-    }
-
-    /// `stale-while-revalidate` (RFC 5861): a stale response may be used for this long while a
-    /// cache revalidates it in the background.
-    pub fn stale_while_revalidate(mut self, window: Duration) -> Self {
-        self.directives.stale_while_revalidate = Some(window.as_secs());
-        self
-    }
-
-    /// `stale-if-error` (RFC 5861): a stale response may be used for this long when the server
-    /// answers an error (5xx) or cannot be reached.
-    pub fn stale_if_error(mut self, window: Duration) -> Self {
-        self.directives.stale_if_error = Some(window.as_secs());
-        self
+    strata_core::setters! {
+        /// `public`: shared caches may keep the response, even one that needed authorization.
+        public() => directives.public = true;
+        /// `private`: only the client's own cache may keep the response (per-user data).
+        private() => directives.private = true;
+        /// `no-cache`: a cache must ask the server before every reuse.
+        no_cache() => directives.no_cache = true;
+        /// `no-store`: no cache keeps the response.
+        no_store() => directives.no_store = true;
+        /// `max-age`: how long the response stays fresh.
+        max_age(age: Duration) => directives.max_age = Some(age.as_secs());
+        /// `s-maxage`: how long it stays fresh in shared caches (instead of `max-age` there).
+        s_maxage(age: Duration) => directives.s_maxage = Some(age.as_secs());
+        /// `must-revalidate`: once stale, a cache must not use it without asking the server.
+        must_revalidate() => directives.must_revalidate = true;
+        /// `proxy-revalidate`: `must-revalidate` for shared caches only.
+        proxy_revalidate() => directives.proxy_revalidate = true;
+        /// `no-transform`: intermediaries must not change the content.
+        no_transform() => directives.no_transform = true;
+        /// `immutable` (RFC 8246): the response will not change while fresh, so clients need not
+        /// revalidate it on reload. Needs a `max-age`.
+        immutable() => directives.immutable = true;
+        /// `stale-while-revalidate` (RFC 5861): a stale response may be used for this long while a
+        /// cache revalidates it in the background.
+        stale_while_revalidate(window: Duration) =>
+            directives.stale_while_revalidate = Some(window.as_secs());
+        /// `stale-if-error` (RFC 5861): a stale response may be used for this long when the server
+        /// answers an error (5xx) or cannot be reached.
+        stale_if_error(window: Duration) => directives.stale_if_error = Some(window.as_secs());
     }
 
     /// Checks the directives and renders the value once.
@@ -295,44 +251,25 @@ impl CacheControlBuilder {
 }
 
 /// Why a [`CacheControlBuilder`] refused its directives.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum InvalidCacheControl {
     /// No directive was given.
+    #[error("a Cache-Control policy needs at least one directive")]
     Empty,
     /// `public` and `private` contradict each other.
+    #[error("Cache-Control: `public` and `private` contradict each other")]
     PublicAndPrivate,
     /// `no-store` with a directive about keeping the response (its name).
+    #[error("Cache-Control: `no-store` forbids keeping the response, which `{0}` describes")]
     NoStoreWith(&'static str),
     /// `private` with a directive for shared caches only (its name).
+    #[error("Cache-Control: `{0}` addresses shared caches, which `private` shuts out")]
     PrivateWith(&'static str),
     /// `immutable` without `max-age`.
+    #[error("Cache-Control: `immutable` needs a `max-age` (RFC 8246)")]
     ImmutableWithoutMaxAge,
 }
-
-impl fmt::Display for InvalidCacheControl {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Self::Empty => f.write_str("a Cache-Control policy needs at least one directive"),
-            Self::PublicAndPrivate => {
-                f.write_str("Cache-Control: `public` and `private` contradict each other")
-            }
-            Self::NoStoreWith(name) => write!(
-                f,
-                "Cache-Control: `no-store` forbids keeping the response, which `{name}` describes"
-            ),
-            Self::PrivateWith(name) => write!(
-                f,
-                "Cache-Control: `{name}` addresses shared caches, which `private` shuts out"
-            ),
-            Self::ImmutableWithoutMaxAge => {
-                f.write_str("Cache-Control: `immutable` needs a `max-age` (RFC 8246)")
-            }
-        }
-    }
-}
-
-impl std::error::Error for InvalidCacheControl {}
 
 #[cfg(test)]
 mod tests {

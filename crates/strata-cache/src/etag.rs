@@ -125,16 +125,9 @@ impl fmt::Display for ETag {
 }
 
 /// An entity tag that is not `"<visible ASCII but '"'>"` or `W/"..."`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("an entity tag is visible ASCII without '\"', in quotes, W/ in front if weak")]
 pub struct InvalidETag;
-
-impl fmt::Display for InvalidETag {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("an entity tag is visible ASCII without '\"', in quotes, W/ in front if weak")
-    }
-}
-
-impl std::error::Error for InvalidETag {}
 
 /// `etagc` of RFC 9110 without obs-text: `!`, then `#` to `~`.
 fn is_etagc(byte: u8) -> bool {

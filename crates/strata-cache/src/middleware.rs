@@ -293,16 +293,9 @@ impl fmt::Debug for Cache {
 /// The mark of the error a setter returns for "not modified". An `ApiError` is 4xx or 5xx, so
 /// the error is a 500 that carries this as its source, and the middleware, which knows it set
 /// it (`State::answered`), sends the 304 instead; nothing else ever sees it.
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
+#[error("the client's copy is current")]
 struct NotModified;
-
-impl fmt::Display for NotModified {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("the client's copy is current")
-    }
-}
-
-impl std::error::Error for NotModified {}
 
 fn is_not_modified(error: &ApiError) -> bool {
     error

@@ -1,6 +1,5 @@
 //! [`ClientError`]: what can go wrong with a call, told apart.
 
-use std::fmt;
 use std::time::Duration;
 
 use http::StatusCode;
@@ -8,11 +7,12 @@ use serde::de::DeserializeOwned;
 use strata_core::BoxError;
 
 /// Why a call did not return the operation's output.
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum ClientError {
     /// The server answered with an error: its status, the message of its error envelope, and
     /// the whole body (read it as a typed error body with [`ClientError::error_body`]).
+    #[error("the server answered {status}: {message}")]
     Api {
         /// The response's status.
         status: StatusCode,
@@ -23,8 +23,10 @@ pub enum ClientError {
     },
     /// The request could not be sent or its response not read (connection refused, reset,
     /// TLS, a body that broke off).
-    Transport(BoxError),
+    #[error("transport: {0}")]
+    Transport(#[source] BoxError),
     /// The response was a success, but its body is not the operation's output.
+    #[error("the {status} response does not decode at {}: {message}", at(.path))]
     Decode {
         /// The response's status.
         status: StatusCode,
@@ -35,10 +37,13 @@ pub enum ClientError {
     },
     /// The input cannot be sent as the operation says (not an object, a path parameter
     /// missing or not text).
+    #[error("the input cannot be sent: {0}")]
     Input(String),
     /// No response within the client's timeout.
+    #[error("no response within {0:?}")]
     Timeout(Duration),
     /// The response's body is larger than the client reads (`max_response_body`).
+    #[error("the response's body is larger than {limit} bytes")]
     TooLarge {
         /// The limit, in bytes.
         limit: usize,
@@ -72,38 +77,7 @@ impl ClientError {
     }
 }
 
-impl fmt::Display for ClientError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Self::Api {
-                status, message, ..
-            } => write!(f, "the server answered {status}: {message}"),
-            Self::Transport(error) => write!(f, "transport: {error}"),
-            Self::Decode {
-                status,
-                path,
-                message,
-            } => {
-                let at = if path.is_empty() { "the body" } else { path };
-                write!(
-                    f,
-                    "the {status} response does not decode at {at}: {message}"
-                )
-            }
-            Self::Input(problem) => write!(f, "the input cannot be sent: {problem}"),
-            Self::Timeout(after) => write!(f, "no response within {after:?}"),
-            Self::TooLarge { limit } => {
-                write!(f, "the response's body is larger than {limit} bytes")
-            }
-        }
-    }
-}
-
-impl std::error::Error for ClientError {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        match self {
-            Self::Transport(error) => Some(error.as_ref()),
-            _ => None,
-        }
-    }
+/// Where a body that does not decode went wrong, in words.
+fn at(path: &str) -> &str {
+    if path.is_empty() { "the body" } else { path }
 }

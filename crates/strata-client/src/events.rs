@@ -21,10 +21,10 @@ use serde::de::{DeserializeOwned, IgnoredAny};
 use serde_json::value::RawValue;
 use strata_core::{BoxError, Events, Operation};
 use tokio::time::{Instant, Sleep};
-use tower::{Service, ServiceExt};
+use tower::ServiceExt;
 
 use crate::sse::{Parser, RawEvent};
-use crate::{Client, ClientError, Envelope, api_error, decode, request};
+use crate::{Client, ClientError, Envelope, Transport, api_error, decode, request};
 
 /// How long a subscription waits before reconnecting, until the server says otherwise
 /// (`retry:`).
@@ -137,17 +137,9 @@ impl<S, E> Client<S, E> {
     /// # Ok(())
     /// # }
     /// ```
-    pub fn subscribe<I, T, B>(
-        &self,
-        operation: &Operation<I, Events<T>>,
-        input: I,
-    ) -> Subscription<T>
+    pub fn subscribe<I, T>(&self, operation: &Operation<I, Events<T>>, input: I) -> Subscription<T>
     where
-        S: Service<Request<Full<Bytes>>, Response = Response<B>> + Clone + Send + 'static,
-        S::Future: Send,
-        S::Error: Into<BoxError>,
-        B: Body + Send + 'static,
-        B::Error: Into<BoxError>,
+        S: Transport<Future: Send, Body: Send + 'static> + Send + 'static,
         E: Envelope,
         I: Serialize,
         T: DeserializeOwned,
@@ -236,13 +228,7 @@ fn target<I: Serialize>(
         })
         .transpose()?;
     let mut headers = HeaderMap::new();
-    for (name, value) in placed.headers {
-        let name = HeaderName::from_bytes(name.as_bytes())
-            .map_err(|error| ClientError::Input(format!("the header field {name}: {error}")))?;
-        let value = HeaderValue::try_from(value)
-            .map_err(|error| ClientError::Input(format!("the header field {name}: {error}")))?;
-        headers.insert(name, value);
-    }
+    request::insert_headers(&mut headers, placed.headers)?;
     Ok(Target { uri, body, headers })
 }
 
@@ -332,28 +318,19 @@ impl<T> Subscription<T> {
         self
     }
 
-    /// The wait before reconnecting until the server sends `retry:` (default
-    /// [`DEFAULT_RECONNECT_DELAY`]; at most [`MAX_RECONNECT_DELAY`]).
-    pub fn reconnect_delay(mut self, delay: Duration) -> Self {
-        self.settings.reconnect_delay = delay;
-        self
-    }
-
-    /// How many reconnections in a row may get nothing (no response, an error, no bytes)
-    /// before the subscription gives up (default [`DEFAULT_MAX_RECONNECTS`]; 0: it never
-    /// reconnects).
-    pub fn max_reconnects(mut self, reconnects: u32) -> Self {
-        self.settings.max_reconnects = reconnects;
-        self
-    }
-
-    /// Reconnects when a connection says nothing, not even a keep-alive comment, for this
-    /// long, from the request on (default `None`: it waits). Longer than the server's
-    /// keep-alive interval (a Strata server's: 15 s by default) and than its wait before the
-    /// first event.
-    pub fn idle_timeout(mut self, timeout: Option<Duration>) -> Self {
-        self.settings.idle_timeout = timeout;
-        self
+    strata_core::setters! {
+        /// The wait before reconnecting until the server sends `retry:` (default
+        /// [`DEFAULT_RECONNECT_DELAY`]; at most [`MAX_RECONNECT_DELAY`]).
+        reconnect_delay(delay: Duration) => settings.reconnect_delay = delay;
+        /// How many reconnections in a row may get nothing (no response, an error, no bytes)
+        /// before the subscription gives up (default [`DEFAULT_MAX_RECONNECTS`]; 0: it never
+        /// reconnects).
+        max_reconnects(reconnects: u32) => settings.max_reconnects = reconnects;
+        /// Reconnects when a connection says nothing, not even a keep-alive comment, for this
+        /// long, from the request on (default `None`: it waits). Longer than the server's
+        /// keep-alive interval (a Strata server's: 15 s by default) and than its wait before the
+        /// first event.
+        idle_timeout(timeout: Option<Duration>) => settings.idle_timeout = timeout;
     }
 
     /// The largest event read, in bytes, its lines, name and id together (default: the

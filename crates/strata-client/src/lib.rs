@@ -105,6 +105,26 @@ pub use events::{
 pub use pages::{Items, Pages, Paginated};
 pub use strata_core::{Events, Operation};
 
+/// What a [`Client`] sends its requests with: a `tower::Service` of `http::Request<Full<Bytes>>`
+/// whose responses' bodies it reads (a `Router`, a network client). Every such service is one:
+/// the bound to write, in a function generic over clients, instead of the service's and its
+/// body's.
+pub trait Transport:
+    Service<Request<Full<Bytes>>, Response = Response<Self::Body>, Error: Into<BoxError>> + Clone
+{
+    /// The body of its responses.
+    type Body: http_body::Body<Error: Into<BoxError>>;
+}
+
+impl<S, B> Transport for S
+where
+    S: Service<Request<Full<Bytes>>, Response = Response<B>> + Clone,
+    S::Error: Into<BoxError>,
+    B: http_body::Body<Error: Into<BoxError>>,
+{
+    type Body = B;
+}
+
 /// The timeout of a call unless the client or the call sets another.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
 
@@ -162,29 +182,20 @@ impl<S, E> Client<S, E> {
         self
     }
 
-    /// The timeout of each call, from sending the request to reading the whole response
-    /// (default [`DEFAULT_TIMEOUT`]; `None`: no timeout); a call may set its own.
-    #[must_use]
-    pub fn timeout(mut self, timeout: Option<Duration>) -> Self {
-        self.timeout = timeout;
-        self
-    }
-
-    /// The largest response body read (default [`DEFAULT_MAX_RESPONSE_BODY`]); a larger one is
-    /// [`ClientError::TooLarge`].
-    #[must_use]
-    pub fn max_response_body(mut self, bytes: usize) -> Self {
-        self.max_response_body = bytes;
-        self
-    }
-
-    /// Places inputs as a server with these input sources reads them (its configuration's
-    /// `input_sources`, when it changes the defaults): a method whose sources have a body gets
-    /// the fields as a body, any other the query string.
-    #[must_use]
-    pub fn input_sources(mut self, sources: strata_input::InputSources) -> Self {
-        self.input_sources = sources;
-        self
+    strata_core::setters! {
+        /// The timeout of each call, from sending the request to reading the whole response
+        /// (default [`DEFAULT_TIMEOUT`]; `None`: no timeout); a call may set its own.
+        #[must_use]
+        timeout(timeout: Option<Duration>) => timeout = timeout;
+        /// The largest response body read (default [`DEFAULT_MAX_RESPONSE_BODY`]); a larger one is
+        /// [`ClientError::TooLarge`].
+        #[must_use]
+        max_response_body(bytes: usize) => max_response_body = bytes;
+        /// Places inputs as a server with these input sources reads them (its configuration's
+        /// `input_sources`, when it changes the defaults): a method whose sources have a body gets
+        /// the fields as a body, any other the query string.
+        #[must_use]
+        input_sources(sources: strata_input::InputSources) => input_sources = sources;
     }
 
     /// Reads responses with `envelope`, the counterpart of the server's result handler.
@@ -311,49 +322,38 @@ impl<S, E, I, O, In> Call<'_, S, E, I, O, In> {
         self
     }
 
-    /// This call's timeout (`None`: none).
-    pub fn timeout(mut self, timeout: Option<Duration>) -> Self {
-        self.timeout = timeout;
-        self
+    strata_core::setters! {
+        /// This call's timeout (`None`: none).
+        timeout(timeout: Option<Duration>) => timeout = timeout;
     }
 }
 
-impl<S, E, I, O, In, B> Call<'_, S, E, I, O, In>
+impl<S, E, I, O, In> Call<'_, S, E, I, O, In>
 where
-    S: Service<Request<Full<Bytes>>, Response = Response<B>> + Clone,
-    S::Error: Into<BoxError>,
-    B: http_body::Body,
-    B::Error: Into<BoxError>,
+    S: Transport,
     E: Envelope,
     I: Serialize,
-    O: DeserializeOwned,
     In: Borrow<I>,
 {
     /// Sends the call and reads its output.
-    pub async fn send(self) -> Result<O, ClientError> {
+    pub async fn send(self) -> Result<O, ClientError>
+    where
+        O: DeserializeOwned,
+    {
         let request = self
             .client
             .request(&self.operation, &self.headers, self.input.borrow())?;
         self.client.respond(request, self.timeout).await
     }
-}
 
-impl<S, E, I, O, In, B> Call<'_, S, E, I, O, In>
-where
-    S: Service<Request<Full<Bytes>>, Response = Response<B>> + Clone,
-    S::Error: Into<BoxError>,
-    B: http_body::Body,
-    B::Error: Into<BoxError>,
-    E: Envelope,
-    I: Serialize,
-    O: StreamedOutput,
-    In: Borrow<I>,
-{
     /// Sends the call of an operation whose output is a file or a stream and returns the
     /// response to read as bytes ([`Download`]); an error status is the server's error, read
     /// by the envelope. The timeout covers the wait for the response's head, not the reading
     /// of its body.
-    pub async fn download(self) -> Result<Download<B>, ClientError> {
+    pub async fn download(self) -> Result<Download<S::Body>, ClientError>
+    where
+        O: StreamedOutput,
+    {
         let client = self.client;
         let request = client.request(&self.operation, &self.headers, self.input.borrow())?;
         let head = async {
@@ -383,14 +383,7 @@ where
     }
 }
 
-impl<S, E, B> Client<S, E>
-where
-    S: Service<Request<Full<Bytes>>, Response = Response<B>> + Clone,
-    S::Error: Into<BoxError>,
-    B: http_body::Body,
-    B::Error: Into<BoxError>,
-    E: Envelope,
-{
+impl<S: Transport, E: Envelope> Client<S, E> {
     /// Sends `request` and reads the output `O` from its response, within `timeout`.
     async fn respond<O: DeserializeOwned>(
         &self,
@@ -436,13 +429,7 @@ impl<S, E> Client<S, E> {
             .body(Full::new(body))
             .map_err(|error| ClientError::Input(error.to_string()))?;
         let sent = request.headers_mut();
-        for (name, value) in placed.headers {
-            let name = HeaderName::from_bytes(name.as_bytes())
-                .map_err(|error| ClientError::Input(format!("the header field {name}: {error}")))?;
-            let value = HeaderValue::try_from(value)
-                .map_err(|error| ClientError::Input(format!("the header field {name}: {error}")))?;
-            sent.insert(name, value);
-        }
+        request::insert_headers(sent, placed.headers)?;
         // (Most calls add no header: no copy then.)
         if !self.headers.is_empty() {
             sent.extend(self.headers.clone());
@@ -461,14 +448,10 @@ impl<S, E> Client<S, E> {
     }
 }
 
-impl<'c, S, E, I, O, In, B> IntoFuture for Call<'c, S, E, I, O, In>
+impl<'c, S, E, I, O, In> IntoFuture for Call<'c, S, E, I, O, In>
 where
-    S: Service<Request<Full<Bytes>>, Response = Response<B>> + Clone + Send + Sync + 'c,
-    S::Future: Send,
-    S::Error: Into<BoxError>,
-    B: http_body::Body + Send + 'c,
-    B::Data: Send,
-    B::Error: Into<BoxError>,
+    S: Transport<Future: Send, Body: Send + 'c> + Send + Sync + 'c,
+    <S::Body as http_body::Body>::Data: Send,
     E: Envelope,
     I: Serialize + 'c,
     O: DeserializeOwned + Send + 'c,

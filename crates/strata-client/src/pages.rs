@@ -7,19 +7,15 @@ use std::pin::Pin;
 use std::task::{Context, Poll, ready};
 use std::time::Duration;
 
-use bytes::Bytes;
 use futures_core::{FusedStream, Stream};
-use http::{HeaderMap, HeaderName, HeaderValue, Request, Response};
-use http_body_util::Full;
+use http::{HeaderMap, HeaderName, HeaderValue};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
-use strata_core::BoxError;
 use strata_paginate::{
     CursorConfig, CursorInput, CursorPage, OffsetConfig, OffsetInput, OffsetPage,
 };
-use tower::Service;
 
-use crate::{Client, ClientError, Envelope, Operation};
+use crate::{Client, ClientError, Envelope, Operation, Transport};
 
 /// The input of a paginated operation whose pages are `O`: what the input of the page after
 /// one is, and what a page's items are.
@@ -126,10 +122,9 @@ impl<'c, S, E, I, O> Pages<'c, S, E, I, O> {
         self
     }
 
-    /// The timeout of each page's request (`None`: none).
-    pub fn timeout(mut self, timeout: Option<Duration>) -> Self {
-        self.timeout = timeout;
-        self
+    strata_core::setters! {
+        /// The timeout of each page's request (`None`: none).
+        timeout(timeout: Option<Duration>) => timeout = timeout;
     }
 
     /// The pages' items, one by one: a [`Stream`] of `Result<item, ClientError>` that asks for
@@ -155,41 +150,10 @@ impl<'c, S, E, I, O> Pages<'c, S, E, I, O> {
     }
 }
 
-impl<'c, S, E, I, O, B> Pages<'c, S, E, I, O>
+impl<'c, S, E, I, O> Stream for Pages<'c, S, E, I, O>
 where
-    S: Service<Request<Full<Bytes>>, Response = Response<B>> + Clone + Send + Sync + 'c,
-    S::Future: Send,
-    S::Error: Into<BoxError>,
-    B: http_body::Body + Send + 'c,
-    B::Data: Send,
-    B::Error: Into<BoxError>,
-    E: Envelope,
-    I: Serialize + Send + 'c,
-    O: DeserializeOwned + Send + 'c,
-{
-    /// The request of the page of `input`, under way once polled.
-    fn fetch(&self, input: I) -> PageFuture<'c, I, O> {
-        let client = self.client;
-        let request = client.request(&self.operation, &self.headers, &input);
-        let timeout = self.timeout;
-        Box::pin(async move {
-            let page = match request {
-                Ok(request) => client.respond(request, timeout).await,
-                Err(error) => Err(error),
-            };
-            (input, page)
-        })
-    }
-}
-
-impl<'c, S, E, I, O, B> Stream for Pages<'c, S, E, I, O>
-where
-    S: Service<Request<Full<Bytes>>, Response = Response<B>> + Clone + Send + Sync + 'c,
-    S::Future: Send,
-    S::Error: Into<BoxError>,
-    B: http_body::Body + Send + 'c,
-    B::Data: Send,
-    B::Error: Into<BoxError>,
+    S: Transport<Future: Send, Body: Send + 'c> + Send + Sync + 'c,
+    <S::Body as http_body::Body>::Data: Send,
     E: Envelope,
     I: Paginated<O> + Serialize + Send + 'c,
     O: DeserializeOwned + Send + 'c,
@@ -200,7 +164,19 @@ where
         let this = self.get_mut();
         loop {
             match std::mem::replace(&mut this.state, State::Done) {
-                State::Next(input) => this.state = State::Waiting(this.fetch(input)),
+                State::Next(input) => {
+                    // The request of the page of `input`, under way once polled.
+                    let client = this.client;
+                    let request = client.request(&this.operation, &this.headers, &input);
+                    let timeout = this.timeout;
+                    this.state = State::Waiting(Box::pin(async move {
+                        let page = match request {
+                            Ok(request) => client.respond(request, timeout).await,
+                            Err(error) => Err(error),
+                        };
+                        (input, page)
+                    }));
+                }
                 State::Waiting(mut future) => {
                     let Poll::Ready((input, page)) = future.as_mut().poll(cx) else {
                         this.state = State::Waiting(future);
@@ -331,9 +307,13 @@ mod tests {
     use std::convert::Infallible;
     use std::sync::{Arc, Mutex};
 
+    use bytes::Bytes;
+    use http::{Request, Response};
+    use http_body_util::Full;
     use serde::Deserialize;
     use serde_json::json;
     use strata_paginate::{Cursor, NoFilters, Offset, Page, pagination};
+    use tower::Service;
 
     use super::*;
 

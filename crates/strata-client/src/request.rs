@@ -2,7 +2,7 @@
 //! a multipart form with the input's files, or a raw body).
 
 use bytes::Bytes;
-use http::Method;
+use http::{HeaderMap, HeaderName, HeaderValue, Method};
 use percent_encoding::{AsciiSet, NON_ALPHANUMERIC, utf8_percent_encode};
 use serde::Serialize;
 use serde_json::{Map, Value};
@@ -32,6 +32,21 @@ pub(crate) struct Placed {
     pub(crate) body: Option<(String, Bytes)>,
     /// Fields sent as headers (names that look like headers, when the method reads headers).
     pub(crate) headers: Vec<(String, String)>,
+}
+
+/// Inserts the fields [`place`] put in headers into `headers`.
+pub(crate) fn insert_headers(
+    headers: &mut HeaderMap,
+    fields: Vec<(String, String)>,
+) -> Result<(), ClientError> {
+    for (name, value) in fields {
+        let name = HeaderName::from_bytes(name.as_bytes())
+            .map_err(|error| ClientError::Input(format!("the header field {name}: {error}")))?;
+        let value = HeaderValue::try_from(value)
+            .map_err(|error| ClientError::Input(format!("the header field {name}: {error}")))?;
+        headers.insert(name, value);
+    }
+    Ok(())
 }
 
 /// Whether the server reads `method`'s input from the query string, not from a body: its

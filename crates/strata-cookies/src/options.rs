@@ -66,60 +66,31 @@ impl CookieOptions {
         Self::default()
     }
 
-    /// The path the cookie is sent to (`None`: the path of the request that set it).
-    #[must_use]
-    pub fn path(mut self, path: impl Into<Option<String>>) -> Self {
-        self.path = path.into();
-        self
-    }
-
-    /// The domain the cookie is sent to, subdomains included (unset: this host only).
-    #[must_use]
-    pub fn domain(mut self, domain: impl Into<String>) -> Self {
-        self.domain = Some(domain.into());
-        self
-    }
-
-    /// How long the cookie lives (`Max-Age`, in whole seconds).
-    #[must_use]
-    pub fn max_age(mut self, max_age: Duration) -> Self {
-        self.max_age = Some(max_age);
-        self
-    }
-
-    /// When the cookie expires (`Expires`); `Max-Age` wins where both are set.
-    #[must_use]
-    pub fn expires(mut self, at: SystemTime) -> Self {
-        self.expires = Some(at);
-        self
-    }
-
-    /// Whether scripts are kept from reading it (`HttpOnly`, on by default).
-    #[must_use]
-    pub fn http_only(mut self, http_only: bool) -> Self {
-        self.http_only = http_only;
-        self
-    }
-
-    /// Whether it is sent over HTTPS only (`Secure`).
-    #[must_use]
-    pub fn secure(mut self, secure: bool) -> Self {
-        self.secure = secure;
-        self
-    }
-
-    /// Where it may be sent from (`SameSite`; `None` leaves the attribute out).
-    #[must_use]
-    pub fn same_site(mut self, same_site: impl Into<Option<SameSite>>) -> Self {
-        self.same_site = same_site.into();
-        self
-    }
-
-    /// Whether it is kept per top-level site (`Partitioned`, CHIPS; needs `Secure`).
-    #[must_use]
-    pub fn partitioned(mut self, partitioned: bool) -> Self {
-        self.partitioned = partitioned;
-        self
+    strata_core::setters! {
+        /// The path the cookie is sent to (`None`: the path of the request that set it).
+        #[must_use]
+        path(path: impl Into<Option<String>>) => path = path.into();
+        /// The domain the cookie is sent to, subdomains included (unset: this host only).
+        #[must_use]
+        domain(domain: impl Into<String>) => domain = Some(domain.into());
+        /// How long the cookie lives (`Max-Age`, in whole seconds).
+        #[must_use]
+        max_age(max_age: Duration) => max_age = Some(max_age);
+        /// When the cookie expires (`Expires`); `Max-Age` wins where both are set.
+        #[must_use]
+        expires(at: SystemTime) => expires = Some(at);
+        /// Whether scripts are kept from reading it (`HttpOnly`, on by default).
+        #[must_use]
+        http_only(http_only: bool) => http_only = http_only;
+        /// Whether it is sent over HTTPS only (`Secure`).
+        #[must_use]
+        secure(secure: bool) => secure = secure;
+        /// Where it may be sent from (`SameSite`; `None` leaves the attribute out).
+        #[must_use]
+        same_site(same_site: impl Into<Option<SameSite>>) => same_site = same_site.into();
+        /// Whether it is kept per top-level site (`Partitioned`, CHIPS; needs `Secure`).
+        #[must_use]
+        partitioned(partitioned: bool) => partitioned = partitioned;
     }
 
     /// `cookie` with these attributes.

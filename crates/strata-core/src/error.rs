@@ -365,20 +365,13 @@ impl ApiError {
 
 /// Where each problem of an [`ApiError`] made with [`ApiError::with_problems`] ends in its
 /// message (its source, read by [`ApiError::problems`]).
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
+#[error("{} problems", .ends.len())]
 struct Problems {
     /// The message's length when made: a changed message is one problem again.
     length: usize,
     ends: Vec<usize>,
 }
-
-impl fmt::Display for Problems {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{} problems", self.ends.len())
-    }
-}
-
-impl std::error::Error for Problems {}
 
 /// The causes of an [`ApiError`] ([`ApiError::causes`]): written `; `-separated, innermost
 /// last, at most 16 (a chain that loops ends there).
@@ -669,14 +662,18 @@ mod tests {
 
 /// A request body that stopped arriving in time: the error a server's body deadline gives the
 /// body reader. [`ApiError::from_body_timeout`] makes it a 408 that closes the connection.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error(transparent)]
 pub struct BodyTimeout(Late);
 
 /// How a body was late.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 enum Late {
+    #[error("no part of the request body arrived for {0:?}")]
     Idle(std::time::Duration),
+    #[error("the request body did not arrive within {0:?}")]
     Total(std::time::Duration),
+    #[error("the request body arrived slower than {0} bytes per second")]
     Slow(u32),
 }
 
@@ -696,21 +693,6 @@ impl BodyTimeout {
         Self(Late::Slow(bytes_per_second))
     }
 }
-
-impl fmt::Display for BodyTimeout {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self.0 {
-            Late::Idle(after) => write!(f, "no part of the request body arrived for {after:?}"),
-            Late::Total(after) => write!(f, "the request body did not arrive within {after:?}"),
-            Late::Slow(rate) => write!(
-                f,
-                "the request body arrived slower than {rate} bytes per second"
-            ),
-        }
-    }
-}
-
-impl std::error::Error for BodyTimeout {}
 
 /// Whether `error` is the system being short of something it will have again shortly (file
 /// descriptors, memory) rather than anything about what was asked for.

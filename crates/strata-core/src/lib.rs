@@ -119,3 +119,50 @@ macro_rules! setters {
         }
     )*};
 }
+
+/// Writes `From<T> for Enum` for each variant of an enum that wraps one value: the enum's
+/// constructors as conversions.
+///
+/// ```
+/// pub enum Port {
+///     Number(u16),
+///     Named(String),
+/// }
+///
+/// strata_core::from_variants!(Port { Number(u16), Named(String) });
+///
+/// assert!(matches!(Port::from(80), Port::Number(80)));
+/// ```
+#[macro_export]
+macro_rules! from_variants {
+    ($enum:ty { $($variant:ident($from:ty)),+ $(,)? }) => {$(
+        impl ::core::convert::From<$from> for $enum {
+            fn from(value: $from) -> Self {
+                Self::$variant(value)
+            }
+        }
+    )+};
+}
+
+/// Writes `AsRef<Part>` for each field of a struct made of parts: `Whole { field: Part, .. }`.
+///
+/// ```
+/// pub struct Network { port: u16 }
+/// pub struct Storage { path: String }
+/// pub struct Settings { network: Network, storage: Storage }
+///
+/// strata_core::as_ref_parts!(Settings { network: Network, storage: Storage });
+///
+/// let settings = Settings { network: Network { port: 80 }, storage: Storage { path: "/".into() } };
+/// assert_eq!(AsRef::<Network>::as_ref(&settings).port, 80);
+/// ```
+#[macro_export]
+macro_rules! as_ref_parts {
+    ($whole:ty { $($field:ident: $part:ty),+ $(,)? }) => {$(
+        impl ::core::convert::AsRef<$part> for $whole {
+            fn as_ref(&self) -> &$part {
+                &self.$field
+            }
+        }
+    )+};
+}

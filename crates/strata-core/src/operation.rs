@@ -35,55 +35,43 @@
 use std::fmt;
 use std::marker::PhantomData;
 
+use derive_where::derive_where;
 use http::Method;
 
 /// A declared operation: its method and path, and its input `I` and output `O` types.
 ///
 /// The path is written as routing displays it: segments after `/`, path parameters as `:name`
 /// (fields of `I`).
+// Whatever `I` and `O` are: an operation is a method and a path (the marker names the types).
+#[derive_where(Clone, Copy, Debug)]
 pub struct Operation<I, O> {
     method: &'static str,
     path: &'static str,
     types: PhantomData<fn(I) -> O>,
 }
 
-impl<I, O> Operation<I, O> {
-    const fn new(method: &'static str, path: &'static str) -> Self {
-        Self {
-            method,
-            path,
-            types: PhantomData,
+/// One constructor per method: `name => "METHOD"`.
+macro_rules! constructors {
+    ($($name:ident => $method:literal;)*) => {$(
+        #[doc = concat!("A ", $method, " operation at `path`.")]
+        pub const fn $name(path: &'static str) -> Self {
+            Self {
+                method: $method,
+                path,
+                types: PhantomData,
+            }
         }
-    }
+    )*};
+}
 
-    /// A GET operation at `path`.
-    pub const fn get(path: &'static str) -> Self {
-        Self::new("GET", path)
-    }
-
-    /// A POST operation at `path`.
-    pub const fn post(path: &'static str) -> Self {
-        Self::new("POST", path)
-    }
-
-    /// A PUT operation at `path`.
-    pub const fn put(path: &'static str) -> Self {
-        Self::new("PUT", path)
-    }
-
-    /// A PATCH operation at `path`.
-    pub const fn patch(path: &'static str) -> Self {
-        Self::new("PATCH", path)
-    }
-
-    /// A DELETE operation at `path`.
-    pub const fn delete(path: &'static str) -> Self {
-        Self::new("DELETE", path)
-    }
-
-    /// A QUERY operation at `path`.
-    pub const fn query(path: &'static str) -> Self {
-        Self::new("QUERY", path)
+impl<I, O> Operation<I, O> {
+    constructors! {
+        get => "GET";
+        post => "POST";
+        put => "PUT";
+        patch => "PATCH";
+        delete => "DELETE";
+        query => "QUERY";
     }
 
     /// The method.
@@ -113,27 +101,6 @@ fn method_of(name: &str) -> Method {
         "PATCH" => Method::PATCH,
         "DELETE" => Method::DELETE,
         _ => crate::query_method(),
-    }
-}
-
-// By hand: an operation is a method and a path whatever its types are (derives would ask
-// `I: Clone` and so on).
-impl<I, O> Clone for Operation<I, O> {
-    fn clone(&self) -> Self {
-        *self
-    }
-}
-
-impl<I, O> Copy for Operation<I, O> {}
-
-impl<I, O> fmt::Debug for Operation<I, O> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Operation")
-            .field("method", &self.method)
-            .field("path", &self.path)
-            .field("input", &std::any::type_name::<I>())
-            .field("output", &std::any::type_name::<O>())
-            .finish()
     }
 }
 

@@ -112,6 +112,15 @@ impl<T: Coercible> CoerceVisitor<T> {
     }
 }
 
+/// Visits each value by deserializing `T` from it.
+macro_rules! forward {
+    ($($visit:ident($ty:ty))*) => {$(
+        fn $visit<E: de::Error>(self, value: $ty) -> Result<T, E> {
+            Self::forward(value)
+        }
+    )*};
+}
+
 impl<T: Coercible> Visitor<'_> for CoerceVisitor<T> {
     type Value = T;
 
@@ -129,28 +138,9 @@ impl<T: Coercible> Visitor<'_> for CoerceVisitor<T> {
             .map_err(|_| E::invalid_value(de::Unexpected::Str(text), &self))
     }
 
-    fn visit_bool<E: de::Error>(self, value: bool) -> Result<T, E> {
-        Self::forward(value)
-    }
-
-    fn visit_u64<E: de::Error>(self, value: u64) -> Result<T, E> {
-        Self::forward(value)
-    }
-
-    fn visit_i64<E: de::Error>(self, value: i64) -> Result<T, E> {
-        Self::forward(value)
-    }
-
-    fn visit_u128<E: de::Error>(self, value: u128) -> Result<T, E> {
-        Self::forward(value)
-    }
-
-    fn visit_i128<E: de::Error>(self, value: i128) -> Result<T, E> {
-        Self::forward(value)
-    }
-
-    fn visit_f64<E: de::Error>(self, value: f64) -> Result<T, E> {
-        Self::forward(value)
+    forward! {
+        visit_bool(bool) visit_u64(u64) visit_i64(i64) visit_u128(u128) visit_i128(i128)
+        visit_f64(f64)
     }
 }
 

@@ -4,6 +4,7 @@ use std::fmt::Write as _;
 use std::marker::PhantomData;
 use std::sync::{Arc, OnceLock};
 
+use derive_where::derive_where;
 use garde::Validate;
 use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
@@ -281,35 +282,13 @@ fn describe_report(
 /// assert_eq!(err.status(), 400);
 /// assert_eq!(err.message(), "age: greater than 150; userName: length is lower than 1");
 /// ```
+// Whatever `T` is: a decoder only names it. Debug shows it (the marker prints its type).
+#[derive_where(Clone, Debug, Default)]
 pub struct Decoder<T> {
+    // A cache, filled on the first failure.
+    #[derive_where(skip)]
     names: Arc<OnceLock<WireNames>>,
     _type: PhantomData<fn() -> T>,
-}
-
-impl<T> Clone for Decoder<T> {
-    fn clone(&self) -> Self {
-        Self {
-            names: Arc::clone(&self.names),
-            _type: PhantomData,
-        }
-    }
-}
-
-impl<T> std::fmt::Debug for Decoder<T> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Decoder")
-            .field("type", &std::any::type_name::<T>())
-            .finish()
-    }
-}
-
-impl<T> Default for Decoder<T> {
-    fn default() -> Self {
-        Self {
-            names: Arc::default(),
-            _type: PhantomData,
-        }
-    }
 }
 
 impl<T> Decoder<T> {

@@ -131,6 +131,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::task::{Context, Poll};
 use std::time::Duration;
 
+use derive_where::derive_where;
 use futures_core::Stream;
 use strata_core::BoxError;
 use strata_decode::Decoder;
@@ -236,43 +237,21 @@ pub enum Delivery {
 }
 
 /// Why a broadcaster could not publish or deliver.
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum BroadcastError {
     /// The event was refused before it was published (its garde rules, or not an event).
-    Event(EmitError),
+    #[error("event not published: {0}")]
+    Event(#[from] EmitError),
     /// The backend failed: a connection lost, a timeout.
-    Backend(BoxError),
+    #[error("event broadcaster failed: {0}")]
+    Backend(#[source] BoxError),
 }
 
 impl BroadcastError {
     /// A failure of the backend.
     pub fn backend(error: impl Into<BoxError>) -> Self {
         Self::Backend(error.into())
-    }
-}
-
-impl fmt::Display for BroadcastError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Self::Event(error) => write!(f, "event not published: {error}"),
-            Self::Backend(error) => write!(f, "event broadcaster failed: {error}"),
-        }
-    }
-}
-
-impl std::error::Error for BroadcastError {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        match self {
-            Self::Event(error) => Some(error),
-            Self::Backend(error) => Some(&**error),
-        }
-    }
-}
-
-impl From<EmitError> for BroadcastError {
-    fn from(error: EmitError) -> Self {
-        Self::Event(error)
     }
 }
 
@@ -333,30 +312,13 @@ pub trait Broadcaster: Send + Sync + 'static {
 
 /// A topic of events `E` on a broadcaster: what handlers publish to and event streams relay.
 /// Cheap to clone.
+#[derive_where(Clone, Debug)]
 pub struct Topic<E> {
+    #[derive_where(skip)]
     broadcaster: Arc<dyn Broadcaster>,
     name: Arc<str>,
     checker: Decoder<E>,
     _events: PhantomData<fn(E)>,
-}
-
-impl<E> Clone for Topic<E> {
-    fn clone(&self) -> Self {
-        Self {
-            broadcaster: Arc::clone(&self.broadcaster),
-            name: Arc::clone(&self.name),
-            checker: self.checker.clone(),
-            _events: PhantomData,
-        }
-    }
-}
-
-impl<E> fmt::Debug for Topic<E> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Topic")
-            .field("name", &self.name)
-            .finish_non_exhaustive()
-    }
 }
 
 impl<E: Event> Topic<E> {

@@ -8,6 +8,7 @@ use std::task::Poll;
 use std::time::Duration;
 
 use bytes::Bytes;
+use derive_where::derive_where;
 use garde::Validate;
 use schemars::JsonSchema;
 use serde::Serialize;
@@ -20,34 +21,24 @@ use crate::broadcast::{BroadcastError, Gap, Subscription};
 use crate::stream::{GapFrame, Message, Relay};
 
 /// Why an event was not sent.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum EmitError {
     /// The client is gone: stop producing events.
+    #[error("the client closed the event stream")]
     Closed,
     /// The event broke its rules (the message names the field); nothing was sent.
+    #[error("invalid event: {0}")]
     Invalid(String),
     /// The event is not an enum variant (serde wrote neither `{"name": data}` nor `"name"`).
+    #[error("an event must be an enum variant, found {0}")]
     NotAnEvent(String),
 }
-
-impl fmt::Display for EmitError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Self::Closed => f.write_str("the client closed the event stream"),
-            Self::Invalid(message) => write!(f, "invalid event: {message}"),
-            Self::NotAnEvent(found) => {
-                write!(f, "an event must be an enum variant, found {found}")
-            }
-        }
-    }
-}
-
-impl std::error::Error for EmitError {}
 
 // `?` on an emit in a handler makes it a 500 (core's conversion of any error): a closed
 // stream has nobody left to tell, a bad event is the server's defect, logged.
 
 /// Sends the events of type `E` to one client. Cheap to clone (a channel sender).
+#[derive_where(Clone)]
 pub struct Emitter<E> {
     sender: mpsc::Sender<Message>,
     last_event_id: Option<String>,
@@ -55,18 +46,6 @@ pub struct Emitter<E> {
     shutdown: CancellationToken,
     checker: Decoder<E>,
     _events: PhantomData<fn(E)>,
-}
-
-impl<E> Clone for Emitter<E> {
-    fn clone(&self) -> Self {
-        Self {
-            sender: self.sender.clone(),
-            last_event_id: self.last_event_id.clone(),
-            shutdown: self.shutdown.clone(),
-            checker: self.checker.clone(),
-            _events: PhantomData,
-        }
-    }
 }
 
 impl<E> fmt::Debug for Emitter<E> {

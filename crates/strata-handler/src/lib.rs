@@ -46,6 +46,7 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
 
+use derive_where::derive_where;
 use http::Request;
 use http::request::Parts;
 use pin_project_lite::pin_project;
@@ -300,7 +301,11 @@ handler_functions! {
 
 /// A [`Handler`] from a [`HandlerFunction`] (input first, then what it takes by type); see
 /// [`handler_fn`].
+// Bounds on `F` alone (`M` only marks the parameters); a function is not `Debug`.
+#[derive_where(Clone; F)]
+#[derive_where(Debug)]
 pub struct HandlerFn<F, M> {
+    #[derive_where(skip)]
     f: F,
     marker: PhantomData<fn() -> M>,
 }
@@ -311,23 +316,6 @@ pub fn handler_fn<F, M>(f: F) -> HandlerFn<F, M> {
     HandlerFn {
         f,
         marker: PhantomData,
-    }
-}
-
-impl<F: Clone, M> Clone for HandlerFn<F, M> {
-    fn clone(&self) -> Self {
-        Self {
-            f: self.f.clone(),
-            marker: PhantomData,
-        }
-    }
-}
-
-impl<F, M> fmt::Debug for HandlerFn<F, M> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("HandlerFn")
-            .field("f", &std::any::type_name::<F>())
-            .finish()
     }
 }
 
@@ -350,7 +338,10 @@ where
 
 /// A [`Handler`] of input `()` from a [`HandlerFunctionWithoutInput`]; see
 /// [`handler_without_input`].
+#[derive_where(Clone; F)]
+#[derive_where(Debug)]
 pub struct WithoutInputFn<F, M> {
+    #[derive_where(skip)]
     f: F,
     marker: PhantomData<fn() -> M>,
 }
@@ -361,23 +352,6 @@ pub fn handler_without_input<F, M>(f: F) -> WithoutInputFn<F, M> {
     WithoutInputFn {
         f,
         marker: PhantomData,
-    }
-}
-
-impl<F: Clone, M> Clone for WithoutInputFn<F, M> {
-    fn clone(&self) -> Self {
-        Self {
-            f: self.f.clone(),
-            marker: PhantomData,
-        }
-    }
-}
-
-impl<F, M> fmt::Debug for WithoutInputFn<F, M> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("WithoutInputFn")
-            .field("f", &std::any::type_name::<F>())
-            .finish()
     }
 }
 
@@ -412,21 +386,15 @@ pub fn arguments<C>(logger: Logger, request: Parts, ctx: C) -> Arguments<C> {
 /// A [`Handler`] from an async closure of `(input, ctx, logger, request parts)`; see
 /// [`handler_with_request`].
 #[derive(Clone, Copy)]
+#[derive_where(Debug)]
 pub struct RequestHandlerFn<F> {
+    #[derive_where(skip)]
     f: F,
 }
 
 /// A [`Handler`] from an async closure of `(input, ctx, logger, request parts)`.
 pub fn handler_with_request<F>(f: F) -> RequestHandlerFn<F> {
     RequestHandlerFn { f }
-}
-
-impl<F> fmt::Debug for RequestHandlerFn<F> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("RequestHandlerFn")
-            .field("f", &std::any::type_name::<F>())
-            .finish()
-    }
 }
 
 impl<F, Fut, I, C, O> Handler<I, C> for RequestHandlerFn<F>
@@ -450,16 +418,9 @@ where
 ///
 /// It is a leaf, not a layer: there is nothing inside the handler to wrap.
 #[derive(Debug)]
+#[derive_where(Clone)]
 pub struct HandlerService<H> {
     handler: Arc<H>,
-}
-
-impl<H> Clone for HandlerService<H> {
-    fn clone(&self) -> Self {
-        Self {
-            handler: Arc::clone(&self.handler),
-        }
-    }
 }
 
 impl<H> HandlerService<H> {

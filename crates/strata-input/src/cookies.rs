@@ -126,12 +126,18 @@ impl fmt::Debug for CookieKeys {
 }
 
 /// Why secrets cannot be [`CookieKeys`].
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum CookieKeyError {
     /// No secret was given.
+    #[error("no cookie secret given")]
     None,
     /// The secret at `index` (0 is the first) has only `length` bytes.
+    #[error(
+        "cookie secret {} has {length} bytes, at least {} are needed",
+        .index + 1,
+        MIN_SECRET_BYTES
+    )]
     TooShort {
         /// Its place in the list.
         index: usize,
@@ -139,21 +145,6 @@ pub enum CookieKeyError {
         length: usize,
     },
 }
-
-impl fmt::Display for CookieKeyError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            CookieKeyError::None => f.write_str("no cookie secret given"),
-            CookieKeyError::TooShort { index, length } => write!(
-                f,
-                "cookie secret {} has {length} bytes, at least {MIN_SECRET_BYTES} are needed",
-                index + 1
-            ),
-        }
-    }
-}
-
-impl std::error::Error for CookieKeyError {}
 
 /// The cookies a request carries, percent-decoded, in order.
 ///

@@ -10,7 +10,8 @@ use crate::file::{FILE_TOKEN, UploadedFile, hand_over};
 use crate::input::{Input, InputValue, LazySource, TextValue};
 
 /// The error of deserializing an [`Input`]: serde's message text.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
 pub struct DeError(String);
 
 impl DeError {
@@ -19,14 +20,6 @@ impl DeError {
         &self.0
     }
 }
-
-impl fmt::Display for DeError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-impl std::error::Error for DeError {}
 
 impl de::Error for DeError {
     fn custom<T: fmt::Display>(msg: T) -> Self {

@@ -50,7 +50,7 @@ const DEFAULT_MIMETYPE: &str = "application/octet-stream";
 /// piece either way.
 ///
 /// Nothing is written to disk unless it is moved there (`strata_upload::UploadedFileExt::mv`).
-#[derive(Clone)]
+#[derive(Clone, Debug)]
 pub struct UploadedFile {
     name: String,
     mimetype: String,
@@ -63,6 +63,22 @@ enum Contents {
     Whole(Bytes),
     /// Shared: a file is cloned as it is handed to the typed input.
     Pieces(Arc<Split>),
+}
+
+impl Contents {
+    fn size(&self) -> usize {
+        match self {
+            Contents::Whole(data) => data.len(),
+            Contents::Pieces(pieces) => pieces.size,
+        }
+    }
+}
+
+// The contents can be megabytes: shown by their size.
+impl fmt::Debug for Contents {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} bytes", self.size())
+    }
 }
 
 /// A file kept in pieces.
@@ -171,10 +187,7 @@ impl UploadedFile {
 
     /// The size in bytes.
     pub fn size(&self) -> usize {
-        match &self.contents {
-            Contents::Whole(data) => data.len(),
-            Contents::Pieces(pieces) => pieces.size,
-        }
+        self.contents.size()
     }
 
     /// The media type the client declared for the part (`application/octet-stream` when none).
@@ -219,17 +232,6 @@ fn same_bytes(mut left: &[Bytes], mut right: &[Bytes]) -> bool {
             return false;
         }
         (a, b) = (&a[run..], &b[run..]);
-    }
-}
-
-impl fmt::Debug for UploadedFile {
-    // The contents can be megabytes: show what identifies the file.
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("UploadedFile")
-            .field("name", &self.name)
-            .field("mimetype", &self.mimetype)
-            .field("size", &self.size())
-            .finish_non_exhaustive()
     }
 }
 

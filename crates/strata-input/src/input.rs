@@ -95,24 +95,15 @@ impl fmt::Debug for JsonObject {
 }
 
 /// Why a body is not a [`JsonObject`].
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
 pub enum JsonObjectError {
     /// The body is not well-formed JSON.
+    #[error("Invalid JSON body: {0}")]
     Syntax(serde_json::Error),
     /// Well-formed JSON, but not an object: `"an array"`, `"a string"`, ...
+    #[error("JSON body must be an object, got {0}")]
     NotAnObject(&'static str),
 }
-
-impl fmt::Display for JsonObjectError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Self::Syntax(error) => write!(f, "Invalid JSON body: {error}"),
-            Self::NotAnObject(what) => write!(f, "JSON body must be an object, got {what}"),
-        }
-    }
-}
-
-impl std::error::Error for JsonObjectError {}
 
 impl JsonObject {
     /// Checks that `bytes` hold one well-formed JSON object, as strictly as parsing it into a

@@ -10,35 +10,24 @@ use std::fmt;
 use crate::input::TextValue;
 
 /// Why a piece of urlencoded text could not be decoded.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum DecodeTextError {
     /// A `%` at byte `offset` is not followed by two hex digits.
+    #[error("malformed percent-encoding at byte {offset}")]
     BadEscape {
         /// Byte offset of the `%`.
         offset: usize,
     },
     /// The decoded bytes are not valid UTF-8.
+    #[error("percent-decoded bytes are not valid UTF-8")]
     InvalidUtf8,
     /// There are more pairs than the limit allows.
+    #[error("more than {limit} parameters")]
     TooManyPairs {
         /// The limit.
         limit: usize,
     },
 }
-
-impl fmt::Display for DecodeTextError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Self::BadEscape { offset } => {
-                write!(f, "malformed percent-encoding at byte {offset}")
-            }
-            Self::InvalidUtf8 => f.write_str("percent-decoded bytes are not valid UTF-8"),
-            Self::TooManyPairs { limit } => write!(f, "more than {limit} parameters"),
-        }
-    }
-}
-
-impl std::error::Error for DecodeTextError {}
 
 fn hex(byte: u8) -> Option<u8> {
     match byte {

@@ -5,8 +5,9 @@
 //! middleware" without naming every endpoint's handler type. A chain states its bound once, for
 //! every inner service: `impl MiddlewareChain<Ctx![User]>` is a complete return type.
 
-use std::fmt;
 use std::sync::Arc;
+
+use derive_where::derive_where;
 
 use garde::Validate;
 use http::Request;
@@ -62,6 +63,8 @@ impl MiddlewareChain<HNil> for NoMiddleware {
 }
 
 /// The chain `rest` followed by one more middleware.
+// Bounds on `Rest` alone: the middleware is shared.
+#[derive_where(Clone, Debug; Rest)]
 pub struct Chain<I, H, Rest> {
     last: Arc<Middleware<I, H>>,
     rest: Rest,
@@ -74,24 +77,6 @@ impl<I, H, Rest> Chain<I, H, Rest> {
             last: Arc::new(last),
             rest,
         }
-    }
-}
-
-impl<I, H, Rest: Clone> Clone for Chain<I, H, Rest> {
-    fn clone(&self) -> Self {
-        Self {
-            last: Arc::clone(&self.last),
-            rest: self.rest.clone(),
-        }
-    }
-}
-
-impl<I, H, Rest: fmt::Debug> fmt::Debug for Chain<I, H, Rest> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Chain")
-            .field("rest", &self.rest)
-            .field("last", &self.last)
-            .finish()
     }
 }
 

@@ -1,5 +1,6 @@
-use std::fmt;
 use std::sync::Arc;
+
+use derive_where::derive_where;
 
 use tower_layer::Layer;
 
@@ -7,6 +8,8 @@ use crate::middleware::Middleware;
 use crate::service::MiddlewareService;
 
 /// Applies [`MiddlewareService`] for one [`Middleware`].
+// Without bounds: the middleware is shared.
+#[derive_where(Clone, Debug)]
 pub struct MiddlewareLayer<I, H> {
     middleware: Arc<Middleware<I, H>>,
 }
@@ -22,22 +25,6 @@ impl<I, H> MiddlewareLayer<I, H> {
     /// The middleware.
     pub fn middleware(&self) -> &Middleware<I, H> {
         &self.middleware
-    }
-}
-
-impl<I, H> Clone for MiddlewareLayer<I, H> {
-    fn clone(&self) -> Self {
-        Self {
-            middleware: Arc::clone(&self.middleware),
-        }
-    }
-}
-
-impl<I, H> fmt::Debug for MiddlewareLayer<I, H> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("MiddlewareLayer")
-            .field("middleware", &self.middleware)
-            .finish()
     }
 }
 

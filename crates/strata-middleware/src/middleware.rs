@@ -1,7 +1,7 @@
 use std::any::Any;
-use std::fmt;
 use std::future::{Future, Ready};
 
+use derive_where::derive_where;
 use http::request::Parts;
 use http::{HeaderMap, StatusCode};
 use schemars::JsonSchema;
@@ -101,47 +101,50 @@ where
     fn amends(_output: &O) {}
 }
 
-impl<F, Fut, I, C, O> MiddlewareHandler<I, C> for Stateless<F>
-where
-    F: Fn(I, &Parts, &Logger) -> Fut + Clone + Send + Sync + 'static,
-    Fut: Future<Output = Result<O, ApiError>> + Send + 'static,
-    O: Send + 'static,
-{
-    type Output = O;
-    type Future = Fut;
-    type Amends = ();
-
-    fn call(&self, input: I, request: &Parts, _ctx: &C, logger: &Logger) -> Fut {
-        (self.0)(input, request, logger)
-    }
-
-    fn amends(_output: &O) {}
-}
-
 /// A middleware function of `(input, owned request, logger)`: see [`Middleware::owned`].
 #[derive(Clone, Copy)]
 pub struct Owned<F>(F);
 
-impl<F, Fut, I, C, O> MiddlewareHandler<I, C> for Owned<F>
-where
-    F: Fn(I, RequestInfo, Logger) -> Fut + Clone + Send + Sync + 'static,
-    Fut: Future<Output = Result<O, ApiError>> + Send + 'static,
-    O: Send + 'static,
-{
-    type Output = O;
-    type Future = Fut;
-    type Amends = ();
+/// The [`MiddlewareHandler`]s of async functions: `Wrapper: Fn(I, what it takes) => call`.
+/// They differ only in what the function takes and how it is called.
+macro_rules! async_function_handlers {
+    ($(
+        $wrapper:ident: Fn(I, $($param:ty),*)
+            => |$f:ident, $input:ident, $request:ident, $ctx:ident, $logger:ident| $call:expr;
+    )*) => {$(
+        impl<F, Fut, I, C, O> MiddlewareHandler<I, C> for $wrapper<F>
+        where
+            F: Fn(I, $($param),*) -> Fut + Clone + Send + Sync + 'static,
+            Fut: Future<Output = Result<O, ApiError>> + Send + 'static,
+            O: Send + 'static,
+        {
+            type Output = O;
+            type Future = Fut;
+            type Amends = ();
 
-    fn call(&self, input: I, request: &Parts, _ctx: &C, logger: &Logger) -> Fut {
+            fn call(&self, $input: I, $request: &Parts, $ctx: &C, $logger: &Logger) -> Fut {
+                let $f = &self.0;
+                $call
+            }
+
+            fn amends(_output: &O) {}
+        }
+    )*};
+}
+
+async_function_handlers! {
+    Stateless: Fn(I, &Parts, &Logger)
+        => |f, input, request, _ctx, logger| f(input, request, logger);
+    WithContext: Fn(I, &Parts, &C, &Logger)
+        => |f, input, request, ctx, logger| f(input, request, ctx, logger);
+    Owned: Fn(I, RequestInfo, Logger) => |f, input, request, _ctx, logger| {
         let request = RequestInfo {
             method: request.method.clone(),
             uri: request.uri.clone(),
             headers: request.headers.clone(),
         };
-        (self.0)(input, request, logger.clone())
-    }
-
-    fn amends(_output: &O) {}
+        f(input, request, logger.clone())
+    };
 }
 
 /// A middleware that always grants a clone of one value: the application's shared state (a
@@ -173,31 +176,20 @@ impl<T> Middleware<(), State<T>> {
     }
 }
 
-impl<F, Fut, I, C, O> MiddlewareHandler<I, C> for WithContext<F>
-where
-    F: Fn(I, &Parts, &C, &Logger) -> Fut + Clone + Send + Sync + 'static,
-    Fut: Future<Output = Result<O, ApiError>> + Send + 'static,
-    O: Send + 'static,
-{
-    type Output = O;
-    type Future = Fut;
-    type Amends = ();
-
-    fn call(&self, input: I, request: &Parts, ctx: &C, logger: &Logger) -> Fut {
-        (self.0)(input, request, ctx, logger)
-    }
-
-    fn amends(_output: &O) {}
-}
-
 /// A middleware: an input type `I`, a function `H`, and an optional security description.
 ///
 /// Use `()` as the input type when the middleware reads no input.
+// Bounds on `H` alone for Clone, none for Debug (a function is not `Debug`; the decoder
+// names the input type).
+#[derive_where(Clone; H)]
+#[derive_where(Debug)]
 pub struct Middleware<I, H> {
+    #[derive_where(skip)]
     pub(crate) handler: H,
     pub(crate) decoder: Decoder<I>,
     security: Option<Security>,
     /// The security's credentials, flattened once (checked on every request).
+    #[derive_where(skip)]
     credentials: Box<[Credential]>,
     errors: Vec<DeclaredError>,
     success_headers: Vec<ResponseHeader>,
@@ -450,27 +442,5 @@ impl<I: JsonSchema, H> Middleware<I, H> {
             type_name: std::any::type_name::<I>(),
             schema: I::json_schema,
         }
-    }
-}
-
-impl<I, H: Clone> Clone for Middleware<I, H> {
-    fn clone(&self) -> Self {
-        Self {
-            handler: self.handler.clone(),
-            decoder: self.decoder.clone(),
-            security: self.security.clone(),
-            credentials: self.credentials.clone(),
-            errors: self.errors.clone(),
-            success_headers: self.success_headers.clone(),
-        }
-    }
-}
-
-impl<I, H> fmt::Debug for Middleware<I, H> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Middleware")
-            .field("input", &std::any::type_name::<I>())
-            .field("security", &self.security)
-            .finish_non_exhaustive()
     }
 }

@@ -1,6 +1,7 @@
-use std::fmt;
 use std::sync::Arc;
 use std::task::{Context, Poll};
+
+use derive_where::derive_where;
 
 use garde::Validate;
 use http::Request;
@@ -17,6 +18,8 @@ use crate::middleware::{Middleware, MiddlewareHandler};
 
 /// Runs one middleware, then the inner service with the grown context; see the
 /// [crate docs](crate).
+// Bounds on `S` alone: the middleware is shared.
+#[derive_where(Clone, Debug; S)]
 pub struct MiddlewareService<S, I, H> {
     inner: S,
     middleware: Arc<Middleware<I, H>>,
@@ -38,24 +41,6 @@ impl<S, I, H> MiddlewareService<S, I, H> {
     }
 
     strata_core::inner_service_accessors!();
-}
-
-impl<S: Clone, I, H> Clone for MiddlewareService<S, I, H> {
-    fn clone(&self) -> Self {
-        Self {
-            inner: self.inner.clone(),
-            middleware: Arc::clone(&self.middleware),
-        }
-    }
-}
-
-impl<S: fmt::Debug, I, H> fmt::Debug for MiddlewareService<S, I, H> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("MiddlewareService")
-            .field("inner", &self.inner)
-            .field("middleware", &self.middleware)
-            .finish()
-    }
 }
 
 impl<S, I, H, C> Service<Request<Staged<C>>> for MiddlewareService<S, I, H>

@@ -188,6 +188,12 @@ impl PathItem {
         .filter_map(|(method, operation)| operation.as_ref().map(|o| (method, o)))
     }
 
+    /// The operation of `method` (lower-case, as [`operations`](Self::operations) names it).
+    pub fn operation(&self, method: &str) -> Option<&Operation> {
+        self.operations()
+            .find_map(|(name, operation)| (name == method).then_some(operation))
+    }
+
     pub(crate) fn operations_mut(&mut self) -> impl Iterator<Item = &mut Operation> {
         [
             &mut self.get,

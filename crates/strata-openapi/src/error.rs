@@ -1,15 +1,15 @@
-use std::fmt;
-
 use http::Method;
 use strata_routing::RoutingError;
 
 /// Why a routing cannot be described. Each names the route and the problem.
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum DocumentationError {
     /// The routing itself is invalid (the server would refuse it too).
-    Routing(RoutingError),
+    #[error("the routing is invalid: {0}")]
+    Routing(#[source] RoutingError),
     /// A `:param` of the path is not a field of the input.
+    #[error("{method} {path}: the path parameter `{param}` is not a field of the input")]
     PathParam {
         /// The method.
         method: Method,
@@ -19,6 +19,9 @@ pub enum DocumentationError {
         param: String,
     },
     /// Two operations have one id.
+    #[error(
+        "{second}: the operation id `{id}` is already used by {first}; choose another with `.operation_id(..)`"
+    )]
     DuplicateOperationId {
         /// The id.
         id: String,
@@ -28,6 +31,9 @@ pub enum DocumentationError {
         second: String,
     },
     /// An input type whose fields are expected is not an object.
+    #[error(
+        "{method} {path}: the input `{type_name}` must be an object with fields, its schema is {found}"
+    )]
     NotAnObject {
         /// The method.
         method: Method,
@@ -40,6 +46,7 @@ pub enum DocumentationError {
     },
     /// An input field cannot be read where the configuration puts it (an object in the query,
     /// a file on a method that takes no files, a required field no source provides).
+    #[error("{method} {path}: the input field `{field}` {problem}")]
     Field {
         /// The method.
         method: Method,
@@ -52,6 +59,9 @@ pub enum DocumentationError {
     },
     /// Two routes of one path shape name its parameters differently (`/users/:id` and
     /// `/users/:slug`): the router serves them, but an OpenAPI document cannot say so.
+    #[error(
+        "{second}: its path parameters are named differently from {first}'s at the same places; OpenAPI needs one name per place"
+    )]
     ParamNames {
         /// One route (`GET /users/:id`).
         first: String,
@@ -59,6 +69,10 @@ pub enum DocumentationError {
         second: String,
     },
     /// The input takes files but the configuration does not enable uploads.
+    #[error(
+        "{method} {path}: the input takes files ({}) but uploads are not enabled in the config",
+        .fields.join(", ")
+    )]
     UploadsDisabled {
         /// The method.
         method: Method,
@@ -67,63 +81,6 @@ pub enum DocumentationError {
         /// The file fields.
         fields: Vec<String>,
     },
-}
-
-impl fmt::Display for DocumentationError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Self::Routing(error) => write!(f, "the routing is invalid: {error}"),
-            Self::PathParam {
-                method,
-                path,
-                param,
-            } => write!(
-                f,
-                "{method} {path}: the path parameter `{param}` is not a field of the input"
-            ),
-            Self::DuplicateOperationId { id, first, second } => write!(
-                f,
-                "{second}: the operation id `{id}` is already used by {first}; choose another with `.operation_id(..)`"
-            ),
-            Self::NotAnObject {
-                method,
-                path,
-                type_name,
-                found,
-            } => write!(
-                f,
-                "{method} {path}: the input `{type_name}` must be an object with fields, its schema is {found}"
-            ),
-            Self::Field {
-                method,
-                path,
-                field,
-                problem,
-            } => write!(f, "{method} {path}: the input field `{field}` {problem}"),
-            Self::ParamNames { first, second } => write!(
-                f,
-                "{second}: its path parameters are named differently from {first}'s at the same places; OpenAPI needs one name per place"
-            ),
-            Self::UploadsDisabled {
-                method,
-                path,
-                fields,
-            } => write!(
-                f,
-                "{method} {path}: the input takes files ({}) but uploads are not enabled in the config",
-                fields.join(", ")
-            ),
-        }
-    }
-}
-
-impl std::error::Error for DocumentationError {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        match self {
-            Self::Routing(error) => Some(error),
-            _ => None,
-        }
-    }
 }
 
 impl From<RoutingError> for DocumentationError {

@@ -1,4 +1,4 @@
-use std::fmt;
+use derive_where::derive_where;
 
 use strata_decode::Decoder;
 use tower_layer::Layer;
@@ -6,6 +6,8 @@ use tower_layer::Layer;
 use crate::service::OutputService;
 
 /// Applies [`OutputService`]: checks and serializes outputs of type `O`.
+// Whatever `O` is: the layer only names it.
+#[derive_where(Clone, Debug, Default)]
 pub struct OutputLayer<O> {
     checker: Decoder<O>,
 }
@@ -16,28 +18,6 @@ impl<O> OutputLayer<O> {
         Self {
             checker: Decoder::new(),
         }
-    }
-}
-
-impl<O> Default for OutputLayer<O> {
-    fn default() -> Self {
-        Self::new()
-    }
-}
-
-impl<O> Clone for OutputLayer<O> {
-    fn clone(&self) -> Self {
-        Self {
-            checker: self.checker.clone(),
-        }
-    }
-}
-
-impl<O> fmt::Debug for OutputLayer<O> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("OutputLayer")
-            .field("checker", &self.checker)
-            .finish()
     }
 }
 

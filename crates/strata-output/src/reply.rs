@@ -105,11 +105,10 @@ impl<T> Reply<T> {
         Self::new(body).status(StatusCode::CREATED)
     }
 
-    /// Sets the success status.
-    #[must_use]
-    pub fn status(mut self, status: StatusCode) -> Self {
-        self.status = status;
-        self
+    strata_core::setters! {
+        /// Sets the success status.
+        #[must_use]
+        status(status: StatusCode) => status = status;
     }
 
     /// Adds a response header.

@@ -1,5 +1,6 @@
-use std::fmt;
 use std::task::{Context, Poll};
+
+use derive_where::derive_where;
 
 use garde::Validate;
 use http::Request;
@@ -17,6 +18,7 @@ use crate::reply::HandlerOutput;
 /// Checks and serializes the inner service's output, whose body type is `O`; see the
 /// [crate docs](crate). It takes an `http::Request`, whose `Range` and `If-Range` it keeps for
 /// a streamed output ([`RangeHeaders`]).
+#[derive_where(Clone, Debug; S)]
 pub struct OutputService<S, O> {
     inner: S,
     checker: Decoder<O>,
@@ -38,24 +40,6 @@ impl<S, O> OutputService<S, O> {
     }
 
     strata_core::inner_service_accessors!();
-}
-
-impl<S: Clone, O> Clone for OutputService<S, O> {
-    fn clone(&self) -> Self {
-        Self {
-            inner: self.inner.clone(),
-            checker: self.checker.clone(),
-        }
-    }
-}
-
-impl<S: fmt::Debug, O> fmt::Debug for OutputService<S, O> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("OutputService")
-            .field("inner", &self.inner)
-            .field("checker", &self.checker)
-            .finish()
-    }
 }
 
 impl<S, O, B> Service<Request<B>> for OutputService<S, O>

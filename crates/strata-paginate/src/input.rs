@@ -5,6 +5,7 @@ use std::borrow::Cow;
 use std::fmt;
 use std::marker::PhantomData;
 
+use derive_where::derive_where;
 use garde::Validate;
 use schemars::{JsonSchema, Schema, SchemaGenerator, json_schema};
 use serde::de::value::{MapAccessDeserializer, StringDeserializer};
@@ -153,7 +154,8 @@ fn with_page_properties<F: JsonSchema>(generator: &mut SchemaGenerator, page: Va
 ///
 /// A `limit` out of bounds or not a number, or a negative `offset`, is a 400 naming the field:
 /// rejected, not clamped.
-#[derive(Debug)]
+// Bounds on the filters alone, whatever `P` is.
+#[derive_where(Clone, Debug, PartialEq; F)]
 pub struct OffsetInput<P, F = NoFilters> {
     /// The page size.
     pub limit: u32,
@@ -162,18 +164,6 @@ pub struct OffsetInput<P, F = NoFilters> {
     /// The endpoint's own fields.
     pub filters: F,
     config: PhantomData<fn() -> P>,
-}
-
-impl<'de, P: OffsetConfig, F: Deserialize<'de>> Deserialize<'de> for OffsetInput<P, F> {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        let (page, filters) = read(deserializer, &["limit", "offset"])?;
-        Ok(Self {
-            limit: page.limit.unwrap_or(P::DEFAULT_LIMIT),
-            offset: page.offset.unwrap_or(0),
-            filters,
-            config: PhantomData,
-        })
-    }
 }
 
 impl<P: OffsetConfig, F> OffsetInput<P, F> {
@@ -192,13 +182,6 @@ impl<P: OffsetConfig, F> OffsetInput<P, F> {
             filters,
             config: PhantomData,
         }
-    }
-
-    /// The same input with pages of `limit` items.
-    #[must_use]
-    pub fn with_limit(mut self, limit: u32) -> Self {
-        self.limit = limit;
-        self
     }
 }
 
@@ -223,78 +206,6 @@ impl<P, F: Serialize> Serialize for OffsetInput<P, F> {
     }
 }
 
-// By hand: an input is comparable and cloneable when its filters are, whatever `P` is.
-macro_rules! page_input_traits {
-    ($($input:ident { $($field:ident),* }),*) => {$(
-        impl<P, F: Clone> Clone for $input<P, F> {
-            fn clone(&self) -> Self {
-                Self { $($field: self.$field.clone(),)* config: PhantomData }
-            }
-        }
-
-        impl<P, F: PartialEq> PartialEq for $input<P, F> {
-            fn eq(&self, other: &Self) -> bool {
-                true $(&& self.$field == other.$field)*
-            }
-        }
-    )*};
-}
-
-page_input_traits!(
-    OffsetInput {
-        limit,
-        offset,
-        filters
-    },
-    CursorInput {
-        limit,
-        cursor,
-        filters
-    }
-);
-
-/// A page input is valid when its limit is within the configuration's and its filters are.
-macro_rules! validate_page_input {
-    ($($input:ident: $config:ident),*) => {$(
-        impl<P: $config, F: Validate> Validate for $input<P, F> {
-            type Context = F::Context;
-
-            fn validate_into(
-                &self,
-                ctx: &F::Context,
-                parent: &mut dyn FnMut() -> garde::Path,
-                report: &mut garde::Report,
-            ) {
-                check_limit::<P>(self.limit, parent, report);
-                self.filters.validate_into(ctx, parent, report);
-            }
-        }
-    )*};
-}
-
-validate_page_input!(OffsetInput: OffsetConfig, CursorInput: CursorConfig);
-
-impl<P: OffsetConfig, F: JsonSchema> JsonSchema for OffsetInput<P, F> {
-    fn schema_name() -> Cow<'static, str> {
-        format!("OffsetInput_{}", F::schema_name()).into()
-    }
-
-    fn json_schema(generator: &mut SchemaGenerator) -> Schema {
-        let page = serde_json::json!({
-            "limit": limit_schema::<P>(),
-            // A `u64`: its bounds, so that no larger integer is valid by the document.
-            "offset": {
-                "type": "integer",
-                "format": "uint64",
-                "minimum": 0,
-                "maximum": u64::MAX,
-                "default": 0,
-            },
-        });
-        with_page_properties::<F>(generator, page)
-    }
-}
-
 /// The input of a cursor-paginated endpoint: `cursor` (absent for the first page), `limit`, and
 /// the endpoint's filter fields `F`.
 ///
@@ -303,7 +214,7 @@ impl<P: OffsetConfig, F: JsonSchema> JsonSchema for OffsetInput<P, F> {
 /// that one this API did not write is refused with 400, as
 /// [`decode_cursor`](crate::decode_cursor) does; see [`CursorConfig::ENCODED_CURSORS`] for
 /// cursors of another making.
-#[derive(Debug)]
+#[derive_where(Clone, Debug, PartialEq; F)]
 pub struct CursorInput<P, F = NoFilters> {
     /// The page size.
     pub limit: u32,
@@ -312,18 +223,6 @@ pub struct CursorInput<P, F = NoFilters> {
     /// The endpoint's own fields.
     pub filters: F,
     config: PhantomData<fn() -> P>,
-}
-
-impl<'de, P: CursorConfig, F: Deserialize<'de>> Deserialize<'de> for CursorInput<P, F> {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        let (page, filters) = read(deserializer, &["limit", "cursor"])?;
-        Ok(Self {
-            limit: page.limit.unwrap_or(P::DEFAULT_LIMIT),
-            cursor: page.cursor,
-            filters,
-            config: PhantomData,
-        })
-    }
 }
 
 impl<P: CursorConfig, F> CursorInput<P, F> {
@@ -343,13 +242,6 @@ impl<P: CursorConfig, F> CursorInput<P, F> {
             filters,
             config: PhantomData,
         }
-    }
-
-    /// The same input with pages of `limit` items.
-    #[must_use]
-    pub fn with_limit(mut self, limit: u32) -> Self {
-        self.limit = limit;
-        self
     }
 }
 
@@ -377,18 +269,83 @@ impl<P, F: Serialize> Serialize for CursorInput<P, F> {
     }
 }
 
-impl<P: CursorConfig, F: JsonSchema> JsonSchema for CursorInput<P, F> {
-    fn schema_name() -> Cow<'static, str> {
-        format!("CursorInput_{}", F::schema_name()).into()
-    }
+/// What the two page inputs do alike; they differ in their position (`offset`, `cursor`).
+/// Each is read from the input's `limit`, its position and the filters' own fields; is valid
+/// when its limit is within the configuration's and its filters are; has the filters' schema
+/// with the page's properties.
+macro_rules! page_inputs {
+    ($(
+        $input:ident: $config:ident, $key:literal => |$page:ident| $position:expr,
+        $properties:ident;
+    )*) => {$(
+        impl<P, F> $input<P, F> {
+            strata_core::setters! {
+                /// The same input with pages of `limit` items.
+                #[must_use]
+                with_limit(limit: u32) => limit = limit;
+            }
+        }
 
-    fn json_schema(generator: &mut SchemaGenerator) -> Schema {
-        let page = serde_json::json!({
-            "cursor": cursor_schema::<P>(),
-            "limit": limit_schema::<P>(),
-        });
-        with_page_properties::<F>(generator, page)
-    }
+        impl<'de, P: $config, F: Deserialize<'de>> Deserialize<'de> for $input<P, F> {
+            fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+                let ($page, filters) = read(deserializer, &["limit", $key])?;
+                let limit = $page.limit.unwrap_or(P::DEFAULT_LIMIT);
+                Ok(Self::new(limit, $position, filters))
+            }
+        }
+
+        impl<P: $config, F: Validate> Validate for $input<P, F> {
+            type Context = F::Context;
+
+            fn validate_into(
+                &self,
+                ctx: &F::Context,
+                parent: &mut dyn FnMut() -> garde::Path,
+                report: &mut garde::Report,
+            ) {
+                check_limit::<P>(self.limit, parent, report);
+                self.filters.validate_into(ctx, parent, report);
+            }
+        }
+
+        impl<P: $config, F: JsonSchema> JsonSchema for $input<P, F> {
+            fn schema_name() -> Cow<'static, str> {
+                format!(concat!(stringify!($input), "_{}"), F::schema_name()).into()
+            }
+
+            fn json_schema(generator: &mut SchemaGenerator) -> Schema {
+                with_page_properties::<F>(generator, $properties::<P>())
+            }
+        }
+    )*};
+}
+
+page_inputs! {
+    OffsetInput: OffsetConfig, "offset" => |page| page.offset.unwrap_or(0), offset_properties;
+    CursorInput: CursorConfig, "cursor" => |page| page.cursor, cursor_properties;
+}
+
+/// The page's properties in an offset input's schema.
+fn offset_properties<P: OffsetConfig>() -> Value {
+    serde_json::json!({
+        "limit": limit_schema::<P>(),
+        // A `u64`: its bounds, so that no larger integer is valid by the document.
+        "offset": {
+            "type": "integer",
+            "format": "uint64",
+            "minimum": 0,
+            "maximum": u64::MAX,
+            "default": 0,
+        },
+    })
+}
+
+/// The page's properties in a cursor input's schema.
+fn cursor_properties<P: CursorConfig>() -> Value {
+    serde_json::json!({
+        "cursor": cursor_schema::<P>(),
+        "limit": limit_schema::<P>(),
+    })
 }
 
 /// The schema of `cursor` for the configuration `P`.

@@ -5,6 +5,7 @@ use std::borrow::Cow;
 use std::fmt;
 use std::marker::PhantomData;
 
+use derive_where::derive_where;
 use garde::Validate;
 use schemars::{JsonSchema, Schema, SchemaGenerator, json_schema};
 use serde::de::{self, Deserialize, Deserializer, IgnoredAny, MapAccess, Visitor};
@@ -26,8 +27,10 @@ mod sealed {
 pub trait PageMeta<P: PageConfig>: sealed::Sealed + fmt::Debug {
     /// The prefix of the page's schema name (`OffsetPage`, `CursorPage`).
     const SCHEMA_PREFIX: &'static str;
+    /// The metadata's properties, in serialization order (each required when a page is read).
+    const NAMES: &'static [&'static str];
     /// How many properties the metadata adds.
-    const LEN: usize;
+    const LEN: usize = Self::NAMES.len();
 
     /// Writes the metadata's properties after the items.
     ///
@@ -55,7 +58,7 @@ pub struct Offset {
 
 impl<P: OffsetConfig> PageMeta<P> for Offset {
     const SCHEMA_PREFIX: &'static str = "OffsetPage";
-    const LEN: usize = 3;
+    const NAMES: &'static [&'static str] = &["total", "limit", "offset"];
 
     fn serialize_into<M: SerializeMap>(&self, map: &mut M) -> Result<(), M::Error> {
         map.serialize_entry("total", &self.total)?;
@@ -88,7 +91,7 @@ pub struct Cursor {
 
 impl<P: CursorConfig> PageMeta<P> for Cursor {
     const SCHEMA_PREFIX: &'static str = "CursorPage";
-    const LEN: usize = 2;
+    const NAMES: &'static [&'static str] = &["nextCursor", "limit"];
 
     fn serialize_into<M: SerializeMap>(&self, map: &mut M) -> Result<(), M::Error> {
         map.serialize_entry("nextCursor", &self.next_cursor)?;
@@ -110,6 +113,8 @@ impl<P: CursorConfig> PageMeta<P> for Cursor {
 
 /// One page of a pagination `P`: `<items_name>` then the metadata `M` of its style. Written
 /// [`OffsetPage<P, T>`] or [`CursorPage<P, T>`].
+// Bounds on the items and metadata, whatever `P` is.
+#[derive_where(Clone, PartialEq, Debug; T, M)]
 pub struct Page<P, T, M> {
     /// The page's items.
     pub items: Vec<T>,
@@ -165,32 +170,6 @@ impl<P: CursorConfig, T> Page<P, T, Cursor> {
     }
 }
 
-// By hand: a page is comparable and cloneable when its items and metadata are, whatever `P` is.
-impl<P, T: Clone, M: Clone> Clone for Page<P, T, M> {
-    fn clone(&self) -> Self {
-        Self {
-            items: self.items.clone(),
-            meta: self.meta.clone(),
-            config: PhantomData,
-        }
-    }
-}
-
-impl<P, T: PartialEq, M: PartialEq> PartialEq for Page<P, T, M> {
-    fn eq(&self, other: &Self) -> bool {
-        self.items == other.items && self.meta == other.meta
-    }
-}
-
-impl<P, T: fmt::Debug, M: fmt::Debug> fmt::Debug for Page<P, T, M> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Page")
-            .field("items", &self.items)
-            .field("meta", &self.meta)
-            .finish()
-    }
-}
-
 impl<P: PageConfig, T: Serialize, M: PageMeta<P>> Serialize for Page<P, T, M> {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         let mut map = serializer.serialize_map(Some(1 + M::LEN))?;
@@ -212,17 +191,17 @@ struct MetaValues {
 }
 
 /// Reads a page written by [`Page`]'s `Serialize`: the items under `P::ITEMS_NAME`, the style's
-/// metadata properties `keys` (each required; another style's are ignored, like any other
-/// property), then `build` makes the metadata of those read.
+/// metadata properties [`M::NAMES`](PageMeta::NAMES) (each required; another style's are
+/// ignored, like any other property), then `build` makes the metadata of those read.
 fn read_page<'de, D, P, T, M>(
     deserializer: D,
-    keys: &'static [&'static str],
     build: fn(MetaValues) -> M,
 ) -> Result<Page<P, T, M>, D::Error>
 where
     D: Deserializer<'de>,
     P: PageConfig,
     T: Deserialize<'de>,
+    M: PageMeta<P>,
 {
     struct PageVisitor<P, T, M> {
         keys: &'static [&'static str],
@@ -278,7 +257,7 @@ where
     }
 
     deserializer.deserialize_map(PageVisitor {
-        keys,
+        keys: M::NAMES,
         build,
         types: PhantomData,
     })
@@ -288,7 +267,7 @@ where
 /// other properties are ignored.
 impl<'de, P: OffsetConfig, T: Deserialize<'de>> Deserialize<'de> for Page<P, T, Offset> {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        read_page(deserializer, &["total", "limit", "offset"], |meta| Offset {
+        read_page(deserializer, |meta| Offset {
             total: meta.total,
             limit: meta.limit,
             offset: meta.offset,
@@ -300,7 +279,7 @@ impl<'de, P: OffsetConfig, T: Deserialize<'de>> Deserialize<'de> for Page<P, T, 
 /// page), `limit`, all required; other properties are ignored.
 impl<'de, P: CursorConfig, T: Deserialize<'de>> Deserialize<'de> for Page<P, T, Cursor> {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        read_page(deserializer, &["nextCursor", "limit"], |meta| Cursor {
+        read_page(deserializer, |meta| Cursor {
             next_cursor: meta.next_cursor,
             limit: meta.limit,
         })

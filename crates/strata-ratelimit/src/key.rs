@@ -5,6 +5,7 @@ use std::fmt;
 use std::marker::PhantomData;
 use std::net::IpAddr;
 
+use derive_where::derive_where;
 use http::HeaderName;
 use http::request::Parts;
 use strata_core::{ClientAddr, Has};
@@ -189,20 +190,15 @@ pub struct ClientAddrKey {
 }
 
 impl ClientAddrKey {
-    /// Believes the forwarding headers of `proxies` (default: nobody's).
-    #[must_use]
-    pub fn trust(mut self, proxies: TrustedProxies) -> Self {
-        self.proxies = proxies;
-        self
-    }
-
-    /// Keys an IPv6 client by the first `bits` of its address (default 64, at most 128). One
-    /// host is usually given a whole /64, and picks any address in it: keyed by its full
-    /// address, it would have 2^64 budgets.
-    #[must_use]
-    pub fn ipv6_prefix(mut self, bits: u8) -> Self {
-        self.ipv6_prefix = bits.min(128);
-        self
+    strata_core::setters! {
+        /// Believes the forwarding headers of `proxies` (default: nobody's).
+        #[must_use]
+        trust(proxies: TrustedProxies) => proxies = proxies;
+        /// Keys an IPv6 client by the first `bits` of its address (default 64, at most 128). One
+        /// host is usually given a whole /64, and picks any address in it: keyed by its full
+        /// address, it would have 2^64 budgets.
+        #[must_use]
+        ipv6_prefix(bits: u8) => ipv6_prefix = bits.min(128);
     }
 
     /// The client's address, as keyed (its prefix for IPv6), if the request says.
@@ -240,17 +236,12 @@ impl<C> KeyExtractor<C> for HeaderKey {
 
 /// Keys requests by a context entry: see [`Key::context`]. `I` is where the entry is in the
 /// context, found by the compiler when the limiter is attached.
+#[derive_where(Debug)]
 pub struct ContextKey<T, F, I> {
+    // A function; the marker names the entry's type.
+    #[derive_where(skip)]
     key: F,
     _entry: PhantomData<fn(&T, I)>,
-}
-
-impl<T, F, I> fmt::Debug for ContextKey<T, F, I> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("ContextKey")
-            .field("entry", &std::any::type_name::<T>())
-            .finish_non_exhaustive()
-    }
 }
 
 impl<C, T, F, R, I> KeyExtractor<C> for ContextKey<T, F, I>
@@ -268,13 +259,8 @@ where
 
 /// Keys requests by a function of their parts: see [`Key::function`].
 #[derive(Clone)]
-pub struct FnKey<F>(F);
-
-impl<F> fmt::Debug for FnKey<F> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("FnKey").finish_non_exhaustive()
-    }
-}
+#[derive_where(Debug)]
+pub struct FnKey<F>(#[derive_where(skip)] F);
 
 impl<C, F, R> KeyExtractor<C> for FnKey<F>
 where

@@ -9,6 +9,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::task::{Context, Poll, ready};
 use std::time::Duration;
 
+use derive_where::derive_where;
 use http::header::RETRY_AFTER;
 use http::request::Parts;
 use http::{HeaderName, HeaderValue, StatusCode};
@@ -63,11 +64,15 @@ pub enum Keyless {
 /// Builds a rate-limit middleware: a [`Quota`] per key, the key of each request, a store.
 ///
 /// See the [crate docs](crate) for an example.
+#[derive_where(Debug)]
 pub struct RateLimit<K, S = MemoryStore> {
     quota: Quota,
+    #[derive_where(skip)]
     key: K,
+    #[derive_where(skip)]
     store: S,
     name: String,
+    #[derive_where(skip)]
     clock: Arc<dyn Clock>,
     fail: FailPolicy,
     keyless: Keyless,
@@ -91,12 +96,24 @@ impl<K> RateLimit<K> {
 }
 
 impl<K, S> RateLimit<K, S> {
-    /// The policy's name in the `RateLimit` headers (default `default`): tells two limiters
-    /// on one endpoint apart. Characters other than printable ASCII are left out.
-    #[must_use]
-    pub fn name(mut self, name: &str) -> Self {
-        self.name = name.chars().filter(|c| matches!(c, ' '..='~')).collect();
-        self
+    strata_core::setters! {
+        /// The policy's name in the `RateLimit` headers (default `default`): tells two limiters
+        /// on one endpoint apart. Characters other than printable ASCII are left out.
+        #[must_use]
+        name(name: &str) => name = name.chars().filter(|c| matches!(c, ' '..='~')).collect();
+        /// Reads the time from `clock` (default: [`MonotonicClock`]).
+        #[must_use]
+        clock(clock: impl Clock) => clock = Arc::new(clock);
+        /// What to do when the store fails (default: [`FailPolicy::Open`]).
+        #[must_use]
+        on_store_error(fail: FailPolicy) => fail = fail;
+        /// What to do with a request without a key (default: [`Keyless::Shared`]).
+        #[must_use]
+        keyless(keyless: Keyless) => keyless = keyless;
+        /// Which responses carry `RateLimit` and `RateLimit-Policy` (default
+        /// [`HeadersOn::Refusal`]: the 429 only).
+        #[must_use]
+        headers(on: HeadersOn) => headers = on == HeadersOn::EveryResponse;
     }
 
     /// Keeps the TATs in `store` instead of a [`MemoryStore`] of 100,000 keys.
@@ -111,35 +128,6 @@ impl<K, S> RateLimit<K, S> {
             keyless: self.keyless,
             headers: self.headers,
         }
-    }
-
-    /// Reads the time from `clock` (default: [`MonotonicClock`]).
-    #[must_use]
-    pub fn clock(mut self, clock: impl Clock) -> Self {
-        self.clock = Arc::new(clock);
-        self
-    }
-
-    /// What to do when the store fails (default: [`FailPolicy::Open`]).
-    #[must_use]
-    pub fn on_store_error(mut self, fail: FailPolicy) -> Self {
-        self.fail = fail;
-        self
-    }
-
-    /// What to do with a request without a key (default: [`Keyless::Shared`]).
-    #[must_use]
-    pub fn keyless(mut self, keyless: Keyless) -> Self {
-        self.keyless = keyless;
-        self
-    }
-
-    /// Which responses carry `RateLimit` and `RateLimit-Policy` (default
-    /// [`HeadersOn::Refusal`]: the 429 only).
-    #[must_use]
-    pub fn headers(mut self, on: HeadersOn) -> Self {
-        self.headers = on == HeadersOn::EveryResponse;
-        self
     }
 }
 
@@ -200,18 +188,6 @@ impl<K: Send + Sync + 'static, S: RateLimitStore> RateLimit<K, S> {
     }
 }
 
-impl<K, S> fmt::Debug for RateLimit<K, S> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("RateLimit")
-            .field("quota", &self.quota)
-            .field("name", &self.name)
-            .field("fail", &self.fail)
-            .field("keyless", &self.keyless)
-            .field("headers", &self.headers)
-            .finish_non_exhaustive()
-    }
-}
-
 fn retry_after_header() -> ResponseHeader {
     ResponseHeader::new(
         "retry-after",
@@ -269,6 +245,13 @@ pub(crate) struct Policy {
     on_every_response: bool,
 }
 
+// Shown by its name: the rest follows from the limiter's settings.
+impl fmt::Debug for Policy {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(&self.item, f)
+    }
+}
+
 impl Policy {
     fn new(name: &str, quota: Quota, fail: FailPolicy, on_every_response: bool) -> Self {
         let mut item = String::with_capacity(name.len() + 2);
@@ -323,7 +306,7 @@ fn seconds_up(micros: u64) -> u64 {
 
 /// The client's budget after this request, in the context for handlers (a parameter
 /// `budget: RateLimitState`) and later middleware (`let budget: &RateLimitState = ctx.get();`).
-#[derive(Clone)]
+#[derive(Clone, Debug)]
 pub struct RateLimitState {
     /// Requests per window (the quota's count).
     pub limit: u32,
@@ -371,19 +354,6 @@ impl RateLimitState {
     }
 }
 
-impl fmt::Debug for RateLimitState {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("RateLimitState")
-            .field("policy", &self.policy.item)
-            .field("limit", &self.limit)
-            .field("remaining", &self.remaining)
-            .field("reset", &self.reset)
-            .field("replenished", &self.replenished)
-            .field("checked", &self.checked)
-            .finish()
-    }
-}
-
 /// What the limiter adds to the responses it lets through with
 /// [`HeadersOn::EveryResponse`]: `RateLimit-Policy`, and `RateLimit` when the store decided. Appended, so that two limiters on one endpoint each
 /// add their item (a structured-field list may be split over several lines).
@@ -401,6 +371,7 @@ impl AmendResponse for RateLimitHeaders {
 
 /// The rate-limit middleware's function (a [`MiddlewareHandler`]): made by
 /// [`RateLimit::middleware`].
+#[derive_where(Clone)]
 pub struct RateLimiter<K, S> {
     inner: Arc<Inner<K, S>>,
 }
@@ -416,18 +387,10 @@ struct Inner<K, S> {
     warned: AtomicBool,
 }
 
-impl<K, S> Clone for RateLimiter<K, S> {
-    fn clone(&self) -> Self {
-        Self {
-            inner: Arc::clone(&self.inner),
-        }
-    }
-}
-
 impl<K, S> fmt::Debug for RateLimiter<K, S> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("RateLimiter")
-            .field("policy", &self.inner.policy.item)
+            .field("policy", &self.inner.policy)
             .field("gcra", &self.inner.gcra)
             .finish_non_exhaustive()
     }

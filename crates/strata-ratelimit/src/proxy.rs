@@ -101,20 +101,9 @@ impl fmt::Display for Network {
 }
 
 /// A network that does not parse: `10.0.0.0/33`, `proxy.local`.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("not an address or network (`10.0.0.0/8`, `::1`): `{0}`")]
 pub struct InvalidNetwork(String);
-
-impl fmt::Display for InvalidNetwork {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "not an address or network (`10.0.0.0/8`, `::1`): `{}`",
-            self.0
-        )
-    }
-}
-
-impl std::error::Error for InvalidNetwork {}
 
 /// `addr` with all but its first `prefix` bits cleared.
 pub(crate) fn mask(addr: IpAddr, prefix: u8) -> IpAddr {

@@ -36,25 +36,14 @@ pub trait RateLimitStore: Send + Sync + 'static {
 }
 
 /// A store that could not answer (a connection lost, a timeout).
-#[derive(Debug)]
-pub struct StoreError(BoxError);
+#[derive(Debug, thiserror::Error)]
+#[error("rate-limit store failed: {0}")]
+pub struct StoreError(#[source] BoxError);
 
 impl StoreError {
     /// Wraps the store's own error.
     pub fn new(error: impl Into<BoxError>) -> Self {
         Self(error.into())
-    }
-}
-
-impl fmt::Display for StoreError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "rate-limit store failed: {}", self.0)
-    }
-}
-
-impl std::error::Error for StoreError {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        Some(&*self.0)
     }
 }
 

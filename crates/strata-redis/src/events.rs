@@ -186,28 +186,19 @@ impl RedisBroadcaster {
         }
     }
 
-    /// The replay window per topic (default: the last 1,024 events, none older than 5
-    /// minutes), kept in Redis and in each replica's fan-out. Every replica must use the
-    /// same.
-    #[must_use]
-    pub fn window(mut self, window: ReplayWindow) -> Self {
-        self.shared = Arc::new(Shared::new(window));
-        self
-    }
-
-    /// The prefix of its keys (default `strata:ev:`): the topic `t` is the stream
-    /// `strata:ev:t:t`, the epoch `strata:ev:epoch`.
-    #[must_use]
-    pub fn prefix(mut self, prefix: impl Into<String>) -> Self {
-        self.prefix = prefix.into();
-        self
-    }
-
-    /// How long a call may take before it is a failure (default 1 s).
-    #[must_use]
-    pub fn timeout(mut self, timeout: Duration) -> Self {
-        self.timeout = timeout;
-        self
+    strata_core::setters! {
+        /// The replay window per topic (default: the last 1,024 events, none older than 5
+        /// minutes), kept in Redis and in each replica's fan-out. Every replica must use the
+        /// same.
+        #[must_use]
+        window(window: ReplayWindow) => shared = Arc::new(Shared::new(window));
+        /// The prefix of its keys (default `strata:ev:`): the topic `t` is the stream
+        /// `strata:ev:t:t`, the epoch `strata:ev:epoch`.
+        #[must_use]
+        prefix(prefix: impl Into<String>) => prefix = prefix.into();
+        /// How long a call may take before it is a failure (default 1 s).
+        #[must_use]
+        timeout(timeout: Duration) => timeout = timeout;
     }
 
     fn stream_key(&self, topic: &str) -> String {

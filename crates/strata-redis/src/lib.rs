@@ -177,27 +177,18 @@ impl RedisRateLimitStore {
             .set_max_delay(Duration::from_secs(1))
     }
 
-    /// The prefix of every key (default `strata:rl:`). Limiters sharing one Redis each need
-    /// their own; replicas of one limiter, the same.
-    #[must_use]
-    pub fn prefix(mut self, prefix: impl AsRef<[u8]>) -> Self {
-        self.prefix = Arc::from(prefix.as_ref());
-        self
-    }
-
-    /// How long a call may take before it is a [`StoreError`] (default 50 ms). A request
-    /// limited by this store waits at most this long for Redis.
-    #[must_use]
-    pub fn timeout(mut self, timeout: Duration) -> Self {
-        self.timeout = timeout;
-        self
-    }
-
-    /// Whose clock the GCRA reads (default: [`TimeSource::Server`]).
-    #[must_use]
-    pub fn time_source(mut self, time: TimeSource) -> Self {
-        self.time = time;
-        self
+    strata_core::setters! {
+        /// The prefix of every key (default `strata:rl:`). Limiters sharing one Redis each need
+        /// their own; replicas of one limiter, the same.
+        #[must_use]
+        prefix(prefix: impl AsRef<[u8]>) => prefix = Arc::from(prefix.as_ref());
+        /// How long a call may take before it is a [`StoreError`] (default 50 ms). A request
+        /// limited by this store waits at most this long for Redis.
+        #[must_use]
+        timeout(timeout: Duration) => timeout = timeout;
+        /// Whose clock the GCRA reads (default: [`TimeSource::Server`]).
+        #[must_use]
+        time_source(time: TimeSource) => time = time;
     }
 
     /// The Redis key holding `key`'s TAT: `strata:rl:a:192.0.2.1`, or `strata:rl:t:` and the hex
@@ -269,37 +260,19 @@ fn decision(gcra: Gcra, granted: i64, before: i64, now: i64) -> Result<Decision,
 }
 
 /// Why a call failed (the store's or the broadcaster's).
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
 enum Failure {
+    #[error("Redis did not answer within {} ms", .0.as_millis())]
     Timeout(Duration),
-    Redis(RedisError),
+    #[error("Redis: {0}")]
+    Redis(#[source] RedisError),
     /// Never seen: the script granted what `Gcra::decide` denies, or the reverse, or read a
     /// time before the Unix epoch.
+    #[error("the Redis script's answer is not the GCRA's")]
     Disagree,
     /// An answer not of the broadcaster's making (another program's entries under its keys).
+    #[error("unexpected answer from Redis: {0}")]
     Malformed(String),
-}
-
-impl fmt::Display for Failure {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Failure::Timeout(timeout) => {
-                write!(f, "Redis did not answer within {} ms", timeout.as_millis())
-            }
-            Failure::Redis(error) => write!(f, "Redis: {error}"),
-            Failure::Disagree => f.write_str("the Redis script's answer is not the GCRA's"),
-            Failure::Malformed(what) => write!(f, "unexpected answer from Redis: {what}"),
-        }
-    }
-}
-
-impl std::error::Error for Failure {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        match self {
-            Failure::Redis(error) => Some(error),
-            _ => None,
-        }
-    }
 }
 
 /// A byte as two lowercase hex digits.

@@ -113,14 +113,7 @@ impl RoutingSettings {
     }
 }
 
-impl AsRef<RouterSettings> for RoutingSettings {
-    fn as_ref(&self) -> &RouterSettings {
-        &self.router
-    }
-}
-
-impl AsRef<PipelineSettings> for RoutingSettings {
-    fn as_ref(&self) -> &PipelineSettings {
-        &self.pipeline
-    }
-}
+strata_core::as_ref_parts!(RoutingSettings {
+    router: RouterSettings,
+    pipeline: PipelineSettings
+});

@@ -66,23 +66,7 @@ pub enum Route {
     Static(ServeStatic),
 }
 
-impl From<Endpoint> for Route {
-    fn from(endpoint: Endpoint) -> Self {
-        Route::Endpoint(endpoint)
-    }
-}
-
-impl From<Routing> for Route {
-    fn from(routing: Routing) -> Self {
-        Route::Routing(routing)
-    }
-}
-
-impl From<ServeStatic> for Route {
-    fn from(serve: ServeStatic) -> Self {
-        Route::Static(serve)
-    }
-}
+strata_core::from_variants!(Route { Endpoint(Endpoint), Routing(Routing), Static(ServeStatic) });
 
 /// `endpoint.nest(children)`: the endpoint at its own path and the children beneath it.
 pub trait Nest {

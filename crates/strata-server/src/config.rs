@@ -68,17 +68,7 @@ pub enum Listen {
     Unix(PathBuf),
 }
 
-impl From<u16> for Listen {
-    fn from(port: u16) -> Self {
-        Listen::Port(port)
-    }
-}
-
-impl From<SocketAddr> for Listen {
-    fn from(addr: SocketAddr) -> Self {
-        Listen::Addr(addr)
-    }
-}
+strata_core::from_variants!(Listen { Port(u16), Addr(SocketAddr) });
 
 impl Listen {
     /// The TCP address, `None` for a UNIX socket.
@@ -414,23 +404,11 @@ impl From<RoutingSettings> for Config {
     }
 }
 
-impl AsRef<ServerSettings> for Config {
-    fn as_ref(&self) -> &ServerSettings {
-        &self.server
-    }
-}
-
-impl AsRef<RouterSettings> for Config {
-    fn as_ref(&self) -> &RouterSettings {
-        &self.router
-    }
-}
-
-impl AsRef<PipelineSettings> for Config {
-    fn as_ref(&self) -> &PipelineSettings {
-        &self.pipeline
-    }
-}
+strata_core::as_ref_parts!(Config {
+    server: ServerSettings,
+    router: RouterSettings,
+    pipeline: PipelineSettings
+});
 
 impl Config {
     /// A builder starting from the defaults: production mode, 1 MiB body limit, the input

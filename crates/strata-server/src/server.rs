@@ -388,17 +388,7 @@ impl Listener {
     }
 }
 
-impl From<TcpListener> for Listener {
-    fn from(listener: TcpListener) -> Self {
-        Listener::Tcp(listener)
-    }
-}
-
-impl From<UnixListener> for Listener {
-    fn from(listener: UnixListener) -> Self {
-        Listener::Unix(listener)
-    }
-}
+strata_core::from_variants!(Listener { Tcp(TcpListener), Unix(UnixListener) });
 
 /// Refuses a configuration that cannot serve: HTTPS half configured, or no listener at all
 /// (`given`: the application gave listeners of its own).

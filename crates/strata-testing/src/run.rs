@@ -4,6 +4,7 @@ use std::fmt::Write as _;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::task::{Context, Poll};
 
+use derive_where::derive_where;
 use garde::Validate;
 use http::header::{CONTENT_TYPE, HeaderName, HeaderValue};
 use http::{Extensions, HeaderMap, Method, Request, Response};
@@ -388,18 +389,10 @@ pub async fn test_endpoint(endpoint: &Endpoint, args: TestArgs) -> TestOutcome {
 }
 
 /// Hands the test's context to the middleware.
+#[derive_where(Clone; S)]
 struct InjectContext<S, C> {
     inner: S,
     ctx: Arc<Mutex<Option<C>>>,
-}
-
-impl<S: Clone, C> Clone for InjectContext<S, C> {
-    fn clone(&self) -> Self {
-        Self {
-            inner: self.inner.clone(),
-            ctx: Arc::clone(&self.ctx),
-        }
-    }
 }
 
 impl<S, C> Service<Request<Staged<HNil>>> for InjectContext<S, C>
@@ -434,16 +427,9 @@ where
 }
 
 /// Keeps what the middleware added to the context.
+#[derive_where(Clone)]
 struct CaptureOutput<O> {
     slot: Arc<Mutex<Option<O>>>,
-}
-
-impl<O> Clone for CaptureOutput<O> {
-    fn clone(&self) -> Self {
-        Self {
-            slot: Arc::clone(&self.slot),
-        }
-    }
 }
 
 impl<O, C> Service<Request<Staged<HCons<O, C>>>> for CaptureOutput<O> {

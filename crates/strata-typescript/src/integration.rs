@@ -60,19 +60,14 @@ impl<'a> Integration<'a> {
         }
     }
 
-    /// The URL the default implementation sends to (default: none, so paths stay relative,
-    /// which only browsers resolve).
-    #[must_use]
-    pub fn server_url(mut self, url: impl Into<String>) -> Self {
-        self.server_url = url.into();
-        self
-    }
-
-    /// The client (default) or only the types.
-    #[must_use]
-    pub fn variant(mut self, variant: Variant) -> Self {
-        self.variant = variant;
-        self
+    strata_core::setters! {
+        /// The URL the default implementation sends to (default: none, so paths stay relative,
+        /// which only browsers resolve).
+        #[must_use]
+        server_url(url: impl Into<String>) => server_url = url.into();
+        /// The client (default) or only the types.
+        #[must_use]
+        variant(variant: Variant) => variant = variant;
     }
 
     /// Generates the file.
@@ -391,15 +386,11 @@ fn requests_of<'d>(document: &'d OpenApi, used: &mut BTreeSet<String>) -> Vec<Re
             )
             .collect::<Vec<_>>()
             .join("/");
-        for (method, operation) in [
-            ("get", &item.get),
-            ("post", &item.post),
-            ("put", &item.put),
-            ("patch", &item.patch),
-            ("delete", &item.delete),
-            ("query", &item.query),
-        ] {
-            let Some(operation) = operation else { continue };
+        // The client's order; HEAD is left out.
+        for method in ["get", "post", "put", "patch", "delete", "query"] {
+            let Some(operation) = item.operation(method) else {
+                continue;
+            };
             let base = unique(&pascal_case(&operation.operation_id), used, |base, used| {
                 used.contains(base)
                     || SUFFIXES

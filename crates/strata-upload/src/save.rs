@@ -15,7 +15,6 @@
 //! # }
 //! ```
 
-use std::fmt;
 use std::future::Future;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -89,7 +88,8 @@ fn temporary_beside(target: &Path) -> PathBuf {
 }
 
 /// [`UploadedFileExt::mv`] could not write the file.
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
+#[error("cannot write the uploaded file {file:?} to {}: {source}", .path.display())]
 pub struct MoveError {
     file: String,
     path: PathBuf,
@@ -105,24 +105,6 @@ impl MoveError {
     /// The I/O error.
     pub fn io_error(&self) -> &std::io::Error {
         &self.source
-    }
-}
-
-impl fmt::Display for MoveError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "cannot write the uploaded file {:?} to {}: {}",
-            self.file,
-            self.path.display(),
-            self.source
-        )
-    }
-}
-
-impl std::error::Error for MoveError {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        Some(&self.source)
     }
 }
 

@@ -1,4 +1,4 @@
-use std::fmt;
+use derive_where::derive_where;
 
 use strata_decode::Decoder;
 use tower_layer::Layer;
@@ -6,6 +6,8 @@ use tower_layer::Layer;
 use crate::service::ValidateService;
 
 /// Applies [`ValidateService`]: decodes and validates the merged input into `I`.
+// Whatever `I` is: the layer only names it.
+#[derive_where(Clone, Debug, Default)]
 pub struct ValidateLayer<I> {
     decoder: Decoder<I>,
 }
@@ -16,28 +18,6 @@ impl<I> ValidateLayer<I> {
         Self {
             decoder: Decoder::new(),
         }
-    }
-}
-
-impl<I> Default for ValidateLayer<I> {
-    fn default() -> Self {
-        Self::new()
-    }
-}
-
-impl<I> Clone for ValidateLayer<I> {
-    fn clone(&self) -> Self {
-        Self {
-            decoder: self.decoder.clone(),
-        }
-    }
-}
-
-impl<I> fmt::Debug for ValidateLayer<I> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("ValidateLayer")
-            .field("decoder", &self.decoder)
-            .finish()
     }
 }
 

@@ -1,5 +1,6 @@
-use std::fmt;
 use std::task::{Context, Poll};
+
+use derive_where::derive_where;
 
 use garde::Validate;
 use http::Request;
@@ -16,6 +17,7 @@ use crate::ResponseFuture;
 use crate::layer::ValidateLayer;
 
 /// Decodes and validates the merged input; see the [crate docs](crate).
+#[derive_where(Clone, Debug; S)]
 pub struct ValidateService<S, I> {
     inner: S,
     decoder: Decoder<I>,
@@ -37,24 +39,6 @@ impl<S, I> ValidateService<S, I> {
     }
 
     strata_core::inner_service_accessors!();
-}
-
-impl<S: Clone, I> Clone for ValidateService<S, I> {
-    fn clone(&self) -> Self {
-        Self {
-            inner: self.inner.clone(),
-            decoder: self.decoder.clone(),
-        }
-    }
-}
-
-impl<S: fmt::Debug, I> fmt::Debug for ValidateService<S, I> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("ValidateService")
-            .field("inner", &self.inner)
-            .field("decoder", &self.decoder)
-            .finish()
-    }
 }
 
 impl<S, I, C> Service<Request<Staged<C>>> for ValidateService<S, I>

@@ -1,9 +1,9 @@
 //! [`EndpointsFactory`] and [`EndpointBuilder`]: typed endpoints from a handler, middleware and a
 //! result handler.
 
-use std::fmt;
 use std::marker::PhantomData;
 
+use derive_where::derive_where;
 use garde::Validate;
 use http::{Method, StatusCode};
 use schemars::{JsonSchema, Schema};
@@ -32,8 +32,12 @@ use tower_layer::Layer;
 /// `Ctx![Oldest, Newest]`); `L` their [`MiddlewareChain`], written
 /// `impl MiddlewareChain<C>` when a function returns a factory; `R` the result handler. [`add_middleware`](Self::add_middleware) returns a new factory; the original is
 /// unchanged.
+// No bounds on `C` (the marker names the context type); Debug leaves the middleware out.
+#[derive_where(Clone; L, R)]
+#[derive_where(Debug; R)]
 pub struct EndpointsFactory<C = HNil, L = NoMiddleware, R = DefaultResultHandler> {
     result_handler: R,
+    #[derive_where(skip)]
     layers: L,
     security: Vec<Security>,
     middleware_fields: Vec<String>,
@@ -41,31 +45,6 @@ pub struct EndpointsFactory<C = HNil, L = NoMiddleware, R = DefaultResultHandler
     errors: Vec<DeclaredError>,
     success_headers: Vec<ResponseHeader>,
     _ctx: PhantomData<fn() -> C>,
-}
-
-impl<C, L: Clone, R: Clone> Clone for EndpointsFactory<C, L, R> {
-    fn clone(&self) -> Self {
-        Self {
-            result_handler: self.result_handler.clone(),
-            layers: self.layers.clone(),
-            security: self.security.clone(),
-            middleware_fields: self.middleware_fields.clone(),
-            middleware_inputs: self.middleware_inputs.clone(),
-            errors: self.errors.clone(),
-            success_headers: self.success_headers.clone(),
-            _ctx: PhantomData,
-        }
-    }
-}
-
-impl<C, L, R: fmt::Debug> fmt::Debug for EndpointsFactory<C, L, R> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("EndpointsFactory")
-            .field("result_handler", &self.result_handler)
-            .field("context", &std::any::type_name::<C>())
-            .field("security", &self.security)
-            .finish_non_exhaustive()
-    }
 }
 
 /// A factory with the [`DefaultResultHandler`] and no middleware.
@@ -247,18 +226,10 @@ impl<C, L: Clone, R: ResultHandler> EndpointsFactory<C, L, R> {
 }
 
 /// Declares one endpoint: methods, descriptions, and finally the handler, which builds it.
+#[derive_where(Debug; R)]
 pub struct EndpointBuilder<C, L, R> {
     factory: EndpointsFactory<C, L, R>,
     meta: EndpointMeta,
-}
-
-impl<C, L, R: fmt::Debug> fmt::Debug for EndpointBuilder<C, L, R> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("EndpointBuilder")
-            .field("factory", &self.factory)
-            .field("meta", &self.meta)
-            .finish()
-    }
 }
 
 /// The endpoint's own stages inside the middleware: validate, output check, handler.
@@ -342,6 +313,7 @@ impl<C, L, R> EndpointBuilder<C, L, R>
 where
     R: ResultHandler,
     C: Send + 'static,
+    L: MiddlewareChain<C>,
 {
     /// Builds the endpoint with an async handler: its first parameter is the input, and it
     /// takes whatever else it uses by type, in any order: the [`Logger`](strata_core::Logger), the request
@@ -384,7 +356,6 @@ where
         M: 'static,
         I: InputType,
         F::Output: OutputType,
-        L: MiddlewareChain<C>,
     {
         self.build_with(handler_fn(f))
     }
@@ -424,7 +395,6 @@ where
         M: 'static,
         I: InputType,
         F::Output: Returns<O>,
-        L: MiddlewareChain<C>,
     {
         self.meta.methods = vec![operation.method()];
         self.meta.declared = Some(operation.declared_route());
@@ -450,7 +420,6 @@ where
         F: HandlerFunctionWithoutInput<C, M>,
         M: 'static,
         F::Output: OutputType,
-        L: MiddlewareChain<C>,
     {
         self.build_with(handler_without_input(f))
     }
@@ -460,30 +429,25 @@ where
     /// [`Emitter`](strata_events::Emitter) of its events; it runs as its own task until it
     /// returns or the client disconnects. See [`strata_events`] (feature `events`).
     #[cfg(feature = "events")]
-    pub fn event_stream<E, F, I, M>(self, f: F) -> Endpoint
+    pub fn event_stream<E: strata_events::Event, F, I: InputType, M: 'static>(
+        self,
+        f: F,
+    ) -> Endpoint
     where
-        E: strata_events::Event,
         F: HandlerFunction<I, HCons<strata_events::Emitter<E>, C>, M, Output = ()>,
-        M: 'static,
-        I: InputType,
-        L: MiddlewareChain<C>,
     {
         self.event_stream_with(strata_events::EventStreamOptions::default(), f)
     }
 
     /// [`event_stream`](Self::event_stream) with options (the keep-alive interval).
     #[cfg(feature = "events")]
-    pub fn event_stream_with<E, F, I, M>(
+    pub fn event_stream_with<E: strata_events::Event, F, I: InputType, M: 'static>(
         self,
         options: strata_events::EventStreamOptions,
         f: F,
     ) -> Endpoint
     where
-        E: strata_events::Event,
         F: HandlerFunction<I, HCons<strata_events::Emitter<E>, C>, M, Output = ()>,
-        M: 'static,
-        I: InputType,
-        L: MiddlewareChain<C>,
     {
         self.events_endpoint(options, move |input, arguments| f.call(input, arguments))
     }
@@ -510,12 +474,12 @@ where
     /// # let _ = ticks;
     /// ```
     #[cfg(feature = "events")]
-    pub fn event_stream_without_input<E, F, M>(self, f: F) -> Endpoint
+    pub fn event_stream_without_input<E: strata_events::Event, F, M: 'static>(
+        self,
+        f: F,
+    ) -> Endpoint
     where
-        E: strata_events::Event,
         F: HandlerFunctionWithoutInput<HCons<strata_events::Emitter<E>, C>, M, Output = ()>,
-        M: 'static,
-        L: MiddlewareChain<C>,
     {
         self.events_endpoint(
             strata_events::EventStreamOptions::default(),
@@ -540,7 +504,6 @@ where
             + 'static,
         Fut: std::future::Future<Output = Result<(), strata_core::ApiError>> + Send + 'static,
         I: InputType,
-        L: MiddlewareChain<C>,
     {
         self.build_with(strata_handler::handler_with_request(
             move |input: I, ctx: C, logger: strata_core::Logger, request: http::request::Parts| {
@@ -603,35 +566,27 @@ where
     /// # let _ = routing;
     /// ```
     #[cfg(feature = "events")]
-    pub fn implement_events<E, F, I, M>(
+    pub fn implement_events<E: strata_events::Event, F, I: InputType, M: 'static>(
         self,
         operation: &strata_core::Operation<I, strata_core::Events<E>>,
         f: F,
     ) -> Endpoint
     where
-        E: strata_events::Event,
         F: HandlerFunction<I, HCons<strata_events::Emitter<E>, C>, M, Output = ()>,
-        M: 'static,
-        I: InputType,
-        L: MiddlewareChain<C>,
     {
         self.implement_events_with(operation, strata_events::EventStreamOptions::default(), f)
     }
 
     /// [`implement_events`](Self::implement_events) with options (the keep-alive interval).
     #[cfg(feature = "events")]
-    pub fn implement_events_with<E, F, I, M>(
+    pub fn implement_events_with<E: strata_events::Event, F, I: InputType, M: 'static>(
         mut self,
         operation: &strata_core::Operation<I, strata_core::Events<E>>,
         options: strata_events::EventStreamOptions,
         f: F,
     ) -> Endpoint
     where
-        E: strata_events::Event,
         F: HandlerFunction<I, HCons<strata_events::Emitter<E>, C>, M, Output = ()>,
-        M: 'static,
-        I: InputType,
-        L: MiddlewareChain<C>,
     {
         self.meta.methods = vec![operation.method()];
         self.meta.declared = Some(operation.declared_route());
@@ -644,7 +599,6 @@ where
         H: Handler<I, C, Output = O>,
         I: InputType,
         O: OutputType,
-        L: MiddlewareChain<C>,
         Core<H, I, O>: StagedService<C, Response = Output>,
     {
         let EndpointBuilder { factory, mut meta } = self;

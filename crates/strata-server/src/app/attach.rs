@@ -10,7 +10,7 @@ use crate::error::ServerError;
 use crate::logging::install_default_subscriber;
 
 /// What [`attach_routing`] returns (spec `attachRouting`).
-#[derive(Clone)]
+#[derive(Clone, Debug)]
 pub struct Attached {
     /// The routing as a tower service (`Service<http::Request<B>>`, `Error = Infallible`):
     /// request ids, compression when configured, the router.
@@ -40,13 +40,4 @@ pub fn attach_routing(config: &Config, routing: &Routing) -> Result<Attached, Se
         logger,
         not_found_handler,
     })
-}
-
-impl std::fmt::Debug for Attached {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Attached")
-            .field("logger", &self.logger)
-            .field("not_found_handler", &self.not_found_handler)
-            .finish_non_exhaustive()
-    }
 }

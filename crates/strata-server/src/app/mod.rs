@@ -62,20 +62,9 @@ pub type RouterStackFuture =
 /// (Measured with `strata-bench compare`, a stack of four unboxed variants, so that the default
 /// one paid for no box, was worth about 1 % of requests per second on the smallest response:
 /// less than its code cost. See `docs/architecture.md`.)
-#[derive(Clone)]
+#[derive(Clone, Debug)]
 pub struct RouterStack {
     inner: BoxCloneSyncService<Request<Body>, Response<Body>, Infallible>,
-    compression: bool,
-    etags: bool,
-}
-
-impl std::fmt::Debug for RouterStack {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("RouterStack")
-            .field("compression", &self.compression)
-            .field("etags", &self.etags)
-            .finish_non_exhaustive()
-    }
 }
 
 impl RouterStack {
@@ -97,11 +86,7 @@ impl RouterStack {
                 ));
             }
         };
-        Ok(Self {
-            inner,
-            compression,
-            etags,
-        })
+        Ok(Self { inner })
     }
 }
 
@@ -182,11 +167,13 @@ mod tests {
         .unwrap_or_else(|error| panic!("{error}"))
     }
 
+    // What compression does to responses is tested over sockets (tests/server.rs); here, that
+    // asking for it without the feature is a configuration error, not a silent no-op.
     #[test]
     fn compression_is_there_when_built_in() {
         let built = RouterStack::new(router(), true, true);
         if cfg!(feature = "compression") {
-            assert!(format!("{:?}", built.ok()).contains("compression: true"));
+            assert!(built.is_ok());
         } else {
             let error = built.err().map(|e| e.to_string()).unwrap_or_default();
             assert_eq!(
