@@ -1044,9 +1044,9 @@ async fn a_body_holds_its_share_of_the_budget_until_the_outcome_is_known() {
     }
 }
 
-/// A response takes the map of an earlier request on its thread (`strata::core::spare`),
-/// emptied: none of that request's headers may come along, with or without a middleware's
-/// headers, after a success or an error.
+/// None of a request's headers come along on its response, or on a later response on the same
+/// thread, with or without a middleware's headers, after a success or an error (until issue
+/// 48 responses reused the maps of earlier requests, emptied).
 #[tokio::test(flavor = "current_thread")]
 async fn a_response_carries_none_of_a_request_s_headers() {
     let tagged = default_endpoints_factory()

@@ -1013,10 +1013,10 @@ struct Seen {
     request_id: Option<String>,
 }
 
-/// A request's extensions serve the next request on its thread, emptied
-/// (`strata::core::spare`): what a layer put on one request is never on the next, while the
-/// server's own (the client's address, the logger) are there afresh. The test's runtime has one
-/// thread, so each request takes the map the one before gave.
+/// What a layer put in one request's extensions is never on the next request on the same
+/// thread, while the server's own (the client's address, the logger) are there afresh (until
+/// issue 48 requests reused the extension maps of earlier ones, emptied). The test's runtime
+/// has one thread.
 #[tokio::test(flavor = "current_thread")]
 async fn a_request_carries_none_of_an_earlier_requests_extensions() {
     let layers =
@@ -1026,7 +1026,7 @@ async fn a_request_carries_none_of_an_earlier_requests_extensions() {
             }
             request
         });
-    // Without the parts: the handler stage gives the request's maps.
+    // A handler that does not take the parts.
     let plain = default_endpoints_factory()
         .get()
         .handler_without_input(async || {

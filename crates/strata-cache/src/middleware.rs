@@ -373,8 +373,7 @@ impl AmendResponse for Cache {
 /// `ETag`, the one case where it still guides caches), and what other middleware added (a
 /// cookie, a rate limit's state); no representation metadata (`Content-*`).
 fn not_modified(headers: HeaderMap, config: &Config, state: State) -> HeaderMap {
-    // No header yet: this thread's spare map, when the handler stage left one.
-    let mut headers = strata_spare::headers_or_spare(headers);
+    let mut headers = headers;
     strip(&mut headers, &[]);
     if !headers.contains_key(CACHE_CONTROL) {
         let policy = state.policy.as_ref().unwrap_or(&config.policy);

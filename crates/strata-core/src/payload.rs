@@ -206,17 +206,13 @@ impl Output {
 
     /// The headers to send, to add to or change (a middleware amending the response).
     ///
-    /// The first call takes this thread's [spare map](strata_spare) and sizes it for a
-    /// whole response's headers (twelve): the format stage makes it the response's map, and
-    /// the layers around it add theirs (CORS, the request id). A map of the default size holds
-    /// six, and a seventh grows it (a reallocation and a rehash, ~850 instructions), which two
-    /// middleware headers and the CORS headers reached.
+    /// The first call sizes the map for a whole response's headers (twelve): the format stage
+    /// makes it the response's map, and the layers around it add theirs (CORS, the request
+    /// id). A map of the default size holds six, and a seventh grows it (a reallocation and a
+    /// rehash), which two middleware headers and the CORS headers reached.
     pub fn headers_mut(&mut self) -> &mut HeaderMap {
         if self.headers.capacity() == 0 {
-            self.headers = strata_spare::take_headers();
-            if self.headers.capacity() < RESPONSE_HEADERS_ROOM {
-                self.headers.reserve(RESPONSE_HEADERS_ROOM);
-            }
+            self.headers.reserve(RESPONSE_HEADERS_ROOM);
         }
         &mut self.headers
     }

@@ -203,7 +203,6 @@ const JSON: &str = "application/json; charset=utf-8";
 pub fn json_response(status: StatusCode, body: impl Into<Bytes>) -> Response<Body> {
     let mut response = Response::new(Body::from(body.into()));
     *response.status_mut() = status;
-    *response.headers_mut() = strata_spare::take_headers();
     response
         .headers_mut()
         .insert(CONTENT_TYPE, HeaderValue::from_static(JSON));
@@ -214,9 +213,7 @@ pub fn json_response(status: StatusCode, body: impl Into<Bytes>) -> Response<Bod
 fn json_response_on(status: StatusCode, body: Bytes, headers: HeaderMap) -> Response<Body> {
     let mut response = Response::new(Body::from(body));
     *response.status_mut() = status;
-    // Headers without a map of their own (no middleware or handler added one) get this
-    // thread's spare map, when there is one.
-    *response.headers_mut() = strata_spare::headers_or_spare(headers);
+    *response.headers_mut() = headers;
     response
         .headers_mut()
         .entry(CONTENT_TYPE)

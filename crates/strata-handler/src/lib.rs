@@ -207,20 +207,6 @@ pub trait HandlerFunctionWithoutInput<C, M>: Clone + Send + Sync + 'static {
     }
 }
 
-/// Gives the request's header and extension maps to the thread's
-/// [spares](strata_spare), for the response and the next request, when the handler's
-/// parameters (their `TypeId`s; known when the function is compiled, so the check folds away)
-/// do not take the request's [`Parts`]: nothing after the handler's call reads the request's
-/// headers, and the parts would be dropped here (the logger was taken out before).
-#[inline]
-fn spare_unread_maps<C>(arguments: &mut Arguments<C>, parameters: &[TypeId]) {
-    if !takes::<Parts>(parameters) {
-        let parts = &mut arguments.tail.head;
-        strata_spare::give_headers(std::mem::take(&mut parts.headers));
-        strata_spare::give_extensions(std::mem::take(&mut parts.extensions));
-    }
-}
-
 /// Whether `parameters` (a handler's, by `TypeId`) include a `T`. Known when the function is
 /// compiled: the check folds away.
 #[inline]
@@ -253,8 +239,7 @@ macro_rules! handler_functions {
             type Future = OutcomeFuture<Fut>;
 
             #[allow(unused_variables)] // no parameters after the input
-            fn call(&self, input: I, mut arguments: Arguments<C>) -> Self::Future {
-                spare_unread_maps(&mut arguments, &[$(TypeId::of::<$param>()),*]);
+            fn call(&self, input: I, arguments: Arguments<C>) -> Self::Future {
                 let hlist!($($arg),*) = arguments.pluck_all();
                 OutcomeFuture { future: self(input, $($arg),*) }
             }
@@ -276,8 +261,7 @@ macro_rules! handler_functions {
             type Future = OutcomeFuture<Fut>;
 
             #[allow(unused_variables)] // no parameters
-            fn call(&self, mut arguments: Arguments<C>) -> Self::Future {
-                spare_unread_maps(&mut arguments, &[$(TypeId::of::<$param>()),*]);
+            fn call(&self, arguments: Arguments<C>) -> Self::Future {
                 let hlist!($($arg),*) = arguments.pluck_all();
                 OutcomeFuture { future: self($($arg),*) }
             }
@@ -597,23 +581,15 @@ mod tests {
 
     type Ctx = HCons<User, HNil>;
 
-    // Current-thread runtimes: the spare map is the calling thread's.
-    #[tokio::test(flavor = "current_thread")]
-    async fn a_handler_that_does_not_take_the_parts_leaves_the_request_headers_for_the_response() {
-        let _ = strata_spare::take_headers();
+    #[tokio::test]
+    async fn a_handler_takes_the_context_it_names_with_or_without_input() {
         let service = HandlerService::new(handler_fn(async |input: u8, user: User| {
             Ok(format!("{} {input}", user.0))
         }));
         let answer = service
-            .clone()
             .oneshot(with_header(7u8, HNil.push(User("ada"))))
             .await;
         assert_eq!(answer.unwrap(), "ada 7");
-        let spare = strata_spare::take_headers();
-        assert!(spare.capacity() > 0, "the request's map is spare");
-        assert!(spare.is_empty(), "and emptied");
-        let spare = strata_spare::take_extensions();
-        assert!(spare.is_empty(), "its extensions emptied");
 
         let without_input =
             HandlerService::new(handler_without_input(async |user: User| Ok(user.0.len())));
@@ -621,12 +597,10 @@ mod tests {
             .oneshot(with_header((), HNil.push(User("ada"))))
             .await;
         assert_eq!(answer.unwrap(), 3);
-        assert!(strata_spare::take_headers().capacity() > 0);
     }
 
-    #[tokio::test(flavor = "current_thread")]
+    #[tokio::test]
     async fn a_handler_that_takes_the_parts_reads_every_header() {
-        let _ = strata_spare::take_headers();
         let service = HandlerService::new(handler_fn(async |input: u8, request: Parts| {
             Ok(format!("{:?} {input}", request.headers.get("x-token")))
         }));
@@ -634,7 +608,6 @@ mod tests {
             .oneshot(with_header(7u8, HNil.push(User("ada"))))
             .await;
         assert_eq!(answer.unwrap(), "Some(\"secret\") 7");
-        assert_eq!(strata_spare::take_headers().capacity(), 0);
     }
 
     /// A request of `input` whose logger records into `capture`.

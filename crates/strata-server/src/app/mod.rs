@@ -60,8 +60,8 @@ pub type RouterStackFuture =
 /// compression), boxed: one type whatever is configured.
 ///
 /// (Measured with `strata-bench compare`, a stack of four unboxed variants, so that the default
-/// one paid for no box, was worth about 1 % of requests per second on the smallest response:
-/// less than its code cost. See `docs/architecture.md`.)
+/// one paid for no box, was worth under 2 % of requests per second on every scenario: less
+/// than its code cost. See `docs/architecture.md`.)
 #[derive(Clone, Debug)]
 pub struct RouterStack {
     inner: BoxCloneSyncService<Request<Body>, Response<Body>, Infallible>,

@@ -141,11 +141,6 @@ where
             None => {
                 let mut request =
                     request.map(|body| BodyDeadline::with_limits(body, &self.body_limits));
-                // The extensions of an earlier request on this thread, emptied, when there is
-                // one: the box and table of a map, allocated and freed per request otherwise.
-                if request.extensions().is_empty() {
-                    *request.extensions_mut() = strata_spare::take_extensions();
-                }
                 // Every request: limits kept per client read it, the body budget's share for
                 // a body and a rate limiter keyed by address for any request. On a request
                 // without a body it costs one small allocation and a map insert (~290
