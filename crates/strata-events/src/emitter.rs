@@ -32,6 +32,10 @@ pub enum EmitError {
     /// The event is not an enum variant (serde wrote neither `{"name": data}` nor `"name"`).
     #[error("an event must be an enum variant, found {0}")]
     NotAnEvent(String),
+    /// The event's id holds a line break (CR or LF) or NUL, which would end the `id:` line of
+    /// the stream early or make the client ignore it; nothing was sent.
+    #[error("an event id may not hold CR, LF or NUL, found {0:?}")]
+    InvalidId(String),
 }
 
 // `?` on an emit in a handler makes it a 500 (core's conversion of any error): a closed
@@ -147,11 +151,16 @@ where
     }
 
     /// [`emit`](Self::emit) with an `id:` the client sends back as `Last-Event-ID` when it
-    /// reconnects (line breaks in it are dropped).
+    /// reconnects.
     ///
     /// # Errors
-    /// As [`emit`](Self::emit).
+    /// As [`emit`](Self::emit), and [`EmitError::InvalidId`] when `id` holds CR, LF or NUL
+    /// (the stream's format cannot carry them; they are refused rather than dropped, so that
+    /// the id a client sends back is the one the handler chose).
     pub async fn emit_with_id(&self, event: E, id: &str) -> Result<(), EmitError> {
+        if id.contains(['\n', '\r', '\0']) {
+            return Err(EmitError::InvalidId(id.to_owned()));
+        }
         self.send(self.frame(&event, Some(id))?).await
     }
 
@@ -244,7 +253,8 @@ where
     Ok(render(&name, id, &data))
 }
 
-/// The frame of the event `name` with `data` (compact JSON) and `id` (line breaks dropped).
+/// The frame of the event `name` with `data` (compact JSON) and `id` (checked by the caller:
+/// no CR, LF or NUL).
 pub(crate) fn render(name: &str, id: Option<&str>, data: &str) -> Bytes {
     let mut frame = String::with_capacity(name.len() + data.len() + 24);
     frame.push_str("event: ");
@@ -252,7 +262,8 @@ pub(crate) fn render(name: &str, id: Option<&str>, data: &str) -> Bytes {
     frame.push('\n');
     if let Some(id) = id {
         frame.push_str("id: ");
-        frame.extend(id.chars().filter(|c| !matches!(c, '\n' | '\r' | '\0')));
+        debug_assert!(!id.contains(['\n', '\r', '\0']), "an unchecked event id");
+        frame.push_str(id);
         frame.push('\n');
     }
     // Compact JSON has no line breaks: one `data:` line.
@@ -311,7 +322,7 @@ mod tests {
             })
             .await
             .unwrap();
-        emitter.emit_with_id(Feed::Count(3), "8\n9").await.unwrap();
+        emitter.emit_with_id(Feed::Count(3), "89").await.unwrap();
         emitter.emit(Feed::Done).await.unwrap();
         emitter.retry(Duration::from_secs(2)).await.unwrap();
         let mut frames = Vec::new();
@@ -327,6 +338,25 @@ mod tests {
                 "retry: 2000\n\n",
             ]
         );
+    }
+
+    #[tokio::test]
+    async fn an_id_with_a_line_break_or_nul_is_refused_and_nothing_is_sent() {
+        let (sender, mut receiver) = mpsc::channel(8);
+        let emitter = Emitter::<Feed>::new(sender, None, CancellationToken::new());
+        for id in ["8\n9", "8\r9", "8\09", "\r\n"] {
+            assert_eq!(
+                emitter.emit_with_id(Feed::Count(3), id).await,
+                Err(EmitError::InvalidId(id.to_owned())),
+                "{id:?}"
+            );
+        }
+        assert!(receiver.try_recv().is_err(), "nothing was sent");
+        emitter.emit_with_id(Feed::Count(3), "8 9").await.unwrap();
+        let Ok(Message::Frame(frame)) = receiver.try_recv() else {
+            panic!("the valid id's frame")
+        };
+        assert_eq!(&frame[..], b"event: count\nid: 8 9\ndata: 3\n\n");
     }
 
     #[tokio::test]
