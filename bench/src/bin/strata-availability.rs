@@ -2,7 +2,7 @@
 //! server with the default configuration, does another address keep getting answers?
 //!
 //! `(cd bench && cargo run --release --bin strata-availability -- [--seconds N] [--nofile N]
-//! [--connections N] [--head-start N] [--server-log LEVEL] [attack...]` runs each attack (all
+//! [--connections N] [--head-start N] [--addresses N] [--server-log LEVEL] [attack...]` runs each attack (all
 //! four by default) against a fresh server, a child process (`strata-availability serve
 //! <variant>`, killed by its process id afterwards) under `prlimit --nofile=N:N` (512 by
 //! default: the default connection cap is then 448). The attacker connects from 127.0.0.1 (one
@@ -12,7 +12,8 @@
 //! an attack misses it. The attacker starts 2 s before the checker (it is at full strength when
 //! the run begins) and goes on until the last check has its answer. Each attack is bounded: 2×
 //! the connection cap of connections (`--connections` to change it), each reopened as soon as
-//! the server closes it. `none` (no attack, the control) and `slow-bodies` (the slow bodies
+//! the server closes it. `--addresses N` spreads the connections over N source addresses
+//! (127.0.0.1, then 127.0.0.10 onwards): with 8, each holds a quarter of the cap, its share. `none` (no attack, the control) and `slow-bodies` (the slow bodies
 //! against the default server) can be named too.
 //!
 //! Each attack's report says what the checks that were not good got (a late 200, another
@@ -60,8 +61,20 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpSocket, TcpStream};
 use tokio::sync::watch;
 
-/// The attacker's source address.
+/// The attacker's source address (the first, with `--addresses`).
 const ATTACKER: Ipv4Addr = Ipv4Addr::LOCALHOST;
+/// The most source addresses `--addresses` spreads the attack over.
+const MAX_ADDRESSES: u64 = 200;
+
+/// The `index`th attacking address: [`ATTACKER`], then 127.0.0.10, 127.0.0.11, ... (the
+/// checker's address is never one).
+fn attacker_address(index: usize) -> Ipv4Addr {
+    match u8::try_from(index) {
+        Ok(0) => ATTACKER,
+        Ok(n) if n < 246 => Ipv4Addr::new(127, 0, 0, 9 + n),
+        _ => ATTACKER,
+    }
+}
 /// The health checker's source address (Linux routes all of 127/8 to loopback).
 const CHECKER: Ipv4Addr = Ipv4Addr::new(127, 0, 0, 2);
 /// A health check starts this often.
@@ -101,7 +114,7 @@ strata-availability: while 127.0.0.1 attacks a default Strata server, are the he
 
 usage:
   strata-availability [--seconds N] [--nofile N] [--connections N] [--head-start N]
-                      [--server-log LEVEL] [attack...]
+                      [--addresses N] [--server-log LEVEL] [attack...]
       each attack (default: all) against a new server under `prlimit --nofile=N:N` (default
       512: a connection cap of 448), for N seconds (default 20) after the attacker's head start
       (default 2 s), with --connections attacking connections (default: twice the cap);
@@ -233,6 +246,8 @@ struct Options {
     nofile: u64,
     /// Attacking connections; `None`: twice the connection cap.
     connections: Option<usize>,
+    /// Source addresses the attacking connections are spread over (round robin).
+    addresses: usize,
     /// The server's log level, when its log is wanted.
     server_log: Option<Level>,
     attacks: Vec<Attack>,
@@ -290,6 +305,7 @@ fn parse(args: impl IntoIterator<Item = String>) -> Result<Command, String> {
         head_start: HEAD_START_SECONDS,
         nofile: DEFAULT_NOFILE,
         connections: None,
+        addresses: 1,
         server_log: None,
         attacks: Vec::new(),
     };
@@ -321,6 +337,13 @@ fn parse(args: impl IntoIterator<Item = String>) -> Result<Command, String> {
             "--connections" => {
                 let n = number("--connections", value("--connections")?)?;
                 options.connections = Some(usize::try_from(n).map_err(|e| e.to_string())?);
+            }
+            "--addresses" => {
+                let n = number("--addresses", value("--addresses")?)?;
+                if n > MAX_ADDRESSES {
+                    return Err(format!("--addresses takes at most {MAX_ADDRESSES}"));
+                }
+                options.addresses = usize::try_from(n).map_err(|e| e.to_string())?;
             }
             "--server-log" => options.server_log = Some(parse_level(&value("--server-log")?)?),
             name => {
@@ -691,9 +714,9 @@ async fn connect_from(source: Ipv4Addr, addr: SocketAddr) -> std::io::Result<Tcp
 }
 
 /// One attacking connection, reopened as soon as it closes, until the runtime stops.
-async fn attacker_slot(attack: Attack, addr: SocketAddr, tally: Arc<Tally>) {
+async fn attacker_slot(attack: Attack, source: Ipv4Addr, addr: SocketAddr, tally: Arc<Tally>) {
     loop {
-        let stream = match connect_from(ATTACKER, addr).await {
+        let stream = match connect_from(source, addr).await {
             Ok(stream) => stream,
             Err(error) => {
                 tally.count(format!("connect failed ({})", error.kind()));
@@ -1015,6 +1038,7 @@ fn start_attacker(
     attack: Attack,
     addr: SocketAddr,
     connections: usize,
+    addresses: usize,
     mut stop: watch::Receiver<bool>,
 ) -> std::thread::JoinHandle<Result<Arc<Tally>, String>> {
     std::thread::spawn(move || {
@@ -1029,8 +1053,9 @@ fn start_attacker(
             } else {
                 connections
             };
-            for _ in 0..connections {
-                tokio::spawn(attacker_slot(attack, addr, Arc::clone(&tally)));
+            for index in 0..connections {
+                let source = attacker_address(index % addresses.max(1));
+                tokio::spawn(attacker_slot(attack, source, addr, Arc::clone(&tally)));
             }
             let _ = stop.wait_for(|stop| *stop).await;
         });
@@ -1303,11 +1328,20 @@ fn run(options: &Options) -> Result<bool, String> {
     println!(
         "strata-availability: each attack against a new default server under prlimit \
          --nofile={n}:{n} (connection cap {cap}), {connections} attacking connections from \
-         {ATTACKER}, a health check from {CHECKER} every {every} ms for {seconds} s after a \
+         {from}, a health check from {CHECKER} every {every} ms for {seconds} s after a \
          {head} s head start",
         n = options.nofile,
         cap = options.cap(),
         connections = options.connections(),
+        from = if options.addresses == 1 {
+            ATTACKER.to_string()
+        } else {
+            format!(
+                "{} addresses ({ATTACKER}, 127.0.0.10 to {})",
+                options.addresses,
+                attacker_address(options.addresses - 1)
+            )
+        },
         every = CHECK_EVERY.as_millis(),
         seconds = options.seconds,
         head = options.head_start,
@@ -1345,7 +1379,13 @@ fn run_attack(
     peaks.look(pid, addr.port());
     let drops_before = read_listen_drops();
     let (stop, stopped) = watch::channel(false);
-    let attacker = start_attacker(attack, addr, options.connections(), stopped);
+    let attacker = start_attacker(
+        attack,
+        addr,
+        options.connections(),
+        options.addresses,
+        stopped,
+    );
     let head_start = Instant::now();
     while head_start.elapsed() < Duration::from_secs(options.head_start) {
         std::thread::sleep(Duration::from_millis(250));
@@ -1438,13 +1478,14 @@ mod tests {
     fn options_and_attacks_are_read() {
         let parsed = parse(args(
             "--seconds 5 h2-idle --nofile 1024 budget-promises h2-idle --connections 10 \
-             --server-log warn --head-start 0",
+             --server-log warn --head-start 0 --addresses 8",
         ));
         let expected = Options {
             seconds: 5,
             head_start: 0,
             nofile: 1024,
             connections: Some(10),
+            addresses: 8,
             server_log: Some(Level::Warn),
             attacks: vec![Attack::H2Idle, Attack::BudgetPromises],
         };

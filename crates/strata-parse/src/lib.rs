@@ -75,7 +75,7 @@ pub use budget::{BodyBudget, BodyReservation, DEFAULT_BODY_BUDGET, OverBudget};
 pub const MULTIPART: bool = cfg!(feature = "upload");
 pub use future::ResponseFuture;
 pub use layer::{DEFAULT_BODY_LIMIT, DEFAULT_MAX_FIELDS, ParseLayer};
-pub use per_client::PerClient;
+pub use per_client::{ClientKey, PerClient};
 pub use service::ParseService;
 
 #[cfg(test)]

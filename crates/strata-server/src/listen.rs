@@ -6,11 +6,9 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use std::sync::atomic::Ordering;
-
 use strata_core::{ApiError, ClientAddr, ErrorKind, Logger};
 use strata_log::LogRateLimit;
-use strata_parse::PerClient;
+use strata_parse::{ClientKey, PerClient};
 use tokio::net::{TcpListener, UnixListener};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, TryAcquireError, watch};
 use tokio::task::JoinSet;
@@ -205,7 +203,7 @@ pub(crate) struct ClientConnections {
 /// A connection counted for its address until it ends.
 pub(crate) struct ClientConnection {
     clients: Arc<ClientConnections>,
-    slot: usize,
+    client: ClientKey,
 }
 
 impl ClientConnections {
@@ -219,24 +217,13 @@ impl ClientConnections {
 
     /// Counts a connection of `client`, unless its address holds its share.
     fn take(self: &Arc<Self>, client: ClientAddr) -> Option<ClientConnection> {
-        let slot = self.counts.slot(client);
-        let counter = self.counts.counter_in(slot);
-        let mut held = counter.load(Ordering::Relaxed);
-        loop {
-            if held >= self.share {
-                return None;
-            }
-            match counter.compare_exchange_weak(held, held + 1, Ordering::AcqRel, Ordering::Relaxed)
-            {
-                Ok(_) => {
-                    return Some(ClientConnection {
-                        clients: Arc::clone(self),
-                        slot,
-                    });
-                }
-                Err(now) => held = now,
-            }
-        }
+        let client = ClientKey::from(client);
+        self.counts
+            .try_add(client, 1, |_, wanted| wanted <= self.share)
+            .then(|| ClientConnection {
+                clients: Arc::clone(self),
+                client,
+            })
     }
 
     fn refused(&self, client: ClientAddr, logger: &Logger) {
@@ -255,10 +242,7 @@ impl ClientConnections {
 
 impl Drop for ClientConnection {
     fn drop(&mut self) {
-        self.clients
-            .counts
-            .counter_in(self.slot)
-            .fetch_sub(1, Ordering::AcqRel);
+        self.clients.counts.subtract(self.client, 1);
     }
 }
 
@@ -440,5 +424,37 @@ pub(crate) async fn accept(bound: &Bound) -> std::io::Result<Accepted> {
             .accept()
             .await
             .map(|(stream, _)| Accepted::Unix(stream)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// With the 1,024 hashed counters of before, about a hundred of these addresses shared a
+    /// count, and a share of 4 refused most of them.
+    #[test]
+    fn a_hundred_thousand_addresses_under_their_share_are_never_refused() {
+        let clients = Arc::new(ClientConnections::new(4));
+        let address = |n: u32| ClientAddr(std::net::Ipv4Addr::from(0x0a00_0000 + n).into());
+        let mut held = Vec::new();
+        for n in 0..100_000 {
+            for _ in 0..3 {
+                let connection = clients.take(address(n));
+                assert!(connection.is_some(), "address {n} refused under its share");
+                held.extend(connection);
+            }
+        }
+        for n in 0..100_000 {
+            held.extend(clients.take(address(n)));
+            assert!(clients.take(address(n)).is_none(), "past its share");
+        }
+        assert_eq!(clients.counts.addresses(), 100_000);
+        drop(held);
+        assert_eq!(
+            clients.counts.addresses(),
+            0,
+            "memory follows the connections open"
+        );
     }
 }
