@@ -1206,6 +1206,91 @@ async fn at_the_connection_cap_idle_http2_connections_make_room_for_a_new_client
     .await;
 }
 
+/// An HTTP/2 client that sends its preface and settings and nothing more, once the server
+/// has sent its first frame (read whole): the connection is served and holds a place.
+async fn quiet_http2(addr: std::net::SocketAddr) -> TcpStream {
+    let mut stream = TcpStream::connect(addr).await.unwrap();
+    stream
+        .write_all(b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n\0\0\0\x04\0\0\0\0\0")
+        .await
+        .unwrap();
+    let (kind, _) = read_h2_frame(&mut stream).await.expect("the server's SETTINGS");
+    assert_eq!(kind, 4, "SETTINGS first");
+    stream
+}
+
+/// The next HTTP/2 frame's type and flags (its payload skipped), within 10 s; `None` at the
+/// end of the connection.
+async fn read_h2_frame(stream: &mut TcpStream) -> Option<(u8, u8)> {
+    let mut head = [0; 9];
+    tokio::time::timeout(Duration::from_secs(10), stream.read_exact(&mut head))
+        .await
+        .expect("a frame or the end within 10 s")
+        .ok()?;
+    let length = usize::from(head[0]) << 16 | usize::from(head[1]) << 8 | usize::from(head[2]);
+    let mut payload = vec![0; length];
+    stream.read_exact(&mut payload).await.ok()?;
+    Some((head[3], head[4]))
+}
+
+/// Whether the server answers a PING on `stream` (frames before the answer are skipped).
+async fn answers_ping(stream: &mut TcpStream) -> bool {
+    let ping = b"\0\0\x08\x06\0\0\0\0\0pingping";
+    if stream.write_all(ping).await.is_err() {
+        return false;
+    }
+    while let Some((kind, flags)) = read_h2_frame(stream).await {
+        if kind == 6 && flags & 1 == 1 {
+            return true;
+        }
+    }
+    false
+}
+
+#[tokio::test]
+async fn at_the_connection_cap_only_the_connection_idle_longest_makes_room() {
+    let (_server, addr) = start_layered(
+        limits()
+            .max_connections(Some(6))
+            .header_read_timeout(Some(Duration::from_secs(60)))
+            .idle_timeout(Some(Duration::from_secs(60))),
+        tower::layer::util::Identity::new(),
+        &Started::default(),
+    )
+    .await;
+    // Every place taken, oldest first.
+    let mut idle = Vec::new();
+    for _ in 0..6 {
+        idle.push(quiet_http2(addr).await);
+    }
+    // Long enough that every one of them may be asked to make room (a connection is not
+    // asked in its first quarter of a second: it is about to send its request).
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    let mut stream = TcpStream::connect(addr).await.unwrap();
+    stream
+        .write_all(b"GET /wait HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n")
+        .await
+        .unwrap();
+    let mut answer = Vec::new();
+    tokio::time::timeout(Duration::from_secs(20), stream.read_to_end(&mut answer))
+        .await
+        .expect("not served within 20 s: no idle connection made room")
+        .unwrap();
+    let answer = String::from_utf8_lossy(&answer);
+    assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+    // The oldest was asked to go: GOAWAY, then the end.
+    let mut oldest = idle.remove(0);
+    let mut frames = Vec::new();
+    while let Some((kind, _)) = read_h2_frame(&mut oldest).await {
+        frames.push(kind);
+    }
+    assert!(frames.contains(&7), "GOAWAY before the end: {frames:?}");
+    // The others were not: each still answers.
+    for (n, stream) in idle.iter_mut().enumerate() {
+        assert!(answers_ping(stream).await, "connection {} was closed too", n + 2);
+    }
+}
+
 #[tokio::test]
 async fn one_http2_stream_without_progress_ends_its_connection_while_others_progress() {
     use http_body_util::{BodyExt, Empty};

@@ -254,9 +254,11 @@ pub struct ServerLimits {
     /// How long a whole request body may take to arrive (default 60 s; at the default 1 MiB
     /// body limit, about 17 KiB/s); then the request gets a 408 and its connection is closed.
     pub body_read_timeout: Option<Duration>,
-    /// The most connections served at once, over all listeners; at the cap the server stops
-    /// accepting (new clients wait in the kernel's backlog) and keeps serving the ones it has.
-    /// `None` (the default): the process's open-file limit less 64, at least 16.
+    /// The most connections served at once, over all listeners. At the cap, each new client
+    /// takes the place of the connection idle longest (nothing in flight for a quarter of a
+    /// second at least), which is closed (HTTP/2: GOAWAY); when none is idle, the server
+    /// stops accepting (new clients wait in the kernel's backlog) and keeps serving the ones
+    /// it has. `None` (the default): the process's open-file limit less 64, at least 16.
     pub max_connections: Option<usize>,
     /// The most connections one client address may have at once (IPv6: one /64); past it a new
     /// connection from that address is closed at once, so that one host cannot take every
@@ -265,7 +267,10 @@ pub struct ServerLimits {
     pub max_connections_per_client: Option<usize>,
     /// How long a connection may go without a request before it is closed gracefully (HTTP/2:
     /// GOAWAY, even while it answers pings; default 60 s). An idle HTTP/1 keep-alive connection
-    /// is closed sooner, by the header-read timeout. `None`: kept until the client closes it.
+    /// is closed sooner, by the header-read timeout, and an idle HTTP/2 one by the shorter of
+    /// the two. Each connection's deadline is brought forward by up to a quarter, at random,
+    /// so that connections opened together do not close, and come back, together. `None`:
+    /// kept until the client closes it.
     pub idle_timeout: Option<Duration>,
     /// How long responses may wait without a byte written (a client that does not read, or
     /// gives no HTTP/2 window) before the connection is dropped (default 30 s). `None` behind a

@@ -14,7 +14,7 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore, TryAcquireError, watch};
 use tokio::task::JoinSet;
 
 use crate::config::Listen;
-use crate::connection::watcher::Shutdown;
+use crate::connection::watcher::{IdleConnections, SHED_AFTER, Shutdown};
 use crate::connection::{Acceptor, CUT_GRACE, ServedApp, Serving};
 use crate::error::ServerError;
 use crate::server::{Listener, LocalAddr, Protocol};
@@ -188,8 +188,35 @@ pub(crate) fn default_max_connections() -> usize {
 
 /// A connection's place: under the cap, and among its address's connections.
 pub(crate) struct Place {
-    pub(crate) _permit: OwnedSemaphorePermit,
-    pub(crate) _client: Option<ClientConnection>,
+    /// Under the cap, until the connection ends or makes room.
+    permit: Option<OwnedSemaphorePermit>,
+    /// Among the connections closing beyond the cap, once it made room.
+    closing: Option<OwnedSemaphorePermit>,
+    /// Among its address's connections, until it ends or makes room.
+    client: Option<ClientConnection>,
+}
+
+impl Place {
+    pub(crate) fn new(permit: OwnedSemaphorePermit, client: Option<ClientConnection>) -> Self {
+        Self {
+            permit: Some(permit),
+            closing: None,
+            client,
+        }
+    }
+
+    /// The connection closes to make room: its place under the cap and among its address's
+    /// connections go to the next one now (it closes within a tenth of a second), if a place
+    /// among those closing is free.
+    pub(crate) fn make_room(&mut self, idle: &IdleConnections) {
+        if self.closing.is_none()
+            && let Some(closing) = idle.closing_place()
+        {
+            self.closing = Some(closing);
+            self.permit = None;
+            self.client = None;
+        }
+    }
 }
 
 /// Connections per client address, within a share of the cap (`max_connections_per_client`).
@@ -252,8 +279,13 @@ pub(crate) fn default_client_share(cap: usize) -> usize {
     (cap / 4).max(16).min(cap)
 }
 
-/// At the connection cap, idle connections are asked to close at most once per this period.
+/// At the connection cap with no connection idle long enough to close, the accept loop looks
+/// again this often (or takes the first place given back).
 pub(crate) const SHED_PERIOD: Duration = Duration::from_millis(100);
+
+/// At the connection cap, how long the accept loop waits for the place of the connection it
+/// asked to close (given back at once unless it turned out busy) before it asks the next.
+pub(crate) const ASKED_WAIT: Duration = Duration::from_millis(10);
 
 /// Accept errors are logged at most once per this period, with the count of the others.
 pub(crate) const ACCEPT_LOG_PERIOD: Duration = Duration::from_secs(5);
@@ -313,26 +345,27 @@ pub(crate) async fn accept_loop<S: ServedApp>(
         last_logged: None,
         suppressed: 0,
     };
-    // When idle connections were last asked to make room.
-    let mut shed_at: Option<tokio::time::Instant> = None;
     loop {
-        // At the cap, idle connections are asked to close, and the next client is accepted
-        // when a connection ends: clients queue in the kernel's backlog instead of costing
-        // memory and file descriptors here.
+        // At the cap, the connection idle longest is asked to close and gives its place to
+        // the next client at once; when none is idle, the next client is accepted when a
+        // connection ends: clients queue in the kernel's backlog instead of costing memory
+        // and file descriptors here.
         let slot = match Arc::clone(&slots).try_acquire_owned() {
             Ok(slot) => slot,
             Err(TryAcquireError::Closed) => break,
             Err(TryAcquireError::NoPermits) => {
                 let freed = loop {
-                    if shed_at.is_none_or(|at| at.elapsed() >= SHED_PERIOD) {
-                        serving.pressure.notify_waiters();
-                        shed_at = Some(tokio::time::Instant::now());
-                    }
+                    let wait = if serving.idle.ask_oldest(SHED_AFTER) {
+                        ASKED_WAIT
+                    } else {
+                        SHED_PERIOD
+                    };
                     tokio::select! {
                         _ = stop.wait_for(|stop| *stop) => break None,
                         slot = Arc::clone(&slots).acquire_owned() => break slot.ok(),
-                        // Connections busy at the last call may be idle now.
-                        () = tokio::time::sleep(SHED_PERIOD) => {}
+                        // The one asked was busy after all, or connections busy then may
+                        // be idle now.
+                        () = tokio::time::sleep(wait) => {}
                     }
                 };
                 match freed {
@@ -357,10 +390,7 @@ pub(crate) async fn accept_loop<S: ServedApp>(
                     continue;
                 };
                 let _ = stream.set_nodelay(true);
-                let place = Place {
-                    _permit: slot,
-                    _client: Some(counted),
-                };
+                let place = Place::new(slot, Some(counted));
                 serving.spawn(
                     stream,
                     Some(client),
@@ -370,10 +400,7 @@ pub(crate) async fn accept_loop<S: ServedApp>(
                 );
             }
             Ok(Accepted::Unix(stream)) => {
-                let place = Place {
-                    _permit: slot,
-                    _client: None,
-                };
+                let place = Place::new(slot, None);
                 serving.spawn(stream, None, shutdown.clone(), place, &mut connections);
             }
             Err(error) => {

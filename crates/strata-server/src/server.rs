@@ -11,7 +11,7 @@ use http::{Request, Response};
 use strata_core::{BoxError, Logger};
 use strata_routing::Routing;
 use tokio::net::{TcpListener, UnixListener};
-use tokio::sync::{Notify, Semaphore, watch};
+use tokio::sync::{Semaphore, watch};
 use tokio::task::JoinHandle;
 use tower_layer::Layer;
 use tower_service::Service;
@@ -20,6 +20,7 @@ use crate::app::layered::{Errors, Layered};
 use crate::app::{App, build_app};
 use crate::config::{Config, ServerLimits};
 use crate::connection::deadline::ServerBody;
+use crate::connection::watcher::IdleConnections;
 use crate::connection::{ServedApp, Serving, acceptor, connection_builder};
 use crate::error::ServerError;
 use crate::listen::{
@@ -477,7 +478,7 @@ async fn start<L: AroundApp>(create: CreateServer<'_, L>) -> Result<Server, Serv
             .unwrap_or_else(default_max_connections)
             .clamp(1, Semaphore::MAX_PERMITS),
     ));
-    let pressure = Arc::new(Notify::new());
+    let idle = Arc::new(IdleConnections::default());
     let clients = Arc::new(ClientConnections::new(
         limits
             .max_connections_per_client
@@ -514,7 +515,7 @@ async fn start<L: AroundApp>(create: CreateServer<'_, L>) -> Result<Server, Serv
             header_timeout: ServerLimits::or_never(limits.header_read_timeout),
             limits: *limits,
             logger: logger.clone(),
-            pressure: Arc::clone(&pressure),
+            idle: Arc::clone(&idle),
         };
         tasks.push(tokio::spawn(accept_loop(
             listener,

@@ -16,11 +16,10 @@ use http::{Request, Response};
 
 use strata_core::{Body, ClientAddr, ErrorHandler, Logger};
 use tokio::io::{AsyncRead, AsyncWrite};
-use tokio::sync::Notify;
 use tokio::task::JoinSet;
 use tower_service::Service;
 
-use self::watcher::{Activity, ActivityIo, Deadlines, Order, Shutdown};
+use self::watcher::{Activity, ActivityIo, Deadlines, IdleConnections, Order, Shutdown};
 use crate::config::ServerLimits;
 use crate::connection::deadline::{FirstByteDeadline, ServerBody, deadline_after};
 use crate::connection::service::ConnectionService;
@@ -120,8 +119,9 @@ pub(crate) struct Serving<S> {
     pub(crate) header_timeout: Duration,
     pub(crate) limits: ServerLimits,
     pub(crate) logger: Logger,
-    /// Told when the server is at its connection cap: idle connections close to make room.
-    pub(crate) pressure: Arc<Notify>,
+    /// The idle connections, the one idle longest asked to close when the server is at its
+    /// connection cap.
+    pub(crate) idle: Arc<IdleConnections>,
 }
 
 impl<S: ServedApp> Serving<S> {
@@ -141,10 +141,8 @@ impl<S: ServedApp> Serving<S> {
         match &self.tls {
             None => {
                 connections.spawn(async move {
-                    // The connection's place under the cap, given back when it ends.
-                    let _slot = slot;
                     let io = FirstByteDeadline::new(io, serving.header_timeout);
-                    serving.serve(io, client, shutdown).await;
+                    serving.serve(io, client, shutdown, slot).await;
                 });
             }
             #[cfg(not(feature = "tls"))]
@@ -153,13 +151,13 @@ impl<S: ServedApp> Serving<S> {
             Some(tls) => {
                 let tls = tls.clone();
                 connections.spawn(async move {
-                    let _slot = slot;
+                    // The connection's place under the cap, given back when it ends.
                     let io = FirstByteDeadline::new(io, serving.header_timeout);
                     match tokio::time::timeout(serving.header_timeout, tls.accept(io)).await {
                         // The handshake used the first deadline; the request gets its own.
                         Ok(Ok(stream)) => {
                             let stream = FirstByteDeadline::new(stream, serving.header_timeout);
-                            serving.serve(stream, client, shutdown).await;
+                            serving.serve(stream, client, shutdown, slot).await;
                         }
                         Ok(Err(error)) => serving
                             .logger
@@ -171,7 +169,8 @@ impl<S: ServedApp> Serving<S> {
         }
     }
 
-    async fn serve<IO>(&self, io: IO, client: Option<ClientAddr>, shutdown: Shutdown)
+    /// Serves `io` until it ends; `place` (under the cap) is kept by its watcher.
+    async fn serve<IO>(&self, io: IO, client: Option<ClientAddr>, shutdown: Shutdown, place: Place)
     where
         IO: AsyncRead + AsyncWrite + Unpin + Send + 'static,
     {
@@ -197,12 +196,14 @@ impl<S: ServedApp> Serving<S> {
             idle: Some(ServerLimits::or_never(self.limits.idle_timeout)),
             write: ServerLimits::or_never(self.limits.write_timeout),
             head: self.header_timeout,
+            idle_spread: watcher::idle_spread(),
         };
         let (watcher, mut ordered) = watcher::spawn(
             Arc::clone(&activity),
             shutdown,
-            Arc::clone(&self.pressure),
+            Arc::clone(&self.idle),
             deadlines,
+            place,
         );
         let mut orders_open = true;
         // Once cut (the shutdown timeout has passed), how long unanswered requests have to
@@ -276,7 +277,7 @@ mod tests {
             header_timeout: ServerLimits::or_never(limits.header_read_timeout),
             limits,
             logger: Logger::tracing(),
-            pressure: Arc::new(Notify::new()),
+            idle: Arc::default(),
         };
         let (client, server) = tokio::io::duplex(64 * 1024);
         let (stop, stopped) = watch::channel(false);
@@ -287,7 +288,13 @@ mod tests {
         };
         let task = tokio::spawn(async move {
             let _signals = (stop, cut);
-            serving.serve(server, None, shutdown).await;
+            let place = Place::new(
+                Arc::new(tokio::sync::Semaphore::new(1))
+                    .try_acquire_owned()
+                    .unwrap(),
+                None,
+            );
+            serving.serve(server, None, shutdown, place).await;
         });
         (task, client)
     }

@@ -1,6 +1,7 @@
 //! What one connection does ([`Activity`]: counters of reads, writes and requests) and when
 //! it has done too little ([`Watcher`]: the deadlines, looked at a few times per timeout).
 
+use super::shed::IdleEntry;
 use super::track::EventStreams;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
@@ -73,6 +74,22 @@ pub(crate) struct Deadlines {
     pub(crate) write: Duration,
     /// HTTP/1: no complete request head for this long while nothing is in flight: drop it.
     pub(crate) head: Duration,
+    /// How much sooner this connection's idle deadline falls, in thousandths of it (at most
+    /// [`MAX_IDLE_SPREAD`]; [`idle_spread`] picks one at random): connections opened together
+    /// do not all close together, to come back together.
+    pub(crate) idle_spread: u16,
+}
+
+/// The most an idle deadline is brought forward, in thousandths: a quarter.
+pub(crate) const MAX_IDLE_SPREAD: u16 = 250;
+
+/// A connection's [`Deadlines::idle_spread`], at random.
+pub(crate) fn idle_spread() -> u16 {
+    use std::hash::BuildHasher;
+    // Each `RandomState` has keys of its own: its hash of anything is as good as random here.
+    let random = std::collections::hash_map::RandomState::new().hash_one(0_u8);
+    // Below 251: it fits.
+    u16::try_from(random % (u64::from(MAX_IDLE_SPREAD) + 1)).unwrap_or_default()
 }
 
 /// Why a connection should end.
@@ -180,6 +197,7 @@ impl Activity {
             idle: Since::start(last.quiet(), now),
             head: Since::start(last.quiet(), now),
             last,
+            idle_entry: None,
         }
     }
 
@@ -202,9 +220,33 @@ pub(crate) struct Watcher<'a> {
     epochs: Option<(Duration, tokio::time::Instant)>,
     idle: Since,
     head: Since,
+    /// The connection's place among the idle ones the accept loop may ask to close.
+    idle_entry: Option<IdleEntry>,
 }
 
 impl Watcher<'_> {
+    /// Lists the connection among the idle ones while it is idle (from now, and at each
+    /// look), so that the accept loop can ask it to close to make room.
+    pub(crate) fn list_idle_in(&mut self, mut entry: IdleEntry) {
+        entry.set(self.idle_since());
+        self.idle_entry = Some(entry);
+    }
+
+    /// Since when the connection is idle, while its idle timeout is watched.
+    fn idle_since(&self) -> Option<tokio::time::Instant> {
+        self.deadlines.idle.and(self.idle.0)
+    }
+
+    /// The accept loop asked the connection to make room (and took it off the list).
+    pub(crate) fn asked_to_make_room(&mut self) -> Option<Verdict> {
+        let verdict = self.shed();
+        if let Some(entry) = &mut self.idle_entry {
+            // Off the list either way; listed again at the next look if it stays idle.
+            entry.forget();
+        }
+        verdict
+    }
+
     /// Resolves when the connection has had nothing in flight for the idle timeout (for
     /// HTTP/2, the shorter of it and the header-read timeout: a connection without a stream
     /// is held no longer than one without a request head), has waited `deadlines.head` for
@@ -246,16 +288,21 @@ impl Watcher<'_> {
     /// How long the connection may have nothing in flight, if that is watched.
     fn idle_after(&self, http2: bool) -> Option<Duration> {
         let idle = self.deadlines.idle?;
-        Some(if http2 {
+        let after = if http2 {
             idle.min(self.deadlines.head)
         } else {
             idle
-        })
+        };
+        // Brought forward by the connection's spread: at most a quarter, so no overflow.
+        Some(after - after / 1000 * u32::from(self.deadlines.idle_spread.min(MAX_IDLE_SPREAD)))
     }
 
     /// Stops watching the idle timeout (the connection closes gracefully already).
     pub(crate) fn without_idle(&mut self) {
         self.deadlines.idle = None;
+        if let Some(entry) = &mut self.idle_entry {
+            entry.set(None);
+        }
     }
 
     /// Whether the connection may be closed to make room for others (the server is at its
@@ -287,6 +334,10 @@ impl Watcher<'_> {
         let events = look.requests >> 32 != last.requests >> 32;
         self.socket_stall = self.socket_stall.look(look.socket_waits(), wrote, now);
         self.idle = self.idle.look(look.quiet(), events, now);
+        let idle_since = self.idle_since();
+        if let Some(entry) = &mut self.idle_entry {
+            entry.set(idle_since);
+        }
         // Waiting for the next request head also means nothing written: the end of a slow
         // download restarts it. (HTTP/1 only: HTTP/2's pings are writes, so the idle count
         // cannot ask the same; HTTP/2 has no head deadline.)

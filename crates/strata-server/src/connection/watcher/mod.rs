@@ -7,7 +7,8 @@
 //!   (a slow or silent client, an idle keep-alive connection) is dropped.
 //! - A connection whose responses make no write progress for the write timeout (a client that
 //!   does not read, one HTTP/2 stream without window) is dropped.
-//! - At the connection cap, a connection idle for a while closes to make room; at shutdown,
+//! - At the connection cap, the connection idle longest (for a quarter of a second at least)
+//!   closes to make room, one for each newcomer, and gives its place at once; at shutdown,
 //!   every connection closes gracefully, event streams end, and at the shutdown timeout what
 //!   has no answer yet gets a 503.
 //!
@@ -26,8 +27,9 @@
 //! 3. each request counted with [`Activity::request`] and its response future wrapped in
 //!    [`TrackedFuture`], whose body ([`TrackedBody`]) is counted until hyper drops it;
 //! 4. [`spawn`] starts the watcher's task with the connection's [`Deadlines`], the server's
-//!    [`Shutdown`] and its pressure signal; the connection reads [`Order`]s from the channel it
-//!    returns, and drops the [`WatcherTask`] when it ends.
+//!    [`Shutdown`], its [`IdleConnections`] and the connection's place under the cap; the
+//!    connection reads [`Order`]s from the channel it returns, and drops the [`WatcherTask`]
+//!    when it ends.
 //!
 //! # What it relies on in hyper
 //!
@@ -47,6 +49,7 @@
 
 mod activity;
 mod io;
+mod shed;
 mod track;
 
 #[cfg(test)]
@@ -55,23 +58,27 @@ mod tests;
 use std::sync::Arc;
 use std::time::Duration;
 
-use tokio::sync::{Notify, oneshot, watch};
+use tokio::sync::{oneshot, watch};
 use tokio::task::JoinHandle;
 
-pub(crate) use activity::{Activity, Deadlines, Verdict};
+use crate::listen::Place;
+pub(crate) use activity::{Activity, Deadlines, SHED_AFTER, Verdict, idle_spread};
+pub(crate) use shed::IdleConnections;
 pub(crate) use io::{ActivityIo, HTTP2_PREFACE, continues_preface};
 pub(crate) use track::{TrackedBody, TrackedFuture};
 
 /// Starts watching a connection: a task of its own, which sends the connection its orders on
-/// the channel returned. Dropping the [`WatcherTask`] stops it.
+/// the channel returned, and keeps the connection's `place` under the cap (given back early
+/// when it closes to make room). Dropping the [`WatcherTask`] stops it.
 pub(crate) fn spawn(
     activity: Arc<Activity>,
     shutdown: Shutdown,
-    pressure: Arc<Notify>,
+    idle: Arc<IdleConnections>,
     deadlines: Deadlines,
+    place: Place,
 ) -> (WatcherTask, oneshot::Receiver<Order>) {
     let (orders, ordered) = oneshot::channel();
-    let task = tokio::spawn(watch(activity, shutdown, pressure, deadlines, orders));
+    let task = tokio::spawn(watch(activity, shutdown, idle, deadlines, orders, place));
     (WatcherTask(task), ordered)
 }
 
@@ -112,20 +119,29 @@ impl Drop for WatcherTask {
 async fn watch(
     activity: Arc<Activity>,
     mut shutdown: Shutdown,
-    pressure: Arc<Notify>,
+    idle: Arc<IdleConnections>,
     deadlines: Deadlines,
     orders: oneshot::Sender<Order>,
+    // Held until the connection ends (this task is aborted then).
+    mut place: Place,
 ) {
     let mut watcher = activity.watcher(deadlines);
+    let entry = idle.entry();
+    let asked = entry.asked();
+    watcher.list_idle_in(entry);
     // Whether the connection closes to make room (the server is at its cap).
     let mut shed = false;
     let verdict = loop {
         tokio::select! {
             _ = shutdown.stop.wait_for(|stop| *stop) => break None,
             verdict = watcher.next() => break Some(verdict),
-            // The server is at its cap: an idle connection makes room.
-            () = pressure.notified() => if let Some(verdict) = watcher.shed() {
+            // The server is at its cap and this connection has been idle longest: it makes
+            // room, and its place goes to the newcomer at once.
+            () = asked.notified() => if let Some(verdict) = watcher.asked_to_make_room() {
                 shed = verdict == Verdict::Idle;
+                if shed {
+                    place.make_room(&idle);
+                }
                 break Some(verdict);
             },
         }

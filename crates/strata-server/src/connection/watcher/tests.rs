@@ -16,7 +16,9 @@ use http_body::{Body as HttpBody, Frame};
 use strata_core::{Body, BoxError, StreamShutdown};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 
-use super::activity::{Activity, Deadlines, EPOCHS_PER_WRITE_TIMEOUT, SHED_AFTER, Verdict};
+use super::activity::{
+    Activity, Deadlines, EPOCHS_PER_WRITE_TIMEOUT, MAX_IDLE_SPREAD, SHED_AFTER, Verdict, idle_spread,
+};
 use super::io::{ActivityIo, JOIN_MAX, match_preface};
 use super::track::{TrackedBody, TrackedFuture};
 
@@ -62,6 +64,7 @@ const DEADLINES: Deadlines = Deadlines {
     idle: Some(Duration::from_secs(60)),
     write: Duration::from_secs(30),
     head: Duration::from_secs(10),
+    idle_spread: 0,
 };
 
 fn socket() -> (Pin<Box<ActivityIo<Socket>>>, Arc<Activity>, Arc<AtomicBool>) {
@@ -144,6 +147,7 @@ async fn zero_timeouts_end_only_what_they_apply_to() {
         idle: Some(Duration::ZERO),
         write: Duration::ZERO,
         head: Duration::ZERO,
+        idle_spread: 0,
     };
     let in_flight = activity.request();
     let watcher = tokio::spawn({
@@ -167,6 +171,7 @@ async fn timeouts_of_duration_max_never_fire_and_never_overflow() {
         idle: Some(Duration::MAX),
         write: Duration::MAX,
         head: Duration::MAX,
+        idle_spread: 0,
     };
     flush_waits.store(true, Ordering::Relaxed);
     assert!(!flush(&mut io).await);
@@ -198,6 +203,7 @@ async fn a_deadline_fires_within_a_look_after_it_is_due_never_before() {
         idle: Some(Duration::from_secs(9)),
         write: Duration::from_secs(30),
         head: Duration::from_secs(10),
+        idle_spread: 0,
     };
     let tick = Duration::from_millis(2250);
     let activity = http2();
@@ -221,6 +227,7 @@ async fn a_request_starting_or_finishing_restarts_the_idle_count() {
         idle: Some(idle),
         write: Duration::from_secs(30),
         head: Duration::from_secs(30),
+        idle_spread: 0,
     };
     let activity = http2();
     let watcher = spawn_watch(&activity, deadlines);
@@ -321,6 +328,7 @@ async fn after_the_idle_verdict_the_other_deadlines_go_on_counting() {
         idle: Some(Duration::from_secs(1)),
         write: Duration::from_secs(30),
         head: Duration::from_secs(3),
+        idle_spread: 0,
     };
     let activity = Arc::new(Activity::default());
     let started = tokio::time::Instant::now();
@@ -595,4 +603,33 @@ fn a_large_write_keeps_its_slices() {
     let (_, writes) = write_vectored(&[b"head", &body[4..]], usize::MAX);
     assert!(!writes[0].0);
     assert_eq!(writes[0].1.len(), JOIN_MAX);
+}
+
+/// Connections opened together close over the last quarter of the idle timeout, not at one
+/// instant, and none early: with one deadline for all, idle HTTP/2 connections from a few
+/// hosts closed together and came back together, filling the cap at once.
+#[tokio::test(start_paused = true)]
+async fn idle_deadlines_are_spread_over_the_last_quarter() {
+    let start = tokio::time::Instant::now();
+    let mut watching = tokio::task::JoinSet::new();
+    for _ in 0..200 {
+        watching.spawn(async move {
+            let activity = http2();
+            let deadlines = Deadlines {
+                idle_spread: idle_spread(),
+                ..DEADLINES
+            };
+            assert!(deadlines.idle_spread <= MAX_IDLE_SPREAD);
+            assert_eq!(activity.watch(deadlines).await, Verdict::Idle);
+            start.elapsed()
+        });
+    }
+    let closed: Vec<Duration> = watching.join_all().await;
+    // HTTP/2's idle deadline is the header-read timeout here (10 s), the shorter.
+    let (first, last) = (closed.iter().min().unwrap(), closed.iter().max().unwrap());
+    assert!(*first >= DEADLINES.head * 3 / 4, "{first:?}");
+    assert!(*last <= DEADLINES.head, "{last:?}");
+    assert!(*last - *first >= DEADLINES.head / 8, "spread over {:?}", *last - *first);
+    let distinct: std::collections::BTreeSet<_> = closed.iter().collect();
+    assert!(distinct.len() > 50, "{} distinct instants", distinct.len());
 }
