@@ -14,7 +14,8 @@ pub enum SameSite {
     Strict,
     /// Also with top-level navigations from other sites (browsers' default).
     Lax,
-    /// With every request, cross-site included; browsers require `Secure` with it.
+    /// With every request, cross-site included; browsers require `Secure` with it, and
+    /// [`Cookies::set`](crate::Cookies::set) refuses it without.
     None,
 }
 
@@ -91,7 +92,8 @@ impl CookieOptions {
         /// Where it may be sent from (`SameSite`; `None` leaves the attribute out).
         #[must_use]
         same_site(same_site: impl Into<Option<SameSite>>) => same_site = same_site.into();
-        /// Whether it is kept per top-level site (`Partitioned`, CHIPS; needs `Secure`).
+        /// Whether it is kept per top-level site (`Partitioned`, CHIPS; needs `Secure`, which
+        /// is not added for it: a cookie without is refused).
         #[must_use]
         partitioned(partitioned: bool) => partitioned = partitioned;
     }
