@@ -3,20 +3,27 @@
 //! and what the OpenAPI document says of them.
 #![allow(clippy::unwrap_used)] // a test: a failed set-up is a failed test
 
+use std::sync::{Arc, Mutex};
+
 use garde::Validate;
 use http::Method;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
-use strata::cookies::{CookieKeys, CookieMiddleware, CookieOptions, Cookies};
+use strata::cookies::{CookieKeys, CookieMiddleware, CookieOptions, Cookies, SameSite};
+use strata::core::logger::{Level, LogSink};
 use strata::openapi::Documentation;
 use strata::prelude::*;
 use strata::server::LocalAddr;
 use strata::{InputSource, Security};
 use strata::{Router, Routing};
+use tower::ServiceExt;
 
 const OLD_SECRET: &str = "an older secret, thirty-two bytes long";
 const NEW_SECRET: &str = "the newest secret, also 32 bytes or more";
+/// `ada` signed for `session` with [`OLD_SECRET`] by earlier versions (the value alone signed),
+/// percent-encoded as they sent it.
+const VALUE_ONLY: &str = "s%3AYcETPRWp%2BdtB2ARLFmsqQEVRMho4b5kJpPZ%2F39RBAAc%3Dada";
 
 #[derive(Deserialize, Validate, JsonSchema)]
 struct Login {
@@ -96,8 +103,19 @@ fn routing(signing: CookieKeys) -> Routing {
                 .ok_or_else(|| http_error!(401, "Not signed in"))?;
             Ok(Session { name })
         });
+    // A cookie for cross-site requests, without `Secure`: browsers would drop it.
+    let embed = cookies
+        .post()
+        .handler_without_input(async |cookies: Cookies| {
+            let options = CookieOptions::new().same_site(SameSite::None);
+            cookies.set("embed", "1", &options)?;
+            Ok(Session {
+                name: String::new(),
+            })
+        });
     routing! {
         "v1" => {
+            "embed" => embed,
             "login" => login,
             "logout" => logout,
             "whoami" => whoami,
@@ -344,4 +362,96 @@ fn the_document_places_cookie_fields_and_names_the_cookie_scheme() {
         json!([{"cookie_session": []}])
     );
     assert!(doc["paths"]["/v1/me"]["get"]["responses"]["401"].is_object());
+}
+
+/// `GET /v1/whoami` with the cookie header `cookie`: the status and the name read from the
+/// signed `session` cookie, or the error's message.
+async fn whoami(base: &str, cookie: &str) -> (u16, Value) {
+    let (status, body) = json_of(
+        reqwest::Client::new()
+            .get(format!("{base}/v1/whoami"))
+            .header("cookie", cookie)
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
+    match status {
+        200 => (status, body["data"]["name"].clone()),
+        _ => (status, body["error"]["message"].clone()),
+    }
+}
+
+#[tokio::test]
+async fn a_value_signed_for_another_cookie_or_expired_is_refused() {
+    let keys = keys(&[NEW_SECRET]);
+    let (server, base) = serve(keys.clone(), keys.clone()).await;
+    let required = (400, json!("session: required"));
+    // URL-safe base64: a signed value needs no percent-encoding in a `Cookie` header.
+    let as_session = |signed: &str| format!("session={signed}");
+    assert_eq!(
+        whoami(&base, &as_session(&keys.sign("session", "ada"))).await,
+        (200, json!("ada"))
+    );
+    // Signed for `remember`, sent as `session`: refused.
+    assert_eq!(
+        whoami(&base, &as_session(&keys.sign("remember", "admin"))).await,
+        required
+    );
+    // Signed until a time that has passed: refused, though the client kept it.
+    let hour = std::time::Duration::from_secs(3600);
+    let now = std::time::SystemTime::now();
+    let expired = keys.sign_until("session", "ada", now - hour);
+    assert_eq!(whoami(&base, &as_session(&expired)).await, required);
+    let live = keys.sign_until("session", "ada", now + hour);
+    assert_eq!(whoami(&base, &as_session(&live)).await, (200, json!("ada")));
+    server.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_value_signed_the_old_way_is_read_only_when_migrating() {
+    let cookie = format!("session={VALUE_ONLY}");
+    let (server, base) = serve(keys(&[OLD_SECRET]), keys(&[OLD_SECRET])).await;
+    assert_eq!(
+        whoami(&base, &cookie).await,
+        (400, json!("session: required"))
+    );
+    server.shutdown().await;
+    let migrating = keys(&[NEW_SECRET, OLD_SECRET]).accept_value_only(true);
+    let (server, base) = serve(migrating.clone(), migrating).await;
+    assert_eq!(whoami(&base, &cookie).await, (200, json!("ada")));
+    server.shutdown().await;
+}
+
+/// What the server logs.
+#[derive(Default)]
+struct Capture(Mutex<Vec<(Level, String)>>);
+
+impl LogSink for Capture {
+    fn log(&self, level: Level, message: std::fmt::Arguments<'_>) {
+        self.0.lock().unwrap().push((level, message.to_string()));
+    }
+}
+
+#[tokio::test]
+async fn a_cookie_breaking_a_browser_rule_is_a_500_logged_with_the_rule() {
+    let keys = keys(&[OLD_SECRET]);
+    let router = Router::new(&routing(keys.clone()), &config(keys).build()).unwrap();
+    let capture = Arc::new(Capture::default());
+    let mut request = http::Request::post("/v1/embed")
+        .body(String::new())
+        .unwrap();
+    request
+        .extensions_mut()
+        .insert(Logger::with_sink(capture.clone()));
+    let response = router.oneshot(request).await.unwrap();
+    // Nothing set; the client learns no more than of any 500 (production's default).
+    assert_eq!(response.status(), 500);
+    assert!(response.headers().get("set-cookie").is_none());
+    let logged = capture.0.lock().unwrap().clone();
+    assert!(
+        logged.iter().any(|(level, line)| *level == Level::Error
+            && line.contains(r#"POST /v1/embed: 500 Cookie "embed": SameSite=None needs Secure"#)),
+        "{logged:?}"
+    );
 }

@@ -2,6 +2,7 @@
 
 use std::fmt;
 use std::sync::{Arc, Mutex, PoisonError};
+use std::time::SystemTime;
 
 use cookie::Cookie;
 use http::HeaderValue;
@@ -10,6 +11,7 @@ use strata_core::ApiError;
 use strata_input::cookies::{CookieKeys, RequestCookies};
 use strata_middleware::{Amend, AmendResponse, outcome_headers};
 
+use crate::error::{CookieError, CookieRule};
 use crate::options::CookieOptions;
 
 /// The request's cookies, and the cookies to set on the response, for handlers (a parameter
@@ -57,36 +59,47 @@ impl Cookies {
     ///
     /// # Errors
     ///
-    /// A 500 when `name` is not a cookie name (RFC 6265 §4.1.1: a token, no separators).
+    /// [`CookieError`] naming the rule the cookie breaks (see [`CookieRule`]): a name that is
+    /// not a token, `;` or a control character in the path or domain, `SameSite=None` or
+    /// `Partitioned` without `Secure`, a `__Secure-` name without `Secure`, a `__Host-` name
+    /// without `Secure`, `Path=/` and no domain, more than 4096 bytes. Nothing is set. In a
+    /// handler, `?` makes it a 500 naming the rule in the log.
     pub fn set(
         &self,
         name: &str,
         value: impl Into<String>,
         options: &CookieOptions,
-    ) -> Result<(), ApiError> {
-        let mut cookie = Cookie::new(checked_name(name)?.to_owned(), value.into());
-        options.apply(&mut cookie);
-        self.record(cookie);
+    ) -> Result<(), CookieError> {
+        self.record(options.cookie(name, value.into())?);
         Ok(())
     }
 
     /// Sets the signed cookie `name`: `value` with a signature of the first key, which
-    /// [`get_signed`](Self::get_signed) and the `signed_cookies` input source verify.
+    /// [`get_signed`](Self::get_signed) and the `signed_cookies` input source verify. The
+    /// signature covers the name, the value and the cookie's expiry (from `Max-Age` or
+    /// `Expires`, when the options set one): the value is refused under another name, or
+    /// after its expiry, though a client kept it.
     ///
     /// # Errors
     ///
-    /// A 500 when the middleware has no keys, or `name` is not a cookie name.
+    /// As [`set`](Self::set), and [`CookieRule::NoKeys`] when the middleware has no keys.
     pub fn set_signed(
         &self,
         name: &str,
         value: impl Into<String>,
         options: &CookieOptions,
-    ) -> Result<(), ApiError> {
-        let keys = self.0.keys.as_ref().ok_or_else(|| {
-            ApiError::internal("Signed cookies need keys: CookieMiddleware::keys(..)")
-        })?;
-        let name = checked_name(name)?;
-        self.set(name, keys.sign(name, &value.into()), options)
+    ) -> Result<(), CookieError> {
+        let keys = self
+            .0
+            .keys
+            .as_ref()
+            .ok_or_else(|| CookieError::new(name, CookieRule::NoKeys))?;
+        let value = value.into();
+        let signed = match options.expiry(SystemTime::now()) {
+            Some(expires) => keys.sign_until(name, &value, expires),
+            None => keys.sign(name, &value),
+        };
+        self.set(name, signed, options)
     }
 
     /// Removes the cookie `name` from the client: an empty value that expired long ago. The
@@ -94,10 +107,9 @@ impl Cookies {
     ///
     /// # Errors
     ///
-    /// A 500 when `name` is not a cookie name.
-    pub fn clear(&self, name: &str, options: &CookieOptions) -> Result<(), ApiError> {
-        let mut cookie = Cookie::new(checked_name(name)?.to_owned(), "");
-        options.apply(&mut cookie);
+    /// As [`set`](Self::set): a browser ignores a removal that breaks a rule, too.
+    pub fn clear(&self, name: &str, options: &CookieOptions) -> Result<(), CookieError> {
+        let mut cookie = options.cookie(name, String::new())?;
         cookie.make_removal();
         self.record(cookie);
         Ok(())
@@ -143,23 +155,6 @@ impl fmt::Debug for Cookies {
     }
 }
 
-/// `name` when it is a cookie name: a non-empty token of visible ASCII without separators.
-fn checked_name(name: &str) -> Result<&str, ApiError> {
-    const SEPARATORS: &[u8] = b"()<>@,;:\\\"/[]?={} \t";
-    let token = !name.is_empty()
-        && name
-            .bytes()
-            .all(|b| b.is_ascii_graphic() && !SEPARATORS.contains(&b));
-    if token {
-        Ok(name)
-    } else {
-        Err(ApiError::internal(format!(
-            "Not a cookie name: {:?}",
-            name.chars().take(40).collect::<String>()
-        )))
-    }
-}
-
 /// What the cookie middleware keeps: the jar it shares with the context entry, whose
 /// recorded cookies become `Set-Cookie` headers once the rest of the chain answered.
 pub struct CookieAmends(pub(crate) Cookies);
@@ -172,8 +167,8 @@ impl AmendResponse for CookieAmends {
         }
         let headers = outcome_headers(outcome);
         for cookie in set {
-            // Encoded: names were checked and values are percent-encoded, so every byte is
-            // one a header allows.
+            // Encoded: names, paths and domains were checked and values are percent-encoded,
+            // so every byte is one a header allows.
             if let Ok(value) = HeaderValue::try_from(cookie.encoded().to_string()) {
                 headers.append(SET_COOKIE, value);
             }

@@ -5,8 +5,11 @@
 //! every outcome then carries; here the middleware amends the outcome, see
 //! `strata_middleware::AmendResponse`).
 //!
-//! Signed cookies are the `cookie` crate's (HMAC-SHA256 over the value), with key rotation
-//! through [`CookieKeys`]: a forged, altered or unsigned cookie reads as absent. Cookies as
+//! Signed cookies are HMAC-SHA256 over the cookie's name, its expiry and its value, with key
+//! rotation through [`CookieKeys`]: a forged, altered, unsigned or expired cookie reads as
+//! absent, as does a value signed for another cookie. Setting a cookie checks the rules
+//! browsers enforce (see [`CookieRule`]): one that breaks them is refused with a
+//! [`CookieError`] naming the rule, not dropped by the browser without a word. Cookies as
 //! an input source (`InputSource::Cookies`, `InputSource::SignedCookies`) are the combine
 //! stage's; this middleware is for handlers that read and write cookies themselves.
 //!
@@ -47,10 +50,12 @@
 //! # }
 //! ```
 
+mod error;
 mod jar;
 mod middleware;
 mod options;
 
+pub use error::{CookieError, CookieRule};
 pub use jar::{CookieAmends, Cookies};
 pub use middleware::CookieMiddleware;
 pub use options::{CookieOptions, SameSite};

@@ -3,6 +3,9 @@
 use std::time::{Duration, SystemTime};
 
 use cookie::{Cookie, Expiration};
+use strata_input::cookies::MAX_COOKIE_BYTES;
+
+use crate::error::{CookieError, CookieRule};
 
 /// Where a cookie may be sent from (`SameSite`, RFC 6265bis §4.1.2.7).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -11,7 +14,8 @@ pub enum SameSite {
     Strict,
     /// Also with top-level navigations from other sites (browsers' default).
     Lax,
-    /// With every request, cross-site included; browsers require `Secure` with it.
+    /// With every request, cross-site included; browsers require `Secure` with it, and
+    /// [`Cookies::set`](crate::Cookies::set) refuses it without.
     None,
 }
 
@@ -88,13 +92,77 @@ impl CookieOptions {
         /// Where it may be sent from (`SameSite`; `None` leaves the attribute out).
         #[must_use]
         same_site(same_site: impl Into<Option<SameSite>>) => same_site = same_site.into();
-        /// Whether it is kept per top-level site (`Partitioned`, CHIPS; needs `Secure`).
+        /// Whether it is kept per top-level site (`Partitioned`, CHIPS; needs `Secure`, which
+        /// is not added for it: a cookie without is refused).
         #[must_use]
         partitioned(partitioned: bool) => partitioned = partitioned;
     }
 
+    /// The cookie `name` valued `value` with these attributes, when it follows the rules
+    /// browsers enforce (see [`CookieRule`]).
+    pub(crate) fn cookie(&self, name: &str, value: String) -> Result<Cookie<'static>, CookieError> {
+        self.check(name)
+            .map_err(|rule| CookieError::new(name, rule))?;
+        let mut cookie = Cookie::new(name.to_owned(), value);
+        self.apply(&mut cookie);
+        // What browsers measure is the header's text: the value percent-encoded.
+        let encoded = cookie.encoded().stripped().to_string();
+        if encoded.len() - "=".len() > MAX_COOKIE_BYTES {
+            return Err(CookieError::new(name, CookieRule::TooLong));
+        }
+        Ok(cookie)
+    }
+
+    /// The first rule the cookie `name` with these attributes breaks (its value is
+    /// percent-encoded, so any value can be sent).
+    fn check(&self, name: &str) -> Result<(), CookieRule> {
+        const SEPARATORS: &[u8] = b"()<>@,;:\\\"/[]?={} \t";
+        let token = !name.is_empty()
+            && name
+                .bytes()
+                .all(|b| b.is_ascii_graphic() && !SEPARATORS.contains(&b));
+        // RFC 6265 §4.1.1's path-value: any character but controls and `;`.
+        let attribute = |text: &Option<String>| {
+            text.as_deref()
+                .is_none_or(|text| !text.chars().any(|c| c == ';' || c.is_control()))
+        };
+        let prefixed = |prefix: &str| {
+            name.get(..prefix.len())
+                .is_some_and(|start| start.eq_ignore_ascii_case(prefix))
+        };
+        if !token {
+            Err(CookieRule::Name)
+        } else if !attribute(&self.path) {
+            Err(CookieRule::Path)
+        } else if !attribute(&self.domain) {
+            Err(CookieRule::Domain)
+        } else if prefixed("__Host-")
+            && !(self.secure && self.path.as_deref() == Some("/") && self.domain.is_none())
+        {
+            Err(CookieRule::HostPrefix)
+        } else if prefixed("__Secure-") && !self.secure {
+            Err(CookieRule::SecurePrefix)
+        } else if self.same_site == Some(SameSite::None) && !self.secure {
+            Err(CookieRule::SameSiteNoneWithoutSecure)
+        } else if self.partitioned && !self.secure {
+            Err(CookieRule::PartitionedWithoutSecure)
+        } else {
+            Ok(())
+        }
+    }
+
+    /// When a cookie set with these attributes expires, if it does: `Max-Age` from `now`
+    /// (which wins, as in browsers), or `Expires`. What a signed cookie's signature covers.
+    pub(crate) fn expiry(&self, now: SystemTime) -> Option<SystemTime> {
+        match self.max_age {
+            // Whole seconds, as `Max-Age` is written; past the clock's range, never.
+            Some(max_age) => now.checked_add(Duration::from_secs(max_age.as_secs())),
+            None => self.expires,
+        }
+    }
+
     /// `cookie` with these attributes.
-    pub(crate) fn apply(&self, cookie: &mut Cookie<'static>) {
+    fn apply(&self, cookie: &mut Cookie<'static>) {
         if let Some(path) = &self.path {
             cookie.set_path(path.clone());
         }
@@ -107,8 +175,7 @@ impl CookieOptions {
             ));
         }
         if let Some(at) = self.expires {
-            let at = cookie::time::OffsetDateTime::from(at);
-            cookie.set_expires(Expiration::DateTime(at));
+            cookie.set_expires(Expiration::DateTime(http_date(at)));
         }
         cookie.set_http_only(self.http_only);
         cookie.set_secure(self.secure);
@@ -119,4 +186,20 @@ impl CookieOptions {
         }));
         cookie.set_partitioned(self.partitioned);
     }
+}
+
+/// The last second an HTTP date can name (9999-12-31T23:59:59Z).
+const LAST_HTTP_DATE: i64 = 253_402_300_799;
+
+/// `at` as an `Expires` date: before 1970, 1970; after 9999, 9999 (the `time` crate's
+/// conversion panics out of its range, and a browser reads either bound as the time meant).
+fn http_date(at: SystemTime) -> cookie::time::OffsetDateTime {
+    let seconds = at
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .map_or(0, |since| {
+            i64::try_from(since.as_secs()).unwrap_or(i64::MAX)
+        })
+        .min(LAST_HTTP_DATE);
+    cookie::time::OffsetDateTime::from_unix_timestamp(seconds)
+        .unwrap_or(cookie::time::OffsetDateTime::UNIX_EPOCH)
 }

@@ -1,12 +1,13 @@
 //! The cookies of a request, read within limits, and signed cookies verified.
 //!
-//! Signing is the `cookie` crate's (HMAC-SHA256 of the value, the digest in base64 before it):
-//! no cryptography is written here. A signed value is marked with `s:` before it, as express's
-//! `cookie-parser` marks its own: a cookie so marked is a signed cookie, verified or absent,
-//! and never a plain one, so that a forged signature cannot pass as a plain value of the same
-//! name. [`CookieKeys`] holds one key per secret, for rotation: the
-//! first signs, every one verifies, so a new secret goes first and the old one stays until the
-//! cookies it signed have expired.
+//! A signed value is marked with `s:` before it, as express's `cookie-parser` marks its own:
+//! a cookie so marked is a signed cookie, verified or absent, and never a plain one, so that a
+//! forged signature cannot pass as a plain value of the same name. Its signature (HMAC-SHA256,
+//! the `hmac` and `sha2` crates: no cryptography is written here) covers the cookie's name,
+//! the value, and the expiry when the cookie has one: a value signed for one cookie is refused
+//! under another, and one replayed after its expiry is refused. [`CookieKeys`] holds one key
+//! per secret, for rotation: the first signs, every one verifies, so a new secret goes first
+//! and the old one stays until the cookies it signed have expired.
 //!
 //! ```
 //! use strata_input::cookies::{CookieKeys, RequestCookies};
@@ -23,15 +24,22 @@
 //! // An unsigned or forged value is not there at all, and a signed one is not a plain one.
 //! assert_eq!(cookies.get_signed("theme", &keys), None);
 //! assert_eq!(cookies.get("session"), None);
+//! // Nor is a value signed for another cookie.
+//! assert_eq!(keys.verify("admin", &signed), None);
 //! ```
 
 use std::fmt;
 use std::ops::Range;
 use std::sync::Arc;
+use std::time::{SystemTime, UNIX_EPOCH};
 
+use base64::Engine as _;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use cookie::{Cookie, CookieJar, Key};
+use hmac::{Hmac, Mac};
 use http::header::COOKIE;
 use http::{HeaderMap, HeaderValue};
+use sha2::Sha256;
 use strata_core::{ApiError, ErrorKind};
 
 /// The most cookies a request may carry: more is a 400. Browsers keep about 180 per site.
@@ -48,14 +56,44 @@ pub const SIGNED_MARK: &str = "s:";
 /// crate derives its signing key from).
 pub const MIN_SECRET_BYTES: usize = 32;
 
+/// The length of a signature in a signed value: 32 bytes of HMAC-SHA256 in unpadded URL-safe
+/// base64 (no `+`, `/` or `=`, which a `Set-Cookie` would percent-encode).
+const DIGEST_CHARS: usize = 43;
+
+/// What the key of name-bound signatures is derived with, from the key of the `cookie`
+/// crate's value-only ones: the two schemes never share a key, so no value signed the old way
+/// can pass for one signed the new way, whatever it holds.
+const BOUND_KEY_LABEL: &[u8] = b"strata signed cookie: name, expiry, value";
+
 /// The keys signed cookies are signed and verified with: the first signs, all verify (key
 /// rotation). Cloning shares them; `Debug` does not show them.
 ///
-/// The signature covers the value, not the name (the `cookie` crate's scheme, and
-/// express's): a client holding two signed cookies could swap their values. Give values that
-/// must not travel between names a prefix of their own.
+/// A signed value is `s:`, the signature, the expiry (seconds since 1970, or nothing) and
+/// `.` before the value: `s:<43 characters>1767225600.ada`. The signature covers the
+/// cookie's name, the expiry and the value, so a client cannot move a value to another
+/// cookie, nor keep using it after its expiry (which [`sign_until`](Self::sign_until) sets;
+/// the cookie middleware sets it from the cookie's `Max-Age` or `Expires`).
+///
+/// # Migrating from value-only signatures
+///
+/// Earlier versions signed the value alone (the `cookie` crate's scheme:
+/// `s:<44 characters>ada`), which these keys refuse unless
+/// [`accept_value_only`](Self::accept_value_only) asks otherwise. To migrate without signing
+/// everyone out: deploy with `accept_value_only(true)`; set each signed cookie again where it
+/// is read (what is set now is name-bound); once the longest-lived of the old cookies has
+/// expired (or been set again), deploy without it.
 #[derive(Clone)]
-pub struct CookieKeys(Arc<[Key]>);
+pub struct CookieKeys {
+    keys: Arc<[Keys]>,
+    value_only: bool,
+}
+
+/// One secret's keys: the `cookie` crate's (value-only signatures, read when migrating) and
+/// the one derived from it for name-bound signatures.
+struct Keys {
+    value_only: Key,
+    bound: Hmac<Sha256>,
+}
 
 impl CookieKeys {
     /// Keys from secrets, newest first; each at least [`MIN_SECRET_BYTES`] long (a random
@@ -76,51 +114,138 @@ impl CookieKeys {
                     length: secret.len(),
                 });
             }
-            keys.push(Key::derive_from(secret));
+            let value_only = Key::derive_from(secret);
+            let bound = hmac(value_only.signing())
+                .chain_update(BOUND_KEY_LABEL)
+                .finalize()
+                .into_bytes();
+            keys.push(Keys {
+                value_only,
+                bound: hmac(&bound),
+            });
         }
         if keys.is_empty() {
             return Err(CookieKeyError::None);
         }
-        Ok(Self(keys.into()))
+        Ok(Self {
+            keys: keys.into(),
+            value_only: false,
+        })
     }
 
-    /// `value` signed with the first key, marked `s:`: what a `Set-Cookie` of the signed
-    /// cookie `name` carries.
+    /// Whether values signed the old way (the value alone, without name or expiry) still
+    /// verify: off by default, as such a value can be moved to another cookie and never
+    /// expires. Only to migrate (see [`CookieKeys`]); what is signed is name-bound either way.
+    #[must_use]
+    pub fn accept_value_only(mut self, accept: bool) -> Self {
+        self.value_only = accept;
+        self
+    }
+
+    /// `value` signed for the cookie `name` with the first key, marked `s:`, valid until the
+    /// cookie is removed: what a `Set-Cookie` of the signed cookie `name` carries.
     pub fn sign(&self, name: &str, value: &str) -> String {
-        let mut jar = CookieJar::new();
-        jar.signed_mut(&self.0[0])
-            .add(Cookie::new(name.to_owned(), value.to_owned()));
-        let signed = jar.get(name).map_or("", |cookie| cookie.value());
-        format!("{SIGNED_MARK}{signed}")
+        self.signed(name, "", value)
     }
 
-    /// The value `signed` stands for if one of the keys signed it; `None` for a forged,
-    /// altered, unmarked or unsigned value.
+    /// `value` signed for the cookie `name`, valid until `expires` (to the second): after
+    /// it, [`verify`](Self::verify) refuses it, though a client may keep sending it.
+    pub fn sign_until(&self, name: &str, value: &str, expires: SystemTime) -> String {
+        let seconds = expires
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |since| since.as_secs());
+        self.signed(name, &seconds.to_string(), value)
+    }
+
+    fn signed(&self, name: &str, expires: &str, value: &str) -> String {
+        let digest = bound_digest(&self.keys[0].bound, name, expires, value);
+        format!(
+            "{SIGNED_MARK}{}{expires}.{value}",
+            URL_SAFE_NO_PAD.encode(digest.finalize().into_bytes())
+        )
+    }
+
+    /// The value `signed` stands for if one of the keys signed it for the cookie `name` and
+    /// its expiry has not passed; `None` for a forged, altered, unmarked, unsigned or expired
+    /// value, or one signed for another name. A value signed the old way (value only) when
+    /// [`accept_value_only`](Self::accept_value_only) asks.
     pub fn verify(&self, name: &str, signed: &str) -> Option<String> {
         let signed = signed.strip_prefix(SIGNED_MARK)?;
+        self.verify_bound(name, signed).or_else(|| {
+            self.value_only
+                .then(|| self.verify_value_only(signed))
+                .flatten()
+        })
+    }
+
+    fn verify_bound(&self, name: &str, signed: &str) -> Option<String> {
+        let digest = URL_SAFE_NO_PAD.decode(signed.get(..DIGEST_CHARS)?).ok()?;
+        let (expires, value) = signed[DIGEST_CHARS..].split_once('.')?;
+        if !expires.bytes().all(|byte| byte.is_ascii_digit()) {
+            return None;
+        }
+        self.keys
+            .iter()
+            .any(|keys| {
+                bound_digest(&keys.bound, name, expires, value)
+                    .verify_slice(&digest)
+                    .is_ok()
+            })
+            .then_some(())?;
+        // The expiry is checked once the signature is: a forged one is never parsed.
+        if !expires.is_empty() {
+            let expires: u64 = expires.parse().ok()?;
+            let now = SystemTime::now().duration_since(UNIX_EPOCH).ok()?.as_secs();
+            if now >= expires {
+                return None;
+            }
+        }
+        Some(value.to_owned())
+    }
+
+    /// The `cookie` crate's verification of a value-only signature.
+    fn verify_value_only(&self, signed: &str) -> Option<String> {
         let jar = CookieJar::new();
-        self.0.iter().find_map(|key| {
-            jar.signed(key)
-                .verify(Cookie::new(name.to_owned(), signed.to_owned()))
+        self.keys.iter().find_map(|keys| {
+            jar.signed(&keys.value_only)
+                .verify(Cookie::new("", signed.to_owned()))
                 .map(|cookie| cookie.value().to_owned())
         })
     }
 
     /// How many keys verify (the first of them signs).
     pub fn len(&self) -> usize {
-        self.0.len()
+        self.keys.len()
     }
 
     /// Always `false`: there is at least one key.
     pub fn is_empty(&self) -> bool {
-        self.0.is_empty()
+        self.keys.is_empty()
     }
+}
+
+/// HMAC-SHA256 keyed with `key` (any length suits HMAC).
+fn hmac(key: &[u8]) -> Hmac<Sha256> {
+    Hmac::new_from_slice(key).expect("HMAC takes keys of any length")
+}
+
+/// The MAC of a name-bound signature, before finalizing: over the name's length and the name
+/// (so that no name runs into what follows), the expiry (digits) and `.`, and the value.
+fn bound_digest(key: &Hmac<Sha256>, name: &str, expires: &str, value: &str) -> Hmac<Sha256> {
+    let mut mac = key.clone();
+    mac.update(&(name.len() as u64).to_be_bytes());
+    mac.update(name.as_bytes());
+    mac.update(expires.as_bytes());
+    mac.update(b".");
+    mac.update(value.as_bytes());
+    mac
 }
 
 impl fmt::Debug for CookieKeys {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("CookieKeys")
-            .field("keys", &self.0.len())
+            .field("keys", &self.keys.len())
+            .field("value_only", &self.value_only)
             .finish_non_exhaustive()
     }
 }
@@ -649,6 +774,84 @@ mod tests {
         assert_eq!(old.verify("session", "ü".repeat(40).as_str()), None);
     }
 
+    /// `ada` signed for `session` with [`SECRET`] the old way (HMAC of the value only), as
+    /// earlier versions set it.
+    const VALUE_ONLY: &str = "s:HMstJJTCDUDU5Y3GiECBwcnk+irlNyQ8aUq6pKA+tf8=ada";
+
+    #[test]
+    fn a_value_signed_for_one_name_is_refused_under_another() {
+        let keys = CookieKeys::new([SECRET]).unwrap();
+        let signed = keys.sign("remember", "ada");
+        assert_eq!(keys.verify("remember", &signed).as_deref(), Some("ada"));
+        assert_eq!(keys.verify("session", &signed), None);
+        assert_eq!(keys.verify("Remember", &signed), None);
+    }
+
+    #[test]
+    fn a_value_signed_the_old_way_is_refused_by_default() {
+        let keys = CookieKeys::new([SECRET]).unwrap();
+        assert_eq!(keys.verify("session", VALUE_ONLY), None);
+    }
+
+    #[test]
+    fn a_value_signed_the_old_way_is_read_only_when_migrating() {
+        let migrating = CookieKeys::new(["a newer secret, also 32 bytes long", SECRET])
+            .unwrap()
+            .accept_value_only(true);
+        assert_eq!(
+            migrating.verify("session", VALUE_ONLY).as_deref(),
+            Some("ada")
+        );
+        // Still a signature: altered, it is refused.
+        assert_eq!(
+            migrating.verify("session", &VALUE_ONLY.replace("ada", "eve")),
+            None
+        );
+        // What is signed while migrating is name-bound.
+        let signed = migrating.sign("session", "ada");
+        assert_eq!(migrating.verify("other", &signed), None);
+        assert_eq!(
+            CookieKeys::new(["a newer secret, also 32 bytes long"])
+                .unwrap()
+                .verify("session", &signed)
+                .as_deref(),
+            Some("ada")
+        );
+    }
+
+    #[test]
+    fn a_value_signed_until_an_expiry_is_refused_after_it() {
+        let keys = CookieKeys::new([SECRET]).unwrap();
+        let now = SystemTime::now();
+        let hour = std::time::Duration::from_secs(3600);
+        let live = keys.sign_until("session", "a.b", now + hour);
+        assert_eq!(keys.verify("session", &live).as_deref(), Some("a.b"));
+        let expired = keys.sign_until("session", "a.b", now - hour);
+        assert_eq!(keys.verify("session", &expired), None);
+        assert_eq!(
+            keys.verify("session", &keys.sign_until("session", "", UNIX_EPOCH)),
+            None
+        );
+        // The expiry is signed: pushed later, or taken off, the value is refused.
+        let at = (now - hour).duration_since(UNIX_EPOCH).unwrap().as_secs();
+        let later = (now + hour).duration_since(UNIX_EPOCH).unwrap().as_secs();
+        let pushed = expired.replace(&at.to_string(), &later.to_string());
+        assert_ne!(pushed, expired);
+        assert_eq!(keys.verify("session", &pushed), None);
+        let removed = expired.replace(&at.to_string(), "");
+        assert_eq!(keys.verify("session", &removed), None);
+        // Nor does anything but digits stand there.
+        let signed = keys.sign("session", "ada");
+        let (mark_and_digest, rest) = signed.split_at(SIGNED_MARK.len() + DIGEST_CHARS);
+        assert_eq!(rest, ".ada");
+        for bad in ["x.ada", "-1.ada", "ada", "99999999999999999999999.ada"] {
+            assert_eq!(
+                keys.verify("session", &format!("{mark_and_digest}{bad}")),
+                None
+            );
+        }
+    }
+
     #[test]
     fn the_split_agrees_with_the_cookie_crates_parser() {
         let headers = [
@@ -776,7 +979,7 @@ mod tests {
         );
         assert_eq!(
             format!("{:?}", CookieKeys::new([SECRET]).unwrap()),
-            "CookieKeys { keys: 1, .. }"
+            "CookieKeys { keys: 1, value_only: false, .. }"
         );
     }
 }
