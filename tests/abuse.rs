@@ -1214,7 +1214,9 @@ async fn quiet_http2(addr: std::net::SocketAddr) -> TcpStream {
         .write_all(b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n\0\0\0\x04\0\0\0\0\0")
         .await
         .unwrap();
-    let (kind, _) = read_h2_frame(&mut stream).await.expect("the server's SETTINGS");
+    let (kind, _) = read_h2_frame(&mut stream)
+        .await
+        .expect("the server's SETTINGS");
     assert_eq!(kind, 4, "SETTINGS first");
     stream
 }
@@ -1287,7 +1289,11 @@ async fn at_the_connection_cap_only_the_connection_idle_longest_makes_room() {
     assert!(frames.contains(&7), "GOAWAY before the end: {frames:?}");
     // The others were not: each still answers.
     for (n, stream) in idle.iter_mut().enumerate() {
-        assert!(answers_ping(stream).await, "connection {} was closed too", n + 2);
+        assert!(
+            answers_ping(stream).await,
+            "connection {} was closed too",
+            n + 2
+        );
     }
 }
 

@@ -293,8 +293,9 @@ impl Watcher<'_> {
         } else {
             idle
         };
-        // Brought forward by the connection's spread: at most a quarter, so no overflow.
-        Some(after - after / 1000 * u32::from(self.deadlines.idle_spread.min(MAX_IDLE_SPREAD)))
+        // Brought forward by the connection's spread (a quarter at most).
+        let spread = after / 1000 * u32::from(self.deadlines.idle_spread.min(MAX_IDLE_SPREAD));
+        Some(after.saturating_sub(spread))
     }
 
     /// Stops watching the idle timeout (the connection closes gracefully already).

@@ -63,8 +63,8 @@ use tokio::task::JoinHandle;
 
 use crate::listen::Place;
 pub(crate) use activity::{Activity, Deadlines, SHED_AFTER, Verdict, idle_spread};
-pub(crate) use shed::IdleConnections;
 pub(crate) use io::{ActivityIo, HTTP2_PREFACE, continues_preface};
+pub(crate) use shed::IdleConnections;
 pub(crate) use track::{TrackedBody, TrackedFuture};
 
 /// Starts watching a connection: a task of its own, which sends the connection its orders on
