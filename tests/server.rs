@@ -670,9 +670,11 @@ async fn an_http2_connection_over_tls_is_closed_gracefully_without_a_stream() {
     )
     .await;
     let head_timeout = Duration::from_millis(300);
+    // Each connection's idle deadline is brought forward by up to a quarter, at random.
+    let soonest = head_timeout * 3 / 4;
     // When the last stream was sent (first, when the connection was opened): the server's
     // count of the time without a stream starts after it, so it cannot close the connection
-    // sooner than the timeout after it, however slow the machine.
+    // sooner than that after it, however slow the machine.
     let mut last_sent = Instant::now();
     let stream = tls_connect(tcp_addr(&server, 0), &tls, b"h2").await;
     assert_eq!(stream.get_ref().1.alpn_protocol(), Some(&b"h2"[..]));
@@ -687,7 +689,7 @@ async fn an_http2_connection_over_tls_is_closed_gracefully_without_a_stream() {
             // Closed between two streams: only a client slowed down past the timeout by a busy
             // machine may see that.
             assert!(
-                last_sent.elapsed() >= head_timeout,
+                last_sent.elapsed() >= soonest,
                 "closed {:?} after its last stream was sent",
                 last_sent.elapsed()
             );
@@ -708,7 +710,7 @@ async fn an_http2_connection_over_tls_is_closed_gracefully_without_a_stream() {
         .unwrap();
     assert!(ended.is_ok(), "not closed gracefully: {ended:?}");
     assert!(
-        last_sent.elapsed() >= head_timeout,
+        last_sent.elapsed() >= soonest,
         "closed {:?} after its last stream was sent",
         last_sent.elapsed()
     );

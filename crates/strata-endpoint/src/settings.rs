@@ -7,7 +7,7 @@ use strata_core::Mode;
 use strata_input::InputSources;
 use strata_input::cookies::CookieKeys;
 use strata_parse::{
-    BodyBudget, DEFAULT_BODY_BUDGET, DEFAULT_BODY_LIMIT, DEFAULT_MAX_FIELDS, ParseLayer,
+    BodyBudget, DEFAULT_BODY_LIMIT, DEFAULT_MAX_FIELDS, ParseLayer, default_body_budget,
 };
 use strata_upload::UploadLimits;
 
@@ -26,8 +26,9 @@ pub struct PipelineSettings {
     pub body_limit: usize,
     /// The most parameters in a query string or a form body (default 1000); more is a 400.
     pub max_fields: usize,
-    /// Bytes of request bodies held in memory at once, over all requests (default 256 MiB, of
-    /// which one client address may hold a quarter; a handle, shared by clones), counted as
+    /// Bytes of request bodies held in memory at once, over all requests (default 256 MiB, or a
+    /// sixteenth of the process's memory where that is less, of which one client address may
+    /// hold a quarter; a handle, shared by clones), counted as
     /// bodies arrive: a request whose next chunk would go over it gets a 503 with
     /// `Retry-After` and a closed connection. `None`: no such budget.
     pub body_budget: Option<BodyBudget>,
@@ -53,7 +54,7 @@ impl Default for PipelineSettings {
             input_sources: InputSources::default(),
             body_limit: DEFAULT_BODY_LIMIT,
             max_fields: DEFAULT_MAX_FIELDS,
-            body_budget: Some(BodyBudget::new(DEFAULT_BODY_BUDGET)),
+            body_budget: Some(BodyBudget::new(default_body_budget())),
             uploads: None,
             after_body: None,
             cookie_keys: None,

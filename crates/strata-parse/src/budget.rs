@@ -19,8 +19,23 @@ use strata_core::{ApiError, ClientAddr, ErrorKind};
 use crate::PerClient;
 use crate::per_client::ClientKey;
 
-/// The default budget: 256 MiB.
+/// The default budget's ceiling: 256 MiB ([`default_body_budget`]).
 pub const DEFAULT_BODY_BUDGET: usize = 256 * 1024 * 1024;
+
+/// The budget a default configuration gets: [`DEFAULT_BODY_BUDGET`], or a sixteenth of the
+/// memory this process may use ([`memory_limit`](crate::memory_limit)) where that is less
+/// (a container of 1 GiB: 64 MiB), at least 1 MiB.
+pub fn default_body_budget() -> usize {
+    budget_for_memory(crate::memory_limit())
+}
+
+fn budget_for_memory(memory: Option<u64>) -> usize {
+    const AT_LEAST: usize = 1024 * 1024;
+    memory
+        .map(|bytes| usize::try_from(bytes / 16).unwrap_or(usize::MAX))
+        .map_or(DEFAULT_BODY_BUDGET, |share| share.min(DEFAULT_BODY_BUDGET))
+        .max(AT_LEAST)
+}
 
 /// Bytes of request bodies the server may hold at once, and the most one client address may
 /// hold of them. A handle: its clones share one count, so every endpoint built from one
@@ -271,6 +286,15 @@ mod tests {
     /// Two addresses.
     fn two_clients(_: &BodyBudget) -> (ClientAddr, ClientAddr) {
         (client(1), client(2))
+    }
+
+    #[test]
+    fn the_default_budget_is_at_most_a_sixteenth_of_memory() {
+        const GIB: u64 = 1024 * 1024 * 1024;
+        assert_eq!(budget_for_memory(Some(24 * GIB)), DEFAULT_BODY_BUDGET);
+        assert_eq!(budget_for_memory(Some(GIB)), 64 * 1024 * 1024);
+        assert_eq!(budget_for_memory(Some(8 * 1024 * 1024)), 1024 * 1024);
+        assert_eq!(budget_for_memory(None), DEFAULT_BODY_BUDGET);
     }
 
     #[test]

@@ -64,10 +64,14 @@
 mod budget;
 mod future;
 mod layer;
+mod memory;
 mod per_client;
 mod service;
 
-pub use budget::{BodyBudget, BodyReservation, DEFAULT_BODY_BUDGET, OverBudget};
+pub use budget::{
+    BodyBudget, BodyReservation, DEFAULT_BODY_BUDGET, OverBudget, default_body_budget,
+};
+pub use memory::memory_limit;
 
 /// Whether this build reads `multipart/form-data` bodies (the `upload` feature): without it a
 /// multipart body is refused with a 415 that names the feature, and routing refuses to start

@@ -262,7 +262,10 @@ pub struct ServerLimits {
     pub max_connections: Option<usize>,
     /// The most connections one client address may have at once (IPv6: one /64); past it a new
     /// connection from that address is closed at once, so that one host cannot take every
-    /// place under the cap. `None` (the default): a quarter of `max_connections`, at least 16.
+    /// place under the cap. `None` (the default): a quarter of `max_connections`, and no more
+    /// connections than HTTP/2 streams worth a 128th of the process's memory (its cgroup's
+    /// limit, else the machine's) fill, at about 10 KiB a stream: 196 on 24 GiB with 100
+    /// streams a connection; at least 16.
     /// Behind a reverse proxy every client has the proxy's address: set it to the cap.
     pub max_connections_per_client: Option<usize>,
     /// How long a connection may go without a request before it is closed gracefully (HTTP/2:
@@ -490,7 +493,7 @@ impl ConfigBuilder {
         /// 415.
         upload(limits: impl Into<UploadLimits>) => config.pipeline.uploads = Some(limits.into());
         /// Sets the budget of request bodies held in memory at once, over all requests (default
-        /// 256 MiB), counted as bodies arrive: a request whose next chunk would go over it, or
+        /// 256 MiB, or a sixteenth of the process's memory where that is less), counted as bodies arrive: a request whose next chunk would go over it, or
         /// over its client address's share (a quarter), gets a 503 with `Retry-After` and the
         /// connection is closed. `None` turns the budget off. Behind a reverse proxy, give the
         /// proxy's address the whole budget: set `pipeline.body_budget` of the built

@@ -273,10 +273,24 @@ impl Drop for ClientConnection {
     }
 }
 
-/// The default share of the connection cap one address may hold: a quarter, at least 16 (and
-/// at most the cap).
-pub(crate) fn default_client_share(cap: usize) -> usize {
-    (cap / 4).max(16).min(cap)
+/// What one HTTP/2 stream can hold in the server at worst, a response its client gives no
+/// window: about 10 KiB (50,000 such streams from one address took 543 MB).
+pub(crate) const STREAM_COST: u64 = 10 * 1024;
+
+/// One address's streams may hold at most this fraction of memory (`1 / 128`: 192 MiB of 24 GiB).
+pub(crate) const ADDRESS_MEMORY_FRACTION: u64 = 128;
+
+/// The default share of the connection cap one address may hold: a quarter, and no more
+/// connections than `streams` streams each (HTTP/2's most per connection) can fill with a
+/// [`ADDRESS_MEMORY_FRACTION`]th of `memory` ([`STREAM_COST`] each); at least 16, at most the
+/// cap. On 24 GiB with 100 streams a connection: 196 connections, 19,600 streams, about 192 MiB
+/// (where the quarter of a cap of 19,936 was 4,984 connections, 4.9 GB).
+pub(crate) fn default_client_share(cap: usize, streams: u32, memory: Option<u64>) -> usize {
+    let by_memory = memory.map_or(usize::MAX, |bytes| {
+        let per_connection = u64::from(streams.max(1)) * STREAM_COST;
+        usize::try_from(bytes / ADDRESS_MEMORY_FRACTION / per_connection).unwrap_or(usize::MAX)
+    });
+    (cap / 4).min(by_memory).max(16).min(cap)
 }
 
 /// At the connection cap with no connection idle long enough to close, the accept loop looks
@@ -457,6 +471,26 @@ pub(crate) async fn accept(bound: &Bound) -> std::io::Result<Accepted> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    const GIB: u64 = 1024 * 1024 * 1024;
+
+    #[test]
+    fn an_addresss_default_share_follows_memory_as_well_as_the_cap() {
+        // A 24 GiB machine with a high open-file limit: an address held 4,984 connections of
+        // 100 streams, about 4.9 GB of streams.
+        let share = default_client_share(19_936, 100, Some(24 * GIB));
+        assert_eq!(share, 196);
+        let worst = share as u64 * 100 * STREAM_COST;
+        assert!(worst <= 24 * GIB / 128, "{worst} bytes");
+        // Fewer streams per connection, more connections.
+        assert_eq!(default_client_share(19_936, 10, Some(24 * GIB)), 1_966);
+        // A small container: at least 16.
+        assert_eq!(default_client_share(1_000, 100, Some(GIB / 2)), 16);
+        // The quarter of the cap when it is less, and never more than the cap.
+        assert_eq!(default_client_share(448, 100, Some(24 * GIB)), 112);
+        assert_eq!(default_client_share(8, 100, None), 8);
+        assert_eq!(default_client_share(19_936, 100, None), 4_984);
+    }
 
     /// With the 1,024 hashed counters of before, about a hundred of these addresses shared a
     /// count, and a share of 4 refused most of them.

@@ -480,9 +480,13 @@ async fn start<L: AroundApp>(create: CreateServer<'_, L>) -> Result<Server, Serv
     ));
     let idle = Arc::new(IdleConnections::default());
     let clients = Arc::new(ClientConnections::new(
-        limits
-            .max_connections_per_client
-            .unwrap_or_else(|| default_client_share(slots.available_permits())),
+        limits.max_connections_per_client.unwrap_or_else(|| {
+            default_client_share(
+                slots.available_permits(),
+                limits.http2_max_concurrent_streams,
+                strata_parse::memory_limit(),
+            )
+        }),
     ));
     // The configuration's listeners, bound now, then the application's own.
     let mut bound = Vec::new();
