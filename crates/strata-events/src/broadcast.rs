@@ -520,10 +520,12 @@ pub struct Retained {
 /// The in-memory [`Broadcaster`]: topics within one process (one replica), on a [`Fanout`].
 /// Each topic keeps its replay window in a ring shared by its subscribers; a subscriber holds
 /// its place in it and is woken when an event is published, so a slow one costs no memory (it
-/// falls behind the window: [`Gap::Lagged`]). Ids are `<instance>-<n>`, `n` counting the
-/// topic's events from 1 and `instance` drawn at random when the broadcaster is made, so an id
-/// from another process or an earlier run is unknown ([`Gap::OutsideWindow`]), never mistaken
-/// for another event. Topics without subscribers whose window has emptied (by age), or that
+/// falls behind the window: [`Gap::Lagged`]). Ids are `<instance>-<topic>-<n>`, `n` counting
+/// the topic's events from 1, `topic` numbering the topics the broadcaster made (a topic
+/// forgotten and made again is another), and `instance` drawn at random when the broadcaster
+/// is made, so an id of another topic, of a topic forgotten since, from another process or an
+/// earlier run is unknown ([`Gap::OutsideWindow`]), never mistaken for another event. Topics
+/// without subscribers whose window has emptied (by age), or that
 /// nobody used for a while, are forgotten, and at most 10,000 topics are kept: see
 /// [`TopicLimits`] ([`MemoryBroadcaster::topic_limits`]) and [`MemoryBroadcaster::retained`].
 pub struct MemoryBroadcaster {
@@ -575,12 +577,13 @@ impl MemoryBroadcaster {
         self.fanout.retained()
     }
 
-    /// The event number of `id`, when it is one of this broadcaster's.
-    fn number(&self, id: &str) -> Option<u64> {
-        id.strip_prefix(self.instance.as_str())?
+    /// The topic and the event number of `id`, when it is one of this broadcaster's.
+    fn number(&self, id: &str) -> Option<(u64, u64)> {
+        let (topic, number) = id
+            .strip_prefix(self.instance.as_str())?
             .strip_prefix('-')?
-            .parse()
-            .ok()
+            .split_once('-')?;
+        Some((topic.parse().ok()?, number.parse().ok()?))
     }
 }
 
@@ -598,7 +601,7 @@ impl Broadcaster for MemoryBroadcaster {
                 let number = ring.latest + 1;
                 (
                     u128::from(number),
-                    format!("{}-{number}", self.instance).into(),
+                    format!("{}-{}-{number}", self.instance, ring.made).into(),
                 )
             },
             event,
@@ -615,10 +618,14 @@ impl Broadcaster for MemoryBroadcaster {
             .fanout
             .subscribe_with(topic, |ring| match last_event_id {
                 None => (None, Vec::new()),
-                Some(id) => match self.number(id).map(u128::from) {
-                    // Every event after it is kept.
-                    Some(number) if number <= ring.latest_position && number >= ring.floor => {
-                        (Some(number), Vec::new())
+                Some(id) => match self.number(id) {
+                    // Of this topic as it is now, and every event after it is kept.
+                    Some((made, number))
+                        if made == ring.made
+                            && u128::from(number) <= ring.latest_position
+                            && u128::from(number) >= ring.floor =>
+                    {
+                        (Some(u128::from(number)), Vec::new())
                     }
                     _ => (
                         Some(ring.floor),
@@ -664,6 +671,8 @@ impl fmt::Debug for Fanout {
 #[derive(Default)]
 struct Topics {
     map: LinkedHashMap<Arc<str>, Kept>,
+    /// Topics made so far.
+    made: u64,
 }
 
 struct Kept {
@@ -738,6 +747,9 @@ struct Ring {
     fed: bool,
     /// Its feed has ended: subscribers end after what they have.
     ended: bool,
+    /// Which of the fan-out's topics it is: they are numbered as they are made, so a topic
+    /// forgotten and made again under the same name is told apart (its ids are others).
+    made: u64,
 }
 
 struct Stored {
@@ -790,11 +802,12 @@ impl Ring {
 }
 
 impl TopicState {
-    fn new(floor: u128) -> Self {
+    fn new(floor: u128, made: u64) -> Self {
         Self {
             ring: Mutex::new(Ring {
                 floor,
                 latest_position: floor,
+                made,
                 ..Ring::default()
             }),
             latest: watch::Sender::new(0),
@@ -902,7 +915,8 @@ impl Fanout {
             now,
             self.limits.max_topics.saturating_sub(1),
         );
-        let state = Arc::new(TopicState::new(0));
+        topics.made += 1;
+        let state = Arc::new(TopicState::new(0, topics.made));
         topics.map.insert(
             name.into(),
             Kept {
@@ -916,10 +930,11 @@ impl Fanout {
     /// Starts feeding `topic` from `floor`: its ring starts empty, holding every event pushed
     /// after `floor` from now on. Subscriptions of an earlier feed of the topic end.
     pub fn feed(&self, topic: &str, floor: u128) -> Feed {
-        let state = Arc::new(TopicState::new(floor));
-        state.ring().fed = true;
         let now = Instant::now();
         let mut topics = self.lock();
+        topics.made += 1;
+        let state = Arc::new(TopicState::new(floor, topics.made));
+        state.ring().fed = true;
         let kept = Kept {
             state: Arc::clone(&state),
             used: now,
@@ -1381,6 +1396,47 @@ mod tests {
             forgotten.next().await,
             Some(Ok(Delivery::Gap(Gap::OutsideWindow { .. })))
         ));
+    }
+
+    #[tokio::test]
+    async fn an_id_of_another_topic_or_of_a_topic_forgotten_since_is_a_gap() {
+        let bus = MemoryBroadcaster::new(ReplayWindow::last(100)).topic_limits(TopicLimits {
+            max_topics: 1,
+            idle: Duration::from_secs(60),
+        });
+        let mut old_ids = Vec::new();
+        for _ in 0..5 {
+            old_ids.push(bus.publish("a", one_event()).await.unwrap());
+        }
+        // The bound of one topic forgets `a`; made again, it has as many events as before.
+        bus.publish("b", one_event()).await.unwrap();
+        let b_id = bus.publish("b", one_event()).await.unwrap();
+        let mut new_ids = Vec::new();
+        for _ in 0..5 {
+            new_ids.push(bus.publish("a", one_event()).await.unwrap());
+        }
+        assert_ne!(old_ids, new_ids);
+        // The old `a`'s third event, or `b`'s second: not this `a`'s, so a gap, then all of it.
+        for stale in [&old_ids[2], &b_id] {
+            let mut resumed = bus.subscribe("a", Some(stale)).await.unwrap();
+            assert!(
+                matches!(
+                    resumed.next().await,
+                    Some(Ok(Delivery::Gap(Gap::OutsideWindow { .. })))
+                ),
+                "{stale}"
+            );
+            let Some(Ok(Delivery::Event(first))) = resumed.next().await else {
+                panic!()
+            };
+            assert_eq!(first.id, new_ids[0]);
+        }
+        // Its own: exactly what follows.
+        let mut resumed = bus.subscribe("a", Some(&new_ids[2])).await.unwrap();
+        let Some(Ok(Delivery::Event(next))) = resumed.next().await else {
+            panic!()
+        };
+        assert_eq!(next.id, new_ids[3]);
     }
 
     #[tokio::test(start_paused = true)]
