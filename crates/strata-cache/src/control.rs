@@ -108,6 +108,50 @@ impl CacheControl {
         self.directives.max_age
     }
 
+    /// Whether a shared cache (a CDN, a proxy) may store a response sent with this policy:
+    /// it has neither `private` nor `no-store`. Without `public` too: a response with
+    /// `max-age`, or even `no-cache` (stored, then revalidated), is kept by shared caches.
+    pub fn is_shared(&self) -> bool {
+        !self.directives.private && !self.directives.no_store
+    }
+
+    /// This policy for a response meant for one client, such as one that sets a cookie:
+    /// `private` instead of `public`, without the directives that address shared caches only
+    /// (`s-maxage`, `proxy-revalidate`, which `private` shuts out), the rest as it is. A policy
+    /// that already keeps shared caches out ([`is_shared`](Self::is_shared) is `false`) is
+    /// returned unchanged.
+    ///
+    /// What [`Caching`](crate::Caching) sends instead of a shared policy on a response with
+    /// `Set-Cookie`: a shared cache must not hand one client's cookie to the next.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use strata_cache::CacheControl;
+    ///
+    /// let shared = CacheControl::builder()
+    ///     .public()
+    ///     .max_age(Duration::from_secs(60))
+    ///     .s_maxage(Duration::from_secs(600))
+    ///     .build()
+    ///     .unwrap();
+    /// assert_eq!(shared.to_private().header_value(), "max-age=60, private");
+    /// assert_eq!(CacheControl::no_cache().to_private().header_value(), "no-cache, private");
+    /// assert_eq!(CacheControl::no_store().to_private().header_value(), "no-store");
+    /// ```
+    #[must_use]
+    pub fn to_private(&self) -> CacheControl {
+        if !self.is_shared() {
+            return self.clone();
+        }
+        Self::from_valid(Directives {
+            public: false,
+            private: true,
+            s_maxage: None,
+            proxy_revalidate: false,
+            ..self.directives
+        })
+    }
+
     fn from_valid(directives: Directives) -> Self {
         let value = HeaderValue::from_str(&directives.to_string())
             // Directive names, digits, ", " and "=": always header text.

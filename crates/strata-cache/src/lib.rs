@@ -61,8 +61,12 @@
 //! checked: [`ETag`]) and [`Cache::last_modified`] (a `SystemTime`, sent as an HTTP date in
 //! whole seconds). Each setter evaluates the request's preconditions with what it knows so far
 //! and returns `Err` when the answer is already decided, so `cache.etag(tag)?;` early in a
-//! handler stops it before its expensive part and before the output stage: the middleware
-//! turns that error into the `304 Not Modified` (no body; the output check does not run). A
+//! handler stops it before its expensive part and before the output check: the "not
+//! modified" it returns ([`ApiError::not_modified`](strata_core::ApiError::not_modified)) is
+//! turned into the `304 Not Modified` response (no body) by the output stage, the first to see
+//! it, and this middleware gives the 304 its headers. It is a response, not an error, on its
+//! whole way out: a middleware attached after this one sees a success whose status is 304
+//! (and may add headers to it, a cookie, a rate limit's state), never a 500. A
 //! handler that sets the validators late (or ignores the setter's error) and returns normally
 //! still gets a 304 for a matching request: the middleware evaluates again once the response
 //! is there, but the handler's work and the output check have run by then.
@@ -98,6 +102,21 @@
 //! ([`Caching::error_policy`] says why, and changes it) and the `Vary` list, never the
 //! validators. `Vary` goes on every response: the middleware's names are added to a `Vary`
 //! the response already has (each name once; `*` stays `*`).
+//!
+//! # Cookies
+//!
+//! A response that sets a cookie is meant for one client, and a shared cache (a CDN, a
+//! proxy) that stored it would hand the cookie (a session, say) to the next clients:
+//! `Set-Cookie` does not keep a shared cache from storing a response. So a response with
+//! `Set-Cookie` (the handler's, or the cookie middleware's when it is attached after this
+//! one, as it should be) gets its policy made private instead of the policy as configured
+//! ([`CacheControl::to_private`]: `public` becomes `private`, `s-maxage` and
+//! `proxy-revalidate` go): `public, max-age=60` goes out as `max-age=60, private`, and
+//! `no-cache` as `no-cache, private`, for successes, 304s and errors alike. The response is
+//! not refused: a cookie on a cacheable endpoint (a session refreshed by a middleware) is
+//! common and legitimate, and only shared caches must stay out; the client's own cache still
+//! follows the rest of the policy. A `Cache-Control` the handler wrote itself (a header of
+//! its `Reply`) is left as it is.
 //!
 //! # With the server's `etag(true)`
 //!

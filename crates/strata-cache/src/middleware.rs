@@ -5,7 +5,7 @@ use std::future::{Ready, ready};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::SystemTime;
 
-use http::header::{CACHE_CONTROL, CONTENT_LOCATION, ETAG, LAST_MODIFIED, VARY};
+use http::header::{CACHE_CONTROL, CONTENT_LOCATION, ETAG, LAST_MODIFIED, SET_COOKIE, VARY};
 use http::request::Parts;
 use http::{HeaderMap, HeaderName, HeaderValue, StatusCode};
 use strata_core::{ApiError, DeclaredError, Logger, ResponseHeader};
@@ -26,7 +26,11 @@ pub struct Caching {
 #[derive(Clone)]
 struct Config {
     policy: CacheControl,
+    /// `policy` for a response with `Set-Cookie` ([`CacheControl::to_private`]), made once.
+    private_policy: CacheControl,
     error_policy: Option<CacheControl>,
+    /// `error_policy` for an error with `Set-Cookie`.
+    private_error_policy: Option<CacheControl>,
     vary: Vec<HeaderName>,
     /// `vary` rendered once (`None` when empty).
     vary_value: Option<HeaderValue>,
@@ -35,11 +39,17 @@ struct Config {
 impl Caching {
     /// Sends `policy` with every response of the endpoints behind it (unless a handler chooses
     /// another for its response), `Cache-Control: no-store` with their errors, and no `Vary`.
+    ///
+    /// A response that sets a cookie (`Set-Cookie`) gets the policy made private instead
+    /// ([`CacheControl::to_private`]): `public` becomes `private` and the directives for
+    /// shared caches go, so that no shared cache hands one client's cookie to another.
     pub fn new(policy: CacheControl) -> Self {
         Self {
             config: Arc::new(Config {
+                private_policy: policy.to_private(),
                 policy,
                 error_policy: Some(CacheControl::no_store()),
+                private_error_policy: Some(CacheControl::no_store()),
                 vary: Vec::new(),
                 vary_value: None,
             }),
@@ -74,7 +84,9 @@ impl Caching {
     /// kept under `stale-if-error` is still served in place of a 5xx: that directive is about
     /// the stored success, not the error.
     pub fn error_policy(mut self, policy: Option<CacheControl>) -> Self {
-        Arc::make_mut(&mut self.config).error_policy = policy;
+        let config = Arc::make_mut(&mut self.config);
+        config.private_error_policy = policy.as_ref().map(CacheControl::to_private);
+        config.error_policy = policy;
         self
     }
 
@@ -200,19 +212,16 @@ struct State {
     etag: Option<ETag>,
     modified: Option<LastModified>,
     policy: Option<CacheControl>,
-    /// A setter answered "not modified": the 304 error it returned is the middleware's to turn
-    /// into the 304 response.
-    answered: bool,
 }
 
 impl Cache {
     /// Sets the `ETag` of the response, the tag of the representation the request gets, and
     /// evaluates the request's preconditions with it (RFC 9110 §13.2.2, GET and HEAD only):
-    /// `Err` when the client's copy is current (a 304, which the middleware sends with the
-    /// response's cache headers and without a body) or when `If-Match` fails (412). With `?`
-    /// early in a handler, the rest of it and the output check are skipped. Return the error
-    /// as it is: the middleware recognizes its own "not modified" (an `ApiError` cannot have a
-    /// 3xx status, so it is a 500 to anything else).
+    /// `Err` when the client's copy is current ([`ApiError::not_modified`]: the 304, sent with
+    /// the response's cache headers and without a body) or when `If-Match` fails (412). With
+    /// `?` early in a handler, the rest of it and the output check are skipped. Return the
+    /// error as it is: the output stage turns the "not modified" into the 304 response, so
+    /// every middleware sees a success with status 304, never an error.
     pub fn etag(&self, tag: ETag) -> Result<(), ApiError> {
         let mut state = self.lock();
         state.etag = Some(tag);
@@ -266,13 +275,7 @@ impl Cache {
         let modified = state.modified.as_ref().map(|m| m.seconds);
         match conditions.evaluate(state.etag.as_ref(), modified, Known::SoFar) {
             Verdict::Proceed => Ok(()),
-            Verdict::NotModified => {
-                state.answered = true;
-                Err(
-                    ApiError::internal("Not Modified, answered by the cache middleware")
-                        .with_source(NotModified),
-                )
-            }
+            Verdict::NotModified => Err(ApiError::not_modified()),
             Verdict::PreconditionFailed => Err(precondition_failed()),
         }
     }
@@ -290,19 +293,6 @@ impl fmt::Debug for Cache {
     }
 }
 
-/// The mark of the error a setter returns for "not modified". An `ApiError` is 4xx or 5xx, so
-/// the error is a 500 that carries this as its source, and the middleware, which knows it set
-/// it (`State::answered`), sends the 304 instead; nothing else ever sees it.
-#[derive(Debug, thiserror::Error)]
-#[error("the client's copy is current")]
-struct NotModified;
-
-fn is_not_modified(error: &ApiError) -> bool {
-    error
-        .source()
-        .is_some_and(<dyn std::error::Error + Send + Sync>::is::<NotModified>)
-}
-
 fn precondition_failed() -> ApiError {
     ApiError::new(StatusCode::PRECONDITION_FAILED, "Precondition Failed")
 }
@@ -313,15 +303,22 @@ impl AmendResponse for Cache {
         let shared = &*self.shared;
         let config = &*shared.config;
         let response = match outcome {
+            // A "not modified" still an error: a stack without Strata's output stage, which
+            // turns it into the 304 response before any middleware sees it.
+            Err(error) if error.is_not_modified() => {
+                let headers = error.take_headers().unwrap_or_default();
+                *outcome = Ok(R::not_modified(not_modified(headers, config, state)));
+                return;
+            }
             Err(error) => {
-                if state.answered && is_not_modified(error) {
-                    // The setter's "not modified", sent as the 304 with what other middleware
-                    // added to the error.
-                    let headers = error.take_headers().unwrap_or_default();
-                    *outcome = Ok(R::not_modified(not_modified(headers, config, state)));
-                } else {
-                    error_headers(error.headers_mut(), config);
-                }
+                error_headers(error.headers_mut(), config);
+                return;
+            }
+            // The handler's early "not modified", a response since the output stage: the
+            // 304's headers, with what the middleware after this one added.
+            Ok(response) if response.status() == StatusCode::NOT_MODIFIED => {
+                let headers = std::mem::take(response.headers_mut());
+                *response.headers_mut() = not_modified(headers, config, state);
                 return;
             }
             Ok(response) => response,
@@ -353,8 +350,7 @@ impl AmendResponse for Cache {
         }
         let headers = response.headers_mut();
         if !headers.contains_key(CACHE_CONTROL) {
-            let policy = state.policy.as_ref().unwrap_or(&config.policy);
-            headers.insert(CACHE_CONTROL, policy.header_value().clone());
+            headers.insert(CACHE_CONTROL, policy_value(headers, &state, config));
         }
         // The state is this response's: its values move into the headers (a clone of a value
         // that owns its bytes would allocate to share them).
@@ -376,8 +372,8 @@ fn not_modified(headers: HeaderMap, config: &Config, state: State) -> HeaderMap 
     let mut headers = headers;
     strip(&mut headers, &[]);
     if !headers.contains_key(CACHE_CONTROL) {
-        let policy = state.policy.as_ref().unwrap_or(&config.policy);
-        headers.insert(CACHE_CONTROL, policy.header_value().clone());
+        let value = policy_value(&headers, &state, config);
+        headers.insert(CACHE_CONTROL, value);
     }
     // Known when the handler set the tag through the context (no lookup then). The state is
     // this response's: its values move into the headers (a clone of a value that owns its
@@ -413,8 +409,25 @@ fn strip(headers: &mut HeaderMap, also: &[HeaderName]) {
     }
 }
 
+/// The `Cache-Control` of a success or a 304: the handler's policy or the middleware's, made
+/// private when the response sets a cookie (a shared cache would hand it to other clients).
+fn policy_value(headers: &HeaderMap, state: &State, config: &Config) -> HeaderValue {
+    let cookie = headers.contains_key(SET_COOKIE);
+    match &state.policy {
+        Some(policy) if cookie && policy.is_shared() => policy.to_private().header_value().clone(),
+        Some(policy) => policy.header_value().clone(),
+        None if cookie => config.private_policy.header_value().clone(),
+        None => config.policy.header_value().clone(),
+    }
+}
+
 fn error_headers(headers: &mut HeaderMap, config: &Config) {
-    if let Some(policy) = &config.error_policy
+    let policy = if headers.contains_key(SET_COOKIE) {
+        &config.private_error_policy
+    } else {
+        &config.error_policy
+    };
+    if let Some(policy) = policy
         && !headers.contains_key(CACHE_CONTROL)
     {
         headers.insert(CACHE_CONTROL, policy.header_value().clone());
@@ -528,7 +541,8 @@ mod tests {
         };
         let headers = not_modified(headers, &config, state);
         assert_eq!(headers["etag"], "W/\"1\"");
-        assert_eq!(headers["cache-control"], "no-cache");
+        // It sets a cookie: the policy made private.
+        assert_eq!(headers["cache-control"], "no-cache, private");
         assert_eq!(headers["vary"], "accept-language");
         assert_eq!(headers["content-location"], "/v1/things/1");
         assert_eq!(headers["set-cookie"], "a=1");

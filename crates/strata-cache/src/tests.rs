@@ -1,18 +1,23 @@
 //! Through the real stages: endpoints of the facade's factory, called with `oneshot`.
 
-use std::sync::Arc;
+use std::future::{Ready, ready};
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use strata::{Endpoint, Router};
 
 use garde::Validate;
 use http::header::{ACCEPT_LANGUAGE, CACHE_CONTROL, ORIGIN, VARY};
+use http::request::Parts;
 use http::{HeaderMap, HeaderValue, Method, Request, Response, StatusCode};
 use http_body_util::BodyExt;
 use schemars::JsonSchema;
 use serde::Serialize;
+use strata::cookies::{CookieOptions, Cookies};
 use strata::prelude::*;
 use strata::{Body, Reply};
+use strata_core::{ApiError, Logger};
+use strata_middleware::{Amend, AmendResponse, Middleware, MiddlewareHandler, outcome_headers};
 use tower::ServiceExt;
 
 use crate::{Cache, CacheControl, Caching, ETag};
@@ -370,4 +375,129 @@ async fn malformed_conditions_never_panic_and_get_the_full_response() {
         .unwrap();
     let (status, ..) = parts(endpoint.service().oneshot(bytes).await.unwrap()).await;
     assert_eq!(status, 200);
+}
+
+/// A middleware attached after `Caching`: it records the outcome it sees (`Ok(status)` or
+/// `Err(status)`) and adds a header to it, as a cookie or rate-limit middleware would.
+#[derive(Clone, Default)]
+struct Observer(Arc<Mutex<Vec<Result<u16, u16>>>>);
+
+impl<C> MiddlewareHandler<(), C> for Observer {
+    type Output = Observer;
+    type Future = Ready<Result<Observer, ApiError>>;
+    type Amends = Observer;
+
+    fn call(&self, (): (), _request: &Parts, _ctx: &C, _logger: &Logger) -> Self::Future {
+        ready(Ok(self.clone()))
+    }
+
+    fn amends(output: &Observer) -> Observer {
+        output.clone()
+    }
+}
+
+impl AmendResponse for Observer {
+    fn amend<R: Amend>(self, outcome: &mut Result<R, ApiError>) {
+        let seen = match outcome {
+            Ok(response) => Ok(response.status().as_u16()),
+            Err(error) => Err(error.status().as_u16()),
+        };
+        self.0.lock().unwrap().push(seen);
+        outcome_headers(outcome).insert("x-observed", HeaderValue::from_static("yes"));
+    }
+}
+
+#[tokio::test]
+async fn a_middleware_after_caching_sees_the_304_as_a_success() {
+    let observer = Observer::default();
+    let runs = Arc::new(AtomicUsize::new(0));
+    let counted = Arc::clone(&runs);
+    let endpoint = default_endpoints_factory()
+        .add_middleware(caching().middleware())
+        .add_middleware(Middleware::custom(observer.clone()))
+        .get()
+        .handler_without_input(move |cache: Cache| {
+            let runs = Arc::clone(&counted);
+            async move {
+                cache.etag(ETag::strong("v1")?)?;
+                runs.fetch_add(1, Ordering::SeqCst);
+                Ok(Checked { n: 1 })
+            }
+        });
+    let (status, headers, body) =
+        call(&endpoint, Method::GET, &[("if-none-match", "\"v1\"")]).await;
+    assert_eq!(status, 304, "{body}");
+    assert_eq!(body, "");
+    assert_eq!(
+        runs.load(Ordering::SeqCst),
+        0,
+        "stopped at `cache.etag(..)?`"
+    );
+    // The later middleware saw a success with the 304's status, never a 500.
+    assert_eq!(*observer.0.lock().unwrap(), [Ok(304)]);
+    // The 304 carries the cache's headers and what the later middleware added.
+    assert_eq!(headers["etag"], "\"v1\"");
+    assert_eq!(headers["cache-control"], "max-age=60, public");
+    assert_eq!(headers["vary"], "accept-language");
+    assert_eq!(headers["x-observed"], "yes");
+    assert!(!headers.contains_key("content-type"), "{headers:?}");
+    // A full response and a real error are seen as they are.
+    let (status, ..) = call(&endpoint, Method::GET, &[]).await;
+    assert_eq!(status, 200);
+    let (status, ..) = call(&endpoint, Method::GET, &[("if-match", "\"v0\"")]).await;
+    assert_eq!(status, 412);
+    assert_eq!(*observer.0.lock().unwrap(), [Ok(304), Ok(200), Err(412)]);
+}
+
+#[tokio::test]
+async fn a_shared_policy_on_a_response_that_sets_a_cookie_is_made_private() {
+    let shared = CacheControl::builder()
+        .public()
+        .max_age(Duration::from_secs(60))
+        .s_maxage(Duration::from_secs(600))
+        .build()
+        .unwrap();
+    let endpoint = default_endpoints_factory()
+        .add_middleware(Caching::new(shared.clone()).middleware())
+        .add_middleware(strata::cookies::cookies())
+        .get()
+        .handler_without_input(async |cache: Cache, cookies: Cookies| {
+            cookies.set("session", "s1", &CookieOptions::new())?;
+            cache.etag(ETag::strong("c1")?)?;
+            Ok(Checked { n: 1 })
+        });
+    // The success and the early 304 both carry the cookie: private, without s-maxage.
+    for (inm, expected) in [(None, 200), (Some("\"c1\""), 304)] {
+        let headers: Vec<(&str, &str)> = inm.map(|v| ("if-none-match", v)).into_iter().collect();
+        let (status, headers, body) = call(&endpoint, Method::GET, &headers).await;
+        assert_eq!(status, expected, "{body}");
+        assert!(headers.contains_key("set-cookie"), "{headers:?}");
+        assert_eq!(headers["cache-control"], "max-age=60, private");
+    }
+    // A policy the handler chooses is made private too, and an error's policy.
+    let chosen = default_endpoints_factory()
+        .add_middleware(caching().error_policy(Some(shared)).middleware())
+        .get()
+        .handler_without_input(async |cache: Cache| {
+            cache.set_policy(CacheControl::no_cache());
+            Ok(Reply::new(Checked { n: 1 })
+                .header(http::header::SET_COOKIE, HeaderValue::from_static("a=1")))
+        });
+    let (status, headers, _) = call(&chosen, Method::GET, &[]).await;
+    assert_eq!(status, 200);
+    assert_eq!(headers["cache-control"], "no-cache, private");
+    let failing = default_endpoints_factory()
+        .add_middleware(caching().error_policy(Some(policy())).middleware())
+        .add_middleware(strata::cookies::cookies())
+        .get()
+        .handler_without_input(async |cookies: Cookies| {
+            cookies.set("session", "s2", &CookieOptions::new())?;
+            Err::<Checked, _>(http_error!(409, "Conflict"))
+        });
+    let (status, headers, _) = call(&failing, Method::GET, &[]).await;
+    assert_eq!(status, 409);
+    assert_eq!(headers["cache-control"], "max-age=60, private");
+    // Without a cookie, the policy as it is.
+    let (_, headers, _) = call(&early(&Arc::new(AtomicUsize::new(0)), 1), Method::GET, &[]).await;
+    assert_eq!(headers["cache-control"], "max-age=60, public");
 }

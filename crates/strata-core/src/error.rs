@@ -56,6 +56,11 @@ pub enum ErrorKind {
     /// The rate limiter's 503 when its shared store is down under a closed failure policy has
     /// this kind too: the outage fails every request, and the limiter logs its cause itself.
     Overload,
+    /// Not a failure: the client's copy of the representation is current, and a handler
+    /// stopped early with [`ApiError::not_modified`] to answer `304 Not Modified`. The output
+    /// stage turns it into that response (`Output::not_modified`) before any middleware sees
+    /// the outcome, so middleware see a success with status 304, never this error.
+    NotModified,
 }
 
 /// An error that becomes an HTTP response through the endpoint's result handler.
@@ -175,6 +180,26 @@ impl ApiError {
     /// A 400 error of the given kind.
     pub fn bad_request(kind: ErrorKind, message: impl Into<Cow<'static, str>>) -> Self {
         Self::new(StatusCode::BAD_REQUEST, message).with_kind(kind)
+    }
+
+    /// The early answer `304 Not Modified` to a conditional request whose validators still
+    /// match, for a handler to return with `?` before its expensive part (what
+    /// `strata_cache::Cache::etag` returns). Not an error: the output stage, the first to
+    /// see what the handler returned, answers it with the 304 response (no body, this
+    /// value's headers), so the middleware around the endpoint see a success whose status is
+    /// 304. Its kind is [`ErrorKind::NotModified`]; outside a Strata endpoint (where no
+    /// output stage turns it into the response) it is a 500.
+    ///
+    /// An `ApiError` is a 4xx or 5xx, which a 304 is not: this value travels from the
+    /// handler to the output stage only, through the `?` a handler can use.
+    pub fn not_modified() -> Self {
+        Self::internal("Not Modified: the client's copy is current")
+            .with_kind(ErrorKind::NotModified)
+    }
+
+    /// Whether this is the early answer [`ApiError::not_modified`].
+    pub fn is_not_modified(&self) -> bool {
+        self.0.kind == ErrorKind::NotModified
     }
 
     /// A 500 error of kind [`ErrorKind::Internal`].

@@ -120,8 +120,8 @@
 //! # }
 //! ```
 
+use std::collections::VecDeque;
 use std::collections::hash_map::RandomState;
-use std::collections::{HashMap, VecDeque};
 use std::fmt;
 use std::future::poll_fn;
 use std::hash::{BuildHasher, Hasher};
@@ -133,6 +133,7 @@ use std::time::Duration;
 
 use derive_where::derive_where;
 use futures_core::Stream;
+use hashlink::LinkedHashMap;
 use strata_core::BoxError;
 use strata_decode::Decoder;
 use tokio::sync::watch;
@@ -471,14 +472,64 @@ impl Default for ReplayWindow {
     }
 }
 
+/// How many topics a [`MemoryBroadcaster`] (a [`Fanout`]) keeps, and how long it keeps one
+/// that nobody uses. With the [`ReplayWindow`] they bound its memory: at most `max_topics`
+/// topics of at most `events` events each.
+///
+/// - **Idle topics expire.** A topic without subscribers (and without a feed) to which
+///   nothing was published or subscribed for `idle` is forgotten with its replay window,
+///   whatever the window's `max_age` (a [`ReplayWindow::last`] keeps events however old,
+///   but not a topic nobody uses). Topics are checked when the broadcaster is used (a
+///   publish, a subscribe), from the least recently used, a few at a time: no task runs for
+///   it.
+/// - **Past `max_topics`,** making a new topic forgets the least recently used topic that no
+///   subscriber (or feed) holds, with its replay window. A client resuming from one of its
+///   events later is told of the gap ([`Gap::OutsideWindow`]), then gets the live events.
+///   Topics that subscribers hold are never forgotten: when they alone fill the bound, new
+///   topics are made beyond it, so the count can exceed `max_topics` by the topics that live
+///   subscriptions hold (bounded by the server's connections), and by an eighth as many again
+///   while the checks move past them (eight per publish or subscribe: no call walks every
+///   topic).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TopicLimits {
+    /// The most topics kept (at least 1). Default 10,000: with the default window of 1,024
+    /// events per topic, at most about ten million events (and their text) across topics.
+    pub max_topics: usize,
+    /// A topic without subscribers unused for this long is forgotten. Default 5 minutes (the
+    /// default window's `max_age`: by then the default window holds nothing).
+    pub idle: Duration,
+}
+
+impl Default for TopicLimits {
+    fn default() -> Self {
+        Self {
+            max_topics: 10_000,
+            idle: Duration::from_secs(300),
+        }
+    }
+}
+
+/// What a [`Fanout`] (a [`MemoryBroadcaster`]) holds now: its topics and the events in their
+/// replay windows ([`MemoryBroadcaster::retained`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Retained {
+    /// Topics kept.
+    pub topics: usize,
+    /// Events kept across their replay windows.
+    pub events: usize,
+}
+
 /// The in-memory [`Broadcaster`]: topics within one process (one replica), on a [`Fanout`].
 /// Each topic keeps its replay window in a ring shared by its subscribers; a subscriber holds
 /// its place in it and is woken when an event is published, so a slow one costs no memory (it
-/// falls behind the window: [`Gap::Lagged`]). Ids are `<instance>-<n>`, `n` counting the
-/// topic's events from 1 and `instance` drawn at random when the broadcaster is made, so an id
-/// from another process or an earlier run is unknown ([`Gap::OutsideWindow`]), never mistaken
-/// for another event. Topics without subscribers whose window has emptied (by age) are
-/// forgotten.
+/// falls behind the window: [`Gap::Lagged`]). Ids are `<instance>-<topic>-<n>`, `n` counting
+/// the topic's events from 1, `topic` numbering the topics the broadcaster made (a topic
+/// forgotten and made again is another), and `instance` drawn at random when the broadcaster
+/// is made, so an id of another topic, of a topic forgotten since, from another process or an
+/// earlier run is unknown ([`Gap::OutsideWindow`]), never mistaken for another event. Topics
+/// without subscribers whose window has emptied (by age), or that
+/// nobody used for a while, are forgotten, and at most 10,000 topics are kept: see
+/// [`TopicLimits`] ([`MemoryBroadcaster::topic_limits`]) and [`MemoryBroadcaster::retained`].
 pub struct MemoryBroadcaster {
     instance: String,
     fanout: Fanout,
@@ -515,12 +566,26 @@ impl MemoryBroadcaster {
         }
     }
 
-    /// The event number of `id`, when it is one of this broadcaster's.
-    fn number(&self, id: &str) -> Option<u64> {
-        id.strip_prefix(self.instance.as_str())?
+    /// Keeps topics within `limits` instead of the default ([`TopicLimits::default`]: 10,000
+    /// topics, idle ones forgotten after 5 minutes).
+    #[must_use]
+    pub fn topic_limits(mut self, limits: TopicLimits) -> Self {
+        self.fanout = self.fanout.topic_limits(limits);
+        self
+    }
+
+    /// What it holds now: topics and events ([`Fanout::retained`]).
+    pub fn retained(&self) -> Retained {
+        self.fanout.retained()
+    }
+
+    /// The topic and the event number of `id`, when it is one of this broadcaster's.
+    fn number(&self, id: &str) -> Option<(u64, u64)> {
+        let (topic, number) = id
+            .strip_prefix(self.instance.as_str())?
             .strip_prefix('-')?
-            .parse()
-            .ok()
+            .split_once('-')?;
+        Some((topic.parse().ok()?, number.parse().ok()?))
     }
 }
 
@@ -538,7 +603,7 @@ impl Broadcaster for MemoryBroadcaster {
                 let number = ring.latest + 1;
                 (
                     u128::from(number),
-                    format!("{}-{number}", self.instance).into(),
+                    format!("{}-{}-{number}", self.instance, ring.made).into(),
                 )
             },
             event,
@@ -555,10 +620,14 @@ impl Broadcaster for MemoryBroadcaster {
             .fanout
             .subscribe_with(topic, |ring| match last_event_id {
                 None => (None, Vec::new()),
-                Some(id) => match self.number(id).map(u128::from) {
-                    // Every event after it is kept.
-                    Some(number) if number <= ring.latest_position && number >= ring.floor => {
-                        (Some(number), Vec::new())
+                Some(id) => match self.number(id) {
+                    // Of this topic as it is now, and every event after it is kept.
+                    Some((made, number))
+                        if made == ring.made
+                            && u128::from(number) <= ring.latest_position
+                            && u128::from(number) >= ring.floor =>
+                    {
+                        (Some(u128::from(number)), Vec::new())
                     }
                     _ => (
                         Some(ring.floor),
@@ -582,8 +651,12 @@ impl Broadcaster for MemoryBroadcaster {
 /// numbers; a Redis stream's entry ids), which say where a subscriber resumes. A topic's ring
 /// holds every event after its *floor* (the position it was fed from, or of the newest event
 /// the window has dropped): a subscriber resuming at or after the floor misses nothing.
+///
+/// It keeps topics within [`TopicLimits`] (10,000 topics by default, idle ones forgotten
+/// after 5 minutes); a topic that a [`Feed`] or a subscription holds is never forgotten.
 pub struct Fanout {
     window: ReplayWindow,
+    limits: TopicLimits,
     topics: Mutex<Topics>,
 }
 
@@ -591,15 +664,66 @@ impl fmt::Debug for Fanout {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Fanout")
             .field("window", &self.window)
+            .field("limits", &self.limits)
             .finish_non_exhaustive()
     }
 }
 
+/// The topics, least recently used first.
 #[derive(Default)]
 struct Topics {
-    map: HashMap<Arc<str>, Arc<TopicState>>,
-    /// The map's size that triggers the next sweep of forgotten topics.
-    sweep_at: usize,
+    map: LinkedHashMap<Arc<str>, Kept>,
+    /// Topics made so far.
+    made: u64,
+}
+
+struct Kept {
+    state: Arc<TopicState>,
+    /// When it was last published to or subscribed to (or found held by a subscriber).
+    used: Instant,
+}
+
+/// Held topics moved past at the front of the list per call: enough for the ones behind them
+/// to be reached within a few calls, without a walk over every topic on every call (which,
+/// with more held topics than the bound, every publish would do).
+const ROTATIONS: usize = 8;
+
+impl Topics {
+    /// Forgets topics from the least recently used, while there are more than `keep`, or while
+    /// the least recently used one is idle: unused for `limits.idle`, or with nothing left to
+    /// replay, or with its feed ended. A topic a subscription or a feed holds is never
+    /// forgotten; met at the front, it is moved to the back as used now.
+    fn expire(&mut self, window: ReplayWindow, limits: TopicLimits, now: Instant, keep: usize) {
+        let mut rotations = 0;
+        loop {
+            let over = self.map.len() > keep;
+            let Some((name, kept)) = self.map.front() else {
+                return;
+            };
+            // The map's own reference alone: nobody subscribes to it or feeds it.
+            let held = Arc::strong_count(&kept.state) > 1;
+            if held {
+                if rotations == ROTATIONS {
+                    return;
+                }
+                rotations += 1;
+                let name = Arc::clone(name);
+                if let Some(kept) = self.map.to_back(&name) {
+                    kept.used = now;
+                }
+                continue;
+            }
+            let forget = over || now.duration_since(kept.used) >= limits.idle || {
+                let mut ring = kept.state.ring();
+                ring.trim(window, now);
+                ring.ended || ring.events.is_empty()
+            };
+            if !forget {
+                return;
+            }
+            self.map.pop_front();
+        }
+    }
 }
 
 struct TopicState {
@@ -621,6 +745,9 @@ struct Ring {
     fed: bool,
     /// Its feed has ended: subscribers end after what they have.
     ended: bool,
+    /// Which of the fan-out's topics it is: they are numbered as they are made, so a topic
+    /// forgotten and made again under the same name is told apart (its ids are others).
+    made: u64,
 }
 
 struct Stored {
@@ -673,11 +800,12 @@ impl Ring {
 }
 
 impl TopicState {
-    fn new(floor: u128) -> Self {
+    fn new(floor: u128, made: u64) -> Self {
         Self {
             ring: Mutex::new(Ring {
                 floor,
                 latest_position: floor,
+                made,
                 ..Ring::default()
             }),
             latest: watch::Sender::new(0),
@@ -721,12 +849,42 @@ impl TopicState {
 }
 
 impl Fanout {
-    /// A fan-out keeping `window` per topic.
+    /// A fan-out keeping `window` per topic, within the default [`TopicLimits`].
     pub fn new(window: ReplayWindow) -> Self {
         Self {
             window,
+            limits: TopicLimits::default(),
             topics: Mutex::default(),
         }
+    }
+
+    /// Keeps topics within `limits` instead of the default.
+    #[must_use]
+    pub fn topic_limits(mut self, limits: TopicLimits) -> Self {
+        self.limits = TopicLimits {
+            max_topics: limits.max_topics.max(1),
+            ..limits
+        };
+        self
+    }
+
+    /// What it holds now: its topics, and the events in their replay windows (what the
+    /// windows' `max_age` has not dropped yet).
+    pub fn retained(&self) -> Retained {
+        let topics = self.lock();
+        let events = topics
+            .map
+            .values()
+            .map(|kept| kept.state.ring().events.len())
+            .sum();
+        Retained {
+            topics: topics.map.len(),
+            events,
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Topics> {
+        self.topics.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
     /// The replay window it keeps per topic.
@@ -734,39 +892,55 @@ impl Fanout {
         self.window
     }
 
-    /// The topic's state, made when it has none (or its feed ended).
+    /// The topic's state, made when it has none (or its feed ended); either way it becomes
+    /// the most recently used, and the least recently used idle ones are forgotten.
     fn topic(&self, name: &str) -> Arc<TopicState> {
-        let mut topics = self.topics.lock().unwrap_or_else(PoisonError::into_inner);
-        if let Some(topic) = topics.map.get(name)
-            && !topic.ring().ended
+        let now = Instant::now();
+        let mut topics = self.lock();
+        if let Some(kept) = topics.map.to_back(name)
+            && !kept.state.ring().ended
         {
-            return Arc::clone(topic);
+            kept.used = now;
+            let state = Arc::clone(&kept.state);
+            // Held by `state` now: not forgotten by its own expiry.
+            topics.expire(self.window, self.limits, now, self.limits.max_topics);
+            return state;
         }
-        if topics.map.len() >= topics.sweep_at {
-            let now = Instant::now();
-            let window = self.window;
-            topics.map.retain(|_, topic| {
-                let mut ring = topic.ring();
-                ring.trim(window, now);
-                // Subscribers or a feed hold it, or it has events to replay.
-                !ring.ended && (Arc::strong_count(topic) > 1 || !ring.events.is_empty())
-            });
-            topics.sweep_at = (topics.map.len() * 2).max(64);
-        }
-        let topic = Arc::new(TopicState::new(0));
-        topics.map.insert(name.into(), Arc::clone(&topic));
-        topic
+        // Room for the new one.
+        topics.expire(
+            self.window,
+            self.limits,
+            now,
+            self.limits.max_topics.saturating_sub(1),
+        );
+        topics.made += 1;
+        let state = Arc::new(TopicState::new(0, topics.made));
+        topics.map.insert(
+            name.into(),
+            Kept {
+                state: Arc::clone(&state),
+                used: now,
+            },
+        );
+        state
     }
 
     /// Starts feeding `topic` from `floor`: its ring starts empty, holding every event pushed
     /// after `floor` from now on. Subscriptions of an earlier feed of the topic end.
     pub fn feed(&self, topic: &str, floor: u128) -> Feed {
-        let state = Arc::new(TopicState::new(floor));
+        let now = Instant::now();
+        let mut topics = self.lock();
+        topics.made += 1;
+        let state = Arc::new(TopicState::new(floor, topics.made));
         state.ring().fed = true;
-        let mut topics = self.topics.lock().unwrap_or_else(PoisonError::into_inner);
-        if let Some(earlier) = topics.map.insert(topic.into(), Arc::clone(&state)) {
-            end(&earlier);
+        let kept = Kept {
+            state: Arc::clone(&state),
+            used: now,
+        };
+        if let Some(earlier) = topics.map.insert(topic.into(), kept) {
+            end(&earlier.state);
         }
+        topics.expire(self.window, self.limits, now, self.limits.max_topics);
         Feed {
             window: self.window,
             state,
@@ -776,9 +950,9 @@ impl Fanout {
     /// Whether a subscriber resuming after `position` would miss nothing from `topic`'s ring:
     /// the topic is fed and `position` is at or after its floor.
     pub fn covers(&self, topic: &str, position: u128) -> bool {
-        let topics = self.topics.lock().unwrap_or_else(PoisonError::into_inner);
-        topics.map.get(topic).is_some_and(|state| {
-            let ring = state.ring();
+        let topics = self.lock();
+        topics.map.get(topic).is_some_and(|kept| {
+            let ring = kept.state.ring();
             !ring.ended && position >= ring.floor
         })
     }
@@ -805,8 +979,8 @@ impl Fanout {
         preface: Vec<Delivery>,
     ) -> Option<Subscription> {
         let state = {
-            let topics = self.topics.lock().unwrap_or_else(PoisonError::into_inner);
-            let state = topics.map.get(topic)?;
+            let topics = self.lock();
+            let state = &topics.map.get(topic)?.state;
             let ring = state.ring();
             if ring.ended || !ring.fed {
                 return None;
@@ -1167,10 +1341,167 @@ mod tests {
             bus.publish(&format!("topic-{n}"), event).await.unwrap();
             tokio::time::advance(Duration::from_millis(100)).await;
         }
-        let topics = bus.fanout.topics.lock().unwrap();
-        // Those of the last 10 s and the one listened to.
-        assert!(topics.map.len() <= 64, "{} topics kept", topics.map.len());
+        // The one listened to, and those of the last second (whose event the window keeps).
+        let topics = bus.fanout.lock();
+        assert!(topics.map.len() <= 12, "{} topics kept", topics.map.len());
         assert!(topics.map.contains_key("topic-0"));
+    }
+
+    fn one_event() -> BusEvent {
+        BusEvent::from_parts("count", "1").unwrap()
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_hundred_thousand_topics_stay_within_the_bound() {
+        // Events kept however old: before the bound, every topic stayed with its events.
+        let bus = MemoryBroadcaster::new(ReplayWindow::last(1024)).topic_limits(TopicLimits {
+            max_topics: 1000,
+            idle: Duration::from_secs(3600),
+        });
+        let mut listened = bus.subscribe("listened", None).await.unwrap();
+        let mut first_ids = Vec::new();
+        for n in 0..100_000 {
+            let topic = format!("topic-{n}");
+            first_ids.push(bus.publish(&topic, one_event()).await.unwrap());
+            bus.publish(&topic, one_event()).await.unwrap();
+            if n % 997 == 0 {
+                let retained = bus.retained();
+                assert!(retained.topics <= 1000, "{retained:?} after {n}");
+                assert!(retained.events <= 2 * 1000, "{retained:?} after {n}");
+            }
+        }
+        assert_eq!(
+            bus.retained(),
+            Retained {
+                topics: 1000,
+                events: 2 * 999
+            }
+        );
+        // The topic a subscriber holds was never forgotten, however old.
+        let id = bus.publish("listened", one_event()).await.unwrap();
+        let Some(Ok(Delivery::Event(received))) = listened.next().await else {
+            panic!()
+        };
+        assert_eq!(received.id, id);
+        // The most recent topics replay in full; a forgotten one is a gap.
+        let mut recent = bus
+            .subscribe("topic-99999", Some(&first_ids[99_999]))
+            .await
+            .unwrap();
+        assert!(matches!(recent.next().await, Some(Ok(Delivery::Event(_)))));
+        let mut forgotten = bus.subscribe("topic-5", Some(&first_ids[5])).await.unwrap();
+        assert!(matches!(
+            forgotten.next().await,
+            Some(Ok(Delivery::Gap(Gap::OutsideWindow { .. })))
+        ));
+    }
+
+    #[tokio::test]
+    async fn topics_that_subscribers_hold_stay_past_the_bound_and_the_rest_go() {
+        let bus = MemoryBroadcaster::new(ReplayWindow::last(8)).topic_limits(TopicLimits {
+            max_topics: 10,
+            idle: Duration::from_secs(60),
+        });
+        let mut held = Vec::new();
+        for n in 0..40 {
+            held.push(bus.subscribe(&format!("held-{n}"), None).await.unwrap());
+        }
+        for n in 0..1000 {
+            bus.publish(&format!("topic-{n}"), one_event())
+                .await
+                .unwrap();
+            let topics = bus.retained().topics;
+            assert!(topics <= 10 + 40 + 40 / 8 + 1, "{topics} topics after {n}");
+        }
+        // Every held topic still delivers.
+        for (n, subscription) in held.iter_mut().enumerate() {
+            let id = bus
+                .publish(&format!("held-{n}"), one_event())
+                .await
+                .unwrap();
+            let Some(Ok(Delivery::Event(received))) = subscription.next().await else {
+                panic!()
+            };
+            assert_eq!(received.id, id);
+        }
+        // Unsubscribed, they go like the others.
+        drop(held);
+        for n in 0..100 {
+            bus.publish(&format!("later-{n}"), one_event())
+                .await
+                .unwrap();
+        }
+        assert_eq!(bus.retained().topics, 10);
+    }
+
+    #[tokio::test]
+    async fn an_id_of_another_topic_or_of_a_topic_forgotten_since_is_a_gap() {
+        let bus = MemoryBroadcaster::new(ReplayWindow::last(100)).topic_limits(TopicLimits {
+            max_topics: 1,
+            idle: Duration::from_secs(60),
+        });
+        let mut old_ids = Vec::new();
+        for _ in 0..5 {
+            old_ids.push(bus.publish("a", one_event()).await.unwrap());
+        }
+        // The bound of one topic forgets `a`; made again, it has as many events as before.
+        bus.publish("b", one_event()).await.unwrap();
+        let b_id = bus.publish("b", one_event()).await.unwrap();
+        let mut new_ids = Vec::new();
+        for _ in 0..5 {
+            new_ids.push(bus.publish("a", one_event()).await.unwrap());
+        }
+        assert_ne!(old_ids, new_ids);
+        // The old `a`'s third event, or `b`'s second: not this `a`'s, so a gap, then all of it.
+        for stale in [&old_ids[2], &b_id] {
+            let mut resumed = bus.subscribe("a", Some(stale)).await.unwrap();
+            assert!(
+                matches!(
+                    resumed.next().await,
+                    Some(Ok(Delivery::Gap(Gap::OutsideWindow { .. })))
+                ),
+                "{stale}"
+            );
+            let Some(Ok(Delivery::Event(first))) = resumed.next().await else {
+                panic!()
+            };
+            assert_eq!(first.id, new_ids[0]);
+        }
+        // Its own: exactly what follows.
+        let mut resumed = bus.subscribe("a", Some(&new_ids[2])).await.unwrap();
+        let Some(Ok(Delivery::Event(next))) = resumed.next().await else {
+            panic!()
+        };
+        assert_eq!(next.id, new_ids[3]);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn idle_topics_expire_and_held_ones_stay() {
+        let bus = MemoryBroadcaster::new(ReplayWindow::last(1024)).topic_limits(TopicLimits {
+            max_topics: 100,
+            idle: Duration::from_secs(60),
+        });
+        let old = bus.publish("old", one_event()).await.unwrap();
+        let _held = bus.subscribe("held", None).await.unwrap();
+        bus.publish("held", one_event()).await.unwrap();
+        tokio::time::advance(Duration::from_secs(59)).await;
+        bus.publish("recent", one_event()).await.unwrap();
+        assert_eq!(bus.retained().topics, 3, "none idle for a minute yet");
+        tokio::time::advance(Duration::from_secs(2)).await;
+        // Used next: the one idle for a minute goes, the one a subscriber holds stays.
+        bus.publish("new", one_event()).await.unwrap();
+        assert_eq!(
+            bus.retained(),
+            Retained {
+                topics: 3,
+                events: 3
+            }
+        );
+        let mut late = bus.subscribe("old", Some(&old)).await.unwrap();
+        assert!(matches!(
+            late.next().await,
+            Some(Ok(Delivery::Gap(Gap::OutsideWindow { .. })))
+        ));
     }
 
     fn received(id: &str, data: &str) -> Received {

@@ -66,7 +66,7 @@ mod stream;
 
 pub use broadcast::{
     BroadcastError, Broadcaster, BusEvent, Delivery, Fanout, Feed, Gap, MemoryBroadcaster,
-    Received, ReplayWindow, Subscription, Topic,
+    Received, ReplayWindow, Retained, Subscription, Topic, TopicLimits,
 };
 pub use emitter::{EmitError, Emitter};
 pub use stream::{Event, EventFrames, EventStream, EventStreamOptions, last_event_id};

@@ -45,7 +45,19 @@ where
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let this = self.project();
-        let output = ready!(this.inner.poll(cx)).map_err(ApiError::from_inner)?;
+        let output = match ready!(this.inner.poll(cx)) {
+            Ok(output) => output,
+            Err(error) => {
+                let mut error = ApiError::from_inner(error);
+                // The handler answered a conditional request early (`ApiError::not_modified`):
+                // the 304 is a response, so the middleware around see a success, not a 500.
+                if error.is_not_modified() {
+                    let headers = error.take_headers().unwrap_or_default();
+                    return Poll::Ready(Ok(Output::not_modified(headers)));
+                }
+                return Poll::Ready(Err(error));
+            }
+        };
         let range = this.range.as_deref().unwrap_or(&NO_RANGE);
         let (status, headers, body) = match output.into_streamed(range) {
             Ok(streamed) => return Poll::Ready(Ok(streamed)),

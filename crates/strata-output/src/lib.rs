@@ -6,7 +6,11 @@
 //! `output.<path>: <rule text>` (hidden behind `Internal Server Error` in production).
 //!
 //! Success is 200; a handler that means another 2xx, or adds headers, returns [`Reply`].
-//! Anything implementing [`HandlerOutput`] may be returned.
+//! Anything implementing [`HandlerOutput`] may be returned. A handler's errors pass through,
+//! but one: the early answer to a conditional request
+//! ([`ApiError::not_modified`](strata_core::ApiError::not_modified)) becomes the `304 Not
+//! Modified` response here ([`Output::not_modified`](strata_core::Output::not_modified)), so
+//! that no middleware mistakes it for an error.
 //!
 //! # Example
 //!

@@ -155,3 +155,23 @@ async fn handlers_may_choose_another_success_status() {
         "A handler answered success with status 404 Not Found; errors are ApiErrors"
     );
 }
+
+#[tokio::test]
+async fn a_handler_s_not_modified_becomes_the_304_response() {
+    let service = tower_layer::Layer::layer(
+        &OutputLayer::<Page>::new(),
+        service_fn(|_: Request<()>| async {
+            Err::<Page, _>(
+                ApiError::not_modified()
+                    .with_header(http::header::ETAG, http::HeaderValue::from_static("\"v1\"")),
+            )
+        }),
+    );
+    let output = service.oneshot(Request::new(())).await.unwrap();
+    assert_eq!(output.status(), http::StatusCode::NOT_MODIFIED);
+    assert!(output.is_streamed(), "no JSON body");
+    assert_eq!(output.headers().unwrap()["etag"], "\"v1\"");
+    // Other errors pass through.
+    let error = run(Err(http_error!(409, "Conflict"))).await.unwrap_err();
+    assert_eq!(error.status(), 409);
+}

@@ -9,7 +9,11 @@
 //! - **The answer**: a 429 through the result handler, like every error, with `Retry-After`
 //!   (seconds, rounded up) and the `RateLimit` and `RateLimit-Policy` headers of
 //!   [draft-ietf-httpapi-ratelimit-headers-11](https://datatracker.ietf.org/doc/draft-ietf-httpapi-ratelimit-headers/11/)
-//!   (`RateLimit-Policy: "default";q=100;w=60`, `RateLimit: "default";r=0;t=12`). With
+//!   (`RateLimit-Policy: "default";q=100;w=60`, `RateLimit: "default";r=0;t=12`): `r` is the
+//!   available quota, the requests the client may send now, and `t` the effective window,
+//!   the seconds within which it can use no more than `r` (section 4.1.2), which under GCRA
+//!   is the time until one more request is allowed; `w` is whole seconds, so a window that is
+//!   not is written as the same rate over whole seconds (5 per 1.5 s: `q=10;w=3`). With
 //!   [`RateLimit::headers`]`(true)`, successes and other errors carry the two `RateLimit`
 //!   headers too (added after the handler answered), so that a client can slow down before
 //!   it is refused; by default they are left out, for their cost on every response.

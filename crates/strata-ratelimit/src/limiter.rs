@@ -199,8 +199,10 @@ fn retry_after_header() -> ResponseHeader {
 fn ratelimit_header() -> ResponseHeader {
     ResponseHeader::new(
         "ratelimit",
-        "The client's remaining quota (`r`) and the seconds until it grows (`t`), as \
-         draft-ietf-httpapi-ratelimit-headers-11 writes them: `\"default\";r=99;t=1`",
+        "The client's available quota (`r`, requests it may send now) and the effective \
+         window (`t`, the seconds within which it can use no more than `r`: until one more \
+         request is allowed), as draft-ietf-httpapi-ratelimit-headers-11 writes them: \
+         `\"default\";r=99;t=1`",
     )
 }
 
@@ -264,14 +266,8 @@ impl Policy {
             item.push(c);
         }
         item.push('"');
-        // `w` is whole seconds, more than zero (section 3.1.3): a window that is not is left
-        // out rather than misstated.
-        let window = quota.window();
-        let text = if window.subsec_nanos() == 0 {
-            format!("{item};q={};w={}", quota.count(), window.as_secs())
-        } else {
-            format!("{item};q={}", quota.count())
-        };
+        let (q, w) = policy_numbers(quota);
+        let text = format!("{item};q={q};w={w}");
         Self {
             header: HeaderValue::try_from(text).unwrap_or_else(|_| HeaderValue::from_static("")),
             item,
@@ -281,7 +277,11 @@ impl Policy {
         }
     }
 
-    /// `RateLimit`'s value: `"default";r=5;t=12`. Written once into a buffer of its exact
+    /// `RateLimit`'s value: `"default";r=5;t=12`, the available quota (section 4.1.1) and the
+    /// effective window (section 4.1.2). Under GCRA the `r` requests are there now and the
+    /// next one comes back `reset` later: that is the longest window within which the client
+    /// can use no more than `r`, and so `t` (rounded up: a client keeping to `r` within `t` is
+    /// never refused; rounded down, `t=0` would say the window is over). Written once into a buffer of its exact
     /// length, which the header value then owns: one allocation per response (`format!`
     /// grew a `String`, and a value of unused capacity costs `Bytes` a second block). The
     /// digits are `itoa`'s (two at a time; a digit per division cost twice as much).
@@ -298,6 +298,38 @@ impl Policy {
     }
 }
 
+/// The largest integer a structured field holds (RFC 9651, section 3.3.1: 15 digits).
+const SF_INTEGER_MAX: u64 = 999_999_999_999_999;
+
+/// `RateLimit-Policy`'s `q` and `w` for `quota`. `w` is whole seconds, more than zero
+/// (draft-ietf-httpapi-ratelimit-headers-11, section 3.1.3: "Sub-second precision is not
+/// supported"), and both are structured-field integers: a window that is not whole seconds is
+/// written as the same rate over the shortest whole number of its windows that is (5 per 1.5 s
+/// as `q=10;w=3`, 1 per 250 ms as `q=4;w=1`); when even that does not fit 15 digits, as `count`
+/// per the window rounded up to a whole second and capped at 15 digits, a rate no faster than
+/// the one enforced (a client keeping to it is never refused).
+fn policy_numbers(quota: Quota) -> (u64, u64) {
+    const NANOS: u128 = 1_000_000_000;
+    let count = u128::from(quota.count());
+    let window = quota.window().as_nanos();
+    // The fewest windows that make whole seconds: 10^9 / gcd(window, 10^9).
+    let (mut a, mut b) = (window, NANOS);
+    while b != 0 {
+        (a, b) = (b, a % b);
+    }
+    let windows = NANOS / a;
+    let exact = (count * windows, window / a);
+    let fits = |n: u128| u64::try_from(n).ok().filter(|&n| n <= SF_INTEGER_MAX);
+    if let (Some(q), Some(w)) = (fits(exact.0), fits(exact.1)) {
+        return (q, w);
+    }
+    let seconds = window.div_ceil(NANOS).max(1);
+    (
+        u64::from(quota.count()),
+        fits(seconds).unwrap_or(SF_INTEGER_MAX),
+    )
+}
+
 /// Whole seconds, rounded up (`Retry-After` and `t` are integers; rounding down would ask
 /// the client back too early).
 fn seconds_up(micros: u64) -> u64 {
@@ -312,7 +344,9 @@ pub struct RateLimitState {
     pub limit: u32,
     /// Requests the client may still send at once.
     pub remaining: u32,
-    /// How long until `remaining` grows by one.
+    /// How long until `remaining` grows by one: the effective window of the `RateLimit`
+    /// header's `t` (draft-ietf-httpapi-ratelimit-headers-11, section 4.1.2: the time within
+    /// which the client can use no more than `remaining`), before rounding up to seconds.
     pub reset: Duration,
     /// How long until the whole burst is available again.
     pub replenished: Duration,
@@ -598,7 +632,7 @@ mod tests {
             FailPolicy::Open,
             true,
         );
-        assert_eq!(odd.header, r#""x";q=5"#);
+        assert_eq!(odd.header, r#""x";q=10;w=3"#);
         assert_eq!(describe_window(Duration::from_millis(1500)), "1.5 s");
     }
 

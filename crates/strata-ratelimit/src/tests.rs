@@ -565,3 +565,182 @@ fn the_middleware_declares_its_responses() {
         .collect();
     assert_eq!(statuses, [429, 503, 401]);
 }
+
+type Service = strata::endpoint::AnyBody<strata::endpoint::EndpointService>;
+
+/// Sends one request from the test client through `service`.
+async fn one(service: &Service) -> Response<Body> {
+    service
+        .clone()
+        .oneshot(get(Some([192, 0, 2, 9]), &[]))
+        .await
+        .unwrap()
+}
+
+fn one_header(response: &Response<Body>, name: &str) -> String {
+    header(response.headers(), name).join(",")
+}
+
+/// The examples of draft-ietf-httpapi-ratelimit-headers-11 (23 May 2026), as this limiter
+/// writes them. Its section 4.1.2 defines `t` as the effective window, "the number of
+/// seconds within which the client can use no more than the available quota" (draft -09 had
+/// "until the quota [...] resets", -10 "until additional quota [...] is made available"):
+/// under GCRA, the `r` requests available now are all the client gets until the next one
+/// comes back, so `t` is the time until one more request is allowed, rounded up.
+#[tokio::test]
+async fn the_examples_of_the_draft() {
+    let limited = |quota: Quota, name: &str| {
+        RateLimit::new(quota, Key::client_addr())
+            .name(name)
+            .clock(ManualClock::new())
+            .headers(HeadersOn::EveryResponse)
+    };
+    // Section 3.2: `RateLimit-Policy: "default";q=100;w=10`.
+    let service =
+        budget_endpoint(limited(Quota::new(100, Duration::from_secs(10)), "default")).service();
+    assert_eq!(
+        one_header(&one(&service).await, "ratelimit-policy"),
+        r#""default";q=100;w=10"#
+    );
+    // Section 3.2: `RateLimit-Policy: "permin";q=50;w=60,"perhr";q=1000;w=3600`: a list
+    // split over two fields is the same list (RFC 9651, section 3.1), one per limiter.
+    let service = behind_two(
+        limited(Quota::per_hour(1000), "perhr"),
+        limited(Quota::per_minute(50), "permin"),
+    )
+    .service();
+    assert_eq!(
+        one_header(&one(&service).await, "ratelimit-policy"),
+        r#""permin";q=50;w=60,"perhr";q=1000;w=3600"#
+    );
+    // Appendix B.1.1: "The client exhausted its quota for the next 50 seconds":
+    // `RateLimit: "default";r=0;t=50`. Here one request per 50 s, after the request.
+    let service =
+        budget_endpoint(limited(Quota::new(1, Duration::from_secs(50)), "default")).service();
+    assert_eq!(
+        one_header(&one(&service).await, "ratelimit"),
+        r#""default";r=0;t=50"#
+    );
+    // Appendix B.1.4, a throttled response whose `Retry-After` and `RateLimit` "reference
+    // the same moment": `Retry-After` (5 s) and `RateLimit: "default";r=0;t=5`.
+    let service =
+        budget_endpoint(limited(Quota::new(1, Duration::from_secs(5)), "default")).service();
+    one(&service).await;
+    let throttled = one(&service).await;
+    assert_eq!(throttled.status(), StatusCode::TOO_MANY_REQUESTS);
+    assert_eq!(one_header(&throttled, "retry-after"), "5");
+    assert_eq!(one_header(&throttled, "ratelimit"), r#""default";r=0;t=5"#);
+    // Section 4.2: "an available quota of 50 units and an effective window of 30 seconds":
+    // `RateLimit: "default";r=50;t=30`. Here two requests a minute, 51 saved up at most.
+    let saved = Quota::per_minute(2).with_burst(51);
+    let service = budget_endpoint(limited(saved, "default")).service();
+    let response = one(&service).await;
+    assert_eq!(one_header(&response, "ratelimit"), r#""default";r=50;t=30"#);
+    assert_eq!(
+        one_header(&response, "ratelimit-policy"),
+        r#""default";q=2;w=60"#
+    );
+}
+
+/// Section 4.1.2 of draft -11, checked on the limiter itself: after a response saying
+/// `r;t`, the client gets `r` requests at once and not one more, and one more once `t`
+/// seconds have passed; section 6: a `Retry-After` is no earlier than the effective window's
+/// end.
+#[tokio::test]
+async fn r_requests_within_the_effective_window_and_one_more_after_it() {
+    for quota in [
+        Quota::per_minute(100),
+        Quota::per_second(3),
+        Quota::new(10, Duration::from_secs(7)).with_burst(4),
+        Quota::per_hour(5),
+    ] {
+        let clock = ManualClock::new();
+        let service = budget_endpoint(
+            RateLimit::new(quota, Key::client_addr())
+                .clock(clock.clone())
+                .headers(HeadersOn::EveryResponse),
+        )
+        .service();
+        // Some traffic first, at uneven times.
+        for step in 0..3_u64 {
+            one(&service).await;
+            clock.advance(Duration::from_millis(137 * step));
+        }
+        let response = one(&service).await;
+        assert_eq!(response.status(), StatusCode::OK);
+        let value = one_header(&response, "ratelimit");
+        let (r, t) = value
+            .strip_prefix("\"default\";r=")
+            .and_then(|rest| rest.split_once(";t="))
+            .unwrap();
+        let (r, t): (u32, u64) = (r.parse().unwrap(), t.parse().unwrap());
+        for _ in 0..r {
+            assert_eq!(
+                one(&service).await.status(),
+                StatusCode::OK,
+                "{quota:?} {value}"
+            );
+        }
+        let refused = one(&service).await;
+        assert_eq!(
+            refused.status(),
+            StatusCode::TOO_MANY_REQUESTS,
+            "{quota:?} {value}"
+        );
+        let retry_after: u64 = one_header(&refused, "retry-after").parse().unwrap();
+        let (_, refused_t) = one_header(&refused, "ratelimit")
+            .split_once(";t=")
+            .map(|(a, b)| (a.to_owned(), b.parse::<u64>().unwrap()))
+            .unwrap();
+        assert!(
+            retry_after >= refused_t,
+            "{quota:?}: Retry-After {retry_after} before t={refused_t}"
+        );
+        clock.advance(Duration::from_secs(t));
+        assert_eq!(
+            one(&service).await.status(),
+            StatusCode::OK,
+            "{quota:?} {value}"
+        );
+    }
+}
+
+/// `w` is whole seconds and a structured-field integer (draft -11, section 3.1.3; RFC 9651,
+/// section 3.3.1): a window that is not whole seconds is the same rate over whole seconds,
+/// never a quota without a window, and a window past 15 digits is capped.
+#[tokio::test]
+async fn policies_the_draft_cannot_write_as_they_are() {
+    let cases = [
+        (
+            Quota::new(5, Duration::from_millis(1500)),
+            r#""default";q=10;w=3"#,
+        ),
+        (
+            Quota::new(1, Duration::from_millis(250)),
+            r#""default";q=4;w=1"#,
+        ),
+        (
+            Quota::new(3, Duration::from_micros(1_000_001)),
+            r#""default";q=3000000;w=1000001"#,
+        ),
+        (
+            Quota::new(1, Duration::MAX),
+            r#""default";q=1;w=999999999999999"#,
+        ),
+        (
+            Quota::new(7, Duration::new(1, 1)),
+            r#""default";q=7000000000;w=1000000001"#,
+        ),
+    ];
+    for (quota, expected) in cases {
+        let service = budget_endpoint(
+            RateLimit::new(quota, Key::client_addr()).headers(HeadersOn::EveryResponse),
+        )
+        .service();
+        assert_eq!(
+            one_header(&one(&service).await, "ratelimit-policy"),
+            expected,
+            "{quota:?}"
+        );
+    }
+}
