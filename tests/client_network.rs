@@ -166,6 +166,81 @@ async fn a_download_whose_error_body_drips_ends_at_the_timeout() {
     assert_eq!(seen.instants().len(), 2);
 }
 
+/// A success's body has no total deadline but each piece has one: a body that goes silent
+/// after a piece ends at the timeout, read whole or piece by piece; one that drips slower than
+/// the timeout in all, each piece within it, is read whole.
+#[tokio::test(start_paused = true)]
+async fn a_download_whose_body_goes_silent_ends_at_the_timeout() {
+    const OK_HEAD: &[u8] = b"HTTP/1.1 200 OK\r\ncontent-type: application/octet-stream\r\n\
+                            transfer-encoding: chunked\r\n\r\n";
+    let (addr, _) = raw_server(|mut stream, number| async move {
+        let mut answer = OK_HEAD.to_vec();
+        answer.extend(chunk(b"first"));
+        stream.write_all(&answer).await.unwrap();
+        if number < 2 {
+            // Held open, silent.
+            std::future::pending::<()>().await;
+        }
+        for _ in 0..20 {
+            tokio::time::sleep(Duration::from_secs(1)).await;
+            stream.write_all(&chunk(b".")).await.unwrap();
+        }
+        stream.write_all(END).await.unwrap();
+    })
+    .await;
+    let timeout = Duration::from_secs(5);
+    let client = client(addr).timeout(Some(timeout));
+    let is_the_timeout =
+        |error: &ClientError| matches!(error, ClientError::Timeout(after) if *after == timeout);
+
+    let started = Instant::now();
+    let whole = async {
+        client
+            .call(&FILE, ())
+            .download()
+            .await?
+            .bytes(1 << 20)
+            .await
+    };
+    let error = tokio::time::timeout(FAIL_SAFE, whole)
+        .await
+        .expect("the download hung")
+        .unwrap_err();
+    assert!(is_the_timeout(&error), "{error:?}");
+    let took = started.elapsed();
+    assert!(
+        took >= timeout && took < timeout + Duration::from_secs(1),
+        "{took:?}"
+    );
+
+    let download = client.call(&FILE, ()).download().await.unwrap();
+    let mut pieces = download.into_stream();
+    let first = tokio::time::timeout(FAIL_SAFE, pieces.next())
+        .await
+        .unwrap();
+    assert_eq!(first.unwrap().unwrap(), "first");
+    let second = tokio::time::timeout(FAIL_SAFE, pieces.next())
+        .await
+        .expect("the download hung");
+    let error = second.unwrap().unwrap_err();
+    let error = error.downcast_ref::<ClientError>().unwrap();
+    assert!(is_the_timeout(error), "{error:?}");
+
+    let started = Instant::now();
+    let slow = client
+        .call(&FILE, ())
+        .download()
+        .await
+        .unwrap()
+        .bytes(1 << 20);
+    let body = tokio::time::timeout(FAIL_SAFE, slow)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(body, format!("first{}", ".".repeat(20)));
+    assert!(started.elapsed() >= Duration::from_secs(20));
+}
+
 #[tokio::test(start_paused = true)]
 async fn a_subscription_whose_error_body_drips_ends_at_the_timeout() {
     let (addr, seen) = raw_server(drip_an_error).await;

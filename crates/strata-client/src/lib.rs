@@ -95,8 +95,8 @@ use serde::de::DeserializeOwned;
 use strata_core::{BoxError, StreamedOutput};
 use tower::{Service, ServiceExt};
 
-pub use download::Download;
 pub(crate) use download::read_limited;
+pub use download::{Deadlined, Download};
 pub use envelope::{DefaultEnvelope, Envelope, api_error, decode, without_body};
 pub use error::ClientError;
 pub use events::{
@@ -350,9 +350,10 @@ where
     /// Sends the call of an operation whose output is a file or a stream and returns the
     /// response to read as bytes ([`Download`]); an error status is the server's error, read
     /// by the envelope (up to `max_response_body`). The timeout covers the wait for the
-    /// response's head and, for an error, the reading of its body; not the reading of a
-    /// success's body. Without a timeout, an error's body is still read within
-    /// [`DEFAULT_TIMEOUT`]: a server that drips it cannot hold the call.
+    /// response's head and, for an error, the reading of its body (without a timeout, an
+    /// error's body is still read within [`DEFAULT_TIMEOUT`]: a server that drips it cannot
+    /// hold the call); a success's body may take as long as it keeps coming, each piece within
+    /// the timeout of asking for it ([`Download`]).
     pub async fn download(self) -> Result<Download<S::Body>, ClientError>
     where
         O: StreamedOutput,
@@ -369,7 +370,7 @@ where
                 .map_err(|error| ClientError::Transport(error.into()))?;
             let (parts, body) = response.into_parts();
             if parts.status.is_success() {
-                return Ok(Download::new(parts.status, parts.headers, body));
+                return Ok(Download::new(parts.status, parts.headers, body, timeout));
             }
             let read = read_limited(body, client.max_response_body);
             let bytes = match timeout {
