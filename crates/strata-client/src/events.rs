@@ -3,6 +3,7 @@
 
 use std::fmt;
 use std::future::Future;
+use std::hash::{BuildHasher, RandomState};
 use std::marker::PhantomData;
 use std::mem;
 use std::pin::Pin;
@@ -23,18 +24,37 @@ use strata_core::{BoxError, Events, Operation};
 use tokio::time::{Instant, Sleep};
 use tower::ServiceExt;
 
-use crate::sse::{Parser, RawEvent};
-use crate::{Client, ClientError, Envelope, Transport, api_error, decode, request};
+use crate::sse::{IdRefused, Parser, RawEvent};
+use crate::{
+    Client, ClientError, DEFAULT_TIMEOUT, Envelope, Transport, api_error, decode, request,
+};
 
-/// How long a subscription waits before reconnecting, until the server says otherwise
-/// (`retry:`).
+/// How long a subscription waits before its first reconnection, until the server says
+/// otherwise (`retry:`).
 pub const DEFAULT_RECONNECT_DELAY: Duration = Duration::from_secs(1);
+
+/// The shortest wait before a reconnection, whatever the server's `retry:` (`retry: 0` would
+/// make reconnections a busy loop) or the subscription's delay.
+pub const MIN_RECONNECT_DELAY: Duration = Duration::from_millis(100);
 
 /// How many reconnections in a row may fail before a subscription gives up.
 pub const DEFAULT_MAX_RECONNECTS: u32 = 5;
 
 /// The longest wait before a reconnection, whatever the server's `retry:` or the backoff says.
 pub const MAX_RECONNECT_DELAY: Duration = Duration::from_secs(60);
+
+/// How long a connection may say nothing, not even a keep-alive comment, before a subscription
+/// drops it and reconnects: three times a Strata server's keep-alive interval (15 s), so a
+/// late keep-alive is no reason, and a half-open connection does not hang a subscription.
+pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(45);
+
+/// The longest event id a subscription keeps, in bytes: it sends the id back as
+/// `Last-Event-ID` on every reconnection.
+pub const MAX_EVENT_ID: usize = crate::sse::MAX_ID;
+
+/// A connection that streamed this long was a good one even without an event (a quiet
+/// stream's keep-alives): its drop starts the count of failed reconnections afresh.
+const STEADY: Duration = Duration::from_secs(60);
 
 type Connection = Response<UnsyncBoxBody<Bytes, BoxError>>;
 type Connecting = Pin<Box<dyn Future<Output = Result<Connection, BoxError>> + Send>>;
@@ -55,22 +75,32 @@ impl<S, E> Client<S, E> {
     ///   on.
     /// - When the server ends the stream, the stream ends.
     /// - When the connection drops (a transport error, a body that breaks off, or nothing
-    ///   for the [`idle_timeout`](Subscription::idle_timeout)), the subscription waits and
-    ///   connects again, sending `Last-Event-ID` with the id of the last event it got: the wait
-    ///   is the server's last `retry:` (or [`reconnect_delay`](Subscription::reconnect_delay)),
-    ///   doubled for each reconnection in a row that gets nothing, at most
-    ///   [`MAX_RECONNECT_DELAY`]. After [`max_reconnects`](Subscription::max_reconnects)
-    ///   such reconnections the last error is the stream's last item.
+    ///   for the [`idle_timeout`](Subscription::idle_timeout), [`DEFAULT_IDLE_TIMEOUT`] by
+    ///   default), the subscription waits and connects again, sending `Last-Event-ID` with the
+    ///   id of the last event it got. The wait backs off: the server's last `retry:` (or
+    ///   [`reconnect_delay`](Subscription::reconnect_delay)), at least
+    ///   [`MIN_RECONNECT_DELAY`], doubled for each failed reconnection in a row, at most
+    ///   [`MAX_RECONNECT_DELAY`]; plus up to half of it again at random, so that the
+    ///   subscribers of a restarted server do not all come back at once. A reconnection fails
+    ///   unless its connection delivers an event or streams for a minute; after
+    ///   [`max_reconnects`](Subscription::max_reconnects) failed ones in a row the last error
+    ///   is the stream's last item.
     /// - An error response (the input's 400, a 401) is a [`ClientError::Api`] read by the
     ///   client's envelope, and the end: so is a success that is not `text/event-stream`
     ///   ([`ClientError::Decode`]), an event larger than
     ///   [`max_event_size`](Subscription::max_event_size) ([`ClientError::TooLarge`]), and an
-    ///   input that cannot be sent ([`ClientError::Input`]). A 204 ends the stream.
+    ///   input that cannot be sent ([`ClientError::Input`]). A 204 ends the stream. The error's
+    ///   body is read within the client's timeout ([`DEFAULT_TIMEOUT`] when the client has
+    ///   none) and up to its `max_response_body`: a body that drips or never ends is a
+    ///   [`ClientError::Timeout`].
+    /// - An event whose `id:` is longer than [`MAX_EVENT_ID`] bytes, or cannot be a header, is
+    ///   a [`ClientError::Decode`] in its place and the stream goes on; the id is not kept
+    ///   (the last good one is sent back).
     ///
-    /// The client's timeout is not the stream's: a stream has no end to wait for (and a Strata
-    /// server sends nothing, not even headers, before its first event). Set an
-    /// [`idle_timeout`](Subscription::idle_timeout) longer than the server's keep-alive
-    /// interval to reconnect when a connection goes silent.
+    /// The client's timeout is not the stream's: a stream has no end to wait for. The idle
+    /// timeout drops a connection that goes silent (a Strata server sends its head at once and
+    /// a keep-alive comment every 15 s); keep it longer than the server's keep-alive
+    /// interval.
     ///
     /// # Example
     ///
@@ -185,14 +215,19 @@ impl<S, E> Client<S, E> {
             headers: self.headers.clone(),
             parser: Parser::new(self.max_response_body),
             state,
-            idle: None,
+            deadline: None,
+            deadline_after: Duration::ZERO,
             settings: Settings {
                 reconnect_delay: DEFAULT_RECONNECT_DELAY,
                 max_reconnects: DEFAULT_MAX_RECONNECTS,
-                idle_timeout: None,
+                idle_timeout: Some(DEFAULT_IDLE_TIMEOUT),
                 max_error_body: self.max_response_body,
+                error_timeout: self.timeout.unwrap_or(DEFAULT_TIMEOUT),
             },
             failures: 0,
+            streaming_since: None,
+            jitter: RandomState::new(),
+            reconnections: 0,
             events: PhantomData,
         }
     }
@@ -238,6 +273,8 @@ struct Settings {
     max_reconnects: u32,
     idle_timeout: Option<Duration>,
     max_error_body: usize,
+    /// The time an error response's body is read within.
+    error_timeout: Duration,
 }
 
 /// Where a subscription is.
@@ -276,11 +313,21 @@ pub struct Subscription<T> {
     headers: HeaderMap,
     parser: Parser,
     state: State,
-    /// Fires when the connection said nothing for the idle timeout.
-    idle: Option<Pin<Box<Sleep>>>,
+    /// Fires when the connection said nothing for the idle timeout, or an error's body took
+    /// too long.
+    deadline: Option<Pin<Box<Sleep>>>,
+    /// What the deadline counts (the timeout it reports).
+    deadline_after: Duration,
     settings: Settings,
     /// Reconnections in a row that got nothing.
     failures: u32,
+    /// When the current connection started streaming.
+    streaming_since: Option<Instant>,
+    /// The keys of the random part of the waits (the process's random hash keys: no generator
+    /// needed for a spread).
+    jitter: RandomState,
+    /// Reconnections so far, each drawing its own random part.
+    reconnections: u64,
     events: PhantomData<fn() -> T>,
 }
 
@@ -319,17 +366,19 @@ impl<T> Subscription<T> {
     }
 
     strata_core::setters! {
-        /// The wait before reconnecting until the server sends `retry:` (default
-        /// [`DEFAULT_RECONNECT_DELAY`]; at most [`MAX_RECONNECT_DELAY`]).
+        /// The wait before the first reconnection until the server sends `retry:`, doubled for
+        /// each failed one in a row (default [`DEFAULT_RECONNECT_DELAY`]; at least
+        /// [`MIN_RECONNECT_DELAY`], at most [`MAX_RECONNECT_DELAY`]; plus up to half again at
+        /// random).
         reconnect_delay(delay: Duration) => settings.reconnect_delay = delay;
-        /// How many reconnections in a row may get nothing (no response, an error, no bytes)
-        /// before the subscription gives up (default [`DEFAULT_MAX_RECONNECTS`]; 0: it never
-        /// reconnects).
+        /// How many failed reconnections in a row (no response, an error, a connection that
+        /// drops before an event and within a minute) the subscription makes before it gives
+        /// up (default [`DEFAULT_MAX_RECONNECTS`]; 0: it never reconnects).
         max_reconnects(reconnects: u32) => settings.max_reconnects = reconnects;
         /// Reconnects when a connection says nothing, not even a keep-alive comment, for this
-        /// long, from the request on (default `None`: it waits). Longer than the server's
-        /// keep-alive interval (a Strata server's: 15 s by default) and than its wait before the
-        /// first event.
+        /// long, from the request on (default [`DEFAULT_IDLE_TIMEOUT`]; `None`: it waits as
+        /// long as the connection stays). Keep it longer than the server's keep-alive interval
+        /// (a Strata server's: 15 s by default).
         idle_timeout(timeout: Option<Duration>) => settings.idle_timeout = timeout;
     }
 
@@ -362,6 +411,13 @@ impl<T> Subscription<T> {
             headers.insert(CONTENT_TYPE, content_type.clone());
         }
         if let Some(id) = self.last_event_id() {
+            // Only an id given to `resume_from` can be this long: the stream's are refused.
+            if id.len() > MAX_EVENT_ID {
+                return Err(ClientError::Input(format!(
+                    "the last event id is {} bytes, more than MAX_EVENT_ID ({MAX_EVENT_ID})",
+                    id.len()
+                )));
+            }
             let id = HeaderValue::from_str(id).map_err(|_| {
                 ClientError::Input(format!("the last event id {id:?} cannot be a header"))
             })?;
@@ -374,61 +430,76 @@ impl<T> Subscription<T> {
     fn connect(&mut self) {
         self.state = match self.request() {
             Ok(request) => {
-                self.arm_idle();
+                self.arm(self.settings.idle_timeout);
                 State::Connecting((self.connect)(request))
             }
             Err(error) => State::Failed(error),
         };
     }
 
-    /// Starts (or restarts) the idle timeout.
-    fn arm_idle(&mut self) {
-        let deadline = self
-            .settings
-            .idle_timeout
-            .and_then(|timeout| Instant::now().checked_add(timeout));
-        match (deadline, &mut self.idle) {
-            (None, _) => self.idle = None,
-            (Some(deadline), Some(idle)) => idle.as_mut().reset(deadline),
+    /// Starts (or restarts) the deadline, `after` from now (`None`: no deadline).
+    fn arm(&mut self, after: Option<Duration>) {
+        let deadline = after.and_then(|after| Instant::now().checked_add(after));
+        match (deadline, &mut self.deadline) {
+            (None, _) => self.deadline = None,
+            (Some(deadline), Some(sleep)) => sleep.as_mut().reset(deadline),
             (Some(deadline), None) => {
-                self.idle = Some(Box::pin(tokio::time::sleep_until(deadline)));
+                self.deadline = Some(Box::pin(tokio::time::sleep_until(deadline)));
             }
         }
+        self.deadline_after = after.unwrap_or_default();
     }
 
-    /// Whether the idle timeout fired (an error to drop the connection with).
-    fn poll_idle(&mut self, cx: &mut Context<'_>) -> Option<ClientError> {
-        let idle = self.idle.as_mut()?;
-        if idle.as_mut().poll(cx).is_pending() {
+    /// Whether the deadline passed (an error to drop the connection with).
+    fn poll_deadline(&mut self, cx: &mut Context<'_>) -> Option<ClientError> {
+        let deadline = self.deadline.as_mut()?;
+        if deadline.as_mut().poll(cx).is_pending() {
             return None;
         }
-        self.idle = None;
-        Some(ClientError::Timeout(
-            self.settings.idle_timeout.unwrap_or_default(),
-        ))
+        self.deadline = None;
+        Some(ClientError::Timeout(self.deadline_after))
     }
 
     /// The connection dropped with `error`: reconnect after a while, or give up.
     fn dropped(&mut self, error: ClientError) {
-        self.idle = None;
+        self.deadline = None;
+        if self
+            .streaming_since
+            .take()
+            .is_some_and(|since| since.elapsed() >= STEADY)
+        {
+            self.failures = 0;
+        }
         self.failures = self.failures.saturating_add(1);
         if self.failures > self.settings.max_reconnects {
             self.state = State::Failed(error);
             return;
         }
         self.parser.reconnected();
-        let doubled = self
-            .settings
-            .reconnect_delay
-            .saturating_mul(1 << (self.failures - 1).min(16));
-        let wait = doubled.min(MAX_RECONNECT_DELAY);
+        let wait = self.backoff();
         self.state = State::Waiting(Box::pin(tokio::time::sleep(wait)));
+    }
+
+    /// The wait before the next reconnection: the delay (the server's `retry:` or the
+    /// subscription's), at least [`MIN_RECONNECT_DELAY`], doubled for each failure in a row
+    /// but the first, at most [`MAX_RECONNECT_DELAY`]; plus up to half of it again at random.
+    fn backoff(&mut self) -> Duration {
+        let base = self.settings.reconnect_delay.max(MIN_RECONNECT_DELAY);
+        let doubled = base
+            .saturating_mul(1 << self.failures.saturating_sub(1).min(16))
+            .min(MAX_RECONNECT_DELAY);
+        self.reconnections = self.reconnections.wrapping_add(1);
+        let half = u64::try_from((doubled / 2).as_nanos()).unwrap_or(u64::MAX);
+        let random = self.jitter.hash_one(self.reconnections) % half.saturating_add(1);
+        doubled
+            .saturating_add(Duration::from_nanos(random))
+            .min(MAX_RECONNECT_DELAY)
     }
 
     /// Takes a `retry:` the stream sent as the reconnection delay.
     fn take_retry(&mut self) {
         if let Some(retry) = self.parser.take_retry() {
-            self.settings.reconnect_delay = retry.min(MAX_RECONNECT_DELAY);
+            self.settings.reconnect_delay = retry.clamp(MIN_RECONNECT_DELAY, MAX_RECONNECT_DELAY);
         }
     }
 
@@ -437,6 +508,9 @@ impl<T> Subscription<T> {
         let (parts, body) = response.into_parts();
         let status = parts.status;
         if !status.is_success() {
+            // The body of an error is short and read whole: it gets a deadline of its own,
+            // however the server drips it.
+            self.arm(Some(self.settings.error_timeout));
             self.state = State::Refused {
                 status,
                 headers: parts.headers,
@@ -456,6 +530,7 @@ impl<T> Subscription<T> {
             .unwrap_or("");
         let essence = media_type.split(';').next().unwrap_or("").trim();
         self.state = if essence.eq_ignore_ascii_case("text/event-stream") {
+            self.streaming_since = Some(Instant::now());
             State::Streaming(body)
         } else {
             State::Failed(ClientError::Decode {
@@ -478,7 +553,7 @@ impl<T> Subscription<T> {
                 Poll::Ready(Ok(response)) => self.connected(response),
                 Poll::Ready(Err(error)) => self.dropped(ClientError::Transport(error)),
                 Poll::Pending => {
-                    let Some(timeout) = self.poll_idle(cx) else {
+                    let Some(timeout) = self.poll_deadline(cx) else {
                         return Poll::Pending;
                     };
                     self.dropped(timeout);
@@ -504,12 +579,16 @@ impl<T> Subscription<T> {
                 if data.is_empty() {
                     return Poll::Ready(());
                 }
-                self.failures = 0;
-                self.arm_idle();
+                self.arm(self.settings.idle_timeout);
                 if self.parser.feed(&data).is_err() {
                     self.state = State::Failed(ClientError::TooLarge {
                         limit: self.parser.max(),
                     });
+                }
+                // Bytes alone are no success: a server that sends `retry: 0` and drops the
+                // connection would be reconnected to without end.
+                if self.parser.has_events() {
+                    self.failures = 0;
                 }
                 self.take_retry();
             }
@@ -517,7 +596,7 @@ impl<T> Subscription<T> {
             // The server ended the stream: an event it broke off in is not one.
             Poll::Ready(None) => self.state = State::Done,
             Poll::Pending => {
-                let Some(timeout) = self.poll_idle(cx) else {
+                let Some(timeout) = self.poll_deadline(cx) else {
                     return Poll::Pending;
                 };
                 self.dropped(timeout);
@@ -553,12 +632,12 @@ impl<T> Subscription<T> {
                 };
                 (self.read_error)(status, &headers, &read)
             }
-            Poll::Pending => match self.poll_idle(cx) {
+            Poll::Pending => match self.poll_deadline(cx) {
                 Some(timeout) => timeout,
                 None => return Poll::Pending,
             },
         };
-        self.idle = None;
+        self.deadline = None;
         self.state = State::Failed(failure);
         Poll::Ready(())
     }
@@ -571,7 +650,10 @@ impl<T: DeserializeOwned> Stream for Subscription<T> {
         let this = self.get_mut();
         loop {
             if let Some(event) = this.parser.next_event() {
-                return Poll::Ready(Some(read_event(&event)));
+                return Poll::Ready(Some(match event {
+                    Ok(event) => read_event(&event),
+                    Err(refused) => Err(id_refused(refused)),
+                }));
             }
             match mem::replace(&mut this.state, State::Done) {
                 State::Done => return Poll::Ready(None),
@@ -580,6 +662,19 @@ impl<T: DeserializeOwned> Stream for Subscription<T> {
             }
             ready!(this.advance(cx));
         }
+    }
+}
+
+/// An event whose id was refused, as the error in its place.
+fn id_refused(refused: IdRefused) -> ClientError {
+    ClientError::Decode {
+        status: StatusCode::OK,
+        path: refused.name,
+        message: format!(
+            "the event's id cannot be sent back as Last-Event-ID ({}; at most MAX_EVENT_ID, \
+             {MAX_EVENT_ID} bytes, of header text)",
+            refused.reason
+        ),
     }
 }
 

@@ -95,12 +95,13 @@ use serde::de::DeserializeOwned;
 use strata_core::{BoxError, StreamedOutput};
 use tower::{Service, ServiceExt};
 
-pub use download::Download;
 pub(crate) use download::read_limited;
+pub use download::{Deadlined, Download};
 pub use envelope::{DefaultEnvelope, Envelope, api_error, decode, without_body};
 pub use error::ClientError;
 pub use events::{
-    DEFAULT_MAX_RECONNECTS, DEFAULT_RECONNECT_DELAY, MAX_RECONNECT_DELAY, Subscription,
+    DEFAULT_IDLE_TIMEOUT, DEFAULT_MAX_RECONNECTS, DEFAULT_RECONNECT_DELAY, MAX_EVENT_ID,
+    MAX_RECONNECT_DELAY, MIN_RECONNECT_DELAY, Subscription,
 };
 pub use pages::{Items, Pages, Paginated};
 pub use strata_core::{Events, Operation};
@@ -348,38 +349,48 @@ where
 
     /// Sends the call of an operation whose output is a file or a stream and returns the
     /// response to read as bytes ([`Download`]); an error status is the server's error, read
-    /// by the envelope. The timeout covers the wait for the response's head, not the reading
-    /// of its body.
+    /// by the envelope (up to `max_response_body`). The timeout covers the wait for the
+    /// response's head and, for an error, the reading of its body (without a timeout, an
+    /// error's body is still read within [`DEFAULT_TIMEOUT`]: a server that drips it cannot
+    /// hold the call); a success's body may take as long as it keeps coming, each piece within
+    /// the timeout of asking for it ([`Download`]).
     pub async fn download(self) -> Result<Download<S::Body>, ClientError>
     where
         O: StreamedOutput,
     {
         let client = self.client;
         let request = client.request(&self.operation, &self.headers, self.input.borrow())?;
-        let head = async {
-            client
+        let timeout = self.timeout;
+        let exchange = async {
+            let response = client
                 .inner
                 .clone()
                 .oneshot(request)
                 .await
-                .map_err(|error| ClientError::Transport(error.into()))
-        };
-        let response = match self.timeout {
-            Some(after) => tokio::time::timeout(after, head)
-                .await
-                .map_err(|_| ClientError::Timeout(after))??,
-            None => head.await?,
-        };
-        let (parts, body) = response.into_parts();
-        if !parts.status.is_success() {
-            let bytes = read_limited(body, client.max_response_body).await?;
-            return Err(client
+                .map_err(|error| ClientError::Transport(error.into()))?;
+            let (parts, body) = response.into_parts();
+            if parts.status.is_success() {
+                return Ok(Download::new(parts.status, parts.headers, body, timeout));
+            }
+            let read = read_limited(body, client.max_response_body);
+            let bytes = match timeout {
+                Some(_) => read.await?,
+                None => tokio::time::timeout(DEFAULT_TIMEOUT, read)
+                    .await
+                    .map_err(|_| ClientError::Timeout(DEFAULT_TIMEOUT))??,
+            };
+            Err(client
                 .envelope
                 .read::<serde::de::IgnoredAny>(parts.status, &parts.headers, &bytes)
                 .err()
-                .unwrap_or_else(|| api_error(parts.status, &bytes)));
+                .unwrap_or_else(|| api_error(parts.status, &bytes)))
+        };
+        match timeout {
+            Some(after) => tokio::time::timeout(after, exchange)
+                .await
+                .map_err(|_| ClientError::Timeout(after))?,
+            None => exchange.await,
         }
-        Ok(Download::new(parts.status, parts.headers, body))
     }
 }
 

@@ -20,6 +20,19 @@ pub(crate) struct RawEvent {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct TooLarge;
 
+/// The most bytes of an event id the parser keeps: a longer one would be sent back as
+/// `Last-Event-ID` on every reconnection.
+pub(crate) const MAX_ID: usize = 1024;
+
+/// An event whose `id:` cannot be sent back as `Last-Event-ID`: the id was not kept.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct IdRefused {
+    /// The event's name (`message` without one).
+    pub(crate) name: String,
+    /// Why, in words.
+    pub(crate) reason: String,
+}
+
 /// The parser of one subscription; [`Parser::reconnected`] between connections keeps what
 /// outlives a connection (the last event id, the reconnection time).
 #[derive(Debug)]
@@ -42,8 +55,12 @@ pub(crate) struct Parser {
     started: bool,
     /// The most bytes an event (its lines, name and id) may take.
     max: usize,
+    /// Why the event being read has an id that was not kept (`None`: none was refused).
+    refused_id: Option<String>,
+    /// The line being read is an `id:` line over [`MAX_ID`]: its bytes are dropped, not kept.
+    skipping_id: bool,
     /// Events dispatched, not yet taken.
-    ready: VecDeque<RawEvent>,
+    ready: VecDeque<Result<RawEvent, IdRefused>>,
 }
 
 impl Parser {
@@ -59,6 +76,8 @@ impl Parser {
             after_cr: false,
             started: false,
             max,
+            refused_id: None,
+            skipping_id: false,
             ready: VecDeque::new(),
         }
     }
@@ -74,7 +93,7 @@ impl Parser {
             }
         }
         while let Some(end) = rest.iter().position(|b| matches!(b, b'\n' | b'\r')) {
-            self.line.extend_from_slice(&rest[..end]);
+            self.extend_line(&rest[..end]);
             self.check()?;
             let cr = rest[end] == b'\r';
             rest = &rest[end + 1..];
@@ -86,14 +105,38 @@ impl Parser {
                 }
             }
             let line = mem::take(&mut self.line);
-            self.line_read(&line);
+            if mem::take(&mut self.skipping_id) {
+                self.refuse_id(format!("more than {MAX_ID} bytes"));
+            } else {
+                self.line_read(&line);
+            }
             // Reuse the allocation.
             self.line = line;
             self.line.clear();
             self.check()?;
         }
-        self.line.extend_from_slice(rest);
+        self.extend_line(rest);
         self.check()
+    }
+
+    /// Adds `bytes` to the line being read, unless it is an `id:` line over [`MAX_ID`] (whose
+    /// bytes are dropped as they come, so that such a line takes no memory).
+    fn extend_line(&mut self, bytes: &[u8]) {
+        if self.skipping_id {
+            return;
+        }
+        self.line.extend_from_slice(bytes);
+        // `id:`, a space, the id: anything longer is refused without reading it whole.
+        if self.line.len() > MAX_ID + 4 && self.line.starts_with(b"id:") {
+            self.line.clear();
+            self.skipping_id = true;
+        }
+    }
+
+    /// The event being read has an id that cannot be kept: the last id stays.
+    fn refuse_id(&mut self, reason: String) {
+        self.id_buffer.clone_from(&self.last_id);
+        self.refused_id = Some(reason);
     }
 
     fn check(&self) -> Result<(), TooLarge> {
@@ -136,7 +179,15 @@ impl Parser {
             }
             // An id with NUL is ignored, as an `EventSource` does.
             b"id" if !value.contains(&0) => {
-                self.id_buffer = String::from_utf8_lossy(value).into_owned();
+                let id = String::from_utf8_lossy(value);
+                if id.len() > MAX_ID {
+                    self.refuse_id(format!("more than {MAX_ID} bytes"));
+                } else if http::HeaderValue::from_str(&id).is_err() {
+                    self.refuse_id(format!("{id:?} holds characters a header cannot"));
+                } else {
+                    self.refused_id = None;
+                    self.id_buffer = id.into_owned();
+                }
             }
             b"retry" if !value.is_empty() && value.iter().all(u8::is_ascii_digit) => {
                 // Digits beyond u64 are a very long time (bounded by whoever takes it).
@@ -152,25 +203,35 @@ impl Parser {
 
     fn dispatch(&mut self) {
         self.last_id.clone_from(&self.id_buffer);
-        if self.data.is_empty() {
-            self.name.clear();
-            return;
-        }
-        self.data.pop();
         let name = if self.name.is_empty() {
             "message".to_owned()
         } else {
             String::from_utf8_lossy(&self.name).into_owned()
         };
         self.name.clear();
+        if let Some(reason) = self.refused_id.take() {
+            // Told even for an id without data: the server meant it to be sent back.
+            self.data.clear();
+            self.ready.push_back(Err(IdRefused { name, reason }));
+            return;
+        }
+        if self.data.is_empty() {
+            return;
+        }
+        self.data.pop();
         let data = String::from_utf8_lossy(&self.data).into_owned();
         self.data.clear();
-        self.ready.push_back(RawEvent { name, data });
+        self.ready.push_back(Ok(RawEvent { name, data }));
     }
 
-    /// The next complete event.
-    pub(crate) fn next_event(&mut self) -> Option<RawEvent> {
+    /// The next complete event (or one whose id was refused).
+    pub(crate) fn next_event(&mut self) -> Option<Result<RawEvent, IdRefused>> {
         self.ready.pop_front()
+    }
+
+    /// Whether complete events wait to be taken.
+    pub(crate) fn has_events(&self) -> bool {
+        !self.ready.is_empty()
     }
 
     /// The reconnection time the stream last asked for, once.
@@ -206,6 +267,8 @@ impl Parser {
         self.data.clear();
         self.name.clear();
         self.id_buffer.clone_from(&self.last_id);
+        self.refused_id = None;
+        self.skipping_id = false;
         self.after_cr = false;
         self.started = false;
     }
@@ -223,7 +286,9 @@ mod tests {
     }
 
     fn all(parser: &mut Parser) -> Vec<RawEvent> {
-        std::iter::from_fn(|| parser.next_event()).collect()
+        std::iter::from_fn(|| parser.next_event())
+            .map(Result::unwrap)
+            .collect()
     }
 
     /// `stream` fed whole, then byte by byte: the same events either way.
@@ -322,6 +387,67 @@ mod tests {
         for _ in 0..10 {
             parser.feed(b": keep-alive\n").unwrap();
         }
+    }
+
+    #[test]
+    fn an_id_too_long_or_not_a_header_is_refused_and_the_last_id_stays() {
+        let mut parser = Parser::new(1 << 20);
+        let longest = "8".repeat(MAX_ID);
+        let stream = format!(
+            "id: 1\ndata: one\n\n\
+             id: {longest}7\nevent: two\ndata: 2\n\n\
+             id: a\x01b\ndata: 3\n\n\
+             id: {longest}7\n\n\
+             data: 4\n\n\
+             id: {longest}\ndata: 5\n\n"
+        );
+        parser.feed(stream.as_bytes()).unwrap();
+        let events: Vec<_> = std::iter::from_fn(|| parser.next_event()).collect();
+        let refused = |name: &str, reason: &str| {
+            Err(IdRefused {
+                name: name.to_owned(),
+                reason: reason.to_owned(),
+            })
+        };
+        assert_eq!(
+            events,
+            [
+                Ok(event("message", "one")),
+                refused("two", "more than 1024 bytes"),
+                refused("message", r#""a\u{1}b" holds characters a header cannot"#),
+                // An id alone is refused too: the server meant it to be sent back.
+                refused("message", "more than 1024 bytes"),
+                // The refused ids were not kept: the next event has the last good one.
+                Ok(event("message", "4")),
+                Ok(event("message", "5")),
+            ]
+        );
+        assert_eq!(parser.last_id(), longest);
+    }
+
+    #[test]
+    fn an_id_line_over_the_limit_is_dropped_as_it_comes() {
+        // An 8 MiB id, within an event limit that would take it: its line is not kept.
+        let mut parser = Parser::new(64 << 20);
+        parser.feed(b"id: 1\ndata: one\n\nid: ").unwrap();
+        let chunk = vec![b'9'; 64 * 1024];
+        for _ in 0..128 {
+            parser.feed(&chunk).unwrap();
+            assert!(
+                parser.line.capacity() < 2 * chunk.len(),
+                "the id is not buffered"
+            );
+        }
+        parser.feed(b"\nevent: big\ndata: 2\n\n").unwrap();
+        assert_eq!(parser.next_event().unwrap(), Ok(event("message", "one")));
+        assert_eq!(
+            parser.next_event().unwrap(),
+            Err(IdRefused {
+                name: "big".to_owned(),
+                reason: "more than 1024 bytes".to_owned()
+            })
+        );
+        assert_eq!(parser.last_id(), "1");
     }
 
     #[test]
