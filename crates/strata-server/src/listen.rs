@@ -206,7 +206,7 @@ impl Place {
     }
 
     /// The connection closes to make room: its place under the cap and among its address's
-    /// connections go to the next one now (it closes within a tenth of a second), if a place
+    /// connections go to the next one now (it closes within 10 ms), if a place
     /// among those closing is free.
     pub(crate) fn make_room(&mut self, idle: &IdleConnections) {
         if self.closing.is_none()

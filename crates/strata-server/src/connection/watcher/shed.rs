@@ -11,7 +11,7 @@ use tokio::time::{Duration, Instant};
 
 /// Connections asked to make room that may be closing at once beyond the cap: each gives its
 /// place under the cap back as soon as it is asked (the newcomer need not wait for its
-/// goodbye), and closes within a tenth of a second; these places bound the descriptors that
+/// goodbye), and closes within 10 ms; these places bound the descriptors that
 /// costs (the default cap leaves 64 descriptors spare).
 const CLOSING_BEYOND_THE_CAP: usize = 32;
 
