@@ -22,14 +22,19 @@
 //! # Ids
 //!
 //! `<epoch>-<ms>-<seq>`: the stream entry's id behind an *epoch*, a random word stored in
-//! Redis when the first event is published. A Redis restarted without persistence has lost
+//! Redis (one per topic, beside its stream) when the topic's first event is published. A Redis restarted without persistence has lost
 //! its streams and its epoch with them: a client resuming with an id of the old epoch is told
 //! so ([`Gap::OutsideWindow`]), never resumed at a position that now means other events.
 //!
 //! # Failures
 //!
 //! Every call but the readers' blocking reads has a timeout (default
-//! [`DEFAULT_EVENTS_TIMEOUT`], 1 s). A publication that fails is the publisher's error. A
+//! [`DEFAULT_EVENTS_TIMEOUT`], 1 s). A publication that fails is the publisher's error, and is
+//! never published later: its script carries a deadline (half the timeout, on the Redis
+//! server's clock as the last answer placed it against ours) after which it refuses, so a call
+//! left in the socket of a stalled Redis does nothing when Redis wakes; and a token, so that
+//! the same call run twice publishes once. (What remains: a publication run in time whose
+//! answer is then lost, a connection cut in that instant, is reported failed and published.) A
 //! reader whose connection fails ends its topic's subscriptions cleanly (after the events
 //! they have), so each client reconnects with its `Last-Event-ID`, to this replica or
 //! another; a subscription made while Redis is down fails ([`BroadcastError::Backend`]: the
@@ -61,13 +66,17 @@
 use std::collections::HashMap;
 use std::fmt;
 use std::pin::Pin;
+use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::{Arc, LazyLock, Mutex, PoisonError};
 use std::task::{Context, Poll};
 use std::time::Duration;
 
 use futures_core::Stream;
 use redis::aio::{ConnectionManager, MultiplexedConnection};
-use redis::{AsyncConnectionConfig, Client, RedisError, Script};
+use redis::{
+    AsyncConnectionConfig, Client, ConnectionAddr, ConnectionInfo, IntoConnectionInfo, RedisError,
+    Script,
+};
 use strata_events::broadcast::BoxFuture;
 use strata_events::{
     BroadcastError, Broadcaster, BusEvent, Delivery, Fanout, Feed, Gap, Received, ReplayWindow,
@@ -76,7 +85,7 @@ use strata_events::{
 use strata_log::LogRateLimit;
 use tokio::sync::watch;
 
-use crate::{Failure, RedisRateLimitStore};
+use crate::{Connection, Failure, RedisRateLimitStore, cluster_connection};
 
 /// The prefix of the broadcaster's keys by default.
 pub const DEFAULT_EVENTS_PREFIX: &str = "strata:ev:";
@@ -101,8 +110,8 @@ static FAILURES: LogRateLimit = LogRateLimit::new(Duration::from_secs(10));
 
 /// The event streams' broadcaster on Redis streams: see the [module docs](self).
 pub struct RedisBroadcaster {
-    client: Client,
-    connection: ConnectionManager,
+    nodes: Nodes,
+    connection: Connection,
     prefix: String,
     timeout: Duration,
     shared: Arc<Shared>,
@@ -112,8 +121,18 @@ pub struct RedisBroadcaster {
 struct Shared {
     fanout: Fanout,
     readers: Mutex<Readers>,
-    /// The epoch the readers last saw (`None`: Redis had none).
-    epoch: Mutex<Option<Arc<str>>>,
+    /// The Redis server's clock minus ours, in ms, as the last publication found it (less
+    /// the time its answer took: an estimate from below). Publications' deadlines are set
+    /// on the server's clock.
+    clock_offset: AtomicI64,
+}
+
+/// Where readers connect: the one Redis, or the nodes of a cluster (a reader follows `MOVED`
+/// to the node holding its topic's slot).
+#[derive(Clone)]
+enum Nodes {
+    Single(Client),
+    Cluster(Arc<[ConnectionInfo]>),
 }
 
 #[derive(Default)]
@@ -127,6 +146,8 @@ struct Slot {
     generation: u64,
     interest: usize,
     state: watch::Receiver<ReaderState>,
+    /// The topic's epoch as its reader last saw it (`None`: Redis had none).
+    epoch: Option<Arc<str>>,
 }
 
 #[derive(Debug, Clone)]
@@ -159,6 +180,25 @@ impl RedisBroadcaster {
         Ok(Self::new(client, manager))
     }
 
+    /// Connects to the Redis Cluster one of whose nodes is at one of `nodes`
+    /// (`redis://127.0.0.1:7000/`, ...): fails when none can be reached now. A topic's keys
+    /// share its hash tag (`strata:ev:{t:prices}`), so that each topic lives on one node and
+    /// its scripts touch one slot; its reader connects to that node.
+    pub async fn connect_cluster<'a>(
+        nodes: impl IntoIterator<Item = &'a str>,
+    ) -> Result<Self, RedisError> {
+        let nodes: Vec<&str> = nodes.into_iter().collect();
+        let infos = nodes
+            .iter()
+            .map(|node| node.into_connection_info())
+            .collect::<Result<Vec<_>, _>>()?;
+        let connection = cluster_connection(nodes).await?;
+        Ok(Self::with(
+            Nodes::Cluster(infos.into()),
+            Connection::Cluster(connection),
+        ))
+    }
+
     /// A broadcaster for the Redis at `url`, connecting on its first call: a replica starts
     /// while Redis is down. Fails only on a malformed URL.
     ///
@@ -177,8 +217,12 @@ impl RedisBroadcaster {
     /// A broadcaster publishing through `connection` (the application's own manager) and
     /// reading through connections `client` opens, one per topic with subscribers.
     pub fn new(client: Client, connection: ConnectionManager) -> Self {
+        Self::with(Nodes::Single(client), Connection::Single(connection))
+    }
+
+    fn with(nodes: Nodes, connection: Connection) -> Self {
         Self {
-            client,
+            nodes,
             connection,
             prefix: DEFAULT_EVENTS_PREFIX.to_owned(),
             timeout: DEFAULT_EVENTS_TIMEOUT,
@@ -193,7 +237,8 @@ impl RedisBroadcaster {
         #[must_use]
         window(window: ReplayWindow) => shared = Arc::new(Shared::new(window));
         /// The prefix of its keys (default `strata:ev:`): the topic `t` is the stream
-        /// `strata:ev:t:t`, the epoch `strata:ev:epoch`.
+        /// `strata:ev:{t:t}`, its epoch `strata:ev:{t:t}:e` (one hash tag: one slot of a
+        /// cluster).
         #[must_use]
         prefix(prefix: impl Into<String>) => prefix = prefix.into();
         /// How long a call may take before it is a failure (default 1 s).
@@ -201,12 +246,22 @@ impl RedisBroadcaster {
         timeout(timeout: Duration) => timeout = timeout;
     }
 
+    /// The topic's stream: `{t:` and the topic `}` as its hash tag, never empty (an empty
+    /// `{}` is no tag). A topic with a `}` has a tag that stops there, the same for each of
+    /// its keys: they still share a slot.
     fn stream_key(&self, topic: &str) -> String {
-        format!("{}t:{topic}", self.prefix)
+        format!("{}{{t:{topic}}}", self.prefix)
     }
 
-    fn epoch_key(&self) -> String {
-        format!("{}epoch", self.prefix)
+    /// The topic's epoch, in its stream's slot.
+    fn epoch_key(&self, topic: &str) -> String {
+        format!("{}{{t:{topic}}}:e", self.prefix)
+    }
+
+    /// A publication's token, in its stream's slot, kept until its deadline has passed: the
+    /// same call run twice (a client library's retry) publishes once.
+    fn token_key(&self, topic: &str, token: &str) -> String {
+        format!("{}{{t:{topic}}}:p:{token}", self.prefix)
     }
 
     /// Registers a subscription's need of `topic`'s reader, starting the reader when there is
@@ -236,14 +291,15 @@ impl RedisBroadcaster {
                 generation,
                 interest: 1,
                 state: watched.clone(),
+                epoch: None,
             },
         );
         let reader = Reader {
             shared: Arc::clone(&self.shared),
-            client: self.client.clone(),
+            nodes: self.nodes.clone(),
             topic: Arc::clone(&topic),
             key: self.stream_key(&topic),
-            epoch_key: self.epoch_key(),
+            epoch_key: self.epoch_key(&topic),
             timeout: self.timeout,
             generation,
         };
@@ -281,7 +337,7 @@ impl RedisBroadcaster {
             None => (None, Vec::new()),
             Some(id) => match parse_event_id(id) {
                 Some((epoch, position))
-                    if self.shared.epoch_is(epoch) && fanout.covers(topic, position) =>
+                    if self.shared.epoch_is(topic, epoch) && fanout.covers(topic, position) =>
                 {
                     (Some(position), Vec::new())
                 }
@@ -310,7 +366,7 @@ impl RedisBroadcaster {
             _ => ("", ""),
         };
         let mut call = REPLAY_SCRIPT.key(self.stream_key(topic));
-        call.key(self.epoch_key())
+        call.key(self.epoch_key(topic))
             .arg(epoch)
             .arg(entry)
             .arg(self.shared.fanout.window().events.max(1));
@@ -321,7 +377,7 @@ impl RedisBroadcaster {
             Ok(Err(error)) => return Err(failed("replay", &Failure::Redis(error))),
             Err(_) => return Err(failed("replay", &Failure::Timeout(self.timeout))),
         };
-        self.shared.saw_epoch(&epoch);
+        self.shared.saw_epoch(topic, &epoch);
         let mut preface = Vec::with_capacity(entries.len() + 1);
         if gap == 1 {
             preface.push(Delivery::Gap(Gap::OutsideWindow {
@@ -347,22 +403,39 @@ impl Broadcaster for RedisBroadcaster {
         Box::pin(async move {
             let window = self.shared.fanout.window();
             let max_age = window.max_age.map_or(0, |age| age.as_millis().max(1));
+            // The script refuses to run after half the timeout on the server's clock (as far
+            // as we know it): a call that reports a failure here never publishes later, when
+            // a stalled Redis wakes up; the other half covers the answer's way back and an
+            // error in the clock estimate.
+            let half = i64::try_from(self.timeout.as_millis() / 2).unwrap_or(i64::MAX);
+            let deadline = unix_ms()
+                .saturating_add(half)
+                .saturating_add(self.shared.clock_offset.load(Ordering::Relaxed));
+            let token = format!("{}{}", random_word(), random_word());
             let mut call = PUBLISH_SCRIPT.key(self.stream_key(topic));
-            call.key(self.epoch_key())
+            call.key(self.epoch_key(topic))
+                .key(self.token_key(topic, &token))
                 .arg(window.events.max(1))
                 .arg(u64::try_from(max_age).unwrap_or(u64::MAX))
                 // The epoch Redis takes when it has none (after a restart: a new one).
                 .arg(random_word())
                 .arg(event.name())
-                .arg(event.data());
+                .arg(event.data())
+                .arg(deadline);
             let mut connection = self.connection.clone();
             let answer =
                 tokio::time::timeout(self.timeout, call.invoke_async(&mut connection)).await;
-            let (epoch, entry): (String, String) = match answer {
+            let (epoch, entry, now): (String, String, i64) = match answer {
                 Ok(Ok(answer)) => answer,
+                Ok(Err(error)) if error.code() == Some("STRATA_LATE") => {
+                    return Err(failed("publish", &Failure::Late));
+                }
                 Ok(Err(error)) => return Err(failed("publish", &Failure::Redis(error))),
                 Err(_) => return Err(failed("publish", &Failure::Timeout(self.timeout))),
             };
+            self.shared
+                .clock_offset
+                .store(now.saturating_sub(unix_ms()), Ordering::Relaxed);
             Ok(format!("{epoch}-{entry}").into())
         })
     }
@@ -381,20 +454,26 @@ impl Shared {
         Self {
             fanout: Fanout::new(window),
             readers: Mutex::default(),
-            epoch: Mutex::default(),
+            clock_offset: AtomicI64::new(0),
         }
     }
 
-    fn epoch_is(&self, epoch: &str) -> bool {
-        let known = self.epoch.lock().unwrap_or_else(PoisonError::into_inner);
-        known.as_deref() == Some(epoch)
+    /// Whether `epoch` is `topic`'s as its reader last saw it.
+    fn epoch_is(&self, topic: &str, epoch: &str) -> bool {
+        let readers = self.readers.lock().unwrap_or_else(PoisonError::into_inner);
+        readers
+            .map
+            .get(topic)
+            .is_some_and(|slot| slot.epoch.as_deref() == Some(epoch))
     }
 
-    /// Notes the epoch Redis answered ('' when it has none).
-    fn saw_epoch(&self, epoch: &str) {
-        let mut known = self.epoch.lock().unwrap_or_else(PoisonError::into_inner);
-        if known.as_deref() != Some(epoch) {
-            *known = (!epoch.is_empty()).then(|| epoch.into());
+    /// Notes `topic`'s epoch as Redis answered it ('' when it has none).
+    fn saw_epoch(&self, topic: &str, epoch: &str) {
+        let mut readers = self.readers.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(slot) = readers.map.get_mut(topic)
+            && slot.epoch.as_deref() != Some(epoch)
+        {
+            slot.epoch = (!epoch.is_empty()).then(|| epoch.into());
         }
     }
 
@@ -465,7 +544,7 @@ impl Stream for Held {
 /// One topic's reader in one replica.
 struct Reader {
     shared: Arc<Shared>,
-    client: Client,
+    nodes: Nodes,
     topic: Arc<str>,
     key: String,
     epoch_key: String,
@@ -498,18 +577,24 @@ impl Reader {
         let config = AsyncConnectionConfig::new()
             .set_connection_timeout(Some(self.timeout))
             .set_response_timeout(Some(READ_BLOCK + self.timeout));
-        let mut connection: MultiplexedConnection = self
-            .client
-            .get_multiplexed_async_connection_with_config(&config)
-            .await
-            .map_err(Failure::Redis)?;
         let mut call = HEAD_SCRIPT.key(&self.key);
         call.key(&self.epoch_key);
-        let (epoch, head): (String, String) = call
-            .invoke_async(&mut connection)
-            .await
-            .map_err(Failure::Redis)?;
-        self.shared.saw_epoch(&epoch);
+        let (mut connection, (epoch, head)): (MultiplexedConnection, (String, String)) =
+            match &self.nodes {
+                Nodes::Single(client) => {
+                    let mut connection = client
+                        .get_multiplexed_async_connection_with_config(&config)
+                        .await
+                        .map_err(Failure::Redis)?;
+                    let answer = call
+                        .invoke_async(&mut connection)
+                        .await
+                        .map_err(Failure::Redis)?;
+                    (connection, answer)
+                }
+                Nodes::Cluster(nodes) => cluster_head(nodes, &config, &call).await?,
+            };
+        self.shared.saw_epoch(&self.topic, &epoch);
         let mut last = parse_entry_id(&head).ok_or(Failure::Malformed(head))?;
         let feed = EndOnDrop(self.shared.fanout.feed(&self.topic, position(last)));
         state.send_replace(ReaderState::Reading);
@@ -539,6 +624,61 @@ impl Reader {
             }
         }
     }
+}
+
+/// A connection to the cluster node holding the topic's slot (found by following `MOVED`
+/// from the first node that answers), and the head script's answer there.
+async fn cluster_head(
+    nodes: &[ConnectionInfo],
+    config: &AsyncConnectionConfig,
+    call: &redis::ScriptInvocation<'_>,
+) -> Result<(MultiplexedConnection, (String, String)), Failure> {
+    let mut last = None;
+    for node in nodes {
+        let mut node = node.clone();
+        // A slot's owner answers; a node that is not redirects once (twice while the
+        // cluster moves the slot).
+        for _ in 0..3 {
+            let connection = match Client::open(node.clone()) {
+                Ok(client) => {
+                    client
+                        .get_multiplexed_async_connection_with_config(config)
+                        .await
+                }
+                Err(error) => Err(error),
+            };
+            let mut connection = match connection {
+                Ok(connection) => connection,
+                Err(error) => {
+                    last = Some(error);
+                    break;
+                }
+            };
+            match call.invoke_async(&mut connection).await {
+                Ok(answer) => return Ok((connection, answer)),
+                Err(error) => {
+                    let Some((host, port)) = error.redirect_node() else {
+                        return Err(Failure::Redis(error));
+                    };
+                    node = node.set_addr(ConnectionAddr::Tcp(host.to_owned(), port));
+                    last = Some(error);
+                }
+            }
+        }
+    }
+    Err(last.map_or_else(
+        || Failure::Malformed("no cluster node given".to_owned()),
+        Failure::Redis,
+    ))
+}
+
+/// Milliseconds since the Unix epoch on this machine's clock.
+fn unix_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |since| {
+            i64::try_from(since.as_millis()).unwrap_or(i64::MAX)
+        })
 }
 
 /// A stream entry as Redis answers it: its id and its fields and values.

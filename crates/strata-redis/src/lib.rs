@@ -89,8 +89,10 @@ use std::time::Duration;
 pub mod events;
 
 pub use events::RedisBroadcaster;
-use redis::aio::{ConnectionManager, ConnectionManagerConfig};
-use redis::{Client, RedisError, Script};
+use redis::aio::{ConnectionLike, ConnectionManager, ConnectionManagerConfig};
+use redis::cluster::ClusterClient;
+use redis::cluster_async::ClusterConnection;
+use redis::{Client, Cmd, Pipeline, RedisError, RedisFuture, Script, Value};
 use sha2::{Digest, Sha256};
 use strata_ratelimit::{Decision, Gcra, RateLimitKey, RateLimitStore, StoreError};
 
@@ -127,7 +129,7 @@ pub enum TimeSource {
 /// Cheap to clone (the connection manager multiplexes one connection); clones share it.
 #[derive(Clone)]
 pub struct RedisRateLimitStore {
-    connection: ConnectionManager,
+    connection: Connection,
     prefix: Arc<[u8]>,
     timeout: Duration,
     time: TimeSource,
@@ -141,6 +143,17 @@ impl RedisRateLimitStore {
         let client = Client::open(url)?;
         let manager = ConnectionManager::new_with_config(client, Self::manager_config()).await?;
         Ok(Self::new(manager))
+    }
+
+    /// Connects to the Redis Cluster one of whose nodes is at one of `nodes`
+    /// (`redis://127.0.0.1:7000/`, ...): fails when none can be reached now. Each key is one
+    /// slot (the GCRA script reads and writes one key), so the store spreads over the
+    /// cluster's nodes as its keys do.
+    pub async fn connect_cluster<'a>(
+        nodes: impl IntoIterator<Item = &'a str>,
+    ) -> Result<Self, RedisError> {
+        let connection = cluster_connection(nodes).await?;
+        Ok(Self::with_connection(Connection::Cluster(connection)))
     }
 
     /// A store for the Redis at `url`, connecting on its first call: a replica starts while
@@ -159,6 +172,10 @@ impl RedisRateLimitStore {
     /// A store on a connection manager of the application's own (shared with its other uses
     /// of Redis, or configured otherwise: TLS, credentials).
     pub fn new(connection: ConnectionManager) -> Self {
+        Self::with_connection(Connection::Single(connection))
+    }
+
+    fn with_connection(connection: Connection) -> Self {
         Self {
             connection,
             prefix: Arc::from(DEFAULT_PREFIX.as_bytes()),
@@ -259,6 +276,54 @@ fn decision(gcra: Gcra, granted: i64, before: i64, now: i64) -> Result<Decision,
     }
 }
 
+/// A connection to one Redis (its manager reconnects) or to a Redis Cluster (which follows its
+/// slots and reconnects to its nodes).
+#[derive(Clone)]
+enum Connection {
+    Single(ConnectionManager),
+    Cluster(ClusterConnection),
+}
+
+impl ConnectionLike for Connection {
+    fn req_packed_command<'a>(&'a mut self, cmd: &'a Cmd) -> RedisFuture<'a, Value> {
+        match self {
+            Self::Single(connection) => connection.req_packed_command(cmd),
+            Self::Cluster(connection) => connection.req_packed_command(cmd),
+        }
+    }
+
+    fn req_packed_commands<'a>(
+        &'a mut self,
+        pipeline: &'a Pipeline,
+        offset: usize,
+        count: usize,
+    ) -> RedisFuture<'a, Vec<Value>> {
+        match self {
+            Self::Single(connection) => connection.req_packed_commands(pipeline, offset, count),
+            Self::Cluster(connection) => connection.req_packed_commands(pipeline, offset, count),
+        }
+    }
+
+    fn get_db(&self) -> i64 {
+        match self {
+            Self::Single(connection) => connection.get_db(),
+            Self::Cluster(connection) => connection.get_db(),
+        }
+    }
+}
+
+/// A connection to the cluster one of whose nodes is at one of `nodes`, with the connection
+/// timeout of [`RedisRateLimitStore::manager_config`].
+async fn cluster_connection<'a>(
+    nodes: impl IntoIterator<Item = &'a str>,
+) -> Result<ClusterConnection, RedisError> {
+    ClusterClient::builder(nodes)
+        .connection_timeout(Duration::from_secs(1))
+        .build()?
+        .get_async_connection()
+        .await
+}
+
 /// Why a call failed (the store's or the broadcaster's).
 #[derive(Debug, thiserror::Error)]
 enum Failure {
@@ -266,6 +331,9 @@ enum Failure {
     Timeout(Duration),
     #[error("Redis: {0}")]
     Redis(#[source] RedisError),
+    /// The publication reached Redis after its deadline: refused, nothing published.
+    #[error("Redis ran the publication after its deadline (a stalled Redis?): not published")]
+    Late,
     /// Never seen: the script granted what `Gcra::decide` denies, or the reverse, or read a
     /// time before the Unix epoch.
     #[error("the Redis script's answer is not the GCRA's")]
