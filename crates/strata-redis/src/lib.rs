@@ -65,8 +65,13 @@
 //! restarting Redis becomes a [`StoreError`] within it, and the limiter's
 //! [`FailPolicy`](strata_ratelimit::FailPolicy) decides (open by default: the requests go
 //! through unlimited; closed: 503 with `Retry-After: 1`). The limiter logs store failures at
-//! most once per 10 s, with the count of those left out, not once per request. The
-//! [`ConnectionManager`] reconnects in the background (the first failed call starts it), and
+//! most once per 10 s, with the count of those left out, not once per request.
+//!
+//! Only the first call finds out: a call that times out or cannot reach Redis marks it down,
+//! and while it is down every call fails at once (no round trip, no timeout waited), so the
+//! failure policy decides without making each request wait 50 ms. One probe (`PING`) runs in
+//! the background, at once and then backing off from 100 ms to 1 s apart, and the store asks
+//! Redis again from the first answer on. The [`ConnectionManager`] reconnects meanwhile, and
 //! limiting resumes when Redis is back, without restarting anything. A Redis restarted without
 //! persistence has forgotten the TATs: every client starts again with a full burst.
 //!
@@ -83,7 +88,8 @@
 use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::{Arc, LazyLock};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, LazyLock, Weak};
 use std::time::Duration;
 
 pub mod events;
@@ -130,6 +136,7 @@ pub enum TimeSource {
 #[derive(Clone)]
 pub struct RedisRateLimitStore {
     connection: Connection,
+    health: Arc<Health>,
     prefix: Arc<[u8]>,
     timeout: Duration,
     time: TimeSource,
@@ -178,6 +185,9 @@ impl RedisRateLimitStore {
     fn with_connection(connection: Connection) -> Self {
         Self {
             connection,
+            health: Arc::new(Health {
+                down: AtomicBool::new(false),
+            }),
             prefix: Arc::from(DEFAULT_PREFIX.as_bytes()),
             timeout: DEFAULT_TIMEOUT,
             time: TimeSource::Server,
@@ -243,8 +253,14 @@ impl RateLimitStore for RedisRateLimitStore {
     type Future = Pin<Box<dyn Future<Output = Result<Decision, StoreError>> + Send>>;
 
     fn check(&self, key: &RateLimitKey<'_>, gcra: Gcra, now: u64) -> Self::Future {
+        if self.health.down.load(Ordering::Acquire) {
+            // Known down: decided at once (the limiter's failure policy), while the probe
+            // finds when Redis is back.
+            return Box::pin(std::future::ready(Err(StoreError::new(Failure::Down))));
+        }
         let redis_key = self.redis_key(key);
         let mut connection = self.connection.clone();
+        let health = Arc::clone(&self.health);
         let timeout = self.timeout;
         let now = match self.time {
             TimeSource::Server => String::new(),
@@ -256,12 +272,68 @@ impl RateLimitStore for RedisRateLimitStore {
             let answer = tokio::time::timeout(timeout, call.invoke_async(&mut connection)).await;
             let (granted, before, now): (i64, i64, i64) = match answer {
                 Ok(Ok(answer)) => answer,
-                Ok(Err(error)) => return Err(StoreError::new(Failure::Redis(error))),
-                Err(_) => return Err(StoreError::new(Failure::Timeout(timeout))),
+                Ok(Err(error)) => {
+                    if unreachable(&error) {
+                        health.mark_down(connection, timeout);
+                    }
+                    return Err(StoreError::new(Failure::Redis(error)));
+                }
+                Err(_) => {
+                    health.mark_down(connection, timeout);
+                    return Err(StoreError::new(Failure::Timeout(timeout)));
+                }
             };
             decision(gcra, granted, before, now)
         })
     }
+}
+
+/// Whether the store's Redis is known to be down, shared by a store's clones.
+struct Health {
+    /// Set by a call that timed out or could not reach Redis; cleared by the probe.
+    down: AtomicBool,
+}
+
+/// The first probe's delay after a failure (none: a blip is over at once), then the next
+/// ones' from this, doubling up to [`PROBE_MAX_DELAY`].
+const PROBE_MIN_DELAY: Duration = Duration::from_millis(100);
+const PROBE_MAX_DELAY: Duration = Duration::from_secs(1);
+
+impl Health {
+    /// Marks Redis down and, unless it already was, starts the one probe: a `PING` at once,
+    /// then backing off from 100 ms to 1 s apart, until one is answered within `timeout`
+    /// (Redis is up again) or the store is dropped.
+    fn mark_down(self: &Arc<Self>, mut connection: Connection, timeout: Duration) {
+        if self.down.swap(true, Ordering::AcqRel) {
+            return;
+        }
+        let health: Weak<Self> = Arc::downgrade(self);
+        tokio::spawn(async move {
+            let mut delay = Duration::ZERO;
+            loop {
+                tokio::time::sleep(delay).await;
+                let Some(health) = health.upgrade() else {
+                    return;
+                };
+                let ping = redis::cmd("PING");
+                let answer = ping.query_async::<String>(&mut connection);
+                if let Ok(Ok(_)) = tokio::time::timeout(timeout, answer).await {
+                    health.down.store(false, Ordering::Release);
+                    return;
+                }
+                delay = (delay * 2).clamp(PROBE_MIN_DELAY, PROBE_MAX_DELAY);
+            }
+        });
+    }
+}
+
+/// Whether `error` says Redis could not be reached (not that it refused this call).
+fn unreachable(error: &RedisError) -> bool {
+    error.is_io_error()
+        || error.is_connection_refusal()
+        || error.is_connection_dropped()
+        || error.is_unrecoverable_error()
+        || error.is_timeout()
 }
 
 /// The budget of the script's answer: [`Gcra::decide`] on the TAT it found (`-1`: none) and
@@ -329,6 +401,9 @@ async fn cluster_connection<'a>(
 enum Failure {
     #[error("Redis did not answer within {} ms", .0.as_millis())]
     Timeout(Duration),
+    /// A call failed to reach Redis and no probe has reached it since: not asked.
+    #[error("Redis is down (not asked; a probe in the background finds when it is back)")]
+    Down,
     #[error("Redis: {0}")]
     Redis(#[source] RedisError),
     /// The publication reached Redis after its deadline: refused, nothing published.
