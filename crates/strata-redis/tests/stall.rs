@@ -121,3 +121,65 @@ fn the_publication_script_cannot_apply_twice_nor_late() {
     let length: usize = server.query(redis::cmd("XLEN").arg("s:{t:x}"));
     assert_eq!(length, 1);
 }
+
+/// The README's figure: Redis stalled 20 s (`STRATA_STALL_SECS`) under two replicas, one
+/// publishing a numbered event every 500 ms and retrying each failure three times (as the
+/// replica tests' haproxy does with `retries 3`), the other's subscriber resuming after the
+/// stall. Prints how many publications succeeded and failed, and how often each was
+/// delivered. By hand:
+/// `cargo test -p strata-redis --test stall -- --ignored --nocapture`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "20 s: the README's figure, run by hand"]
+async fn a_long_stall_under_two_replicas() {
+    let Some(server) = RedisServer::start("a_long_stall_under_two_replicas") else {
+        return;
+    };
+    let secs: u64 = std::env::var("STRATA_STALL_SECS")
+        .ok()
+        .and_then(|secs| secs.parse().ok())
+        .unwrap_or(20);
+    let a = RedisBroadcaster::connect(&server.url()).await.unwrap();
+    let b = RedisBroadcaster::connect(&server.url()).await.unwrap();
+    let first = a.publish("stall", count(0)).await.unwrap().to_string();
+    server.pause();
+    let stalled = std::time::Instant::now();
+    let (mut succeeded, mut failed, mut attempts) = (Vec::new(), Vec::new(), 0);
+    let mut n = 0;
+    while stalled.elapsed() < Duration::from_secs(secs) {
+        n += 1;
+        let mut ok = false;
+        for _ in 0..4 {
+            attempts += 1;
+            if a.publish("stall", count(n)).await.is_ok() {
+                ok = true;
+                break;
+            }
+        }
+        if ok {
+            succeeded.push(n.to_string());
+        } else {
+            failed.push(n.to_string());
+        }
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+    server.resume();
+    let marker = publish_until_ok(&a, 1_000_000).await;
+    assert!(marker > first);
+    let seen = delivered(&b, &first, "1000000").await;
+    let once = succeeded
+        .iter()
+        .filter(|n| seen.iter().filter(|s| s == n).count() == 1)
+        .count();
+    let failed_delivered = failed.iter().filter(|n| seen.contains(n)).count();
+    println!(
+        "stall of {secs} s: {n} publications ({attempts} attempts): {} succeeded ({once} \
+         delivered exactly once), {} failed ({failed_delivered} delivered); {} events \
+         delivered in all after the stall",
+        succeeded.len(),
+        failed.len(),
+        seen.len(),
+    );
+    assert_eq!(once, succeeded.len());
+    assert_eq!(failed_delivered, 0);
+    assert_eq!(seen.len(), succeeded.len() + 1);
+}
