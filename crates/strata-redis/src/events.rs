@@ -66,7 +66,6 @@
 use std::collections::HashMap;
 use std::fmt;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::{Arc, LazyLock, Mutex, PoisonError};
 use std::task::{Context, Poll};
 use std::time::Duration;
@@ -121,10 +120,9 @@ pub struct RedisBroadcaster {
 struct Shared {
     fanout: Fanout,
     readers: Mutex<Readers>,
-    /// The Redis server's clock minus ours, in ms, as the last publication found it (less
-    /// the time its answer took: an estimate from below). Publications' deadlines are set
-    /// on the server's clock.
-    clock_offset: AtomicI64,
+    /// The Redis server's clock minus ours, in ms: publications' deadlines are set on the
+    /// server's clock.
+    clock: ClockOffset,
 }
 
 /// Where readers connect: the one Redis, or the nodes of a cluster (a reader follows `MOVED`
@@ -410,7 +408,7 @@ impl Broadcaster for RedisBroadcaster {
             let half = i64::try_from(self.timeout.as_millis() / 2).unwrap_or(i64::MAX);
             let deadline = unix_ms()
                 .saturating_add(half)
-                .saturating_add(self.shared.clock_offset.load(Ordering::Relaxed));
+                .saturating_add(self.shared.clock.estimate());
             let token = format!("{}{}", random_word(), random_word());
             let mut call = PUBLISH_SCRIPT.key(self.stream_key(topic));
             call.key(self.epoch_key(topic))
@@ -433,9 +431,7 @@ impl Broadcaster for RedisBroadcaster {
                 Ok(Err(error)) => return Err(failed("publish", &Failure::Redis(error))),
                 Err(_) => return Err(failed("publish", &Failure::Timeout(self.timeout))),
             };
-            self.shared
-                .clock_offset
-                .store(now.saturating_sub(unix_ms()), Ordering::Relaxed);
+            self.shared.clock.sample(now.saturating_sub(unix_ms()));
             Ok(format!("{epoch}-{entry}").into())
         })
     }
@@ -454,7 +450,7 @@ impl Shared {
         Self {
             fanout: Fanout::new(window),
             readers: Mutex::default(),
-            clock_offset: AtomicI64::new(0),
+            clock: ClockOffset::default(),
         }
     }
 
@@ -672,6 +668,46 @@ async fn cluster_head(
     ))
 }
 
+/// The Redis server's clock minus ours. Each answer gives a value from below (its time when
+/// the script ran, against ours when the answer arrived: less the way back, which a loaded
+/// replica makes long); the estimate is the largest of the last 30 to 60 s, so that a slow
+/// answer does not shorten the next deadlines, and a clock that was stepped back is followed
+/// within a minute.
+#[derive(Default)]
+struct ClockOffset {
+    window: Mutex<OffsetWindow>,
+}
+
+#[derive(Default)]
+struct OffsetWindow {
+    started: Option<std::time::Instant>,
+    current: Option<i64>,
+    previous: Option<i64>,
+}
+
+impl ClockOffset {
+    const WINDOW: Duration = Duration::from_secs(30);
+
+    fn sample(&self, offset: i64) {
+        let mut window = self.window.lock().unwrap_or_else(PoisonError::into_inner);
+        let now = std::time::Instant::now();
+        if window
+            .started
+            .is_none_or(|started| now.duration_since(started) >= Self::WINDOW)
+        {
+            window.previous = window.current.take();
+            window.started = Some(now);
+        }
+        window.current = Some(window.current.map_or(offset, |best| best.max(offset)));
+    }
+
+    /// The estimate (0 before any answer).
+    fn estimate(&self) -> i64 {
+        let window = self.window.lock().unwrap_or_else(PoisonError::into_inner);
+        window.current.max(window.previous).unwrap_or(0)
+    }
+}
+
 /// Milliseconds since the Unix epoch on this machine's clock.
 fn unix_ms() -> i64 {
     std::time::SystemTime::now()
@@ -776,6 +812,18 @@ mod tests {
         assert_eq!(parse_event_id("nonsense"), None);
         assert_eq!(parse_event_id("0a1b2c3d-17"), None);
         assert_eq!(random_word().len(), 8);
+    }
+
+    #[test]
+    fn a_slow_answer_does_not_shorten_the_deadlines() {
+        let clock = ClockOffset::default();
+        assert_eq!(clock.estimate(), 0);
+        clock.sample(-5);
+        // An answer that took 300 ms to come back under load.
+        clock.sample(-305);
+        assert_eq!(clock.estimate(), -5);
+        clock.sample(40);
+        assert_eq!(clock.estimate(), 40);
     }
 
     #[test]
