@@ -11,10 +11,14 @@
 //! need a second structure, written in the same call and deduplicated against the live
 //! messages on every reconnect.
 //!
-//! Each replica reads each topic **once**, whatever the number of its subscribers: one reader
-//! task per topic with subscribers, on a connection of its own (`XREAD BLOCK`, which would
-//! hold up a shared connection), pushes what it reads into the replica's [`Fanout`], from
-//! which its local subscribers read. A subscriber resuming after an id the fan-out still
+//! Each replica reads each topic **once**, whatever the number of its subscribers, and many
+//! topics per connection: a reader task reads up to [`TOPICS_PER_CONNECTION`] topics with
+//! subscribers on a connection of its own (one `XREAD BLOCK` over all their streams, which
+//! would hold up a shared connection) and pushes what it reads into the replica's [`Fanout`],
+//! from which its local subscribers read. A topic joins a reader once its head is read on the
+//! shared connection, waking the reader's `XREAD` (`CLIENT UNBLOCK`); 10,000 topics take 40
+//! connections per replica. (On a Redis Cluster the streams of one `XREAD` must share a slot:
+//! there each topic has its reader's connection, to its slot's node.) A subscriber resuming after an id the fan-out still
 //! holds costs Redis nothing; an older one costs one call (`src/replay.lua`: the entries
 //! after its id, and whether some are gone). A publication is one call (`src/publish.lua`:
 //! `XADD`, trimmed by count and age on the Redis server's clock).
@@ -22,9 +26,10 @@
 //! # Ids
 //!
 //! `<epoch>-<ms>-<seq>`: the stream entry's id behind an *epoch*, a random word stored in
-//! Redis (one per topic, beside its stream) when the topic's first event is published. A Redis restarted without persistence has lost
-//! its streams and its epoch with them: a client resuming with an id of the old epoch is told
-//! so ([`Gap::OutsideWindow`]), never resumed at a position that now means other events.
+//! Redis (one per topic, beside its stream) when the topic's first event is published. A
+//! Redis restarted without persistence has lost its streams and their epochs with them: a
+//! client resuming with an id of an old epoch is told so ([`Gap::OutsideWindow`]), never
+//! resumed at a position that now means other events.
 //!
 //! # Failures
 //!
@@ -96,7 +101,11 @@ pub const DEFAULT_EVENTS_TIMEOUT: Duration = Duration::from_secs(1);
 /// subscribers.
 const READ_BLOCK: Duration = Duration::from_secs(1);
 
-/// Entries a reader takes per `XREAD`.
+/// Topics one connection reads at most (one `XREAD BLOCK` over their streams): 10,000 topics
+/// with subscribers take 40 connections per replica, not 10,000.
+pub const TOPICS_PER_CONNECTION: usize = 256;
+
+/// Entries a reader takes per `XREAD` (per stream).
 const READ_COUNT: usize = 512;
 
 static PUBLISH_SCRIPT: LazyLock<Script> =
@@ -137,6 +146,8 @@ enum Nodes {
 struct Readers {
     map: HashMap<Arc<str>, Slot>,
     next_generation: u64,
+    /// The groups reading topics, each on a connection of its own.
+    groups: Vec<Arc<Group>>,
 }
 
 /// A topic's reader: how many subscriptions need it, and how it is doing.
@@ -213,7 +224,8 @@ impl RedisBroadcaster {
     }
 
     /// A broadcaster publishing through `connection` (the application's own manager) and
-    /// reading through connections `client` opens, one per topic with subscribers.
+    /// reading through connections `client` opens, one per [`TOPICS_PER_CONNECTION`] topics
+    /// with subscribers.
     pub fn new(client: Client, connection: ConnectionManager) -> Self {
         Self::with(Nodes::Single(client), Connection::Single(connection))
     }
@@ -292,16 +304,48 @@ impl RedisBroadcaster {
                 epoch: None,
             },
         );
-        let reader = Reader {
+        // A group with room, or a new one.
+        let capacity = match self.nodes {
+            Nodes::Single(_) => TOPICS_PER_CONNECTION,
+            Nodes::Cluster(_) => 1,
+        };
+        let room = readers.groups.iter().find(|group| {
+            let mut members = group.members.lock().unwrap_or_else(PoisonError::into_inner);
+            let room = !members.closed && members.assigned < capacity;
+            if room {
+                members.assigned += 1;
+            }
+            room
+        });
+        let group = if let Some(group) = room {
+            Arc::clone(group)
+        } else {
+            let group = Arc::new(Group::new());
+            group
+                .members
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .assigned = 1;
+            readers.groups.push(Arc::clone(&group));
+            tokio::spawn(Arc::clone(&group).run(
+                Arc::clone(&self.shared),
+                self.nodes.clone(),
+                self.timeout,
+            ));
+            group
+        };
+        let join = Join {
             shared: Arc::clone(&self.shared),
-            nodes: self.nodes.clone(),
+            connection: self.connection.clone(),
+            group,
             topic: Arc::clone(&topic),
             key: self.stream_key(&topic),
             epoch_key: self.epoch_key(&topic),
             timeout: self.timeout,
             generation,
+            wake: capacity > 1,
         };
-        tokio::spawn(reader.run(state));
+        tokio::spawn(join.run(state));
         let interest = Interest {
             shared: Arc::clone(&self.shared),
             topic,
@@ -537,15 +581,36 @@ impl Stream for Held {
     }
 }
 
-/// One topic's reader in one replica.
-struct Reader {
-    shared: Arc<Shared>,
-    nodes: Nodes,
+/// Readers of many topics on one connection: one `XREAD BLOCK` over the streams of all its
+/// topics (up to [`TOPICS_PER_CONNECTION`]; one on a cluster, where the streams of one
+/// `XREAD` must share a slot). Topics join after their head was read on the shared
+/// connection; a topic joining a group that is blocked wakes it (`CLIENT UNBLOCK`), and
+/// topics no subscription needs leave after a read.
+struct Group {
+    members: Mutex<Members>,
+    /// Its connection's `CLIENT ID`, once connected.
+    client_id: std::sync::OnceLock<i64>,
+    /// Told when the first topic joins (the group connects then).
+    joined: tokio::sync::Notify,
+}
+
+#[derive(Default)]
+struct Members {
+    /// By stream key.
+    topics: HashMap<String, Member>,
+    /// Topics joining or reading: the group's load.
+    assigned: usize,
+    /// The group's task has ended: nothing joins any more.
+    closed: bool,
+}
+
+/// A topic read by a group.
+struct Member {
     topic: Arc<str>,
-    key: String,
-    epoch_key: String,
-    timeout: Duration,
     generation: u64,
+    last: (u64, u64),
+    feed: EndOnDrop,
+    state: watch::Sender<ReaderState>,
 }
 
 /// A feed that ends when its reader stops, however it stops.
@@ -557,78 +622,277 @@ impl Drop for EndOnDrop {
     }
 }
 
-impl Reader {
-    async fn run(self, state: watch::Sender<ReaderState>) {
-        let outcome = self.read(&state).await;
-        if let Err(error) = outcome {
-            self.shared.remove(&self.topic, self.generation);
-            let message: Arc<str> = failed("read", &error).to_string().into();
-            state.send_replace(ReaderState::Failed(message));
-        }
-    }
+/// How a topic joins a group.
+struct Join {
+    shared: Arc<Shared>,
+    connection: Connection,
+    group: Arc<Group>,
+    topic: Arc<str>,
+    key: String,
+    epoch_key: String,
+    timeout: Duration,
+    generation: u64,
+    /// Whether a `CLIENT UNBLOCK` sent on `connection` reaches the group's server (not on a
+    /// cluster, whose groups hold one topic each: nothing to wake).
+    wake: bool,
+}
 
-    /// Reads the topic from its latest entry into the fan-out until no subscription needs
-    /// it (`Ok`) or Redis fails.
-    async fn read(&self, state: &watch::Sender<ReaderState>) -> Result<(), Failure> {
-        let config = AsyncConnectionConfig::new()
-            .set_connection_timeout(Some(self.timeout))
-            .set_response_timeout(Some(READ_BLOCK + self.timeout));
+impl Join {
+    /// Reads the topic's head (on the shared connection), starts its feed there and hands it
+    /// to the group, which reads what follows; the topic's reader fails when Redis does.
+    async fn run(self, state: watch::Sender<ReaderState>) {
         let mut call = HEAD_SCRIPT.key(&self.key);
         call.key(&self.epoch_key);
-        let (mut connection, (epoch, head)): (MultiplexedConnection, (String, String)) =
-            match &self.nodes {
-                Nodes::Single(client) => {
-                    let mut connection = client
-                        .get_multiplexed_async_connection_with_config(&config)
-                        .await
-                        .map_err(Failure::Redis)?;
-                    let answer = call
-                        .invoke_async(&mut connection)
-                        .await
-                        .map_err(Failure::Redis)?;
-                    (connection, answer)
-                }
-                Nodes::Cluster(nodes) => cluster_head(nodes, &config, &call).await?,
-            };
-        self.shared.saw_epoch(&self.topic, &epoch);
-        let mut last = parse_entry_id(&head).ok_or(Failure::Malformed(head))?;
+        let mut connection = self.connection.clone();
+        let answer: Result<Result<(String, String), _>, _> =
+            tokio::time::timeout(self.timeout, call.invoke_async(&mut connection)).await;
+        let head = match answer {
+            Ok(Ok((epoch, head))) => {
+                self.shared.saw_epoch(&self.topic, &epoch);
+                parse_entry_id(&head).ok_or(Failure::Malformed(head))
+            }
+            Ok(Err(error)) => Err(Failure::Redis(error)),
+            Err(_) => Err(Failure::Timeout(self.timeout)),
+        };
+        let last = match head {
+            Ok(last) => last,
+            Err(error) => {
+                self.group.leave();
+                self.shared.remove(&self.topic, self.generation);
+                state.send_replace(ReaderState::Failed(
+                    failed("read", &error).to_string().into(),
+                ));
+                return;
+            }
+        };
         let feed = EndOnDrop(self.shared.fanout.feed(&self.topic, position(last)));
-        state.send_replace(ReaderState::Reading);
-        let block = u64::try_from(READ_BLOCK.as_millis()).unwrap_or(1000);
-        loop {
-            let reply: Option<Vec<(String, Vec<Entry>)>> = redis::cmd("XREAD")
-                .arg("COUNT")
-                .arg(READ_COUNT)
-                .arg("BLOCK")
-                .arg(block)
-                .arg("STREAMS")
-                .arg(&self.key)
-                .arg(format!("{}-{}", last.0, last.1))
-                .query_async(&mut connection)
-                .await
-                .map_err(Failure::Redis)?;
-            let entries = reply.into_iter().flatten().flat_map(|(_, entries)| entries);
-            let mut read = false;
-            for entry in entries {
-                read = true;
-                let (id, received) = received(entry)?;
-                last = id;
-                feed.0.push(position(id), received);
+        {
+            let mut members = self
+                .group
+                .members
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner);
+            if members.closed {
+                drop(members);
+                self.shared.remove(&self.topic, self.generation);
+                state.send_replace(ReaderState::Failed(
+                    "the Redis broadcaster's reader stopped".into(),
+                ));
+                return;
             }
-            if !read && self.shared.release_if_idle(&self.topic, self.generation) {
-                return Ok(());
-            }
+            state.send_replace(ReaderState::Reading);
+            members.topics.insert(
+                self.key,
+                Member {
+                    topic: self.topic,
+                    generation: self.generation,
+                    last,
+                    feed,
+                    state,
+                },
+            );
+        }
+        self.group.joined.notify_one();
+        // The group may be blocked in an XREAD without this topic: it wakes, and reads again
+        // with it. (Were the wake to come just before that XREAD, the topic waits one block,
+        // 1 s, missing nothing: the group reads after `last`.)
+        if self.wake
+            && let Some(&id) = self.group.client_id.get()
+        {
+            let unblock = redis::cmd("CLIENT").arg("UNBLOCK").arg(id).clone();
+            let _ = tokio::time::timeout(self.timeout, unblock.query_async::<i64>(&mut connection))
+                .await;
         }
     }
 }
 
-/// A connection to the cluster node holding the topic's slot (found by following `MOVED`
-/// from the first node that answers), and the head script's answer there.
-async fn cluster_head(
+impl Group {
+    fn new() -> Self {
+        Self {
+            members: Mutex::default(),
+            client_id: std::sync::OnceLock::new(),
+            joined: tokio::sync::Notify::new(),
+        }
+    }
+
+    /// A joining topic that failed leaves.
+    fn leave(&self) {
+        let mut members = self.members.lock().unwrap_or_else(PoisonError::into_inner);
+        members.assigned = members.assigned.saturating_sub(1);
+    }
+
+    /// Reads its topics until none is left (`Ok`) or Redis fails: every topic's reader then
+    /// fails (its subscriptions end, and their clients reconnect).
+    async fn run(self: Arc<Self>, shared: Arc<Shared>, nodes: Nodes, timeout: Duration) {
+        let outcome = self.read(&shared, &nodes, timeout).await;
+        let members = {
+            let mut readers = shared
+                .readers
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner);
+            readers.groups.retain(|group| !Arc::ptr_eq(group, &self));
+            let mut members = self.members.lock().unwrap_or_else(PoisonError::into_inner);
+            members.closed = true;
+            std::mem::take(&mut members.topics)
+        };
+        if let Err(error) = outcome {
+            let message: Arc<str> = failed("read", &error).to_string().into();
+            for member in members.into_values() {
+                shared.remove(&member.topic, member.generation);
+                member
+                    .state
+                    .send_replace(ReaderState::Failed(Arc::clone(&message)));
+            }
+        }
+    }
+
+    async fn read(&self, shared: &Shared, nodes: &Nodes, timeout: Duration) -> Result<(), Failure> {
+        let config = AsyncConnectionConfig::new()
+            .set_connection_timeout(Some(timeout))
+            .set_response_timeout(Some(READ_BLOCK + timeout));
+        // Connected once a topic has joined (on a cluster, to the node of its slot).
+        let first = loop {
+            let joined = self.joined.notified();
+            if let Some(key) = self.any_key() {
+                break key;
+            }
+            if tokio::time::timeout(timeout * 2, joined).await.is_err()
+                && self.close_if_idle(shared)
+            {
+                return Ok(());
+            }
+        };
+        let mut connection = match nodes {
+            Nodes::Single(client) => client
+                .get_multiplexed_async_connection_with_config(&config)
+                .await
+                .map_err(Failure::Redis)?,
+            Nodes::Cluster(nodes) => cluster_node(nodes, &config, &first).await?,
+        };
+        let id: i64 = redis::cmd("CLIENT")
+            .arg("ID")
+            .query_async(&mut connection)
+            .await
+            .map_err(Failure::Redis)?;
+        let _ = self.client_id.set(id);
+        let block = u64::try_from(READ_BLOCK.as_millis()).unwrap_or(1000);
+        loop {
+            let mut command = redis::cmd("XREAD");
+            command
+                .arg("COUNT")
+                .arg(READ_COUNT)
+                .arg("BLOCK")
+                .arg(block)
+                .arg("STREAMS");
+            let positions: Vec<String> = {
+                let members = self.members.lock().unwrap_or_else(PoisonError::into_inner);
+                for key in members.topics.keys() {
+                    command.arg(key);
+                }
+                members
+                    .topics
+                    .values()
+                    .map(|member| format!("{}-{}", member.last.0, member.last.1))
+                    .collect()
+            };
+            if positions.is_empty() {
+                if self.close_if_idle(shared) {
+                    return Ok(());
+                }
+                // A topic is joining: its wake may come before this XREAD; wait for it.
+                let _ = tokio::time::timeout(timeout, self.joined.notified()).await;
+                continue;
+            }
+            command.arg(&positions);
+            let reply: Option<Vec<(String, Vec<Entry>)>> = command
+                .query_async(&mut connection)
+                .await
+                .map_err(Failure::Redis)?;
+            let mut read = std::collections::HashSet::new();
+            {
+                let mut members = self.members.lock().unwrap_or_else(PoisonError::into_inner);
+                for (key, entries) in reply.into_iter().flatten() {
+                    let Some(member) = members.topics.get_mut(&key) else {
+                        continue;
+                    };
+                    for entry in entries {
+                        let (id, received) = received(entry)?;
+                        member.last = id;
+                        member.feed.0.push(position(id), received);
+                        read.insert(key.clone());
+                    }
+                }
+            }
+            self.release_idle(shared, &read);
+        }
+    }
+
+    /// Any of its topics' stream key.
+    fn any_key(&self) -> Option<String> {
+        let members = self.members.lock().unwrap_or_else(PoisonError::into_inner);
+        members.topics.keys().next().cloned()
+    }
+
+    /// Topics that read nothing and that no subscription needs leave.
+    fn release_idle(&self, shared: &Shared, read: &std::collections::HashSet<String>) {
+        let idle: Vec<(String, Arc<str>, u64)> = {
+            let members = self.members.lock().unwrap_or_else(PoisonError::into_inner);
+            members
+                .topics
+                .iter()
+                .filter(|(key, _)| !read.contains(*key))
+                .map(|(key, member)| (key.clone(), Arc::clone(&member.topic), member.generation))
+                .collect()
+        };
+        // The readers' lock before the members' (the order `interest` takes them in).
+        let released: Vec<(String, u64)> = idle
+            .into_iter()
+            .filter(|(_, topic, generation)| shared.release_if_idle(topic, *generation))
+            .map(|(key, _, generation)| (key, generation))
+            .collect();
+        if released.is_empty() {
+            return;
+        }
+        let mut members = self.members.lock().unwrap_or_else(PoisonError::into_inner);
+        for (key, generation) in released {
+            // Not a newer reader of the same topic that joined meanwhile.
+            if members
+                .topics
+                .get(&key)
+                .is_some_and(|member| member.generation == generation)
+            {
+                members.topics.remove(&key);
+                members.assigned = members.assigned.saturating_sub(1);
+            }
+        }
+    }
+
+    /// Closes the group when nothing is assigned to it: whether it did (its task ends).
+    fn close_if_idle(&self, shared: &Shared) -> bool {
+        let mut readers = shared
+            .readers
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        let mut members = self.members.lock().unwrap_or_else(PoisonError::into_inner);
+        if members.assigned > 0 {
+            return false;
+        }
+        members.closed = true;
+        drop(members);
+        readers
+            .groups
+            .retain(|group| !std::ptr::eq(Arc::as_ptr(group), self));
+        true
+    }
+}
+
+/// A connection to the cluster node holding `key`'s slot, found by following `MOVED` from
+/// the first node that answers.
+async fn cluster_node(
     nodes: &[ConnectionInfo],
     config: &AsyncConnectionConfig,
-    call: &redis::ScriptInvocation<'_>,
-) -> Result<(MultiplexedConnection, (String, String)), Failure> {
+    key: &str,
+) -> Result<MultiplexedConnection, Failure> {
     let mut last = None;
     for node in nodes {
         let mut node = node.clone();
@@ -650,8 +914,9 @@ async fn cluster_head(
                     break;
                 }
             };
-            match call.invoke_async(&mut connection).await {
-                Ok(answer) => return Ok((connection, answer)),
+            let exists = redis::cmd("EXISTS").arg(key).clone();
+            match exists.query_async::<i64>(&mut connection).await {
+                Ok(_) => return Ok(connection),
                 Err(error) => {
                     let Some((host, port)) = error.redirect_node() else {
                         return Err(Failure::Redis(error));
