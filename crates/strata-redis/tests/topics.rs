@@ -62,4 +62,7 @@ async fn a_thousand_topics_take_a_few_connections() {
         matches!(delivery, Some(Ok(Delivery::Event(_)))),
         "{delivery:?}"
     );
+    // Joining topics woke their reader rather than waiting out its block.
+    let stats: String = server.query(redis::cmd("INFO").arg("commandstats"));
+    assert!(stats.contains("cmdstat_client|unblock:calls="), "{stats}");
 }
