@@ -79,3 +79,35 @@ async fn a_store_known_down_decides_at_once_and_counts_again_when_redis_is_back(
     until_answered(&store, gcra).await;
     counts(&store, gcra, 20).await;
 }
+
+/// The figure: requests through a replica (the limiter failing open) with redis-server
+/// killed, one at a time: how many per second. By hand:
+/// `cargo test -p strata-redis --test down -- --ignored --nocapture`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "a figure, run by hand"]
+async fn requests_per_second_with_redis_killed() {
+    use std::sync::Arc;
+
+    use strata_ratelimit::FailPolicy;
+    use support::app::{Logs, get, replica};
+
+    let Some(mut server) = RedisServer::start("requests_per_second_with_redis_killed") else {
+        return;
+    };
+    let store = RedisRateLimitStore::connect(&server.url()).await.unwrap();
+    let app = replica(store, Quota::per_minute(1_000_000), FailPolicy::Open);
+    let logs = Arc::new(Logs::default());
+    assert!(get(&app, [192, 0, 2, 1], &logs).await.checked);
+    server.stop();
+    let started = std::time::Instant::now();
+    let requests = 1_000;
+    for n in 0..requests {
+        let answer = get(&app, [192, 0, 2, u8::try_from(n % 200).unwrap()], &logs).await;
+        assert!(!answer.checked);
+    }
+    let elapsed = started.elapsed();
+    println!(
+        "Redis killed: {requests} requests in {elapsed:?}: {:.0} requests/s, one at a time",
+        f64::from(requests) / elapsed.as_secs_f64()
+    );
+}
