@@ -76,8 +76,9 @@ start_redis_cluster() {
     local port nodes=()
     cluster_pids=()
     for port in "$@"; do
+        # The bus port, by default PORT + 10000: past 65535 for a free port above 55535.
         start_redis "$port" --cluster-enabled yes --cluster-config-file nodes.conf \
-            --cluster-node-timeout 5000 || return 1
+            --cluster-node-timeout 5000 --cluster-port "$(free_port)" || return 1
         cluster_pids+=("$redis_pid")
         nodes+=("127.0.0.1:$port")
     done

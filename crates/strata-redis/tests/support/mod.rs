@@ -89,7 +89,17 @@ impl RedisServer {
     fn spawn(&mut self) -> bool {
         std::fs::create_dir_all(&self.dir).expect("a temporary directory");
         let log = self.dir.join("redis.log");
-        let child = Command::new(program())
+        let mut command = Command::new(program());
+        if self.extra.iter().any(|arg| arg == "--cluster-enabled") {
+            // The cluster bus's port, by default the port + 10,000: past 65,535 for a free
+            // port above 55,535 (the ephemeral range goes to 60,999).
+            let bus = TcpListener::bind("127.0.0.1:0")
+                .and_then(|listener| listener.local_addr())
+                .expect("a free port")
+                .port();
+            command.args(["--cluster-port", &bus.to_string()]);
+        }
+        let child = command
             .args(["--port", &self.port.to_string(), "--bind", "127.0.0.1"])
             .args(["--save", "", "--appendonly", "no", "--daemonize", "no"])
             .arg("--dir")
