@@ -57,13 +57,13 @@ async fn a_publication_during_a_stall_happens_once_or_reports_failure() {
     let bus = RedisBroadcaster::connect(&server.url())
         .await
         .unwrap()
-        .timeout(Duration::from_millis(200));
+        .timeout(Duration::from_millis(500));
     let first = bus.publish("stall", count(0)).await.unwrap().to_string();
 
     server.pause();
-    // Each call is written to the stalled server's socket and given up after 200 ms.
+    // Each call is written to the stalled server's socket and given up after 500 ms.
     let mut succeeded = Vec::new();
-    for n in 1..=5 {
+    for n in 1..=4 {
         if bus.publish("stall", count(n)).await.is_ok() {
             succeeded.push(n.to_string());
         }
@@ -77,7 +77,7 @@ async fn a_publication_during_a_stall_happens_once_or_reports_failure() {
     // Published after the stalled calls were read (they were in the socket before SIGCONT).
     let marker = publish_until_ok(&bus, 6).await;
     assert!(marker > first);
-    // Only what succeeded, once: none of the five the publisher was told failed.
+    // Only what succeeded, once: none of the four the publisher was told failed.
     assert_eq!(delivered(&bus, &first, "6").await, ["6"]);
 }
 
