@@ -65,8 +65,13 @@
 //! restarting Redis becomes a [`StoreError`] within it, and the limiter's
 //! [`FailPolicy`](strata_ratelimit::FailPolicy) decides (open by default: the requests go
 //! through unlimited; closed: 503 with `Retry-After: 1`). The limiter logs store failures at
-//! most once per 10 s, with the count of those left out, not once per request. The
-//! [`ConnectionManager`] reconnects in the background (the first failed call starts it), and
+//! most once per 10 s, with the count of those left out, not once per request.
+//!
+//! Only the first call finds out: a call that times out or cannot reach Redis marks it down,
+//! and while it is down every call fails at once (no round trip, no timeout waited), so the
+//! failure policy decides without making each request wait 50 ms. One probe (`PING`) runs in
+//! the background, at once and then backing off from 100 ms to 1 s apart, and the store asks
+//! Redis again from the first answer on. The [`ConnectionManager`] reconnects meanwhile, and
 //! limiting resumes when Redis is back, without restarting anything. A Redis restarted without
 //! persistence has forgotten the TATs: every client starts again with a full burst.
 //!
@@ -83,14 +88,17 @@
 use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::{Arc, LazyLock};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, LazyLock, Weak};
 use std::time::Duration;
 
 pub mod events;
 
 pub use events::RedisBroadcaster;
-use redis::aio::{ConnectionManager, ConnectionManagerConfig};
-use redis::{Client, RedisError, Script};
+use redis::aio::{ConnectionLike, ConnectionManager, ConnectionManagerConfig};
+use redis::cluster::ClusterClient;
+use redis::cluster_async::ClusterConnection;
+use redis::{Client, Cmd, Pipeline, RedisError, RedisFuture, Script, Value};
 use sha2::{Digest, Sha256};
 use strata_ratelimit::{Decision, Gcra, RateLimitKey, RateLimitStore, StoreError};
 
@@ -127,7 +135,8 @@ pub enum TimeSource {
 /// Cheap to clone (the connection manager multiplexes one connection); clones share it.
 #[derive(Clone)]
 pub struct RedisRateLimitStore {
-    connection: ConnectionManager,
+    connection: Connection,
+    health: Arc<Health>,
     prefix: Arc<[u8]>,
     timeout: Duration,
     time: TimeSource,
@@ -141,6 +150,17 @@ impl RedisRateLimitStore {
         let client = Client::open(url)?;
         let manager = ConnectionManager::new_with_config(client, Self::manager_config()).await?;
         Ok(Self::new(manager))
+    }
+
+    /// Connects to the Redis Cluster one of whose nodes is at one of `nodes`
+    /// (`redis://127.0.0.1:7000/`, ...): fails when none can be reached now. Each key is one
+    /// slot (the GCRA script reads and writes one key), so the store spreads over the
+    /// cluster's nodes as its keys do.
+    pub async fn connect_cluster<'a>(
+        nodes: impl IntoIterator<Item = &'a str>,
+    ) -> Result<Self, RedisError> {
+        let connection = cluster_connection(nodes).await?;
+        Ok(Self::with_connection(Connection::Cluster(connection)))
     }
 
     /// A store for the Redis at `url`, connecting on its first call: a replica starts while
@@ -159,8 +179,15 @@ impl RedisRateLimitStore {
     /// A store on a connection manager of the application's own (shared with its other uses
     /// of Redis, or configured otherwise: TLS, credentials).
     pub fn new(connection: ConnectionManager) -> Self {
+        Self::with_connection(Connection::Single(connection))
+    }
+
+    fn with_connection(connection: Connection) -> Self {
         Self {
             connection,
+            health: Arc::new(Health {
+                down: AtomicBool::new(false),
+            }),
             prefix: Arc::from(DEFAULT_PREFIX.as_bytes()),
             timeout: DEFAULT_TIMEOUT,
             time: TimeSource::Server,
@@ -226,8 +253,14 @@ impl RateLimitStore for RedisRateLimitStore {
     type Future = Pin<Box<dyn Future<Output = Result<Decision, StoreError>> + Send>>;
 
     fn check(&self, key: &RateLimitKey<'_>, gcra: Gcra, now: u64) -> Self::Future {
+        if self.health.down.load(Ordering::Acquire) {
+            // Known down: decided at once (the limiter's failure policy), while the probe
+            // finds when Redis is back.
+            return Box::pin(std::future::ready(Err(StoreError::new(Failure::Down))));
+        }
         let redis_key = self.redis_key(key);
         let mut connection = self.connection.clone();
+        let health = Arc::clone(&self.health);
         let timeout = self.timeout;
         let now = match self.time {
             TimeSource::Server => String::new(),
@@ -239,12 +272,68 @@ impl RateLimitStore for RedisRateLimitStore {
             let answer = tokio::time::timeout(timeout, call.invoke_async(&mut connection)).await;
             let (granted, before, now): (i64, i64, i64) = match answer {
                 Ok(Ok(answer)) => answer,
-                Ok(Err(error)) => return Err(StoreError::new(Failure::Redis(error))),
-                Err(_) => return Err(StoreError::new(Failure::Timeout(timeout))),
+                Ok(Err(error)) => {
+                    if unreachable(&error) {
+                        health.mark_down(connection, timeout);
+                    }
+                    return Err(StoreError::new(Failure::Redis(error)));
+                }
+                Err(_) => {
+                    health.mark_down(connection, timeout);
+                    return Err(StoreError::new(Failure::Timeout(timeout)));
+                }
             };
             decision(gcra, granted, before, now)
         })
     }
+}
+
+/// Whether the store's Redis is known to be down, shared by a store's clones.
+struct Health {
+    /// Set by a call that timed out or could not reach Redis; cleared by the probe.
+    down: AtomicBool,
+}
+
+/// The first probe's delay after a failure (none: a blip is over at once), then the next
+/// ones' from this, doubling up to [`PROBE_MAX_DELAY`].
+const PROBE_MIN_DELAY: Duration = Duration::from_millis(100);
+const PROBE_MAX_DELAY: Duration = Duration::from_secs(1);
+
+impl Health {
+    /// Marks Redis down and, unless it already was, starts the one probe: a `PING` at once,
+    /// then backing off from 100 ms to 1 s apart, until one is answered within `timeout`
+    /// (Redis is up again) or the store is dropped.
+    fn mark_down(self: &Arc<Self>, mut connection: Connection, timeout: Duration) {
+        if self.down.swap(true, Ordering::AcqRel) {
+            return;
+        }
+        let health: Weak<Self> = Arc::downgrade(self);
+        tokio::spawn(async move {
+            let mut delay = Duration::ZERO;
+            loop {
+                tokio::time::sleep(delay).await;
+                let Some(health) = health.upgrade() else {
+                    return;
+                };
+                let ping = redis::cmd("PING");
+                let answer = ping.query_async::<String>(&mut connection);
+                if let Ok(Ok(_)) = tokio::time::timeout(timeout, answer).await {
+                    health.down.store(false, Ordering::Release);
+                    return;
+                }
+                delay = (delay * 2).clamp(PROBE_MIN_DELAY, PROBE_MAX_DELAY);
+            }
+        });
+    }
+}
+
+/// Whether `error` says Redis could not be reached (not that it refused this call).
+fn unreachable(error: &RedisError) -> bool {
+    error.is_io_error()
+        || error.is_connection_refusal()
+        || error.is_connection_dropped()
+        || error.is_unrecoverable_error()
+        || error.is_timeout()
 }
 
 /// The budget of the script's answer: [`Gcra::decide`] on the TAT it found (`-1`: none) and
@@ -259,13 +348,67 @@ fn decision(gcra: Gcra, granted: i64, before: i64, now: i64) -> Result<Decision,
     }
 }
 
+/// A connection to one Redis (its manager reconnects) or to a Redis Cluster (which follows its
+/// slots and reconnects to its nodes).
+#[derive(Clone)]
+enum Connection {
+    Single(ConnectionManager),
+    Cluster(ClusterConnection),
+}
+
+impl ConnectionLike for Connection {
+    fn req_packed_command<'a>(&'a mut self, cmd: &'a Cmd) -> RedisFuture<'a, Value> {
+        match self {
+            Self::Single(connection) => connection.req_packed_command(cmd),
+            Self::Cluster(connection) => connection.req_packed_command(cmd),
+        }
+    }
+
+    fn req_packed_commands<'a>(
+        &'a mut self,
+        pipeline: &'a Pipeline,
+        offset: usize,
+        count: usize,
+    ) -> RedisFuture<'a, Vec<Value>> {
+        match self {
+            Self::Single(connection) => connection.req_packed_commands(pipeline, offset, count),
+            Self::Cluster(connection) => connection.req_packed_commands(pipeline, offset, count),
+        }
+    }
+
+    fn get_db(&self) -> i64 {
+        match self {
+            Self::Single(connection) => connection.get_db(),
+            Self::Cluster(connection) => connection.get_db(),
+        }
+    }
+}
+
+/// A connection to the cluster one of whose nodes is at one of `nodes`, with the connection
+/// timeout of [`RedisRateLimitStore::manager_config`].
+async fn cluster_connection<'a>(
+    nodes: impl IntoIterator<Item = &'a str>,
+) -> Result<ClusterConnection, RedisError> {
+    ClusterClient::builder(nodes)
+        .connection_timeout(Duration::from_secs(1))
+        .build()?
+        .get_async_connection()
+        .await
+}
+
 /// Why a call failed (the store's or the broadcaster's).
 #[derive(Debug, thiserror::Error)]
 enum Failure {
     #[error("Redis did not answer within {} ms", .0.as_millis())]
     Timeout(Duration),
+    /// A call failed to reach Redis and no probe has reached it since: not asked.
+    #[error("Redis is down (not asked; a probe in the background finds when it is back)")]
+    Down,
     #[error("Redis: {0}")]
     Redis(#[source] RedisError),
+    /// The publication reached Redis after its deadline: refused, nothing published.
+    #[error("Redis ran the publication after its deadline (a stalled Redis?): not published")]
+    Late,
     /// Never seen: the script granted what `Gcra::decide` denies, or the reverse, or read a
     /// time before the Unix epoch.
     #[error("the Redis script's answer is not the GCRA's")]

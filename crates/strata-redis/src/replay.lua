@@ -1,5 +1,5 @@
 -- The events a subscriber resuming after an id is owed: strata-redis's RedisBroadcaster.
--- KEYS[1]: the topic's stream; KEYS[2]: the epoch.
+-- KEYS[1]: the topic's stream; KEYS[2]: its epoch (one hash tag: one slot).
 -- ARGV[1]: the subscriber's epoch; ARGV[2]: its last entry id; ARGV[3]: the most to answer.
 -- Answers {epoch or '', 1 when events after the id may be gone else 0, the stream's last id
 -- or '0-0', the entries after the id (all those kept when 1)}.

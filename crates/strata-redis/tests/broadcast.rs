@@ -107,7 +107,7 @@ async fn events_cross_replicas_in_order_and_resume_on_another() {
     assert_eq!(next(&mut unknown, 1).await[0].0, "gap");
 
     // Redis keeps the window, not more.
-    let length: usize = server.query(redis::cmd("XLEN").arg("strata:ev:t:feed"));
+    let length: usize = server.query(redis::cmd("XLEN").arg("strata:ev:{t:feed}"));
     assert_eq!(length, 100);
 }
 

@@ -1,6 +1,6 @@
-//! A Redis that does not answer (paused with SIGSTOP: connections open, nothing read): each
-//! call gives up at the store's timeout and the failure policy decides; when Redis goes on,
-//! the same connection serves again.
+//! A Redis that does not answer (paused with SIGSTOP: connections open, nothing read): the
+//! first call gives up at the store's timeout, the next ones at once, and the failure policy
+//! decides; when Redis goes on, the same connection serves again.
 
 #![allow(clippy::unwrap_used)] // tests fail loudly by design
 
@@ -45,10 +45,10 @@ async fn a_silent_redis_times_out_at_the_configured_timeout() {
         assert_eq!(answer.status, StatusCode::SERVICE_UNAVAILABLE);
         slowest = slowest.max(started.elapsed());
     }
-    // Two calls that waited their 100 ms each: never sooner, measured from before them, however
-    // slow the machine. (That they gave up at this timeout, not at a later one, the store's
-    // log line says.)
-    assert!(slowest >= Duration::from_millis(200), "{slowest:?}");
+    // The first call waited its 100 ms: never sooner, measured from before it, however slow
+    // the machine (that it gave up at this timeout, not at a later one, the store's log line
+    // says); the next ones were decided at once, Redis being known down (tests/down.rs).
+    assert!(slowest >= Duration::from_millis(100), "{slowest:?}");
     // One line about the store, one about the 503s: not one per request.
     let lines = logs.lines();
     assert_eq!(lines.len(), 2, "{lines:?}");
@@ -58,8 +58,15 @@ async fn a_silent_redis_times_out_at_the_configured_timeout() {
     );
 
     server.resume();
-    // The calls that timed out reach Redis late, and are recorded then: another client.
-    let answer = get(&open, [192, 0, 2, 9], &logs).await;
-    assert_eq!(answer.status, StatusCode::OK);
-    assert!(answer.checked);
+    // The probe finds Redis back (asked every 50 ms, 10 s at most); the call that timed out
+    // reached Redis late, and was recorded then: another client.
+    for _ in 0..200 {
+        let answer = get(&open, [192, 0, 2, 9], &logs).await;
+        assert_eq!(answer.status, StatusCode::OK);
+        if answer.checked {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("Redis not used again within 10 s of SIGCONT");
 }

@@ -27,6 +27,8 @@ pub struct RedisServer {
     child: Option<Child>,
     port: u16,
     dir: PathBuf,
+    /// Arguments after the usual ones (cluster mode).
+    extra: Vec<String>,
 }
 
 impl RedisServer {
@@ -37,6 +39,11 @@ impl RedisServer {
     ///
     /// When redis-server is not installed in CI, or does not start.
     pub fn start(test: &str) -> Option<Self> {
+        Self::start_with(test, &[])
+    }
+
+    /// [`start`](Self::start) with more arguments for redis-server.
+    pub fn start_with(test: &str, extra: &[&str]) -> Option<Self> {
         let installed = Command::new(program())
             .arg("--version")
             .stdout(Stdio::null())
@@ -69,6 +76,7 @@ impl RedisServer {
                 child: None,
                 port,
                 dir,
+                extra: extra.iter().map(|arg| (*arg).to_owned()).collect(),
             };
             if server.spawn() {
                 return Some(server);
@@ -81,13 +89,24 @@ impl RedisServer {
     fn spawn(&mut self) -> bool {
         std::fs::create_dir_all(&self.dir).expect("a temporary directory");
         let log = self.dir.join("redis.log");
-        let child = Command::new(program())
+        let mut command = Command::new(program());
+        if self.extra.iter().any(|arg| arg == "--cluster-enabled") {
+            // The cluster bus's port, by default the port + 10,000: past 65,535 for a free
+            // port above 55,535 (the ephemeral range goes to 60,999).
+            let bus = TcpListener::bind("127.0.0.1:0")
+                .and_then(|listener| listener.local_addr())
+                .expect("a free port")
+                .port();
+            command.args(["--cluster-port", &bus.to_string()]);
+        }
+        let child = command
             .args(["--port", &self.port.to_string(), "--bind", "127.0.0.1"])
             .args(["--save", "", "--appendonly", "no", "--daemonize", "no"])
             .arg("--dir")
             .arg(&self.dir)
             .arg("--logfile")
             .arg(&log)
+            .args(&self.extra)
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::null())
@@ -110,6 +129,11 @@ impl RedisServer {
         }
         let log = std::fs::read_to_string(&log).unwrap_or_default();
         panic!("redis-server on port {} did not answer:\n{log}", self.port);
+    }
+
+    /// Its port.
+    pub fn port(&self) -> u16 {
+        self.port
     }
 
     /// `redis://127.0.0.1:PORT/`.
@@ -188,6 +212,97 @@ impl Drop for RedisServer {
         // SIGKILL ends a paused server too.
         self.stop();
         let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// A Redis Cluster of three primaries (no replicas), each a [`RedisServer`] in cluster mode,
+/// joined by `redis-cli --cluster create` and ready (`cluster_state:ok` on each); stopped on
+/// drop.
+pub struct RedisCluster {
+    pub nodes: Vec<RedisServer>,
+}
+
+impl RedisCluster {
+    /// A new cluster, or `None` where redis-server is not installed outside CI.
+    ///
+    /// # Panics
+    ///
+    /// When redis-server is not installed in CI, or the cluster does not form.
+    pub fn start(test: &str) -> Option<Self> {
+        let mut nodes = Vec::new();
+        for _ in 0..3 {
+            nodes.push(RedisServer::start_with(
+                test,
+                &[
+                    "--cluster-enabled",
+                    "yes",
+                    "--cluster-config-file",
+                    "nodes.conf",
+                    "--cluster-node-timeout",
+                    "5000",
+                ],
+            )?);
+        }
+        let mut create = Command::new("redis-cli");
+        create.arg("--cluster").arg("create");
+        for node in &nodes {
+            create.arg(format!("127.0.0.1:{}", node.port));
+        }
+        let output = create
+            .args(["--cluster-replicas", "0", "--cluster-yes"])
+            .stdin(Stdio::null())
+            .output()
+            .expect("redis-cli runs (Debian's redis-tools, beside redis-server)");
+        assert!(
+            output.status.success(),
+            "redis-cli --cluster create failed:\n{}{}",
+            String::from_utf8_lossy(&output.stdout),
+            String::from_utf8_lossy(&output.stderr)
+        );
+        let cluster = Self { nodes };
+        // Ready when every node says so (the slots are assigned at once; the nodes learn of
+        // each other over the cluster bus within moments).
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while !cluster
+            .nodes
+            .iter()
+            .all(|node| node.info_cluster("cluster_state").as_deref() == Some("ok"))
+        {
+            assert!(
+                Instant::now() < deadline,
+                "the cluster is not ok after 20 s"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        Some(cluster)
+    }
+
+    /// The nodes' URLs.
+    pub fn urls(&self) -> Vec<String> {
+        self.nodes.iter().map(RedisServer::url).collect()
+    }
+}
+
+impl RedisServer {
+    /// A line of `CLUSTER INFO`, or `None` when the server does not answer.
+    pub fn info_cluster(&self, field: &str) -> Option<String> {
+        let client = redis::Client::open(self.url()).ok()?;
+        let mut connection = client
+            .get_connection_with_timeout(Duration::from_secs(1))
+            .ok()?;
+        let info: String = redis::cmd("CLUSTER")
+            .arg("INFO")
+            .query(&mut connection)
+            .ok()?;
+        let prefix = format!("{field}:");
+        info.lines()
+            .find_map(|line| line.strip_prefix(&prefix))
+            .map(|value| value.trim().to_owned())
+    }
+
+    /// How many keys it holds.
+    pub fn dbsize(&self) -> usize {
+        self.query(&redis::cmd("DBSIZE"))
     }
 }
 
