@@ -21,6 +21,7 @@ use serde_json::{Value, json};
 use strata_core::{
     ApiError, Body, BoxError, Logger, Output, PollFrame, ResponseDescription, StreamShutdown,
 };
+use strata_log::LogRateLimit;
 use strata_output::{HandlerOutput, RangeHeaders};
 use tokio::sync::{mpsc, oneshot};
 use tokio::time::{Instant, Sleep};
@@ -356,7 +357,13 @@ impl EventBody {
             // EventSource reconnects, with `Last-Event-ID`) and say why.
             Poll::Ready(Some(Message::Failed(error))) => {
                 if let Some(logger) = &self.logger {
-                    logger.error_with_causes(
+                    // Each client reconnects and fails again while the cause lasts (a broker
+                    // that does not answer): one line per message every 5 s, with a count.
+                    static HANDLER_FAILURES: LogRateLimit =
+                        LogRateLimit::new(std::time::Duration::from_secs(5));
+                    strata_log::error_rate_limited(
+                        logger,
+                        &HANDLER_FAILURES,
                         format_args!("The event stream's handler failed: {}", error.message()),
                         &error,
                     );
@@ -404,7 +411,16 @@ impl EventBody {
         if let Some(error) = relay.finish(result)
             && let Some(logger) = &self.logger
         {
-            logger.error(format_args!("The event stream's relay failed: {error}"));
+            // As a handler's failure: once per message every 5 s, however many reconnect.
+            static RELAY_FAILURES: LogRateLimit =
+                LogRateLimit::new(std::time::Duration::from_secs(5));
+            let error = ApiError::internal(error.to_string());
+            strata_log::error_rate_limited(
+                logger,
+                &RELAY_FAILURES,
+                format_args!("The event stream's relay failed: {}", error.message()),
+                &error,
+            );
         }
     }
 }
@@ -817,6 +833,30 @@ mod tests {
         fn log(&self, _: strata_core::logger::Level, message: std::fmt::Arguments<'_>) {
             self.0.lock().unwrap().push(message.to_string());
         }
+    }
+
+    /// While a broker does not answer, every client's reconnect fails the same way: one line
+    /// per message every 5 s, not one per reconnect.
+    #[tokio::test]
+    async fn a_handler_failing_on_every_reconnect_is_logged_once_per_period() {
+        const MESSAGE: &str = "the broker did not answer (a test of the log's limit)";
+        let capture = Arc::new(Capture::default());
+        for _ in 0..50 {
+            let stream = EventStream::start(
+                EventStreamOptions::default(),
+                None,
+                |emitter: Emitter<Feed>| async move {
+                    emitter.emit(Feed::Count(1)).await.unwrap();
+                    Err(ApiError::internal(MESSAGE))
+                },
+            )
+            .logger(Logger::with_sink(capture.clone()));
+            let (mut body, _shutdown) = open(stream).await;
+            while next(&mut body).await.is_some() {}
+        }
+        let logged = capture.0.lock().unwrap();
+        let lines = logged.iter().filter(|line| line.contains(MESSAGE)).count();
+        assert_eq!(lines, 1, "{logged:?}");
     }
 
     #[tokio::test]

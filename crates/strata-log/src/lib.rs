@@ -47,16 +47,51 @@ pub fn warn_rate_limited(
     message: impl fmt::Display,
     error: &ApiError,
 ) {
+    log_rate_limited(logger, Level::Warn, limit, message, error);
+}
+
+/// [`warn_rate_limited`] at error level: for failures that repeat as often as clients retry
+/// (an event stream's handler that cannot reach its broker, once per reconnect), which are
+/// errors, but need one line per period, not one per attempt.
+///
+/// ```
+/// use std::time::Duration;
+/// use strata_core::Logger;
+/// use strata_log::{LogRateLimit, error_rate_limited};
+///
+/// static BROKER: LogRateLimit = LogRateLimit::new(Duration::from_secs(5));
+/// let error = strata_core::http_error!(500, "the broker did not answer");
+/// for _ in 0..100 {
+///     // One line now; the next one, 5 s or more later, says `suppressed=99`.
+///     error_rate_limited(&Logger::tracing(), &BROKER, "subscribe failed", &error);
+/// }
+/// ```
+pub fn error_rate_limited(
+    logger: &Logger,
+    limit: &LogRateLimit,
+    message: impl fmt::Display,
+    error: &ApiError,
+) {
+    log_rate_limited(logger, Level::Error, limit, message, error);
+}
+
+fn log_rate_limited(
+    logger: &Logger,
+    level: Level,
+    limit: &LogRateLimit,
+    message: impl fmt::Display,
+    error: &ApiError,
+) {
     let Some(suppressed) = limit.admit(error.message()) else {
         return;
     };
     let causes = error.causes();
     match (suppressed, causes.is_empty()) {
-        (0, true) => logger.warn(message),
-        (0, false) => logger.log_with(Level::Warn, message, &[("sources", &causes)]),
-        (_, true) => logger.log_with(Level::Warn, message, &[("suppressed", &suppressed)]),
+        (0, true) => logger.log(level, message),
+        (0, false) => logger.log_with(level, message, &[("sources", &causes)]),
+        (_, true) => logger.log_with(level, message, &[("suppressed", &suppressed)]),
         (_, false) => logger.log_with(
-            Level::Warn,
+            level,
             message,
             &[("sources", &causes), ("suppressed", &suppressed)],
         ),
