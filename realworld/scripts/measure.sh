@@ -5,6 +5,8 @@
 #
 #   realworld/scripts/measure.sh [RUNS] [SECONDS] [CONNECTIONS]    (defaults 5, 10, 32)
 #
+# STRATA_REALWORLD_BIN=<binary> measures that binary instead of building one (to compare two
+# versions under the same conditions).
 # One server (a fresh SQLite file in a temporary directory, WAL), pinned to core 0 when there
 # are two cores or more; wrk (one thread) pinned to core 1. Seeded with one author, 100
 # articles of three tags each and 8 readers who follow the author and favorite articles
@@ -25,8 +27,11 @@ for tool in wrk curl; do
     command -v "$tool" > /dev/null || { echo "measure.sh: $tool is not installed" >&2; exit 1; }
 done
 
-cargo build --quiet --release -p strata-realworld
-binary=target/release/strata-realworld
+binary=${STRATA_REALWORLD_BIN:-}
+if [ -z "$binary" ]; then
+    cargo build --quiet --release -p strata-realworld
+    binary=${CARGO_TARGET_DIR:-target}/release/strata-realworld
+fi
 
 work=$(mktemp -d)
 server_pid=

@@ -14,6 +14,7 @@ pub mod auth;
 mod comments;
 pub mod db;
 pub mod errors;
+pub mod limits;
 #[allow(missing_docs)]
 mod profiles;
 #[allow(missing_docs)]
@@ -25,11 +26,14 @@ use strata::{Config, EndpointsFactory, Routing};
 use sqlx::SqlitePool;
 use strata::http::StatusCode;
 use strata::prelude::*;
+use strata::ratelimit::{Key, RateLimit};
 
 use crate::auth::Keys;
 use crate::errors::Conduit;
+use crate::limits::Limits;
 
-/// What every handler may take: the database and the token keys. Cheap to clone.
+/// What every handler may take: the database, the token keys and the limits of logins.
+/// Cheap to clone.
 #[derive(Clone, Debug)]
 pub struct App {
     /// The database, for reads.
@@ -38,6 +42,27 @@ pub struct App {
     pub writes: SqlitePool,
     /// The keys that sign and check tokens.
     pub keys: Keys,
+    /// What bounds the cost of logins and registrations (hashes at once, attempts per email
+    /// and per address).
+    pub limits: Limits,
+}
+
+impl App {
+    /// The application over `pools`, signing with `keys`, with the default [`Limits`].
+    pub fn new(pools: db::Pools, keys: Keys) -> Self {
+        Self {
+            db: pools.reads,
+            writes: pools.writes,
+            keys,
+            limits: Limits::default(),
+        }
+    }
+
+    /// The same with `limits`.
+    #[must_use]
+    pub fn with_limits(self, limits: Limits) -> Self {
+        Self { limits, ..self }
+    }
 }
 
 /// The configuration: listening on `listen`, CORS on (browsers are the specification's
@@ -72,16 +97,23 @@ pub fn routing(app: &App) -> Routing {
     users::prepare();
     let base = EndpointsFactory::new(Conduit).with_state(app.clone());
     let public = base.clone();
-    let signed_in = base.add_middleware(auth::required(app.keys.clone()));
-    let maybe_signed_in = base.add_middleware(auth::optional(app.keys.clone()));
+    // Login and registration share one budget per client address: each costs an Argon2 hash.
+    let per_address = base.clone().add_middleware(
+        RateLimit::new(app.limits.address_quota(), Key::client_addr())
+            .name("address")
+            .clock(app.limits.shared_clock())
+            .middleware(),
+    );
+    let signed_in = base.add_middleware(auth::required(app.keys.clone(), app.db.clone()));
+    let maybe_signed_in = base.add_middleware(auth::optional(app.keys.clone(), app.db.clone()));
 
-    let register = public
+    let register = per_address
         .endpoint()
         .tag("User and Authentication")
         .operation_id("CreateUser")
         .success_status(StatusCode::CREATED)
         .implement(&api::CREATE_USER, users::register);
-    let login = public
+    let login = per_address
         .endpoint()
         .tag("User and Authentication")
         .operation_id("Login")

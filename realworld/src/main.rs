@@ -4,15 +4,52 @@
 //!   temporary directory. The schema's migrations are applied at start-up.
 //! - `JWT_SECRET`: the secret that signs tokens; without it, a random one (tokens end with the
 //!   process).
-//! - `PORT`: 8095 unless set.
+//! - `PORT`: 8095 unless set (`0`: any free port, printed).
+//! - `LOGIN_LIMIT_PER_EMAIL`, `LOGIN_LIMIT_PER_ADDRESS`: logins and registrations per minute
+//!   per email (10 unless set) and per client address (30 unless set).
+//! - `HASHES_AT_ONCE`: password hashes at once (2 per core unless set).
+//!
+//! Logs (requests' server errors with their causes, among others) go to standard output from
+//! the info level up.
 //!
 //! `strata-realworld --client <file>` writes the typed TypeScript client and exits.
 
 use std::net::SocketAddr;
+use std::time::Duration;
 
+use strata::core::Level;
 use strata::prelude::*;
+use strata::ratelimit::Quota;
+use strata::server::LocalAddr;
 use strata_realworld::auth::Keys;
+use strata_realworld::limits::Limits;
 use strata_realworld::{App, config, db, routing, typescript_client};
+
+/// A positive whole number from the environment variable `name`, if set.
+fn positive(name: &str) -> Result<Option<u32>, String> {
+    match std::env::var(name) {
+        Err(_) => Ok(None),
+        Ok(text) => match text.parse::<u32>() {
+            Ok(0) | Err(_) => Err(format!("{name}={text:?}: a whole number above 0")),
+            Ok(number) => Ok(Some(number)),
+        },
+    }
+}
+
+/// The default [`Limits`] with what the environment changes.
+fn limits() -> Result<Limits, String> {
+    let mut limits = Limits::default();
+    if let Some(count) = positive("LOGIN_LIMIT_PER_EMAIL")? {
+        limits = limits.per_email(Quota::per_minute(count));
+    }
+    if let Some(count) = positive("LOGIN_LIMIT_PER_ADDRESS")? {
+        limits = limits.per_address(Quota::per_minute(count));
+    }
+    if let Some(count) = positive("HASHES_AT_ONCE")? {
+        limits = limits.hashing(count as usize, Duration::from_secs(5));
+    }
+    Ok(limits)
+}
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -21,12 +58,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         [] => {}
         [flag, file] if flag == "--client" => {
             // The routes' description needs no data: an in-memory database, a random key.
-            let pools = db::connect("sqlite::memory:").await?;
-            let app = App {
-                db: pools.reads,
-                writes: pools.writes,
-                keys: Keys::random(),
-            };
+            let app = App::new(db::connect("sqlite::memory:").await?, Keys::random());
             typescript_client(&app, "http://127.0.0.1:8095")?.write_file(file)?;
             return Ok(());
         }
@@ -46,16 +78,18 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             .map_err(|e| format!("PORT={port:?}: {e}"))?,
         Err(_) => 8095,
     };
-    let pools = db::connect(&url).await?;
+    let limits = limits()?;
+    let app = App::new(db::connect(&url).await?, keys).with_limits(limits);
     println!("database: {url}");
-    let app = App {
-        db: pools.reads,
-        writes: pools.writes,
-        keys,
-    };
-    let config = config(SocketAddr::from(([127, 0, 0, 1], port)));
+    let mut config = config(SocketAddr::from(([127, 0, 0, 1], port)));
+    // Without a subscriber the framework's log lines (each 500 with its cause) went nowhere.
+    config.server.logger = Some(Level::Info.into());
     let server = create_server(&config, &routing(&app)).await?;
-    println!("serving the RealWorld API on http://127.0.0.1:{port}/api");
+    let address = match &server.servers()[0].local_addr {
+        LocalAddr::Tcp(address) => address.to_string(),
+        LocalAddr::Unix(path) => path.display().to_string(),
+    };
+    println!("serving the RealWorld API on http://{address}/api");
     server.run().await;
     Ok(())
 }

@@ -168,7 +168,8 @@ pub(crate) async fn register(input: RegisterInput, app: App) -> Result<Reply<Use
         email,
         password,
     } = input.user;
-    let hash = hash_password(password).await?;
+    app.limits.accounts().check(&email).await?;
+    let hash = hash_password(app.limits.hashes(), password).await?;
     let row = sqlx::query_as::<_, Tuple>(
         "INSERT INTO users (username, email, password_hash) VALUES (?, ?, ?) \
          RETURNING id, email, username, password_hash, bio, image",
@@ -206,6 +207,7 @@ pub(crate) fn prepare() {
 /// `POST /api/users/login`.
 pub(crate) async fn login(input: LoginInput, app: App) -> Result<UserBody, ApiError> {
     let LoginUser { email, password } = input.user;
+    app.limits.accounts().check(&email).await?;
     let row = sqlx::query_as::<_, Tuple>(&format!("{SELECT} WHERE email = ?"))
         .bind(email)
         .fetch_optional(&app.db)
@@ -214,11 +216,12 @@ pub(crate) async fn login(input: LoginInput, app: App) -> Result<UserBody, ApiEr
     let refused = || http_error!(401, "Invalid email or password");
     let Some(row) = row else {
         // As long as a wrong password takes, so that timing does not tell which emails exist.
-        // Its outcome does not matter: the answer is the same.
-        let _ = verify_password(password, UNKNOWN.clone()).await;
+        // Its outcome does not matter: the answer is the same. Its failure (a 503 when too many
+        // checks wait) does, for the same reason.
+        let _matched = verify_password(app.limits.hashes(), password, UNKNOWN.clone()).await?;
         return Err(refused());
     };
-    if !verify_password(password, row.password_hash.clone()).await? {
+    if !verify_password(app.limits.hashes(), password, row.password_hash.clone()).await? {
         return Err(refused());
     }
     let token = app.keys.token(row.id)?;
@@ -244,7 +247,7 @@ pub(crate) async fn update(
         image,
     } = input.user;
     let hash = match password {
-        Some(password) => Some(hash_password(password).await?),
+        Some(password) => Some(hash_password(app.limits.hashes(), password).await?),
         None => None,
     };
     let row = sqlx::query_as::<_, Tuple>(

@@ -26,11 +26,7 @@ fn specification() -> Option<Value> {
 
 async fn document() -> Value {
     let pools = db::connect("sqlite::memory:").await.unwrap();
-    let app = App {
-        db: pools.reads,
-        writes: pools.writes,
-        keys: Keys::random(),
-    };
+    let app = App::new(pools, Keys::random());
     let config = config(SocketAddr::from(([127, 0, 0, 1], 0)));
     let doc = Documentation::new(&routing(&app), &config)
         .openapi_version(OpenApiVersion::V3_1)

@@ -13,11 +13,7 @@ use strata_realworld::{App, db, typescript_client};
 #[tokio::test]
 async fn the_typescript_client_matches_its_snapshot() {
     let pools = db::connect("sqlite::memory:").await.unwrap();
-    let app = App {
-        db: pools.reads,
-        writes: pools.writes,
-        keys: Keys::random(),
-    };
+    let app = App::new(pools, Keys::random());
     let client = typescript_client(&app, "http://127.0.0.1:8095")
         .unwrap()
         .to_string();

@@ -537,6 +537,7 @@ export type CreateUserResponseByStatus = {
   413: CreateUserNegativeResponse;
   415: CreateUserNegativeResponse;
   422: CreateUserNegativeResponse;
+  429: CreateUserNegativeResponse;
   500: CreateUserNegativeResponse;
   503: CreateUserNegativeResponse;
 };
@@ -560,6 +561,7 @@ export type LoginResponseByStatus = {
   413: LoginNegativeResponse;
   415: LoginNegativeResponse;
   422: LoginNegativeResponse;
+  429: LoginNegativeResponse;
   500: LoginNegativeResponse;
   503: LoginNegativeResponse;
 };

@@ -10,6 +10,7 @@ use serde_json::{Value, json};
 use strata::prelude::*;
 use strata::server::LocalAddr;
 use strata_realworld::auth::Keys;
+use strata_realworld::limits::Limits;
 use strata_realworld::{App, config, db, routing};
 
 /// A running server, its address and its database's folder (removed when dropped).
@@ -29,8 +30,13 @@ impl Drop for Conduit {
 
 static NEXT: AtomicUsize = AtomicUsize::new(0);
 
-/// Starts a server on a new SQLite file.
+/// Starts a server on a new SQLite file, with the default limits.
 pub async fn start() -> Conduit {
+    start_with(Limits::default()).await
+}
+
+/// Starts a server on a new SQLite file, with `limits`.
+pub async fn start_with(limits: Limits) -> Conduit {
     let dir = std::env::temp_dir().join(format!(
         "strata-realworld-{}-{}",
         std::process::id(),
@@ -40,11 +46,7 @@ pub async fn start() -> Conduit {
     let url = format!("sqlite://{}", dir.join("conduit.db").display());
     let pools = db::connect(&url).await.unwrap();
     let pool = pools.reads.clone();
-    let app = App {
-        db: pools.reads,
-        writes: pools.writes,
-        keys: Keys::from_secret(b"test secret"),
-    };
+    let app = App::new(pools, Keys::from_secret(b"test secret")).with_limits(limits);
     let server = create_server(
         &config(SocketAddr::from(([127, 0, 0, 1], 0))),
         &routing(&app),
@@ -124,4 +126,28 @@ pub fn errors(body: &Value) -> Vec<String> {
         .iter()
         .map(|m| m.as_str().expect("each message is a string").to_owned())
         .collect()
+}
+
+/// `POST /api/users/login` for each of `emails` at once (each on a task of its own, each
+/// its own connection), with a wrong password: their statuses and headers, in no order.
+pub async fn logins_at_once(
+    conduit: &Conduit,
+    emails: impl IntoIterator<Item = String>,
+) -> Vec<(u16, reqwest::header::HeaderMap)> {
+    let mut set = tokio::task::JoinSet::new();
+    for email in emails {
+        // A client per request: a shared pool may send them one after the other.
+        let client = reqwest::Client::new();
+        let url = format!("{}/users/login", conduit.base);
+        set.spawn(async move {
+            let response = client
+                .post(url)
+                .json(&json!({ "user": { "email": email, "password": "a wrong guess" } }))
+                .send()
+                .await
+                .unwrap();
+            (response.status().as_u16(), response.headers().clone())
+        });
+    }
+    set.join_all().await
 }
