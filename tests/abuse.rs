@@ -1300,6 +1300,50 @@ async fn at_the_connection_cap_only_the_connection_idle_longest_makes_room() {
     }
 }
 
+/// An HTTP/2 client from `from` that sends its preface and settings, once served.
+async fn quiet_http2_from(from: [u8; 4], addr: std::net::SocketAddr) -> TcpStream {
+    let mut stream = connect_from(from, addr).await;
+    stream
+        .write_all(b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n\0\0\0\x04\0\0\0\0\0")
+        .await
+        .unwrap();
+    let (kind, _) = read_h2_frame(&mut stream).await.expect("the server's SETTINGS");
+    assert_eq!(kind, 4, "SETTINGS first");
+    stream
+}
+
+#[tokio::test]
+async fn at_the_cap_a_client_past_its_share_is_refused_without_costing_another_its_place() {
+    let (_server, addr) = start_layered(
+        limits()
+            .max_connections(Some(4))
+            .max_connections_per_client(Some(2))
+            .header_read_timeout(Some(Duration::from_secs(60)))
+            .idle_timeout(Some(Duration::from_secs(60))),
+        tower::layer::util::Identity::new(),
+        &Started::default(),
+    )
+    .await;
+    let (one, other) = ([127, 0, 0, 5], [127, 0, 0, 6]);
+    let mut idle = Vec::new();
+    for from in [one, one, other, other] {
+        idle.push(quiet_http2_from(from, addr).await);
+    }
+    // Every one of them could be asked to make room.
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    // A third from an address holding its share: closed at once.
+    let mut third = connect_from(one, addr).await;
+    let mut buffer = [0; 64];
+    let read = tokio::time::timeout(Duration::from_secs(10), third.read(&mut buffer))
+        .await
+        .expect("refused within 10 s");
+    assert!(matches!(read, Ok(0) | Err(_)), "{read:?}");
+    // No connection made room for it: each still answers.
+    for (n, stream) in idle.iter_mut().enumerate() {
+        assert!(answers_ping(stream).await, "connection {} was closed", n + 1);
+    }
+}
+
 #[tokio::test]
 async fn one_http2_stream_without_progress_ends_its_connection_while_others_progress() {
     use http_body_util::{BodyExt, Empty};

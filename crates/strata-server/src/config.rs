@@ -266,7 +266,9 @@ pub struct ServerLimits {
     /// connections than HTTP/2 streams worth a 128th of the process's memory (its cgroup's
     /// limit, else the machine's) fill, at about 10 KiB a stream: 196 on 24 GiB with 100
     /// streams a connection; at least 16.
-    /// Behind a reverse proxy every client has the proxy's address: set it to the cap.
+    /// Behind a reverse proxy every client has the proxy's address: set it to the cap (or
+    /// more), which turns it off. A client past its share is refused as soon as it is
+    /// accepted, even at the cap, without costing another connection its place.
     pub max_connections_per_client: Option<usize>,
     /// How long a connection may go without a request before it is closed gracefully (HTTP/2:
     /// GOAWAY, even while it answers pings; default 60 s). An idle HTTP/1 keep-alive connection

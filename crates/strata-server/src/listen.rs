@@ -222,7 +222,10 @@ impl Place {
 /// Connections per client address, within a share of the cap (`max_connections_per_client`).
 pub(crate) struct ClientConnections {
     counts: PerClient,
-    share: usize,
+    /// `None` when the share is the whole cap or more: nothing to count (behind a proxy, where
+    /// every client has the proxy's address, the cap alone applies, idle connections making
+    /// room for new ones).
+    share: Option<usize>,
     /// Refusals are logged at most once per period.
     refusals: LogRateLimit,
 }
@@ -230,33 +233,44 @@ pub(crate) struct ClientConnections {
 /// A connection counted for its address until it ends.
 pub(crate) struct ClientConnection {
     clients: Arc<ClientConnections>,
-    client: ClientKey,
+    /// Its address, when counted.
+    client: Option<ClientKey>,
 }
 
 impl ClientConnections {
-    pub(crate) fn new(share: usize) -> Self {
+    /// `share` connections per address under a cap of `cap`.
+    pub(crate) fn new(share: usize, cap: usize) -> Self {
         Self {
             counts: PerClient::new(),
-            share,
+            share: (share < cap).then_some(share),
             refusals: LogRateLimit::new(Duration::from_secs(5)),
         }
     }
 
     /// Counts a connection of `client`, unless its address holds its share.
     fn take(self: &Arc<Self>, client: ClientAddr) -> Option<ClientConnection> {
+        let Some(share) = self.share else {
+            return Some(ClientConnection {
+                clients: Arc::clone(self),
+                client: None,
+            });
+        };
         let client = ClientKey::from(client);
         self.counts
-            .try_add(client, 1, |_, wanted| wanted <= self.share)
+            .try_add(client, 1, |_, wanted| wanted <= share)
             .then(|| ClientConnection {
                 clients: Arc::clone(self),
-                client,
+                client: Some(client),
             })
     }
 
     fn refused(&self, client: ClientAddr, logger: &Logger) {
         let error = ApiError::new(
             http::StatusCode::SERVICE_UNAVAILABLE,
-            format!("{} connections from one address at most", self.share),
+            format!(
+                "{} connections from one address at most",
+                self.share.unwrap_or(usize::MAX)
+            ),
         )
         .with_kind(ErrorKind::Overload);
         let line = format_args!(
@@ -269,7 +283,9 @@ impl ClientConnections {
 
 impl Drop for ClientConnection {
     fn drop(&mut self) {
-        self.clients.counts.subtract(self.client, 1);
+        if let Some(client) = self.client {
+            self.clients.counts.subtract(client, 1);
+        }
     }
 }
 
@@ -341,6 +357,35 @@ pub(crate) fn is_resource_error(error: &std::io::Error) -> bool {
     )
 }
 
+/// A place under the connection cap for the connection just accepted; `None` when the server
+/// stops first. At the cap, the connection idle longest is asked to close and gives its place
+/// at once; when none is idle, the place of the next connection to end (the clients after
+/// this one wait in the kernel's backlog, costing no memory or descriptor here).
+async fn place_under_cap(
+    slots: &Arc<Semaphore>,
+    idle: &IdleConnections,
+    stop: &mut watch::Receiver<bool>,
+) -> Option<OwnedSemaphorePermit> {
+    match Arc::clone(slots).try_acquire_owned() {
+        Ok(slot) => return Some(slot),
+        Err(TryAcquireError::Closed) => return None,
+        Err(TryAcquireError::NoPermits) => {}
+    }
+    loop {
+        let wait = if idle.ask_oldest(SHED_AFTER) {
+            ASKED_WAIT
+        } else {
+            SHED_PERIOD
+        };
+        tokio::select! {
+            _ = stop.wait_for(|stop| *stop) => return None,
+            slot = Arc::clone(slots).acquire_owned() => return slot.ok(),
+            // The one asked was busy after all, or connections busy then may be idle now.
+            () = tokio::time::sleep(wait) => {}
+        }
+    }
+}
+
 pub(crate) async fn accept_loop<S: ServedApp>(
     bound: Bound,
     serving: Serving<S>,
@@ -360,34 +405,9 @@ pub(crate) async fn accept_loop<S: ServedApp>(
         suppressed: 0,
     };
     loop {
-        // At the cap, the connection idle longest is asked to close and gives its place to
-        // the next client at once; when none is idle, the next client is accepted when a
-        // connection ends: clients queue in the kernel's backlog instead of costing memory
-        // and file descriptors here.
-        let slot = match Arc::clone(&slots).try_acquire_owned() {
-            Ok(slot) => slot,
-            Err(TryAcquireError::Closed) => break,
-            Err(TryAcquireError::NoPermits) => {
-                let freed = loop {
-                    let wait = if serving.idle.ask_oldest(SHED_AFTER) {
-                        ASKED_WAIT
-                    } else {
-                        SHED_PERIOD
-                    };
-                    tokio::select! {
-                        _ = stop.wait_for(|stop| *stop) => break None,
-                        slot = Arc::clone(&slots).acquire_owned() => break slot.ok(),
-                        // The one asked was busy after all, or connections busy then may
-                        // be idle now.
-                        () = tokio::time::sleep(wait) => {}
-                    }
-                };
-                match freed {
-                    Some(slot) => slot,
-                    None => break,
-                }
-            }
-        };
+        // Accepted before it has a place under the cap: a client past its address's share is
+        // refused at once, without a place (at the cap, the attackers' reconnections then
+        // cost no other connection its place, and the listen queue keeps moving).
         let accepted = tokio::select! {
             // A dropped `Server` (closed channel) stops too.
             _ = stop.wait_for(|stop| *stop) => break,
@@ -403,6 +423,9 @@ pub(crate) async fn accept_loop<S: ServedApp>(
                     clients.refused(client, &serving.logger);
                     continue;
                 };
+                let Some(slot) = place_under_cap(&slots, &serving.idle, &mut stop).await else {
+                    break;
+                };
                 let _ = stream.set_nodelay(true);
                 let place = Place::new(slot, Some(counted));
                 serving.spawn(
@@ -414,6 +437,9 @@ pub(crate) async fn accept_loop<S: ServedApp>(
                 );
             }
             Ok(Accepted::Unix(stream)) => {
+                let Some(slot) = place_under_cap(&slots, &serving.idle, &mut stop).await else {
+                    break;
+                };
                 let place = Place::new(slot, None);
                 serving.spawn(stream, None, shutdown.clone(), place, &mut connections);
             }
@@ -496,7 +522,7 @@ mod tests {
     /// count, and a share of 4 refused most of them.
     #[test]
     fn a_hundred_thousand_addresses_under_their_share_are_never_refused() {
-        let clients = Arc::new(ClientConnections::new(4));
+        let clients = Arc::new(ClientConnections::new(4, 1_000_000));
         let address = |n: u32| ClientAddr(std::net::Ipv4Addr::from(0x0a00_0000 + n).into());
         let mut held = Vec::new();
         for n in 0..100_000 {

@@ -479,14 +479,16 @@ async fn start<L: AroundApp>(create: CreateServer<'_, L>) -> Result<Server, Serv
             .clamp(1, Semaphore::MAX_PERMITS),
     ));
     let idle = Arc::new(IdleConnections::default());
+    let cap = slots.available_permits();
     let clients = Arc::new(ClientConnections::new(
         limits.max_connections_per_client.unwrap_or_else(|| {
             default_client_share(
-                slots.available_permits(),
+                cap,
                 limits.http2_max_concurrent_streams,
                 strata_parse::memory_limit(),
             )
         }),
+        cap,
     ));
     // The configuration's listeners, bound now, then the application's own.
     let mut bound = Vec::new();

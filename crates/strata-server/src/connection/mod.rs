@@ -410,7 +410,11 @@ mod tests {
         task.await.unwrap();
         let goaway = seen.goaway.unwrap();
         let head = limits.header_read_timeout.unwrap();
-        assert!(goaway >= head && goaway <= head + head / 4, "{seen:?}");
+        // Brought forward by the connection's spread, a quarter at most.
+        assert!(
+            goaway >= head * 3 / 4 && goaway <= head + head / 4,
+            "{seen:?}"
+        );
         // Not the write timeout (30 s) later: the connection has nothing in flight.
         assert!(
             seen.closed >= goaway + watcher::QUIET_GOODBYE
@@ -436,7 +440,8 @@ mod tests {
         // The watcher looks every quarter of the shortest connection timeout.
         let head = limits.header_read_timeout.unwrap();
         let tick = head / 4;
-        assert!(goaway >= head && goaway <= head + tick, "{seen:?}");
+        // Brought forward by the connection's spread, a quarter at most.
+        assert!(goaway >= head * 3 / 4 && goaway <= head + tick, "{seen:?}");
         // Closed once the client has seen the GOAWAY (it answers the ping that follows).
         assert!(seen.closed <= goaway + Duration::from_secs(1), "{seen:?}");
     }
