@@ -1307,7 +1307,9 @@ async fn quiet_http2_from(from: [u8; 4], addr: std::net::SocketAddr) -> TcpStrea
         .write_all(b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n\0\0\0\x04\0\0\0\0\0")
         .await
         .unwrap();
-    let (kind, _) = read_h2_frame(&mut stream).await.expect("the server's SETTINGS");
+    let (kind, _) = read_h2_frame(&mut stream)
+        .await
+        .expect("the server's SETTINGS");
     assert_eq!(kind, 4, "SETTINGS first");
     stream
 }
@@ -1340,7 +1342,11 @@ async fn at_the_cap_a_client_past_its_share_is_refused_without_costing_another_i
     assert!(matches!(read, Ok(0) | Err(_)), "{read:?}");
     // No connection made room for it: each still answers.
     for (n, stream) in idle.iter_mut().enumerate() {
-        assert!(answers_ping(stream).await, "connection {} was closed", n + 1);
+        assert!(
+            answers_ping(stream).await,
+            "connection {} was closed",
+            n + 1
+        );
     }
 }
 
