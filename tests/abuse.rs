@@ -1150,78 +1150,9 @@ where
 }
 
 /// An HTTP/2 client that sends its preface and settings and nothing more, once the server
-/// has accepted it and sent its own first frame; the task ends when the server closes the
-/// connection.
-async fn idle_http2(addr: std::net::SocketAddr) -> tokio::task::JoinHandle<()> {
-    let mut stream = TcpStream::connect(addr).await.unwrap();
-    stream
-        .write_all(b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n\0\0\0\x04\0\0\0\0\0")
-        .await
-        .unwrap();
-    // The server's SETTINGS: the connection is accepted and served (it holds a place).
-    let mut first = [0; 1];
-    tokio::time::timeout(Duration::from_secs(10), stream.read_exact(&mut first))
-        .await
-        .expect("the server's first frame within 10 s")
-        .unwrap();
-    tokio::spawn(async move {
-        let mut sink = Vec::new();
-        let _ = stream.read_to_end(&mut sink).await;
-    })
-}
-
-#[tokio::test]
-async fn at_the_connection_cap_idle_http2_connections_make_room_for_a_new_client() {
-    // The header-read and idle timeouts are far away: the idle connections would hold every
-    // place for a minute.
-    let (_server, addr) = start_layered(
-        limits()
-            .max_connections(Some(6))
-            .header_read_timeout(Some(Duration::from_secs(60)))
-            .idle_timeout(Some(Duration::from_secs(60))),
-        tower::layer::util::Identity::new(),
-        &Started::default(),
-    )
-    .await;
-    // Every place taken, each by a connection the server has accepted.
-    let mut idle = Vec::new();
-    for _ in 0..6 {
-        idle.push(idle_http2(addr).await);
-    }
-    // A new client is served once one of them has been idle a moment, long before the
-    // timeouts could free a place.
-    let mut stream = TcpStream::connect(addr).await.unwrap();
-    stream
-        .write_all(b"GET /wait HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n")
-        .await
-        .unwrap();
-    let mut answer = Vec::new();
-    tokio::time::timeout(Duration::from_secs(20), stream.read_to_end(&mut answer))
-        .await
-        .expect("not served within 20 s: no idle connection made room")
-        .unwrap();
-    let answer = String::from_utf8_lossy(&answer);
-    assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
-    // (Its client sees the close when its task next runs.)
-    until("an idle connection was closed", || {
-        idle.iter().any(tokio::task::JoinHandle::is_finished)
-    })
-    .await;
-}
-
-/// An HTTP/2 client that sends its preface and settings and nothing more, once the server
 /// has sent its first frame (read whole): the connection is served and holds a place.
 async fn quiet_http2(addr: std::net::SocketAddr) -> TcpStream {
-    let mut stream = TcpStream::connect(addr).await.unwrap();
-    stream
-        .write_all(b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n\0\0\0\x04\0\0\0\0\0")
-        .await
-        .unwrap();
-    let (kind, _) = read_h2_frame(&mut stream)
-        .await
-        .expect("the server's SETTINGS");
-    assert_eq!(kind, 4, "SETTINGS first");
-    stream
+    quiet_http2_from([127, 0, 0, 1], addr).await
 }
 
 /// The next HTTP/2 frame's type and flags (its payload skipped), within 10 s; `None` at the
@@ -1252,17 +1183,27 @@ async fn answers_ping(stream: &mut TcpStream) -> bool {
     false
 }
 
-#[tokio::test]
-async fn at_the_connection_cap_only_the_connection_idle_longest_makes_room() {
-    let (_server, addr) = start_layered(
+/// A server capped at `cap` connections (`share` per address) whose header-read and idle
+/// timeouts are a minute away: idle connections would hold their places that long.
+async fn start_at_the_cap(
+    cap: usize,
+    share: Option<usize>,
+) -> (strata::Server, std::net::SocketAddr) {
+    start_layered(
         limits()
-            .max_connections(Some(6))
+            .max_connections(Some(cap))
+            .max_connections_per_client(share)
             .header_read_timeout(Some(Duration::from_secs(60)))
             .idle_timeout(Some(Duration::from_secs(60))),
         tower::layer::util::Identity::new(),
         &Started::default(),
     )
-    .await;
+    .await
+}
+
+#[tokio::test]
+async fn at_the_connection_cap_only_the_connection_idle_longest_makes_room() {
+    let (_server, addr) = start_at_the_cap(6, None).await;
     // Every place taken, oldest first.
     let mut idle = Vec::new();
     for _ in 0..6 {
@@ -1316,16 +1257,7 @@ async fn quiet_http2_from(from: [u8; 4], addr: std::net::SocketAddr) -> TcpStrea
 
 #[tokio::test]
 async fn at_the_cap_a_client_past_its_share_is_refused_without_costing_another_its_place() {
-    let (_server, addr) = start_layered(
-        limits()
-            .max_connections(Some(4))
-            .max_connections_per_client(Some(2))
-            .header_read_timeout(Some(Duration::from_secs(60)))
-            .idle_timeout(Some(Duration::from_secs(60))),
-        tower::layer::util::Identity::new(),
-        &Started::default(),
-    )
-    .await;
+    let (_server, addr) = start_at_the_cap(4, Some(2)).await;
     let (one, other) = ([127, 0, 0, 5], [127, 0, 0, 6]);
     let mut idle = Vec::new();
     for from in [one, one, other, other] {

@@ -573,6 +573,14 @@ mod tests {
         String::from_utf8(lines.0.lock().unwrap().clone()).unwrap()
     }
 
+    /// A configuration listening on 127.0.0.1:0, without CORS.
+    fn on_a_free_port() -> Config {
+        crate::config::Config::builder()
+            .cors(strata_cors::Cors::Disabled)
+            .listen(std::net::SocketAddr::from(([127, 0, 0, 1], 0)))
+            .build()
+    }
+
     /// Starts a server on 127.0.0.1:0 with `layers` and stops it.
     fn start_with<M>(layers: M)
     where
@@ -582,10 +590,7 @@ mod tests {
             .enable_all()
             .build()
             .unwrap();
-        let config = crate::config::Config::builder()
-            .cors(strata_cors::Cors::Disabled)
-            .listen(std::net::SocketAddr::from(([127, 0, 0, 1], 0)))
-            .build();
+        let config = on_a_free_port();
         let routing = strata_routing::Routing::new();
         runtime.block_on(async {
             let server = create_server(&config, &routing)
@@ -626,10 +631,7 @@ mod tests {
             .enable_all()
             .build()
             .unwrap();
-        let config = crate::config::Config::builder()
-            .cors(strata_cors::Cors::Disabled)
-            .listen(std::net::SocketAddr::from(([127, 0, 0, 1], 0)))
-            .build();
+        let config = on_a_free_port();
         let server = runtime
             .block_on(create_server(&config, &Routing::new()).into_future())
             .unwrap();
