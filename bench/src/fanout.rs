@@ -14,7 +14,7 @@
 //! client's CPU use over it, and the server's RSS at its end (subscribers connected, events
 //! flowing). Memory per subscriber: that RSS less the idle RSS, over the subscribers. The
 //! servers take turns, in an order that rotates every round. Pre-flight: one subscriber of each
-//! server receives the same events (name, id `<instance>-<n>`, data with `seq` = n), the data
+//! server receives the same events (name, id `<instance>-1-<n>`, data with `seq` = n), the data
 //! equal but for `seq`.
 
 use std::cell::Cell;
@@ -485,10 +485,14 @@ pub(crate) fn check_events(events: &[SseEvent]) -> Result<Vec<serde_json::Value>
             return Err(format!("an event other than quote: {event:?}"));
         }
         let id = event.id.as_deref().ok_or("an event without an id")?;
-        let (instance, number) = id.split_once('-').ok_or_else(|| format!("id {id:?}"))?;
+        let mut parts = id.splitn(3, '-');
+        let (Some(instance), Some("1"), Some(number)) = (parts.next(), parts.next(), parts.next())
+        else {
+            return Err(format!("id {id:?}: not <8 hex digits>-1-<n>"));
+        };
         let number: u64 = number.parse().map_err(|_| format!("id {id:?}"))?;
         if instance.len() != 8 || !instance.chars().all(|c| c.is_ascii_hexdigit()) {
-            return Err(format!("id {id:?}: not <8 hex digits>-<n>"));
+            return Err(format!("id {id:?}: not <8 hex digits>-1-<n>"));
         }
         let data = event.data.as_deref().ok_or("an event without data")?;
         let mut json: serde_json::Value =
@@ -1005,7 +1009,7 @@ mod tests {
     fn first_events_are_checked() {
         let event = |n: u64| SseEvent {
             name: Some("quote".to_owned()),
-            id: Some(format!("00ff00ff-{n}")),
+            id: Some(format!("00ff00ff-1-{n}")),
             data: Some(serde_json::to_string(&crate::servers::fanout_app::Quote::nth(n)).unwrap()),
         };
         let normalized = check_events(&[event(4), event(5)]).unwrap();
@@ -1015,14 +1019,17 @@ mod tests {
         );
         assert!(check_events(&[event(4), event(6)]).is_err(), "a gap");
         let mut wrong = event(3);
-        wrong.id = Some("00ff00ff-4".to_owned());
+        wrong.id = Some("00ff00ff-1-4".to_owned());
         assert!(check_events(&[wrong]).is_err(), "seq is not the id's");
         let mut wrong = event(3);
         wrong.name = Some("tick".to_owned());
         assert!(check_events(&[wrong]).is_err());
         let mut wrong = event(3);
-        wrong.id = Some("x-3".to_owned());
+        wrong.id = Some("x-1-3".to_owned());
         assert!(check_events(&[wrong]).is_err());
+        let mut wrong = event(3);
+        wrong.id = Some("00ff00ff-3".to_owned());
+        assert!(check_events(&[wrong]).is_err(), "no topic");
     }
 
     #[test]

@@ -1,9 +1,9 @@
 //! The servers of `strata-bench fanout`: `GET /v1/quotes`, a server-sent event stream relaying
 //! one topic that a task of the server publishes to at full speed while anyone listens.
 //!
-//! Every event is `event: quote`, `id: <instance>-<n>`, `data: {"seq":n,"symbol":"STRA",
+//! Every event is `event: quote`, `id: <instance>-1-<n>`, `data: {"seq":n,"symbol":"STRA",
 //! "cents":…}` (n counts the published events from 1; `instance` is 8 hex digits drawn at
-//! start), the same bytes from both servers.
+//! start; 1 is the topic, the first the broadcaster made), the same bytes from both servers.
 //!
 //! - **Strata**: an endpoint whose handler returns `EventStream::relay` of a `Topic` of a
 //!   `MemoryBroadcaster` (a replay window of the last [`WINDOW`] events), which the response
@@ -261,7 +261,8 @@ pub(crate) async fn spawn_axum(
     let instance = instance();
     let publishing = publisher(Arc::clone(&state.subscribers), move |seq| {
         let published = serde_json::to_string(&Quote::nth(seq)).map(|data| Published {
-            id: format!("{instance}-{seq}"),
+            // As Strata's memory broadcaster writes it: instance, topic, number.
+            id: format!("{instance}-1-{seq}"),
             data,
         });
         if let Ok(published) = published {
