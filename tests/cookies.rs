@@ -3,7 +3,7 @@
 //! and what the OpenAPI document says of them.
 #![allow(clippy::unwrap_used)] // a test: a failed set-up is a failed test
 
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use garde::Validate;
 use http::Method;
@@ -11,10 +11,11 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use strata::cookies::{CookieKeys, CookieMiddleware, CookieOptions, Cookies, SameSite};
-use strata::core::logger::{Level, LogSink};
+use strata::core::logger::Level;
 use strata::openapi::Documentation;
 use strata::prelude::*;
 use strata::server::LocalAddr;
+use strata::testing::LoggerMock;
 use strata::{InputSource, Security};
 use strata::{Router, Routing};
 use tower::ServiceExt;
@@ -423,21 +424,11 @@ async fn a_value_signed_the_old_way_is_read_only_when_migrating() {
     server.shutdown().await;
 }
 
-/// What the server logs.
-#[derive(Default)]
-struct Capture(Mutex<Vec<(Level, String)>>);
-
-impl LogSink for Capture {
-    fn log(&self, level: Level, message: std::fmt::Arguments<'_>) {
-        self.0.lock().unwrap().push((level, message.to_string()));
-    }
-}
-
 #[tokio::test]
 async fn a_cookie_breaking_a_browser_rule_is_a_500_logged_with_the_rule() {
     let keys = keys(&[OLD_SECRET]);
     let router = Router::new(&routing(keys.clone()), &config(keys).build()).unwrap();
-    let capture = Arc::new(Capture::default());
+    let capture = Arc::new(LoggerMock::default());
     let mut request = http::Request::post("/v1/embed")
         .body(String::new())
         .unwrap();
@@ -448,10 +439,10 @@ async fn a_cookie_breaking_a_browser_rule_is_a_500_logged_with_the_rule() {
     // Nothing set; the client learns no more than of any 500 (production's default).
     assert_eq!(response.status(), 500);
     assert!(response.headers().get("set-cookie").is_none());
-    let logged = capture.0.lock().unwrap().clone();
+    let logged = capture.messages(Level::Error);
     assert!(
-        logged.iter().any(|(level, line)| *level == Level::Error
-            && line.contains(r#"POST /v1/embed: 500 Cookie "embed": SameSite=None needs Secure"#)),
+        logged.iter().any(|line| line
+            .contains(r#"POST /v1/embed: 500 Cookie "embed": SameSite=None needs Secure"#)),
         "{logged:?}"
     );
 }
