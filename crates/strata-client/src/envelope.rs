@@ -3,6 +3,9 @@
 use http::{HeaderMap, StatusCode};
 use serde::Deserialize;
 use serde::de::DeserializeOwned;
+use serde_json::value::RawValue;
+use strata_core::Outcomes;
+use strata_core::outcome::ResponseReader;
 
 use crate::ClientError;
 
@@ -19,6 +22,67 @@ pub trait Envelope: Clone + Send + Sync + 'static {
         headers: &HeaderMap,
         body: &[u8],
     ) -> Result<O, ClientError>;
+
+    /// The JSON of a declared outcome's body in a response with `status` and `body` (an
+    /// operation whose output is an [`Outcomes`](strata_core::Outcomes) type, read by status):
+    /// the whole body by default (a result handler without an envelope); empty for none.
+    ///
+    /// # Errors
+    /// A body that is not the envelope.
+    fn outcome_body<'b>(
+        &self,
+        status: StatusCode,
+        headers: &HeaderMap,
+        body: &'b [u8],
+    ) -> Result<&'b [u8], ClientError> {
+        let _ = (status, headers);
+        Ok(body)
+    }
+}
+
+/// Reads outputs with an [`Envelope`]: what a call hands an output type
+/// ([`FromResponse`](strata_core::FromResponse)) to be read with.
+pub(crate) struct EnvelopeReader<'e, E>(pub(crate) &'e E);
+
+impl<E: Envelope> ResponseReader for EnvelopeReader<'_, E> {
+    type Error = ClientError;
+
+    fn data<T: DeserializeOwned>(
+        &self,
+        status: StatusCode,
+        headers: &HeaderMap,
+        body: &[u8],
+    ) -> Result<T, ClientError> {
+        self.0.read(status, headers, body)
+    }
+
+    fn outcome<T: Outcomes>(
+        &self,
+        status: StatusCode,
+        headers: &HeaderMap,
+        body: &[u8],
+    ) -> Result<T, ClientError> {
+        if !T::declares(status) {
+            // Not one of the operation's outcomes: the server's error, as the envelope reads it.
+            return Err(self
+                .0
+                .read::<serde::de::IgnoredAny>(status, headers, body)
+                .err()
+                .unwrap_or_else(|| api_error(status, body)));
+        }
+        let json = self.0.outcome_body(status, headers, body)?;
+        T::from_parts(status, headers, json).map_err(|error| {
+            // A body that does not read says where, as any output's does.
+            match decode::<serde::de::IgnoredAny>(status, json) {
+                Err(decoding) if error.path.is_empty() => decoding,
+                _ => ClientError::Decode {
+                    status,
+                    path: error.path,
+                    message: error.message,
+                },
+            }
+        })
+    }
 }
 
 /// The default result handler's envelope: `{"status": "success", "data": ..}` on success,
@@ -45,6 +109,37 @@ impl Envelope for DefaultEnvelope {
             return without_body(status);
         }
         decode::<Success<O>>(status, body).map(|success| success.data)
+    }
+
+    /// The envelope's `data` (a success) or `error` (an error); empty when the body is.
+    fn outcome_body<'b>(
+        &self,
+        status: StatusCode,
+        _headers: &HeaderMap,
+        body: &'b [u8],
+    ) -> Result<&'b [u8], ClientError> {
+        #[derive(Deserialize)]
+        struct Members<'a> {
+            #[serde(borrow)]
+            data: Option<&'a RawValue>,
+            #[serde(borrow)]
+            error: Option<&'a RawValue>,
+        }
+        if body.is_empty() {
+            return Ok(body);
+        }
+        let members: Members<'b> =
+            serde_json::from_slice(body).map_err(|error| ClientError::Decode {
+                status,
+                path: String::new(),
+                message: format!("not the envelope: {error}"),
+            })?;
+        let member = if status.is_success() {
+            members.data
+        } else {
+            members.error
+        };
+        Ok(member.map_or(b"", |raw| raw.get().as_bytes()))
     }
 }
 

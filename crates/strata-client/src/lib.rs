@@ -91,7 +91,6 @@ use http::header::CONTENT_TYPE;
 use http::{HeaderMap, HeaderName, HeaderValue, Request, Response};
 use http_body_util::Full;
 use serde::Serialize;
-use serde::de::DeserializeOwned;
 use strata_core::{BoxError, StreamedOutput};
 use tower::{Service, ServiceExt};
 
@@ -104,7 +103,7 @@ pub use events::{
     MAX_RECONNECT_DELAY, MIN_RECONNECT_DELAY, Subscription,
 };
 pub use pages::{Items, Pages, Paginated};
-pub use strata_core::{Events, Operation};
+pub use strata_core::{Events, FromResponse, Operation, Outcomes};
 
 /// What a [`Client`] sends its requests with: a `tower::Service` of `http::Request<Full<Bytes>>`
 /// whose responses' bodies it reads (a `Router`, a network client). Every such service is one:
@@ -339,7 +338,7 @@ where
     /// Sends the call and reads its output.
     pub async fn send(self) -> Result<O, ClientError>
     where
-        O: DeserializeOwned,
+        O: FromResponse,
     {
         let request = self
             .client
@@ -396,7 +395,7 @@ where
 
 impl<S: Transport, E: Envelope> Client<S, E> {
     /// Sends `request` and reads the output `O` from its response, within `timeout`.
-    async fn respond<O: DeserializeOwned>(
+    async fn respond<O: FromResponse>(
         &self,
         request: Request<Full<Bytes>>,
         timeout: Option<Duration>,
@@ -410,7 +409,8 @@ impl<S: Transport, E: Envelope> Client<S, E> {
                 .map_err(|error| ClientError::Transport(error.into()))?;
             let (parts, body) = response.into_parts();
             let bytes = read_limited(body, self.max_response_body).await?;
-            self.envelope.read(parts.status, &parts.headers, &bytes)
+            let reader = envelope::EnvelopeReader(&self.envelope);
+            O::from_response(&reader, parts.status, &parts.headers, &bytes)
         };
         match timeout {
             Some(after) => tokio::time::timeout(after, exchange)
@@ -465,7 +465,7 @@ where
     <S::Body as http_body::Body>::Data: Send,
     E: Envelope,
     I: Serialize + 'c,
-    O: DeserializeOwned + Send + 'c,
+    O: FromResponse + Send + 'c,
     In: Borrow<I> + Send + 'c,
 {
     type Output = Result<O, ClientError>;

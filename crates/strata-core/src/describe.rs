@@ -255,6 +255,34 @@ impl fmt::Debug for PositiveFn {
     }
 }
 
+/// A result handler's response to a declared outcome (its
+/// [`outcome`](crate::ResultHandler::outcome)), kept so that a description generator can call
+/// it with the body schema of its own generator.
+#[derive(Clone)]
+pub struct OutcomeFn(Arc<DescribeOutcome>);
+
+type DescribeOutcome = dyn Fn(StatusCode, Option<&Schema>) -> ResponseDescription + Send + Sync;
+
+impl OutcomeFn {
+    /// Wraps `f`.
+    pub fn new(
+        f: impl Fn(StatusCode, Option<&Schema>) -> ResponseDescription + Send + Sync + 'static,
+    ) -> Self {
+        Self(Arc::new(f))
+    }
+
+    /// The response to an outcome with `status` and a body of `body` (`None`: no body).
+    pub fn call(&self, status: StatusCode, body: Option<&Schema>) -> ResponseDescription {
+        (self.0)(status, body)
+    }
+}
+
+impl fmt::Debug for OutcomeFn {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("OutcomeFn")
+    }
+}
+
 /// The input schema of a middleware, with what it is called in messages.
 #[derive(Debug, Clone, Copy)]
 pub struct MiddlewareInput {

@@ -10,7 +10,8 @@
 //! - the body types, [`Mode`], and the `QUERY` method;
 //! - [`ResultHandler`], the default envelope ([`DefaultResultHandler`]) and [`ErrorHandler`];
 //! - descriptions for API documents ([`describe`]);
-//! - operations declared once for servers and clients ([`Operation`], [`Events`]).
+//! - operations declared once for servers and clients ([`Operation`], [`Events`]), and their
+//!   typed outcomes ([`Outcomes`]).
 //!
 //! The merged input and its decoding live in `strata-input` and `strata-validate`, the
 //! type-erased endpoint and the settings in `strata-routing`.
@@ -24,14 +25,15 @@ pub mod logger;
 mod method;
 mod mode;
 pub mod operation;
+pub mod outcome;
 pub mod payload;
 mod result_handler;
 
 pub use body::{Body, HeadBody, IncomingBody, PollFrame};
 pub use ctx::{HCons, HNil, Has, Pluck, PluckAll};
 pub use describe::{
-    DeclaredError, MiddlewareInput, PositiveFn, ResponseDescription, ResponseHeader, SchemaFn,
-    Security,
+    DeclaredError, MiddlewareInput, OutcomeFn, PositiveFn, ResponseDescription, ResponseHeader,
+    SchemaFn, Security,
 };
 pub use error::{
     ApiError, ApiResult, BodyTimeout, BoxError, Causes, ECHO_LIMIT, ErrorKind, echoed,
@@ -41,6 +43,7 @@ pub use logger::{Fields, Level, LogSink, Logger, Record};
 pub use method::{is_query, query_method};
 pub use mode::{MODE_VARIABLE, Mode};
 pub use operation::{DeclaredRoute, Events, Operation, StreamedOutput};
+pub use outcome::{DeclaredOutcome, FromResponse, Outcomes};
 pub use payload::{
     ClientAddr, Output, PathParams, RequestInfo, StreamFailure, StreamShutdown, Validated,
 };

@@ -30,6 +30,20 @@ pub trait ResultHandler: Clone + Send + Sync + 'static {
     /// Error responses.
     fn negative(&self) -> Vec<ResponseDescription>;
 
+    /// The response of a declared outcome (an [`Outcomes`](crate::Outcomes) variant) with
+    /// `status` and a body of `body` (`None`: no body), for API descriptions. `handle` gets a
+    /// declared outcome as an `Ok` output with its status, an error status included; one
+    /// without a body and with an error status comes as an [`ApiError`] of that status.
+    ///
+    /// The default: a success gets [`positive`](Self::positive)'s first response around the
+    /// body, at `status`; an error the body as it is, as JSON; an error without a body
+    /// [`negative`](Self::negative)'s response for `status` (or its first).
+    fn outcome(&self, status: StatusCode, body: Option<&Schema>) -> ResponseDescription {
+        outcome_description(self, status, body, |body| {
+            ResponseDescription::new(status, body.clone()).mime_type("application/json")
+        })
+    }
+
     /// Builds the response. When `result` is an error, its status is usually the response's.
     fn handle(
         &self,
@@ -60,6 +74,37 @@ pub trait ResultHandler: Clone + Send + Sync + 'static {
         merge_headers_under(&mut response, std::mem::take(headers));
         response
     }
+}
+
+/// What [`ResultHandler::outcome`] describes, with `error_body` describing an error outcome's
+/// body.
+fn outcome_description<R: ResultHandler + ?Sized>(
+    handler: &R,
+    status: StatusCode,
+    body: Option<&Schema>,
+    error_body: impl FnOnce(&Schema) -> ResponseDescription,
+) -> ResponseDescription {
+    let mut description = match body {
+        Some(body) if status.is_success() => handler
+            .positive(body)
+            .into_iter()
+            .next()
+            .unwrap_or_else(|| ResponseDescription::new(status, body.clone())),
+        Some(body) => error_body(body),
+        // No body: nothing to send for a success; an error is the handler's error.
+        None if status.is_success() => ResponseDescription::new(status, json_schema!({})),
+        None => {
+            let negative = handler.negative();
+            negative
+                .iter()
+                .find(|d| d.status == status)
+                .or_else(|| negative.first())
+                .cloned()
+                .unwrap_or_else(|| ResponseDescription::new(status, json_schema!({})))
+        }
+    };
+    description.status = status;
+    description
 }
 
 /// Gives `response` the map `headers`, with the response's own headers added where `headers`
@@ -243,6 +288,17 @@ pub fn error_response(mut error: ApiError) -> Response<Body> {
     }
 }
 
+/// The envelope around an output: `{"status":"success","data":...}`, or
+/// `{"status":"error","error":...}` for a declared error outcome (an output with an error
+/// status).
+fn enveloped(output: Output) -> Bytes {
+    if output.status().is_success() {
+        output.into_body_with(br#"{"status":"success","data":"#, b"}")
+    } else {
+        output.into_body_with(br#"{"status":"error","error":"#, b"}")
+    }
+}
+
 /// The spec's envelope: `{"status":"success","data":...}` and
 /// `{"status":"error","error":{"message":...}}`.
 #[derive(Debug, Clone, Copy, Default)]
@@ -284,6 +340,21 @@ impl ResultHandler for DefaultResultHandler {
         ]
     }
 
+    /// An error outcome's body is the envelope's `error`: `{"status":"error","error":<body>}`.
+    fn outcome(&self, status: StatusCode, body: Option<&Schema>) -> ResponseDescription {
+        outcome_description(self, status, body, |body| {
+            ResponseDescription::new(
+                status,
+                json_schema!({
+                    "type": "object",
+                    "properties": { "status": { "const": "error" }, "error": body },
+                    "required": ["status", "error"]
+                }),
+            )
+            .mime_type("application/json")
+        })
+    }
+
     fn handle(
         &self,
         result: Result<Output, ApiError>,
@@ -294,10 +365,7 @@ impl ResultHandler for DefaultResultHandler {
             Ok(output) => {
                 let status = output.status();
                 // Written around the serialized output in its own buffer: no copy of the JSON.
-                json_response(
-                    status,
-                    output.into_body_with(br#"{"status":"success","data":"#, b"}"),
-                )
+                json_response(status, enveloped(output))
             }
             Err(error) => error_response(error),
         }
@@ -315,8 +383,7 @@ impl ResultHandler for DefaultResultHandler {
         match result {
             Ok(output) => {
                 let status = output.status();
-                let body = output.into_body_with(br#"{"status":"success","data":"#, b"}");
-                json_response_on(status, body, std::mem::take(headers))
+                json_response_on(status, enveloped(output), std::mem::take(headers))
             }
             Err(error) if error.headers().is_none() => {
                 let body = error_body(&error);

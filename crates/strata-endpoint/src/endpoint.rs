@@ -19,8 +19,8 @@ use tower::Service;
 use tower::util::BoxCloneSyncService;
 
 use strata_core::{
-    Body, DeclaredError, IncomingBody, MiddlewareInput, PositiveFn, ResponseDescription,
-    ResponseHeader, SchemaFn, Security,
+    Body, DeclaredError, DeclaredOutcome, IncomingBody, MiddlewareInput, OutcomeFn, PositiveFn,
+    ResponseDescription, ResponseHeader, SchemaFn, Security,
 };
 
 use crate::settings::PipelineSettings;
@@ -81,6 +81,12 @@ pub struct EndpointMeta {
     pub positive_fn: Option<PositiveFn>,
     /// Error responses.
     pub negative: Vec<ResponseDescription>,
+    /// The declared outcomes of an endpoint whose output is an
+    /// [`Outcomes`](strata_core::Outcomes) type (empty for one success): the description lists
+    /// each under its status instead of [`positive`](Self::positive).
+    pub outcomes: Vec<DeclaredOutcome>,
+    /// The result handler's response to each declared outcome.
+    pub outcome_fn: Option<OutcomeFn>,
 }
 
 impl EndpointMeta {

@@ -1,4 +1,5 @@
-//! Strata's procedural macros: `#[strata::model]` (module `model`), and the procedural half of
+//! Strata's procedural macros: `#[strata::model]` (module `model`), `#[derive(Outcomes)]`
+//! (module `outcomes`), and the procedural half of
 //! `strata_routing::routing!`: entries are split at their top-level
 //! commas in one pass, so a routing may have any number of keys (a `macro_rules!` muncher
 //! recurses once per key and stops at the compiler's recursion limit, 128 by default).
@@ -10,11 +11,21 @@
 use proc_macro::{Delimiter, Group, Ident, Literal, Punct, Spacing, Span, TokenStream, TokenTree};
 
 mod model;
+mod outcomes;
 
 /// `#[strata::model]`: documented where the facade re-exports it (`strata::model`).
 #[proc_macro_attribute]
 pub fn model(args: TokenStream, item: TokenStream) -> TokenStream {
     model::expand(args.into(), item.into())
+        .unwrap_or_else(syn::Error::into_compile_error)
+        .into()
+}
+
+/// `#[derive(strata::Outcomes)]`: documented where the facade re-exports it
+/// (`strata::Outcomes`).
+#[proc_macro_derive(Outcomes, attributes(outcome))]
+pub fn outcomes(item: TokenStream) -> TokenStream {
+    outcomes::expand(item.into())
         .unwrap_or_else(syn::Error::into_compile_error)
         .into()
 }

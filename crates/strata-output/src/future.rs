@@ -61,13 +61,11 @@ where
         let range = this.range.as_deref().unwrap_or(&NO_RANGE);
         let (status, headers, body) = match output.into_streamed(range) {
             Ok(streamed) => return Poll::Ready(Ok(streamed)),
-            Err(output) => output.into_parts(),
+            Err(output) => match output.into_checked_parts() {
+                Ok(parts) => parts,
+                Err(error) => return Poll::Ready(Err(error)),
+            },
         };
-        if !status.is_success() {
-            return Poll::Ready(Err(ApiError::internal(format!(
-                "A handler answered success with status {status}; errors are ApiErrors"
-            ))));
-        }
         if let Err(message) = this.checker.check(&body, Some("output")) {
             return Poll::Ready(Err(
                 ApiError::internal(message).with_kind(ErrorKind::OutputValidation)

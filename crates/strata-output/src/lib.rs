@@ -48,6 +48,7 @@
 
 mod future;
 mod layer;
+pub mod outcome;
 mod range;
 mod reply;
 mod service;
@@ -55,6 +56,7 @@ mod stream;
 
 pub use future::ResponseFuture;
 pub use layer::OutputLayer;
+pub use outcome::OutcomeBody;
 pub use range::RangeHeaders;
 pub use reply::{HandlerOutput, Reply};
 pub use service::OutputService;

@@ -3,7 +3,7 @@ use http::header::{HeaderName, HeaderValue};
 use http::{HeaderMap, StatusCode};
 use schemars::{JsonSchema, Schema};
 use serde::Serialize;
-use strata_core::{Output, ResponseDescription};
+use strata_core::{ApiError, DeclaredOutcome, Output, ResponseDescription};
 
 use crate::range::RangeHeaders;
 
@@ -22,6 +22,26 @@ pub trait HandlerOutput: Send + 'static {
 
     /// Splits into status, headers and body.
     fn into_parts(self) -> (StatusCode, HeaderMap, Self::Body);
+
+    /// Splits into status, headers and body as the output stage sends them, or the error the
+    /// output stands for. The default: [`into_parts`](Self::into_parts), a status outside 2xx
+    /// being a defect of the handler (errors are `ApiError`s), a 500. Declared outcomes
+    /// ([`Outcomes`](strata_core::Outcomes)) answer their own statuses, errors included.
+    ///
+    /// # Errors
+    /// The response the output stands for when it is not a body to check.
+    fn into_checked_parts(self) -> Result<(StatusCode, HeaderMap, Self::Body), ApiError>
+    where
+        Self: Sized,
+    {
+        let (status, headers, body) = self.into_parts();
+        if !status.is_success() {
+            return Err(ApiError::internal(format!(
+                "A handler answered success with status {status}; errors are ApiErrors"
+            )));
+        }
+        Ok((status, headers, body))
+    }
 
     /// The output as a body sent as it is (a file, a stream, events), bypassing the check,
     /// the serialization and the envelope; `Err(self)` (the default) for outputs sent as JSON.
@@ -44,6 +64,13 @@ pub trait HandlerOutput: Send + 'static {
     /// outputs describe their media type); `None` (the default): the result handler's.
     fn describe(body: &Schema) -> Option<Vec<ResponseDescription>> {
         let _ = body;
+        None
+    }
+
+    /// The declared outcomes, when the output is an [`Outcomes`](strata_core::Outcomes) type
+    /// (each described under its status by the result handler's
+    /// [`outcome`](strata_core::ResultHandler::outcome)); `None` (the default): one success.
+    fn outcomes() -> Option<Vec<DeclaredOutcome>> {
         None
     }
 }

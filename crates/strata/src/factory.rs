@@ -9,8 +9,8 @@ use http::{Method, StatusCode};
 use schemars::{JsonSchema, Schema};
 use serde::de::DeserializeOwned;
 use strata_core::{
-    DeclaredError, DefaultResultHandler, HCons, HNil, MiddlewareInput, Output, PositiveFn,
-    ResponseDescription, ResponseHeader, ResultHandler, Security,
+    DeclaredError, DefaultResultHandler, HCons, HNil, MiddlewareInput, OutcomeFn, Output,
+    PositiveFn, ResponseDescription, ResponseHeader, ResultHandler, Security,
 };
 use strata_endpoint::{Endpoint, EndpointMeta, PipelineSettings, SharedService};
 use strata_format::FormatLayer;
@@ -615,7 +615,28 @@ where
         let raw_body = meta.raw_body;
         // A streamed output (a file, a stream) describes its own media type, not an envelope;
         // the endpoint may name it.
-        if let Some(described) = O::describe(&output_schema) {
+        if let Some(outcomes) = O::outcomes() {
+            // Each declared outcome under its status, as the result handler answers it.
+            let mut generator = schemars::SchemaGenerator::default();
+            meta.positive = outcomes
+                .iter()
+                .flat_map(|outcome| {
+                    let body = outcome.body.map(|body| body(&mut generator));
+                    let handler = &factory.result_handler;
+                    outcome
+                        .statuses
+                        .iter()
+                        .filter(|status| status.is_success())
+                        .map(move |status| handler.outcome(*status, body.as_ref()))
+                        .collect::<Vec<_>>()
+                })
+                .collect();
+            let describer = factory.result_handler.clone();
+            meta.outcome_fn = Some(OutcomeFn::new(move |status, body| {
+                describer.outcome(status, body)
+            }));
+            meta.outcomes = outcomes;
+        } else if let Some(described) = O::describe(&output_schema) {
             let media_types = meta.success_media_types.clone();
             let name = move |mut described: Vec<ResponseDescription>| {
                 if !media_types.is_empty() {

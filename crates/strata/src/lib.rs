@@ -59,7 +59,7 @@ mod guide;
 // Declaring endpoints: a factory (its middleware and result handler), the endpoints it builds,
 // the types they read and answer, and operations declared once for servers and clients.
 pub use factory::{EndpointBuilder, EndpointsFactory, default_endpoints_factory};
-pub use strata_core::{Ctx, Events, Operation, Security};
+pub use strata_core::{Ctx, Events, Operation, Outcomes, Security};
 pub use strata_endpoint::Endpoint;
 pub use strata_input::{InputSource, RawBody, UploadedFile};
 pub use strata_middleware::Middleware;
@@ -249,14 +249,117 @@ pub fn create_config() -> ConfigBuilder {
 /// ```
 pub use strata_macros::model;
 
+/// Declares an operation's outcomes: an enum whose variants are the responses a handler may
+/// answer, each with its status, typed headers and body type (or none). A handler returns one
+/// variant and cannot return an undeclared one; the output stage checks that variant's body;
+/// the API description lists every variant under its status; a client
+/// ([`client`](mod@client)) reads a response back into the variant its status names.
+///
+/// - `#[outcome(status = 201)]` on each variant (or `status(200, 203)`, with a field
+///   `#[outcome(status)] status: StatusCode` carrying the one sent);
+/// - a tuple variant of one field: that field is the body; a unit variant: no body (a success
+///   is sent empty, a `204`; an error is answered as an [`ApiError`] of its status, its doc
+///   comment's first line the message);
+/// - named fields: `#[outcome(body)]` (at most one), `#[outcome(header = "location")]` (a
+///   `String`, `HeaderValue`, integer, or an `Option` of one), `#[outcome(status)]`;
+/// - doc comments describe variants and header fields in the API description;
+/// - `#[outcome(crate = "path::to::strata")]` on the enum where strata is renamed.
+///
+/// Body types are models (`#[strata::model]`: serialized by the server, deserialized by
+/// clients). With the default result handler a success's body is the envelope's `data` and an
+/// error's is its `error`: `{"status":"error","error":{"existingId":7}}`.
+///
+/// ```
+/// use strata::prelude::*;
+/// use strata::{Operation, Outcomes, Router, Routing};
+/// use strata::http::StatusCode;
+///
+/// #[strata::model]
+/// pub struct NewBook {
+///     #[garde(length(min = 1))]
+///     title: String,
+/// }
+/// #[strata::model]
+/// #[derive(Debug)]
+/// pub struct Book {
+///     id: u32,
+///     title: String,
+/// }
+/// #[strata::model]
+/// #[derive(Debug)]
+/// pub struct Conflict {
+///     existing_id: u32,
+/// }
+///
+/// #[derive(Debug, Outcomes)]
+/// pub enum CreateBook {
+///     /// The book, added.
+///     #[outcome(status = 201)]
+///     Created {
+///         #[outcome(body)]
+///         book: Book,
+///         /// Where the book is.
+///         #[outcome(header = "location")]
+///         location: String,
+///     },
+///     /// A book with this title exists.
+///     #[outcome(status = 409)]
+///     Conflict(Conflict),
+/// }
+///
+/// pub const CREATE_BOOK: Operation<NewBook, CreateBook> = Operation::post("/books");
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// let create = default_endpoints_factory().endpoint().implement(
+///     &CREATE_BOOK,
+///     async |input: NewBook| {
+///         Ok(if input.title == "Dune" {
+///             CreateBook::Conflict(Conflict { existing_id: 1 })
+///         } else {
+///             let book = Book { id: 2, title: input.title };
+///             CreateBook::Created { location: format!("/books/{}", book.id), book }
+///         })
+///     },
+/// );
+/// let routing = Routing::new().operation(create);
+/// let router = Router::new(&routing, &create_config().cors(Cors::Disabled).build())?;
+/// let client = strata::client::Client::new(router);
+/// match client.call(&CREATE_BOOK, NewBook { title: "Dune".into() }).await? {
+///     CreateBook::Conflict(conflict) => assert_eq!(conflict.existing_id, 1),
+///     other => panic!("not a conflict: {other:?}"),
+/// }
+/// let CreateBook::Created { book, location } =
+///     client.call(&CREATE_BOOK, NewBook { title: "Emma".into() }).await?
+/// else {
+///     panic!("not created");
+/// };
+/// assert_eq!((book.id, location.as_str()), (2, "/books/2"));
+/// # Ok(())
+/// # }
+/// ```
+pub use strata_macros::Outcomes;
+
+/// Declared outcomes: the trait [`Outcomes`](trait@Outcomes) the derive implements, what it
+/// declares, the header field types, and what a client reads a response with.
+pub mod outcome {
+    pub use strata_core::outcome::{
+        DeclaredOutcome, FromResponse, HeaderField, OutcomeError, Outcomes, ResponseReader,
+    };
+    pub use strata_output::OutcomeBody;
+}
+
 /// What `#[strata::model]` expands to names; not an API.
 #[doc(hidden)]
 pub mod __private {
     pub use garde;
+    pub use http;
     pub use schemars;
     pub use serde;
+    pub use strata_core;
     pub use strata_decode::coerce;
     pub use strata_decode::not_null;
+    pub use strata_output;
 
     /// Implemented by every type whose `Validate` is the one of Strata's garde.
     #[diagnostic::on_unimplemented(
