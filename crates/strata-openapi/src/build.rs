@@ -754,11 +754,16 @@ impl<'r> Described<'r> {
     fn responses(&self, generators: &mut Generators) -> BTreeMap<String, Response> {
         let meta = self.route.endpoint().meta();
         let mut responses = BTreeMap::new();
-        let positive = match (&meta.positive_fn, meta.output) {
-            (Some(positive), Some(output)) => positive.call(&output(&mut generators.output)),
-            _ => meta.positive.clone(),
+        let outcomes = self.outcomes(generators);
+        let positive = if let Some((successes, _)) = &outcomes {
+            successes.clone()
+        } else {
+            let positive = match (&meta.positive_fn, meta.output) {
+                (Some(positive), Some(output)) => positive.call(&output(&mut generators.output)),
+                _ => meta.positive.clone(),
+            };
+            with_success_statuses(positive, &meta.success_statuses)
         };
-        let positive = with_success_statuses(positive, &meta.success_statuses);
         for description in &positive {
             responses.insert(
                 description.status.as_str().to_owned(),
@@ -814,7 +819,67 @@ impl<'r> Described<'r> {
             }
             responses.entry(status.as_str().to_owned()).or_insert(entry);
         }
+        // Declared error outcomes, each with its own body; where the pipeline answers the same
+        // status too, the body is either.
+        for description in outcomes.map(|(_, errors)| errors).unwrap_or_default() {
+            let declared = response(&description, None, &[]);
+            match responses.entry(description.status.as_str().to_owned()) {
+                std::collections::btree_map::Entry::Vacant(entry) => {
+                    entry.insert(declared);
+                }
+                std::collections::btree_map::Entry::Occupied(mut entry) => {
+                    let existing = entry.get_mut();
+                    existing.description =
+                        format!("{}; or: {}", declared.description, existing.description);
+                    existing.headers.extend(declared.headers);
+                    for (mime, media) in declared.content {
+                        match existing.content.get_mut(&mime) {
+                            Some(known) if known.schema != media.schema => {
+                                known.schema = Some(serde_json::json!({
+                                    "anyOf": [media.schema, known.schema.take()]
+                                }));
+                            }
+                            Some(_) => {}
+                            None => {
+                                existing.content.insert(mime, media);
+                            }
+                        }
+                    }
+                }
+            }
+        }
         responses
+    }
+
+    /// The responses of the declared outcomes, success and error apart, each as the result
+    /// handler answers it with its own body, description and headers; `None` for an endpoint
+    /// with one success.
+    fn outcomes(
+        &self,
+        generators: &mut Generators,
+    ) -> Option<(Vec<ResponseDescription>, Vec<ResponseDescription>)> {
+        let meta = self.route.endpoint().meta();
+        let describe = meta.outcome_fn.as_ref()?;
+        if meta.outcomes.is_empty() {
+            return None;
+        }
+        let (mut successes, mut errors) = (Vec::new(), Vec::new());
+        for outcome in &meta.outcomes {
+            let body = outcome.body.map(|body| body(&mut generators.output));
+            for status in &outcome.statuses {
+                let mut description = describe.call(*status, body.as_ref());
+                if outcome.description.is_some() {
+                    description.description.clone_from(&outcome.description);
+                }
+                description.headers.extend(outcome.headers.iter().cloned());
+                if status.is_success() {
+                    successes.push(description);
+                } else {
+                    errors.push(description);
+                }
+            }
+        }
+        Some((successes, errors))
     }
 
     /// Every error status the pipeline can answer this operation with, with why.
