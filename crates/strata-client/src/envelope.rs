@@ -71,16 +71,10 @@ impl<E: Envelope> ResponseReader for EnvelopeReader<'_, E> {
                 .unwrap_or_else(|| api_error(status, body)));
         }
         let json = self.0.outcome_body(status, headers, body)?;
-        T::from_parts(status, headers, json).map_err(|error| {
-            // A body that does not read says where, as any output's does.
-            match decode::<serde::de::IgnoredAny>(status, json) {
-                Err(decoding) if error.path.is_empty() => decoding,
-                _ => ClientError::Decode {
-                    status,
-                    path: error.path,
-                    message: error.message,
-                },
-            }
+        T::from_parts(status, headers, json).map_err(|error| ClientError::Decode {
+            status,
+            path: error.path,
+            message: error.message,
         })
     }
 }

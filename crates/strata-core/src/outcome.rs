@@ -288,7 +288,17 @@ pub fn read_header<T: HeaderField>(headers: &HeaderMap, name: &str) -> Result<T,
 /// Where the body does not read as `T`.
 pub fn read_body<T: DeserializeOwned>(body: &[u8]) -> Result<T, OutcomeError> {
     let body = if body.is_empty() { b"null" } else { body };
-    serde_json::from_slice(body).map_err(|error| OutcomeError::new("", error))
+    // The fast path does not track where; only a failure pays for a second pass that does.
+    serde_json::from_slice(body).or_else(|_| {
+        let mut reader = serde_json::Deserializer::from_slice(body);
+        let value = serde_path_to_error::deserialize(&mut reader).map_err(|error| {
+            let path = error.path().to_string();
+            let path = if path == "." { String::new() } else { path };
+            OutcomeError::new(path, error.into_inner())
+        })?;
+        reader.end().map_err(|error| OutcomeError::new("", error))?;
+        Ok(value)
+    })
 }
 
 /// What reads an operation's output from a response for a client: the client's envelope.
@@ -378,5 +388,7 @@ mod tests {
         assert_eq!(read_body::<Option<u32>>(b"").unwrap(), None);
         assert_eq!(read_body::<u32>(b"7").unwrap(), 7);
         assert!(read_body::<u32>(b"\"seven\"").is_err());
+        let nested = read_body::<Vec<(u32, String)>>(br#"[[1, "a"], [2, 3]]"#).unwrap_err();
+        assert_eq!(nested.path, "[1][1]");
     }
 }
