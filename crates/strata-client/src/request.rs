@@ -6,6 +6,7 @@ use http::{HeaderMap, HeaderName, HeaderValue, Method};
 use percent_encoding::{AsciiSet, NON_ALPHANUMERIC, utf8_percent_encode};
 use serde::Serialize;
 use serde_json::{Map, Value};
+use strata_input::multipart_writer::{self, Boundary, HeaderItem, part_header};
 use strata_input::raw::RAW_FIELD;
 use strata_input::{
     FILE_PLACEHOLDER, InputSource, InputSources, UploadedFile, capture_files, looks_like_header,
@@ -144,7 +145,7 @@ pub(crate) fn place<I: Serialize>(
     if !files.is_empty() {
         return Ok(Placed {
             path_and_query: target,
-            body: Some(multipart(&fields, &files)),
+            body: Some(multipart(&fields, &files)?),
             headers,
         });
     }
@@ -219,8 +220,13 @@ fn file_index(value: &Value) -> Option<usize> {
 
 /// The fields as `multipart/form-data` (RFC 7578): files as file parts of their name and type,
 /// lists as repeated parts, text as text parts, `null` as nothing; the content type with its
-/// boundary.
-fn multipart(fields: &Map<String, Value>, files: &[UploadedFile]) -> (String, Bytes) {
+/// boundary. Part headers are written by `strata_input::multipart_writer`, as `MultipartForm`
+/// writes them: what the server would not read back as sent (a control character in a name, a
+/// media type that is not one, ...) is refused, naming the field and the file.
+fn multipart(
+    fields: &Map<String, Value>,
+    files: &[UploadedFile],
+) -> Result<(String, Bytes), ClientError> {
     let mut parts: Vec<(&str, Part<'_>)> = Vec::new();
     for (name, value) in fields {
         let values = match value {
@@ -235,75 +241,48 @@ fn multipart(fields: &Map<String, Value>, files: &[UploadedFile]) -> (String, By
             }
         }
     }
-    let boundary = boundary_for(&parts);
-    let mut body = Vec::new();
+    let mut boundary = Boundary::new();
+    let mut headers = Vec::with_capacity(parts.len());
     for (name, part) in &parts {
+        let (file, contents) = match part {
+            Part::Text(text) => (None, text.as_bytes()),
+            Part::File(file) => (Some(*file), &file.data()[..]),
+        };
+        boundary.avoid(contents);
+        let header = part_header(name, file).map_err(|error| {
+            // The error names its value; a media type's is named with its file.
+            ClientError::Input(match file {
+                Some(file) if error.item() == HeaderItem::MediaType => format!(
+                    "the file {} of the field `{name}`: {error}",
+                    multipart_writer::shown(file.name())
+                ),
+                _ => format!("the field `{name}`: {error}"),
+            })
+        })?;
+        headers.push(header);
+    }
+    let boundary = boundary.as_str();
+    let mut body = Vec::new();
+    for ((_, part), header) in parts.iter().zip(headers) {
         body.extend_from_slice(format!("--{boundary}\r\n").as_bytes());
-        let name = quoted(name);
+        body.extend_from_slice(header.as_bytes());
         match part {
-            Part::Text(text) => {
-                body.extend_from_slice(
-                    format!("Content-Disposition: form-data; name=\"{name}\"\r\n\r\n").as_bytes(),
-                );
-                body.extend_from_slice(text.as_bytes());
-            }
-            Part::File(file) => {
-                let filename = quoted(file.name());
-                body.extend_from_slice(
-                    format!(
-                        "Content-Disposition: form-data; name=\"{name}\"; filename=\"{filename}\"\r\n\
-                         Content-Type: {}\r\n\r\n",
-                        file.mimetype()
-                    )
-                    .as_bytes(),
-                );
-                body.extend_from_slice(file.data());
-            }
+            Part::Text(text) => body.extend_from_slice(text.as_bytes()),
+            Part::File(file) => body.extend_from_slice(file.data()),
         }
         body.extend_from_slice(b"\r\n");
     }
     body.extend_from_slice(format!("--{boundary}--\r\n").as_bytes());
-    (
+    Ok((
         format!("multipart/form-data; boundary={boundary}"),
         Bytes::from(body),
-    )
+    ))
 }
 
 /// A part of a form.
 enum Part<'f> {
     Text(String),
     File(&'f UploadedFile),
-}
-
-/// A name in a `Content-Disposition` parameter: HTML's form encoding escapes `"`, CR and LF.
-fn quoted(name: &str) -> String {
-    name.replace('"', "%22")
-        .replace('\r', "%0D")
-        .replace('\n', "%0A")
-}
-
-/// A boundary that no part contains (RFC 2046), from the process's random hash keys.
-fn boundary_for(parts: &[(&str, Part<'_>)]) -> String {
-    use std::hash::{BuildHasher, Hasher};
-    let keys = std::collections::hash_map::RandomState::new();
-    for attempt in 0_u64.. {
-        let mut hasher = keys.build_hasher();
-        hasher.write_u64(attempt);
-        let boundary = format!("strata-{:016x}", hasher.finish());
-        let inside = parts.iter().any(|(_, part)| {
-            let bytes: &[u8] = match part {
-                Part::Text(text) => text.as_bytes(),
-                Part::File(file) => file.data(),
-            };
-            bytes
-                .windows(boundary.len())
-                .any(|window| window == boundary.as_bytes())
-        });
-        if !inside {
-            return boundary;
-        }
-    }
-    unreachable!("a boundary is found long before the attempts run out")
 }
 
 /// One path segment, percent-encoded; `.` and `..` escaped, since clients and servers resolve
@@ -450,12 +429,30 @@ mod tests {
             "--{boundary}\r\nContent-Disposition: form-data; name=\"caption\"\r\n\r\n\
              a \"quoted\" caption\r\n\
              --{boundary}\r\nContent-Disposition: form-data; name=\"cover\"; \
-             filename=\"c%221.png\"\r\nContent-Type: image/png\r\n\r\nPNG\r\n\
+             filename=\"c\\\"1.png\"\r\nContent-Type: image/png\r\n\r\nPNG\r\n\
              --{boundary}\r\nContent-Disposition: form-data; name=\"tags\"\r\n\r\na\r\n\
              --{boundary}\r\nContent-Disposition: form-data; name=\"tags\"\r\n\r\nb\r\n\
              --{boundary}--\r\n"
         );
         assert_eq!(String::from_utf8_lossy(&body), expected);
+    }
+
+    #[test]
+    fn a_file_the_form_cannot_carry_is_refused() {
+        #[derive(Serialize)]
+        struct Upload {
+            cover: UploadedFile,
+        }
+        let upload = Upload {
+            cover: UploadedFile::new("a\nb.png", "image/png", &b"PNG"[..]),
+        };
+        let Err(ClientError::Input(message)) = place(&Method::POST, "/", &upload) else {
+            panic!("a line break in a file name is refused");
+        };
+        assert!(
+            message.starts_with("the field `cover`: the file name \"a\\nb.png\" cannot be sent"),
+            "{message}"
+        );
     }
 
     #[test]

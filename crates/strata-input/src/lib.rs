@@ -12,6 +12,8 @@
 //!   ([`cookies`]: read within limits, signed ones verified);
 //! - the strict decoding of urlencoded text ([`text`]): queries, forms, path segments;
 //! - the deserializer ([`DeError`]);
+//! - writing `multipart/form-data` part headers and boundaries that a Strata server reads back
+//!   as sent ([`multipart_writer`]: the typed client's and `MultipartForm`'s);
 //! - the payloads of stages 1 to 3: [`Parsed`], [`ParsedBody`], [`Query`], [`Staged`].
 //!
 //! Turning an input into a validated value, with messages that name every problem, is the
@@ -38,6 +40,7 @@ pub mod cookies;
 mod de;
 mod file;
 pub mod input;
+pub mod multipart_writer;
 pub mod payload;
 pub mod raw;
 mod sources;

@@ -1,9 +1,8 @@
 //! Writing a `multipart/form-data` body: for tests and for Rust clients of a Strata API.
 
-use std::sync::atomic::{AtomicU64, Ordering};
-
 use bytes::{BufMut, Bytes, BytesMut};
 use strata_input::UploadedFile;
+use strata_input::multipart_writer::{Boundary, part_header_lossy};
 
 enum Part {
     Text { name: String, value: String },
@@ -11,6 +10,14 @@ enum Part {
 }
 
 /// A `multipart/form-data` body under construction.
+///
+/// Part headers are written as the typed client writes them
+/// (`strata_input::multipart_writer`), so that the server reads back each name, file name and
+/// media type as sent: UTF-8 text, `"` escaped. What a header line cannot carry is replaced, as
+/// the builder cannot fail: control characters (tab aside) and a backslash ending a name become
+/// spaces, the character before `filename` in a part name `_`, and a media type that is not
+/// one is left out (the server reads `application/octet-stream`). The file's bytes are never
+/// changed.
 ///
 /// ```
 /// use strata_upload::{MultipartForm, UploadedFile};
@@ -26,14 +33,14 @@ enum Part {
 #[must_use]
 pub struct MultipartForm {
     parts: Vec<Part>,
-    boundary: String,
+    boundary: Boundary,
 }
 
 impl std::fmt::Debug for MultipartForm {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("MultipartForm")
             .field("parts", &self.parts.len())
-            .field("boundary", &self.boundary)
+            .field("boundary", &self.boundary.as_str())
             .finish()
     }
 }
@@ -44,35 +51,19 @@ impl Default for MultipartForm {
     }
 }
 
-/// Tells boundaries of forms built in one process apart.
-static FORMS: AtomicU64 = AtomicU64::new(0);
-
-/// Part names and file names are quoted; these characters would end the quoted string or the
-/// header line.
-fn quoted(value: &str) -> String {
-    value
-        .replace('\\', "\\\\")
-        .replace('"', "\\\"")
-        .replace(['\r', '\n'], " ")
-}
-
 impl MultipartForm {
     /// An empty form.
     pub fn new() -> Self {
-        let n = FORMS.fetch_add(1, Ordering::Relaxed);
-        let nanos = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.subsec_nanos());
         Self {
             parts: Vec::new(),
-            boundary: format!("strata-form-{nanos:08x}{n:08x}"),
+            boundary: Boundary::new(),
         }
     }
 
     /// Adds a text field.
     pub fn text(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
         let value = value.into();
-        self.avoid_in_boundary(value.as_bytes());
+        self.boundary.avoid(value.as_bytes());
         self.parts.push(Part::Text {
             name: name.into(),
             value,
@@ -82,23 +73,12 @@ impl MultipartForm {
 
     /// Adds a file under the field `name`.
     pub fn file(mut self, name: impl Into<String>, file: UploadedFile) -> Self {
-        self.avoid_in_boundary(file.data());
+        self.boundary.avoid(file.data());
         self.parts.push(Part::File {
             name: name.into(),
             file,
         });
         self
-    }
-
-    /// A boundary must not occur in the contents: lengthen it until it does not occur in `data`
-    /// (a longer boundary cannot occur where its prefix did not, so earlier parts stay safe).
-    fn avoid_in_boundary(&mut self, data: &[u8]) {
-        while data
-            .windows(self.boundary.len())
-            .any(|w| w == self.boundary.as_bytes())
-        {
-            self.boundary.push('x');
-        }
     }
 
     /// The `Content-Type` header value to send with [`into_bytes`](Self::into_bytes).
@@ -108,7 +88,7 @@ impl MultipartForm {
 
     /// The body.
     pub fn into_bytes(self) -> Bytes {
-        let boundary = self.boundary;
+        let boundary = self.boundary.as_str();
         let mut out = BytesMut::new();
         for part in &self.parts {
             out.put_slice(b"--");
@@ -116,22 +96,11 @@ impl MultipartForm {
             out.put_slice(b"\r\n");
             match part {
                 Part::Text { name, value } => {
-                    let header = format!(
-                        "Content-Disposition: form-data; name=\"{}\"\r\n\r\n",
-                        quoted(name)
-                    );
-                    out.put_slice(header.as_bytes());
+                    out.put_slice(part_header_lossy(name, None).as_bytes());
                     out.put_slice(value.as_bytes());
                 }
                 Part::File { name, file } => {
-                    let header = format!(
-                        "Content-Disposition: form-data; name=\"{}\"; filename=\"{}\"\r\n\
-                         Content-Type: {}\r\n\r\n",
-                        quoted(name),
-                        quoted(file.name()),
-                        file.mimetype().replace(['\r', '\n'], " ")
-                    );
-                    out.put_slice(header.as_bytes());
+                    out.put_slice(part_header_lossy(name, Some(file)).as_bytes());
                     out.put_slice(file.data());
                 }
             }

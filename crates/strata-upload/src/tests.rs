@@ -384,3 +384,44 @@ async fn names_are_utf8_text() {
         [("ünïcode".to_owned(), TextValue::One("é".into()))]
     );
 }
+
+#[tokio::test]
+async fn form_names_read_back_as_sent_or_as_replaced() {
+    // (sent, read back): what a header line carries arrives as it was; the rest is replaced
+    // (`strata_input::multipart_writer::part_header_lossy`), never dropped or turned into
+    // another kind of part.
+    let names = [
+        ("a\"b", "a\"b"),
+        ("back\\slash", "back\\slash"),
+        ("\\\"", "\\\""),
+        ("\"", "\""),
+        ("pièce 日本", "pièce 日本"),
+        ("x filename=\"y\"", "x_filename=\"y\""),
+        ("ends\\", "ends "),
+        ("me\u{5}val", "me val"),
+        ("a\r\nb", "a  b"),
+    ];
+    let mut form = MultipartForm::new();
+    for (i, (name, _)) in names.iter().enumerate() {
+        form = form
+            .text(*name, i.to_string())
+            .file(*name, UploadedFile::new(*name, "text/plain", vec![b'x'; i]));
+    }
+    let limits = UploadLimits::builder().files(names.len()).build();
+    let parts = read(form, &limits).await.unwrap();
+    let fields: Vec<&str> = parts.fields.iter().map(|(name, _)| name.as_str()).collect();
+    let files: Vec<(&str, &str, usize)> = parts
+        .files
+        .iter()
+        .map(|(field, files)| (field.as_str(), files[0].name(), files[0].size()))
+        .collect();
+    let want_fields: Vec<&str> = names.iter().map(|(_, back)| *back).collect();
+    let want_files: Vec<(&str, &str, usize)> = names
+        .iter()
+        .enumerate()
+        // `filename` in a file name is harmless: only a part name is rewritten for it.
+        .map(|(i, (sent, back))| (*back, if i == 5 { *sent } else { *back }, i))
+        .collect();
+    assert_eq!(fields, want_fields);
+    assert_eq!(files, want_files);
+}
