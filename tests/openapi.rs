@@ -882,6 +882,87 @@ fn the_library_feed_describes_its_cursor() {
     assert!(feed["responses"]["400"].is_object());
 }
 
+/// Outcomes whose headers a response may leave out: an `Option` field.
+#[derive(strata::Outcomes)]
+enum Accepted {
+    /// Queued.
+    #[outcome(status = 202)]
+    Queued {
+        /// Seconds until it is done, when known.
+        #[outcome(header = "retry-after")]
+        retry_after: Option<u32>,
+        /// The job.
+        #[outcome(header = "content-location")]
+        job: String,
+    },
+}
+
+#[test]
+fn an_outcome_header_is_required_unless_its_field_is_an_option() {
+    let queue = default_endpoints_factory()
+        .post()
+        .handler(async |_: UserId| {
+            Ok(Accepted::Queued {
+                retry_after: None,
+                job: "/jobs/1".into(),
+            })
+        });
+    let doc = doc_of(&routing! { "jobs" => queue }, &config());
+    assert_eq!(
+        doc["paths"]["/jobs"]["post"]["responses"]["202"]["headers"],
+        json!({
+            "content-location": {
+                "description": "The job.",
+                "required": true,
+                "schema": { "type": "string" }
+            },
+            "retry-after": {
+                "description": "Seconds until it is done, when known.",
+                "schema": { "type": "integer" }
+            }
+        })
+    );
+}
+
+/// Outcomes with a bodiless error the pipeline also answers.
+#[derive(strata::Outcomes)]
+enum Lookup {
+    /// The user.
+    #[outcome(status = 200)]
+    Found(User),
+    /// No user has this id.
+    #[outcome(status = 404)]
+    Missing,
+}
+
+#[test]
+fn a_bodiless_error_outcome_is_described_by_the_shared_error_envelope() {
+    let find = default_endpoints_factory()
+        .get()
+        .handler(async |_: UserId| Ok(Lookup::Missing));
+    let doc = doc_of(&routing! { "/users/:id" => find }, &config());
+    let missing = &doc["paths"]["/users/{id}"]["get"]["responses"]["404"];
+    // The handler's 404 and the router's are the same envelope: one reference, no `anyOf`.
+    assert_eq!(
+        missing["content"]["application/json"]["schema"],
+        json!({ "$ref": "#/components/schemas/ErrorResponse" }),
+        "{missing:#}"
+    );
+    assert!(
+        missing["description"]
+            .as_str()
+            .unwrap()
+            .starts_with("No user has this id.; or: "),
+        "{missing:#}"
+    );
+    let names: Vec<&String> = doc["components"]["schemas"]
+        .as_object()
+        .unwrap()
+        .keys()
+        .collect();
+    assert_eq!(names, ["ErrorResponse", "User"]);
+}
+
 #[test]
 fn the_examples_documents_match_their_snapshots() {
     let config = library::library_config().listen(8091).build();

@@ -78,7 +78,7 @@ pub trait ResultHandler: Clone + Send + Sync + 'static {
 
 /// What [`ResultHandler::outcome`] describes, with `error_body` describing an error outcome's
 /// body.
-fn outcome_description<R: ResultHandler + ?Sized>(
+fn outcome_description<R: ResultHandler>(
     handler: &R,
     status: StatusCode,
     body: Option<&Schema>,
