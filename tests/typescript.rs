@@ -37,6 +37,15 @@ fn the_examples_clients_match_their_snapshots() {
         .unwrap()
         .to_string();
     snapshot("library.client.ts", &client);
+    // The headers each status declares (the 503's `retry-after`, optional), none for others.
+    assert!(
+        client.contains(
+            "export type CreateBookHeadersByStatus = {\n  503: {\n    /** Seconds to wait before retrying */\n    \"retry-after\"?: string;\n  };\n};\n"
+        ),
+        "{client}"
+    );
+    assert!(client.contains("export type GetBookHeadersByStatus = Record<never, never>;\n"));
+    assert!(client.contains("  \"post /v1/books\": CreateBookHeadersByStatus;\n"));
     let types = Integration::new(&routing, &config)
         .variant(Variant::Types)
         .build()

@@ -73,6 +73,9 @@ test("provideWithStatus: the body typed by the status code", async () => {
   assert.equal(created.status, 201);
   if (created.status !== 201) return;
   const { id } = created.body.data;
+  // Every header, by lower-case name: a string, or undefined when absent.
+  assert.match(created.headers["content-type"] ?? "", /^application\/json/);
+  assert.equal(created.headers["x-absent"], undefined);
 
   const read = await client.provideWithStatus("get /v1/books/:id", { id });
   switch (read.status) {
@@ -110,7 +113,8 @@ test("provideWithStatus needs an implementation that tells the status", async ()
   const seen: PreparedRequest[] = [];
   const withStatus = async (request: PreparedRequest) => {
     seen.push(request);
-    return { status: 404, body: { status: "error", error: { message: "none" } } };
+    const body = { status: "error", error: { message: "none" } };
+    return { status: 404, headers: { "x-served-by": "test" }, body };
   };
   const custom = new Client(
     Object.assign(async (request: PreparedRequest) => (await withStatus(request)).body, {
@@ -118,7 +122,11 @@ test("provideWithStatus needs an implementation that tells the status", async ()
     }),
   );
   const answer = await custom.provideWithStatus("get /v1/books/:id", { id: 7 });
-  assert.deepEqual(answer, { status: 404, body: { status: "error", error: { message: "none" } } });
+  assert.deepEqual(answer, {
+    status: 404,
+    headers: { "x-served-by": "test" },
+    body: { status: "error", error: { message: "none" } },
+  });
   assert.deepEqual(await custom.provide("get /v1/books/:id", { id: 8 }), answer.body);
   assert.deepEqual(
     seen.map((request) => `${request.method} ${request.path}`),
