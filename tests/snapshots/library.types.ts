@@ -21,6 +21,14 @@ export type CursorPage_books_Book = {
   nextCursor: string | null;
 };
 
+/** The book a new one would duplicate. */
+export type Duplicate = {
+  /** The id of the book already there. */
+  existingId: number;
+  /** What happened: a `message`, as every error of the API has one. */
+  message: string;
+};
+
 export type ErrorResponse = {
   error: {
     message: string;
@@ -80,22 +88,35 @@ export type CreateBookPositiveResponse = {
   status: "success";
 };
 
-export type CreateBookNegativeResponse = ErrorResponse;
+export type CreateBookNegativeResponse =
+  | ErrorResponse
+  | {
+      error: Duplicate;
+      status: "error";
+    };
 
 export type CreateBookResponse = CreateBookPositiveResponse | CreateBookNegativeResponse;
 
 export type CreateBookResponseByStatus = {
   201: CreateBookPositiveResponse;
-  400: CreateBookNegativeResponse;
-  408: CreateBookNegativeResponse;
-  409: CreateBookNegativeResponse;
-  413: CreateBookNegativeResponse;
-  415: CreateBookNegativeResponse;
-  500: CreateBookNegativeResponse;
-  503: CreateBookNegativeResponse;
+  400: ErrorResponse;
+  403: ErrorResponse;
+  408: ErrorResponse;
+  409: {
+    error: Duplicate;
+    status: "error";
+  };
+  413: ErrorResponse;
+  415: ErrorResponse;
+  500: ErrorResponse;
+  503: ErrorResponse;
 };
 
 export type CreateBookHeadersByStatus = {
+  201: {
+    /** Where the book is now: `/v1/books/{id}`. */
+    location: string;
+  };
   503: {
     /** Seconds to wait before retrying */
     "retry-after"?: string;
