@@ -3,8 +3,9 @@
 //! generated.
 //!
 //! `cargo run --example client` starts the library on a free port in this process and walks
-//! it: create, read, every offset page with a filter, every cursor page, a QUERY search, a
-//! cover upload, a refused input and a missing book as typed errors, delete. Set `LIBRARY_URL`
+//! it: create (its `201` and `Location`, then the same title again for a typed `409`), read,
+//! every offset page with a filter, every cursor page, a QUERY search, a cover upload, a
+//! refused input and a missing book as typed errors, delete. Set `LIBRARY_URL`
 //! (`http://127.0.0.1:8091`) to walk a library started with `cargo run --example library`
 //! instead.
 
@@ -19,7 +20,7 @@ use strata::prelude::create_server;
 #[path = "library.rs"]
 pub(crate) mod library;
 
-use library::api::{self, BookFilters, CoverInput, Genre, NewBook, SearchInput};
+use library::api::{self, BookFilters, CoverInput, CreateBook, Genre, NewBook, SearchInput};
 
 /// The walk, over any transport the client runs on (tests run it in memory, too). Returns what
 /// it did, one line per step.
@@ -37,16 +38,36 @@ where
     B::Error: Into<strata::core::BoxError>,
 {
     let mut done = Vec::new();
-    let created = client
-        .call(
-            &api::CREATE_BOOK,
-            NewBook {
-                title: "Frankenstein".into(),
-                genre: Genre::Novel,
-            },
-        )
-        .await?;
-    done.push(format!("created {} ({})", created.title, created.id));
+    let novel = |title: &str| NewBook {
+        title: title.into(),
+        genre: Genre::Novel,
+    };
+    // Each outcome of the create is a variant: its status, headers and body read back typed.
+    let created = match client
+        .call(&api::CREATE_BOOK, novel("Frankenstein"))
+        .await?
+    {
+        CreateBook::Created { book, location } => {
+            assert_eq!(location, format!("/v1/books/{}", book.id));
+            done.push(format!(
+                "created {} ({}) at {location}",
+                book.title, book.id
+            ));
+            book
+        }
+        other => panic!("Frankenstein is not in the library yet: {other:?}"),
+    };
+    // The same title in another case: a 409 naming the book the library has.
+    match client
+        .call(&api::CREATE_BOOK, novel("FRANKENSTEIN"))
+        .await?
+    {
+        CreateBook::Duplicate(duplicate) => {
+            assert_eq!(duplicate.existing_id, created.id);
+            done.push(format!("not twice: {}", duplicate.message));
+        }
+        other => panic!("a second Frankenstein: {other:?}"),
+    }
     let read = client
         .call(&api::GET_BOOK, api::BookId { id: created.id })
         .await?;

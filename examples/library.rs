@@ -6,14 +6,17 @@
 //! cargo run --example library
 //! curl 'http://localhost:8091/v1/books?genre=poetry&limit=2'
 //! curl 'http://localhost:8091/v1/books/feed?limit=3'
-//! curl -H 'content-type: application/json' -d '{"title":"Emma","genre":"novel"}' \
+//! curl -i -H 'content-type: application/json' -d '{"title":"Emma","genre":"novel"}' \
 //!     'http://localhost:8091/v1/books'
 //! curl -X DELETE 'http://localhost:8091/v1/books/8'
 //! curl -F caption=Front -F cover=@cover.png 'http://localhost:8091/v1/books/2/cover'
 //! ```
 //!
 //! Books live in memory (seven to start with, at most 100); covers are written to `COVERS_DIR`
-//! (a temporary directory by default), at most 1 MiB each.
+//! (a temporary directory by default), at most 1 MiB each. Adding a book answers `201 Created`
+//! with its `Location`, a `409` naming the book when one of the same title is there already, a
+//! `403` when the library is full: the outcomes of `CreateBook` (`examples/shared/library_api.rs`),
+//! which its OpenAPI document and both clients read by status.
 //!
 //! The API describes itself: `/openapi.json` is its OpenAPI document and `/docs` renders it
 //! (Swagger UI from its CDN, or from the `swagger-ui-dist` folder named by `SWAGGER_UI_DIR`).
@@ -26,7 +29,6 @@ use std::sync::{Arc, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
 use strata::{Config, Endpoint, Routing, ServeStatic, UploadLimits};
 
 use strata::Level;
-use strata::Reply;
 use strata::core::DeclaredError;
 use strata::openapi::{DocsPage, Documentation, DocumentationError, OpenApi, OpenApiVersion};
 use strata::paginate::{CursorPage, OffsetInput, OffsetPage, decode_cursor, encode_cursor};
@@ -38,8 +40,8 @@ use strata::typescript::{Integration, IntegrationError};
 pub(crate) mod api;
 
 use api::{
-    Book, BookFeed, BookFilters, BookId, BookPages, Cover, CoverInput, Found, Genre, NewBook,
-    SearchInput,
+    Book, BookFeed, BookFilters, BookId, BookPages, Cover, CoverInput, CreateBook, Duplicate,
+    Found, Genre, NewBook, SearchInput,
 };
 use strata::paginate::CursorInput;
 
@@ -112,16 +114,35 @@ impl Library {
             .ok_or_else(|| no_book(id))
     }
 
-    fn add(&self, title: String, genre: Genre) -> Result<Book, ApiError> {
+    /// Adds a book, unless one of the same title (in any case) is there or the library is
+    /// full: checked and added under one lock, so two requests cannot both add a title.
+    fn add(&self, title: String, genre: Genre) -> CreateBook {
         let mut held = self.write();
+        let folded = title.to_lowercase();
+        if let Some(existing) = held
+            .books
+            .values()
+            .find(|book| book.title.to_lowercase() == folded)
+        {
+            return CreateBook::Duplicate(Duplicate {
+                existing_id: existing.id,
+                message: format!(
+                    "The library has \"{}\" already (id {})",
+                    existing.title, existing.id
+                ),
+            });
+        }
         if held.books.len() >= MAX_BOOKS {
-            return Err(http_error!(409, "The library is full: 100 books at most"));
+            return CreateBook::Full;
         }
         let id = held.next_id;
         held.next_id += 1;
         let book = Book { id, title, genre };
         held.books.insert(id, book.clone());
-        Ok(book)
+        CreateBook::Created {
+            location: format!("/v1/books/{id}"),
+            book,
+        }
     }
 
     fn remove(&self, id: u32) -> Result<Book, ApiError> {
@@ -235,16 +256,10 @@ fn book_endpoints(books: &Books) -> (Endpoint, Endpoint, Endpoint) {
         .tag("books")
         .short_description("Adds a book")
         .operation_id("createBook")
-        .success_status(http::StatusCode::CREATED)
-        .declared_error(DeclaredError::new(
-            http::StatusCode::CONFLICT,
-            "The library is full",
-        ))
+        // Its statuses, headers and bodies are the outcomes of `CreateBook`.
         .implement(
             &api::CREATE_BOOK,
-            async |input: NewBook, library: Library| {
-                Ok(Reply::created(library.add(input.title, input.genre)?))
-            },
+            async |input: NewBook, library: Library| Ok(library.add(input.title, input.genre)),
         );
     let read = books
         .endpoint()

@@ -32,7 +32,8 @@ use client_example::library;
 /// The steps every transport must take alike.
 fn check(steps: &[String]) {
     let expected_prefixes = [
-        "created Frankenstein",
+        "created Frankenstein (8) at /v1/books/8",
+        "not twice: The library has \"Frankenstein\" already (id 8)",
         "read Frankenstein",
         "5 novels: Middlemarch, Bleak House, Persuasion, Beloved, Frankenstein",
         "the feed: 8 books in 3 pages",
@@ -76,6 +77,93 @@ async fn the_library_walk_over_a_real_socket() {
     let steps = client_example::walk(&client).await.unwrap();
     check(&steps);
     server.shutdown().await;
+}
+
+/// The create's three outcomes, each read back as its variant and seen on the wire: `201` with
+/// the book and its `Location`, `409` naming the book of that title (in any case), and, once
+/// the library holds 100 books, `403` (one status, one variant: `409` is the duplicate's).
+#[tokio::test]
+async fn the_library_s_create_answers_each_outcome_typed() {
+    use http_body_util::BodyExt;
+    use library::api::{CREATE_BOOK, CreateBook, Genre, NewBook};
+    use serde_json::{Value, json};
+    use tower::ServiceExt;
+
+    let config = library::library_config().build();
+    let router = Router::new(&library::library_routing(covers()), &config).unwrap();
+    let client = Client::new(router.clone());
+    let poem = |title: &str| NewBook {
+        title: title.to_owned(),
+        genre: Genre::Poetry,
+    };
+    let raw = |title: &str| {
+        let body = json!({ "title": title, "genre": "poetry" }).to_string();
+        let request = http::Request::post("/v1/books")
+            .header("content-type", "application/json")
+            .body(http_body_util::Full::new(bytes::Bytes::from(body)))
+            .unwrap();
+        let router = router.clone();
+        async move {
+            let response = router.oneshot(request).await.unwrap();
+            let (parts, body) = response.into_parts();
+            let body = body.collect().await.unwrap().to_bytes();
+            let json: Value = serde_json::from_slice(&body).unwrap();
+            (parts.status, parts.headers.get("location").cloned(), json)
+        }
+    };
+
+    // On the wire: the default envelope around each body, the header where declared.
+    let (status, location, body) = raw("Sonnet 8").await;
+    assert_eq!(
+        (status, location),
+        (
+            StatusCode::CREATED,
+            Some(HeaderValue::from_static("/v1/books/8"))
+        )
+    );
+    assert_eq!(
+        body,
+        json!({ "status": "success", "data": { "id": 8, "title": "Sonnet 8", "genre": "poetry" } })
+    );
+    let (status, location, body) = raw("SONNET 8").await;
+    assert_eq!((status, location), (StatusCode::CONFLICT, None));
+    assert_eq!(
+        body,
+        json!({ "status": "error", "error": { "existingId": 8, "message": "The library has \"Sonnet 8\" already (id 8)" } })
+    );
+
+    // Seven books to start with and one added: 92 more fill it.
+    for n in 9..=100 {
+        match client
+            .call(&CREATE_BOOK, poem(&format!("Sonnet {n}")))
+            .await
+            .unwrap()
+        {
+            CreateBook::Created { book, location } => {
+                assert_eq!((book.id, location), (n, format!("/v1/books/{n}")));
+            }
+            other => panic!("book {n}: {other:?}"),
+        }
+    }
+    let full = client.call(&CREATE_BOOK, poem("Sonnet 101")).await.unwrap();
+    assert!(matches!(full, CreateBook::Full), "{full:?}");
+    // Full or not, a title the library has is named as a duplicate (the more useful answer).
+    let again = client.call(&CREATE_BOOK, poem("ariel")).await.unwrap();
+    let CreateBook::Duplicate(duplicate) = again else {
+        panic!("{again:?}")
+    };
+    assert_eq!(duplicate.existing_id, 6);
+    assert_eq!(
+        duplicate.message,
+        "The library has \"Ariel\" already (id 6)"
+    );
+    // The unit variant is an ordinary error: its message is the variant's doc line.
+    let (status, _, body) = raw("Sonnet 102").await;
+    assert_eq!(status, StatusCode::FORBIDDEN);
+    assert_eq!(
+        body,
+        json!({ "status": "error", "error": { "message": "The library is full: 100 books at most." } })
+    );
 }
 
 /// What the client sends to the auth example's profile: the account key (the middleware's

@@ -882,6 +882,147 @@ fn the_library_feed_describes_its_cursor() {
     assert!(feed["responses"]["400"].is_object());
 }
 
+/// The library's create, described by its outcomes: the `201` with the book and its required
+/// `Location`, the `409` with the duplicate's body in the error envelope, the `403` an ordinary
+/// error; no other success.
+#[test]
+fn the_library_create_documents_each_outcome() {
+    let config = library::library_config().listen(8091).build();
+    let routing = library::library_routing(std::env::temp_dir());
+    for version in [OpenApiVersion::V3_2, OpenApiVersion::V3_1] {
+        let doc = library::library_documentation(&routing, &config, version)
+            .unwrap()
+            .to_value();
+        let responses = &doc["paths"]["/v1/books"]["post"]["responses"];
+        let successes: Vec<&String> = responses
+            .as_object()
+            .unwrap()
+            .keys()
+            .filter(|status| status.starts_with('2'))
+            .collect();
+        assert_eq!(successes, ["201"], "{responses:#}");
+        let created = &responses["201"];
+        assert_eq!(created["description"], "The book, added.");
+        assert_eq!(
+            created["headers"],
+            json!({ "location": {
+                "description": "Where the book is now: `/v1/books/{id}`.",
+                "required": true,
+                "schema": { "type": "string" }
+            }})
+        );
+        assert_eq!(
+            created["content"]["application/json"]["schema"]["properties"]["data"],
+            json!({ "$ref": "#/components/schemas/Book" })
+        );
+        let duplicate = &responses["409"];
+        assert_eq!(
+            duplicate["description"],
+            "A book of this title (in any case) is there already."
+        );
+        let schema = &duplicate["content"]["application/json"]["schema"];
+        assert_eq!(
+            schema["properties"]["error"],
+            json!({ "$ref": "#/components/schemas/Duplicate" })
+        );
+        assert_eq!(schema["required"], json!(["status", "error"]));
+        assert_eq!(
+            doc["components"]["schemas"]["Duplicate"]["required"],
+            json!(["existingId", "message"])
+        );
+        let full = &responses["403"];
+        assert_eq!(
+            full["description"],
+            "The library is full: 100 books at most."
+        );
+        assert_eq!(
+            full["content"]["application/json"]["schema"],
+            json!({ "$ref": "#/components/schemas/ErrorResponse" })
+        );
+    }
+}
+
+/// Outcomes whose headers a response may leave out: an `Option` field.
+#[derive(strata::Outcomes)]
+enum Accepted {
+    /// Queued.
+    #[outcome(status = 202)]
+    Queued {
+        /// Seconds until it is done, when known.
+        #[outcome(header = "retry-after")]
+        retry_after: Option<u32>,
+        /// The job.
+        #[outcome(header = "content-location")]
+        job: String,
+    },
+}
+
+#[test]
+fn an_outcome_header_is_required_unless_its_field_is_an_option() {
+    let queue = default_endpoints_factory()
+        .post()
+        .handler(async |_: UserId| {
+            Ok(Accepted::Queued {
+                retry_after: None,
+                job: "/jobs/1".into(),
+            })
+        });
+    let doc = doc_of(&routing! { "jobs" => queue }, &config());
+    assert_eq!(
+        doc["paths"]["/jobs"]["post"]["responses"]["202"]["headers"],
+        json!({
+            "content-location": {
+                "description": "The job.",
+                "required": true,
+                "schema": { "type": "string" }
+            },
+            "retry-after": {
+                "description": "Seconds until it is done, when known.",
+                "schema": { "type": "integer" }
+            }
+        })
+    );
+}
+
+/// Outcomes with a bodiless error the pipeline also answers.
+#[derive(strata::Outcomes)]
+enum Lookup {
+    /// The user.
+    #[outcome(status = 200)]
+    Found(User),
+    /// No user has this id.
+    #[outcome(status = 404)]
+    Missing,
+}
+
+#[test]
+fn a_bodiless_error_outcome_is_described_by_the_shared_error_envelope() {
+    let find = default_endpoints_factory()
+        .get()
+        .handler(async |_: UserId| Ok(Lookup::Missing));
+    let doc = doc_of(&routing! { "/users/:id" => find }, &config());
+    let missing = &doc["paths"]["/users/{id}"]["get"]["responses"]["404"];
+    // The handler's 404 and the router's are the same envelope: one reference, no `anyOf`.
+    assert_eq!(
+        missing["content"]["application/json"]["schema"],
+        json!({ "$ref": "#/components/schemas/ErrorResponse" }),
+        "{missing:#}"
+    );
+    assert!(
+        missing["description"]
+            .as_str()
+            .unwrap()
+            .starts_with("No user has this id.; or: "),
+        "{missing:#}"
+    );
+    let names: Vec<&String> = doc["components"]["schemas"]
+        .as_object()
+        .unwrap()
+        .keys()
+        .collect();
+    assert_eq!(names, ["ErrorResponse", "User"]);
+}
+
 #[test]
 fn the_examples_documents_match_their_snapshots() {
     let config = library::library_config().listen(8091).build();

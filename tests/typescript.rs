@@ -37,6 +37,20 @@ fn the_examples_clients_match_their_snapshots() {
         .unwrap()
         .to_string();
     snapshot("library.client.ts", &client);
+    // The create's outcomes: the 409's own body, the 403 an ordinary error, and the headers
+    // each status declares (the 201's `location` required, the 503's `retry-after` optional).
+    assert!(
+        client.contains("  403: ErrorResponse;\n  408: ErrorResponse;\n  409: {\n    error: Duplicate;\n    status: \"error\";\n  };\n"),
+        "{client}"
+    );
+    assert!(
+        client.contains(
+            "export type CreateBookHeadersByStatus = {\n  201: {\n    /** Where the book is now: `/v1/books/{id}`. */\n    location: string;\n  };\n  503: {\n    /** Seconds to wait before retrying */\n    \"retry-after\"?: string;\n  };\n};\n"
+        ),
+        "{client}"
+    );
+    assert!(client.contains("export type GetBookHeadersByStatus = Record<never, never>;\n"));
+    assert!(client.contains("  \"post /v1/books\": CreateBookHeadersByStatus;\n"));
     let types = Integration::new(&routing, &config)
         .variant(Variant::Types)
         .build()

@@ -7,7 +7,7 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use strata::paginate::{CursorInput, CursorPage, OffsetInput, OffsetPage, pagination};
-use strata::{Operation, UploadedFile};
+use strata::{Operation, Outcomes, UploadedFile};
 
 pagination! {
     /// Offset pages of books: `limit` 1..=10 (default 3), `offset`.
@@ -28,8 +28,9 @@ pub(crate) const BOOK_FEED: Operation<CursorInput<BookFeed>, CursorPage<BookFeed
     Operation::get("/v1/books/feed");
 /// Finds books by title words and genres (QUERY: the criteria in a JSON body).
 pub(crate) const SEARCH_BOOKS: Operation<SearchInput, Found> = Operation::query("/v1/books/search");
-/// Adds a book (201).
-pub(crate) const CREATE_BOOK: Operation<NewBook, Book> = Operation::post("/v1/books");
+/// Adds a book: `201 Created` with the book and its `Location`, or a `409` naming the book of
+/// that title already there, or a `403` when the library is full.
+pub(crate) const CREATE_BOOK: Operation<NewBook, CreateBook> = Operation::post("/v1/books");
 /// One book.
 pub(crate) const GET_BOOK: Operation<BookId, Book> = Operation::get("/v1/books/:id");
 /// Removes a book; answers with it.
@@ -61,6 +62,37 @@ pub(crate) struct NewBook {
     pub(crate) title: String,
     #[garde(skip)]
     pub(crate) genre: Genre,
+}
+
+/// What adding a book comes to: each outcome its status, the client reads it back by status.
+#[derive(Debug, Outcomes)]
+pub(crate) enum CreateBook {
+    /// The book, added.
+    #[outcome(status = 201)]
+    Created {
+        #[outcome(body)]
+        book: Book,
+        /// Where the book is now: `/v1/books/{id}`.
+        #[outcome(header = "location")]
+        location: String,
+    },
+    /// A book of this title (in any case) is there already.
+    #[outcome(status = 409)]
+    Duplicate(Duplicate),
+    /// The library is full: 100 books at most.
+    #[outcome(status = 403)]
+    Full,
+}
+
+/// The book a new one would duplicate.
+#[strata::model]
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct Duplicate {
+    /// The id of the book already there.
+    pub(crate) existing_id: u32,
+    /// What happened: a `message`, as every error of the API has one.
+    pub(crate) message: String,
 }
 
 /// A book by its id, from the path.

@@ -68,6 +68,42 @@ export async function misuseStatuses(): Promise<void> {
   void new Client(Object.assign(async () => undefined, { withStatus: async () => undefined }));
 }
 
+export async function misuseHeaders(): Promise<string> {
+  const created = await client.provideWithStatus("post /v1/books", { title: "Emma", genre: "novel" });
+  // @ts-expect-error: the headers declared are not known before the status
+  const early: string = created.headers.location;
+  void early;
+  switch (created.status) {
+    case 201:
+      // Declared for a 201, and required: a string.
+      return created.headers.location;
+    case 409: {
+      void created.body.error.existingId;
+      // @ts-expect-error: a 409 declares no location: it may be absent
+      const location: string = created.headers.location;
+      return location;
+    }
+    case 403:
+      // @ts-expect-error: the 403 (the library is full) is an ordinary error, without a book
+      return String(created.body.error.existingId);
+    case 503: {
+      // Declared for a 503, and optional: a string or undefined.
+      const retry: string | undefined = created.headers["retry-after"];
+      // @ts-expect-error: an optional header may be absent
+      const sure: string = created.headers["retry-after"];
+      return `${retry}${sure}`;
+    }
+    default: {
+      // @ts-expect-error: a header the document does not declare may be absent
+      const sure: string = created.headers["content-type"];
+      return sure;
+    }
+  }
+}
+
+// @ts-expect-error: a status implementation resolves with the headers too
+void new Client(Object.assign(async () => undefined, { withStatus: async () => ({ status: 200, body: undefined }) }));
+
 export function narrow(response: OwnBodies<"get /v1/users/:id">): string {
   switch (response.status) {
     case 200:

@@ -1,6 +1,6 @@
 // The library example's generated client against the running example (LIBRARY_URL): every
-// call goes through `provide` or `provideWithStatus`, and every value read from a response is
-// typed by the client.
+// call goes through `provide` or `provideWithStatus`, and every value read from a response (a
+// body, or a header the document declares) is typed by the client.
 import assert from "node:assert/strict";
 import { test } from "node:test";
 
@@ -65,19 +65,45 @@ test("a validation error is a typed error envelope", async () => {
   assert.match(refused.error.message, /title/);
 });
 
-test("provideWithStatus: the body typed by the status code", async () => {
+test("provideWithStatus: the body and the declared headers typed by the status code", async () => {
   const created = await client.provideWithStatus("post /v1/books", {
-    title: "Persuasion",
+    title: "Sense and Sensibility",
     genre: "novel",
   });
   assert.equal(created.status, 201);
   if (created.status !== 201) return;
   const { id } = created.body.data;
+  // The header the document declares for a 201, typed: where the book is now.
+  const location: string = created.headers.location;
+  assert.equal(location, `/v1/books/${id}`);
+  // Every other header, by lower-case name: a string, or undefined when absent.
+  assert.match(created.headers["content-type"] ?? "", /^application\/json/);
+  assert.equal(created.headers["x-absent"], undefined);
+
+  // A title the library has (in any case): a 409 whose body names the book there.
+  for (const title of ["SENSE AND SENSIBILITY", "persuasion"]) {
+    const again = await client.provideWithStatus("post /v1/books", { title, genre: "novel" });
+    switch (again.status) {
+      case 409:
+        assert.equal(again.body.error.existingId, title === "persuasion" ? 5 : id);
+        assert.match(again.body.error.message, /already/);
+        break;
+      case 201:
+        assert.fail(`a second copy at ${again.headers.location}`);
+        break;
+      default:
+        assert.fail(`status ${again.status}`);
+    }
+  }
+  // `provide` reads the same 409 as an error whose `message` is there, as every error's is.
+  const duplicate = await client.provide("post /v1/books", { title: "Persuasion", genre: "novel" });
+  assert.equal(duplicate.status, "error");
+  if (duplicate.status === "error") assert.match(duplicate.error.message, /"Persuasion" already/);
 
   const read = await client.provideWithStatus("get /v1/books/:id", { id });
   switch (read.status) {
     case 200:
-      assert.equal(read.body.data.title, "Persuasion");
+      assert.equal(read.body.data.title, "Sense and Sensibility");
       break;
     default:
       assert.fail(`status ${read.status}: ${read.body.error.message}`);
@@ -110,7 +136,8 @@ test("provideWithStatus needs an implementation that tells the status", async ()
   const seen: PreparedRequest[] = [];
   const withStatus = async (request: PreparedRequest) => {
     seen.push(request);
-    return { status: 404, body: { status: "error", error: { message: "none" } } };
+    const body = { status: "error", error: { message: "none" } };
+    return { status: 404, headers: { "x-served-by": "test" }, body };
   };
   const custom = new Client(
     Object.assign(async (request: PreparedRequest) => (await withStatus(request)).body, {
@@ -118,7 +145,11 @@ test("provideWithStatus needs an implementation that tells the status", async ()
     }),
   );
   const answer = await custom.provideWithStatus("get /v1/books/:id", { id: 7 });
-  assert.deepEqual(answer, { status: 404, body: { status: "error", error: { message: "none" } } });
+  assert.deepEqual(answer, {
+    status: 404,
+    headers: { "x-served-by": "test" },
+    body: { status: "error", error: { message: "none" } },
+  });
   assert.deepEqual(await custom.provide("get /v1/books/:id", { id: 8 }), answer.body);
   assert.deepEqual(
     seen.map((request) => `${request.method} ${request.path}`),

@@ -103,20 +103,21 @@ test("the default implementation reads JSON, text, no content and other bodies",
     assert.ok(sequence instanceof Blob);
     const text: unknown = await client.provide("get /v1/users/:id", { id: 2 });
     assert.equal(text, "hello");
-    // With the status: the same bodies, the status beside them; one the document does not give
-    // (this server's 404 for what it does not know) arrives as it is.
-    assert.deepEqual(await client.provideWithStatus("delete /v1/users/:id", { id: 1 }), {
-      status: 204,
-      body: undefined,
-    });
+    // With the status: the same bodies, the status and the headers (by lower-case name) beside
+    // them; one the document does not give (this server's 404 for what it does not know)
+    // arrives as it is.
+    const removed = await client.provideWithStatus("delete /v1/users/:id", { id: 1 });
+    assert.deepEqual([removed.status, removed.body], [204, undefined]);
     const stats = await client.provideWithStatus("get /stats", {});
     assert.equal(stats.status, 200);
     if (stats.status === 200) assert.equal(stats.body.data.count, 2);
+    assert.equal(stats.headers["content-type"], "application/json; charset=utf-8");
+    assert.equal(stats.headers["x-absent"], undefined);
     const unknown: { status: number; body: unknown } = await client.provideWithStatus(
       "get /v1/users/:id",
       { id: 3 },
     );
-    assert.deepEqual(unknown, { status: 404, body: undefined });
+    assert.deepEqual([unknown.status, unknown.body], [404, undefined]);
   } finally {
     server.close();
   }

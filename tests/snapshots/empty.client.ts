@@ -13,12 +13,27 @@ export interface Response {}
 /** The response body of each request by status code, as the document gives them. */
 export interface ResponseByStatus {}
 
+/** The headers each request's responses declare, by status code (lower-case names). */
+export interface HeadersByStatus {}
+
 /**
- * A response of `K` as its status code and body, one member per status the document gives:
- * `switch (response.status)` narrows `body` (`Client.provideWithStatus`).
+ * A response's headers by lower-case name, each value as sent (a repeated header's values
+ * joined by `, `); `undefined` for one it does not carry.
+ */
+export type ResponseHeaders = { readonly [name: string]: string | undefined };
+
+/**
+ * A response of `K` as its status code, headers and body, one member per status the document
+ * gives: `switch (response.status)` narrows `body`, and `headers` to those the document
+ * declares for that status (`Client.provideWithStatus`).
  */
 export type StatusResponse<K extends Request> = {
-  [S in keyof ResponseByStatus[K]]: { status: S; body: ResponseByStatus[K][S] };
+  [S in keyof ResponseByStatus[K]]: {
+    status: S;
+    headers: ResponseHeaders &
+      (S extends keyof HeadersByStatus[K] ? HeadersByStatus[K][S] : unknown);
+    body: ResponseByStatus[K][S];
+  };
 }[keyof ResponseByStatus[K]];
 
 /** The requests that answer with pages (see `Client.hasMore`). */
@@ -49,14 +64,18 @@ export interface PreparedRequest {
  */
 export interface Implementation {
   (request: PreparedRequest): Promise<unknown>;
-  /** Sends the request the same way; resolves with the status code beside the body. */
+  /** Sends the request the same way; resolves with the status and headers beside the body. */
   readonly withStatus?: StatusImplementation;
 }
 
-/** Sends a prepared request; resolves with the response's status code and its body. */
+/**
+ * Sends a prepared request; resolves with the response's status code, its headers (by
+ * lower-case name, as `fetch` gives them: a repeated header's values joined by `, `) and its
+ * body.
+ */
 export type StatusImplementation = (
   request: PreparedRequest,
-) => Promise<{ status: number; body: unknown }>;
+) => Promise<{ status: number; headers: ResponseHeaders; body: unknown }>;
 
 /** An implementation with `fetch`, sending to `baseUrl` (an absolute URL outside browsers). */
 export const createDefaultImplementation = (baseUrl: string = serverUrl): Implementation => {
@@ -68,15 +87,20 @@ export const createDefaultImplementation = (baseUrl: string = serverUrl): Implem
       signal: signal ?? null,
     });
     const { status } = response;
-    if ([204, 205, 304].includes(status)) return { status, body: undefined };
+    const received: Record<string, string> = {};
+    response.headers.forEach((value, name) => {
+      received[name] = value;
+    });
+    const answer = (body: unknown) => ({ status, headers: received, body });
+    if ([204, 205, 304].includes(status)) return answer(undefined);
     const type = response.headers.get("content-type") ?? "";
     if (/^application\/([\w.-]+\+)?json\s*(;|$)/i.test(type)) {
       const text = await response.text();
-      return { status, body: text === "" ? undefined : (JSON.parse(text) as unknown) };
+      return answer(text === "" ? undefined : (JSON.parse(text) as unknown));
     }
-    if (/^text\//i.test(type)) return { status, body: await response.text() };
+    if (/^text\//i.test(type)) return answer(await response.text());
     const blob = await response.blob();
-    return { status, body: blob.size === 0 ? undefined : blob };
+    return answer(blob.size === 0 ? undefined : blob);
   };
   const bodyOnly = async (request: PreparedRequest): Promise<unknown> =>
     (await withStatus(request)).body;
@@ -220,10 +244,12 @@ export class Client {
   }
 
   /**
-   * Sends `request` as `provide` does; resolves with the status code beside the body, typed
-   * by the status the document gives it: `switch (response.status)` narrows `body`. A status
-   * the document does not give (a proxy's 502, say) arrives all the same, outside the type.
-   * Needs the implementation's `withStatus`: the default implementation has it.
+   * Sends `request` as `provide` does; resolves with the status code, the headers and the
+   * body, typed by the status the document gives them: `switch (response.status)` narrows
+   * `body`, and `headers` has the names the document declares for that status (a `201`'s
+   * `location`, say). A status the document does not give (a proxy's 502, say) arrives all the
+   * same, outside the type. Needs the implementation's `withStatus`: the default
+   * implementation has it.
    */
   public async provideWithStatus<K extends Request>(
     request: K,

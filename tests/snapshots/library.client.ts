@@ -21,6 +21,14 @@ export type CursorPage_books_Book = {
   nextCursor: string | null;
 };
 
+/** The book a new one would duplicate. */
+export type Duplicate = {
+  /** The id of the book already there. */
+  existingId: number;
+  /** What happened: a `message`, as every error of the API has one. */
+  message: string;
+};
+
 export type ErrorResponse = {
   error: {
     message: string;
@@ -67,6 +75,8 @@ export type ListBooksResponseByStatus = {
   500: ListBooksNegativeResponse;
 };
 
+export type ListBooksHeadersByStatus = Record<never, never>;
+
 /** `post /v1/books`: Adds a book */
 export type CreateBookInput = {
   genre: Genre;
@@ -78,19 +88,39 @@ export type CreateBookPositiveResponse = {
   status: "success";
 };
 
-export type CreateBookNegativeResponse = ErrorResponse;
+export type CreateBookNegativeResponse =
+  | ErrorResponse
+  | {
+      error: Duplicate;
+      status: "error";
+    };
 
 export type CreateBookResponse = CreateBookPositiveResponse | CreateBookNegativeResponse;
 
 export type CreateBookResponseByStatus = {
   201: CreateBookPositiveResponse;
-  400: CreateBookNegativeResponse;
-  408: CreateBookNegativeResponse;
-  409: CreateBookNegativeResponse;
-  413: CreateBookNegativeResponse;
-  415: CreateBookNegativeResponse;
-  500: CreateBookNegativeResponse;
-  503: CreateBookNegativeResponse;
+  400: ErrorResponse;
+  403: ErrorResponse;
+  408: ErrorResponse;
+  409: {
+    error: Duplicate;
+    status: "error";
+  };
+  413: ErrorResponse;
+  415: ErrorResponse;
+  500: ErrorResponse;
+  503: ErrorResponse;
+};
+
+export type CreateBookHeadersByStatus = {
+  201: {
+    /** Where the book is now: `/v1/books/{id}`. */
+    location: string;
+  };
+  503: {
+    /** Seconds to wait before retrying */
+    "retry-after"?: string;
+  };
 };
 
 /** `get /v1/books/feed`: Walks all books with a cursor */
@@ -114,6 +144,8 @@ export type BookFeedResponseByStatus = {
   400: BookFeedNegativeResponse;
   500: BookFeedNegativeResponse;
 };
+
+export type BookFeedHeadersByStatus = Record<never, never>;
 
 /** `query /v1/books/search`: Finds books by title words and genres */
 export type SearchBooksInput = {
@@ -142,6 +174,13 @@ export type SearchBooksResponseByStatus = {
   503: SearchBooksNegativeResponse;
 };
 
+export type SearchBooksHeadersByStatus = {
+  503: {
+    /** Seconds to wait before retrying */
+    "retry-after"?: string;
+  };
+};
+
 /** `get /v1/books/:id`: One book */
 export type GetBookInput = {
   id: number;
@@ -163,6 +202,8 @@ export type GetBookResponseByStatus = {
   500: GetBookNegativeResponse;
 };
 
+export type GetBookHeadersByStatus = Record<never, never>;
+
 /** `delete /v1/books/:id`: Removes a book; answers with it */
 export type DeleteBookInput = {
   id: number;
@@ -183,6 +224,8 @@ export type DeleteBookResponseByStatus = {
   404: DeleteBookNegativeResponse;
   500: DeleteBookNegativeResponse;
 };
+
+export type DeleteBookHeadersByStatus = Record<never, never>;
 
 /** `post /v1/books/:id/cover`: Sets the cover of a book */
 export type UploadCoverInput = {
@@ -209,6 +252,13 @@ export type UploadCoverResponseByStatus = {
   415: UploadCoverNegativeResponse;
   500: UploadCoverNegativeResponse;
   503: UploadCoverNegativeResponse;
+};
+
+export type UploadCoverHeadersByStatus = {
+  503: {
+    /** Seconds to wait before retrying */
+    "retry-after"?: string;
+  };
 };
 
 /** Every request of the API: `<method> <path>`. */
@@ -254,12 +304,35 @@ export interface ResponseByStatus {
   "post /v1/books/:id/cover": UploadCoverResponseByStatus;
 }
 
+/** The headers each request's responses declare, by status code (lower-case names). */
+export interface HeadersByStatus {
+  "get /v1/books": ListBooksHeadersByStatus;
+  "post /v1/books": CreateBookHeadersByStatus;
+  "get /v1/books/feed": BookFeedHeadersByStatus;
+  "query /v1/books/search": SearchBooksHeadersByStatus;
+  "get /v1/books/:id": GetBookHeadersByStatus;
+  "delete /v1/books/:id": DeleteBookHeadersByStatus;
+  "post /v1/books/:id/cover": UploadCoverHeadersByStatus;
+}
+
 /**
- * A response of `K` as its status code and body, one member per status the document gives:
- * `switch (response.status)` narrows `body` (`Client.provideWithStatus`).
+ * A response's headers by lower-case name, each value as sent (a repeated header's values
+ * joined by `, `); `undefined` for one it does not carry.
+ */
+export type ResponseHeaders = { readonly [name: string]: string | undefined };
+
+/**
+ * A response of `K` as its status code, headers and body, one member per status the document
+ * gives: `switch (response.status)` narrows `body`, and `headers` to those the document
+ * declares for that status (`Client.provideWithStatus`).
  */
 export type StatusResponse<K extends Request> = {
-  [S in keyof ResponseByStatus[K]]: { status: S; body: ResponseByStatus[K][S] };
+  [S in keyof ResponseByStatus[K]]: {
+    status: S;
+    headers: ResponseHeaders &
+      (S extends keyof HeadersByStatus[K] ? HeadersByStatus[K][S] : unknown);
+    body: ResponseByStatus[K][S];
+  };
 }[keyof ResponseByStatus[K]];
 
 /** The requests that answer with pages (see `Client.hasMore`). */
@@ -290,14 +363,18 @@ export interface PreparedRequest {
  */
 export interface Implementation {
   (request: PreparedRequest): Promise<unknown>;
-  /** Sends the request the same way; resolves with the status code beside the body. */
+  /** Sends the request the same way; resolves with the status and headers beside the body. */
   readonly withStatus?: StatusImplementation;
 }
 
-/** Sends a prepared request; resolves with the response's status code and its body. */
+/**
+ * Sends a prepared request; resolves with the response's status code, its headers (by
+ * lower-case name, as `fetch` gives them: a repeated header's values joined by `, `) and its
+ * body.
+ */
 export type StatusImplementation = (
   request: PreparedRequest,
-) => Promise<{ status: number; body: unknown }>;
+) => Promise<{ status: number; headers: ResponseHeaders; body: unknown }>;
 
 /** An implementation with `fetch`, sending to `baseUrl` (an absolute URL outside browsers). */
 export const createDefaultImplementation = (baseUrl: string = serverUrl): Implementation => {
@@ -309,15 +386,20 @@ export const createDefaultImplementation = (baseUrl: string = serverUrl): Implem
       signal: signal ?? null,
     });
     const { status } = response;
-    if ([204, 205, 304].includes(status)) return { status, body: undefined };
+    const received: Record<string, string> = {};
+    response.headers.forEach((value, name) => {
+      received[name] = value;
+    });
+    const answer = (body: unknown) => ({ status, headers: received, body });
+    if ([204, 205, 304].includes(status)) return answer(undefined);
     const type = response.headers.get("content-type") ?? "";
     if (/^application\/([\w.-]+\+)?json\s*(;|$)/i.test(type)) {
       const text = await response.text();
-      return { status, body: text === "" ? undefined : (JSON.parse(text) as unknown) };
+      return answer(text === "" ? undefined : (JSON.parse(text) as unknown));
     }
-    if (/^text\//i.test(type)) return { status, body: await response.text() };
+    if (/^text\//i.test(type)) return answer(await response.text());
     const blob = await response.blob();
-    return { status, body: blob.size === 0 ? undefined : blob };
+    return answer(blob.size === 0 ? undefined : blob);
   };
   const bodyOnly = async (request: PreparedRequest): Promise<unknown> =>
     (await withStatus(request)).body;
@@ -468,10 +550,12 @@ export class Client {
   }
 
   /**
-   * Sends `request` as `provide` does; resolves with the status code beside the body, typed
-   * by the status the document gives it: `switch (response.status)` narrows `body`. A status
-   * the document does not give (a proxy's 502, say) arrives all the same, outside the type.
-   * Needs the implementation's `withStatus`: the default implementation has it.
+   * Sends `request` as `provide` does; resolves with the status code, the headers and the
+   * body, typed by the status the document gives them: `switch (response.status)` narrows
+   * `body`, and `headers` has the names the document declares for that status (a `201`'s
+   * `location`, say). A status the document does not give (a proxy's 502, say) arrives all the
+   * same, outside the type. Needs the implementation's `withStatus`: the default
+   * implementation has it.
    */
   public async provideWithStatus<K extends Request>(
     request: K,

@@ -156,6 +156,8 @@ export type GetArticlesResponseByStatus = {
   500: GetArticlesNegativeResponse;
 };
 
+export type GetArticlesHeadersByStatus = Record<never, never>;
+
 /** `post /api/articles` */
 export type CreateArticleInput = {
   article: NewArticle;
@@ -177,6 +179,13 @@ export type CreateArticleResponseByStatus = {
   422: CreateArticleNegativeResponse;
   500: CreateArticleNegativeResponse;
   503: CreateArticleNegativeResponse;
+};
+
+export type CreateArticleHeadersByStatus = {
+  503: {
+    /** Seconds to wait before retrying */
+    "retry-after"?: string;
+  };
 };
 
 /** `get /api/articles/feed` */
@@ -201,6 +210,8 @@ export type GetArticlesFeedResponseByStatus = {
   500: GetArticlesFeedNegativeResponse;
 };
 
+export type GetArticlesFeedHeadersByStatus = Record<never, never>;
+
 /** `get /api/articles/:slug` */
 export type GetArticleInput = {
   slug: string;
@@ -220,6 +231,8 @@ export type GetArticleResponseByStatus = {
   422: GetArticleNegativeResponse;
   500: GetArticleNegativeResponse;
 };
+
+export type GetArticleHeadersByStatus = Record<never, never>;
 
 /** `put /api/articles/:slug` */
 export type UpdateArticleInput = {
@@ -247,6 +260,13 @@ export type UpdateArticleResponseByStatus = {
   503: UpdateArticleNegativeResponse;
 };
 
+export type UpdateArticleHeadersByStatus = {
+  503: {
+    /** Seconds to wait before retrying */
+    "retry-after"?: string;
+  };
+};
+
 /** `delete /api/articles/:slug` */
 export type DeleteArticleInput = {
   slug: string;
@@ -267,6 +287,8 @@ export type DeleteArticleResponseByStatus = {
   422: DeleteArticleNegativeResponse;
   500: DeleteArticleNegativeResponse;
 };
+
+export type DeleteArticleHeadersByStatus = Record<never, never>;
 
 /** `get /api/articles/:slug/comments` */
 export type GetArticleCommentsInput = {
@@ -289,6 +311,8 @@ export type GetArticleCommentsResponseByStatus = {
   422: GetArticleCommentsNegativeResponse;
   500: GetArticleCommentsNegativeResponse;
 };
+
+export type GetArticleCommentsHeadersByStatus = Record<never, never>;
 
 /** `post /api/articles/:slug/comments` */
 export type CreateArticleCommentInput = {
@@ -317,6 +341,13 @@ export type CreateArticleCommentResponseByStatus = {
   503: CreateArticleCommentNegativeResponse;
 };
 
+export type CreateArticleCommentHeadersByStatus = {
+  503: {
+    /** Seconds to wait before retrying */
+    "retry-after"?: string;
+  };
+};
+
 /** `delete /api/articles/:slug/comments/:id` */
 export type DeleteArticleCommentInput = {
   slug: string;
@@ -340,6 +371,8 @@ export type DeleteArticleCommentResponseByStatus = {
   422: DeleteArticleCommentNegativeResponse;
   500: DeleteArticleCommentNegativeResponse;
 };
+
+export type DeleteArticleCommentHeadersByStatus = Record<never, never>;
 
 /** `post /api/articles/:slug/favorite` */
 export type CreateArticleFavoriteInput = {
@@ -367,6 +400,13 @@ export type CreateArticleFavoriteResponseByStatus = {
   503: CreateArticleFavoriteNegativeResponse;
 };
 
+export type CreateArticleFavoriteHeadersByStatus = {
+  503: {
+    /** Seconds to wait before retrying */
+    "retry-after"?: string;
+  };
+};
+
 /** `delete /api/articles/:slug/favorite` */
 export type DeleteArticleFavoriteInput = {
   slug: string;
@@ -389,6 +429,8 @@ export type DeleteArticleFavoriteResponseByStatus = {
   500: DeleteArticleFavoriteNegativeResponse;
 };
 
+export type DeleteArticleFavoriteHeadersByStatus = Record<never, never>;
+
 /** `get /api/profiles/:username` */
 export type GetProfileByUsernameInput = {
   username: string;
@@ -410,6 +452,8 @@ export type GetProfileByUsernameResponseByStatus = {
   422: GetProfileByUsernameNegativeResponse;
   500: GetProfileByUsernameNegativeResponse;
 };
+
+export type GetProfileByUsernameHeadersByStatus = Record<never, never>;
 
 /** `post /api/profiles/:username/follow` */
 export type FollowUserByUsernameInput = {
@@ -437,6 +481,13 @@ export type FollowUserByUsernameResponseByStatus = {
   503: FollowUserByUsernameNegativeResponse;
 };
 
+export type FollowUserByUsernameHeadersByStatus = {
+  503: {
+    /** Seconds to wait before retrying */
+    "retry-after"?: string;
+  };
+};
+
 /** `delete /api/profiles/:username/follow` */
 export type UnfollowUserByUsernameInput = {
   username: string;
@@ -459,6 +510,8 @@ export type UnfollowUserByUsernameResponseByStatus = {
   500: UnfollowUserByUsernameNegativeResponse;
 };
 
+export type UnfollowUserByUsernameHeadersByStatus = Record<never, never>;
+
 /** `get /api/tags` */
 export type GetTagsInput = Record<string, never>;
 
@@ -474,6 +527,8 @@ export type GetTagsResponseByStatus = {
   422: GetTagsNegativeResponse;
   500: GetTagsNegativeResponse;
 };
+
+export type GetTagsHeadersByStatus = Record<never, never>;
 
 /** `get /api/user` */
 export type GetCurrentUserInput = Record<string, never>;
@@ -493,6 +548,8 @@ export type GetCurrentUserResponseByStatus = {
   422: GetCurrentUserNegativeResponse;
   500: GetCurrentUserNegativeResponse;
 };
+
+export type GetCurrentUserHeadersByStatus = Record<never, never>;
 
 /** `put /api/user` */
 export type UpdateCurrentUserInput = {
@@ -519,6 +576,13 @@ export type UpdateCurrentUserResponseByStatus = {
   503: UpdateCurrentUserNegativeResponse;
 };
 
+export type UpdateCurrentUserHeadersByStatus = {
+  503: {
+    /** Seconds to wait before retrying */
+    "retry-after"?: string;
+  };
+};
+
 /** `post /api/users` */
 export type CreateUserInput = {
   user: NewUser;
@@ -540,6 +604,21 @@ export type CreateUserResponseByStatus = {
   429: CreateUserNegativeResponse;
   500: CreateUserNegativeResponse;
   503: CreateUserNegativeResponse;
+};
+
+export type CreateUserHeadersByStatus = {
+  429: {
+    /** The client's available quota (`r`, requests it may send now) and the effective window (`t`, the seconds within which it can use no more than `r`: until one more request is allowed), as draft-ietf-httpapi-ratelimit-headers-11 writes them: `"default";r=99;t=1` */
+    ratelimit?: string;
+    /** The quota (`q` requests per `w` seconds), as draft-ietf-httpapi-ratelimit-headers-11 writes it: `"default";q=100;w=60` */
+    "ratelimit-policy"?: string;
+    /** Seconds to wait before the next request can be granted */
+    "retry-after"?: string;
+  };
+  503: {
+    /** Seconds to wait before retrying */
+    "retry-after"?: string;
+  };
 };
 
 /** `post /api/users/login` */
@@ -564,6 +643,21 @@ export type LoginResponseByStatus = {
   429: LoginNegativeResponse;
   500: LoginNegativeResponse;
   503: LoginNegativeResponse;
+};
+
+export type LoginHeadersByStatus = {
+  429: {
+    /** The client's available quota (`r`, requests it may send now) and the effective window (`t`, the seconds within which it can use no more than `r`: until one more request is allowed), as draft-ietf-httpapi-ratelimit-headers-11 writes them: `"default";r=99;t=1` */
+    ratelimit?: string;
+    /** The quota (`q` requests per `w` seconds), as draft-ietf-httpapi-ratelimit-headers-11 writes it: `"default";q=100;w=60` */
+    "ratelimit-policy"?: string;
+    /** Seconds to wait before the next request can be granted */
+    "retry-after"?: string;
+  };
+  503: {
+    /** Seconds to wait before retrying */
+    "retry-after"?: string;
+  };
 };
 
 /** Every request of the API: `<method> <path>`. */
@@ -657,12 +751,47 @@ export interface ResponseByStatus {
   "post /api/users/login": LoginResponseByStatus;
 }
 
+/** The headers each request's responses declare, by status code (lower-case names). */
+export interface HeadersByStatus {
+  "get /api/articles": GetArticlesHeadersByStatus;
+  "post /api/articles": CreateArticleHeadersByStatus;
+  "get /api/articles/feed": GetArticlesFeedHeadersByStatus;
+  "get /api/articles/:slug": GetArticleHeadersByStatus;
+  "put /api/articles/:slug": UpdateArticleHeadersByStatus;
+  "delete /api/articles/:slug": DeleteArticleHeadersByStatus;
+  "get /api/articles/:slug/comments": GetArticleCommentsHeadersByStatus;
+  "post /api/articles/:slug/comments": CreateArticleCommentHeadersByStatus;
+  "delete /api/articles/:slug/comments/:id": DeleteArticleCommentHeadersByStatus;
+  "post /api/articles/:slug/favorite": CreateArticleFavoriteHeadersByStatus;
+  "delete /api/articles/:slug/favorite": DeleteArticleFavoriteHeadersByStatus;
+  "get /api/profiles/:username": GetProfileByUsernameHeadersByStatus;
+  "post /api/profiles/:username/follow": FollowUserByUsernameHeadersByStatus;
+  "delete /api/profiles/:username/follow": UnfollowUserByUsernameHeadersByStatus;
+  "get /api/tags": GetTagsHeadersByStatus;
+  "get /api/user": GetCurrentUserHeadersByStatus;
+  "put /api/user": UpdateCurrentUserHeadersByStatus;
+  "post /api/users": CreateUserHeadersByStatus;
+  "post /api/users/login": LoginHeadersByStatus;
+}
+
 /**
- * A response of `K` as its status code and body, one member per status the document gives:
- * `switch (response.status)` narrows `body` (`Client.provideWithStatus`).
+ * A response's headers by lower-case name, each value as sent (a repeated header's values
+ * joined by `, `); `undefined` for one it does not carry.
+ */
+export type ResponseHeaders = { readonly [name: string]: string | undefined };
+
+/**
+ * A response of `K` as its status code, headers and body, one member per status the document
+ * gives: `switch (response.status)` narrows `body`, and `headers` to those the document
+ * declares for that status (`Client.provideWithStatus`).
  */
 export type StatusResponse<K extends Request> = {
-  [S in keyof ResponseByStatus[K]]: { status: S; body: ResponseByStatus[K][S] };
+  [S in keyof ResponseByStatus[K]]: {
+    status: S;
+    headers: ResponseHeaders &
+      (S extends keyof HeadersByStatus[K] ? HeadersByStatus[K][S] : unknown);
+    body: ResponseByStatus[K][S];
+  };
 }[keyof ResponseByStatus[K]];
 
 /** The requests that answer with pages (see `Client.hasMore`). */
@@ -693,14 +822,18 @@ export interface PreparedRequest {
  */
 export interface Implementation {
   (request: PreparedRequest): Promise<unknown>;
-  /** Sends the request the same way; resolves with the status code beside the body. */
+  /** Sends the request the same way; resolves with the status and headers beside the body. */
   readonly withStatus?: StatusImplementation;
 }
 
-/** Sends a prepared request; resolves with the response's status code and its body. */
+/**
+ * Sends a prepared request; resolves with the response's status code, its headers (by
+ * lower-case name, as `fetch` gives them: a repeated header's values joined by `, `) and its
+ * body.
+ */
 export type StatusImplementation = (
   request: PreparedRequest,
-) => Promise<{ status: number; body: unknown }>;
+) => Promise<{ status: number; headers: ResponseHeaders; body: unknown }>;
 
 /** An implementation with `fetch`, sending to `baseUrl` (an absolute URL outside browsers). */
 export const createDefaultImplementation = (baseUrl: string = serverUrl): Implementation => {
@@ -712,15 +845,20 @@ export const createDefaultImplementation = (baseUrl: string = serverUrl): Implem
       signal: signal ?? null,
     });
     const { status } = response;
-    if ([204, 205, 304].includes(status)) return { status, body: undefined };
+    const received: Record<string, string> = {};
+    response.headers.forEach((value, name) => {
+      received[name] = value;
+    });
+    const answer = (body: unknown) => ({ status, headers: received, body });
+    if ([204, 205, 304].includes(status)) return answer(undefined);
     const type = response.headers.get("content-type") ?? "";
     if (/^application\/([\w.-]+\+)?json\s*(;|$)/i.test(type)) {
       const text = await response.text();
-      return { status, body: text === "" ? undefined : (JSON.parse(text) as unknown) };
+      return answer(text === "" ? undefined : (JSON.parse(text) as unknown));
     }
-    if (/^text\//i.test(type)) return { status, body: await response.text() };
+    if (/^text\//i.test(type)) return answer(await response.text());
     const blob = await response.blob();
-    return { status, body: blob.size === 0 ? undefined : blob };
+    return answer(blob.size === 0 ? undefined : blob);
   };
   const bodyOnly = async (request: PreparedRequest): Promise<unknown> =>
     (await withStatus(request)).body;
@@ -883,10 +1021,12 @@ export class Client {
   }
 
   /**
-   * Sends `request` as `provide` does; resolves with the status code beside the body, typed
-   * by the status the document gives it: `switch (response.status)` narrows `body`. A status
-   * the document does not give (a proxy's 502, say) arrives all the same, outside the type.
-   * Needs the implementation's `withStatus`: the default implementation has it.
+   * Sends `request` as `provide` does; resolves with the status code, the headers and the
+   * body, typed by the status the document gives them: `switch (response.status)` narrows
+   * `body`, and `headers` has the names the document declares for that status (a `201`'s
+   * `location`, say). A status the document does not give (a proxy's 502, say) arrives all the
+   * same, outside the type. Needs the implementation's `withStatus`: the default
+   * implementation has it.
    */
   public async provideWithStatus<K extends Request>(
     request: K,

@@ -56,6 +56,8 @@ export type GetEventsResponseByStatus = {
   500: GetEventsNegativeResponse;
 };
 
+export type GetEventsHeadersByStatus = Record<never, never>;
+
 /** `post /hooks/:source` */
 export type PostHooksSourceInput = {
   source: string;
@@ -84,6 +86,13 @@ export type PostHooksSourceResponseByStatus = {
   503: PostHooksSourceNegativeResponse;
 };
 
+export type PostHooksSourceHeadersByStatus = {
+  503: {
+    /** Seconds to wait before retrying */
+    "retry-after"?: string;
+  };
+};
+
 /** `get /reserved` */
 export type GetReservedInput = Record<string, never>;
 
@@ -102,6 +111,8 @@ export type GetReservedResponseByStatus = {
   500: GetReservedNegativeResponse;
 };
 
+export type GetReservedHeadersByStatus = Record<never, never>;
+
 /** `get /stats` */
 export type GetStatsInput = Record<string, never>;
 
@@ -119,6 +130,8 @@ export type GetStatsResponseByStatus = {
   400: GetStatsNegativeResponse;
   500: GetStatsNegativeResponse;
 };
+
+export type GetStatsHeadersByStatus = Record<never, never>;
 
 /**
  * `get /v1/users`
@@ -149,6 +162,8 @@ export type GetV1UsersResponseByStatus = {
   500: GetV1UsersNegativeResponse;
 };
 
+export type GetV1UsersHeadersByStatus = Record<never, never>;
+
 /** `post /v1/users` */
 export type AddUserInput = {
   name: string;
@@ -175,6 +190,13 @@ export type AddUserResponseByStatus = {
   503: AddUserNegativeResponse;
 };
 
+export type AddUserHeadersByStatus = {
+  503: {
+    /** Seconds to wait before retrying */
+    "retry-after"?: string;
+  };
+};
+
 /** `get /v1/users/:id` */
 export type GetV1UsersIdInput = {
   id: number;
@@ -195,6 +217,8 @@ export type GetV1UsersIdResponseByStatus = {
   404: GetV1UsersIdNegativeResponse;
   500: GetV1UsersIdNegativeResponse;
 };
+
+export type GetV1UsersIdHeadersByStatus = Record<never, never>;
 
 /** `patch /v1/users/:id` */
 export type PatchV1UsersIdInput = {
@@ -224,6 +248,13 @@ export type PatchV1UsersIdResponseByStatus = {
   503: PatchV1UsersIdNegativeResponse;
 };
 
+export type PatchV1UsersIdHeadersByStatus = {
+  503: {
+    /** Seconds to wait before retrying */
+    "retry-after"?: string;
+  };
+};
+
 /** `delete /v1/users/:id` */
 export type DeleteV1UsersIdInput = {
   id: number;
@@ -243,6 +274,8 @@ export type DeleteV1UsersIdResponseByStatus = {
   404: DeleteV1UsersIdNegativeResponse;
   500: DeleteV1UsersIdNegativeResponse;
 };
+
+export type DeleteV1UsersIdHeadersByStatus = Record<never, never>;
 
 /** Every request of the API: `<method> <path>`. */
 export type Request =
@@ -298,12 +331,38 @@ export interface ResponseByStatus {
   "delete /v1/users/:id": DeleteV1UsersIdResponseByStatus;
 }
 
+/** The headers each request's responses declare, by status code (lower-case names). */
+export interface HeadersByStatus {
+  "get /events": GetEventsHeadersByStatus;
+  "post /hooks/:source": PostHooksSourceHeadersByStatus;
+  "get /reserved": GetReservedHeadersByStatus;
+  "get /stats": GetStatsHeadersByStatus;
+  /** @deprecated */
+  "get /v1/users": GetV1UsersHeadersByStatus;
+  "post /v1/users": AddUserHeadersByStatus;
+  "get /v1/users/:id": GetV1UsersIdHeadersByStatus;
+  "patch /v1/users/:id": PatchV1UsersIdHeadersByStatus;
+  "delete /v1/users/:id": DeleteV1UsersIdHeadersByStatus;
+}
+
 /**
- * A response of `K` as its status code and body, one member per status the document gives:
- * `switch (response.status)` narrows `body` (`Client.provideWithStatus`).
+ * A response's headers by lower-case name, each value as sent (a repeated header's values
+ * joined by `, `); `undefined` for one it does not carry.
+ */
+export type ResponseHeaders = { readonly [name: string]: string | undefined };
+
+/**
+ * A response of `K` as its status code, headers and body, one member per status the document
+ * gives: `switch (response.status)` narrows `body`, and `headers` to those the document
+ * declares for that status (`Client.provideWithStatus`).
  */
 export type StatusResponse<K extends Request> = {
-  [S in keyof ResponseByStatus[K]]: { status: S; body: ResponseByStatus[K][S] };
+  [S in keyof ResponseByStatus[K]]: {
+    status: S;
+    headers: ResponseHeaders &
+      (S extends keyof HeadersByStatus[K] ? HeadersByStatus[K][S] : unknown);
+    body: ResponseByStatus[K][S];
+  };
 }[keyof ResponseByStatus[K]];
 
 /** The requests that answer with pages (see `Client.hasMore`). */
@@ -334,14 +393,18 @@ export interface PreparedRequest {
  */
 export interface Implementation {
   (request: PreparedRequest): Promise<unknown>;
-  /** Sends the request the same way; resolves with the status code beside the body. */
+  /** Sends the request the same way; resolves with the status and headers beside the body. */
   readonly withStatus?: StatusImplementation;
 }
 
-/** Sends a prepared request; resolves with the response's status code and its body. */
+/**
+ * Sends a prepared request; resolves with the response's status code, its headers (by
+ * lower-case name, as `fetch` gives them: a repeated header's values joined by `, `) and its
+ * body.
+ */
 export type StatusImplementation = (
   request: PreparedRequest,
-) => Promise<{ status: number; body: unknown }>;
+) => Promise<{ status: number; headers: ResponseHeaders; body: unknown }>;
 
 /** An implementation with `fetch`, sending to `baseUrl` (an absolute URL outside browsers). */
 export const createDefaultImplementation = (baseUrl: string = serverUrl): Implementation => {
@@ -353,15 +416,20 @@ export const createDefaultImplementation = (baseUrl: string = serverUrl): Implem
       signal: signal ?? null,
     });
     const { status } = response;
-    if ([204, 205, 304].includes(status)) return { status, body: undefined };
+    const received: Record<string, string> = {};
+    response.headers.forEach((value, name) => {
+      received[name] = value;
+    });
+    const answer = (body: unknown) => ({ status, headers: received, body });
+    if ([204, 205, 304].includes(status)) return answer(undefined);
     const type = response.headers.get("content-type") ?? "";
     if (/^application\/([\w.-]+\+)?json\s*(;|$)/i.test(type)) {
       const text = await response.text();
-      return { status, body: text === "" ? undefined : (JSON.parse(text) as unknown) };
+      return answer(text === "" ? undefined : (JSON.parse(text) as unknown));
     }
-    if (/^text\//i.test(type)) return { status, body: await response.text() };
+    if (/^text\//i.test(type)) return answer(await response.text());
     const blob = await response.blob();
-    return { status, body: blob.size === 0 ? undefined : blob };
+    return answer(blob.size === 0 ? undefined : blob);
   };
   const bodyOnly = async (request: PreparedRequest): Promise<unknown> =>
     (await withStatus(request)).body;
@@ -514,10 +582,12 @@ export class Client {
   }
 
   /**
-   * Sends `request` as `provide` does; resolves with the status code beside the body, typed
-   * by the status the document gives it: `switch (response.status)` narrows `body`. A status
-   * the document does not give (a proxy's 502, say) arrives all the same, outside the type.
-   * Needs the implementation's `withStatus`: the default implementation has it.
+   * Sends `request` as `provide` does; resolves with the status code, the headers and the
+   * body, typed by the status the document gives them: `switch (response.status)` narrows
+   * `body`, and `headers` has the names the document declares for that status (a `201`'s
+   * `location`, say). A status the document does not give (a proxy's 502, say) arrives all the
+   * same, outside the type. Needs the implementation's `withStatus`: the default
+   * implementation has it.
    */
   public async provideWithStatus<K extends Request>(
     request: K,

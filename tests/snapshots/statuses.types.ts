@@ -42,6 +42,8 @@ export type GetUserResponseByStatus = {
   503: string;
 };
 
+export type GetUserHeadersByStatus = Record<never, never>;
+
 /** Every request of the API: `<method> <path>`. */
 export type Request = "get /v1/users/:id";
 
@@ -60,12 +62,29 @@ export interface ResponseByStatus {
   "get /v1/users/:id": GetUserResponseByStatus;
 }
 
+/** The headers each request's responses declare, by status code (lower-case names). */
+export interface HeadersByStatus {
+  "get /v1/users/:id": GetUserHeadersByStatus;
+}
+
 /**
- * A response of `K` as its status code and body, one member per status the document gives:
- * `switch (response.status)` narrows `body` (`Client.provideWithStatus`).
+ * A response's headers by lower-case name, each value as sent (a repeated header's values
+ * joined by `, `); `undefined` for one it does not carry.
+ */
+export type ResponseHeaders = { readonly [name: string]: string | undefined };
+
+/**
+ * A response of `K` as its status code, headers and body, one member per status the document
+ * gives: `switch (response.status)` narrows `body`, and `headers` to those the document
+ * declares for that status (`Client.provideWithStatus`).
  */
 export type StatusResponse<K extends Request> = {
-  [S in keyof ResponseByStatus[K]]: { status: S; body: ResponseByStatus[K][S] };
+  [S in keyof ResponseByStatus[K]]: {
+    status: S;
+    headers: ResponseHeaders &
+      (S extends keyof HeadersByStatus[K] ? HeadersByStatus[K][S] : unknown);
+    body: ResponseByStatus[K][S];
+  };
 }[keyof ResponseByStatus[K]];
 
 /** The requests that answer with pages (see `Client.hasMore`). */

@@ -105,15 +105,19 @@ pub struct ResponseHeader {
     pub description: String,
     /// The schema of its value.
     pub schema: Schema,
+    /// Whether every such response carries it (default: no).
+    pub required: bool,
 }
 
 impl ResponseHeader {
-    /// A header `name` described by `description`, whose value is a string.
+    /// A header `name` described by `description`, whose value is a string, which a response
+    /// may leave out.
     pub fn new(name: impl Into<String>, description: impl Into<String>) -> Self {
         Self {
             name: name.into().to_ascii_lowercase(),
             description: description.into(),
             schema: schemars::json_schema!({ "type": "string" }),
+            required: false,
         }
     }
 
@@ -121,6 +125,13 @@ impl ResponseHeader {
     #[must_use]
     pub fn schema(mut self, schema: Schema) -> Self {
         self.schema = schema;
+        self
+    }
+
+    /// Says whether every such response carries the header (a client may then rely on it).
+    #[must_use]
+    pub fn required(mut self, required: bool) -> Self {
+        self.required = required;
         self
     }
 }

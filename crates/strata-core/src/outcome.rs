@@ -159,6 +159,10 @@ pub trait Outcomes: Sized + Send + 'static {
 /// A header field of an outcome, its value typed: `String`, `HeaderValue`, an integer, or an
 /// `Option` of one for a header the outcome may leave out.
 pub trait HeaderField: Sized {
+    /// Whether the outcome always sends the header (`false` for an `Option`): API descriptions
+    /// mark it required.
+    const REQUIRED: bool = true;
+
     /// The value to send, `None` for none.
     ///
     /// # Errors
@@ -236,6 +240,8 @@ macro_rules! integer_header {
 integer_header!(u16, u32, u64, i32, i64);
 
 impl<T: HeaderField> HeaderField for Option<T> {
+    const REQUIRED: bool = false;
+
     fn to_header(&self) -> Result<Option<HeaderValue>, String> {
         match self {
             Some(value) => value.to_header(),

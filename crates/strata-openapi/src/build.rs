@@ -868,6 +868,15 @@ impl<'r> Described<'r> {
             let body = outcome.body.map(|body| body(&mut generators.output));
             for status in &outcome.statuses {
                 let mut description = describe.call(*status, body.as_ref());
+                if body.is_none() && !status.is_success() {
+                    // An ordinary error of its status: the envelope every error shares, by
+                    // reference (one schema, one client type, no `anyOf` of twins where the
+                    // pipeline answers the status too).
+                    let shared = generators.error_envelope(description.schema.as_value());
+                    if let Ok(shared) = Schema::try_from(shared) {
+                        description.schema = shared;
+                    }
+                }
                 if outcome.description.is_some() {
                     description.description.clone_from(&outcome.description);
                 }
@@ -1188,6 +1197,7 @@ fn headers_of(headers: &[ResponseHeader]) -> BTreeMap<String, Header> {
                 header.name.clone(),
                 Header {
                     description: header.description.clone(),
+                    required: header.required,
                     schema: header.schema.as_value().clone(),
                 },
             )

@@ -358,6 +358,9 @@ pub struct Response {
 pub struct Header {
     /// What it says.
     pub description: String,
+    /// Whether every such response carries it (written only when it does).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub required: bool,
     /// Its value's schema.
     pub schema: Value,
 }

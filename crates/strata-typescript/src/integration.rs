@@ -106,6 +106,7 @@ impl fmt::Display for TypeScript {
 const RESERVED: &[&str] = &[
     // The file's own.
     "Client",
+    "HeadersByStatus",
     "Implementation",
     "Input",
     "Method",
@@ -116,6 +117,7 @@ const RESERVED: &[&str] = &[
     "RequestOptions",
     "Response",
     "ResponseByStatus",
+    "ResponseHeaders",
     "StatusImplementation",
     "StatusResponse",
     // Globals a generated file uses or a reader expects.
@@ -293,12 +295,13 @@ fn unique(
 }
 
 /// The operation's types' suffixes: a base is free when none of its names is taken.
-const SUFFIXES: [&str; 5] = [
+const SUFFIXES: [&str; 6] = [
     "Input",
     "PositiveResponse",
     "NegativeResponse",
     "Response",
     "ResponseByStatus",
+    "HeadersByStatus",
 ];
 
 fn generate(
@@ -469,6 +472,11 @@ fn print_operation(out: &mut String, request: &Request<'_>, described: &Describe
         &format!("{base}ResponseByStatus"),
         &described.statuses,
     ));
+    out.push('\n');
+    out.push_str(&status_map(
+        &format!("{base}HeadersByStatus"),
+        &described.headers,
+    ));
     if let Some(events) = &described.events {
         out.push('\n');
         let doc = Doc::text(Some("Its events: name → data.".to_owned()));
@@ -541,14 +549,27 @@ fn print_map(
     out.push_str("}\n");
 }
 
-/// `StatusResponse<K>`: a response of `K` as its status code and body, a union over the
-/// statuses of `ResponseByStatus[K]`.
+/// `ResponseHeaders`, and `StatusResponse<K>`: a response of `K` as its status code, headers
+/// and body, a union over the statuses of `ResponseByStatus[K]`, the headers of each typed by
+/// `HeadersByStatus[K]`.
 const STATUS_RESPONSE: &str = "/**
- * A response of `K` as its status code and body, one member per status the document gives:
- * `switch (response.status)` narrows `body` (`Client.provideWithStatus`).
+ * A response's headers by lower-case name, each value as sent (a repeated header's values
+ * joined by `, `); `undefined` for one it does not carry.
+ */
+export type ResponseHeaders = { readonly [name: string]: string | undefined };
+
+/**
+ * A response of `K` as its status code, headers and body, one member per status the document
+ * gives: `switch (response.status)` narrows `body`, and `headers` to those the document
+ * declares for that status (`Client.provideWithStatus`).
  */
 export type StatusResponse<K extends Request> = {
-  [S in keyof ResponseByStatus[K]]: { status: S; body: ResponseByStatus[K][S] };
+  [S in keyof ResponseByStatus[K]]: {
+    status: S;
+    headers: ResponseHeaders &
+      (S extends keyof HeadersByStatus[K] ? HeadersByStatus[K][S] : unknown);
+    body: ResponseByStatus[K][S];
+  };
 }[keyof ResponseByStatus[K]];
 ";
 
@@ -571,6 +592,10 @@ fn print_maps(out: &mut String, requests: &[Request<'_>], paginated: &[&str]) {
         (
             "ResponseByStatus",
             "The response body of each request by status code, as the document gives them.",
+        ),
+        (
+            "HeadersByStatus",
+            "The headers each request's responses declare, by status code (lower-case names).",
         ),
     ] {
         let all: Vec<&Request<'_>> = requests.iter().collect();
@@ -595,6 +620,8 @@ struct Described {
     negative: Ts,
     /// Each documented status code and its body type (`<base>ResponseByStatus`).
     statuses: Vec<(u16, Ts)>,
+    /// Each documented status code with headers, and their type (`<base>HeadersByStatus`).
+    headers: Vec<(u16, Ts)>,
     placement: Placement,
     /// The events of a GET event stream (`text/event-stream`): name → data.
     events: Option<Ts>,
@@ -659,6 +686,7 @@ fn describe(
         positive,
         negative,
         statuses,
+        headers: headers_of(request.operation),
         placement: Placement {
             headers,
             cookies,
@@ -706,6 +734,46 @@ fn bodies_of(
     Ok(bodies)
 }
 
+/// The status code a response's key names; `None` for a key that is none (a range `4XX`,
+/// `default`), which a `switch` on a number cannot match.
+fn status_code(key: &str) -> Option<u16> {
+    key.parse::<u16>()
+        .ok()
+        .filter(|code| (100..=599).contains(code) && key.len() == 3)
+}
+
+/// The entries of `<base>HeadersByStatus`: each status code (as `by_status` keeps them) whose
+/// response declares headers, with an object of them, each a `string` as sent, optional unless
+/// the document says it is required.
+fn headers_of(operation: &Operation) -> Vec<(u16, Ts)> {
+    operation
+        .responses
+        .iter()
+        .filter(|(_, response)| !response.headers.is_empty())
+        .filter_map(|(status, response)| {
+            let code = status_code(status)?;
+            let properties = response
+                .headers
+                .iter()
+                .map(|(name, header)| Property {
+                    // What `fetch`'s `Headers` gives: lower-case names.
+                    name: name.to_ascii_lowercase(),
+                    ty: Ts::name("string"),
+                    optional: !header.required,
+                    doc: Doc::text(Some(header.description.clone()).filter(|t| !t.is_empty())),
+                })
+                .collect();
+            Some((
+                code,
+                Ts::Object(Object {
+                    properties,
+                    index: None,
+                }),
+            ))
+        })
+        .collect()
+}
+
 /// The entries of `<base>ResponseByStatus`: each status code the document gives (a key that is
 /// no status code, as a range `4XX` or `default`, cannot be matched by a `switch` on a number:
 /// left out) with its body type, written as the operation's positive or negative response type
@@ -714,10 +782,7 @@ fn by_status(base: &str, bodies: &[(String, Ts)], positive: &Ts, negative: &Ts) 
     bodies
         .iter()
         .filter_map(|(status, ty)| {
-            let code = status
-                .parse::<u16>()
-                .ok()
-                .filter(|code| (100..=599).contains(code) && status.len() == 3)?;
+            let code = status_code(status)?;
             let ty = if status.starts_with('2') && ty == positive {
                 Ts::Name(format!("{base}PositiveResponse"))
             } else if !status.starts_with('2') && ty == negative {

@@ -8,11 +8,13 @@
 //!   parameter is a `number`), a positive and a negative response type and their union,
 //!   discriminated by the envelope's `status`, and the body of each documented status code
 //!   (`ListBooksResponseByStatus = { 200: ListBooksPositiveResponse; 400: …; 404: … }`; no
-//!   body, as for 204, is `undefined`);
-//! - `Request` (`"get /v1/books" | "post /v1/books" | …`), the maps `Input`, `Response` and
-//!   `ResponseByStatus` keyed by it, `StatusResponse<K>` (`{ status: 200; body: … } |
-//!   { status: 404; body: … } | …`: a `switch` on `status` narrows `body`) and
-//!   `PaginatedRequest`;
+//!   body, as for 204, is `undefined`), and the headers each status declares
+//!   (`CreateBookHeadersByStatus = { 201: { location: string } }`: lower-case names, values as
+//!   sent, optional unless the document says they are required);
+//! - `Request` (`"get /v1/books" | "post /v1/books" | …`), the maps `Input`, `Response`,
+//!   `ResponseByStatus` and `HeadersByStatus` keyed by it, `StatusResponse<K>` (`{ status: 201;
+//!   headers: …; body: … } | { status: 404; headers: …; body: … } | …`: a `switch` on `status`
+//!   narrows `body` and `headers`) and `PaginatedRequest`;
 //! - with [`Variant::Client`], `class Client { provide(request, params, options?);
 //!   provideWithStatus(request, params, options?); static hasMore(response) }`: `provide`
 //!   substitutes and percent-encodes path parameters, sends header fields as headers, the other
@@ -20,7 +22,8 @@
 //!   `multipart/form-data` when the input has files, and resolves with the body;
 //!   `provideWithStatus` sends the same and resolves with a `StatusResponse`; the default
 //!   implementation uses `fetch` and a custom one can be passed (credentials, another HTTP
-//!   stack; with a `withStatus` for `provideWithStatus`); `hasMore` tells whether a page of an
+//!   stack; with a `withStatus`, resolving with `{ status, headers, body }`, for
+//!   `provideWithStatus`); `hasMore` tells whether a page of an
 //!   offset (`offset + limit < total`) or cursor (`nextCursor !== null`) pagination has a
 //!   successor.
 //!
