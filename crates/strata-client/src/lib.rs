@@ -12,9 +12,19 @@
 //! [`Subscription`], a `Stream` of typed events that reconnects with `Last-Event-ID` after a
 //! dropped connection and ends when the server ends the stream.
 //!
-//! [`Client`] runs over any service of `http::Request<Full<Bytes>>`: the `Router` itself (no
-//! socket, as in tests), or a network client such as hyper-util's pooled one, with any tower
-//! layers around it (timeouts, retries, concurrency limits, tracing).
+//! [`Client`] runs over any service of `http::Request<Full<Bytes>>` (a [`Transport`]): the
+//! `Router` itself (no socket, as in tests), or a network client such as hyper-util's pooled
+//! one, with any tower layers around it (timeouts, retries, concurrency limits, tracing).
+//! `Client::http("http://127.0.0.1:3000")?` builds the usual one, an `HttpClient` over
+//! hyper-util's pool (feature `hyper-client`, on by default). A function generic over clients
+//! writes one bound, `T: Transport`, for `&Client<T>`.
+//!
+//! Awaiting a call gives the output; [`Call::response`] gives it with the response's status
+//! and headers (a [`Response`]: a 201's `Location`). Each call has a timeout, the client's
+//! ([`DEFAULT_TIMEOUT`] unless set with [`Client::timeout`]) or its own ([`Call::timeout`]);
+//! `no_timeout()` says there is none. A [`Call`], [`Pages`] and a [`Subscription`] own a clone
+//! of the client (a cheap one: the service's clone and a shared reference to the settings), so
+//! each can be moved to another task (`tokio::spawn`).
 //!
 //! An input is placed where the server reads it by default: path parameters substituted and
 //! percent-encoded; for GET, HEAD and DELETE the other fields in the query string (lists as
