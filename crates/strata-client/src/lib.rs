@@ -263,7 +263,7 @@ impl<S, E: Clone> Client<S, E> {
 
     /// Where the API is (`https://api.example.com`, or with a prefix): requests go to this URL
     /// followed by the operation's path. Without one (a `Router` in memory) requests carry only
-    /// the path. ([`Client::http`] checks the URL; this takes it as it is.)
+    /// the path. (`Client::http` checks the URL; this takes it as it is.)
     #[must_use]
     pub fn base_url(mut self, url: impl Into<String>) -> Self {
         let mut url = url.into();
