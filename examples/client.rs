@@ -12,7 +12,7 @@
 use std::time::Duration;
 
 use strata::UploadedFile;
-use strata::client::{Client, ClientError};
+use strata::client::{Client, ClientError, HttpClient, InvalidBaseUrl, Transport};
 use strata::paginate::{CursorInput, OffsetInput};
 use strata::prelude::create_server;
 
@@ -24,19 +24,7 @@ use library::api::{self, BookFilters, CoverInput, CreateBook, Genre, NewBook, Se
 
 /// The walk, over any transport the client runs on (tests run it in memory, too). Returns what
 /// it did, one line per step.
-pub(crate) async fn walk<S, B>(client: &Client<S>) -> Result<Vec<String>, ClientError>
-where
-    S: tower::Service<
-            http::Request<http_body_util::Full<bytes::Bytes>>,
-            Response = http::Response<B>,
-        > + Clone
-        + Send
-        + Sync,
-    S::Future: Send,
-    S::Error: Into<strata::core::BoxError>,
-    B: http_body::Body<Data = bytes::Bytes> + Send,
-    B::Error: Into<strata::core::BoxError>,
-{
+pub(crate) async fn walk<T: Transport>(client: &Client<T>) -> Result<Vec<String>, ClientError> {
     let mut done = Vec::new();
     let novel = |title: &str| NewBook {
         title: title.into(),
@@ -148,20 +136,10 @@ where
     Ok(done)
 }
 
-/// The pooled HTTP/1.1 and HTTP/2 client of hyper-util, as a tower service.
-type Pool = hyper_util::client::legacy::Client<
-    hyper_util::client::legacy::connect::HttpConnector,
-    http_body_util::Full<bytes::Bytes>,
->;
-
-/// A client of the library at `url` over a pool of connections.
-pub(crate) fn network_client(url: &str) -> Client<Pool> {
-    let pool = hyper_util::client::legacy::Client::builder(hyper_util::rt::TokioExecutor::new())
-        .pool_idle_timeout(Duration::from_secs(30))
-        .build_http();
-    Client::new(pool)
-        .base_url(url)
-        .timeout(Some(Duration::from_secs(10)))
+/// A client of the library at `url` over a pool of connections (hyper-util's pooled client),
+/// each call within 10 s.
+pub(crate) fn network_client(url: &str) -> Result<HttpClient, InvalidBaseUrl> {
+    Ok(Client::http(url)?.timeout(Duration::from_secs(10)))
 }
 
 #[tokio::main]
@@ -181,7 +159,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         (format!("http://{addr}"), Some(server))
     };
     println!("walking the library at {url}");
-    for step in walk(&network_client(&url)).await? {
+    for step in walk(&network_client(&url)?).await? {
         println!("  {step}");
     }
     if let Some(server) = server {

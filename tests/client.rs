@@ -11,7 +11,7 @@ use garde::Validate;
 use http::{HeaderName, HeaderValue, StatusCode};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use strata::client::{Client, ClientError};
+use strata::client::{Client, ClientError, HttpClient, Transport};
 use strata::prelude::*;
 use strata::router::RoutingError;
 
@@ -170,21 +170,9 @@ fn config() -> strata::Config {
 }
 
 /// The walk every transport must pass: create, read, list with path and query fields, a QUERY
-/// search, a typed 400 naming the field, a 404, delete.
-async fn walk<S, B>(client: &Client<S>)
-where
-    S: tower::Service<
-            http::Request<http_body_util::Full<bytes::Bytes>>,
-            Response = http::Response<B>,
-        > + Clone
-        + Send
-        + Sync,
-    S::Future: Send,
-    S::Error: Into<strata::core::BoxError>,
-    B: http_body::Body + Send,
-    B::Data: Send,
-    B::Error: Into<strata::core::BoxError>,
-{
+/// search, a typed 400 naming the field, a 404, delete. Generic over the client with one bound
+/// (`Transport`), calls awaited in place and sent from other tasks.
+async fn walk<T: Transport>(client: &Client<T>) {
     let emma = client
         .call(
             &api::CREATE_BOOK,
@@ -211,6 +199,8 @@ where
         .await
         .unwrap();
     assert_eq!(read, emma);
+
+    calls_on_other_tasks(client, &emma).await;
 
     // A path parameter with spaces and a slash, and a list as repeated query keys.
     let shelf = client
@@ -283,6 +273,23 @@ where
     );
 }
 
+/// A call owns what it needs: spawned from a borrowed client, its input borrowed and gone
+/// before the task runs (the request is written when the call is made); an awaited call moved
+/// to a task with a clone of the client.
+async fn calls_on_other_tasks<T: Transport>(client: &Client<T>, book: &Book) {
+    let task = {
+        let id = BookId { id: book.id };
+        tokio::spawn(client.call(&api::GET_BOOK, &id).send())
+    };
+    assert_eq!(&task.await.unwrap().unwrap(), book);
+    let task = tokio::spawn({
+        let client = client.clone();
+        let id = book.id;
+        async move { client.call(&api::GET_BOOK, BookId { id }).await }
+    });
+    assert_eq!(&task.await.unwrap().unwrap(), book);
+}
+
 #[tokio::test]
 async fn the_walk_in_memory_over_the_router() {
     let books = Books::default();
@@ -297,9 +304,7 @@ async fn the_walk_over_a_real_socket_with_hyper_util_s_pooled_client() {
     let strata::server::LocalAddr::Tcp(addr) = server.servers()[0].local_addr.clone() else {
         panic!("TCP")
     };
-    let pool = hyper_util::client::legacy::Client::builder(hyper_util::rt::TokioExecutor::new())
-        .build_http();
-    let client = Client::new(pool).base_url(format!("http://{addr}/"));
+    let client: HttpClient = Client::http(&format!("http://{addr}/")).unwrap();
     walk(&client).await;
     server.shutdown().await;
 }
@@ -361,7 +366,7 @@ async fn headers_timeouts_and_bodies_that_are_not_the_output() {
 
     let error = client
         .call(&SLOW, ())
-        .timeout(Some(Duration::from_millis(50)))
+        .timeout(Duration::from_millis(50))
         .await
         .unwrap_err();
     assert!(matches!(error, ClientError::Timeout(_)), "{error:?}");
@@ -651,12 +656,12 @@ async fn a_file_downloads_as_a_stream_of_bytes() {
 /// What the server saw of a request: its HTTP version and a header a layer adds.
 #[derive(Debug, Serialize, Deserialize, Validate, JsonSchema)]
 #[garde(allow_unvalidated)]
-struct Transport {
+struct Wire {
     version: String,
     layer: Option<String>,
 }
 
-const TRANSPORT: Operation<(), Transport> = Operation::get("/transport");
+const TRANSPORT: Operation<(), Wire> = Operation::get("/transport");
 
 #[tokio::test]
 async fn over_http2_tls_and_the_user_s_tower_layers() {
@@ -667,7 +672,7 @@ async fn over_http2_tls_and_the_user_s_tower_layers() {
 
     let transport = default_endpoints_factory().get().handler_without_input(
         async |parts: http::request::Parts| {
-            Ok(Transport {
+            Ok(Wire {
                 version: format!("{:?}", parts.version),
                 layer: parts
                     .headers
@@ -932,4 +937,114 @@ async fn a_retry_layer_and_a_tracing_span_around_the_client_s_service() {
     let book = client.call(&api::GET_BOOK, BookId { id: 3 }).await.unwrap();
     assert_eq!(book.id, 3);
     assert_eq!(calls.load(Ordering::SeqCst), 2, "the 503 was retried once");
+}
+
+#[tokio::test]
+async fn a_success_s_status_and_headers_come_with_its_output() {
+    const ADD: Operation<NewBook, Book> = Operation::post("/v1/books");
+    let added = default_endpoints_factory()
+        .endpoint()
+        .success_status(StatusCode::CREATED)
+        .implement(&ADD, async |input: NewBook| {
+            let book = Book {
+                id: 7,
+                title: input.title,
+                shelf: input.shelf,
+            };
+            let location = HeaderValue::from_str(&format!("/v1/books/{}", book.id)).unwrap();
+            Ok(Reply::created(book).header(http::header::LOCATION, location))
+        });
+    let router = Router::new(&Routing::new().operation(added), &config()).unwrap();
+    let client = Client::new(router);
+    let new = || NewBook {
+        title: "Emma".into(),
+        shelf: "novels".into(),
+    };
+
+    let response = client.call(&ADD, new()).response().await.unwrap();
+    assert_eq!(response.status(), StatusCode::CREATED);
+    assert_eq!(
+        response.headers()[http::header::LOCATION],
+        "/v1/books/7",
+        "{response:?}"
+    );
+    assert_eq!(response.get_ref().title, "Emma");
+    let (parts, book) = response.into_parts();
+    assert_eq!(parts.status, StatusCode::CREATED);
+    assert_eq!(book.id, 7);
+    // Awaited, the output alone; `into_inner` is the same way back.
+    let book: Book = client.call(&ADD, new()).await.unwrap();
+    assert_eq!(book.id, 7);
+    let inner = client.call(&ADD, new()).response().await.unwrap();
+    assert_eq!(inner.into_inner(), book);
+
+    // An error is the same `ClientError` either way.
+    let refused = client
+        .call(
+            &ADD,
+            NewBook {
+                title: String::new(),
+                shelf: "x".into(),
+            },
+        )
+        .response()
+        .await
+        .unwrap_err();
+    assert_eq!(refused.status(), Some(StatusCode::BAD_REQUEST));
+}
+
+strata::paginate::pagination! { Slowly: offset { items_name: "numbers", max_limit: 5, default_limit: 5 } }
+
+/// Timeouts are durations; "none" is said with `no_timeout`, on the client, a call and pages.
+/// (Paused time: the handlers' minute passes at once.)
+#[tokio::test(start_paused = true)]
+async fn timeouts_are_durations_and_none_is_no_timeout() {
+    use strata::paginate::{NoFilters, OffsetInput, OffsetPage};
+    const SLOW: Operation<(), Found> = Operation::get("/slow");
+    const SLOW_PAGES: Operation<OffsetInput<Slowly>, OffsetPage<Slowly, BookId>> =
+        Operation::get("/slow/pages");
+    const MINUTE: Duration = Duration::from_secs(60);
+    let slow = default_endpoints_factory()
+        .endpoint()
+        .implement(&SLOW, async |(): ()| {
+            tokio::time::sleep(MINUTE).await;
+            Ok(Found { books: Vec::new() })
+        });
+    let pages = default_endpoints_factory().endpoint().implement(
+        &SLOW_PAGES,
+        async |input: OffsetInput<Slowly>| {
+            tokio::time::sleep(MINUTE).await;
+            Ok(OffsetPage::new(vec![BookId { id: 1 }], 1, &input))
+        },
+    );
+    let routing = Routing::new().operation(slow).operation(pages);
+    let router = Router::new(&routing, &config()).unwrap();
+    let is_timeout = |result: Result<Found, ClientError>, after: Duration| matches!(result, Err(ClientError::Timeout(t)) if t == after);
+
+    // The default (30 s), the client's, the call's.
+    let client = Client::new(router.clone());
+    assert!(is_timeout(
+        client.call(&SLOW, ()).await,
+        strata::client::DEFAULT_TIMEOUT
+    ));
+    let second = Duration::from_secs(1);
+    let client = client.timeout(second);
+    assert!(is_timeout(client.call(&SLOW, ()).await, second));
+    assert!(client.call(&SLOW, ()).no_timeout().await.is_ok());
+    let untimed = client.clone().no_timeout();
+    assert!(untimed.call(&SLOW, ()).await.is_ok());
+    assert!(is_timeout(
+        untimed.call(&SLOW, ()).timeout(second).await,
+        second
+    ));
+
+    // Pages: the client's, their own, none.
+    let first = || OffsetInput::first(NoFilters);
+    let error = client.pages(&SLOW_PAGES, first()).next().await.unwrap();
+    assert!(matches!(error, Err(ClientError::Timeout(t)) if t == second));
+    let mut pages = client.pages(&SLOW_PAGES, first()).no_timeout();
+    assert_eq!(pages.next().await.unwrap().unwrap().items[0].id, 1);
+    let mut pages = untimed.pages(&SLOW_PAGES, first()).timeout(second);
+    let error = pages.next().await.unwrap();
+    assert!(matches!(error, Err(ClientError::Timeout(t)) if t == second));
 }

@@ -25,7 +25,7 @@ use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use strata::Server;
-use strata::client::{Client, ClientError, Subscription};
+use strata::client::{Client, ClientError, HttpPool, Subscription, Transport};
 use strata::core::BoxError;
 use strata::prelude::*;
 use strata::server::LocalAddr;
@@ -265,10 +265,7 @@ async fn serve(
 }
 
 /// hyper-util's pooled client.
-fn pooled() -> hyper_util::client::legacy::Client<
-    hyper_util::client::legacy::connect::HttpConnector,
-    Full<Bytes>,
-> {
+fn pooled() -> HttpPool {
     hyper_util::client::legacy::Client::builder(hyper_util::rt::TokioExecutor::new()).build_http()
 }
 
@@ -300,14 +297,7 @@ const TRACE: HeaderName = HeaderName::from_static("trace");
 /// The countdown from 5, 10 ms between ticks, with a header of the client's and one of the
 /// subscription's: every event, in order, once, until the server ends the stream (within 5 s
 /// an item: a reconnection waits the server's `retry:`, not the subscription's delay).
-async fn count_down<S, B>(client: Client<S>)
-where
-    S: tower::Service<Request<Full<Bytes>>, Response = Response<B>> + Clone + Send + 'static,
-    S::Future: Send,
-    S::Error: Into<BoxError>,
-    B: Body + Send + 'static,
-    B::Error: Into<BoxError>,
-{
+async fn count_down<T: Transport>(client: Client<T>) {
     let subscription = client
         .header(TOKEN, HeaderValue::from_static("client"))
         .subscribe(&api::COUNTDOWN, countdown(5, 10))
@@ -481,7 +471,7 @@ async fn a_silent_connection_is_dropped_at_the_idle_timeout() {
     let router = Router::new(&routing(&Resumed::default()), &config()).unwrap();
     let subscription = Client::new(requests.record(router, None))
         .subscribe(&api::SILENT, ())
-        .idle_timeout(Some(Duration::from_millis(50)))
+        .idle_timeout(Duration::from_millis(50))
         .reconnect_delay(Duration::from_millis(1))
         .max_reconnects(1);
     let (items, _) = all(subscription).await;

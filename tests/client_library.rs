@@ -73,7 +73,7 @@ async fn the_library_walk_over_a_real_socket() {
     let strata::server::LocalAddr::Tcp(addr) = server.servers()[0].local_addr.clone() else {
         panic!("TCP")
     };
-    let client = client_example::network_client(&format!("http://{addr}"));
+    let client = client_example::network_client(&format!("http://{addr}")).unwrap();
     let steps = client_example::walk(&client).await.unwrap();
     check(&steps);
     server.shutdown().await;

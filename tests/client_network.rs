@@ -10,13 +10,11 @@ use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use bytes::Bytes;
 use futures_util::StreamExt;
-use http_body_util::Full;
 use serde::Deserialize;
 use strata::client::{
     Client, ClientError, DEFAULT_IDLE_TIMEOUT, DEFAULT_MAX_RECONNECTS, DEFAULT_RECONNECT_DELAY,
-    DEFAULT_TIMEOUT, MIN_RECONNECT_DELAY, Subscription,
+    DEFAULT_TIMEOUT, HttpClient, MIN_RECONNECT_DELAY, Subscription,
 };
 use strata::{Events, FileResponse, Operation};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -112,17 +110,9 @@ async fn read_head(stream: &mut TcpStream) -> String {
     String::from_utf8(head).unwrap()
 }
 
-/// hyper-util's pooled client.
-type Pool = hyper_util::client::legacy::Client<
-    hyper_util::client::legacy::connect::HttpConnector,
-    Full<Bytes>,
->;
-
 /// A client of the server at `addr`, over hyper-util's pooled client.
-fn client(addr: SocketAddr) -> Client<Pool> {
-    let pool = hyper_util::client::legacy::Client::builder(hyper_util::rt::TokioExecutor::new())
-        .build_http();
-    Client::new(pool).base_url(format!("http://{addr}"))
+fn client(addr: SocketAddr) -> HttpClient {
+    Client::http(&format!("http://{addr}")).unwrap()
 }
 
 /// The next item, or a panic when the client hangs.
@@ -149,7 +139,10 @@ async fn a_download_whose_error_body_drips_ends_at_the_timeout() {
     let (addr, seen) = raw_server(drip_an_error).await;
     let timeout = Duration::from_secs(5);
     for (configured, ends_after) in [(Some(timeout), timeout), (None, DEFAULT_TIMEOUT)] {
-        let client = client(addr).timeout(configured);
+        let client = match configured {
+            Some(timeout) => client(addr).timeout(timeout),
+            None => client(addr).no_timeout(),
+        };
         let started = Instant::now();
         let download = tokio::time::timeout(FAIL_SAFE, client.call(&FILE, ()).download());
         let error = download.await.expect("the download hung").unwrap_err();
@@ -189,7 +182,7 @@ async fn a_download_whose_body_goes_silent_ends_at_the_timeout() {
     })
     .await;
     let timeout = Duration::from_secs(5);
-    let client = client(addr).timeout(Some(timeout));
+    let client = client(addr).timeout(timeout);
     let is_the_timeout =
         |error: &ClientError| matches!(error, ClientError::Timeout(after) if *after == timeout);
 
@@ -245,7 +238,7 @@ async fn a_download_whose_body_goes_silent_ends_at_the_timeout() {
 async fn a_subscription_whose_error_body_drips_ends_at_the_timeout() {
     let (addr, seen) = raw_server(drip_an_error).await;
     let timeout = Duration::from_secs(5);
-    let mut subscription = client(addr).timeout(Some(timeout)).subscribe(&FEED, ());
+    let mut subscription = client(addr).timeout(timeout).subscribe(&FEED, ());
     let started = Instant::now();
     let error = next(&mut subscription).await.unwrap().unwrap_err();
     assert!(
@@ -429,4 +422,19 @@ async fn a_silent_connection_is_dropped_at_the_default_idle_timeout() {
         wait >= least && wait <= least + DEFAULT_RECONNECT_DELAY / 2,
         "{wait:?}"
     );
+}
+
+/// The same silent connection with `no_idle_timeout`: waited on as long as it stays open (ten
+/// times the default idle timeout here, on the paused clock), no reconnection.
+#[tokio::test(start_paused = true)]
+async fn with_no_idle_timeout_a_silent_connection_is_waited_on() {
+    let (addr, seen) = raw_server(|mut stream, _| async move {
+        stream.write_all(STREAM_HEAD).await.unwrap();
+        std::future::pending::<()>().await;
+    })
+    .await;
+    let mut subscription = client(addr).subscribe(&FEED, ()).no_idle_timeout();
+    let waited = tokio::time::timeout(10 * DEFAULT_IDLE_TIMEOUT, subscription.next()).await;
+    assert!(waited.is_err(), "{waited:?}");
+    assert_eq!(seen.instants().len(), 1, "no reconnection");
 }

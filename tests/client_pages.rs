@@ -11,7 +11,7 @@ use garde::Validate;
 use http::StatusCode;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use strata::client::{Client, ClientError};
+use strata::client::{Client, ClientError, Transport};
 use strata::paginate::{
     CursorInput, CursorPage, OffsetInput, OffsetPage, decode_cursor, encode_cursor,
 };
@@ -165,20 +165,7 @@ fn asked(library: &Library) -> Vec<(&'static str, Option<String>)> {
 
 /// The walk every transport must pass: every page and every item of both styles, with and
 /// without the filter, then streams that end at the first error.
-async fn walk<S, B>(client: &Client<S>, library: &Library)
-where
-    S: tower::Service<
-            http::Request<http_body_util::Full<bytes::Bytes>>,
-            Response = http::Response<B>,
-        > + Clone
-        + Send
-        + Sync,
-    S::Future: Send,
-    S::Error: Into<strata::core::BoxError>,
-    B: http_body::Body + Send,
-    B::Data: Send,
-    B::Error: Into<strata::core::BoxError>,
-{
+async fn walk<T: Transport>(client: &Client<T>, library: &Library) {
     // Offsets, novels, pages of 3: 8 novels in 3, 3, 2.
     let mut pages = client.pages(
         &api::SHELF,
@@ -244,20 +231,7 @@ where
 
 /// A page refused mid-way (a cursor of books since changed) is yielded, then nothing; a first
 /// page refused (a limit above the maximum) likewise.
-async fn ends_at_the_first_error<S, B>(client: &Client<S>, library: &Library)
-where
-    S: tower::Service<
-            http::Request<http_body_util::Full<bytes::Bytes>>,
-            Response = http::Response<B>,
-        > + Clone
-        + Send
-        + Sync,
-    S::Future: Send,
-    S::Error: Into<strata::core::BoxError>,
-    B: http_body::Body + Send,
-    B::Data: Send,
-    B::Error: Into<strata::core::BoxError>,
-{
+async fn ends_at_the_first_error<T: Transport>(client: &Client<T>, library: &Library) {
     let mut items = client
         .pages(&api::FEED, CursorInput::first(genre("novel")).with_limit(2))
         .items();
@@ -306,30 +280,40 @@ async fn every_page_and_item_over_a_real_socket_with_hyper_util_s_pooled_client(
     let strata::server::LocalAddr::Tcp(addr) = server.servers()[0].local_addr.clone() else {
         panic!("TCP")
     };
-    let pool = hyper_util::client::legacy::Client::builder(hyper_util::rt::TokioExecutor::new())
-        .build_http();
-    let client = Client::new(pool).base_url(format!("http://{addr}/"));
+    let client = Client::http(&format!("http://{addr}/")).unwrap();
     walk(&client, &library).await;
     server.shutdown().await;
 }
 
-#[tokio::test]
+/// The essays' ids and the novels' pages, each stream made from the borrowed `client` and
+/// taken on a task of its own: a stream owns a clone of the client.
+async fn on_other_tasks<T: Transport>(client: &Client<T>) -> (Vec<u32>, usize) {
+    let mut items = client
+        .pages(&api::SHELF, OffsetInput::first(genre("essay")))
+        .items();
+    let essays = tokio::spawn(async move {
+        let mut all = Vec::new();
+        while let Some(book) = items.next().await {
+            all.push(book.unwrap().id);
+        }
+        all
+    });
+    let mut pages = client.pages(&api::FEED, CursorInput::first(genre("novel")));
+    let novels = tokio::spawn(async move {
+        let mut count = 0;
+        while let Some(page) = pages.next().await {
+            count += page.unwrap().items.len();
+        }
+        count
+    });
+    (essays.await.unwrap(), novels.await.unwrap())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn pages_can_be_taken_on_another_task() {
     let library = library();
     let router = Router::new(&routing(&library), &config()).unwrap();
-    let client = Arc::new(Client::new(router));
-    let task = {
-        let client = client.clone();
-        tokio::spawn(async move {
-            let mut items = client
-                .pages(&api::SHELF, OffsetInput::first(genre("essay")))
-                .items();
-            let mut all = Vec::new();
-            while let Some(book) = items.next().await {
-                all.push(book.unwrap().id);
-            }
-            all
-        })
-    };
-    assert_eq!(task.await.unwrap(), expected(Some("essay")));
+    let (essays, novels) = on_other_tasks(&Client::new(router)).await;
+    assert_eq!(essays, expected(Some("essay")));
+    assert_eq!(novels, expected(Some("novel")).len());
 }

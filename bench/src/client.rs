@@ -13,7 +13,7 @@
 //!   checked;
 //! - **typed**: `Client::new(pool).base_url(..)` on the same pool with the client's defaults (a
 //!   30 s timeout per call), `client.call(&OP, input).await`;
-//! - **typed-untimed**: the same with `.timeout(None)`, which tells the timer's part.
+//! - **typed-untimed**: the same with `.no_timeout()`, which tells the timer's part.
 //!
 //! Both clients serialize the same input by reference (`client.call(&OP, &input)`).
 //!
@@ -46,13 +46,12 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use http::header::CONTENT_TYPE;
-use http::{HeaderMap, HeaderValue, Method, Request, Response, StatusCode, Uri, Version};
+use http::{HeaderMap, HeaderValue, Method, Request, StatusCode, Uri, Version};
 use http_body_util::{BodyExt, Full};
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use strata::Operation;
-use strata::client::Client;
-use strata::core::BoxError;
+use strata::client::{Client, Transport as ClientTransport};
 use tower::{Service, ServiceExt};
 
 use crate::args::ClientOptions;
@@ -297,22 +296,13 @@ impl<C: Case, S: Clone> Clone for Caller<C, S> {
     }
 }
 
-impl<C, S, B> Caller<C, S>
-where
-    C: Case,
-    S: Service<Request<Full<Bytes>>, Response = Response<B>> + ByHand,
-    S::Future: Send,
-    S::Error: Into<BoxError>,
-    B: hyper::body::Body + Send,
-    B::Data: Send,
-    B::Error: Into<BoxError>,
-{
+impl<C: Case, S: ClientTransport + ByHand> Caller<C, S> {
     /// The clients of `service`, the API at `base` (empty in memory).
     fn new(way: Way, service: &S, base: &str) -> Self {
         Self {
             way,
             typed: Client::new(service.clone()).base_url(base),
-            untimed: Client::new(service.clone()).base_url(base).timeout(None),
+            untimed: Client::new(service.clone()).base_url(base).no_timeout(),
             hand: service.clone(),
             base: base.to_owned(),
             input: C::input(),
@@ -456,15 +446,11 @@ where
 
 /// Checks that the typed client sends what the hand-written one does, over `service` with the
 /// API at `base`, and that each client reads the expected output; says how the requests agree.
-async fn preflight<C, S, B>(service: &S, base: &str) -> Result<String, String>
+async fn preflight<C, S>(service: &S, base: &str) -> Result<String, String>
 where
     C: Case,
-    S: Service<Request<Full<Bytes>>, Response = Response<B>> + ByHand,
-    S::Future: Send,
-    S::Error: Into<BoxError> + Send,
-    B: hyper::body::Body + Send + 'static,
-    B::Data: Send,
-    B::Error: Into<BoxError>,
+    S: ClientTransport + ByHand,
+    S::Error: Send,
 {
     let recorder = Recorder {
         inner: service.clone(),
@@ -602,7 +588,7 @@ struct ClientReport {
 }
 
 /// Warm-up, then `rounds` rounds of every way in a rotating order.
-async fn measure<C, S, B>(
+async fn measure<C, S>(
     operation: OperationName,
     transport: Transport,
     service: &S,
@@ -612,15 +598,11 @@ async fn measure<C, S, B>(
 ) -> Result<CaseResult, String>
 where
     C: Case,
-    S: Service<Request<Full<Bytes>>, Response = Response<B>> + ByHand,
-    S::Future: Send,
-    S::Error: Into<BoxError> + Send,
-    B: hyper::body::Body + Send + 'static,
-    B::Data: Send,
-    B::Error: Into<BoxError>,
+    S: ClientTransport + ByHand,
+    S::Error: Send,
 {
     let label = format!("{operation} over {transport}");
-    let request = preflight::<C, S, B>(service, base)
+    let request = preflight::<C, S>(service, base)
         .await
         .map_err(|e| format!("{label}: pre-flight: {e}"))?;
     eprintln!("{label}: pre-flight ok: {request}");
@@ -754,7 +736,7 @@ fn measure_all(
                         let concurrency = options.concurrency;
                         match operation {
                             OperationName::Hello => {
-                                measure::<Hello, _, _>(
+                                measure::<Hello, _>(
                                     operation,
                                     transport,
                                     &pool,
@@ -765,7 +747,7 @@ fn measure_all(
                                 .await
                             }
                             OperationName::Order => {
-                                measure::<Orders, _, _>(
+                                measure::<Orders, _>(
                                     operation,
                                     transport,
                                     &pool,
@@ -780,11 +762,10 @@ fn measure_all(
                     (Transport::Network, None) => Err("no server".to_owned()),
                     (Transport::Memory, _) => match operation {
                         OperationName::Hello => {
-                            measure::<Hello, _, _>(operation, transport, &router, "", 1, options)
-                                .await
+                            measure::<Hello, _>(operation, transport, &router, "", 1, options).await
                         }
                         OperationName::Order => {
-                            measure::<Orders, _, _>(operation, transport, &router, "", 1, options)
+                            measure::<Orders, _>(operation, transport, &router, "", 1, options)
                                 .await
                         }
                     },
@@ -920,12 +901,12 @@ mod tests {
     #[tokio::test(flavor = "current_thread")]
     async fn in_memory_both_clients_send_the_same_requests_and_read_the_same_outputs() {
         let router = router();
-        let hello = preflight::<Hello, _, _>(&router, "").await.unwrap();
+        let hello = preflight::<Hello, _>(&router, "").await.unwrap();
         assert_eq!(
             hello,
             "GET /v1/hello/World, 0 header(s), 0 B body: the same request, byte for byte"
         );
-        let order = preflight::<Orders, _, _>(&router, "").await.unwrap();
+        let order = preflight::<Orders, _>(&router, "").await.unwrap();
         assert!(
             order.starts_with("POST /v1/orders, 1 header(s), "),
             "{order}"
@@ -939,9 +920,9 @@ mod tests {
             hyper_util::client::legacy::Client::builder(hyper_util::rt::TokioExecutor::new())
                 .build_http();
         let base = format!("http://{}", running.addr);
-        let hello = preflight::<Hello, _, _>(&pool, &base).await.unwrap();
+        let hello = preflight::<Hello, _>(&pool, &base).await.unwrap();
         assert!(hello.ends_with("byte for byte"), "{hello}");
-        preflight::<Orders, _, _>(&pool, &base).await.unwrap();
+        preflight::<Orders, _>(&pool, &base).await.unwrap();
         running.stop().await;
     }
 

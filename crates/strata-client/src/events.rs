@@ -169,7 +169,7 @@ impl<S, E> Client<S, E> {
     /// ```
     pub fn subscribe<I, T>(&self, operation: &Operation<I, Events<T>>, input: I) -> Subscription<T>
     where
-        S: Transport<Future: Send, Body: Send + 'static> + Send + 'static,
+        S: Transport,
         E: Envelope,
         I: Serialize,
         T: DeserializeOwned,
@@ -188,7 +188,8 @@ impl<S, E> Client<S, E> {
                 }))
             })
         });
-        let envelope = self.envelope.clone();
+        let settings = &*self.settings;
+        let envelope = settings.envelope.clone();
         let read_error: ReadError = Box::new(move |status, headers, body| {
             match envelope.read::<IgnoredAny>(status, headers, body) {
                 Err(error) => error,
@@ -200,9 +201,9 @@ impl<S, E> Client<S, E> {
         let (target, state) = match target(
             &method,
             operation.path(),
-            &self.base_url,
+            &settings.base_url,
             &input,
-            &self.input_sources,
+            &settings.input_sources,
         ) {
             Ok(target) => (target, State::Start),
             Err(error) => (Target::default(), State::Failed(error)),
@@ -212,8 +213,8 @@ impl<S, E> Client<S, E> {
             read_error,
             method,
             target,
-            headers: self.headers.clone(),
-            parser: Parser::new(self.max_response_body),
+            headers: settings.headers.clone(),
+            parser: Parser::new(settings.max_response_body),
             state,
             deadline: None,
             deadline_after: Duration::ZERO,
@@ -221,8 +222,8 @@ impl<S, E> Client<S, E> {
                 reconnect_delay: DEFAULT_RECONNECT_DELAY,
                 max_reconnects: DEFAULT_MAX_RECONNECTS,
                 idle_timeout: Some(DEFAULT_IDLE_TIMEOUT),
-                max_error_body: self.max_response_body,
-                error_timeout: self.timeout.unwrap_or(DEFAULT_TIMEOUT),
+                max_error_body: settings.max_response_body,
+                error_timeout: settings.timeout.unwrap_or(DEFAULT_TIMEOUT),
             },
             failures: 0,
             streaming_since: None,
@@ -376,10 +377,13 @@ impl<T> Subscription<T> {
         /// up (default [`DEFAULT_MAX_RECONNECTS`]; 0: it never reconnects).
         max_reconnects(reconnects: u32) => settings.max_reconnects = reconnects;
         /// Reconnects when a connection says nothing, not even a keep-alive comment, for this
-        /// long, from the request on (default [`DEFAULT_IDLE_TIMEOUT`]; `None`: it waits as
-        /// long as the connection stays). Keep it longer than the server's keep-alive interval
-        /// (a Strata server's: 15 s by default).
-        idle_timeout(timeout: Option<Duration>) => settings.idle_timeout = timeout;
+        /// long, from the request on (default [`DEFAULT_IDLE_TIMEOUT`];
+        /// [`no_idle_timeout`](Self::no_idle_timeout) for none). Keep it longer than the
+        /// server's keep-alive interval (a Strata server's: 15 s by default).
+        idle_timeout(timeout: Duration) => settings.idle_timeout = Some(timeout);
+        /// No idle timeout: a connection is waited on as long as it stays open, however
+        /// silent (a half-open connection then holds the subscription).
+        no_idle_timeout() => settings.idle_timeout = None;
     }
 
     /// The largest event read, in bytes, its lines, name and id together (default: the

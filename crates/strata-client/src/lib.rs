@@ -12,9 +12,19 @@
 //! [`Subscription`], a `Stream` of typed events that reconnects with `Last-Event-ID` after a
 //! dropped connection and ends when the server ends the stream.
 //!
-//! [`Client`] runs over any service of `http::Request<Full<Bytes>>`: the `Router` itself (no
-//! socket, as in tests), or a network client such as hyper-util's pooled one, with any tower
-//! layers around it (timeouts, retries, concurrency limits, tracing).
+//! [`Client`] runs over any service of `http::Request<Full<Bytes>>` (a [`Transport`]): the
+//! `Router` itself (no socket, as in tests), or a network client such as hyper-util's pooled
+//! one, with any tower layers around it (timeouts, retries, concurrency limits, tracing).
+//! `Client::http("http://127.0.0.1:3000")?` builds the usual one, an `HttpClient` over
+//! hyper-util's pool (feature `hyper-client`, on by default). A function generic over clients
+//! writes one bound, `T: Transport`, for `&Client<T>`.
+//!
+//! Awaiting a call gives the output; [`Call::response`] gives it with the response's status
+//! and headers (a [`Response`]: a 201's `Location`). Each call has a timeout, the client's
+//! ([`DEFAULT_TIMEOUT`] unless set with [`Client::timeout`]) or its own ([`Call::timeout`]);
+//! `no_timeout()` says there is none. A [`Call`], [`Pages`] and a [`Subscription`] own a clone
+//! of the client (a cheap one: the service's clone and a shared reference to the settings), so
+//! each can be moved to another task (`tokio::spawn`).
 //!
 //! An input is placed where the server reads it by default: path parameters substituted and
 //! percent-encoded; for GET, HEAD and DELETE the other fields in the query string (lists as
@@ -77,18 +87,24 @@ mod download;
 mod envelope;
 mod error;
 mod events;
+#[cfg(feature = "hyper-client")]
+mod http_client;
 mod pages;
 mod request;
+mod response;
 mod sse;
 
 use std::borrow::Borrow;
+use std::fmt;
 use std::future::{Future, IntoFuture};
+use std::marker::PhantomData;
 use std::pin::Pin;
+use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
 use http::header::CONTENT_TYPE;
-use http::{HeaderMap, HeaderName, HeaderValue, Request, Response};
+use http::{HeaderMap, HeaderName, HeaderValue, Request};
 use http_body_util::Full;
 use serde::Serialize;
 use strata_core::{BoxError, StreamedOutput};
@@ -102,25 +118,65 @@ pub use events::{
     DEFAULT_IDLE_TIMEOUT, DEFAULT_MAX_RECONNECTS, DEFAULT_RECONNECT_DELAY, MAX_EVENT_ID,
     MAX_RECONNECT_DELAY, MIN_RECONNECT_DELAY, Subscription,
 };
+#[cfg(feature = "hyper-client")]
+pub use http_client::{HTTP_POOL_IDLE_TIMEOUT, HttpClient, HttpPool, InvalidBaseUrl};
 pub use pages::{Items, Pages, Paginated};
+pub use response::Response;
 pub use strata_core::{Events, FromResponse, Operation, Outcomes};
 
 /// What a [`Client`] sends its requests with: a `tower::Service` of `http::Request<Full<Bytes>>`
-/// whose responses' bodies it reads (a `Router`, a network client). Every such service is one:
-/// the bound to write, in a function generic over clients, instead of the service's and its
-/// body's.
+/// (a `Router`, a network client such as hyper-util's pooled one, `HttpPool`), with
+/// everything a call, a download, pages and a subscription need of it, named once. Every such
+/// service is one (a blanket impl): write `T: Transport` in a function generic over clients.
+///
+/// It asks for:
+///
+/// - `Service<Request<Full<Bytes>>, Response = http::Response<Self::Body>>`, its `Error` into
+///   a [`BoxError`] and its `Future: Send`;
+/// - `Clone` (each request goes to a clone, as `tower::ServiceExt::oneshot` sends it);
+/// - `Send + Sync + 'static`, so that a call, a page stream or a subscription can move to
+///   another task (`tokio::spawn`) and a future that holds a `&Client` is `Send`;
+/// - a response body that is `Send + 'static`, of [`Bytes`] (what hyper and a `Router` give,
+///   and what a [`Download`] reads), its `Error` into a [`BoxError`].
+///
+/// The price: a service that is `Send` but not `Sync` (`tower`'s `BoxCloneService`) is no
+/// transport (box it as `BoxCloneSyncService` instead, or put it behind a `Buffer`), nor is
+/// one whose body's chunks are not `Bytes` (map its body first).
+///
+/// ```
+/// use strata_client::{Client, ClientError, Operation, Transport};
+///
+/// pub const PING: Operation<(), String> = Operation::get("/ping");
+///
+/// /// Any client: the router in memory, or hyper-util's pool over the network.
+/// async fn ping_twice<T: Transport>(client: &Client<T>) -> Result<[String; 2], ClientError> {
+///     let here = client.call(&PING, ()).await?;
+///     // A call owns what it needs: it can run on another task.
+///     let there = tokio::spawn(client.call(&PING, ()).send());
+///     Ok([here, there.await.expect("the task ran")?])
+/// }
+/// ```
 pub trait Transport:
-    Service<Request<Full<Bytes>>, Response = Response<Self::Body>, Error: Into<BoxError>> + Clone
+    Service<
+        Request<Full<Bytes>>,
+        Response = http::Response<Self::Body>,
+        Error: Into<BoxError>,
+        Future: Send,
+    > + Clone
+    + Send
+    + Sync
+    + 'static
 {
     /// The body of its responses.
-    type Body: http_body::Body<Error: Into<BoxError>>;
+    type Body: http_body::Body<Data = Bytes, Error: Into<BoxError>> + Send + 'static;
 }
 
 impl<S, B> Transport for S
 where
-    S: Service<Request<Full<Bytes>>, Response = Response<B>> + Clone,
+    S: Service<Request<Full<Bytes>>, Response = http::Response<B>> + Clone + Send + Sync + 'static,
     S::Error: Into<BoxError>,
-    B: http_body::Body<Error: Into<BoxError>>,
+    S::Future: Send,
+    B: http_body::Body<Data = Bytes, Error: Into<BoxError>> + Send + 'static,
 {
     type Body = B;
 }
@@ -133,9 +189,18 @@ pub const DEFAULT_MAX_RESPONSE_BODY: usize = 64 * 1024 * 1024;
 
 /// A typed client of a Strata API over the service `S` (a `Router`, or a network client), reading
 /// responses with the envelope `E`.
-#[derive(Debug, Clone)]
+///
+/// A clone is cheap: a clone of the service (hyper-util's pool: a few reference counts) and of
+/// a reference count to the settings, shared by the clones. A [`Call`], [`Pages`] and a
+/// [`Subscription`] each own a clone, so each can be moved to another task.
 pub struct Client<S, E = DefaultEnvelope> {
     inner: S,
+    settings: Arc<Settings<E>>,
+}
+
+/// What a client's clones share: everything but the service (set once, read by every call).
+#[derive(Debug, Clone)]
+struct Settings<E> {
     base_url: String,
     headers: HeaderMap,
     timeout: Option<Duration>,
@@ -144,86 +209,149 @@ pub struct Client<S, E = DefaultEnvelope> {
     envelope: E,
 }
 
+impl<S: Clone, E> Clone for Client<S, E> {
+    fn clone(&self) -> Self {
+        Self {
+            inner: self.inner.clone(),
+            settings: Arc::clone(&self.settings),
+        }
+    }
+}
+
+impl<S: fmt::Debug, E: fmt::Debug> fmt::Debug for Client<S, E> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let settings = &*self.settings;
+        f.debug_struct("Client")
+            .field("inner", &self.inner)
+            .field("base_url", &settings.base_url)
+            .field("headers", &settings.headers)
+            .field("timeout", &settings.timeout)
+            .field("max_response_body", &settings.max_response_body)
+            .field("input_sources", &settings.input_sources)
+            .field("envelope", &settings.envelope)
+            .finish()
+    }
+}
+
 impl<S> Client<S> {
     /// A client sending requests to `service`, reading the default result handler's envelope.
     pub fn new(service: S) -> Self {
         Self {
             inner: service,
-            base_url: String::new(),
-            headers: HeaderMap::new(),
-            timeout: Some(DEFAULT_TIMEOUT),
-            max_response_body: DEFAULT_MAX_RESPONSE_BODY,
-            input_sources: strata_input::InputSources::default(),
-            envelope: DefaultEnvelope,
+            settings: Arc::new(Settings {
+                base_url: String::new(),
+                headers: HeaderMap::new(),
+                timeout: Some(DEFAULT_TIMEOUT),
+                max_response_body: DEFAULT_MAX_RESPONSE_BODY,
+                input_sources: strata_input::InputSources::default(),
+                envelope: DefaultEnvelope,
+            }),
         }
     }
 }
 
 impl<S, E> Client<S, E> {
     strata_core::inner_service_accessors!();
+}
+
+impl<S, E: Clone> Client<S, E> {
+    /// The settings, to change (copied first when a clone shares them).
+    fn settings(&mut self) -> &mut Settings<E> {
+        Arc::make_mut(&mut self.settings)
+    }
 
     /// Where the API is (`https://api.example.com`, or with a prefix): requests go to this URL
     /// followed by the operation's path. Without one (a `Router` in memory) requests carry only
-    /// the path.
+    /// the path. (`Client::http` checks the URL; this takes it as it is.)
     #[must_use]
     pub fn base_url(mut self, url: impl Into<String>) -> Self {
         let mut url = url.into();
         while url.ends_with('/') {
             url.pop();
         }
-        self.base_url = url;
+        self.settings().base_url = url;
         self
     }
 
     /// A header sent with every call (credentials, say); a call's own headers win.
     #[must_use]
     pub fn header(mut self, name: HeaderName, value: HeaderValue) -> Self {
-        self.headers.insert(name, value);
+        self.settings().headers.insert(name, value);
         self
     }
 
-    strata_core::setters! {
-        /// The timeout of each call, from sending the request to reading the whole response
-        /// (default [`DEFAULT_TIMEOUT`]; `None`: no timeout); a call may set its own.
-        #[must_use]
-        timeout(timeout: Option<Duration>) => timeout = timeout;
-        /// The largest response body read (default [`DEFAULT_MAX_RESPONSE_BODY`]); a larger one is
-        /// [`ClientError::TooLarge`].
-        #[must_use]
-        max_response_body(bytes: usize) => max_response_body = bytes;
-        /// Places inputs as a server with these input sources reads them (its configuration's
-        /// `input_sources`, when it changes the defaults): a method whose sources have a body gets
-        /// the fields as a body, any other the query string.
-        #[must_use]
-        input_sources(sources: strata_input::InputSources) => input_sources = sources;
+    /// The timeout of each call, from sending the request to reading the whole response
+    /// (default [`DEFAULT_TIMEOUT`]); a call may set its own. [`no_timeout`](Self::no_timeout)
+    /// for none.
+    #[must_use]
+    pub fn timeout(mut self, timeout: Duration) -> Self {
+        self.settings().timeout = Some(timeout);
+        self
+    }
+
+    /// No timeout for calls: each waits as long as the service takes (a call may still set
+    /// its own). An error response's body, for a download or a subscription, is still read
+    /// within [`DEFAULT_TIMEOUT`].
+    #[must_use]
+    pub fn no_timeout(mut self) -> Self {
+        self.settings().timeout = None;
+        self
+    }
+
+    /// The largest response body read (default [`DEFAULT_MAX_RESPONSE_BODY`]); a larger one is
+    /// [`ClientError::TooLarge`].
+    #[must_use]
+    pub fn max_response_body(mut self, bytes: usize) -> Self {
+        self.settings().max_response_body = bytes;
+        self
+    }
+
+    /// Places inputs as a server with these input sources reads them (its configuration's
+    /// `input_sources`, when it changes the defaults): a method whose sources have a body gets
+    /// the fields as a body, any other the query string.
+    #[must_use]
+    pub fn input_sources(mut self, sources: strata_input::InputSources) -> Self {
+        self.settings().input_sources = sources;
+        self
     }
 
     /// Reads responses with `envelope`, the counterpart of the server's result handler.
     pub fn envelope<E2: Envelope>(self, envelope: E2) -> Client<S, E2> {
+        let settings = Arc::unwrap_or_clone(self.settings);
         Client {
             inner: self.inner,
-            base_url: self.base_url,
-            headers: self.headers,
-            timeout: self.timeout,
-            max_response_body: self.max_response_body,
-            input_sources: self.input_sources,
-            envelope,
+            settings: Arc::new(Settings {
+                base_url: settings.base_url,
+                headers: settings.headers,
+                timeout: settings.timeout,
+                max_response_body: settings.max_response_body,
+                input_sources: settings.input_sources,
+                envelope,
+            }),
         }
     }
+}
 
+impl<S: Clone, E> Client<S, E> {
     /// A call of `operation` with `input` (the input, or a reference to it: a caller that keeps
     /// its input need not clone it): await it for the output, or set its headers and timeout
-    /// first (`client.call(&OP, input).header(name, value).await`).
-    pub fn call<I, O, In>(&self, operation: &Operation<I, O>, input: In) -> Call<'_, S, E, I, O, In>
+    /// first (`client.call(&OP, input).header(name, value).await`), or ask for the status and
+    /// headers too ([`Call::response`]).
+    ///
+    /// The request is written here, from the input (a reference is not kept), and the call
+    /// owns a clone of the client: it can be sent from another task
+    /// (`tokio::spawn(client.call(&OP, input).send())`). An input that cannot be sent is the
+    /// call's [`ClientError::Input`] when awaited.
+    pub fn call<I, O, In>(&self, operation: &Operation<I, O>, input: In) -> Call<S, E, O>
     where
+        I: Serialize,
         In: Borrow<I>,
     {
         Call {
-            client: self,
-            operation: *operation,
-            input,
-            headers: HeaderMap::new(),
-            timeout: self.timeout,
+            request: self.request(operation, &HeaderMap::new(), input.borrow()),
+            timeout: self.settings.timeout,
+            client: self.clone(),
+            output: PhantomData,
         }
     }
 
@@ -233,7 +361,8 @@ impl<S, E> Client<S, E> {
     /// has been taken, following offsets or cursors ([`Paginated`]) until there are no more;
     /// [`Pages::items`] flattens it into the items. It ends after the last page, or after
     /// yielding the first error. Every request carries the client's headers and the stream's
-    /// own ([`Pages::header`]) and has its own timeout.
+    /// own ([`Pages::header`]) and has its own timeout. The stream owns a clone of the client:
+    /// it can be moved to another task.
     ///
     /// ```
     /// use serde::{Deserialize, Serialize};
@@ -296,53 +425,77 @@ impl<S, E> Client<S, E> {
     /// # Ok(())
     /// # }
     /// ```
-    pub fn pages<I, O>(&self, operation: &Operation<I, O>, input: I) -> Pages<'_, S, E, I, O>
+    pub fn pages<I, O>(&self, operation: &Operation<I, O>, input: I) -> Pages<S, E, I, O>
     where
         I: Paginated<O>,
     {
-        Pages::new(self, *operation, input)
+        Pages::new(self.clone(), *operation, input)
     }
 }
 
-/// One call of an operation, sent when awaited (or with [`Call::send`]).
-#[derive(Debug)]
+/// One call of an operation, sent when awaited (or with [`Call::send`]; [`Call::response`] for
+/// the status and headers too, [`Call::download`] for a file or a stream).
+///
+/// It owns its request and a clone of the client: it may outlive the client it came from and
+/// be sent from another task.
 #[must_use = "a call is sent when awaited"]
-pub struct Call<'c, S, E, I, O, In = I> {
-    client: &'c Client<S, E>,
-    operation: Operation<I, O>,
-    input: In,
-    headers: HeaderMap,
+pub struct Call<S, E, O> {
+    client: Client<S, E>,
+    /// The request, or why the input cannot be sent (told when awaited).
+    request: Result<Request<Full<Bytes>>, ClientError>,
     timeout: Option<Duration>,
+    output: PhantomData<fn() -> O>,
 }
 
-impl<S, E, I, O, In> Call<'_, S, E, I, O, In> {
+impl<S: fmt::Debug, E: fmt::Debug, O> fmt::Debug for Call<S, E, O> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Call")
+            .field("client", &self.client)
+            .field("request", &self.request)
+            .field("timeout", &self.timeout)
+            .finish()
+    }
+}
+
+impl<S, E, O> Call<S, E, O> {
     /// A header of this call (it wins over the client's).
     pub fn header(mut self, name: HeaderName, value: HeaderValue) -> Self {
-        self.headers.insert(name, value);
+        if let Ok(request) = &mut self.request {
+            request.headers_mut().insert(name, value);
+        }
         self
     }
 
-    strata_core::setters! {
-        /// This call's timeout (`None`: none).
-        timeout(timeout: Option<Duration>) => timeout = timeout;
+    /// This call's timeout, instead of the client's.
+    pub fn timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = Some(timeout);
+        self
+    }
+
+    /// No timeout for this call, whatever the client's: it waits as long as the service takes.
+    pub fn no_timeout(mut self) -> Self {
+        self.timeout = None;
+        self
     }
 }
 
-impl<S, E, I, O, In> Call<'_, S, E, I, O, In>
-where
-    S: Transport,
-    E: Envelope,
-    I: Serialize,
-    In: Borrow<I>,
-{
-    /// Sends the call and reads its output.
+impl<S: Transport, E: Envelope, O> Call<S, E, O> {
+    /// Sends the call and reads its output: what awaiting the call does.
     pub async fn send(self) -> Result<O, ClientError>
     where
         O: FromResponse,
     {
-        let request = self
-            .client
-            .request(&self.operation, &self.headers, self.input.borrow())?;
+        self.response().await.map(Response::into_inner)
+    }
+
+    /// Sends the call and reads its output with the response's status and headers (a 201's
+    /// `Location`, say): a [`Response`]. Awaiting the call gives the output alone; this costs
+    /// nothing more (the head is read either way).
+    pub async fn response(self) -> Result<Response<O>, ClientError>
+    where
+        O: FromResponse,
+    {
+        let request = self.request?;
         self.client.respond(request, self.timeout).await
     }
 
@@ -357,13 +510,11 @@ where
     where
         O: StreamedOutput,
     {
-        let client = self.client;
-        let request = client.request(&self.operation, &self.headers, self.input.borrow())?;
+        let Client { inner, settings } = self.client;
+        let request = self.request?;
         let timeout = self.timeout;
         let exchange = async {
-            let response = client
-                .inner
-                .clone()
+            let response = inner
                 .oneshot(request)
                 .await
                 .map_err(|error| ClientError::Transport(error.into()))?;
@@ -371,53 +522,55 @@ where
             if parts.status.is_success() {
                 return Ok(Download::new(parts.status, parts.headers, body, timeout));
             }
-            let read = read_limited(body, client.max_response_body);
+            let read = read_limited(body, settings.max_response_body);
             let bytes = match timeout {
                 Some(_) => read.await?,
-                None => tokio::time::timeout(DEFAULT_TIMEOUT, read)
-                    .await
-                    .map_err(|_| ClientError::Timeout(DEFAULT_TIMEOUT))??,
+                None => within(Some(DEFAULT_TIMEOUT), read).await?,
             };
-            Err(client
+            Err(settings
                 .envelope
                 .read::<serde::de::IgnoredAny>(parts.status, &parts.headers, &bytes)
                 .err()
                 .unwrap_or_else(|| api_error(parts.status, &bytes)))
         };
-        match timeout {
-            Some(after) => tokio::time::timeout(after, exchange)
-                .await
-                .map_err(|_| ClientError::Timeout(after))?,
-            None => exchange.await,
-        }
+        within(timeout, exchange).await
+    }
+}
+
+/// `future`'s result, or [`ClientError::Timeout`] when it takes longer than `timeout`.
+async fn within<T>(
+    timeout: Option<Duration>,
+    future: impl Future<Output = Result<T, ClientError>>,
+) -> Result<T, ClientError> {
+    match timeout {
+        Some(after) => tokio::time::timeout(after, future)
+            .await
+            .map_err(|_| ClientError::Timeout(after))?,
+        None => future.await,
     }
 }
 
 impl<S: Transport, E: Envelope> Client<S, E> {
-    /// Sends `request` and reads the output `O` from its response, within `timeout`.
+    /// Sends `request` and reads the output `O` from its response, within `timeout`: the one
+    /// place a response is read (calls and pages).
     async fn respond<O: FromResponse>(
-        &self,
+        self,
         request: Request<Full<Bytes>>,
         timeout: Option<Duration>,
-    ) -> Result<O, ClientError> {
+    ) -> Result<Response<O>, ClientError> {
+        let Self { inner, settings } = self;
         let exchange = async {
-            let response = self
-                .inner
-                .clone()
+            let response = inner
                 .oneshot(request)
                 .await
                 .map_err(|error| ClientError::Transport(error.into()))?;
             let (parts, body) = response.into_parts();
-            let bytes = read_limited(body, self.max_response_body).await?;
-            let reader = envelope::EnvelopeReader(&self.envelope);
-            O::from_response(&reader, parts.status, &parts.headers, &bytes)
+            let bytes = read_limited(body, settings.max_response_body).await?;
+            let reader = envelope::EnvelopeReader(&settings.envelope);
+            let output = O::from_response(&reader, parts.status, &parts.headers, &bytes)?;
+            Ok(Response::new(http::Response::from_parts(parts, output)))
         };
-        match timeout {
-            Some(after) => tokio::time::timeout(after, exchange)
-                .await
-                .map_err(|_| ClientError::Timeout(after))?,
-            None => exchange.await,
-        }
+        within(timeout, exchange).await
     }
 }
 
@@ -430,9 +583,10 @@ impl<S, E> Client<S, E> {
         headers: &HeaderMap,
         input: &I,
     ) -> Result<Request<Full<Bytes>>, ClientError> {
+        let settings = &*self.settings;
         let method = operation.method();
-        let placed = request::place(&method, operation.path(), input, &self.input_sources)?;
-        let uri = format!("{}{}", self.base_url, placed.path_and_query);
+        let placed = request::place(&method, operation.path(), input, &settings.input_sources)?;
+        let uri = format!("{}{}", settings.base_url, placed.path_and_query);
         let (content_type, body) = placed.body.unwrap_or_default();
         let mut request = Request::builder()
             .method(method)
@@ -442,8 +596,8 @@ impl<S, E> Client<S, E> {
         let sent = request.headers_mut();
         request::insert_headers(sent, placed.headers)?;
         // (Most calls add no header: no copy then.)
-        if !self.headers.is_empty() {
-            sent.extend(self.headers.clone());
+        if !settings.headers.is_empty() {
+            sent.extend(settings.headers.clone());
         }
         if !headers.is_empty() {
             sent.extend(headers.clone());
@@ -459,17 +613,14 @@ impl<S, E> Client<S, E> {
     }
 }
 
-impl<'c, S, E, I, O, In> IntoFuture for Call<'c, S, E, I, O, In>
+impl<S, E, O> IntoFuture for Call<S, E, O>
 where
-    S: Transport<Future: Send, Body: Send + 'c> + Send + Sync + 'c,
-    <S::Body as http_body::Body>::Data: Send,
+    S: Transport,
     E: Envelope,
-    I: Serialize + 'c,
-    O: FromResponse + Send + 'c,
-    In: Borrow<I> + Send + 'c,
+    O: FromResponse + Send + 'static,
 {
     type Output = Result<O, ClientError>;
-    type IntoFuture = Pin<Box<dyn Future<Output = Result<O, ClientError>> + Send + 'c>>;
+    type IntoFuture = Pin<Box<dyn Future<Output = Result<O, ClientError>> + Send>>;
 
     fn into_future(self) -> Self::IntoFuture {
         Box::pin(self.send())

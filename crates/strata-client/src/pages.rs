@@ -78,12 +78,12 @@ impl<P: CursorConfig, F, T> Paginated<CursorPage<P, T>> for CursorInput<P, F> {
 }
 
 /// A page's request in flight: the future gives the input back with the page.
-type PageFuture<'c, I, O> = Pin<Box<dyn Future<Output = (I, Result<O, ClientError>)> + Send + 'c>>;
+type PageFuture<I, O> = Pin<Box<dyn Future<Output = (I, Result<O, ClientError>)> + Send>>;
 
-enum State<'c, I, O> {
+enum State<I, O> {
     /// The input of the next page, not asked for yet.
     Next(I),
-    Waiting(PageFuture<'c, I, O>),
+    Waiting(PageFuture<I, O>),
     Done,
 }
 
@@ -93,25 +93,29 @@ enum State<'c, I, O> {
 ///
 /// Each request carries the client's headers and this stream's own ([`Pages::header`]), and
 /// has its own timeout ([`Pages::timeout`], the client's by default).
+///
+/// It owns a clone of the client: it can be moved to another task
+/// (`tokio::spawn(async move { let mut items = client.pages(..).items(); .. })`).
 #[must_use = "a stream asks for pages when polled"]
-pub struct Pages<'c, S, E, I, O> {
-    client: &'c Client<S, E>,
+pub struct Pages<S, E, I, O> {
+    client: Client<S, E>,
     operation: Operation<I, O>,
     headers: HeaderMap,
     timeout: Option<Duration>,
-    state: State<'c, I, O>,
+    state: State<I, O>,
 }
 
-// Nothing is pinned in place: the input moves into each request's boxed future.
-impl<S, E, I, O> Unpin for Pages<'_, S, E, I, O> {}
+// Nothing is pinned in place: the input moves into each request's boxed future, and the client
+// is only cloned.
+impl<S, E, I, O> Unpin for Pages<S, E, I, O> {}
 
-impl<'c, S, E, I, O> Pages<'c, S, E, I, O> {
-    pub(crate) fn new(client: &'c Client<S, E>, operation: Operation<I, O>, input: I) -> Self {
+impl<S, E, I, O> Pages<S, E, I, O> {
+    pub(crate) fn new(client: Client<S, E>, operation: Operation<I, O>, input: I) -> Self {
         Self {
+            timeout: client.settings.timeout,
             client,
             operation,
             headers: HeaderMap::new(),
-            timeout: client.timeout,
             state: State::Next(input),
         }
     }
@@ -122,15 +126,22 @@ impl<'c, S, E, I, O> Pages<'c, S, E, I, O> {
         self
     }
 
-    strata_core::setters! {
-        /// The timeout of each page's request (`None`: none).
-        timeout(timeout: Option<Duration>) => timeout = timeout;
+    /// The timeout of each page's request, instead of the client's.
+    pub fn timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = Some(timeout);
+        self
+    }
+
+    /// No timeout for the pages' requests, whatever the client's.
+    pub fn no_timeout(mut self) -> Self {
+        self.timeout = None;
+        self
     }
 
     /// The pages' items, one by one: a [`Stream`] of `Result<item, ClientError>` that asks for
     /// the next page when the items of the one before have been taken, and ends as the pages
     /// do.
-    pub fn items(self) -> Items<'c, S, E, I, O>
+    pub fn items(self) -> Items<S, E, I, O>
     where
         I: Paginated<O>,
     {
@@ -150,13 +161,12 @@ impl<'c, S, E, I, O> Pages<'c, S, E, I, O> {
     }
 }
 
-impl<'c, S, E, I, O> Stream for Pages<'c, S, E, I, O>
+impl<S, E, I, O> Stream for Pages<S, E, I, O>
 where
-    S: Transport<Future: Send, Body: Send + 'c> + Send + Sync + 'c,
-    <S::Body as http_body::Body>::Data: Send,
+    S: Transport,
     E: Envelope,
-    I: Paginated<O> + Serialize + Send + 'c,
-    O: DeserializeOwned + Send + 'c,
+    I: Paginated<O> + Serialize + Send + 'static,
+    O: DeserializeOwned + Send + 'static,
 {
     type Item = Result<O, ClientError>;
 
@@ -166,12 +176,15 @@ where
             match std::mem::replace(&mut this.state, State::Done) {
                 State::Next(input) => {
                     // The request of the page of `input`, under way once polled.
-                    let client = this.client;
+                    let client = this.client.clone();
                     let request = client.request(&this.operation, &this.headers, &input);
                     let timeout = this.timeout;
                     this.state = State::Waiting(Box::pin(async move {
                         let page = match request {
-                            Ok(request) => client.respond(request, timeout).await,
+                            Ok(request) => client
+                                .respond(request, timeout)
+                                .await
+                                .map(crate::Response::into_inner),
                             Err(error) => Err(error),
                         };
                         (input, page)
@@ -203,7 +216,7 @@ where
     }
 }
 
-impl<S, E, I, O> FusedStream for Pages<'_, S, E, I, O>
+impl<S, E, I, O> FusedStream for Pages<S, E, I, O>
 where
     Self: Stream,
 {
@@ -212,7 +225,7 @@ where
     }
 }
 
-impl<S, E, I, O> fmt::Debug for Pages<'_, S, E, I, O> {
+impl<S, E, I, O> fmt::Debug for Pages<S, E, I, O> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let state = match self.state {
             State::Next(_) => "next",
@@ -232,16 +245,16 @@ impl<S, E, I, O> fmt::Debug for Pages<'_, S, E, I, O> {
 /// `Result<item, ClientError>` in order, asking for a page when the items of the one before
 /// have been taken; it ends after the last page's items, or after yielding the first error.
 #[must_use = "a stream asks for pages when polled"]
-pub struct Items<'c, S, E, I: Paginated<O>, O> {
-    pages: Pages<'c, S, E, I, O>,
+pub struct Items<S, E, I: Paginated<O>, O> {
+    pages: Pages<S, E, I, O>,
     /// The items of the last page not taken yet.
     buffer: std::vec::IntoIter<I::Item>,
 }
 
 // Nothing is pinned in place (see `Pages`); the items wait in a vector.
-impl<S, E, I: Paginated<O>, O> Unpin for Items<'_, S, E, I, O> {}
+impl<S, E, I: Paginated<O>, O> Unpin for Items<S, E, I, O> {}
 
-impl<S, E, I: Paginated<O>, O> Items<'_, S, E, I, O> {
+impl<S, E, I: Paginated<O>, O> Items<S, E, I, O> {
     /// The next item, `None` after the last one or after an error: `Stream::next` without
     /// importing a stream extension trait.
     pub async fn next(&mut self) -> Option<Result<I::Item, ClientError>>
@@ -252,9 +265,9 @@ impl<S, E, I: Paginated<O>, O> Items<'_, S, E, I, O> {
     }
 }
 
-impl<'c, S, E, I: Paginated<O>, O> Stream for Items<'c, S, E, I, O>
+impl<S, E, I: Paginated<O>, O> Stream for Items<S, E, I, O>
 where
-    Pages<'c, S, E, I, O>: Stream<Item = Result<O, ClientError>>,
+    Pages<S, E, I, O>: Stream<Item = Result<O, ClientError>>,
 {
     type Item = Result<I::Item, ClientError>;
 
@@ -282,17 +295,17 @@ where
     }
 }
 
-impl<'c, S, E, I: Paginated<O>, O> FusedStream for Items<'c, S, E, I, O>
+impl<S, E, I: Paginated<O>, O> FusedStream for Items<S, E, I, O>
 where
     Self: Stream,
-    Pages<'c, S, E, I, O>: FusedStream,
+    Pages<S, E, I, O>: FusedStream,
 {
     fn is_terminated(&self) -> bool {
         self.buffer.len() == 0 && self.pages.is_terminated()
     }
 }
 
-impl<S, E, I: Paginated<O>, O> fmt::Debug for Items<'_, S, E, I, O> {
+impl<S, E, I: Paginated<O>, O> fmt::Debug for Items<S, E, I, O> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Items")
             .field("pages", &self.pages)
@@ -345,7 +358,8 @@ mod tests {
         Future: Send,
     > + Clone
     + Send
-    + Sync {
+    + Sync
+    + use<> {
         let seen = seen.clone();
         tower::service_fn(move |request: Request<Full<Bytes>>| {
             let query: HashMap<String, String> =
