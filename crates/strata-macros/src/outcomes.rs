@@ -331,21 +331,18 @@ fn generate(krate: &syn::Path, name: &Ident, variants: &[Variant]) -> TokenStrea
 
     let status_arms = variants.iter().map(|variant| {
         let pattern = variant.pattern();
-        match variant
+        if let Some(field) = variant
             .fields
             .iter()
             .find(|f| matches!(f.role, Role::Status))
         {
-            Some(field) => {
-                let binding = &field.binding;
-                quote!(#pattern => *#binding)
-            }
-            None => {
-                let status = variant.statuses[0];
-                quote! {
-                    #pattern => #http::StatusCode::from_u16(#status)
-                        .unwrap_or(#http::StatusCode::INTERNAL_SERVER_ERROR)
-                }
+            let binding = &field.binding;
+            quote!(#pattern => *#binding)
+        } else {
+            let status = variant.statuses[0];
+            quote! {
+                #pattern => #http::StatusCode::from_u16(#status)
+                    .unwrap_or(#http::StatusCode::INTERNAL_SERVER_ERROR)
             }
         }
     });
@@ -367,39 +364,38 @@ fn generate(krate: &syn::Path, name: &Ident, variants: &[Variant]) -> TokenStrea
     });
     let message_arms = variants.iter().map(|variant| {
         let pattern = variant.pattern();
-        match variant.doc.lines().next().filter(|line| !line.is_empty()) {
-            Some(line) => quote!(#pattern => #line),
-            None => quote! {
+        if let Some(line) = variant.doc.lines().next().filter(|line| !line.is_empty()) {
+            quote!(#pattern => #line)
+        } else {
+            quote! {
                 #pattern => #outcome::Outcomes::status(self).canonical_reason().unwrap_or("Error")
-            },
+            }
         }
     });
     let serialize_arms = variants.iter().map(|variant| {
         let pattern = variant.pattern();
-        match variant.body() {
-            Some(field) => {
-                let binding = &field.binding;
-                quote!(#pattern => #private::serde::Serialize::serialize(#binding, serializer))
-            }
-            None => quote!(#pattern => serializer.serialize_unit()),
+        if let Some(field) = variant.body() {
+            let binding = &field.binding;
+            quote!(#pattern => #private::serde::Serialize::serialize(#binding, serializer))
+        } else {
+            quote!(#pattern => serializer.serialize_unit())
         }
     });
     let validate_arms = variants.iter().map(|variant| {
         let pattern = variant.pattern();
-        match variant.body() {
-            Some(field) => {
-                let binding = &field.binding;
-                let ty = &field.ty;
-                quote! {
-                    #pattern => #private::garde::Validate::validate_into(
-                        #binding,
-                        &<<#ty as #private::garde::Validate>::Context as ::core::default::Default>::default(),
-                        parent,
-                        report,
-                    )
-                }
+        if let Some(field) = variant.body() {
+            let binding = &field.binding;
+            let ty = &field.ty;
+            quote! {
+                #pattern => #private::garde::Validate::validate_into(
+                    #binding,
+                    &<<#ty as #private::garde::Validate>::Context as ::core::default::Default>::default(),
+                    parent,
+                    report,
+                )
             }
-            None => quote!(#pattern => {}),
+        } else {
+            quote!(#pattern => {})
         }
     });
     let read_arms = variants.iter().map(|variant| {
