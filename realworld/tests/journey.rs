@@ -14,9 +14,10 @@ use strata::client::Client;
 use strata_realworld::api::{
     self, AddComment, AddCommentInput, ArticleChanges, CreateArticle, CreateArticleInput,
     CreateUser, DeleteArticle, DeleteComment, DeleteCommentInput, FavoriteArticle, FeedInput,
-    FollowUser, GetArticle, GetArticles, GetArticlesFeed, GetComments, GetCurrentUser, GetTags,
-    ListArticlesInput, Login, LoginInput, LoginUser, NewArticle, NewComment, NewUser, ProfileInput,
-    RegisterInput, Slug, UpdateArticle, UpdateArticleInput,
+    FollowUser, GetArticle, GetArticles, GetArticlesFeed, GetComments, GetCurrentUser, GetProfile,
+    GetTags, ListArticlesInput, Login, LoginInput, LoginUser, NewArticle, NewComment, NewUser,
+    ProfileInput, RegisterInput, Slug, UnfavoriteArticle, UnfollowUser, UpdateArticle,
+    UpdateArticleInput, UpdateCurrentUser, UpdateUser, UpdateUserInput,
 };
 use strata_realworld::errors::{ConduitEnvelope, GenericError};
 
@@ -56,6 +57,15 @@ async fn sign_up(client: &Conduit, name: &str) -> Conduit {
     client.clone().header(AUTHORIZATION, token)
 }
 
+/// A client of `conduit`, signed in as nobody.
+fn client_of(conduit: &common::Conduit) -> Conduit {
+    let pool = hyper_util::client::legacy::Client::builder(hyper_util::rt::TokioExecutor::new())
+        .build_http();
+    // The operations' paths start with `/api`; `base` ends with it.
+    let root = conduit.base.trim_end_matches("/api").to_owned();
+    Client::new(pool).base_url(root).envelope(ConduitEnvelope)
+}
+
 fn slug(slug: &str) -> Slug {
     Slug {
         slug: slug.to_owned(),
@@ -67,11 +77,7 @@ fn slug(slug: &str) -> Slug {
 #[tokio::test]
 async fn register_write_comment_favorite_and_read_the_feed() {
     let conduit = common::start().await;
-    let pool = hyper_util::client::legacy::Client::builder(hyper_util::rt::TokioExecutor::new())
-        .build_http();
-    // The operations' paths start with `/api`; `base` ends with it.
-    let root = conduit.base.trim_end_matches("/api").to_owned();
-    let anonymous: Conduit = Client::new(pool).base_url(root).envelope(ConduitEnvelope);
+    let anonymous = client_of(&conduit);
 
     let ada = sign_up(&anonymous, "ada").await;
     let bob = sign_up(&anonymous, "bob").await;
@@ -333,5 +339,208 @@ async fn register_write_comment_favorite_and_read_the_feed() {
         .await
         .unwrap();
     assert!(matches!(gone, DeleteArticle::NotFound), "{gone:?}");
+    drop(conduit);
+}
+
+/// An article of `client`'s user, titled `title`; its slug.
+async fn write(client: &Conduit, title: &str) -> String {
+    let written = client
+        .call(
+            &api::CREATE_ARTICLE,
+            CreateArticleInput {
+                article: NewArticle {
+                    title: title.to_owned(),
+                    description: "d".to_owned(),
+                    body: "b".to_owned(),
+                    tag_list: None,
+                },
+            },
+        )
+        .await
+        .unwrap();
+    expect!(written, CreateArticle::Created)
+        .article
+        .summary
+        .slug
+}
+
+/// The declared error outcomes the journey does not meet, each read back into its operation's
+/// variant: whether the handler returned it (`NotFound`, `Forbidden`, a rule's 422), the
+/// pipeline answered its status (validation's 422) or the authentication middleware did (401).
+#[allow(clippy::too_many_lines)] // one table of errors, read top to bottom
+#[tokio::test]
+async fn each_error_is_read_as_its_operation_s_outcome() {
+    let conduit = common::start().await;
+    let anonymous = client_of(&conduit);
+    let ada = sign_up(&anonymous, "ada").await;
+    let bob = sign_up(&anonymous, "bob").await;
+
+    // 404: no such user, article or comment.
+    let nobody = || ProfileInput {
+        username: "nobody".to_owned(),
+    };
+    let profile = anonymous.call(&api::GET_PROFILE, nobody()).await;
+    assert!(matches!(profile, Ok(GetProfile::NotFound)), "{profile:?}");
+    let follow = ada.call(&api::FOLLOW_USER, nobody()).await;
+    assert!(matches!(follow, Ok(FollowUser::NotFound)), "{follow:?}");
+    let unfollow = ada.call(&api::UNFOLLOW_USER, nobody()).await;
+    assert!(
+        matches!(unfollow, Ok(UnfollowUser::NotFound)),
+        "{unfollow:?}"
+    );
+    let favorite = ada.call(&api::FAVORITE_ARTICLE, slug("nothing")).await;
+    assert!(
+        matches!(favorite, Ok(FavoriteArticle::NotFound)),
+        "{favorite:?}"
+    );
+    let unfavorite = ada.call(&api::UNFAVORITE_ARTICLE, slug("nothing")).await;
+    assert!(
+        matches!(unfavorite, Ok(UnfavoriteArticle::NotFound)),
+        "{unfavorite:?}"
+    );
+    let comments = anonymous.call(&api::GET_COMMENTS, slug("nothing")).await;
+    assert!(
+        matches!(comments, Ok(GetComments::NotFound)),
+        "{comments:?}"
+    );
+    let comment = |slug: &str, body: &str| AddCommentInput {
+        slug: slug.to_owned(),
+        comment: NewComment {
+            body: body.to_owned(),
+        },
+    };
+    let added = bob.call(&api::ADD_COMMENT, comment("nothing", "hi")).await;
+    assert!(matches!(added, Ok(AddComment::NotFound)), "{added:?}");
+    let changed = ada
+        .call(
+            &api::UPDATE_ARTICLE,
+            UpdateArticleInput {
+                slug: "nothing".to_owned(),
+                article: ArticleChanges {
+                    title: Some("t".to_owned()),
+                    description: None,
+                    body: None,
+                },
+            },
+        )
+        .await;
+    assert!(
+        matches!(changed, Ok(UpdateArticle::NotFound)),
+        "{changed:?}"
+    );
+
+    // A comment: another's is forbidden to delete; a missing one, or one on a missing article,
+    // is not found.
+    let talk = write(&ada, "Talk").await;
+    let said = bob.call(&api::ADD_COMMENT, comment(&talk, "hi")).await;
+    let said = expect!(said.unwrap(), AddComment::Comment).comment;
+    let delete = |slug: &str, id: i64| DeleteCommentInput {
+        slug: slug.to_owned(),
+        id,
+    };
+    let refused = ada.call(&api::DELETE_COMMENT, delete(&talk, said.id)).await;
+    assert!(
+        matches!(refused, Ok(DeleteComment::Forbidden)),
+        "{refused:?}"
+    );
+    let missing = bob
+        .call(&api::DELETE_COMMENT, delete(&talk, said.id + 1))
+        .await;
+    assert!(
+        matches!(missing, Ok(DeleteComment::NotFound)),
+        "{missing:?}"
+    );
+    let missing = bob
+        .call(&api::DELETE_COMMENT, delete("nothing", said.id))
+        .await;
+    assert!(
+        matches!(missing, Ok(DeleteComment::NotFound)),
+        "{missing:?}"
+    );
+
+    // 401: a token that is not one, where a token is optional and where it is required; none
+    // where it is required.
+    let forged = anonymous
+        .clone()
+        .header(AUTHORIZATION, HeaderValue::from_static("Token forged"));
+    let article = forged.call(&api::GET_ARTICLE, slug(&talk)).await;
+    assert!(
+        matches!(article, Ok(GetArticle::Unauthorized)),
+        "{article:?}"
+    );
+    let comments = forged.call(&api::GET_COMMENTS, slug(&talk)).await;
+    assert!(
+        matches!(comments, Ok(GetComments::Unauthorized)),
+        "{comments:?}"
+    );
+    let list = ListArticlesInput {
+        tag: None,
+        author: None,
+        favorited: None,
+        limit: None,
+        offset: None,
+    };
+    let articles = forged.call(&api::GET_ARTICLES, list.clone()).await;
+    assert!(
+        matches!(articles, Ok(GetArticles::Unauthorized)),
+        "{articles:?}"
+    );
+    let feed = FeedInput {
+        limit: None,
+        offset: None,
+    };
+    let unsigned = anonymous.call(&api::GET_ARTICLES_FEED, feed).await;
+    assert!(
+        matches!(unsigned, Ok(GetArticlesFeed::Unauthorized)),
+        "{unsigned:?}"
+    );
+    let new_email = |email: &str| UpdateUserInput {
+        user: UpdateUser {
+            email: Some(email.to_owned()),
+            username: None,
+            password: None,
+            bio: None,
+            image: None,
+        },
+    };
+    let unsigned = anonymous
+        .call(&api::UPDATE_CURRENT_USER, new_email("x@example.com"))
+        .await;
+    assert!(
+        matches!(unsigned, Ok(UpdateCurrentUser::Unauthorized)),
+        "{unsigned:?}"
+    );
+
+    // 422: the input fails validation (each problem named), or breaks a rule of the
+    // application.
+    let out_of_range = ListArticlesInput {
+        limit: Some(0),
+        ..list
+    };
+    let out_of_range = anonymous.call(&api::GET_ARTICLES, out_of_range).await;
+    let problems = expect!(out_of_range.unwrap(), GetArticles::Unprocessable);
+    assert!(problems.errors.body[0].starts_with("limit"), "{problems:?}");
+    let empty = bob.call(&api::ADD_COMMENT, comment(&talk, "")).await;
+    let problems = expect!(empty.unwrap(), AddComment::Unprocessable);
+    assert!(
+        problems.errors.body[0].starts_with("comment.body"),
+        "{problems:?}"
+    );
+    let login = LoginInput {
+        user: LoginUser {
+            email: String::new(),
+            password: String::new(),
+        },
+    };
+    let login = anonymous.call(&api::LOGIN, login).await;
+    let problems = expect!(login.unwrap(), Login::Unprocessable);
+    assert_eq!(problems.errors.body.len(), 2, "{problems:?}");
+    let taken = bob
+        .call(&api::UPDATE_CURRENT_USER, new_email("ada@example.com"))
+        .await;
+    assert_eq!(
+        expect!(taken.unwrap(), UpdateCurrentUser::Unprocessable),
+        GenericError::new("email has already been taken")
+    );
     drop(conduit);
 }
