@@ -1,11 +1,11 @@
 //! Articles (list, feed, get, create, update, delete), favorites and tags.
 
 use sqlx::{Sqlite, SqlitePool, Transaction};
-use strata::http::StatusCode;
 use strata::prelude::*;
 
 use crate::App;
 use crate::auth::{Caller, MaybeCaller};
+use crate::errors::GenericError;
 use crate::profiles::Profile;
 
 #[strata::model]
@@ -138,6 +138,136 @@ pub struct TagsBody {
     pub tags: Vec<String>,
 }
 
+/// The outcomes of `GET /api/articles`.
+#[derive(Debug, strata::Outcomes)]
+pub enum GetArticles {
+    /// Multiple articles
+    #[outcome(status = 200)]
+    Articles(ArticlesBody),
+    /// Invalid or expired token
+    #[outcome(status = 401)]
+    Unauthorized,
+    /// Unprocessable: the input fails validation (each problem in errors.body)
+    #[outcome(status = 422)]
+    Unprocessable(GenericError),
+}
+
+/// The outcomes of `GET /api/articles/feed`.
+#[derive(Debug, strata::Outcomes)]
+pub enum GetArticlesFeed {
+    /// Multiple articles
+    #[outcome(status = 200)]
+    Articles(ArticlesBody),
+    /// Invalid or expired token
+    #[outcome(status = 401)]
+    Unauthorized,
+    /// Unprocessable: the input fails validation (each problem in errors.body)
+    #[outcome(status = 422)]
+    Unprocessable(GenericError),
+}
+
+/// The outcomes of `POST /api/articles`.
+#[derive(Debug, strata::Outcomes)]
+pub enum CreateArticle {
+    /// Single article
+    #[outcome(status = 201)]
+    Created(ArticleBody),
+    /// Invalid or expired token
+    #[outcome(status = 401)]
+    Unauthorized,
+    /// Too many articles with this title
+    #[outcome(status = 422)]
+    Unprocessable(GenericError),
+}
+
+/// The outcomes of `GET /api/articles/:slug`.
+#[derive(Debug, strata::Outcomes)]
+pub enum GetArticle {
+    /// Single article
+    #[outcome(status = 200)]
+    Article(ArticleBody),
+    /// Invalid or expired token
+    #[outcome(status = 401)]
+    Unauthorized,
+    /// Article not found
+    #[outcome(status = 404)]
+    NotFound,
+}
+
+/// The outcomes of `PUT /api/articles/:slug`.
+#[derive(Debug, strata::Outcomes)]
+pub enum UpdateArticle {
+    /// Single article
+    #[outcome(status = 200)]
+    Article(ArticleBody),
+    /// Invalid or expired token
+    #[outcome(status = 401)]
+    Unauthorized,
+    /// Only the author may change or delete this article
+    #[outcome(status = 403)]
+    Forbidden,
+    /// Article not found
+    #[outcome(status = 404)]
+    NotFound,
+    /// Unprocessable: the input fails validation (each problem in errors.body)
+    #[outcome(status = 422)]
+    Unprocessable(GenericError),
+}
+
+/// The outcomes of `DELETE /api/articles/:slug`.
+#[derive(Debug, strata::Outcomes)]
+pub enum DeleteArticle {
+    /// No content
+    #[outcome(status = 204)]
+    Deleted,
+    /// Invalid or expired token
+    #[outcome(status = 401)]
+    Unauthorized,
+    /// Only the author may change or delete this article
+    #[outcome(status = 403)]
+    Forbidden,
+    /// Article not found
+    #[outcome(status = 404)]
+    NotFound,
+}
+
+/// The outcomes of `POST /api/articles/:slug/favorite`.
+#[derive(Debug, strata::Outcomes)]
+pub enum FavoriteArticle {
+    /// Single article
+    #[outcome(status = 200)]
+    Article(ArticleBody),
+    /// Invalid or expired token
+    #[outcome(status = 401)]
+    Unauthorized,
+    /// Article not found
+    #[outcome(status = 404)]
+    NotFound,
+}
+
+/// The outcomes of `DELETE /api/articles/:slug/favorite`.
+#[derive(Debug, strata::Outcomes)]
+pub enum UnfavoriteArticle {
+    /// Single article
+    #[outcome(status = 200)]
+    Article(ArticleBody),
+    /// Invalid or expired token
+    #[outcome(status = 401)]
+    Unauthorized,
+    /// Article not found
+    #[outcome(status = 404)]
+    NotFound,
+}
+
+/// The outcome of `GET /api/tags`: the tags (one outcome, typed as the others for clients
+/// matching on every operation alike).
+#[derive(Debug, strata::Outcomes)]
+pub enum GetTags {
+    /// Tags
+    #[outcome(status = 200)]
+    Tags(TagsBody),
+}
+
 /// What one query reads of an article, its author and the viewer's relation to both.
 type Tuple = (
     i64,            // id
@@ -213,14 +343,18 @@ fn loaded(row: Tuple) -> Result<Loaded, ApiError> {
     })
 }
 
-/// The article of `slug` as `viewer` sees it; 404 if there is none.
-async fn load(db: &SqlitePool, slug: &str, viewer: Option<i64>) -> Result<Loaded, ApiError> {
+/// The article of `slug` as `viewer` sees it; `None` if there is none.
+async fn load(
+    db: &SqlitePool,
+    slug: &str,
+    viewer: Option<i64>,
+) -> Result<Option<Loaded>, ApiError> {
     let row: Option<Tuple> = sqlx::query_as(&format!("{SELECT} WHERE a.slug = ?2"))
         .bind(viewer)
         .bind(slug)
         .fetch_optional(db)
         .await?;
-    loaded(row.ok_or_else(|| http_error!(404, "Article not found"))?)
+    row.map(loaded).transpose()
 }
 
 /// A slug from a title: lower-case letters and digits, words joined by `-`.
@@ -284,7 +418,7 @@ pub(crate) async fn create(
     input: CreateArticleInput,
     app: App,
     caller: Caller,
-) -> Result<Reply<ArticleBody>, ApiError> {
+) -> Result<CreateArticle, ApiError> {
     let new = input.article;
     let base = slugify(&new.title);
     let mut tx = app.writes.begin().await?;
@@ -314,8 +448,12 @@ pub(crate) async fn create(
         .bind(id)
         .fetch_one(&app.db)
         .await?;
-    let article = load(&app.db, &slug, Some(caller.id)).await?.article;
-    Ok(Reply::created(ArticleBody { article }))
+    let article = load(&app.db, &slug, Some(caller.id))
+        .await?
+        // Only its author can delete it, and the author is waiting for this answer.
+        .ok_or_else(|| ApiError::internal("The article just written cannot be read"))?
+        .article;
+    Ok(CreateArticle::Created(ArticleBody { article }))
 }
 
 /// `GET /api/articles/:slug`.
@@ -323,24 +461,34 @@ pub(crate) async fn get(
     input: Slug,
     app: App,
     viewer: MaybeCaller,
-) -> Result<ArticleBody, ApiError> {
-    let article = load(&app.db, &input.slug, viewer.0.map(|c| c.id))
-        .await?
-        .article;
-    Ok(ArticleBody { article })
+) -> Result<GetArticle, ApiError> {
+    Ok(
+        match load(&app.db, &input.slug, viewer.0.map(|c| c.id)).await? {
+            Some(loaded) => GetArticle::Article(ArticleBody {
+                article: loaded.article,
+            }),
+            None => GetArticle::NotFound,
+        },
+    )
 }
 
-/// The article of `slug` if `caller` wrote it: 404 without one, 403 for another's.
-async fn own(app: &App, slug: &str, caller: &Caller) -> Result<Loaded, ApiError> {
-    let article = load(&app.db, slug, Some(caller.id)).await?;
-    if article.author_id == caller.id {
-        Ok(article)
-    } else {
-        Err(http_error!(
-            403,
-            "Only the author may change or delete this article"
-        ))
-    }
+/// The article of a slug as its would-be changer finds it.
+enum Own {
+    /// Written by the caller.
+    Mine(Loaded),
+    /// Written by another.
+    Another,
+    /// None has this slug.
+    Missing,
+}
+
+/// The article of `slug`, if `caller` wrote it.
+async fn own(app: &App, slug: &str, caller: &Caller) -> Result<Own, ApiError> {
+    Ok(match load(&app.db, slug, Some(caller.id)).await? {
+        Some(article) if article.author_id == caller.id => Own::Mine(article),
+        Some(_) => Own::Another,
+        None => Own::Missing,
+    })
 }
 
 /// `PUT /api/articles/:slug`: the author only; the slug stays (links to it keep working).
@@ -348,8 +496,12 @@ pub(crate) async fn update(
     input: UpdateArticleInput,
     app: App,
     caller: Caller,
-) -> Result<ArticleBody, ApiError> {
-    let current = own(&app, &input.slug, &caller).await?;
+) -> Result<UpdateArticle, ApiError> {
+    let current = match own(&app, &input.slug, &caller).await? {
+        Own::Mine(article) => article,
+        Own::Another => return Ok(UpdateArticle::Forbidden),
+        Own::Missing => return Ok(UpdateArticle::NotFound),
+    };
     let ArticleChanges {
         title,
         description,
@@ -365,18 +517,31 @@ pub(crate) async fn update(
     .bind(current.id)
     .execute(&app.writes)
     .await?;
-    let article = load(&app.db, &input.slug, Some(caller.id)).await?.article;
-    Ok(ArticleBody { article })
+    // Deleted meanwhile (by its author, in another request): not found, as it now is.
+    Ok(match load(&app.db, &input.slug, Some(caller.id)).await? {
+        Some(loaded) => UpdateArticle::Article(ArticleBody {
+            article: loaded.article,
+        }),
+        None => UpdateArticle::NotFound,
+    })
 }
 
 /// `DELETE /api/articles/:slug`: the author only; 204.
-pub(crate) async fn delete(input: Slug, app: App, caller: Caller) -> Result<Reply<()>, ApiError> {
-    let current = own(&app, &input.slug, &caller).await?;
+pub(crate) async fn delete(
+    input: Slug,
+    app: App,
+    caller: Caller,
+) -> Result<DeleteArticle, ApiError> {
+    let current = match own(&app, &input.slug, &caller).await? {
+        Own::Mine(article) => article,
+        Own::Another => return Ok(DeleteArticle::Forbidden),
+        Own::Missing => return Ok(DeleteArticle::NotFound),
+    };
     sqlx::query("DELETE FROM articles WHERE id = ?")
         .bind(current.id)
         .execute(&app.writes)
         .await?;
-    Ok(Reply::new(()).status(StatusCode::NO_CONTENT))
+    Ok(DeleteArticle::Deleted)
 }
 
 /// One page of articles, newest first, and how many match in all.
@@ -425,16 +590,11 @@ pub(crate) async fn list(
     input: ListArticlesInput,
     app: App,
     viewer: MaybeCaller,
-) -> Result<ArticlesBody, ApiError> {
+) -> Result<GetArticles, ApiError> {
     let filters = (input.tag, input.author, input.favorited, None);
-    page(
-        &app.db,
-        viewer.0.map(|c| c.id),
-        filters,
-        input.limit,
-        input.offset,
-    )
-    .await
+    let viewer = viewer.0.map(|c| c.id);
+    let page = page(&app.db, viewer, filters, input.limit, input.offset).await?;
+    Ok(GetArticles::Articles(page))
 }
 
 /// `GET /api/articles/feed`: articles of the authors the caller follows.
@@ -442,9 +602,10 @@ pub(crate) async fn feed(
     input: FeedInput,
     app: App,
     caller: Caller,
-) -> Result<ArticlesBody, ApiError> {
+) -> Result<GetArticlesFeed, ApiError> {
     let filters = (None, None, None, Some(caller.id));
-    page(&app.db, Some(caller.id), filters, input.limit, input.offset).await
+    let page = page(&app.db, Some(caller.id), filters, input.limit, input.offset).await?;
+    Ok(GetArticlesFeed::Articles(page))
 }
 
 /// `POST /api/articles/:slug/favorite`: idempotent.
@@ -452,9 +613,12 @@ pub(crate) async fn favorite(
     input: Slug,
     app: App,
     caller: Caller,
-) -> Result<ArticleBody, ApiError> {
+) -> Result<FavoriteArticle, ApiError> {
     let sql = "INSERT OR IGNORE INTO favorites (user_id, article_id) VALUES (?, ?)";
-    set_favorite(&app, &caller, &input.slug, sql).await
+    Ok(match set_favorite(&app, &caller, &input.slug, sql).await? {
+        Some(article) => FavoriteArticle::Article(article),
+        None => FavoriteArticle::NotFound,
+    })
 }
 
 /// `DELETE /api/articles/:slug/favorite`: idempotent.
@@ -462,36 +626,43 @@ pub(crate) async fn unfavorite(
     input: Slug,
     app: App,
     caller: Caller,
-) -> Result<ArticleBody, ApiError> {
+) -> Result<UnfavoriteArticle, ApiError> {
     let sql = "DELETE FROM favorites WHERE user_id = ? AND article_id = ?";
-    set_favorite(&app, &caller, &input.slug, sql).await
+    Ok(match set_favorite(&app, &caller, &input.slug, sql).await? {
+        Some(article) => UnfavoriteArticle::Article(article),
+        None => UnfavoriteArticle::NotFound,
+    })
 }
 
 /// Runs `sql` (bound to the caller's and the article's ids) on the favorite of the article
-/// at `slug`, then answers the article as the caller now sees it.
+/// at `slug`, then answers the article as the caller now sees it; `None` without one.
 async fn set_favorite(
     app: &App,
     caller: &Caller,
     slug: &str,
     sql: &'static str,
-) -> Result<ArticleBody, ApiError> {
-    let article = load(&app.db, slug, Some(caller.id)).await?;
+) -> Result<Option<ArticleBody>, ApiError> {
+    let Some(article) = load(&app.db, slug, Some(caller.id)).await? else {
+        return Ok(None);
+    };
     sqlx::query(sql)
         .bind(caller.id)
         .bind(article.id)
         .execute(&app.writes)
         .await?;
-    let article = load(&app.db, slug, Some(caller.id)).await?.article;
-    Ok(ArticleBody { article })
+    let article = load(&app.db, slug, Some(caller.id)).await?;
+    Ok(article.map(|loaded| ArticleBody {
+        article: loaded.article,
+    }))
 }
 
 /// `GET /api/tags`: the tags of existing articles.
-pub(crate) async fn tags((): (), app: App) -> Result<TagsBody, ApiError> {
+pub(crate) async fn tags((): (), app: App) -> Result<GetTags, ApiError> {
     let tags: Vec<String> = sqlx::query_scalar(
         "SELECT t.name FROM tags t WHERE EXISTS (SELECT 1 FROM article_tags at WHERE at.tag_id = t.id) \
          ORDER BY t.name",
     )
     .fetch_all(&app.db)
     .await?;
-    Ok(TagsBody { tags })
+    Ok(GetTags::Tags(TagsBody { tags }))
 }

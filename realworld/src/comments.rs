@@ -1,11 +1,11 @@
 //! Comments: add, list, delete (the comment's author only).
 
-use strata::http::StatusCode;
 use strata::prelude::*;
 
 use crate::App;
 use crate::articles::Slug;
 use crate::auth::{Caller, MaybeCaller};
+use crate::errors::GenericError;
 use crate::profiles::Profile;
 
 #[strata::model]
@@ -63,6 +63,54 @@ pub struct CommentsBody {
     pub comments: Vec<Comment>,
 }
 
+/// The outcomes of `GET /api/articles/:slug/comments`.
+#[derive(Debug, strata::Outcomes)]
+pub enum GetComments {
+    /// Multiple comments
+    #[outcome(status = 200)]
+    Comments(CommentsBody),
+    /// Invalid or expired token
+    #[outcome(status = 401)]
+    Unauthorized,
+    /// Article not found
+    #[outcome(status = 404)]
+    NotFound,
+}
+
+/// The outcomes of `POST /api/articles/:slug/comments`.
+#[derive(Debug, strata::Outcomes)]
+pub enum AddComment {
+    /// Single comment
+    #[outcome(status = 200)]
+    Comment(CommentBody),
+    /// Invalid or expired token
+    #[outcome(status = 401)]
+    Unauthorized,
+    /// Article not found
+    #[outcome(status = 404)]
+    NotFound,
+    /// Unprocessable: the input fails validation (each problem in errors.body)
+    #[outcome(status = 422)]
+    Unprocessable(GenericError),
+}
+
+/// The outcomes of `DELETE /api/articles/:slug/comments/:id`.
+#[derive(Debug, strata::Outcomes)]
+pub enum DeleteComment {
+    /// No content
+    #[outcome(status = 204)]
+    Deleted,
+    /// Invalid or expired token
+    #[outcome(status = 401)]
+    Unauthorized,
+    /// Only the author may delete this comment
+    #[outcome(status = 403)]
+    Forbidden,
+    /// Article or comment not found
+    #[outcome(status = 404)]
+    NotFound,
+}
+
 type Tuple = (
     i64,
     String,
@@ -94,13 +142,12 @@ fn comment((id, created_at, updated_at, body, username, bio, image, following): 
     }
 }
 
-/// The id of the article of `slug`; 404 without one.
-async fn article_id(app: &App, slug: &str) -> Result<i64, ApiError> {
-    sqlx::query_scalar("SELECT id FROM articles WHERE slug = ?")
+/// The id of the article of `slug`; `None` without one.
+async fn article_id(app: &App, slug: &str) -> Result<Option<i64>, ApiError> {
+    Ok(sqlx::query_scalar("SELECT id FROM articles WHERE slug = ?")
         .bind(slug)
         .fetch_optional(&app.db)
-        .await?
-        .ok_or_else(|| http_error!(404, "Article not found"))
+        .await?)
 }
 
 /// `POST /api/articles/:slug/comments`.
@@ -108,8 +155,10 @@ pub(crate) async fn add(
     input: AddCommentInput,
     app: App,
     caller: Caller,
-) -> Result<CommentBody, ApiError> {
-    let article = article_id(&app, &input.slug).await?;
+) -> Result<AddComment, ApiError> {
+    let Some(article) = article_id(&app, &input.slug).await? else {
+        return Ok(AddComment::NotFound);
+    };
     let id: i64 = sqlx::query_scalar(
         "INSERT INTO comments (body, article_id, author_id) VALUES (?, ?, ?) RETURNING id",
     )
@@ -123,9 +172,9 @@ pub(crate) async fn add(
         .bind(id)
         .fetch_one(&app.db)
         .await?;
-    Ok(CommentBody {
+    Ok(AddComment::Comment(CommentBody {
         comment: comment(row),
-    })
+    }))
 }
 
 /// `GET /api/articles/:slug/comments`: oldest first.
@@ -133,17 +182,19 @@ pub(crate) async fn list(
     input: Slug,
     app: App,
     viewer: MaybeCaller,
-) -> Result<CommentsBody, ApiError> {
-    let article = article_id(&app, &input.slug).await?;
+) -> Result<GetComments, ApiError> {
+    let Some(article) = article_id(&app, &input.slug).await? else {
+        return Ok(GetComments::NotFound);
+    };
     let rows: Vec<Tuple> =
         sqlx::query_as(&format!("{SELECT} WHERE c.article_id = ?2 ORDER BY c.id"))
             .bind(viewer.0.map(|c| c.id))
             .bind(article)
             .fetch_all(&app.db)
             .await?;
-    Ok(CommentsBody {
+    Ok(GetComments::Comments(CommentsBody {
         comments: rows.into_iter().map(comment).collect(),
-    })
+    }))
 }
 
 /// `DELETE /api/articles/:slug/comments/:id`: the comment's author only; 204.
@@ -151,21 +202,24 @@ pub(crate) async fn delete(
     input: DeleteCommentInput,
     app: App,
     caller: Caller,
-) -> Result<Reply<()>, ApiError> {
-    let article = article_id(&app, &input.slug).await?;
-    let author: i64 =
+) -> Result<DeleteComment, ApiError> {
+    let Some(article) = article_id(&app, &input.slug).await? else {
+        return Ok(DeleteComment::NotFound);
+    };
+    let author: Option<i64> =
         sqlx::query_scalar("SELECT author_id FROM comments WHERE id = ? AND article_id = ?")
             .bind(input.id)
             .bind(article)
             .fetch_optional(&app.db)
-            .await?
-            .ok_or_else(|| http_error!(404, "Comment not found"))?;
-    if author != caller.id {
-        return Err(http_error!(403, "Only the author may delete this comment"));
+            .await?;
+    match author {
+        None => return Ok(DeleteComment::NotFound),
+        Some(author) if author != caller.id => return Ok(DeleteComment::Forbidden),
+        Some(_) => {}
     }
     sqlx::query("DELETE FROM comments WHERE id = ?")
         .bind(input.id)
         .execute(&app.writes)
         .await?;
-    Ok(Reply::new(()).status(StatusCode::NO_CONTENT))
+    Ok(DeleteComment::Deleted)
 }

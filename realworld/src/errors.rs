@@ -2,7 +2,7 @@
 //! `{"errors": {"body": ["..."]}}`, with 422 for invalid input; and its counterpart for the
 //! Rust client, [`ConduitEnvelope`].
 
-use schemars::{Schema, json_schema};
+use schemars::Schema;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 use strata::client::{ClientError, Envelope, api_error, decode, without_body};
@@ -18,19 +18,14 @@ use strata::{RequestInfo, ResultHandler};
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Conduit;
 
-/// The specification's `GenericErrorModel`.
+/// The specification's `GenericErrorModel`, as [`GenericError`] describes it (the same schema,
+/// so that the document shares one component for both: the errors the pipeline answers and
+/// the outcomes handlers declare with it).
 fn generic_error() -> Schema {
-    json_schema!({
-        "type": "object",
-        "properties": {
-            "errors": {
-                "type": "object",
-                "properties": { "body": { "type": "array", "items": { "type": "string" } } },
-                "required": ["body"]
-            }
-        },
-        "required": ["errors"]
-    })
+    schemars::generate::SchemaSettings::draft2020_12()
+        .for_serialize()
+        .into_generator()
+        .subschema_for::<GenericError>()
 }
 
 /// The messages of an error: each problem of an input that fails validation
@@ -64,9 +59,10 @@ impl ResultHandler for Conduit {
             // Invalid input is answered here, not with the pipeline's 400 (see `status`).
             ResponseDescription::new(StatusCode::UNPROCESSABLE_ENTITY, generic_error())
                 .mime_type("application/json")
+                // The rules of the application that answer 422 too (a username already
+                // taken) are the operations' declared outcomes, described with them.
                 .description(
-                    "Unprocessable: the input fails validation (each problem in errors.body), \
-                     or breaks a rule of the application (a username already taken)",
+                    "Unprocessable: the input fails validation (each problem in errors.body)",
                 )
                 .for_kind(ErrorKind::InputValidation),
         ]
@@ -94,16 +90,36 @@ impl ResultHandler for Conduit {
     }
 }
 
-/// The specification's `GenericErrorModel` as a client reads it:
-/// `ClientError::error_body::<GenericError>()`.
-#[derive(Clone, Debug, PartialEq, Eq, serde::Deserialize)]
+/// The specification's `GenericErrorModel`, `{"errors": {"body": ["..."]}}`: what every error
+/// of this API answers, and the body of the outcomes that carry their messages (a 422's
+/// problems, `CreateUser::Unprocessable`). A client also reads it from any error
+/// (`ClientError::error_body::<GenericError>()`).
+#[strata::model]
+#[derive(Clone, Debug, PartialEq, Eq)]
+// Inline, as the specification's responses hold it, and equal to what `Conduit` describes
+// its own errors with (`generic_error`); described for the API, not for Rust.
+#[schemars(inline, description = "An error: its messages in `errors.body`")]
 pub struct GenericError {
-    /// `{"body": [..]}`.
+    /// The messages.
+    #[garde(dive)]
     pub errors: ErrorMessages,
 }
 
+impl GenericError {
+    /// The error with one message.
+    pub fn new(message: impl Into<String>) -> Self {
+        Self {
+            errors: ErrorMessages {
+                body: vec![message.into()],
+            },
+        }
+    }
+}
+
 /// The messages of a [`GenericError`].
-#[derive(Clone, Debug, PartialEq, Eq, serde::Deserialize)]
+#[strata::model]
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[schemars(inline, description = "")]
 pub struct ErrorMessages {
     /// One message per problem.
     pub body: Vec<String>,
@@ -112,7 +128,8 @@ pub struct ErrorMessages {
 /// The client's counterpart of [`Conduit`], for `strata::client::Client::envelope`: a
 /// success's body is the output itself (no body, a 204, reads as `()`); an error's message is
 /// its `errors.body` joined with `"; "` (each apart through
-/// `ClientError::error_body::<GenericError>()`).
+/// `ClientError::error_body::<GenericError>()`). A declared outcome's body is the whole body
+/// too (the default `outcome_body`): a 422's [`GenericError`], an operation's output.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct ConduitEnvelope;
 
@@ -151,6 +168,59 @@ impl Envelope for ConduitEnvelope {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use schemars::json_schema;
+
+    /// What the default `ResultHandler::outcome` makes of `Conduit`'s responses: each outcome
+    /// as the specification describes its responses (bodies as they are, no envelope; errors
+    /// in its `GenericErrorModel`), and nothing of the 422's description on another status.
+    #[test]
+    fn declared_outcomes_are_described_as_the_specification_has_them() {
+        let json = ["application/json".to_owned()];
+        let body = json_schema!({ "type": "object", "required": ["user"] });
+        let created = Conduit.outcome(StatusCode::CREATED, Some(&body));
+        assert_eq!(
+            (created.status, &created.schema),
+            (StatusCode::CREATED, &body)
+        );
+        assert_eq!(created.mime_types, json);
+        let deleted = Conduit.outcome(StatusCode::NO_CONTENT, None);
+        assert!(deleted.mime_types.is_empty(), "{deleted:?}");
+        // A 422 with its problems: the body as it is.
+        let problems = generic_error();
+        let invalid = Conduit.outcome(StatusCode::UNPROCESSABLE_ENTITY, Some(&problems));
+        assert_eq!(
+            (&invalid.schema, &invalid.mime_types[..]),
+            (&problems, &json[..])
+        );
+        // A 404 without a body of its own: the GenericError `Conduit` answers it with, described
+        // by the outcome (not as the 422 that lends it its schema).
+        let not_found = Conduit.outcome(StatusCode::NOT_FOUND, None);
+        assert_eq!(not_found.status, StatusCode::NOT_FOUND);
+        assert_eq!(
+            (&not_found.schema, &not_found.mime_types[..]),
+            (&problems, &json[..])
+        );
+        assert_eq!(not_found.description, None);
+        assert!(not_found.kinds.is_empty());
+    }
+
+    /// `GenericError`'s schema is what `Conduit` describes its errors with, so that the
+    /// document shares one: an outcome's 422 and the pipeline's are the same component.
+    #[test]
+    fn a_generic_error_reads_and_writes_the_specification_s_model() {
+        let error = GenericError::new("title: required");
+        let json = serde_json::to_value(&error).ok();
+        assert_eq!(
+            json,
+            Some(serde_json::json!({ "errors": { "body": ["title: required"] } }))
+        );
+        let schema = generic_error();
+        assert_eq!(schema.get("required"), Some(&serde_json::json!(["errors"])));
+        assert_eq!(
+            schema.pointer("/properties/errors/properties/body/items/type"),
+            Some(&serde_json::json!("string"))
+        );
+    }
 
     #[test]
     fn the_envelope_reads_outputs_as_they_are_and_errors_as_the_specification_has_them() {

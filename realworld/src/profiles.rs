@@ -4,6 +4,7 @@ use strata::prelude::*;
 
 use crate::App;
 use crate::auth::{Caller, MaybeCaller};
+use crate::errors::GenericError;
 
 #[strata::model]
 #[derive(Clone, Debug)]
@@ -29,8 +30,57 @@ pub struct Profile {
     pub following: bool,
 }
 
-/// The profile of `username` as `viewer` sees it, with the user's id.
-async fn load(app: &App, username: &str, viewer: Option<i64>) -> Result<(i64, Profile), ApiError> {
+/// The outcomes of `GET /api/profiles/:username`.
+#[derive(Debug, strata::Outcomes)]
+pub enum GetProfile {
+    /// Profile
+    #[outcome(status = 200)]
+    Profile(ProfileBody),
+    /// Invalid or expired token
+    #[outcome(status = 401)]
+    Unauthorized,
+    /// Profile not found
+    #[outcome(status = 404)]
+    NotFound,
+}
+
+/// The outcomes of `POST /api/profiles/:username/follow`.
+#[derive(Debug, strata::Outcomes)]
+pub enum FollowUser {
+    /// Profile
+    #[outcome(status = 200)]
+    Profile(ProfileBody),
+    /// Invalid or expired token
+    #[outcome(status = 401)]
+    Unauthorized,
+    /// Profile not found
+    #[outcome(status = 404)]
+    NotFound,
+    /// One cannot follow oneself
+    #[outcome(status = 422)]
+    Unprocessable(GenericError),
+}
+
+/// The outcomes of `DELETE /api/profiles/:username/follow`.
+#[derive(Debug, strata::Outcomes)]
+pub enum UnfollowUser {
+    /// Profile
+    #[outcome(status = 200)]
+    Profile(ProfileBody),
+    /// Invalid or expired token
+    #[outcome(status = 401)]
+    Unauthorized,
+    /// Profile not found
+    #[outcome(status = 404)]
+    NotFound,
+}
+
+/// The profile of `username` as `viewer` sees it, with the user's id; `None` without one.
+async fn load(
+    app: &App,
+    username: &str,
+    viewer: Option<i64>,
+) -> Result<Option<(i64, Profile)>, ApiError> {
     let row: Option<(i64, String, String, Option<String>, bool)> = sqlx::query_as(
         "SELECT u.id, u.username, u.bio, u.image, \
          EXISTS (SELECT 1 FROM follows f WHERE f.follower_id = ? AND f.followed_id = u.id) \
@@ -40,17 +90,17 @@ async fn load(app: &App, username: &str, viewer: Option<i64>) -> Result<(i64, Pr
     .bind(username)
     .fetch_optional(&app.db)
     .await?;
-    let (id, username, bio, image, following) =
-        row.ok_or_else(|| http_error!(404, "Profile not found"))?;
-    Ok((
-        id,
-        Profile {
-            username,
-            bio,
-            image,
-            following,
-        },
-    ))
+    Ok(row.map(|(id, username, bio, image, following)| {
+        (
+            id,
+            Profile {
+                username,
+                bio,
+                image,
+                following,
+            },
+        )
+    }))
 }
 
 /// `GET /api/profiles/:username`.
@@ -58,9 +108,13 @@ pub(crate) async fn get(
     input: ProfileInput,
     app: App,
     viewer: MaybeCaller,
-) -> Result<ProfileBody, ApiError> {
-    let (_, profile) = load(&app, &input.username, viewer.0.map(|c| c.id)).await?;
-    Ok(ProfileBody { profile })
+) -> Result<GetProfile, ApiError> {
+    Ok(
+        match load(&app, &input.username, viewer.0.map(|c| c.id)).await? {
+            Some((_, profile)) => GetProfile::Profile(ProfileBody { profile }),
+            None => GetProfile::NotFound,
+        },
+    )
 }
 
 /// `POST /api/profiles/:username/follow`: idempotent; following oneself is a 422.
@@ -68,10 +122,14 @@ pub(crate) async fn follow(
     input: ProfileInput,
     app: App,
     caller: Caller,
-) -> Result<ProfileBody, ApiError> {
-    let (id, mut profile) = load(&app, &input.username, Some(caller.id)).await?;
+) -> Result<FollowUser, ApiError> {
+    let Some((id, mut profile)) = load(&app, &input.username, Some(caller.id)).await? else {
+        return Ok(FollowUser::NotFound);
+    };
     if id == caller.id {
-        return Err(http_error!(422, "You cannot follow yourself"));
+        return Ok(FollowUser::Unprocessable(GenericError::new(
+            "You cannot follow yourself",
+        )));
     }
     sqlx::query("INSERT OR IGNORE INTO follows (follower_id, followed_id) VALUES (?, ?)")
         .bind(caller.id)
@@ -79,7 +137,7 @@ pub(crate) async fn follow(
         .execute(&app.writes)
         .await?;
     profile.following = true;
-    Ok(ProfileBody { profile })
+    Ok(FollowUser::Profile(ProfileBody { profile }))
 }
 
 /// `DELETE /api/profiles/:username/follow`: idempotent.
@@ -87,13 +145,15 @@ pub(crate) async fn unfollow(
     input: ProfileInput,
     app: App,
     caller: Caller,
-) -> Result<ProfileBody, ApiError> {
-    let (id, mut profile) = load(&app, &input.username, Some(caller.id)).await?;
+) -> Result<UnfollowUser, ApiError> {
+    let Some((id, mut profile)) = load(&app, &input.username, Some(caller.id)).await? else {
+        return Ok(UnfollowUser::NotFound);
+    };
     sqlx::query("DELETE FROM follows WHERE follower_id = ? AND followed_id = ?")
         .bind(caller.id)
         .bind(id)
         .execute(&app.writes)
         .await?;
     profile.following = false;
-    Ok(ProfileBody { profile })
+    Ok(UnfollowUser::Profile(ProfileBody { profile }))
 }

@@ -7,6 +7,7 @@ use strata::prelude::*;
 
 use crate::App;
 use crate::auth::{Caller, hash_password, verify_password};
+use crate::errors::GenericError;
 
 #[strata::model]
 #[derive(Clone, Debug)]
@@ -90,6 +91,56 @@ pub struct User {
     pub image: Option<String>,
 }
 
+/// The outcomes of `POST /api/users`.
+#[derive(Debug, strata::Outcomes)]
+pub enum CreateUser {
+    /// User
+    #[outcome(status = 201)]
+    Created(UserBody),
+    /// The username or email is taken
+    #[outcome(status = 422)]
+    Unprocessable(GenericError),
+}
+
+/// The outcomes of `POST /api/users/login`.
+#[derive(Debug, strata::Outcomes)]
+pub enum Login {
+    /// User
+    #[outcome(status = 200)]
+    User(UserBody),
+    /// Invalid email or password
+    #[outcome(status = 401)]
+    Unauthorized,
+    /// Unprocessable: the input fails validation (each problem in errors.body)
+    #[outcome(status = 422)]
+    Unprocessable(GenericError),
+}
+
+/// The outcomes of `GET /api/user`.
+#[derive(Debug, strata::Outcomes)]
+pub enum GetCurrentUser {
+    /// User
+    #[outcome(status = 200)]
+    User(UserBody),
+    /// Invalid or expired token
+    #[outcome(status = 401)]
+    Unauthorized,
+}
+
+/// The outcomes of `PUT /api/user`.
+#[derive(Debug, strata::Outcomes)]
+pub enum UpdateCurrentUser {
+    /// User
+    #[outcome(status = 200)]
+    User(UserBody),
+    /// Invalid or expired token
+    #[outcome(status = 401)]
+    Unauthorized,
+    /// The username or email is taken
+    #[outcome(status = 422)]
+    Unprocessable(GenericError),
+}
+
 /// A row of `users`, as a tuple (`sqlx::FromRow`'s derive needs sqlx's `derive` feature and
 /// its proc-macro crate: not worth it for one struct).
 type Tuple = (i64, String, String, String, String, Option<String>);
@@ -151,18 +202,20 @@ fn unique(error: sqlx::Error) -> ApiError {
 
 const SELECT: &str = "SELECT id, email, username, password_hash, bio, image FROM users";
 
-async fn by_id(app: &App, id: i64) -> Result<Row, ApiError> {
-    sqlx::query_as::<_, Tuple>(&format!("{SELECT} WHERE id = ?"))
-        .bind(id)
-        .fetch_optional(&app.db)
-        .await?
-        .map(Row::from)
-        // A valid token of a user that no longer exists.
-        .ok_or_else(|| http_error!(401, "Invalid or expired token"))
+async fn by_id(app: &App, id: i64) -> Result<Option<Row>, ApiError> {
+    Ok(
+        sqlx::query_as::<_, Tuple>(&format!("{SELECT} WHERE id = ?"))
+            .bind(id)
+            .fetch_optional(&app.db)
+            .await?
+            .map(Row::from),
+    )
 }
 
 /// `POST /api/users`.
-pub(crate) async fn register(input: RegisterInput, app: App) -> Result<Reply<UserBody>, ApiError> {
+/// A username or email already taken is `unique`'s 422, an `ApiError` like the pipeline's: the
+/// client reads either as [`CreateUser::Unprocessable`].
+pub(crate) async fn register(input: RegisterInput, app: App) -> Result<CreateUser, ApiError> {
     let NewUser {
         username,
         email,
@@ -182,7 +235,7 @@ pub(crate) async fn register(input: RegisterInput, app: App) -> Result<Reply<Use
     .map_err(unique)?;
     let row = Row::from(row);
     let token = app.keys.token(row.id)?;
-    Ok(Reply::created(row.with_token(token)))
+    Ok(CreateUser::Created(row.with_token(token)))
 }
 
 /// A hash that no password matches in practice (of 32 random bytes), checked when the email
@@ -205,7 +258,7 @@ pub(crate) fn prepare() {
 }
 
 /// `POST /api/users/login`.
-pub(crate) async fn login(input: LoginInput, app: App) -> Result<UserBody, ApiError> {
+pub(crate) async fn login(input: LoginInput, app: App) -> Result<Login, ApiError> {
     let LoginUser { email, password } = input.user;
     app.limits.accounts().check(&email).await?;
     let row = sqlx::query_as::<_, Tuple>(&format!("{SELECT} WHERE email = ?"))
@@ -213,24 +266,27 @@ pub(crate) async fn login(input: LoginInput, app: App) -> Result<UserBody, ApiEr
         .fetch_optional(&app.db)
         .await?
         .map(Row::from);
-    let refused = || http_error!(401, "Invalid email or password");
     let Some(row) = row else {
         // As long as a wrong password takes, so that timing does not tell which emails exist.
         // Its outcome does not matter: the answer is the same. Its failure (a 503 when too many
         // checks wait) does, for the same reason.
         let _matched = verify_password(app.limits.hashes(), password, UNKNOWN.clone()).await?;
-        return Err(refused());
+        return Ok(Login::Unauthorized);
     };
     if !verify_password(app.limits.hashes(), password, row.password_hash.clone()).await? {
-        return Err(refused());
+        return Ok(Login::Unauthorized);
     }
     let token = app.keys.token(row.id)?;
-    Ok(row.with_token(token))
+    Ok(Login::User(row.with_token(token)))
 }
 
 /// `GET /api/user`.
-pub(crate) async fn current((): (), app: App, caller: Caller) -> Result<UserBody, ApiError> {
-    Ok(by_id(&app, caller.id).await?.with_token(caller.token))
+pub(crate) async fn current((): (), app: App, caller: Caller) -> Result<GetCurrentUser, ApiError> {
+    Ok(match by_id(&app, caller.id).await? {
+        Some(row) => GetCurrentUser::User(row.with_token(caller.token)),
+        // A valid token of a user deleted since the middleware checked.
+        None => GetCurrentUser::Unauthorized,
+    })
 }
 
 /// `PUT /api/user`.
@@ -238,7 +294,7 @@ pub(crate) async fn update(
     input: UpdateUserInput,
     app: App,
     caller: Caller,
-) -> Result<UserBody, ApiError> {
+) -> Result<UpdateCurrentUser, ApiError> {
     let UpdateUser {
         email,
         username,
@@ -266,8 +322,10 @@ pub(crate) async fn update(
     .bind(caller.id)
     .fetch_optional(&app.writes)
     .await
-    .map_err(unique)?
-    .map(Row::from)
-    .ok_or_else(|| http_error!(401, "Invalid or expired token"))?;
-    Ok(row.with_token(caller.token))
+    .map_err(unique)?;
+    Ok(match row {
+        Some(row) => UpdateCurrentUser::User(Row::from(row).with_token(caller.token)),
+        // A valid token of a user deleted since the middleware checked.
+        None => UpdateCurrentUser::Unauthorized,
+    })
 }

@@ -1,23 +1,40 @@
 //! A user's journey through the typed Rust client (`strata::client`), over a real socket: the
 //! client calls the very operations the server implements (`strata_realworld::api`), with their
-//! own types, and reads this API's bodies and errors with `ConduitEnvelope`.
+//! own types, reads this API's bodies with `ConduitEnvelope`, and matches on each operation's
+//! declared outcomes (`GetArticle::NotFound`, `DeleteArticle::Forbidden`,
+//! `CreateArticle::Unprocessable`) rather than on statuses.
 
 #![allow(clippy::unwrap_used)] // tests fail loudly by design
 
 mod common;
 
-use http::{HeaderValue, StatusCode, header::AUTHORIZATION};
+use http::{HeaderValue, header::AUTHORIZATION};
 use hyper_util::client::legacy::connect::HttpConnector;
-use strata::client::{Client, ClientError};
+use strata::client::Client;
 use strata_realworld::api::{
-    self, AddCommentInput, ArticleChanges, CreateArticleInput, DeleteCommentInput, FeedInput,
-    ListArticlesInput, NewArticle, NewComment, NewUser, ProfileInput, RegisterInput, Slug,
-    UpdateArticleInput,
+    self, AddComment, AddCommentInput, ArticleChanges, CreateArticle, CreateArticleInput,
+    CreateUser, DeleteArticle, DeleteComment, DeleteCommentInput, FavoriteArticle, FeedInput,
+    FollowUser, GetArticle, GetArticles, GetArticlesFeed, GetComments, GetCurrentUser, GetProfile,
+    GetTags, ListArticlesInput, Login, LoginInput, LoginUser, NewArticle, NewComment, NewUser,
+    ProfileInput, RegisterInput, Slug, UnfavoriteArticle, UnfollowUser, UpdateArticle,
+    UpdateArticleInput, UpdateCurrentUser, UpdateUser, UpdateUserInput,
 };
 use strata_realworld::errors::{ConduitEnvelope, GenericError};
 
 type Pool = hyper_util::client::legacy::Client<HttpConnector, http_body_util::Full<bytes::Bytes>>;
 type Conduit = Client<Pool, ConduitEnvelope>;
+
+/// The body of the outcome `$variant`, or a panic naming the outcome that came instead.
+macro_rules! expect {
+    ($outcome:expr, $variant:path) => {
+        match $outcome {
+            $variant(body) => body,
+            // An operation with one outcome (`GET_TAGS`) has no other.
+            #[allow(unreachable_patterns)]
+            other => panic!("expected {}, got {other:?}", stringify!($variant)),
+        }
+    };
+}
 
 /// Registers `name` and returns the client signed in as that user.
 async fn sign_up(client: &Conduit, name: &str) -> Conduit {
@@ -34,9 +51,19 @@ async fn sign_up(client: &Conduit, name: &str) -> Conduit {
         )
         .await
         .unwrap();
+    let registered = expect!(registered, CreateUser::Created);
     assert_eq!(registered.user.username, name);
     let token = HeaderValue::try_from(format!("Token {}", registered.user.token)).unwrap();
     client.clone().header(AUTHORIZATION, token)
+}
+
+/// A client of `conduit`, signed in as nobody.
+fn client_of(conduit: &common::Conduit) -> Conduit {
+    let pool = hyper_util::client::legacy::Client::builder(hyper_util::rt::TokioExecutor::new())
+        .build_http();
+    // The operations' paths start with `/api`; `base` ends with it.
+    let root = conduit.base.trim_end_matches("/api").to_owned();
+    Client::new(pool).base_url(root).envelope(ConduitEnvelope)
 }
 
 fn slug(slug: &str) -> Slug {
@@ -50,16 +77,15 @@ fn slug(slug: &str) -> Slug {
 #[tokio::test]
 async fn register_write_comment_favorite_and_read_the_feed() {
     let conduit = common::start().await;
-    let pool = hyper_util::client::legacy::Client::builder(hyper_util::rt::TokioExecutor::new())
-        .build_http();
-    // The operations' paths start with `/api`; `base` ends with it.
-    let root = conduit.base.trim_end_matches("/api").to_owned();
-    let anonymous: Conduit = Client::new(pool).base_url(root).envelope(ConduitEnvelope);
+    let anonymous = client_of(&conduit);
 
     let ada = sign_up(&anonymous, "ada").await;
     let bob = sign_up(&anonymous, "bob").await;
     let me = ada.call(&api::GET_CURRENT_USER, ()).await.unwrap();
-    assert_eq!(me.user.email, "ada@example.com");
+    assert_eq!(
+        expect!(me, GetCurrentUser::User).user.email,
+        "ada@example.com"
+    );
 
     // Bob follows Ada.
     let followed = bob
@@ -71,7 +97,7 @@ async fn register_write_comment_favorite_and_read_the_feed() {
         )
         .await
         .unwrap();
-    assert!(followed.profile.following);
+    assert!(expect!(followed, FollowUser::Profile).profile.following);
 
     // Ada writes an article.
     let written = ada
@@ -87,8 +113,8 @@ async fn register_write_comment_favorite_and_read_the_feed() {
             },
         )
         .await
-        .unwrap()
-        .article;
+        .unwrap();
+    let written = expect!(written, CreateArticle::Created).article;
     assert_eq!(written.summary.slug, "how-to-train-your-dragon");
     assert_eq!(written.summary.tag_list, ["dragons", "training"]);
     assert_eq!(written.summary.author.username, "ada");
@@ -109,8 +135,8 @@ async fn register_write_comment_favorite_and_read_the_feed() {
             },
         )
         .await
-        .unwrap()
-        .article;
+        .unwrap();
+    let changed = expect!(changed, UpdateArticle::Article).article;
     assert_eq!(changed.summary.title, "How to train your dragon, again");
     assert_eq!(changed.body, "You have to believe");
 
@@ -126,14 +152,14 @@ async fn register_write_comment_favorite_and_read_the_feed() {
             },
         )
         .await
-        .unwrap()
-        .comment;
+        .unwrap();
+    let comment = expect!(comment, AddComment::Comment).comment;
     assert_eq!(comment.author.username, "bob");
     let favorited = bob
         .call(&api::FAVORITE_ARTICLE, slug(&the_article.slug))
         .await
-        .unwrap()
-        .article;
+        .unwrap();
+    let favorited = expect!(favorited, FavoriteArticle::Article).article;
     assert!(favorited.summary.favorited);
     assert_eq!(favorited.summary.favorites_count, 1);
 
@@ -148,6 +174,7 @@ async fn register_write_comment_favorite_and_read_the_feed() {
         )
         .await
         .unwrap();
+    let feed = expect!(feed, GetArticlesFeed::Articles);
     assert_eq!(feed.articles_count, 1);
     let seen = &feed.articles[0];
     assert_eq!(seen.slug, the_article.slug);
@@ -163,7 +190,7 @@ async fn register_write_comment_favorite_and_read_the_feed() {
         )
         .await
         .unwrap();
-    assert_eq!(own.articles_count, 0);
+    assert_eq!(expect!(own, GetArticlesFeed::Articles).articles_count, 0);
     let by_bob = anonymous
         .call(
             &api::GET_ARTICLES,
@@ -177,6 +204,7 @@ async fn register_write_comment_favorite_and_read_the_feed() {
         )
         .await
         .unwrap();
+    let by_bob = expect!(by_bob, GetArticles::Articles);
     assert_eq!(by_bob.articles.len(), 1);
     assert!(
         !by_bob.articles[0].favorited,
@@ -185,28 +213,55 @@ async fn register_write_comment_favorite_and_read_the_feed() {
     let comments = anonymous
         .call(&api::GET_COMMENTS, slug(&the_article.slug))
         .await
-        .unwrap()
-        .comments;
+        .unwrap();
+    let comments = expect!(comments, GetComments::Comments).comments;
     assert_eq!(comments.len(), 1);
     assert_eq!(comments[0].body, "Thank you so much!");
-    let tags = anonymous.call(&api::GET_TAGS, ()).await.unwrap().tags;
+    let tags = anonymous.call(&api::GET_TAGS, ()).await.unwrap();
+    let tags = expect!(tags, GetTags::Tags).tags;
     assert_eq!(tags, ["dragons", "training"]);
 
-    // The specification's errors, read by the envelope: 403, 401, 422 with every problem.
+    // The specification's errors, each a declared outcome of its operation: 403 for another's
+    // article, 401 without a token (answered by the authentication middleware, read as the
+    // operation's outcome all the same), 422 with every problem.
     let refused = bob
         .call(&api::DELETE_ARTICLE, slug(&the_article.slug))
         .await
-        .unwrap_err();
-    assert_eq!(refused.status(), Some(StatusCode::FORBIDDEN), "{refused}");
-    let unsigned = anonymous
-        .call(&api::GET_CURRENT_USER, ())
+        .unwrap();
+    assert!(matches!(refused, DeleteArticle::Forbidden), "{refused:?}");
+    let refused = bob
+        .call(
+            &api::UPDATE_ARTICLE,
+            UpdateArticleInput {
+                slug: the_article.slug.clone(),
+                article: ArticleChanges {
+                    title: Some("Mine now".to_owned()),
+                    description: None,
+                    body: None,
+                },
+            },
+        )
         .await
-        .unwrap_err();
-    assert_eq!(
-        unsigned.status(),
-        Some(StatusCode::UNAUTHORIZED),
-        "{unsigned}"
+        .unwrap();
+    assert!(matches!(refused, UpdateArticle::Forbidden), "{refused:?}");
+    let unsigned = anonymous.call(&api::GET_CURRENT_USER, ()).await.unwrap();
+    assert!(
+        matches!(unsigned, GetCurrentUser::Unauthorized),
+        "{unsigned:?}"
     );
+    let wrong = anonymous
+        .call(
+            &api::LOGIN,
+            LoginInput {
+                user: LoginUser {
+                    email: "ada@example.com".to_owned(),
+                    password: "not ada's".to_owned(),
+                },
+            },
+        )
+        .await
+        .unwrap();
+    assert!(matches!(wrong, Login::Unauthorized), "{wrong:?}");
     let invalid = ada
         .call(
             &api::CREATE_ARTICLE,
@@ -220,33 +275,272 @@ async fn register_write_comment_favorite_and_read_the_feed() {
             },
         )
         .await
-        .unwrap_err();
-    assert!(matches!(invalid, ClientError::Api { .. }), "{invalid}");
-    assert_eq!(invalid.status(), Some(StatusCode::UNPROCESSABLE_ENTITY));
-    let problems = invalid.error_body::<GenericError>().unwrap().unwrap();
-    assert_eq!(problems.errors.body.len(), 2, "{problems:?}");
-    assert!(
-        invalid.message().unwrap().contains("article.title"),
-        "{invalid}"
-    );
-
-    // Deletions answer 204 without a body: the output `()`.
-    bob.call(
-        &api::DELETE_COMMENT,
-        DeleteCommentInput {
-            slug: the_article.slug.clone(),
-            id: comment.id,
-        },
-    )
-    .await
-    .unwrap();
-    ada.call(&api::DELETE_ARTICLE, slug(&the_article.slug))
+        .unwrap();
+    // The pipeline's validation, answered by `Conduit` as the specification's 422.
+    let GenericError { errors } = expect!(invalid, CreateArticle::Unprocessable);
+    assert_eq!(errors.body.len(), 2, "{errors:?}");
+    assert!(errors.body[0].contains("article."), "{errors:?}");
+    // A rule of the application (an `ApiError` of a helper), read as the same outcome.
+    let taken = anonymous
+        .call(
+            &api::CREATE_USER,
+            RegisterInput {
+                user: NewUser {
+                    username: "ada".to_owned(),
+                    email: "ada2@example.com".to_owned(),
+                    password: "secret".to_owned(),
+                },
+            },
+        )
         .await
         .unwrap();
+    assert_eq!(
+        expect!(taken, CreateUser::Unprocessable),
+        GenericError::new("username has already been taken")
+    );
+    let myself = ada
+        .call(
+            &api::FOLLOW_USER,
+            ProfileInput {
+                username: "ada".to_owned(),
+            },
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        expect!(myself, FollowUser::Unprocessable),
+        GenericError::new("You cannot follow yourself")
+    );
+
+    // Deletions answer 204 without a body; then the article is not found.
+    let deleted = bob
+        .call(
+            &api::DELETE_COMMENT,
+            DeleteCommentInput {
+                slug: the_article.slug.clone(),
+                id: comment.id,
+            },
+        )
+        .await
+        .unwrap();
+    assert!(matches!(deleted, DeleteComment::Deleted), "{deleted:?}");
+    let deleted = ada
+        .call(&api::DELETE_ARTICLE, slug(&the_article.slug))
+        .await
+        .unwrap();
+    assert!(matches!(deleted, DeleteArticle::Deleted), "{deleted:?}");
     let gone = anonymous
         .call(&api::GET_ARTICLE, slug(&the_article.slug))
         .await
-        .unwrap_err();
-    assert_eq!(gone.status(), Some(StatusCode::NOT_FOUND), "{gone}");
+        .unwrap();
+    assert!(matches!(gone, GetArticle::NotFound), "{gone:?}");
+    let gone = ada
+        .call(&api::DELETE_ARTICLE, slug(&the_article.slug))
+        .await
+        .unwrap();
+    assert!(matches!(gone, DeleteArticle::NotFound), "{gone:?}");
+    drop(conduit);
+}
+
+/// An article of `client`'s user, titled `title`; its slug.
+async fn write(client: &Conduit, title: &str) -> String {
+    let written = client
+        .call(
+            &api::CREATE_ARTICLE,
+            CreateArticleInput {
+                article: NewArticle {
+                    title: title.to_owned(),
+                    description: "d".to_owned(),
+                    body: "b".to_owned(),
+                    tag_list: None,
+                },
+            },
+        )
+        .await
+        .unwrap();
+    expect!(written, CreateArticle::Created)
+        .article
+        .summary
+        .slug
+}
+
+/// The declared error outcomes the journey does not meet, each read back into its operation's
+/// variant: whether the handler returned it (`NotFound`, `Forbidden`, a rule's 422), the
+/// pipeline answered its status (validation's 422) or the authentication middleware did (401).
+#[allow(clippy::too_many_lines)] // one table of errors, read top to bottom
+#[tokio::test]
+async fn each_error_is_read_as_its_operation_s_outcome() {
+    let conduit = common::start().await;
+    let anonymous = client_of(&conduit);
+    let ada = sign_up(&anonymous, "ada").await;
+    let bob = sign_up(&anonymous, "bob").await;
+
+    // 404: no such user, article or comment.
+    let nobody = || ProfileInput {
+        username: "nobody".to_owned(),
+    };
+    let profile = anonymous.call(&api::GET_PROFILE, nobody()).await;
+    assert!(matches!(profile, Ok(GetProfile::NotFound)), "{profile:?}");
+    let follow = ada.call(&api::FOLLOW_USER, nobody()).await;
+    assert!(matches!(follow, Ok(FollowUser::NotFound)), "{follow:?}");
+    let unfollow = ada.call(&api::UNFOLLOW_USER, nobody()).await;
+    assert!(
+        matches!(unfollow, Ok(UnfollowUser::NotFound)),
+        "{unfollow:?}"
+    );
+    let favorite = ada.call(&api::FAVORITE_ARTICLE, slug("nothing")).await;
+    assert!(
+        matches!(favorite, Ok(FavoriteArticle::NotFound)),
+        "{favorite:?}"
+    );
+    let unfavorite = ada.call(&api::UNFAVORITE_ARTICLE, slug("nothing")).await;
+    assert!(
+        matches!(unfavorite, Ok(UnfavoriteArticle::NotFound)),
+        "{unfavorite:?}"
+    );
+    let comments = anonymous.call(&api::GET_COMMENTS, slug("nothing")).await;
+    assert!(
+        matches!(comments, Ok(GetComments::NotFound)),
+        "{comments:?}"
+    );
+    let comment = |slug: &str, body: &str| AddCommentInput {
+        slug: slug.to_owned(),
+        comment: NewComment {
+            body: body.to_owned(),
+        },
+    };
+    let added = bob.call(&api::ADD_COMMENT, comment("nothing", "hi")).await;
+    assert!(matches!(added, Ok(AddComment::NotFound)), "{added:?}");
+    let changed = ada
+        .call(
+            &api::UPDATE_ARTICLE,
+            UpdateArticleInput {
+                slug: "nothing".to_owned(),
+                article: ArticleChanges {
+                    title: Some("t".to_owned()),
+                    description: None,
+                    body: None,
+                },
+            },
+        )
+        .await;
+    assert!(
+        matches!(changed, Ok(UpdateArticle::NotFound)),
+        "{changed:?}"
+    );
+
+    // A comment: another's is forbidden to delete; a missing one, or one on a missing article,
+    // is not found.
+    let talk = write(&ada, "Talk").await;
+    let said = bob.call(&api::ADD_COMMENT, comment(&talk, "hi")).await;
+    let said = expect!(said.unwrap(), AddComment::Comment).comment;
+    let delete = |slug: &str, id: i64| DeleteCommentInput {
+        slug: slug.to_owned(),
+        id,
+    };
+    let refused = ada.call(&api::DELETE_COMMENT, delete(&talk, said.id)).await;
+    assert!(
+        matches!(refused, Ok(DeleteComment::Forbidden)),
+        "{refused:?}"
+    );
+    let missing = bob
+        .call(&api::DELETE_COMMENT, delete(&talk, said.id + 1))
+        .await;
+    assert!(
+        matches!(missing, Ok(DeleteComment::NotFound)),
+        "{missing:?}"
+    );
+    let missing = bob
+        .call(&api::DELETE_COMMENT, delete("nothing", said.id))
+        .await;
+    assert!(
+        matches!(missing, Ok(DeleteComment::NotFound)),
+        "{missing:?}"
+    );
+
+    // 401: a token that is not one, where a token is optional and where it is required; none
+    // where it is required.
+    let forged = anonymous
+        .clone()
+        .header(AUTHORIZATION, HeaderValue::from_static("Token forged"));
+    let article = forged.call(&api::GET_ARTICLE, slug(&talk)).await;
+    assert!(
+        matches!(article, Ok(GetArticle::Unauthorized)),
+        "{article:?}"
+    );
+    let comments = forged.call(&api::GET_COMMENTS, slug(&talk)).await;
+    assert!(
+        matches!(comments, Ok(GetComments::Unauthorized)),
+        "{comments:?}"
+    );
+    let list = ListArticlesInput {
+        tag: None,
+        author: None,
+        favorited: None,
+        limit: None,
+        offset: None,
+    };
+    let articles = forged.call(&api::GET_ARTICLES, list.clone()).await;
+    assert!(
+        matches!(articles, Ok(GetArticles::Unauthorized)),
+        "{articles:?}"
+    );
+    let feed = FeedInput {
+        limit: None,
+        offset: None,
+    };
+    let unsigned = anonymous.call(&api::GET_ARTICLES_FEED, feed).await;
+    assert!(
+        matches!(unsigned, Ok(GetArticlesFeed::Unauthorized)),
+        "{unsigned:?}"
+    );
+    let new_email = |email: &str| UpdateUserInput {
+        user: UpdateUser {
+            email: Some(email.to_owned()),
+            username: None,
+            password: None,
+            bio: None,
+            image: None,
+        },
+    };
+    let unsigned = anonymous
+        .call(&api::UPDATE_CURRENT_USER, new_email("x@example.com"))
+        .await;
+    assert!(
+        matches!(unsigned, Ok(UpdateCurrentUser::Unauthorized)),
+        "{unsigned:?}"
+    );
+
+    // 422: the input fails validation (each problem named), or breaks a rule of the
+    // application.
+    let out_of_range = ListArticlesInput {
+        limit: Some(0),
+        ..list
+    };
+    let out_of_range = anonymous.call(&api::GET_ARTICLES, out_of_range).await;
+    let problems = expect!(out_of_range.unwrap(), GetArticles::Unprocessable);
+    assert!(problems.errors.body[0].starts_with("limit"), "{problems:?}");
+    let empty = bob.call(&api::ADD_COMMENT, comment(&talk, "")).await;
+    let problems = expect!(empty.unwrap(), AddComment::Unprocessable);
+    assert!(
+        problems.errors.body[0].starts_with("comment.body"),
+        "{problems:?}"
+    );
+    let login = LoginInput {
+        user: LoginUser {
+            email: String::new(),
+            password: String::new(),
+        },
+    };
+    let login = anonymous.call(&api::LOGIN, login).await;
+    let problems = expect!(login.unwrap(), Login::Unprocessable);
+    assert_eq!(problems.errors.body.len(), 2, "{problems:?}");
+    let taken = bob
+        .call(&api::UPDATE_CURRENT_USER, new_email("ada@example.com"))
+        .await;
+    assert_eq!(
+        expect!(taken.unwrap(), UpdateCurrentUser::Unprocessable),
+        GenericError::new("email has already been taken")
+    );
     drop(conduit);
 }

@@ -192,6 +192,46 @@ fn compare(
     }
 }
 
+/// Compares the responses of the operation `id`, theirs and mine (each with its document):
+/// each success's description and body, and the 422's body. How many properties it compared.
+fn compare_responses(
+    id: &str,
+    (spec, theirs): (&Value, &Value),
+    (ours, mine): (&Value, &Value),
+    differences: &mut BTreeSet<String>,
+    used: &mut BTreeSet<usize>,
+) -> usize {
+    let mut compared = 0;
+    for (status, response) in theirs["responses"].as_object().unwrap() {
+        let Some(mine_response) = mine["responses"].get(status) else {
+            continue;
+        };
+        // Each success is described as the specification describes it (its outcome's
+        // doc comment): `User`, `Single article`, `No content`.
+        let description = |doc: &Value, r: &Value| resolve(doc, r)["description"].clone();
+        if status.starts_with('2')
+            && description(spec, response) != description(ours, mine_response)
+        {
+            differences.insert(format!(
+                "{id} {status}: described {} here",
+                description(ours, mine_response)
+            ));
+        }
+        // The bodies of successes, and of the 422 (the specification's
+        // `GenericErrorModel`, a declared outcome's body where a handler answers it).
+        if !(status.starts_with('2') || status == "422") || status == "204" {
+            continue;
+        }
+        let (a, b) = (
+            shape(spec, schema(spec, response), 3),
+            shape(ours, schema(ours, mine_response), 3),
+        );
+        compared += a.len();
+        compare(&format!("{id} {status}"), &a, &b, differences, used);
+    }
+    compared
+}
+
 #[tokio::test]
 async fn every_operation_of_the_specification_is_served_compatibly() {
     let Some(spec) = specification() else {
@@ -242,26 +282,13 @@ async fn every_operation_of_the_specification_is_served_compatibly() {
                     &mut used,
                 );
             }
-            for (status, response) in theirs["responses"].as_object().unwrap() {
-                if !status.starts_with('2') || status == "204" {
-                    continue;
-                }
-                let Some(mine_response) = mine["responses"].get(status) else {
-                    continue;
-                };
-                let (a, b) = (
-                    shape(&spec, schema(&spec, response), 3),
-                    shape(&ours, schema(&ours, mine_response), 3),
-                );
-                compared += a.len();
-                compare(
-                    &format!("{id} {status}"),
-                    &a,
-                    &b,
-                    &mut differences,
-                    &mut used,
-                );
-            }
+            compared += compare_responses(
+                id,
+                (&spec, theirs),
+                (&ours, mine),
+                &mut differences,
+                &mut used,
+            );
             let statuses = |op: &Value| -> BTreeSet<String> {
                 op["responses"]
                     .as_object()
@@ -296,6 +323,126 @@ async fn every_operation_of_the_specification_is_served_compatibly() {
     }
 }
 
+/// Each declared error outcome is under its status, described by its variant's doc comment
+/// (with what the pipeline answers there too), with the specification's `GenericErrorModel` as
+/// its body: one shared schema, not an `anyOf` of the same body twice.
+#[tokio::test]
+async fn declared_error_outcomes_are_described_under_their_statuses() {
+    let ours = document().await;
+    let response = |path: &str, method: &str, status: &str| {
+        ours["paths"][path][method]["responses"][status].clone()
+    };
+    for (path, method, status, text) in [
+        (
+            "/api/articles/{slug}",
+            "get",
+            "404",
+            "Article not found; or: Not found",
+        ),
+        (
+            "/api/articles/{slug}",
+            "put",
+            "403",
+            "Only the author may change or delete this article",
+        ),
+        (
+            "/api/articles/{slug}",
+            "delete",
+            "403",
+            "Only the author may change or delete this article",
+        ),
+        (
+            "/api/articles/{slug}/comments/{id}",
+            "delete",
+            "403",
+            "Only the author may delete this comment",
+        ),
+        (
+            "/api/articles/{slug}/comments/{id}",
+            "delete",
+            "404",
+            "Article or comment not found",
+        ),
+        (
+            "/api/profiles/{username}",
+            "get",
+            "404",
+            "Profile not found",
+        ),
+        (
+            "/api/users/login",
+            "post",
+            "401",
+            "Invalid email or password",
+        ),
+        (
+            "/api/user",
+            "get",
+            "401",
+            "Invalid or expired token; or: Unauthorized",
+        ),
+        (
+            "/api/users",
+            "post",
+            "422",
+            "The username or email is taken; or: Unprocessable",
+        ),
+        (
+            "/api/profiles/{username}/follow",
+            "post",
+            "422",
+            "One cannot follow oneself",
+        ),
+        (
+            "/api/articles",
+            "post",
+            "422",
+            "Too many articles with this title",
+        ),
+    ] {
+        let response = response(path, method, status);
+        let description = response["description"].as_str().unwrap_or_default();
+        assert!(
+            description.starts_with(text),
+            "{method} {path} {status}: {description:?}"
+        );
+    }
+    // Validation's 422 where the outcome says nothing more: said once.
+    assert_eq!(
+        response("/api/articles", "get", "422")["description"],
+        "Unprocessable: the input fails validation (each problem in errors.body)"
+    );
+}
+
+/// Every error body of every operation is the one shared schema of the specification's
+/// `GenericErrorModel`: the pipeline's errors and the declared outcomes alike, never an `anyOf`
+/// of the same body twice.
+#[tokio::test]
+async fn every_error_body_is_the_shared_generic_error_model() {
+    let ours = document().await;
+    let mut errors = 0;
+    for (path, item) in ours["paths"].as_object().unwrap() {
+        for (method, operation) in item.as_object().unwrap() {
+            for (status, response) in operation["responses"].as_object().into_iter().flatten() {
+                if status.starts_with('2') || method == "head" {
+                    continue;
+                }
+                let schema = &response["content"]["application/json"]["schema"];
+                assert_eq!(
+                    schema["$ref"], "#/components/schemas/ErrorResponse",
+                    "{method} {path} {status}: {schema}"
+                );
+                errors += 1;
+            }
+        }
+    }
+    assert!(errors > 50, "{errors} error responses");
+    assert_eq!(
+        shape(&ours, &ours["components"]["schemas"]["ErrorResponse"], 2),
+        ["errors.body: array<string>", "errors: object"]
+    );
+}
+
 /// Invalid input is described under the 422 this application answers it with, not under the
 /// pipeline's 400 (which still answers a body that is not JSON).
 #[tokio::test]
@@ -310,6 +457,6 @@ async fn invalid_input_is_described_under_the_422_it_gets() {
         create_user["422"]["description"]
             .as_str()
             .unwrap()
-            .contains("the input fails validation")
+            .contains("the input fails validation (each problem in errors.body)")
     );
 }

@@ -50,8 +50,11 @@ export type CommentsBody = {
   comments: Comment[];
 };
 
+/** An error: its messages in `errors.body` */
 export type ErrorResponse = {
+  /** The messages. */
   errors: {
+    /** One message per problem. */
     body: string[];
   };
 };

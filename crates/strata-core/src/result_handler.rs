@@ -103,6 +103,12 @@ fn outcome_description<R: ResultHandler>(
                 .unwrap_or_else(|| ResponseDescription::new(status, json_schema!({})))
         }
     };
+    if description.status != status {
+        // Another status's response lends its body only: what it means, and the kinds of
+        // error it answers, are its own (a 422 "the input fails validation" is not a 404).
+        description.description = None;
+        description.kinds.clear();
+    }
     description.status = status;
     description
 }
@@ -403,6 +409,54 @@ impl ResultHandler for DefaultResultHandler {
 mod tests {
     use super::*;
     use http::header::{ALLOW, CONTENT_TYPE};
+
+    /// A result handler whose one error response is a described 422 answering invalid input.
+    #[derive(Clone)]
+    struct Unprocessable;
+
+    impl ResultHandler for Unprocessable {
+        fn positive(&self, output: &Schema) -> Vec<ResponseDescription> {
+            vec![ResponseDescription::new(StatusCode::OK, output.clone()).description("Done")]
+        }
+
+        fn negative(&self) -> Vec<ResponseDescription> {
+            vec![
+                ResponseDescription::new(StatusCode::UNPROCESSABLE_ENTITY, json_schema!({}))
+                    .description("The input fails validation")
+                    .for_kind(crate::ErrorKind::InputValidation),
+            ]
+        }
+
+        fn handle(
+            &self,
+            _result: Result<Output, ApiError>,
+            _request: &RequestInfo,
+            _logger: &Logger,
+        ) -> Response<Body> {
+            Response::new(Body::empty())
+        }
+    }
+
+    #[test]
+    fn an_outcome_described_with_another_status_s_response_takes_its_body_only() {
+        let not_found = Unprocessable.outcome(StatusCode::NOT_FOUND, None);
+        assert_eq!(not_found.status, StatusCode::NOT_FOUND);
+        assert_eq!(not_found.description, None);
+        assert!(not_found.kinds.is_empty());
+        let created = Unprocessable.outcome(StatusCode::CREATED, Some(&json_schema!({})));
+        assert_eq!(
+            (created.status, created.description),
+            (StatusCode::CREATED, None)
+        );
+        // Its own status's response is described as it is.
+        let invalid = Unprocessable.outcome(StatusCode::UNPROCESSABLE_ENTITY, None);
+        assert_eq!(
+            invalid.description.as_deref(),
+            Some("The input fails validation")
+        );
+        let done = Unprocessable.outcome(StatusCode::OK, Some(&json_schema!({})));
+        assert_eq!(done.description.as_deref(), Some("Done"));
+    }
 
     #[test]
     fn an_error_s_headers_join_the_envelope_s_and_its_content_type_wins() {

@@ -819,35 +819,8 @@ impl<'r> Described<'r> {
             }
             responses.entry(status.as_str().to_owned()).or_insert(entry);
         }
-        // Declared error outcomes, each with its own body; where the pipeline answers the same
-        // status too, the body is either.
-        for description in outcomes.map(|(_, errors)| errors).unwrap_or_default() {
-            let declared = response(&description, None, &[]);
-            match responses.entry(description.status.as_str().to_owned()) {
-                std::collections::btree_map::Entry::Vacant(entry) => {
-                    entry.insert(declared);
-                }
-                std::collections::btree_map::Entry::Occupied(mut entry) => {
-                    let existing = entry.get_mut();
-                    existing.description =
-                        format!("{}; or: {}", declared.description, existing.description);
-                    existing.headers.extend(declared.headers);
-                    for (mime, media) in declared.content {
-                        match existing.content.get_mut(&mime) {
-                            Some(known) if known.schema != media.schema => {
-                                known.schema = Some(serde_json::json!({
-                                    "anyOf": [media.schema, known.schema.take()]
-                                }));
-                            }
-                            Some(_) => {}
-                            None => {
-                                existing.content.insert(mime, media);
-                            }
-                        }
-                    }
-                }
-            }
-        }
+        let declared = outcomes.map(|(_, errors)| errors).unwrap_or_default();
+        merge_declared_errors(&mut responses, declared, generators);
         responses
     }
 
@@ -1203,6 +1176,57 @@ fn headers_of(headers: &[ResponseHeader]) -> BTreeMap<String, Header> {
             )
         })
         .collect()
+}
+
+/// Adds the declared error outcomes to `responses`, each with its own body; where the pipeline
+/// answers the same status too, the body is either (one schema when they are the same) and
+/// the description both (once when they say the same).
+fn merge_declared_errors(
+    responses: &mut BTreeMap<String, Response>,
+    declared: Vec<ResponseDescription>,
+    generators: &Generators,
+) {
+    for description in declared {
+        let mut declared = response(&description, None, &[]);
+        // A body that is one of the error envelopes (a bodyless outcome answered as the
+        // handler's error, a handler whose error format is the outcome's body) is that
+        // envelope's shared component: the same body twice is not an `anyOf` of itself.
+        for media in declared.content.values_mut() {
+            if let Some(shared) = media
+                .schema
+                .as_ref()
+                .and_then(|schema| generators.known_error_envelope(schema))
+            {
+                media.schema = Some(shared);
+            }
+        }
+        match responses.entry(description.status.as_str().to_owned()) {
+            std::collections::btree_map::Entry::Vacant(entry) => {
+                entry.insert(declared);
+            }
+            std::collections::btree_map::Entry::Occupied(mut entry) => {
+                let existing = entry.get_mut();
+                if declared.description != existing.description {
+                    existing.description =
+                        format!("{}; or: {}", declared.description, existing.description);
+                }
+                existing.headers.extend(declared.headers);
+                for (mime, media) in declared.content {
+                    match existing.content.get_mut(&mime) {
+                        Some(known) if known.schema != media.schema => {
+                            known.schema = Some(serde_json::json!({
+                                "anyOf": [media.schema, known.schema.take()]
+                            }));
+                        }
+                        Some(_) => {}
+                        None => {
+                            existing.content.insert(mime, media);
+                        }
+                    }
+                }
+            }
+        }
+    }
 }
 
 fn response(

@@ -54,6 +54,13 @@ impl Generators {
         serde_json::json!({ "$ref": format!("{PREFIX}{}", placeholder(index)) })
     }
 
+    /// The reference [`error_envelope`](Self::error_envelope) gave `schema`, if it gave one:
+    /// an error body that is one of the envelopes, shared rather than repeated.
+    pub(crate) fn known_error_envelope(&self, schema: &Value) -> Option<Value> {
+        let index = self.errors.iter().position(|known| known == schema)?;
+        Some(serde_json::json!({ "$ref": format!("{PREFIX}{}", placeholder(index)) }))
+    }
+
     /// Merges both generators' definitions; returns the components and the name maps of each
     /// side (a reference target as written → its component name).
     pub(crate) fn finish(mut self) -> Merged {
