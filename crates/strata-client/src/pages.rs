@@ -179,16 +179,8 @@ where
                     let client = this.client.clone();
                     let request = client.request(&this.operation, &this.headers, &input);
                     let timeout = this.timeout;
-                    this.state = State::Waiting(Box::pin(async move {
-                        let page = match request {
-                            Ok(request) => client
-                                .respond(request, timeout)
-                                .await
-                                .map(crate::Response::into_inner),
-                            Err(error) => Err(error),
-                        };
-                        (input, page)
-                    }));
+                    let page = client.respond(request, timeout, |_, page| page);
+                    this.state = State::Waiting(Box::pin(async move { (input, page.await) }));
                 }
                 State::Waiting(mut future) => {
                     let Poll::Ready((input, page)) = future.as_mut().poll(cx) else {
