@@ -350,12 +350,19 @@ pub(crate) fn library_client(
         .build()
 }
 
-/// The configuration, but where to listen: uploads on, covers up to 1 MiB, one file per request.
+/// The configuration, but where to listen: uploads on, covers up to 1 MiB, one file per request;
+/// a cover past 64 KiB is written to a temporary file as it arrives (and then renamed into the
+/// covers directory by `mv`, where the file system allows), not held in memory.
 pub(crate) fn library_config() -> strata::ConfigBuilder {
     create_config()
         .cors(Cors::Enabled)
         .logger(Level::Info)
-        .upload(UploadLimits::builder().file_size(1024 * 1024).files(1))
+        .upload(
+            UploadLimits::builder()
+                .file_size(1024 * 1024)
+                .files(1)
+                .spool_threshold(64 * 1024),
+        )
 }
 
 #[tokio::main]

@@ -573,7 +573,9 @@ pub(crate) fn users_routing() -> Routing {
                 return Err(http_error!(415, "Avatars are images"));
             }
             let saved = Avatar {
-                data: avatar.data().clone(),
+                // In memory or on disk (past the spool threshold), read whole: avatars are
+                // kept in memory here.
+                data: avatar.bytes().await?,
                 mimetype: avatar.mimetype().to_owned(),
             };
             store.db().avatars.insert(session.user_id, saved);

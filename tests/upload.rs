@@ -426,8 +426,9 @@ async fn a_client_streaming_past_the_limit_gets_a_413_promptly() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
-/// A large file over a socket arrives in pieces, kept as they came: read piece by piece, joined,
-/// or moved to disk, it is the file sent.
+/// A large file kept in memory (the spool threshold raised past it) arrives over a socket in
+/// pieces, kept as they came: read piece by piece, joined, or moved to disk, it is the file
+/// sent. (Past the threshold, files go to disk: `tests/upload_spool.rs`.)
 #[tokio::test]
 async fn a_large_file_arrives_in_pieces_and_reads_whole() {
     #[derive(Deserialize, Validate, JsonSchema)]
@@ -474,7 +475,8 @@ async fn a_large_file_arrives_in_pieces_and_reads_whole() {
     config = config.upload(
         UploadLimits::builder()
             .file_size(u64::try_from(size).unwrap())
-            .files(1),
+            .files(1)
+            .spool_threshold(u64::MAX),
     );
     let server = create_server(&config.build(), &routing! { "upload" => large })
         .await

@@ -123,7 +123,10 @@ pub(crate) fn strata_config(addr: SocketAddr) -> Config {
             UploadLimits::builder()
                 .file_size(FILE_LIMIT)
                 .files(1)
-                .body_size(BODY_LIMIT),
+                .body_size(BODY_LIMIT)
+                // In memory, as this benchmark has measured so far (the handler reads the
+                // pieces); spooling to disk is for the uploads benchmark of issue 51 to measure.
+                .spool_threshold(u64::MAX),
         )
         .listen(addr)
         .build();

@@ -34,6 +34,7 @@
 
 use std::cell::RefCell;
 use std::fmt;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
 
 use bytes::Bytes;
@@ -42,14 +43,24 @@ use serde::de::{self, Deserialize, Deserializer, Visitor};
 /// The media type of a file part that declares none.
 const DEFAULT_MIMETYPE: &str = "application/octet-stream";
 
-/// A file uploaded in a `multipart/form-data` request, held in memory.
+/// A file uploaded in a `multipart/form-data` request: held in memory, or, past the spool
+/// threshold (`strata_upload::UploadLimits::spool_threshold`, 1 MiB by default), in a temporary
+/// file the multipart reader wrote as it arrived ([`path`](Self::path) is then `Some`).
 ///
-/// The multipart reader keeps a large file as the pieces it arrived in, without copying them
-/// into one buffer: [`pieces`](Self::pieces) reads them as they are; [`data`](Self::data) joins
-/// them the first time it is called (one copy, kept). A file that arrived in one piece is that
-/// piece either way.
+/// **Reading it.** `strata_upload::UploadedFileExt` (in the facade's prelude) reads any file,
+/// wherever it is: `file.bytes().await?` (the whole contents), `file.open().await?` (an
+/// `AsyncRead`, a chunk at a time), `file.mv(path).await?` (a rename for a file on disk).
+/// [`data`](Self::data), [`pieces`](Self::pieces) and [`into_data`](Self::into_data) give the
+/// bytes of a file held in memory, without waiting, and panic for one on disk (which they would
+/// have to read whole, blocking): [`try_data`](Self::try_data) is the same without the panic.
 ///
-/// Nothing is written to disk unless it is moved there (`strata_upload::UploadedFileExt::mv`).
+/// In memory, the multipart reader keeps a file as the pieces it arrived in, without copying
+/// them into one buffer: [`pieces`](Self::pieces) reads them as they are;
+/// [`data`](Self::data) joins them the first time it is called (one copy, kept). A file that
+/// arrived in one piece is that piece either way.
+///
+/// A temporary file lives as long as the `UploadedFile` or a clone of it: it is removed when
+/// the last one is dropped (when the request ends, unless the handler keeps a clone).
 #[derive(Clone, Debug)]
 pub struct UploadedFile {
     name: String,
@@ -57,19 +68,22 @@ pub struct UploadedFile {
     contents: Contents,
 }
 
-/// A file's bytes: one buffer, or the pieces it arrived in.
+/// A file's bytes: one buffer, the pieces it arrived in, or a file on disk.
 #[derive(Clone)]
 enum Contents {
     Whole(Bytes),
     /// Shared: a file is cloned as it is handed to the typed input.
     Pieces(Arc<Split>),
+    /// Shared: the last clone drops the owner, which removes a temporary file.
+    OnDisk(Arc<OnDisk>),
 }
 
 impl Contents {
-    fn size(&self) -> usize {
+    fn size(&self) -> u64 {
         match self {
-            Contents::Whole(data) => data.len(),
-            Contents::Pieces(pieces) => pieces.size,
+            Contents::Whole(data) => data.len() as u64,
+            Contents::Pieces(pieces) => pieces.size as u64,
+            Contents::OnDisk(file) => file.size,
         }
     }
 }
@@ -77,8 +91,22 @@ impl Contents {
 // The contents can be megabytes: shown by their size.
 impl fmt::Debug for Contents {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{} bytes", self.size())
+        match self {
+            Contents::OnDisk(file) => {
+                write!(f, "{} bytes in {}", file.size, file.path.display())
+            }
+            _ => write!(f, "{} bytes", self.size()),
+        }
     }
+}
+
+/// A file's bytes on disk.
+struct OnDisk {
+    path: PathBuf,
+    size: u64,
+    /// Dropped with the last clone of the file (the multipart reader's guard of a temporary
+    /// file, which removes it).
+    _owner: Box<dyn Send + Sync>,
 }
 
 /// A file kept in pieces.
@@ -133,6 +161,37 @@ impl UploadedFile {
         Self::with_contents(name.into(), mimetype.into(), contents)
     }
 
+    /// A file whose `size` bytes are those of the file at `path` (its first `size` bytes,
+    /// read when the file is). `owner` is dropped when the last clone of the file is: the
+    /// multipart reader gives the guard of its temporary file, which removes it; `()` for a
+    /// file that stays.
+    ///
+    /// The multipart reader makes such files of the uploads past the spool threshold; a
+    /// handler or a test may make one of a file of its own.
+    ///
+    /// ```
+    /// use strata_input::UploadedFile;
+    ///
+    /// let file = UploadedFile::on_disk("report.pdf", "application/pdf", "/srv/report.pdf", 2048, ());
+    /// assert_eq!(file.path().unwrap().to_str(), Some("/srv/report.pdf"));
+    /// assert_eq!(file.size(), 2048);
+    /// assert!(file.try_data().is_none(), "on disk: read it with UploadedFileExt");
+    /// ```
+    pub fn on_disk(
+        name: impl Into<String>,
+        mimetype: impl Into<String>,
+        path: impl Into<PathBuf>,
+        size: u64,
+        owner: impl Send + Sync + 'static,
+    ) -> Self {
+        let contents = Contents::OnDisk(Arc::new(OnDisk {
+            path: path.into(),
+            size,
+            _owner: Box::new(owner),
+        }));
+        Self::with_contents(name.into(), mimetype.into(), contents)
+    }
+
     fn with_contents(name: String, mut mimetype: String, contents: Contents) -> Self {
         if mimetype.is_empty() {
             DEFAULT_MIMETYPE.clone_into(&mut mimetype);
@@ -149,45 +208,101 @@ impl UploadedFile {
         &self.name
     }
 
-    /// The contents in one buffer. A file kept in pieces is joined on the first call (one
-    /// copy, kept for the next calls and the file's clones); [`pieces`](Self::pieces) reads
-    /// it without.
+    /// The contents in one buffer, for a file held in memory. A file kept in pieces is joined
+    /// on the first call (one copy, kept for the next calls and the file's clones);
+    /// [`pieces`](Self::pieces) reads it without.
+    ///
+    /// # Panics
+    ///
+    /// For a file on disk (an upload past the spool threshold, see [`path`](Self::path)),
+    /// naming what to call instead: `file.bytes().await?` or `file.open().await?`
+    /// (`strata_upload::UploadedFileExt`), or [`try_data`](Self::try_data).
     pub fn data(&self) -> &Bytes {
+        self.try_data()
+            .unwrap_or_else(|| self.on_disk_panic("data"))
+    }
+
+    /// The contents in one buffer for a file held in memory (as [`data`](Self::data));
+    /// `None` for a file on disk.
+    pub fn try_data(&self) -> Option<&Bytes> {
         match &self.contents {
-            Contents::Whole(data) => data,
-            Contents::Pieces(pieces) => pieces.whole.get_or_init(|| {
+            Contents::Whole(data) => Some(data),
+            Contents::Pieces(pieces) => Some(pieces.whole.get_or_init(|| {
                 let mut whole = Vec::with_capacity(pieces.size);
                 for piece in &pieces.pieces {
                     whole.extend_from_slice(piece);
                 }
                 Bytes::from(whole)
-            }),
+            })),
+            Contents::OnDisk(_) => None,
         }
     }
 
-    /// The contents as the pieces they arrived in, in order (one piece for a file in one
-    /// buffer; none for an empty file): a handler that reads a large file once (a checksum,
-    /// a copy elsewhere) reads it without joining it.
+    /// The contents of a file held in memory as the pieces they arrived in, in order (one
+    /// piece for a file in one buffer; none for an empty file): a handler that reads a large
+    /// file once (a checksum, a copy elsewhere) reads it without joining it.
+    ///
+    /// # Panics
+    ///
+    /// For a file on disk, as [`data`](Self::data).
     pub fn pieces(&self) -> &[Bytes] {
         match &self.contents {
             Contents::Whole(data) if data.is_empty() => &[],
             Contents::Whole(data) => std::slice::from_ref(data),
             Contents::Pieces(pieces) => &pieces.pieces,
+            Contents::OnDisk(_) => self.on_disk_panic("pieces"),
         }
     }
 
     /// The contents in one buffer, taken out (no copy for a file in one buffer; see
     /// [`data`](Self::data)).
+    ///
+    /// # Panics
+    ///
+    /// For a file on disk, as [`data`](Self::data).
     pub fn into_data(self) -> Bytes {
         match self.contents {
             Contents::Whole(data) => data,
             Contents::Pieces(_) => self.data().clone(),
+            Contents::OnDisk(_) => self.on_disk_panic("into_data"),
         }
     }
 
-    /// The size in bytes.
+    #[cold]
+    fn on_disk_panic(&self, method: &str) -> ! {
+        panic!(
+            "UploadedFile::{method}: the file {:?} ({} bytes) is on disk, past the spool \
+             threshold: read it with `file.bytes().await?` or `file.open().await?` \
+             (strata_upload::UploadedFileExt), or check `try_data()` first",
+            self.name,
+            self.contents.size()
+        )
+    }
+
+    /// Where the file's bytes are, for a file on disk (an upload past the spool threshold, in
+    /// a temporary file removed when the last clone of the file is dropped); `None` for a file
+    /// held in memory.
+    pub fn path(&self) -> Option<&Path> {
+        match &self.contents {
+            Contents::OnDisk(file) => Some(&file.path),
+            _ => None,
+        }
+    }
+
+    /// The size in bytes (at most `usize::MAX` on a 32-bit target; [`len`](Self::len) is
+    /// exact).
     pub fn size(&self) -> usize {
+        usize::try_from(self.contents.size()).unwrap_or(usize::MAX)
+    }
+
+    /// The size in bytes.
+    pub fn len(&self) -> u64 {
         self.contents.size()
+    }
+
+    /// Whether the file has no bytes.
+    pub fn is_empty(&self) -> bool {
+        self.contents.size() == 0
     }
 
     /// The media type the client declared for the part (`application/octet-stream` when none).
@@ -196,13 +311,43 @@ impl UploadedFile {
     }
 }
 
-/// Files are equal when their names, media types and bytes are (however they are split).
+/// Files are equal when their names, media types and bytes are (however they are split). A file
+/// on disk is read to be compared (blocking; an unreadable file is equal to none but itself).
 impl PartialEq for UploadedFile {
     fn eq(&self, other: &Self) -> bool {
-        self.name == other.name
-            && self.mimetype == other.mimetype
-            && self.size() == other.size()
-            && same_bytes(self.pieces(), other.pieces())
+        if self.name != other.name
+            || self.mimetype != other.mimetype
+            || self.contents.size() != other.contents.size()
+        {
+            return false;
+        }
+        match (&self.contents, &other.contents) {
+            (Contents::OnDisk(a), Contents::OnDisk(b)) if Arc::ptr_eq(a, b) => true,
+            (Contents::OnDisk(_), _) | (_, Contents::OnDisk(_)) => {
+                match (self.read_blocking(), other.read_blocking()) {
+                    (Ok(a), Ok(b)) => same_bytes(&a, &b),
+                    _ => false,
+                }
+            }
+            _ => same_bytes(self.pieces(), other.pieces()),
+        }
+    }
+}
+
+impl UploadedFile {
+    /// The contents, as pieces, read from disk if need be (for comparisons).
+    fn read_blocking(&self) -> std::io::Result<Vec<Bytes>> {
+        use std::io::Read;
+        match &self.contents {
+            Contents::OnDisk(file) => {
+                let mut data = Vec::new();
+                std::fs::File::open(&file.path)?
+                    .take(file.size)
+                    .read_to_end(&mut data)?;
+                Ok(vec![Bytes::from(data)])
+            }
+            _ => Ok(self.pieces().to_vec()),
+        }
     }
 }
 
@@ -353,7 +498,7 @@ impl serde::Serialize for UploadedFile {
         let mut file = serializer.serialize_struct("UploadedFile", 3)?;
         file.serialize_field("name", &self.name)?;
         file.serialize_field("mimetype", &self.mimetype)?;
-        file.serialize_field("size", &self.size())?;
+        file.serialize_field("size", &self.len())?;
         file.end()
     }
 }

@@ -101,7 +101,15 @@ impl serde::Serialize for RawBody {
 
 impl<'de> Deserialize<'de> for RawBody {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        UploadedFile::deserialize(deserializer).map(Self::from)
+        let file = UploadedFile::deserialize(deserializer)?;
+        // The parse stage reads a raw body into memory; a file on disk (a multipart part past
+        // the spool threshold) would have to be read whole here.
+        if file.path().is_some() {
+            return Err(serde::de::Error::custom(
+                "a raw body is held in memory: an uploaded file on disk cannot be one",
+            ));
+        }
+        Ok(Self::from(file))
     }
 }
 

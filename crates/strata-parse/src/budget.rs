@@ -242,6 +242,23 @@ impl BodyReservation {
     }
 }
 
+impl BodyReservation {
+    /// Gives back `bytes` of the reservation (at most what it holds): bytes the body no longer
+    /// holds in memory (an upload's file written to disk).
+    pub fn shrink(&mut self, bytes: usize) {
+        let bytes = bytes.min(self.bytes);
+        if bytes == 0 {
+            return;
+        }
+        let count = &*self.budget.0;
+        count.used.fetch_sub(bytes, Ordering::AcqRel);
+        if let Some(client) = self.client {
+            count.clients.subtract(client, bytes);
+        }
+        self.bytes -= bytes;
+    }
+}
+
 /// Adds `bytes` to `counter` if `fits(held, held + bytes)`; a compare-and-swap loop, so that
 /// racing reservations never go over together.
 fn add_within(

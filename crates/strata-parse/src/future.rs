@@ -119,32 +119,53 @@ fn make_room(
 
 /// What a multipart read shares with its body while the body is moved into the reader.
 #[cfg(feature = "upload")]
-pub(crate) struct Metering {
+pub(crate) struct Metering<'a> {
     reservation: Option<BodyReservation>,
     refused: Option<OverBudget>,
     ended: bool,
+    /// The bytes the reader wrote to temporary files so far, and how many of them were given
+    /// back to the budget.
+    spooled: &'a std::sync::atomic::AtomicU64,
+    released: u64,
 }
 
 #[cfg(feature = "upload")]
-impl Metering {
-    pub(crate) fn new(reservation: Option<BodyReservation>) -> Self {
+impl<'a> Metering<'a> {
+    pub(crate) fn new(
+        reservation: Option<BodyReservation>,
+        spooled: &'a std::sync::atomic::AtomicU64,
+    ) -> Self {
         Self {
             reservation,
             refused: None,
             ended: false,
+            spooled,
+            released: 0,
         }
+    }
+
+    /// Gives back to the budget what went to disk since the last time: memory holds only the
+    /// rest.
+    fn release_spooled(&mut self) {
+        let spooled = self.spooled.load(std::sync::atomic::Ordering::Relaxed);
+        if let Some(reservation) = &mut self.reservation {
+            let released = usize::try_from(spooled - self.released).unwrap_or(usize::MAX);
+            reservation.shrink(released);
+        }
+        self.released = spooled;
     }
 
     /// The read's result, told as the budget's 503 when the budget stopped it, closing the
     /// connection when it failed before the body's end; and the reservation, to be held until
     /// the request is answered.
     pub(crate) fn finish(
-        self,
+        mut self,
         read: Result<strata_upload::Multipart, ApiError>,
     ) -> (
         Result<strata_upload::Multipart, ApiError>,
         Option<BodyReservation>,
     ) {
+        self.release_spooled();
         let read = match (read, self.refused) {
             (Err(_), Some(refused)) => Err(refused.error()),
             (Err(error), None) if !self.ended => Err(error.with_connection_close()),
@@ -156,25 +177,26 @@ impl Metering {
 
 #[cfg(feature = "upload")]
 pin_project! {
-    /// A multipart body: its bytes are reserved from the budget as they arrive (the whole body
-    /// stays in memory, its files too, until the request is answered; nothing goes to disk
-    /// before a handler moves a file), and whether it ended is noted.
-    pub(crate) struct Metered<'a, B> {
+    /// A multipart body: its bytes are reserved from the budget as they arrive, and given back
+    /// as the reader writes them to temporary files (files past the spool threshold); what
+    /// stays in memory (text fields, small files) stays reserved until the request is
+    /// answered. Whether the body ended is noted.
+    pub(crate) struct Metered<'a, 'b, B> {
         #[pin]
         body: B,
-        metering: &'a mut Metering,
+        metering: &'a mut Metering<'b>,
     }
 }
 
 #[cfg(feature = "upload")]
-impl<'a, B> Metered<'a, B> {
-    pub(crate) fn new(body: B, metering: &'a mut Metering) -> Self {
+impl<'a, 'b, B> Metered<'a, 'b, B> {
+    pub(crate) fn new(body: B, metering: &'a mut Metering<'b>) -> Self {
         Self { body, metering }
     }
 }
 
 #[cfg(feature = "upload")]
-impl<B> Body for Metered<'_, B>
+impl<B> Body for Metered<'_, '_, B>
 where
     B: Body,
     B::Error: Into<BoxError>,
@@ -197,6 +219,7 @@ where
         };
         this.metering.ended = this.body.is_end_stream();
         let arrived = frame.data_ref().map_or(0, Buf::remaining);
+        this.metering.release_spooled();
         if let Some(reservation) = &mut this.metering.reservation
             && let Err(refused) = reservation.try_grow(arrived)
         {

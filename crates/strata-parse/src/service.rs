@@ -319,11 +319,13 @@ where
             let limits = limits.clone();
             let reservation = pending.reservation.take();
             let read = async move {
-                let mut metering = Metering::new(reservation);
-                let read = strata_upload::read_multipart(
+                let spooled = std::sync::atomic::AtomicU64::new(0);
+                let mut metering = Metering::new(reservation, &spooled);
+                let read = strata_upload::read_multipart_counting(
                     Metered::new(body, &mut metering),
                     boundary,
                     &limits,
+                    &spooled,
                 )
                 .await;
                 metering.finish(read)

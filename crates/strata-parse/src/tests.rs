@@ -817,3 +817,82 @@ async fn a_multipart_upload_reserves_what_arrives_and_past_the_budget_is_a_503()
     assert_eq!(parsed.files[0].1[0].size(), 2500);
     assert_eq!(budget.used(), 0);
 }
+
+/// A body sent `size` bytes a frame, pending between frames as a network body is (multer reads
+/// what is ready at once).
+#[cfg(feature = "upload")]
+struct Paced {
+    rest: Bytes,
+    size: usize,
+    waiting: bool,
+}
+
+#[cfg(feature = "upload")]
+impl Body for Paced {
+    type Data = Bytes;
+    type Error = Infallible;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, Infallible>>> {
+        self.waiting = !self.waiting;
+        if self.waiting {
+            cx.waker().wake_by_ref();
+            return Poll::Pending;
+        }
+        if self.rest.is_empty() {
+            return Poll::Ready(None);
+        }
+        let n = self.size.min(self.rest.len());
+        let frame = self.rest.split_to(n);
+        Poll::Ready(Some(Ok(Frame::data(frame))))
+    }
+}
+
+#[cfg(feature = "upload")]
+#[tokio::test]
+async fn files_written_to_disk_give_their_bytes_back_to_the_body_budget() {
+    const FILE: usize = 1024 * 1024;
+    let dir = std::env::temp_dir().join(format!("strata-parse-spool-{}", std::process::id()));
+    // A quarter of the file: without the file going to disk, the budget would refuse it.
+    let budget = BodyBudget::new(FILE / 4);
+    let limits = UploadLimits::builder()
+        .file_size(2 * FILE as u64)
+        .spool_threshold(16 * 1024)
+        .spool_dir(&dir)
+        .build();
+    let layer = ParseLayer::new()
+        .body_budget(budget.clone())
+        .upload(limits.clone());
+    let form = MultipartForm::new()
+        .text("title", "Big")
+        .file("f", UploadedFile::new("f.bin", "", vec![b'z'; FILE]));
+    let request = Request::post("/")
+        .header("content-type", form.content_type())
+        .body(Paced {
+            rest: form.into_bytes(),
+            size: 8192,
+            waiting: false,
+        })
+        .unwrap();
+    let held = budget.clone();
+    let service = tower_layer::Layer::layer(
+        &layer,
+        service_fn(move |request: Request<Parsed>| {
+            // What the request holds while the handler runs: its text field, not its file.
+            let used = held.used();
+            async move { Ok::<_, ApiError>((request.into_body(), used)) }
+        }),
+    );
+    let (parsed, used) = service.oneshot(request).await.unwrap();
+    let file = &parsed.files[0].1[0];
+    assert!(file.path().is_some());
+    assert_eq!(file.len(), FILE as u64);
+    assert!(used < 32 * 1024, "{used} bytes held in memory");
+    assert_eq!(budget.used(), 0);
+    drop(parsed);
+    assert_eq!(limits.disk_used(), 0);
+    drop((layer, limits));
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -463,6 +463,14 @@ async fn start<L: AroundApp>(create: CreateServer<'_, L>) -> Result<Server, Serv
     }
     let logger = Logger::tracing();
     let app = build_app(config, routing, &logger)?;
+    if let Some(uploads) = &config.pipeline.uploads {
+        // Now rather than at the first large upload: an unusable directory stops the start,
+        // and what a crashed run left is removed.
+        uploads
+            .prepare_spool()
+            .await
+            .map_err(|error| ServerError::Config(error.to_string()))?;
+    }
     let served = layers.around(app.clone(), config);
     let tls = if https.listen.is_some() {
         Some(acceptor(https)?)

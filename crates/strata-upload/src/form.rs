@@ -9,6 +9,16 @@ enum Part {
     File { name: String, file: UploadedFile },
 }
 
+/// The first `size` bytes of the file at `path`.
+fn read_prefix(path: &std::path::Path, size: u64) -> std::io::Result<Vec<u8>> {
+    use std::io::Read;
+    let mut data = Vec::new();
+    std::fs::File::open(path)?
+        .take(size)
+        .read_to_end(&mut data)?;
+    Ok(data)
+}
+
 /// A `multipart/form-data` body under construction.
 ///
 /// Part headers are written as the typed client writes them
@@ -71,8 +81,26 @@ impl MultipartForm {
         self
     }
 
-    /// Adds a file under the field `name`.
+    /// Adds a file under the field `name`. The form is built in memory: a file on disk (an
+    /// upload past the spool threshold) is read into it here, blocking.
+    ///
+    /// # Panics
+    ///
+    /// When a file on disk cannot be read, naming it.
     pub fn file(mut self, name: impl Into<String>, file: UploadedFile) -> Self {
+        let file = match file.path() {
+            Some(path) => {
+                let data = read_prefix(path, file.len()).unwrap_or_else(|error| {
+                    panic!(
+                        "cannot read the file {} of {:?}: {error}",
+                        path.display(),
+                        file.name()
+                    )
+                });
+                UploadedFile::new(file.name(), file.mimetype(), data)
+            }
+            None => file,
+        };
         self.boundary.avoid(file.data());
         self.parts.push(Part::File {
             name: name.into(),

@@ -5,8 +5,12 @@
 //! (the pipeline's `uploads` setting, `create_config().upload(..)`): the text parts become the
 //! body (lenient text values, like a query), the files the `files` input source, which POST
 //! merges by default. An input field of type [`UploadedFile`] (or `Vec<UploadedFile>`,
-//! `Option<UploadedFile>`) receives them. Files stay in memory, each at most `file_size` bytes;
-//! nothing is written to disk unless [`UploadedFileExt::mv`] is called.
+//! `Option<UploadedFile>`) receives them, each at most `file_size` bytes. A file up to the
+//! [spool threshold](UploadLimits::spool_threshold) (1 MiB) stays in memory; a larger one is
+//! written to a temporary file as it arrives, removed when the request ends
+//! ([`UploadLimits`] says where, and the disk budget). [`UploadedFileExt`] reads either:
+//! [`bytes`](UploadedFileExt::bytes), [`open`](UploadedFileExt::open),
+//! [`mv`](UploadedFileExt::mv).
 //!
 //! [`MultipartForm`] writes such bodies, for tests and Rust clients.
 //!
@@ -47,12 +51,15 @@ mod limits;
 #[cfg(feature = "multipart")]
 mod read;
 mod save;
+// Without `multipart` nothing writes temporary files: the limits keep their settings.
+#[cfg_attr(not(feature = "multipart"), allow(dead_code))]
+mod spool;
 
 pub use form::MultipartForm;
-pub use limits::{UploadLimits, UploadLimitsBuilder};
+pub use limits::{DEFAULT_DISK_BUDGET, DEFAULT_SPOOL_THRESHOLD, UploadLimits, UploadLimitsBuilder};
 #[cfg(feature = "multipart")]
-pub use read::{boundary, read_multipart};
-pub use save::{MoveError, UploadedFileExt};
+pub use read::{boundary, read_multipart, read_multipart_counting};
+pub use save::{FileReader, MoveError, UploadedFileExt};
 use strata_input::TextValue;
 pub use strata_input::UploadedFile;
 

@@ -3,6 +3,7 @@
 use std::collections::HashMap;
 use std::collections::hash_map::Entry;
 use std::pin::Pin;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::task::{Context, Poll};
 
 use bytes::{Buf, Bytes, BytesMut};
@@ -10,10 +11,12 @@ use http_body::Body;
 use pin_project_lite::pin_project;
 use strata_core::{ApiError, BoxError, ErrorKind};
 use strata_input::{TextValue, UploadedFile};
+use tokio::io::{AsyncWriteExt, BufWriter};
 
 use crate::Multipart;
 
 use crate::limits::UploadLimits;
+use crate::spool::TempFile;
 
 /// The boundary of a `multipart/form-data` content type, or a 400 naming what is wrong.
 ///
@@ -158,16 +161,39 @@ fn count_file(files: &mut usize, limits: &UploadLimits) -> Result<(), ApiError> 
 /// | more than `fields` text fields | 413 `Too many fields: the limit is N` |
 /// | a text field over `field_size` | 413 `Field "<field>" exceeds the size limit of N bytes` |
 /// | a body over `body_size` | 413 `Multipart body exceeds the limit of N bytes` |
+/// | files of the request on disk over `disk_per_request` | 413 `Uploads of one request may take at most N bytes on disk` |
+/// | a file that the whole disk budget could not hold | 413 `Uploads may take at most N bytes on disk` |
+/// | the disk budget held by other requests, or the disk full | 503 with `Retry-After: 5` |
 /// | a text field that is not UTF-8 | 400 naming the field |
 /// | a part's `Content-Disposition` that is not UTF-8 | 400 `Malformed multipart body: the Content-Disposition of part N is not UTF-8 …` |
 /// | a control character (but tab) in a part's headers, its name included | 400 `Malformed multipart body: a part's headers cannot be read …` |
 /// | a malformed or truncated body | 400 `Malformed multipart body: …` |
 ///
 /// Names are UTF-8 text (RFC 7578 4.2): a part named `ünïcode` is read under that name.
+///
+/// A file larger than `spool_threshold` is written to a temporary file as it arrives (see
+/// [`UploadLimits`]); when the read fails or is dropped, the temporary files it made are
+/// removed.
 pub async fn read_multipart<B>(
     body: B,
     boundary: String,
     limits: &UploadLimits,
+) -> Result<Multipart, ApiError>
+where
+    B: Body + Send,
+    B::Error: Into<BoxError>,
+{
+    read_multipart_counting(body, boundary, limits, &AtomicU64::new(0)).await
+}
+
+/// [`read_multipart`], adding to `spooled` the bytes of files as they are handed to temporary
+/// files: bytes that no longer stay in memory (the parse stage gives them back to the body
+/// budget, which counts what requests hold in memory).
+pub async fn read_multipart_counting<B>(
+    body: B,
+    boundary: String,
+    limits: &UploadLimits,
+    spooled: &AtomicU64,
 ) -> Result<Multipart, ApiError>
 where
     B: Body + Send,
@@ -181,6 +207,8 @@ where
     let mut field_index: HashMap<String, usize> = HashMap::new();
     let mut file_index: HashMap<String, usize> = HashMap::new();
     let (mut fields, mut files) = (0_usize, 0_usize);
+    // Bytes of this request's files on disk.
+    let mut on_disk = 0_u64;
 
     while let Some(mut part) = reader.next_field().await.map_err(multer_error)? {
         check_disposition(&part)?;
@@ -208,26 +236,12 @@ where
             limits.field_size()
         };
         let mimetype = part.content_type().map(ToString::to_string);
-        let mut data = PartBytes::default();
-        while let Some(chunk) = part.chunk().await.map_err(multer_error)? {
-            if (data.size + chunk.len()) as u64 > limit {
-                if is_file && let Some((status, message)) = limits.limit_error() {
-                    let status = if status.is_client_error() || status.is_server_error() {
-                        status
-                    } else {
-                        http::StatusCode::INTERNAL_SERVER_ERROR
-                    };
-                    return Err(ApiError::new(status, message.to_owned())
-                        .with_kind(ErrorKind::PayloadTooLarge));
-                }
-                let what = if is_file { "File" } else { "Field" };
-                return Err(too_large(format!(
-                    "{what} {:?} exceeds the size limit of {limit} bytes",
-                    name_for_message(&name)
-                )));
-            }
-            data.push(chunk);
-        }
+        let read = Part {
+            name: &name,
+            is_file,
+            limit,
+        };
+        let (data, spooling, size) = read.read(&mut part, limits, &mut on_disk, spooled).await?;
         if let Some(file_name) = file_name {
             if file_name.is_empty() {
                 if data.size == 0 {
@@ -235,11 +249,17 @@ where
                 }
                 count_file(&mut files, limits)?;
             }
-            let file = UploadedFile::from_pieces(
-                file_name,
-                mimetype.unwrap_or_default(),
-                data.file_pieces(),
-            );
+            let file = match spooling {
+                Some(disk) => {
+                    disk.finish(file_name, mimetype.unwrap_or_default(), size)
+                        .await?
+                }
+                None => UploadedFile::from_pieces(
+                    file_name,
+                    mimetype.unwrap_or_default(),
+                    data.file_pieces(),
+                ),
+            };
             match file_index.entry(name) {
                 Entry::Occupied(at) => out.files[*at.get()].1.push(file),
                 Entry::Vacant(slot) => {
@@ -264,6 +284,164 @@ where
         }
     }
     Ok(out)
+}
+
+/// What a part's bytes are read with.
+struct Part<'a> {
+    name: &'a str,
+    is_file: bool,
+    /// Its size limit.
+    limit: u64,
+}
+
+impl Part<'_> {
+    /// The part's bytes: in memory, or (a file past the spool threshold) in a temporary file;
+    /// and its size.
+    async fn read(
+        &self,
+        part: &mut multer::Field<'_>,
+        limits: &UploadLimits,
+        on_disk: &mut u64,
+        spooled: &AtomicU64,
+    ) -> Result<(PartBytes, Option<Spooling>, u64), ApiError> {
+        let mut data = PartBytes::default();
+        let mut size = 0_u64;
+        let mut spooling: Option<Spooling> = None;
+        while let Some(chunk) = part.chunk().await.map_err(multer_error)? {
+            size += chunk.len() as u64;
+            if size > self.limit {
+                return Err(self.too_large(limits));
+            }
+            if let Some(disk) = &mut spooling {
+                disk.write(chunk, on_disk, limits, spooled).await?;
+            } else if self.is_file && size > limits.spool_threshold() {
+                // Past the threshold: what arrived so far goes first, then the rest as it comes.
+                let mut disk = Spooling::start(limits).await?;
+                for piece in std::mem::take(&mut data).finish() {
+                    disk.write(piece, on_disk, limits, spooled).await?;
+                }
+                disk.write(chunk, on_disk, limits, spooled).await?;
+                spooling = Some(disk);
+            } else {
+                data.push(chunk);
+            }
+        }
+        Ok((data, spooling, size))
+    }
+
+    fn too_large(&self, limits: &UploadLimits) -> ApiError {
+        if self.is_file
+            && let Some((status, message)) = limits.limit_error()
+        {
+            let status = if status.is_client_error() || status.is_server_error() {
+                status
+            } else {
+                http::StatusCode::INTERNAL_SERVER_ERROR
+            };
+            return ApiError::new(status, message.to_owned()).with_kind(ErrorKind::PayloadTooLarge);
+        }
+        let what = if self.is_file { "File" } else { "Field" };
+        too_large(format!(
+            "{what} {:?} exceeds the size limit of {} bytes",
+            name_for_message(self.name),
+            self.limit
+        ))
+    }
+}
+
+/// How much a temporary file's writes gather before going to the file: few, large writes, and
+/// little memory per upload.
+const WRITE_BUFFER: usize = 256 * 1024;
+
+/// A file part being written to a temporary file; dropped unfinished (a failed or cancelled
+/// read), the file is removed.
+struct Spooling {
+    writer: BufWriter<tokio::fs::File>,
+    guard: TempFile,
+}
+
+impl Spooling {
+    async fn start(limits: &UploadLimits) -> Result<Self, ApiError> {
+        let (file, guard) = limits.spool().create().await.map_err(disk_error)?;
+        Ok(Self {
+            writer: BufWriter::with_capacity(WRITE_BUFFER, file),
+            guard,
+        })
+    }
+
+    /// Writes `chunk`, within the request's share of the disk and the whole budget.
+    async fn write(
+        &mut self,
+        chunk: Bytes,
+        on_disk: &mut u64,
+        limits: &UploadLimits,
+        spooled: &AtomicU64,
+    ) -> Result<(), ApiError> {
+        let bytes = chunk.len() as u64;
+        let total = *on_disk + bytes;
+        if total > limits.disk_per_request() {
+            return Err(too_large(format!(
+                "Uploads of one request may take at most {} bytes on disk",
+                limits.disk_per_request()
+            )));
+        }
+        if total > limits.disk_budget() {
+            return Err(too_large(format!(
+                "Uploads may take at most {} bytes on disk",
+                limits.disk_budget()
+            )));
+        }
+        if !self.guard.try_grow(bytes) {
+            return Err(disk_full(
+                "The server holds too many uploaded files right now; retry later",
+            ));
+        }
+        *on_disk = total;
+        self.writer.write_all(&chunk).await.map_err(disk_error)?;
+        spooled.fetch_add(bytes, Ordering::Relaxed);
+        Ok(())
+    }
+
+    /// The whole file written: an `UploadedFile` that removes it when its last clone goes.
+    async fn finish(
+        mut self,
+        name: String,
+        mimetype: String,
+        size: u64,
+    ) -> Result<UploadedFile, ApiError> {
+        // Every byte in the file before it is read.
+        self.writer.flush().await.map_err(disk_error)?;
+        drop(self.writer);
+        let path = self.guard.path().to_owned();
+        Ok(UploadedFile::on_disk(
+            name, mimetype, path, size, self.guard,
+        ))
+    }
+}
+
+/// A 503 that tells the client to come back: the disk budget or the disk is full.
+fn disk_full(message: &'static str) -> ApiError {
+    ApiError::new(http::StatusCode::SERVICE_UNAVAILABLE, message)
+        .with_kind(ErrorKind::Overload)
+        .with_header(
+            http::header::RETRY_AFTER,
+            http::HeaderValue::from_static("5"),
+        )
+}
+
+/// A temporary file that cannot be made or written: a full disk or too many open files is a
+/// 503 to retry; anything else a 500 whose detail is logged, not sent.
+fn disk_error(error: std::io::Error) -> ApiError {
+    if error.kind() == std::io::ErrorKind::StorageFull {
+        return disk_full("The server has no disk space for uploads right now; retry later")
+            .with_source(error);
+    }
+    match ApiError::from_shortage(error) {
+        Ok(shortage) => shortage,
+        Err(error) => ApiError::internal(format!("Cannot write an uploaded file: {error}"))
+            .exposed(false)
+            .with_source(error),
+    }
 }
 
 /// A part's bytes as they arrive: kept as the pieces multer gives (no copy), with small pieces

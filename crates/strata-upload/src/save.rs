@@ -16,30 +16,62 @@
 //! ```
 
 use std::future::Future;
+use std::io;
 use std::path::{Path, PathBuf};
+use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::task::{Context, Poll};
 
+use bytes::Bytes;
 use strata_input::UploadedFile;
-use tokio::io::AsyncWriteExt;
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt, ReadBuf};
 
 mod sealed {
     pub trait Sealed {}
     impl Sealed for strata_input::UploadedFile {}
 }
 
-/// Writing an [`UploadedFile`] to disk (in the prelude of the `strata` facade).
+/// Reading an [`UploadedFile`] wherever it is (in memory, or on disk past the spool threshold),
+/// and writing it to disk (in the prelude of the `strata` facade).
 ///
 /// An extension trait, so that the vocabulary crate defining `UploadedFile` needs no file
 /// system; sealed, so that methods can be added.
+///
+/// ```
+/// use strata_upload::{UploadedFile, UploadedFileExt};
+/// use tokio::io::AsyncReadExt;
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> std::io::Result<()> {
+/// let file = UploadedFile::new("note.txt", "text/plain", &b"hello"[..]);
+/// assert_eq!(file.bytes().await?, &b"hello"[..]);
+/// let mut reader = file.open().await?;
+/// let mut first = [0_u8; 4];
+/// reader.read_exact(&mut first).await?;
+/// assert_eq!(&first, b"hell");
+/// # Ok(())
+/// # }
+/// ```
 pub trait UploadedFileExt: sealed::Sealed {
-    /// Writes the file to `path`, replacing any file there, atomically: the contents go to a
-    /// new temporary file beside the target, which is then renamed over it. A reader sees the
-    /// old file or the whole new one, never a mix; of concurrent moves to one path, the last
-    /// rename wins. (No `fsync`: after a power loss the file may be the old one.)
+    /// Writes the file to `path`, replacing any file there, atomically: a reader sees the old
+    /// file or the whole new one, never a mix; of concurrent moves to one path, the last wins.
+    /// A file in memory is written to a new temporary file beside the target, which is then
+    /// renamed over it. A file on disk (an upload past the spool threshold) is not copied where
+    /// the file system allows: a new link to it beside the target is renamed over the target
+    /// (across file systems it is copied, then renamed). The file stays readable, and can be
+    /// moved again. (No `fsync`: after a power loss the file may be the old one.)
     ///
     /// Fails with a [`MoveError`] naming the path when it cannot be written (a missing directory,
     /// no permission); `?` in a handler turns that into a 500 whose detail is logged, not sent.
     fn mv(&self, path: impl AsRef<Path>) -> impl Future<Output = Result<(), MoveError>> + Send;
+
+    /// The whole contents in one buffer: a file in memory as [`UploadedFile::data`] has it, a
+    /// file on disk read into memory (mind its size: [`open`](Self::open) reads it a chunk at
+    /// a time).
+    fn bytes(&self) -> impl Future<Output = io::Result<Bytes>> + Send;
+
+    /// The contents as an [`AsyncRead`], a chunk at a time, from memory or from disk.
+    fn open(&self) -> impl Future<Output = io::Result<FileReader>> + Send;
 }
 
 impl UploadedFileExt for UploadedFile {
@@ -48,17 +80,16 @@ impl UploadedFileExt for UploadedFile {
         async move {
             let temporary = temporary_beside(&path);
             let written = async {
-                let mut file = tokio::fs::OpenOptions::new()
-                    .write(true)
-                    .create_new(true)
-                    .open(&temporary)
-                    .await?;
-                // Piece by piece: a file kept in pieces is not joined to be written.
-                for piece in self.pieces() {
-                    file.write_all(piece).await?;
+                if self.path().is_some() {
+                    place_from_disk(self, &temporary).await?;
+                } else {
+                    let mut file = create_new(&temporary).await?;
+                    // Piece by piece: a file kept in pieces is not joined to be written.
+                    for piece in self.pieces() {
+                        file.write_all(piece).await?;
+                    }
+                    file.flush().await?;
                 }
-                file.flush().await?;
-                drop(file);
                 tokio::fs::rename(&temporary, &path).await
             }
             .await;
@@ -72,6 +103,110 @@ impl UploadedFileExt for UploadedFile {
                 });
             }
             Ok(())
+        }
+    }
+
+    async fn bytes(&self) -> io::Result<Bytes> {
+        if let Some(data) = self.try_data() {
+            return Ok(data.clone());
+        }
+        let mut data = Vec::with_capacity(self.size());
+        self.open().await?.read_to_end(&mut data).await?;
+        check_length(self, data.len() as u64)?;
+        Ok(Bytes::from(data))
+    }
+
+    async fn open(&self) -> io::Result<FileReader> {
+        let inner = match self.path() {
+            Some(path) => {
+                let file = tokio::fs::File::open(path).await?;
+                Inner::Disk(file.take(self.len()))
+            }
+            None => Inner::Memory(self.pieces().to_vec(), 0),
+        };
+        Ok(FileReader { inner })
+    }
+}
+
+async fn create_new(path: &Path) -> io::Result<tokio::fs::File> {
+    tokio::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(path)
+        .await
+}
+
+/// A file on disk at `temporary`: a new link to it where the file system allows, a copy
+/// otherwise (another file system; one without links).
+async fn place_from_disk(file: &UploadedFile, temporary: &Path) -> io::Result<()> {
+    let Some(source) = file.path() else {
+        return Err(io::Error::other("not a file on disk"));
+    };
+    // A link is the whole file: only when the file is its declared size.
+    let whole = tokio::fs::metadata(source)
+        .await
+        .is_ok_and(|metadata| metadata.len() == file.len());
+    if whole && tokio::fs::hard_link(source, temporary).await.is_ok() {
+        return Ok(());
+    }
+    let mut reader = tokio::io::BufReader::with_capacity(COPY_BUFFER, file.open().await?);
+    let mut target = create_new(temporary).await?;
+    let copied = tokio::io::copy_buf(&mut reader, &mut target).await?;
+    target.flush().await?;
+    check_length(file, copied)
+}
+
+/// What a copy reads and writes at a time.
+const COPY_BUFFER: usize = 256 * 1024;
+
+/// A file on disk shorter than its size was changed since it arrived.
+fn check_length(file: &UploadedFile, read: u64) -> io::Result<()> {
+    if read == file.len() {
+        return Ok(());
+    }
+    Err(io::Error::new(
+        io::ErrorKind::UnexpectedEof,
+        format!(
+            "the uploaded file {:?} has {read} bytes on disk, not {}",
+            file.name(),
+            file.len()
+        ),
+    ))
+}
+
+/// The contents of an [`UploadedFile`] as an [`AsyncRead`] ([`UploadedFileExt::open`]).
+#[derive(Debug)]
+pub struct FileReader {
+    inner: Inner,
+}
+
+#[derive(Debug)]
+enum Inner {
+    /// The pieces, and the index of the next one to read.
+    Memory(Vec<Bytes>, usize),
+    Disk(tokio::io::Take<tokio::fs::File>),
+}
+
+impl AsyncRead for FileReader {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        match &mut self.get_mut().inner {
+            Inner::Memory(pieces, next) => {
+                while let Some(piece) = pieces.get_mut(*next) {
+                    if piece.is_empty() {
+                        *next += 1;
+                        continue;
+                    }
+                    let n = piece.len().min(buf.remaining());
+                    buf.put_slice(&piece.split_to(n));
+                    break;
+                }
+                Poll::Ready(Ok(()))
+            }
+            Inner::Disk(file) => Pin::new(file).poll_read(cx, buf),
         }
     }
 }

@@ -425,3 +425,320 @@ async fn form_names_read_back_as_sent_or_as_replaced() {
     assert_eq!(fields, want_fields);
     assert_eq!(files, want_files);
 }
+
+/// A spool directory of one test's own, under the system's temporary directory.
+fn spool_dir(test: &str) -> std::path::PathBuf {
+    let dir =
+        std::env::temp_dir().join(format!("strata-upload-spool-{test}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    dir
+}
+
+/// The temporary files under a spool directory (every process's subdirectory).
+fn temporary_files(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let mut files = Vec::new();
+    for sub in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        for file in std::fs::read_dir(sub.path())
+            .into_iter()
+            .flatten()
+            .flatten()
+        {
+            files.push(file.path());
+        }
+    }
+    files
+}
+
+/// Bytes that differ along the file: a piece lost or out of order would show.
+fn varied(size: usize) -> Vec<u8> {
+    (0..size)
+        .map(|i| ((i * 7 + i / 4093) % 256).to_le_bytes()[0])
+        .collect()
+}
+
+#[tokio::test]
+async fn a_file_past_the_threshold_is_on_disk_until_dropped_and_a_smaller_one_in_memory() {
+    use crate::UploadedFileExt;
+    use tokio::io::AsyncReadExt;
+
+    let dir = spool_dir("threshold");
+    let limits = UploadLimits::builder()
+        .spool_threshold(1000)
+        .spool_dir(&dir)
+        .build();
+    let large = varied(300_000);
+    let form = MultipartForm::new()
+        .file("small", UploadedFile::new("s", "", vec![1_u8; 1000]))
+        .file("large", UploadedFile::new("l.bin", "", large.clone()));
+    let parts = read(form, &limits).await.unwrap();
+    let small = &parts.files[0].1[0];
+    let on_disk = &parts.files[1].1[0];
+    assert_eq!(small.path(), None, "exactly the threshold: in memory");
+    let path = on_disk.path().unwrap().to_owned();
+    assert!(path.starts_with(&dir), "{}", path.display());
+    assert_eq!((on_disk.name(), on_disk.len()), ("l.bin", 300_000));
+    assert_eq!(limits.disk_used(), 300_000);
+    assert!(on_disk.try_data().is_none());
+    // Read whole, or a chunk at a time: the bytes sent.
+    assert!(on_disk.bytes().await.unwrap() == large);
+    let mut read = Vec::new();
+    on_disk
+        .open()
+        .await
+        .unwrap()
+        .read_to_end(&mut read)
+        .await
+        .unwrap();
+    assert!(read == large);
+    assert_eq!(
+        on_disk,
+        &UploadedFile::new("l.bin", "", large),
+        "equal to the same bytes in memory"
+    );
+    // The last clone removes it and gives its bytes back.
+    let clone = on_disk.clone();
+    drop(parts);
+    assert!(path.exists(), "a clone keeps it");
+    drop(clone);
+    assert!(!path.exists());
+    assert_eq!(limits.disk_used(), 0);
+    drop(limits);
+    assert_eq!(
+        std::fs::read_dir(&dir).unwrap().count(),
+        0,
+        "the process's subdirectory goes with the limits"
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[tokio::test]
+#[should_panic(
+    expected = "is on disk, past the spool threshold: read it with `file.bytes().await?`"
+)]
+async fn data_of_a_file_on_disk_panics_naming_what_to_call() {
+    let dir = spool_dir("data-panics");
+    let limits = UploadLimits::builder()
+        .spool_threshold(10)
+        .spool_dir(&dir)
+        .build();
+    let form = MultipartForm::new().file("f", UploadedFile::new("f", "", vec![0_u8; 11]));
+    let parts = read(form, &limits).await.unwrap();
+    let _ = parts.files[0].1[0].data();
+}
+
+#[tokio::test]
+async fn files_on_disk_count_against_the_request_share_and_the_whole_budget() {
+    let dir = spool_dir("budget");
+    let form = || {
+        MultipartForm::new()
+            .file("a", UploadedFile::new("a", "", vec![1_u8; 6000]))
+            .file("b", UploadedFile::new("b", "", vec![2_u8; 6000]))
+    };
+    // The request's share: the second file passes it.
+    let limits = UploadLimits::builder()
+        .spool_threshold(100)
+        .spool_dir(&dir)
+        .disk_per_request(10_000)
+        .build();
+    let error = read(form(), &limits).await.unwrap_err();
+    assert_eq!(error.status(), 413);
+    assert_eq!(
+        error.message(),
+        "Uploads of one request may take at most 10000 bytes on disk"
+    );
+    assert_eq!(limits.disk_used(), 0, "the first file is removed too");
+    assert!(temporary_files(&dir).is_empty());
+
+    // A request the whole budget could never hold: 413 too.
+    let limits = UploadLimits::builder()
+        .spool_threshold(100)
+        .spool_dir(&dir)
+        .disk_budget(10_000)
+        .build();
+    let error = read(form(), &limits).await.unwrap_err();
+    assert_eq!(error.status(), 413);
+    assert_eq!(
+        error.message(),
+        "Uploads may take at most 10000 bytes on disk"
+    );
+
+    // The budget held by another request: 503, to retry.
+    let held = read(
+        MultipartForm::new().file("held", UploadedFile::new("h", "", vec![3_u8; 6000])),
+        &limits,
+    )
+    .await
+    .unwrap();
+    assert_eq!(limits.disk_used(), 6000);
+    let error = read(form(), &limits).await.unwrap_err();
+    assert_eq!(error.status(), 503);
+    assert_eq!(error.headers().unwrap()["retry-after"], "5");
+    assert_eq!(limits.disk_used(), 6000, "what failed is given back");
+    drop(held);
+    assert_eq!(limits.disk_used(), 0);
+    read(form(), &limits).await.unwrap_err();
+    let one = MultipartForm::new().file("a", UploadedFile::new("a", "", vec![1_u8; 6000]));
+    read(one, &limits).await.unwrap();
+    drop(limits);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// A body that sends a file part's head and `chunks` chunks, then stays pending for ever (a
+/// client gone quiet mid-file).
+struct Stalls {
+    sent: usize,
+    chunks: usize,
+}
+
+impl Body for Stalls {
+    type Data = Bytes;
+    type Error = Infallible;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        _cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, Infallible>>> {
+        if self.sent > self.chunks {
+            return Poll::Pending;
+        }
+        self.sent += 1;
+        let chunk = if self.sent == 1 {
+            Bytes::from_static(
+                b"--B\r\nContent-Disposition: form-data; name=\"f\"; filename=\"../../etc/x\"\r\n\r\n",
+            )
+        } else {
+            Bytes::from(vec![b'a'; 8192])
+        };
+        Poll::Ready(Some(Ok(Frame::data(chunk))))
+    }
+}
+
+#[tokio::test]
+async fn a_read_dropped_mid_file_removes_its_temporary_file() {
+    let dir = spool_dir("cancelled");
+    let limits = UploadLimits::builder()
+        .spool_threshold(1000)
+        .spool_dir(&dir)
+        .build();
+    let spooled = std::sync::atomic::AtomicU64::new(0);
+    let body = Stalls { sent: 0, chunks: 8 };
+    let mut read = Box::pin(crate::read_multipart_counting(
+        body,
+        "B".to_owned(),
+        &limits,
+        &spooled,
+    ));
+    // Polled until the body stalls: the file is on disk, under a name of the spool's.
+    std::future::poll_fn(|cx| {
+        assert!(read.as_mut().poll(cx).is_pending(), "the body never ends");
+        if limits.disk_used() >= 8 * 8192 {
+            Poll::Ready(())
+        } else {
+            Poll::Pending
+        }
+    })
+    .await;
+    assert_eq!(limits.disk_used(), 8 * 8192);
+    assert_eq!(spooled.load(std::sync::atomic::Ordering::Relaxed), 8 * 8192);
+    let files = temporary_files(&dir);
+    assert_eq!(files.len(), 1);
+    let name = files[0].file_name().unwrap().to_str().unwrap();
+    assert!(name.ends_with(".upload") && !name.contains("etc"), "{name}");
+    drop(read);
+    assert!(temporary_files(&dir).is_empty());
+    assert_eq!(limits.disk_used(), 0);
+    drop(limits);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[tokio::test]
+async fn a_file_on_disk_moves_by_a_link_and_stays_readable() {
+    use crate::UploadedFileExt;
+
+    let dir = spool_dir("mv");
+    let limits = UploadLimits::builder()
+        .spool_threshold(10)
+        .spool_dir(dir.join("spool"))
+        .build();
+    let data = varied(50_000);
+    let parts = read(
+        MultipartForm::new().file("f", UploadedFile::new("f", "", data.clone())),
+        &limits,
+    )
+    .await
+    .unwrap();
+    let file = &parts.files[0].1[0];
+    let target = dir.join("saved");
+    std::fs::write(&target, b"old").unwrap();
+    file.mv(&target).await.unwrap();
+    assert!(std::fs::read(&target).unwrap() == data);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        let (spooled, saved) = (
+            std::fs::metadata(file.path().unwrap()).unwrap(),
+            std::fs::metadata(&target).unwrap(),
+        );
+        assert_eq!(spooled.ino(), saved.ino(), "the same file, not a copy");
+    }
+    // Moved again, and read: still there.
+    file.mv(dir.join("again")).await.unwrap();
+    assert!(file.bytes().await.unwrap() == data);
+    // The saved file outlives the temporary one.
+    let temporary = file.path().unwrap().to_owned();
+    drop(parts);
+    assert!(!temporary.exists());
+    assert!(std::fs::read(&target).unwrap() == data);
+    // A file of the application's own larger than the size given: copied, its first bytes.
+    let mine = UploadedFile::on_disk("mine", "", &target, 100, ());
+    mine.mv(dir.join("copy")).await.unwrap();
+    assert!(std::fs::read(dir.join("copy")).unwrap() == data[..100]);
+    drop(limits);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[tokio::test]
+async fn preparing_removes_directories_of_gone_processes_and_nothing_else() {
+    let dir = spool_dir("sweep");
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut child = std::process::Command::new("true").spawn().unwrap();
+    let gone = child.id();
+    child.wait().unwrap();
+    let left = dir.join(format!("{gone}-0123456789abcdef-0"));
+    std::fs::create_dir(&left).unwrap();
+    std::fs::write(left.join("0.upload"), b"left by a crash").unwrap();
+    // Named otherwise, or a live process's: kept.
+    let other = dir.join(format!("{gone}-not-ours"));
+    std::fs::create_dir(&other).unwrap();
+    let live = dir.join("1-0123456789abcdef-0");
+    std::fs::create_dir(&live).unwrap();
+    let file = dir.join(format!("{gone}-0123456789abcdef-1"));
+    std::fs::write(&file, b"a file, not a directory").unwrap();
+
+    let limits = UploadLimits::builder().spool_dir(&dir).build();
+    let mine = limits.prepare_spool().await.unwrap();
+    assert!(!left.exists(), "left by a gone process");
+    assert!(other.exists() && live.exists() && file.exists());
+    assert!(mine.starts_with(&dir) && mine.is_dir());
+    let name = mine.file_name().unwrap().to_str().unwrap().to_owned();
+    assert!(
+        name.starts_with(&format!("{}-", std::process::id())),
+        "{name}"
+    );
+    drop(limits);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[cfg(unix)]
+#[tokio::test]
+async fn a_spool_directory_that_is_a_file_is_refused_naming_it() {
+    let dir = spool_dir("not-a-dir");
+    std::fs::write(&dir, b"").unwrap();
+    let limits = UploadLimits::builder().spool_dir(&dir).build();
+    let error = limits.prepare_spool().await.unwrap_err();
+    assert!(
+        error.to_string().contains(&dir.display().to_string()),
+        "{error}"
+    );
+    std::fs::remove_file(&dir).unwrap();
+}
