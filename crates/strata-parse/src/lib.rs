@@ -15,7 +15,8 @@
 //! | body over the limit (default 1 MiB), checked before and while reading | 413 |
 //! | a chunk over the [body budget](BodyBudget) or its client address's share of it, as it arrives | 503, `Retry-After: 1` |
 //! | body with a content type that cannot be read (multipart while uploads are off) | 415 |
-//! | a file, a field, their count or a multipart body over its [upload limit](strata_upload::UploadLimits) | 413 |
+//! | a file, a field, their count or a multipart body over its [upload limit](strata_upload::UploadLimits), or its files past the disk a request may take | 413 |
+//! | files past the spool threshold that the uploads' disk budget cannot hold now | 503, `Retry-After: 5` |
 //! | malformed multipart (no boundary, truncated, bad part headers) | 400 |
 //! | malformed JSON (with line and column), JSON that is not an object | 400 |
 //! | bad percent-encoding or invalid UTF-8 in the query or a form | 400 |
