@@ -170,6 +170,8 @@ enum Sending {
     Whole,
     /// Stops after this many bytes of the file, the connection kept open.
     StallAfter(usize),
+    /// After this many bytes of the file, sends 16 bytes every 100 ms (160 B/s).
+    TrickleAfter(usize),
 }
 
 /// A request in flight: the writer task and the connection's read half.
@@ -199,8 +201,15 @@ async fn begin(addr: SocketAddr, form: Form, how: Sending) -> Request {
                 // Holds the connection open, sending nothing more, until aborted.
                 std::future::pending::<()>().await;
             }
+            let piece = match how {
+                Sending::TrickleAfter(at) if sent >= at => {
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                    16
+                }
+                _ => 16 * KIB,
+            };
             chunk.clear();
-            chunk.extend((sent..form.size.min(sent + 16 * KIB)).map(byte_at));
+            chunk.extend((sent..form.size.min(sent + piece)).map(byte_at));
             writer.write_all(&chunk).await?;
             sent += chunk.len();
         }
@@ -354,26 +363,46 @@ async fn a_body_that_stops_arriving_gets_its_408_and_its_file_removed() {
         .spool_threshold(16 * 1024)
         .spool_dir(&dir)
         .build();
-    let mut config = create_config()
-        .cors(Cors::Disabled)
-        .listen(SocketAddr::from(([127, 0, 0, 1], 0)))
-        .upload(limits.clone())
-        .build();
-    config.server.limits.body_idle_timeout = Some(Duration::from_millis(300));
-    let server = create_server(&config, &routing()).await.unwrap();
-    let LocalAddr::Tcp(addr) = server.servers()[0].local_addr.clone() else {
-        panic!("TCP")
+    // The idle timeout ends a body that stops mid-file, the minimum data rate one that
+    // trickles (the idle timeout far away), its file on disk.
+    let slow = strata::server::MinDataRate {
+        bytes_per_second: 64 * 1024,
+        grace: Duration::from_millis(300),
     };
-    let request = begin(
-        addr,
-        Form::file(1024 * 1024),
-        Sending::StallAfter(256 * 1024),
-    )
-    .await;
-    let (status, _, body) = request.response().await;
-    assert_eq!(status, 408, "{body}");
-    until_removed(&dir, &limits).await;
-    server.shutdown().await;
+    let rules = [
+        (
+            Duration::from_millis(300),
+            None,
+            Sending::StallAfter(32 * KIB),
+            "Request timeout",
+        ),
+        (
+            Duration::from_secs(30),
+            Some(slow),
+            Sending::TrickleAfter(32 * KIB),
+            "slower than 65536 bytes per second",
+        ),
+    ];
+    for (idle, min_rate, how, message) in rules {
+        let mut config = create_config()
+            .cors(Cors::Disabled)
+            .listen(SocketAddr::from(([127, 0, 0, 1], 0)))
+            .upload(limits.clone())
+            .build();
+        config.server.limits.body_idle_timeout = Some(idle);
+        config.server.limits.min_body_rate = min_rate;
+        let server = create_server(&config, &routing()).await.unwrap();
+        let LocalAddr::Tcp(addr) = server.servers()[0].local_addr.clone() else {
+            panic!("TCP")
+        };
+        let request = begin(addr, Form::file(1024 * 1024), how).await;
+        let (status, _, body) = request.response().await;
+        assert_eq!(status, 408, "{body}");
+        let text = body["error"]["message"].as_str().unwrap();
+        assert!(text.contains(message), "{text}");
+        until_removed(&dir, &limits).await;
+        server.shutdown().await;
+    }
     drop(limits);
     std::fs::remove_dir_all(&dir).unwrap();
 }
@@ -542,4 +571,37 @@ async fn an_unusable_spool_directory_stops_the_start_naming_it() {
         "{message}"
     );
     std::fs::remove_file(&dir).unwrap();
+}
+
+#[tokio::test]
+async fn a_server_shut_down_mid_upload_leaves_no_temporary_file() {
+    let dir = scratch("shutdown");
+    let limits = UploadLimits::builder()
+        .file_size(8 * 1024 * 1024)
+        .spool_threshold(64 * 1024)
+        .spool_dir(&dir)
+        .build();
+    let mut config = create_config()
+        .cors(Cors::Disabled)
+        .listen(SocketAddr::from(([127, 0, 0, 1], 0)))
+        .upload(limits.clone())
+        .build();
+    // The upload in flight is not waited for long.
+    config.server.limits.shutdown_timeout = Some(Duration::from_millis(100));
+    let server = create_server(&config, &routing()).await.unwrap();
+    let LocalAddr::Tcp(addr) = server.servers()[0].local_addr.clone() else {
+        panic!("TCP")
+    };
+    let request = begin(
+        addr,
+        Form::file(4 * 1024 * 1024),
+        Sending::StallAfter(512 * 1024),
+    )
+    .await;
+    probe::until("512 KiB on disk", || limits.disk_used() >= 512 * 1024).await;
+    server.shutdown().await;
+    until_removed(&dir, &limits).await;
+    request.writing.abort();
+    drop((config, limits));
+    std::fs::remove_dir_all(&dir).unwrap();
 }
