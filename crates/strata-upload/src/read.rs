@@ -244,7 +244,7 @@ where
         let (data, spooling, size) = read.read(&mut part, limits, &mut on_disk, spooled).await?;
         if let Some(file_name) = file_name {
             if file_name.is_empty() {
-                if data.size == 0 {
+                if size == 0 {
                     continue;
                 }
                 count_file(&mut files, limits)?;

@@ -742,3 +742,25 @@ async fn a_spool_directory_that_is_a_file_is_refused_naming_it() {
     );
     std::fs::remove_file(&dir).unwrap();
 }
+
+#[tokio::test]
+async fn a_file_without_a_name_past_the_threshold_is_kept() {
+    // An empty file name with bytes is a file (only an empty input, no name and no bytes, is
+    // skipped): on disk as well as in memory.
+    let dir = spool_dir("nameless");
+    let limits = UploadLimits::builder()
+        .spool_threshold(100)
+        .spool_dir(&dir)
+        .build();
+    let form = MultipartForm::new()
+        .file("big", UploadedFile::new("", "", vec![5_u8; 1000]))
+        .file("small", UploadedFile::new("", "", vec![6_u8; 10]))
+        .file("none", UploadedFile::new("", "", Vec::new()));
+    let parts = read(form, &limits).await.unwrap();
+    let names: Vec<_> = parts.files.iter().map(|(name, _)| name.as_str()).collect();
+    assert_eq!(names, ["big", "small"]);
+    assert!(parts.files[0].1[0].path().is_some());
+    assert_eq!(parts.files[0].1[0].len(), 1000);
+    drop((parts, limits));
+    std::fs::remove_dir_all(&dir).unwrap();
+}
