@@ -87,6 +87,7 @@ mod download;
 mod envelope;
 mod error;
 mod events;
+mod fields;
 #[cfg(feature = "hyper-client")]
 mod http_client;
 mod pages;
@@ -608,12 +609,17 @@ impl<S, E> Client<S, E> {
     ) -> Result<Request<Full<Bytes>>, ClientError> {
         let settings = &*self.settings;
         let method = operation.method();
-        let placed = request::place(&method, operation.path(), input, &settings.input_sources)?;
-        let uri = format!("{}{}", settings.base_url, placed.path_and_query);
+        let placed = request::place(
+            &method,
+            &settings.base_url,
+            operation.path(),
+            input,
+            &settings.input_sources,
+        )?;
         let (content_type, body) = placed.body.unwrap_or_default();
         let mut request = Request::builder()
             .method(method)
-            .uri(uri)
+            .uri(placed.uri)
             .body(Full::new(body))
             .map_err(|error| ClientError::Input(error.to_string()))?;
         let sent = request.headers_mut();
