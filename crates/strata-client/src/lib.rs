@@ -486,13 +486,7 @@ impl<S: Transport, E: Envelope, O> Call<S, E, O> {
     where
         O: FromResponse + Send + 'static,
     {
-        let Call {
-            client,
-            request,
-            timeout,
-            ..
-        } = self;
-        client.respond(request, timeout, |_, output| output)
+        self.respond(|_, output| output)
     }
 
     /// Sends the call and reads its output with the response's status and headers (a 201's
@@ -502,15 +496,25 @@ impl<S: Transport, E: Envelope, O> Call<S, E, O> {
     where
         O: FromResponse + Send + 'static,
     {
+        self.respond(|parts, output| Response::new(http::Response::from_parts(parts, output)))
+    }
+
+    /// The call sent, its output read and given to `finish` with the response's head.
+    fn respond<R>(
+        self,
+        finish: fn(http::response::Parts, O) -> R,
+    ) -> impl Future<Output = Result<R, ClientError>> + Send + 'static
+    where
+        O: FromResponse + Send + 'static,
+        R: Send + 'static,
+    {
         let Call {
             client,
             request,
             timeout,
             ..
         } = self;
-        client.respond(request, timeout, |parts, output| {
-            Response::new(http::Response::from_parts(parts, output))
-        })
+        client.respond(request, timeout, finish)
     }
 
     /// Sends the call of an operation whose output is a file or a stream and returns the
