@@ -168,7 +168,8 @@ impl Cors {
     }
 
     /// The headers of a request to a path (`path`; [`PathCors::new`] with `None` for an
-    /// unknown one) and an endpoint, if it goes to one. A CORS function runs here, its panic
+    /// unknown one) and an endpoint, if it goes to one; the methods, allowed headers and max
+    /// age only when it is a preflight ([`is_preflight`]). A CORS function runs here, its panic
     /// caught (no headers then: the browser refuses the response, the safe outcome); an
     /// asynchronous one's future is polled with the response ([`CorsHeaders::poll_ready`]).
     pub fn headers(
