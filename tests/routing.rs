@@ -451,23 +451,23 @@ async fn cors_true_marks_every_response() {
         assert_eq!(response.status().as_u16(), status);
         let headers = response.headers();
         assert_eq!(headers["access-control-allow-origin"], "*", "{status}");
-        assert_eq!(
-            headers["access-control-allow-headers"], "content-type, authorization",
-            "{status}"
-        );
-        if status != 404 {
-            assert_eq!(
-                headers["access-control-allow-methods"], "GET, POST, HEAD, OPTIONS",
-                "{status}"
-            );
-        }
+        // What only a preflight's answer is read for is not on the others.
+        assert_no_preflight_headers(headers, &status.to_string());
     }
     let before = calls.load(Ordering::SeqCst);
-    let preflight = send(&router, Method::OPTIONS, "/v1/n").await;
+    let preflight = router
+        .clone()
+        .oneshot(preflight("/v1/n", "POST"))
+        .await
+        .unwrap();
     assert_eq!(preflight.status(), 200);
     assert_eq!(
         preflight.headers()["access-control-allow-methods"],
         "GET, POST, HEAD, OPTIONS"
+    );
+    assert_eq!(
+        preflight.headers()["access-control-allow-headers"],
+        "content-type, authorization"
     );
     assert!(
         preflight
@@ -483,6 +483,82 @@ async fn cors_true_marks_every_response() {
         before,
         "OPTIONS runs no middleware"
     );
+}
+
+/// `OPTIONS path` from `https://app.example` asking about `method`.
+fn preflight(path: &str, method: &str) -> Request<String> {
+    Request::options(path)
+        .header("origin", "https://app.example")
+        .header("access-control-request-method", method)
+        .header("access-control-request-headers", "content-type")
+        .body(String::new())
+        .unwrap()
+}
+
+const PREFLIGHT_ONLY: [&str; 3] = [
+    "access-control-allow-methods",
+    "access-control-allow-headers",
+    "access-control-max-age",
+];
+
+fn assert_no_preflight_headers(headers: &http::HeaderMap, what: &str) {
+    for name in PREFLIGHT_ONLY {
+        assert!(!headers.contains_key(name), "{what}: {name} in {headers:?}");
+    }
+}
+
+/// Issue 54: the methods and allowed headers go on a preflight's answer only, as the Fetch
+/// standard reads them; every answer to a cross-origin request keeps the origin.
+#[tokio::test]
+async fn only_a_preflight_lists_the_methods_and_allowed_headers() {
+    let router = build(&cors_tree(Arc::default()), &cors_config(true));
+    let response = router
+        .clone()
+        .oneshot(preflight("/v1/n", "POST"))
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    let headers = response.headers();
+    assert_eq!(headers["access-control-allow-origin"], "*");
+    assert_eq!(
+        headers["access-control-allow-methods"],
+        "GET, POST, HEAD, OPTIONS"
+    );
+    assert_eq!(
+        headers["access-control-allow-headers"],
+        "content-type, authorization"
+    );
+
+    let from_app = |method: Method, uri: &str| {
+        let mut request = Request::builder()
+            .method(method)
+            .uri(uri)
+            .header("origin", "https://app.example");
+        if uri == "/v1/n" {
+            request = request.header(CONTENT_TYPE, "application/json");
+        }
+        request.body(r#"{"n": 2}"#.to_owned()).unwrap()
+    };
+    for (method, uri, status) in [
+        (Method::GET, "/v1/n?n=1", 200),
+        (Method::POST, "/v1/n", 200),
+        (Method::HEAD, "/v1/n?n=1", 200),
+        (Method::GET, "/v1/n?n=0", 400),
+        (Method::PUT, "/v1/n", 405),
+        (Method::GET, "/nowhere", 404),
+        // No `Access-Control-Request-Method`: no preflight, though answered like one.
+        (Method::OPTIONS, "/v1/n", 200),
+    ] {
+        let what = format!("{method} {uri}");
+        let response = router.clone().oneshot(from_app(method, uri)).await.unwrap();
+        assert_eq!(response.status().as_u16(), status, "{what}");
+        assert_eq!(
+            response.headers()["access-control-allow-origin"],
+            "*",
+            "{what}"
+        );
+        assert_no_preflight_headers(response.headers(), &what);
+    }
 }
 
 #[tokio::test]
@@ -558,8 +634,19 @@ async fn cors_function() {
         response.headers()["access-control-allow-credentials"],
         "true"
     );
-    assert_eq!(response.headers()["access-control-max-age"], "600");
     assert_eq!(response.headers()["x-endpoint-methods"], "2");
+    // The function's max age and the default methods are for preflights only.
+    assert_no_preflight_headers(response.headers(), "GET from the app");
+    let response = router
+        .clone()
+        .oneshot(preflight("/v1/n", "GET"))
+        .await
+        .unwrap();
+    assert_eq!(
+        response.headers()["access-control-allow-origin"],
+        "https://app.example"
+    );
+    assert_eq!(response.headers()["access-control-max-age"], "600");
     assert_eq!(
         response.headers()["access-control-allow-methods"],
         "GET, POST, HEAD, OPTIONS"
@@ -992,12 +1079,17 @@ async fn cors_reaches_head_router_errors_and_wrong_method_404s() {
             "*",
             "{method} {uri}"
         );
-        assert_eq!(
-            response.headers()["access-control-allow-methods"],
-            "GET, HEAD, OPTIONS",
-            "{method} {uri}"
-        );
+        assert_no_preflight_headers(response.headers(), &format!("{method} {uri}"));
     }
+    let response = router
+        .clone()
+        .oneshot(preflight("/users/1", "GET"))
+        .await
+        .unwrap();
+    assert_eq!(
+        response.headers()["access-control-allow-methods"],
+        "GET, HEAD, OPTIONS"
+    );
 }
 
 #[tokio::test]

@@ -7,6 +7,11 @@
 //! (`path: problem; path: problem`) must name the same set of field paths as the others';
 //! everything else in the body must be equal.
 //!
+//! A second one is documented (docs/architecture.md, issue 54): express-zod-api sends
+//! `Access-Control-Allow-Methods` and `-Allow-Headers` on every response; the Rust servers send
+//! them (and `-Max-Age`) on preflights only, and none of the scenarios is a preflight. Only
+//! express-zod-api may send them on an actual answer.
+//!
 //! Whole bodies are compared; what is printed of them is [`abridged`] (large-output's answer
 //! is ~1 MiB).
 
@@ -14,7 +19,10 @@ use std::collections::BTreeSet;
 use std::net::SocketAddr;
 
 use bytes::Bytes;
-use http::header::{ACCESS_CONTROL_ALLOW_ORIGIN, ALLOW, CONTENT_TYPE};
+use http::header::{
+    ACCESS_CONTROL_ALLOW_HEADERS, ACCESS_CONTROL_ALLOW_METHODS, ACCESS_CONTROL_ALLOW_ORIGIN,
+    ACCESS_CONTROL_MAX_AGE, ALLOW, CONTENT_TYPE,
+};
 use http::{Request, StatusCode};
 use http_body_util::{BodyExt, Full};
 use hyper_util::rt::TokioIo;
@@ -28,19 +36,58 @@ pub(crate) struct Observed {
     pub(crate) status: StatusCode,
     pub(crate) allow: Option<String>,
     pub(crate) allow_origin: Option<String>,
+    /// Which of the headers only a preflight's answer is read for the answer has.
+    pub(crate) preflight_only: Vec<&'static str>,
     pub(crate) content_type: Option<String>,
     pub(crate) body: Bytes,
 }
 
+/// The CORS headers a browser reads on a preflight's answer only (the Fetch standard).
+const PREFLIGHT_ONLY: [http::HeaderName; 3] = [
+    ACCESS_CONTROL_ALLOW_METHODS,
+    ACCESS_CONTROL_ALLOW_HEADERS,
+    ACCESS_CONTROL_MAX_AGE,
+];
+
 impl Observed {
+    /// What `response` answered.
+    pub(crate) fn of(response: &http::Response<Bytes>) -> Self {
+        let header = |name| {
+            response
+                .headers()
+                .get(name)
+                .and_then(|v: &http::HeaderValue| v.to_str().ok())
+                .map(str::to_owned)
+        };
+        Self {
+            status: response.status(),
+            allow: header(ALLOW),
+            allow_origin: header(ACCESS_CONTROL_ALLOW_ORIGIN),
+            preflight_only: PREFLIGHT_ONLY
+                .iter()
+                .filter(|name| response.headers().contains_key(*name))
+                .map(http::HeaderName::as_str)
+                .collect(),
+            content_type: header(CONTENT_TYPE),
+            body: response.body().clone(),
+        }
+    }
+
     /// One line: status, the headers checked, and the body ([`shown`]).
     pub(crate) fn describe(&self) -> String {
         let header = |value: &Option<String>| value.clone().unwrap_or_else(|| "-".to_owned());
+        let preflight_only = if self.preflight_only.is_empty() {
+            "-".to_owned()
+        } else {
+            self.preflight_only.join(", ")
+        };
         format!(
-            "{} | content-type: {} | access-control-allow-origin: {} | allow: {} | {}",
+            "{} | content-type: {} | access-control-allow-origin: {} | preflight-only: {} | \
+             allow: {} | {}",
             self.status.as_u16(),
             header(&self.content_type),
             header(&self.allow_origin),
+            preflight_only,
             header(&self.allow),
             shown(&self.body)
         )
@@ -95,20 +142,7 @@ fn shown(body: &[u8]) -> String {
 /// Sends `scenario`'s request to `addr` with a full HTTP/1.1 client.
 pub(crate) async fn observe(addr: SocketAddr, scenario: Scenario) -> Result<Observed, String> {
     let response = send(addr, &scenario.request()).await?;
-    let header = |name| {
-        response
-            .headers()
-            .get(name)
-            .and_then(|v: &http::HeaderValue| v.to_str().ok())
-            .map(str::to_owned)
-    };
-    Ok(Observed {
-        status: response.status(),
-        allow: header(ALLOW),
-        allow_origin: header(ACCESS_CONTROL_ALLOW_ORIGIN),
-        content_type: header(CONTENT_TYPE),
-        body: response.body().clone(),
-    })
+    Ok(Observed::of(&response))
 }
 
 /// Sends `spec` to `addr` on a new connection with a full HTTP/1.1 client; the response with
@@ -174,6 +208,13 @@ pub(crate) fn compare(
         }
         if observed.allow_origin.as_deref() != Some("*") {
             return fail("sent no `access-control-allow-origin: *`".to_owned());
+        }
+        // The documented difference: express-zod-api sends them on every answer.
+        if *kind != ServerKind::ExpressZodApi && !observed.preflight_only.is_empty() {
+            return fail(format!(
+                "sent {} on an answer that is no preflight's",
+                observed.preflight_only.join(", ")
+            ));
         }
         if scenario.expected_status() == StatusCode::METHOD_NOT_ALLOWED
             && !observed.allow.as_deref().is_some_and(|a| a.contains("GET"))
@@ -323,6 +364,9 @@ mod tests {
                 let mut tampered = answers.clone();
                 tampered[1].1.status = StatusCode::IM_A_TEAPOT;
                 assert!(compare(scenario, &tampered).is_err(), "{scenario}");
+                let mut tampered = answers.clone();
+                tampered[0].1.preflight_only = vec!["access-control-allow-methods"];
+                assert!(compare(scenario, &tampered).is_err(), "{scenario}");
             }
             for (_, server) in running {
                 server.stop().await;
@@ -335,6 +379,7 @@ mod tests {
             status,
             allow: (status == StatusCode::METHOD_NOT_ALLOWED).then(|| "GET, HEAD".to_owned()),
             allow_origin: Some("*".to_owned()),
+            preflight_only: Vec::new(),
             content_type: Some("application/json; charset=utf-8".to_owned()),
             body: Bytes::from(body.to_owned()),
         }
@@ -353,6 +398,29 @@ mod tests {
                               150; items[1].quantity: lower than 1";
     const ZOD_DEFAULT: &str = "email: Invalid email address; age: Too big: expected number to \
                                be <=150; items.1.quantity: Too small: expected number to be >=1";
+
+    /// The documented difference of issue 54: express-zod-api sends the methods and allowed
+    /// headers on every answer, the Rust servers on preflights only (no scenario is one).
+    #[test]
+    fn only_express_zod_api_may_send_preflight_headers_on_an_actual_answer() {
+        let plain = answer(StatusCode::OK, r#"{"status":"success","data":{}}"#);
+        let mut with = plain.clone();
+        with.preflight_only = vec![
+            "access-control-allow-methods",
+            "access-control-allow-headers",
+        ];
+        let ezapi = [
+            (ServerKind::Strata, plain.clone()),
+            (ServerKind::ExpressZodApi, with.clone()),
+        ];
+        assert!(compare(Scenario::Hello, &ezapi).is_ok());
+        let rust = [(ServerKind::Hyper, plain), (ServerKind::Strata, with)];
+        let refused = compare(Scenario::Hello, &rust).unwrap_err();
+        assert!(
+            refused.contains("access-control-allow-methods"),
+            "{refused}"
+        );
+    }
 
     #[test]
     fn express_zod_api_may_word_and_order_validation_problems_its_own_way() {

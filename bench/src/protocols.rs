@@ -30,7 +30,6 @@ use std::str::FromStr;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use http::header::{ACCESS_CONTROL_ALLOW_ORIGIN, ALLOW, CONTENT_TYPE};
 use http::{Request, Version};
 use http_body_util::{BodyExt, Full};
 use hyper_util::rt::{TokioExecutor, TokioIo};
@@ -529,23 +528,10 @@ pub(crate) async fn ask(
         let response = send(protocol.version(), TokioIo::new(stream), request).await?;
         (None, response)
     };
-    let header = |name| {
-        response
-            .headers()
-            .get(name)
-            .and_then(|v: &http::HeaderValue| v.to_str().ok())
-            .map(str::to_owned)
-    };
     Ok(ProtocolAnswer {
         alpn,
         version: response.version(),
-        observed: Observed {
-            status: response.status(),
-            allow: header(ALLOW),
-            allow_origin: header(ACCESS_CONTROL_ALLOW_ORIGIN),
-            content_type: header(CONTENT_TYPE),
-            body: response.body().clone(),
-        },
+        observed: Observed::of(&response),
     })
 }
 

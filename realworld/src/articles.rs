@@ -295,7 +295,7 @@ const SELECT: &str = "SELECT a.id, a.author_id, a.slug, a.title, a.description, 
     u.username, u.bio, u.image, \
     EXISTS (SELECT 1 FROM follows fo WHERE fo.follower_id = ?1 AND fo.followed_id = u.id), \
     (SELECT json_group_array(name) FROM (SELECT t.name FROM article_tags at \
-        JOIN tags t ON t.id = at.tag_id WHERE at.article_id = a.id ORDER BY at.position)) \
+        JOIN tags t ON t.id = at.tag_id WHERE at.article_id = a.id ORDER BY t.name)) \
     FROM articles a JOIN users u ON u.id = a.author_id";
 
 /// The filters of a list; binds: viewer, tag, author, favorited, feed (follower), limit, offset.
@@ -413,7 +413,7 @@ async fn insert(
     Err(http_error!(422, "Too many articles with this title"))
 }
 
-/// `POST /api/articles`: the article, its tags and their order in one transaction.
+/// `POST /api/articles`: the article and its tags in one transaction.
 pub(crate) async fn create(
     input: CreateArticleInput,
     app: App,
@@ -432,6 +432,8 @@ pub(crate) async fn create(
             .bind(tag)
             .execute(&mut *tx)
             .await?;
+        // `position` (the order given) is kept as written; lists sort the tags by name, as
+        // RealWorld's reference implementations do.
         sqlx::query(
             "INSERT INTO article_tags (article_id, tag_id, position) \
              SELECT ?, id, ? FROM tags WHERE name = ?",

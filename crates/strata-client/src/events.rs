@@ -251,8 +251,9 @@ fn target<I: Serialize>(
     input: &I,
     sources: &strata_input::InputSources,
 ) -> Result<Target, ClientError> {
-    let placed = request::place(method, path, input, sources)?;
-    let uri = format!("{base_url}{}", placed.path_and_query)
+    let placed = request::place(method, base_url, path, input, sources)?;
+    let uri = placed
+        .uri
         .parse()
         .map_err(|error: http::uri::InvalidUri| ClientError::Input(error.to_string()))?;
     let body = placed

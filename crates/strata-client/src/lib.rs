@@ -87,6 +87,7 @@ mod download;
 mod envelope;
 mod error;
 mod events;
+mod fields;
 #[cfg(feature = "hyper-client")]
 mod http_client;
 mod pages;
@@ -485,13 +486,7 @@ impl<S: Transport, E: Envelope, O> Call<S, E, O> {
     where
         O: FromResponse + Send + 'static,
     {
-        let Call {
-            client,
-            request,
-            timeout,
-            ..
-        } = self;
-        client.respond(request, timeout, |_, output| output)
+        self.respond(|_, output| output)
     }
 
     /// Sends the call and reads its output with the response's status and headers (a 201's
@@ -501,15 +496,25 @@ impl<S: Transport, E: Envelope, O> Call<S, E, O> {
     where
         O: FromResponse + Send + 'static,
     {
+        self.respond(|parts, output| Response::new(http::Response::from_parts(parts, output)))
+    }
+
+    /// The call sent, its output read and given to `finish` with the response's head.
+    fn respond<R>(
+        self,
+        finish: fn(http::response::Parts, O) -> R,
+    ) -> impl Future<Output = Result<R, ClientError>> + Send + 'static
+    where
+        O: FromResponse + Send + 'static,
+        R: Send + 'static,
+    {
         let Call {
             client,
             request,
             timeout,
             ..
         } = self;
-        client.respond(request, timeout, |parts, output| {
-            Response::new(http::Response::from_parts(parts, output))
-        })
+        client.respond(request, timeout, finish)
     }
 
     /// Sends the call of an operation whose output is a file or a stream and returns the
@@ -608,12 +613,17 @@ impl<S, E> Client<S, E> {
     ) -> Result<Request<Full<Bytes>>, ClientError> {
         let settings = &*self.settings;
         let method = operation.method();
-        let placed = request::place(&method, operation.path(), input, &settings.input_sources)?;
-        let uri = format!("{}{}", settings.base_url, placed.path_and_query);
+        let placed = request::place(
+            &method,
+            &settings.base_url,
+            operation.path(),
+            input,
+            &settings.input_sources,
+        )?;
         let (content_type, body) = placed.body.unwrap_or_default();
         let mut request = Request::builder()
             .method(method)
-            .uri(uri)
+            .uri(placed.uri)
             .body(Full::new(body))
             .map_err(|error| ClientError::Input(error.to_string()))?;
         let sent = request.headers_mut();

@@ -1,11 +1,13 @@
 //! Placing an input where the server reads it: path parameters, the query string, the body (JSON,
 //! a multipart form with the input's files, or a raw body).
 
+use std::borrow::Cow;
+
 use bytes::Bytes;
 use http::{HeaderMap, HeaderName, HeaderValue, Method};
 use percent_encoding::{AsciiSet, NON_ALPHANUMERIC, utf8_percent_encode};
 use serde::Serialize;
-use serde_json::{Map, Value};
+use serde_json::Value;
 use strata_input::multipart_writer::{self, Boundary, HeaderItem, part_header};
 use strata_input::raw::RAW_FIELD;
 use strata_input::{
@@ -13,6 +15,7 @@ use strata_input::{
 };
 
 use crate::ClientError;
+use crate::fields::{self, AsObject, Field, fields_of};
 
 /// What a path segment keeps as it is: RFC 3986's unreserved characters.
 const SEGMENT: &AsciiSet = &NON_ALPHANUMERIC
@@ -27,8 +30,8 @@ pub(crate) const JSON: &str = "application/json";
 /// A request's target and body, before headers.
 #[derive(Debug)]
 pub(crate) struct Placed {
-    /// The path with its query string.
-    pub(crate) path_and_query: String,
+    /// The base URL, the path and the query string.
+    pub(crate) uri: String,
     /// The body and its content type, for requests that send one.
     pub(crate) body: Option<(String, Bytes)>,
     /// Fields sent as headers (names that look like headers, when the method reads headers).
@@ -56,52 +59,44 @@ fn reads_query(method: &Method, sources: &InputSources) -> bool {
     !sources.for_method(method).contains(&InputSource::Body)
 }
 
-/// `input` placed for `method` and `path` (`/v1/books/:id`) as a server with `sources` reads
-/// it: each `:name` replaced by the field `name`, percent-encoded; the other fields in the query
-/// string when the method's sources have no body (by default GET, HEAD, DELETE: lists as
-/// repeated keys, `null` left out), else as a JSON body (POST, PUT, PATCH, QUERY). An input with
-/// files (`UploadedFile` fields) is a `multipart/form-data` body; one with a `raw: RawBody` is
-/// that body, of its own type, the other fields in the query string.
+/// `input` placed for `method` and `path` (`/v1/books/:id`) of the API at `base_url` as a
+/// server with `sources` reads it: each `:name` replaced by the field `name`, percent-encoded;
+/// the other fields in the query string when the method's sources have no body (by default
+/// GET, HEAD, DELETE: lists as repeated keys, `null` left out), else as a JSON body (POST, PUT,
+/// PATCH, QUERY). An input with files (`UploadedFile` fields) is a `multipart/form-data` body;
+/// one with a `raw: RawBody` is that body, of its own type, the other fields in the query
+/// string. Fields go in the order the input writes them (a struct's declaration order).
 pub(crate) fn place<I: Serialize>(
     method: &Method,
+    base_url: &str,
     path: &str,
     input: &I,
     sources: &InputSources,
 ) -> Result<Placed, ClientError> {
+    let mut uri = String::with_capacity(base_url.len() + path.len() + 16);
+    uri.push_str(base_url);
     let reads_headers = sources.for_method(method).contains(&InputSource::Headers);
     // The common body call (no path parameter, no file, no header): the input written once,
-    // straight to JSON, in its fields' order; anything else goes through a `Value` to be taken
-    // apart.
+    // straight to JSON; anything else is taken apart into its fields.
     if !path.contains(':') && !reads_query(method, sources) && !reads_headers {
         let (json, files) = capture_files(|| serde_json::to_vec(input));
         let json = json.map_err(|error| ClientError::Input(error.to_string()))?;
         if files.is_empty() && json.first() == Some(&b'{') {
+            uri.push_str(path);
             return Ok(Placed {
-                path_and_query: path.to_owned(),
+                uri,
                 body: Some((JSON.to_owned(), Bytes::from(json))),
                 headers: Vec::new(),
             });
         }
     }
-    let (value, files) = capture_files(|| serde_json::to_value(input));
-    let mut fields = match value {
-        Ok(Value::Object(fields)) => fields,
-        // A unit input (`()`) has no fields.
-        Ok(Value::Null) => Map::new(),
-        Ok(other) => {
-            return Err(ClientError::Input(format!(
-                "an input is an object of fields, not {}",
-                kind(&other)
-            )));
-        }
-        Err(error) => return Err(ClientError::Input(error.to_string())),
-    };
-    let mut target = String::with_capacity(path.len() + 16);
+    let (fields, files) = capture_files(|| fields_of(input));
+    let mut fields = fields.map_err(|error| ClientError::Input(error.to_string()))?;
     for segment in path.split('/').skip(1) {
-        target.push('/');
+        uri.push('/');
         match segment.strip_prefix(':') {
             Some(name) => {
-                let value = fields.remove(name).ok_or_else(|| {
+                let value = fields::take(&mut fields, name).ok_or_else(|| {
                     ClientError::Input(format!("the path parameter `{name}` is not in the input"))
                 })?;
                 let text = text_of(&value).ok_or_else(|| {
@@ -110,41 +105,49 @@ pub(crate) fn place<I: Serialize>(
                         kind(&value)
                     ))
                 })?;
-                push_segment(&mut target, &text);
+                push_segment(&mut uri, &text);
             }
-            None => target.push_str(segment),
+            None => uri.push_str(segment),
         }
     }
-    if target.is_empty() {
-        target.push('/');
+    if uri.len() == base_url.len() {
+        uri.push('/');
     }
     let mut headers = Vec::new();
     if reads_headers {
-        let names: Vec<String> = fields
-            .keys()
-            .filter(|name| looks_like_header(name))
-            .cloned()
-            .collect();
-        for name in names {
-            if let Some(text) = fields.remove(&name).as_ref().and_then(text_of) {
-                headers.push((name, text));
+        let mut index = 0;
+        while index < fields.len() {
+            let (name, value) = &fields[index];
+            if looks_like_header(name) {
+                if let Some(text) = text_of(value) {
+                    headers.push((name.clone().into_owned(), text.into_owned()));
+                }
+                fields.remove(index);
+            } else {
+                index += 1;
             }
         }
     }
-    let raw = fields.get(RAW_FIELD).and_then(file_index);
-    if let Some(index) = raw {
-        fields.remove(RAW_FIELD);
+    let raw = fields
+        .iter()
+        .enumerate()
+        .find_map(|(position, (name, value))| {
+            let index = file_index(value).filter(|_| name == RAW_FIELD)?;
+            Some((position, index))
+        });
+    if let Some((position, index)) = raw {
+        fields.remove(position);
         let file = &files[index];
-        push_query(&mut target, &fields);
+        push_query(&mut uri, &fields);
         return Ok(Placed {
-            path_and_query: target,
+            uri,
             body: Some((file.mimetype().to_owned(), file.data().clone())),
             headers,
         });
     }
     if !files.is_empty() {
         return Ok(Placed {
-            path_and_query: target,
+            uri,
             body: Some(multipart(&fields, &files)?),
             headers,
         });
@@ -152,23 +155,23 @@ pub(crate) fn place<I: Serialize>(
     if reads_only_cookies(method, sources) {
         headers.extend(cookie_header(&fields));
         return Ok(Placed {
-            path_and_query: target,
+            uri,
             body: None,
             headers,
         });
     }
     if reads_query(method, sources) {
-        push_query(&mut target, &fields);
+        push_query(&mut uri, &fields);
         return Ok(Placed {
-            path_and_query: target,
+            uri,
             body: None,
             headers,
         });
     }
-    let body =
-        serde_json::to_vec(&fields).map_err(|error| ClientError::Input(error.to_string()))?;
+    let body = serde_json::to_vec(&AsObject(&fields))
+        .map_err(|error| ClientError::Input(error.to_string()))?;
     Ok(Placed {
-        path_and_query: target,
+        uri,
         body: Some((JSON.to_owned(), Bytes::from(body))),
         headers,
     })
@@ -184,7 +187,7 @@ fn reads_only_cookies(method: &Method, sources: &InputSources) -> bool {
 }
 
 /// The text fields as one `Cookie` header, values percent-encoded; `None` without any.
-fn cookie_header(fields: &Map<String, Value>) -> Option<(String, String)> {
+fn cookie_header(fields: &[Field]) -> Option<(String, String)> {
     let pairs: Vec<String> = fields
         .iter()
         .filter_map(|(name, value)| {
@@ -199,7 +202,7 @@ fn cookie_header(fields: &Map<String, Value>) -> Option<(String, String)> {
 }
 
 /// `?` and the fields' query string, when there are any.
-fn push_query(target: &mut String, fields: &Map<String, Value>) {
+fn push_query(target: &mut String, fields: &[Field]) {
     let query = query_string(fields);
     if !query.is_empty() {
         target.push('?');
@@ -223,10 +226,7 @@ fn file_index(value: &Value) -> Option<usize> {
 /// boundary. Part headers are written by `strata_input::multipart_writer`, as `MultipartForm`
 /// writes them: what the server would not read back as sent (a control character in a name, a
 /// media type that is not one, ...) is refused, naming the field and the file.
-fn multipart(
-    fields: &Map<String, Value>,
-    files: &[UploadedFile],
-) -> Result<(String, Bytes), ClientError> {
+fn multipart(fields: &[Field], files: &[UploadedFile]) -> Result<(String, Bytes), ClientError> {
     let mut parts: Vec<(&str, Part<'_>)> = Vec::new();
     for (name, value) in fields {
         let values = match value {
@@ -281,7 +281,7 @@ fn multipart(
 
 /// A part of a form.
 enum Part<'f> {
-    Text(String),
+    Text(Cow<'f, str>),
     File(&'f UploadedFile),
 }
 
@@ -297,7 +297,7 @@ fn push_segment(target: &mut String, text: &str) {
 
 /// The fields as `application/x-www-form-urlencoded`: lists as repeated keys, `null` as
 /// nothing, objects as JSON text.
-pub(crate) fn query_string(fields: &Map<String, Value>) -> String {
+pub(crate) fn query_string(fields: &[Field]) -> String {
     let mut query = form_urlencoded::Serializer::new(String::new());
     for (name, value) in fields {
         match value {
@@ -321,13 +321,13 @@ pub(crate) fn query_string(fields: &Map<String, Value>) -> String {
 /// A value as the text the server reads back into it: strings as they are, numbers and
 /// booleans written out, objects as JSON; `None` for `null` (and lists, which are repeated
 /// keys, not one text).
-fn text_of(value: &Value) -> Option<String> {
+fn text_of(value: &Value) -> Option<Cow<'_, str>> {
     match value {
         Value::Null | Value::Array(_) => None,
-        Value::String(text) => Some(text.clone()),
-        Value::Bool(b) => Some(b.to_string()),
-        Value::Number(n) => Some(n.to_string()),
-        Value::Object(_) => Some(value.to_string()),
+        Value::String(text) => Some(Cow::Borrowed(text)),
+        Value::Bool(b) => Some(Cow::Owned(b.to_string())),
+        Value::Number(n) => Some(Cow::Owned(n.to_string())),
+        Value::Object(_) => Some(Cow::Owned(value.to_string())),
     }
 }
 
@@ -350,7 +350,7 @@ mod tests {
 
     /// Placed as a server with the default sources reads it.
     fn place<I: Serialize>(method: &Method, path: &str, input: &I) -> Result<Placed, ClientError> {
-        super::place(method, path, input, &InputSources::default())
+        super::place(method, "", path, input, &InputSources::default())
     }
 
     #[test]
@@ -358,11 +358,11 @@ mod tests {
         let mut sources = InputSources::default();
         assert!(sources.set(&Method::POST, [InputSource::Query, InputSource::Params]));
         assert!(sources.set(&Method::GET, [InputSource::Body, InputSource::Params]));
-        let post = super::place(&Method::POST, "/a", &json!({"q": "x y"}), &sources).unwrap();
-        assert_eq!(post.path_and_query, "/a?q=x+y");
+        let post = super::place(&Method::POST, "", "/a", &json!({"q": "x y"}), &sources).unwrap();
+        assert_eq!(post.uri, "/a?q=x+y");
         assert!(post.body.is_none());
-        let get = super::place(&Method::GET, "/a", &json!({"q": 1}), &sources).unwrap();
-        assert_eq!(get.path_and_query, "/a");
+        let get = super::place(&Method::GET, "", "/a", &json!({"q": 1}), &sources).unwrap();
+        assert_eq!(get.uri, "/a");
         assert_eq!(get.body.unwrap().1, Bytes::from_static(br#"{"q":1}"#));
     }
 
@@ -375,12 +375,39 @@ mod tests {
         )
         .unwrap();
         assert_eq!(
-            placed.path_and_query,
+            placed.uri,
             "/v1/shelves/a%20b%2F%C3%BC/books/7?genre=novel&genre=poetry"
         );
         assert!(placed.body.is_none());
         let dots = place(&Method::DELETE, "/files/:name", &json!({"name": ".."})).unwrap();
-        assert_eq!(dots.path_and_query, "/files/%2E%2E");
+        assert_eq!(dots.uri, "/files/%2E%2E");
+    }
+
+    #[test]
+    fn the_target_follows_the_base_url_and_the_input_s_order() {
+        #[derive(Serialize)]
+        struct Search {
+            shelf: &'static str,
+            zeta: u8,
+            alpha: &'static str,
+        }
+        let input = Search {
+            shelf: "s",
+            zeta: 1,
+            alpha: "a",
+        };
+        let sources = InputSources::default();
+        let placed = super::place(
+            &Method::GET,
+            "http://127.0.0.1:1/api",
+            "/v1/:shelf",
+            &input,
+            &sources,
+        )
+        .unwrap();
+        assert_eq!(placed.uri, "http://127.0.0.1:1/api/v1/s?zeta=1&alpha=a");
+        let root = super::place(&Method::GET, "http://h", "/", &(), &sources).unwrap();
+        assert_eq!(root.uri, "http://h/");
     }
 
     #[test]
@@ -393,7 +420,7 @@ mod tests {
         ] {
             let placed =
                 place(&method, "/v1/books/:id", &json!({"id": 1, "title": "Emma"})).unwrap();
-            assert_eq!(placed.path_and_query, "/v1/books/1");
+            assert_eq!(placed.uri, "/v1/books/1");
             assert_eq!(
                 placed.body.unwrap(),
                 (
@@ -405,7 +432,7 @@ mod tests {
     }
 
     #[test]
-    fn files_make_a_form() {
+    fn files_make_a_form_in_the_input_s_order() {
         #[derive(Serialize)]
         struct CoverUpload {
             id: u32,
@@ -420,7 +447,7 @@ mod tests {
             cover: UploadedFile::new("c\"1.png", "image/png", &b"PNG"[..]),
         };
         let placed = place(&Method::POST, "/v1/books/:id/cover", &cover).unwrap();
-        assert_eq!(placed.path_and_query, "/v1/books/3/cover");
+        assert_eq!(placed.uri, "/v1/books/3/cover");
         let (content_type, body) = placed.body.unwrap();
         let boundary = content_type
             .strip_prefix("multipart/form-data; boundary=")
@@ -428,10 +455,10 @@ mod tests {
         let expected = format!(
             "--{boundary}\r\nContent-Disposition: form-data; name=\"caption\"\r\n\r\n\
              a \"quoted\" caption\r\n\
-             --{boundary}\r\nContent-Disposition: form-data; name=\"cover\"; \
-             filename=\"c\\\"1.png\"\r\nContent-Type: image/png\r\n\r\nPNG\r\n\
              --{boundary}\r\nContent-Disposition: form-data; name=\"tags\"\r\n\r\na\r\n\
              --{boundary}\r\nContent-Disposition: form-data; name=\"tags\"\r\n\r\nb\r\n\
+             --{boundary}\r\nContent-Disposition: form-data; name=\"cover\"; \
+             filename=\"c\\\"1.png\"\r\nContent-Type: image/png\r\n\r\nPNG\r\n\
              --{boundary}--\r\n"
         );
         assert_eq!(String::from_utf8_lossy(&body), expected);
@@ -469,7 +496,7 @@ mod tests {
             source: "ci",
         };
         let placed = place(&Method::POST, "/hooks/:topic", &hook).unwrap();
-        assert_eq!(placed.path_and_query, "/hooks/orders?source=ci");
+        assert_eq!(placed.uri, "/hooks/orders?source=ci");
         assert_eq!(
             placed.body.unwrap(),
             (
@@ -495,7 +522,7 @@ mod tests {
             },
         )
         .unwrap();
-        assert_eq!(placed.path_and_query, "/v1/orders");
+        assert_eq!(placed.uri, "/v1/orders");
         assert_eq!(
             placed.body.unwrap(),
             (
@@ -515,7 +542,7 @@ mod tests {
             [InputSource::Body, InputSource::Params, InputSource::Headers]
         ));
         let input = json!({"x-signature": "s", "authorization": "t", "X-Not": "b", "note": "n"});
-        let placed = super::place(&Method::POST, "/a", &input, &sources).unwrap();
+        let placed = super::place(&Method::POST, "", "/a", &input, &sources).unwrap();
         assert_eq!(
             placed.headers,
             [
@@ -543,6 +570,6 @@ mod tests {
         assert!(list.to_string().contains("is a list, not text"), "{list}");
         let scalar = place(&Method::POST, "/", &json!(5)).unwrap_err();
         assert!(scalar.to_string().contains("not a number"), "{scalar}");
-        assert_eq!(place(&Method::GET, "/", &()).unwrap().path_and_query, "/");
+        assert_eq!(place(&Method::GET, "/", &()).unwrap().uri, "/");
     }
 }

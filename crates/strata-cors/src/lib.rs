@@ -3,14 +3,22 @@
 //! ([`PathCors`]). Routing decides which path and endpoint a request goes to and answers
 //! preflights; this crate decides what CORS says about it, knowing nothing of the trie.
 //!
-//! - [`Cors::Enabled`]: `Access-Control-Allow-Origin: *`, the path's methods in
-//!   `Access-Control-Allow-Methods` and `Access-Control-Allow-Headers: content-type,
-//!   authorization` and the header credentials its endpoints declare (`Security::header`), so
-//!   that a browser may send them; routing answers `OPTIONS` with 200.
+//! - [`Cors::Enabled`]: `Access-Control-Allow-Origin: *` on every response; on a preflight
+//!   ([`is_preflight`]) also the path's methods in `Access-Control-Allow-Methods` and
+//!   `Access-Control-Allow-Headers: content-type, authorization` and the header credentials its
+//!   endpoints declare (`Security::header`), so that a browser may send them; routing answers
+//!   `OPTIONS` with 200.
 //! - [`Cors::with`] (or [`Cors::with_async`]): a function computes the headers of each request
 //!   from the defaults, the request, the endpoint and the logger; an empty map sends none.
 //!   Credentials with the origin `*` are dropped (browsers refuse them) and logged.
 //! - [`Cors::Disabled`]: no headers; `OPTIONS` is a method like any other.
+//!
+//! `Access-Control-Allow-Methods`, `-Allow-Headers` and `-Max-Age` are sent on preflights only,
+//! whoever computed them: browsers read them nowhere else (the Fetch standard's CORS check of
+//! an actual response reads the origin and credentials only), as tower-http's `CorsLayer` does.
+//! An actual response keeps `Access-Control-Allow-Origin`, `-Expose-Headers`,
+//! `-Allow-Credentials` and `Vary`. express-zod-api sends them on every response: a deliberate
+//! difference (`docs/architecture.md`).
 //!
 //! ```
 //! use http::{HeaderMap, HeaderValue, Method, Request, Response};
@@ -24,14 +32,29 @@
 //! });
 //! // Once per path, at startup: the path's methods as `Allow` lists them.
 //! let path = PathCors::new(&cors, Some(&HeaderValue::from_static("GET, HEAD, OPTIONS")), &[]);
-//! // For each request.
-//! let (parts, ()) = Request::get("/v1/hello").body(()).unwrap().into_parts();
-//! let headers = cors.headers(&parts, &path, None);
+//! // For each request: a preflight...
+//! let (parts, ()) = Request::options("/v1/hello")
+//!     .header("origin", "https://app.example")
+//!     .header("access-control-request-method", "GET")
+//!     .body(())
+//!     .unwrap()
+//!     .into_parts();
 //! let mut response = Response::new(Body::empty());
-//! headers.apply(&mut response);
+//! cors.headers(&parts, &path, None).apply(&mut response);
 //! assert_eq!(response.headers()["access-control-allow-origin"], "*");
 //! assert_eq!(response.headers()["access-control-allow-methods"], "GET, HEAD, OPTIONS");
 //! assert_eq!(response.headers()["access-control-max-age"], "600");
+//! // ...and the actual request: the origin only.
+//! let (parts, ()) = Request::get("/v1/hello")
+//!     .header("origin", "https://app.example")
+//!     .body(())
+//!     .unwrap()
+//!     .into_parts();
+//! let mut response = Response::new(Body::empty());
+//! cors.headers(&parts, &path, None).apply(&mut response);
+//! assert_eq!(response.headers()["access-control-allow-origin"], "*");
+//! assert!(!response.headers().contains_key("access-control-allow-methods"));
+//! assert!(!response.headers().contains_key("access-control-max-age"));
 //! ```
 
 use std::fmt;
@@ -43,10 +66,10 @@ use std::task::{Context, Poll};
 
 use http::header::{
     ACCESS_CONTROL_ALLOW_CREDENTIALS, ACCESS_CONTROL_ALLOW_HEADERS, ACCESS_CONTROL_ALLOW_METHODS,
-    ACCESS_CONTROL_ALLOW_ORIGIN,
+    ACCESS_CONTROL_ALLOW_ORIGIN, ACCESS_CONTROL_MAX_AGE,
 };
 use http::request::Parts;
-use http::{HeaderMap, HeaderValue, Response};
+use http::{HeaderMap, HeaderValue, Method, Response};
 use strata_core::{Body, Logger};
 use strata_endpoint::EndpointMeta;
 
@@ -58,10 +81,20 @@ const ALLOW_ORIGIN_ANY: HeaderValue = HeaderValue::from_static("*");
 /// `Access-Control-Allow-Headers` of [`Cors::Enabled`]: JSON bodies and bearer tokens.
 const ALLOW_HEADERS: HeaderValue = HeaderValue::from_static("content-type, authorization");
 
+/// Whether `request` is a CORS preflight: an `OPTIONS` naming the method it asks about in
+/// `Access-Control-Request-Method` (the Fetch standard's definition). Only its answer carries
+/// `Access-Control-Allow-Methods`, `-Allow-Headers` and `-Max-Age`; an `OPTIONS` without that
+/// header is an ordinary request.
+pub fn is_preflight(request: &Parts) -> bool {
+    request.method == Method::OPTIONS && request.headers.contains_key(ACCESS_CONTROL_REQUEST_METHOD)
+}
+
 /// What a CORS function is given for one request.
 #[derive(Debug)]
 pub struct CorsRequest<'a> {
-    /// The headers [`Cors::Enabled`] would send for this request.
+    /// The headers [`Cors::Enabled`] would send for this request: on a preflight
+    /// ([`is_preflight`]) the origin, the path's methods and the allowed headers; otherwise the
+    /// origin only.
     pub default_headers: &'a HeaderMap,
     /// The request.
     pub request: &'a Parts,
@@ -83,9 +116,12 @@ type AsyncCorsFn = dyn Fn(&CorsRequest<'_>) -> CorsFuture + Send + Sync;
 pub enum Cors {
     /// No CORS headers; `OPTIONS` is an unsupported method like any other.
     Disabled,
-    /// The default headers on every response, and `OPTIONS` answered with 200.
+    /// `Access-Control-Allow-Origin: *` on every response, the path's methods and the allowed
+    /// headers on preflights too, and `OPTIONS` answered with 200.
     Enabled,
-    /// Headers computed per request by a function; an empty map sends none.
+    /// Headers computed per request by a function; an empty map sends none. Of its answer to
+    /// a request that is no preflight, `Access-Control-Allow-Methods`, `-Allow-Headers` and
+    /// `-Max-Age` are not sent.
     Custom(CorsFn),
 }
 
@@ -132,7 +168,8 @@ impl Cors {
     }
 
     /// The headers of a request to a path (`path`; [`PathCors::new`] with `None` for an
-    /// unknown one) and an endpoint, if it goes to one. A CORS function runs here, its panic
+    /// unknown one) and an endpoint, if it goes to one; the methods, allowed headers and max
+    /// age only when it is a preflight ([`is_preflight`]). A CORS function runs here, its panic
     /// caught (no headers then: the browser refuses the response, the safe outcome); an
     /// asynchronous one's future is polled with the response ([`CorsHeaders::poll_ready`]).
     pub fn headers(
@@ -141,24 +178,37 @@ impl Cors {
         path: &PathCors,
         endpoint: Option<&EndpointMeta>,
     ) -> CorsHeaders {
+        let preflight = is_preflight(parts);
         CorsHeaders(match self {
             Cors::Disabled => Pending::None,
-            Cors::Enabled => Pending::Default {
+            Cors::Enabled if preflight => Pending::Preflight {
                 methods: path.methods.clone(),
                 allowed_headers: path.allowed_headers.clone(),
             },
+            Cors::Enabled => Pending::AnyOrigin,
             Cors::Custom(function) => {
                 let empty = HeaderMap::new();
+                let defaults = if preflight {
+                    &path.defaults
+                } else {
+                    &path.actual_defaults
+                };
                 let logger = Logger::from_extensions(&parts.extensions);
                 let request = CorsRequest {
-                    default_headers: path.defaults.as_ref().unwrap_or(&empty),
+                    default_headers: defaults.as_ref().unwrap_or(&empty),
                     request: parts,
                     endpoint,
                     logger: &logger,
                 };
                 let outcome = catch_unwind(AssertUnwindSafe(|| match function {
-                    CorsFn::Sync(f) => Pending::Map(Box::new(checked(f(&request), &logger))),
-                    CorsFn::Async(f) => Pending::Future(Box::new((f(&request), logger.clone()))),
+                    CorsFn::Sync(f) => {
+                        Pending::Map(Box::new(checked(f(&request), &logger, preflight)))
+                    }
+                    CorsFn::Async(f) => Pending::Future(Box::new(Waiting {
+                        future: f(&request),
+                        logger: logger.clone(),
+                        preflight,
+                    })),
                 }));
                 outcome.unwrap_or_else(|_| {
                     logger.error("CORS function panicked; no CORS headers were sent");
@@ -176,8 +226,10 @@ pub struct PathCors {
     methods: Option<HeaderValue>,
     /// `content-type, authorization`, and the header credentials of the path's endpoints.
     allowed_headers: Option<HeaderValue>,
-    /// Built only when a function will be given them.
+    /// A preflight's defaults; built only when a function will be given them.
     defaults: Option<HeaderMap>,
+    /// Any other request's defaults (the origin only); built only for a function.
+    actual_defaults: Option<HeaderMap>,
 }
 
 impl PathCors {
@@ -192,9 +244,14 @@ impl PathCors {
                 methods: methods.cloned(),
                 allowed_headers: Some(allowed_headers),
                 defaults: None,
+                actual_defaults: None,
             },
             Cors::Custom(_) => Self {
                 defaults: Some(default_headers(methods, &allowed_headers)),
+                actual_defaults: Some(HeaderMap::from_iter([(
+                    ACCESS_CONTROL_ALLOW_ORIGIN,
+                    ALLOW_ORIGIN_ANY,
+                )])),
                 methods: methods.cloned(),
                 allowed_headers: Some(allowed_headers),
             },
@@ -218,8 +275,8 @@ fn allowed_headers(credentials: &[&str]) -> HeaderValue {
     HeaderValue::from_str(&value).unwrap_or(ALLOW_HEADERS)
 }
 
-/// The headers of [`Cors::Enabled`] for a path: any origin, its methods when known, the
-/// request headers it allows.
+/// The headers of [`Cors::Enabled`] for a preflight to a path: any origin, its methods when
+/// known, the request headers it allows.
 fn default_headers(methods: Option<&HeaderValue>, allowed: &HeaderValue) -> HeaderMap {
     let mut headers = HeaderMap::with_capacity(3);
     headers.insert(ACCESS_CONTROL_ALLOW_ORIGIN, ALLOW_ORIGIN_ANY);
@@ -236,8 +293,11 @@ pub struct CorsHeaders(Pending);
 
 enum Pending {
     None,
-    /// [`Cors::Enabled`]: the default headers, with the path's methods when the path is known.
-    Default {
+    /// [`Cors::Enabled`] on a request that is no preflight: `Access-Control-Allow-Origin: *`.
+    AnyOrigin,
+    /// [`Cors::Enabled`] on a preflight: the default headers, with the path's methods when the
+    /// path is known.
+    Preflight {
         methods: Option<HeaderValue>,
         allowed_headers: Option<HeaderValue>,
     },
@@ -245,14 +305,22 @@ enum Pending {
     /// every request's future, moved several times on the way to hyper.
     Map(Box<HeaderMap>),
     /// An asynchronous function's answer, to wait for.
-    Future(Box<(CorsFuture, Logger)>),
+    Future(Box<Waiting>),
+}
+
+/// An asynchronous function's answer being computed, and what checking it needs.
+struct Waiting {
+    future: CorsFuture,
+    logger: Logger,
+    preflight: bool,
 }
 
 impl fmt::Debug for CorsHeaders {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let state = match &self.0 {
             Pending::None => "None",
-            Pending::Default { .. } => "Default",
+            Pending::AnyOrigin => "AnyOrigin",
+            Pending::Preflight { .. } => "Preflight",
             Pending::Map(_) => "Map",
             Pending::Future(_) => "Future",
         };
@@ -270,11 +338,15 @@ impl CorsHeaders {
     /// future is caught and logged: no headers then.
     pub fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<()> {
         if let Pending::Future(pending) = &mut self.0 {
-            let (future, logger) = &mut **pending;
+            let Waiting {
+                future,
+                logger,
+                preflight,
+            } = &mut **pending;
             match catch_unwind(AssertUnwindSafe(|| future.as_mut().poll(cx))) {
                 Ok(Poll::Pending) => return Poll::Pending,
                 Ok(Poll::Ready(headers)) => {
-                    self.0 = Pending::Map(Box::new(checked(headers, logger)));
+                    self.0 = Pending::Map(Box::new(checked(headers, logger, *preflight)));
                 }
                 Err(_) => {
                     logger.error("CORS function panicked; no CORS headers were sent");
@@ -289,7 +361,12 @@ impl CorsHeaders {
     pub fn apply(self, response: &mut Response<Body>) {
         match self.0 {
             Pending::None | Pending::Future(..) => {}
-            Pending::Default {
+            Pending::AnyOrigin => {
+                response
+                    .headers_mut()
+                    .insert(ACCESS_CONTROL_ALLOW_ORIGIN, ALLOW_ORIGIN_ANY);
+            }
+            Pending::Preflight {
                 methods,
                 allowed_headers,
             } => {
@@ -308,9 +385,19 @@ impl CorsHeaders {
     }
 }
 
-/// Credentials with origin `*` would be refused by browsers, or worse, honoured by lax ones:
-/// drop the credentials header and say so.
-fn checked(mut headers: HeaderMap, logger: &Logger) -> HeaderMap {
+/// A function's answer as sent: without the headers only a preflight's answer is read for
+/// (`preflight` false), and without credentials with the origin `*`, which browsers would
+/// refuse, or worse, lax ones honour (the credentials header is dropped and that logged).
+fn checked(mut headers: HeaderMap, logger: &Logger, preflight: bool) -> HeaderMap {
+    if !preflight {
+        for name in [
+            ACCESS_CONTROL_ALLOW_METHODS,
+            ACCESS_CONTROL_ALLOW_HEADERS,
+            ACCESS_CONTROL_MAX_AGE,
+        ] {
+            headers.remove(name);
+        }
+    }
     let credentials = headers
         .get(ACCESS_CONTROL_ALLOW_CREDENTIALS)
         .is_some_and(|v| v.as_bytes().eq_ignore_ascii_case(b"true"));
@@ -339,6 +426,15 @@ mod tests {
             .0
     }
 
+    fn preflight() -> Parts {
+        Request::options("/x")
+            .header(ACCESS_CONTROL_REQUEST_METHOD, "GET")
+            .body(())
+            .unwrap_or_default()
+            .into_parts()
+            .0
+    }
+
     fn applied(mut headers: CorsHeaders) -> HeaderMap {
         let waker = std::task::Waker::noop();
         assert!(
@@ -357,15 +453,32 @@ mod tests {
         let path = PathCors::new(&Cors::Disabled, Some(&allow), &[]);
         assert!(applied(Cors::Disabled.headers(&parts(), &path, None)).is_empty());
         let path = PathCors::new(&Cors::Enabled, Some(&allow), &[]);
-        let headers = applied(Cors::Enabled.headers(&parts(), &path, None));
+        let headers = applied(Cors::Enabled.headers(&preflight(), &path, None));
         assert_eq!(headers, default_headers(Some(&allow), &ALLOW_HEADERS));
         assert_eq!(
             headers[ACCESS_CONTROL_ALLOW_HEADERS],
             "content-type, authorization"
         );
         let unknown = PathCors::new(&Cors::Enabled, None, &[]);
-        let headers = applied(Cors::Enabled.headers(&parts(), &unknown, None));
+        let headers = applied(Cors::Enabled.headers(&preflight(), &unknown, None));
         assert!(!headers.contains_key(ACCESS_CONTROL_ALLOW_METHODS));
+        let headers = applied(Cors::Enabled.headers(&parts(), &path, None));
+        assert_eq!(
+            headers,
+            HeaderMap::from_iter([(ACCESS_CONTROL_ALLOW_ORIGIN, ALLOW_ORIGIN_ANY)])
+        );
+    }
+
+    #[test]
+    fn a_preflight_is_an_options_naming_a_method() {
+        assert!(is_preflight(&preflight()));
+        assert!(!is_preflight(&parts()));
+        let mut options = preflight();
+        options.headers.clear();
+        assert!(!is_preflight(&options), "OPTIONS alone");
+        let mut get = preflight();
+        get.method = Method::GET;
+        assert!(!is_preflight(&get), "GET naming a method");
     }
 
     #[test]
@@ -375,14 +488,14 @@ mod tests {
             None,
             &["X-Token", "authorization", "x-api-key"],
         );
-        let headers = applied(Cors::Enabled.headers(&parts(), &path, None));
+        let headers = applied(Cors::Enabled.headers(&preflight(), &path, None));
         assert_eq!(
             headers[ACCESS_CONTROL_ALLOW_HEADERS],
             "content-type, authorization, x-api-key, x-token"
         );
         let cors = Cors::with(|request| request.default_headers.clone());
         let path = PathCors::new(&cors, None, &["x-token"]);
-        let headers = applied(cors.headers(&parts(), &path, None));
+        let headers = applied(cors.headers(&preflight(), &path, None));
         assert_eq!(
             headers[ACCESS_CONTROL_ALLOW_HEADERS],
             "content-type, authorization, x-token"

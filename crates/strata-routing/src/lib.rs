@@ -11,7 +11,9 @@
 //! - A trailing slash matches the same route; matching is case-sensitive; path parameters are
 //!   percent-decoded (a malformed escape is a 400).
 //! - CORS (must be chosen in the config, `strata-cors` says what headers a response gets):
-//!   with CORS on, `OPTIONS` on a known path is answered with 200 without running anything.
+//!   with CORS on, `OPTIONS` on a known path is answered with 200 without running anything;
+//!   only a preflight's answer (`OPTIONS` with `Access-Control-Request-Method`) lists the
+//!   path's methods and allowed headers, every response has the origin.
 //! - A `ServeStatic` of `strata-static` serves a directory under its key (GET and HEAD).
 //!
 //! The endpoints it holds are `strata-endpoint`'s type-erased [`Endpoint`]s, built once for the
@@ -48,6 +50,16 @@
 //! let router = Router::new(&tree, &config).expect("a valid tree");
 //!
 //! let response = router.clone().oneshot(Request::get("/v1/hello").body(String::new()).unwrap()).await.unwrap();
+//! assert_eq!(response.status(), 200);
+//! assert_eq!(response.headers()["access-control-allow-origin"], "*");
+//!
+//! // A CORS preflight: the path's methods, which only a preflight's answer carries.
+//! let preflight = Request::options("/v1/hello")
+//!     .header("origin", "https://app.example")
+//!     .header("access-control-request-method", "GET")
+//!     .body(String::new())
+//!     .unwrap();
+//! let response = router.clone().oneshot(preflight).await.unwrap();
 //! assert_eq!(response.status(), 200);
 //! assert_eq!(response.headers()["access-control-allow-methods"], "GET, HEAD, OPTIONS");
 //!

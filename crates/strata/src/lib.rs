@@ -102,7 +102,7 @@ pub mod endpoint {
 /// the trie, method dispatch, 404, 405, HEAD, OPTIONS), static directories ([`ServeStatic`])
 /// and CORS ([`Cors`]).
 pub mod router {
-    pub use strata_cors::{Cors, CorsFn, CorsFuture, CorsRequest};
+    pub use strata_cors::{Cors, CorsFn, CorsFuture, CorsRequest, is_preflight};
     pub use strata_routing::{
         MethodLikeRouteBehavior, Nest, Route, RouteInfo, Router, RouterFuture, RouterSettings,
         Routing, RoutingError, RoutingSettings, StaticMount, WrongMethodBehavior,
