@@ -488,7 +488,7 @@ fn upload_router() -> Router {
                     id: input.id,
                     name: input.cover.name().to_owned(),
                     mimetype: input.cover.mimetype().to_owned(),
-                    bytes: input.cover.data().to_vec(),
+                    bytes: input.cover.data().expect("in memory").to_vec(),
                     caption: input.caption,
                 })
             });

@@ -44,7 +44,7 @@ fn router() -> Router {
                 Ok(Received {
                     name: input.file.name().to_owned(),
                     mimetype: input.file.mimetype().to_owned(),
-                    bytes: input.file.data().to_vec(),
+                    bytes: input.file.data().expect("in memory").to_vec(),
                 })
             });
     let config = create_config()

@@ -55,7 +55,8 @@ impl FileInfo {
             name: file.name().to_owned(),
             size: file.size(),
             mimetype: file.mimetype().to_owned(),
-            text: String::from_utf8_lossy(file.data()).into_owned(),
+            text: String::from_utf8_lossy(file.data().expect("a small file, in memory"))
+                .into_owned(),
         }
     }
 }
@@ -456,14 +457,16 @@ async fn a_large_file_arrives_in_pieces_and_reads_whole() {
             async move {
                 let file = input.file;
                 let mut concatenated = Vec::new();
-                for piece in file.pieces() {
+                for piece in file.pieces().expect("in memory") {
                     concatenated.extend_from_slice(piece);
                 }
                 file.mv(&target).await?;
                 Ok(Arrived {
-                    pieces: file.pieces().len(),
+                    pieces: file.pieces().map_or(0, <[_]>::len),
                     size: file.size(),
-                    same: concatenated == file.data().as_ref(),
+                    same: file
+                        .data()
+                        .is_some_and(|data| concatenated == data.as_ref()),
                 })
             }
         });

@@ -141,7 +141,7 @@ pub(crate) fn place<I: Serialize>(
         push_query(&mut uri, &fields);
         return Ok(Placed {
             uri,
-            body: Some((file.mimetype().to_owned(), file.data().clone())),
+            body: Some((file.mimetype().to_owned(), contents(file)?)),
             headers,
         });
     }
@@ -235,7 +235,8 @@ fn multipart(fields: &[Field], files: &[UploadedFile]) -> Result<(String, Bytes)
         };
         for value in values {
             if let Some(index) = file_index(value) {
-                parts.push((name, Part::File(&files[index])));
+                let file = &files[index];
+                parts.push((name, Part::File(file, contents(file)?)));
             } else if let Some(text) = text_of(value) {
                 parts.push((name, Part::Text(text)));
             }
@@ -246,7 +247,7 @@ fn multipart(fields: &[Field], files: &[UploadedFile]) -> Result<(String, Bytes)
     for (name, part) in &parts {
         let (file, contents) = match part {
             Part::Text(text) => (None, text.as_bytes()),
-            Part::File(file) => (Some(*file), &file.data()[..]),
+            Part::File(file, contents) => (Some(*file), &contents[..]),
         };
         boundary.avoid(contents);
         let header = part_header(name, file).map_err(|error| {
@@ -268,7 +269,7 @@ fn multipart(fields: &[Field], files: &[UploadedFile]) -> Result<(String, Bytes)
         body.extend_from_slice(header.as_bytes());
         match part {
             Part::Text(text) => body.extend_from_slice(text.as_bytes()),
-            Part::File(file) => body.extend_from_slice(file.data()),
+            Part::File(_, contents) => body.extend_from_slice(contents),
         }
         body.extend_from_slice(b"\r\n");
     }
@@ -282,7 +283,34 @@ fn multipart(fields: &[Field], files: &[UploadedFile]) -> Result<(String, Bytes)
 /// A part of a form.
 enum Part<'f> {
     Text(Cow<'f, str>),
-    File(&'f UploadedFile),
+    /// A file and its bytes.
+    File(&'f UploadedFile, Bytes),
+}
+
+/// The bytes of a file to send: a file in memory's as they are; a file on disk's (an upload
+/// received past the server's spool threshold, forwarded) read whole, blocking, when the call
+/// is made. (Sending from disk without reading the file into memory is issue 51's next step.)
+fn contents(file: &UploadedFile) -> Result<Bytes, ClientError> {
+    if let Some(data) = file.data() {
+        return Ok(data.clone());
+    }
+    let read = file.path().map_or_else(
+        || Ok(Vec::new()),
+        |path| {
+            use std::io::Read;
+            let mut data = Vec::new();
+            std::fs::File::open(path)?
+                .take(file.len())
+                .read_to_end(&mut data)?;
+            Ok(data)
+        },
+    );
+    read.map(Bytes::from).map_err(|error: std::io::Error| {
+        ClientError::Input(format!(
+            "the file {}: cannot read it from disk: {error}",
+            multipart_writer::shown(file.name())
+        ))
+    })
 }
 
 /// One path segment, percent-encoded; `.` and `..` escaped, since clients and servers resolve
@@ -462,6 +490,33 @@ mod tests {
              --{boundary}--\r\n"
         );
         assert_eq!(String::from_utf8_lossy(&body), expected);
+    }
+
+    #[test]
+    fn a_file_on_disk_is_read_into_the_form_and_a_missing_one_is_an_input_error() {
+        #[derive(Serialize)]
+        struct Upload {
+            doc: UploadedFile,
+        }
+        let path = std::env::temp_dir().join(format!("strata-client-{}.bin", std::process::id()));
+        std::fs::write(&path, b"on disk, and more").unwrap();
+        let upload = Upload {
+            doc: UploadedFile::on_disk("d.bin", "", &path, 7, ()),
+        };
+        let (_, body) = place(&Method::POST, "/", &upload).unwrap().body.unwrap();
+        let body = String::from_utf8_lossy(&body).into_owned();
+        assert!(
+            body.contains("\r\n\r\non disk\r\n--"),
+            "its first 7 bytes: {body}"
+        );
+        std::fs::remove_file(&path).unwrap();
+        let Err(ClientError::Input(message)) = place(&Method::POST, "/", &upload) else {
+            panic!("a file gone from disk is an input error");
+        };
+        assert!(
+            message.starts_with("the file \"d.bin\": cannot read it"),
+            "{message}"
+        );
     }
 
     #[test]

@@ -51,8 +51,8 @@ const DEFAULT_MIMETYPE: &str = "application/octet-stream";
 /// wherever it is: `file.bytes().await?` (the whole contents), `file.open().await?` (an
 /// `AsyncRead`, a chunk at a time), `file.mv(path).await?` (a rename for a file on disk).
 /// [`data`](Self::data), [`pieces`](Self::pieces) and [`into_data`](Self::into_data) give the
-/// bytes of a file held in memory, without waiting, and panic for one on disk (which they would
-/// have to read whole, blocking): [`try_data`](Self::try_data) is the same without the panic.
+/// bytes of a file held in memory, without waiting, and nothing for one on disk (which they
+/// would have to read whole, blocking).
 ///
 /// In memory, the multipart reader keeps a file as the pieces it arrived in, without copying
 /// them into one buffer: [`pieces`](Self::pieces) reads them as they are;
@@ -140,8 +140,8 @@ impl UploadedFile {
     ///     vec![Bytes::from_static(b"hello, "), Bytes::from_static(b"world")],
     /// );
     /// assert_eq!(file.size(), 12);
-    /// assert_eq!(file.pieces().len(), 2);
-    /// assert_eq!(file.data().as_ref(), b"hello, world");
+    /// assert_eq!(file.pieces().map(<[Bytes]>::len), Some(2));
+    /// assert_eq!(file.data().unwrap().as_ref(), b"hello, world");
     /// ```
     pub fn from_pieces(
         name: impl Into<String>,
@@ -175,7 +175,7 @@ impl UploadedFile {
     /// let file = UploadedFile::on_disk("report.pdf", "application/pdf", "/srv/report.pdf", 2048, ());
     /// assert_eq!(file.path().unwrap().to_str(), Some("/srv/report.pdf"));
     /// assert_eq!(file.size(), 2048);
-    /// assert!(file.try_data().is_none(), "on disk: read it with UploadedFileExt");
+    /// assert!(file.data().is_none(), "on disk: read it with UploadedFileExt");
     /// ```
     pub fn on_disk(
         name: impl Into<String>,
@@ -208,23 +208,12 @@ impl UploadedFile {
         &self.name
     }
 
-    /// The contents in one buffer, for a file held in memory. A file kept in pieces is joined
+    /// The contents in one buffer, for a file held in memory; `None` for a file on disk (an
+    /// upload past the spool threshold: read it with `file.bytes().await?` or
+    /// `file.open().await?`, `strata_upload::UploadedFileExt`). A file kept in pieces is joined
     /// on the first call (one copy, kept for the next calls and the file's clones);
     /// [`pieces`](Self::pieces) reads it without.
-    ///
-    /// # Panics
-    ///
-    /// For a file on disk (an upload past the spool threshold, see [`path`](Self::path)),
-    /// naming what to call instead: `file.bytes().await?` or `file.open().await?`
-    /// (`strata_upload::UploadedFileExt`), or [`try_data`](Self::try_data).
-    pub fn data(&self) -> &Bytes {
-        self.try_data()
-            .unwrap_or_else(|| self.on_disk_panic("data"))
-    }
-
-    /// The contents in one buffer for a file held in memory (as [`data`](Self::data));
-    /// `None` for a file on disk.
-    pub fn try_data(&self) -> Option<&Bytes> {
+    pub fn data(&self) -> Option<&Bytes> {
         match &self.contents {
             Contents::Whole(data) => Some(data),
             Contents::Pieces(pieces) => Some(pieces.whole.get_or_init(|| {
@@ -240,43 +229,29 @@ impl UploadedFile {
 
     /// The contents of a file held in memory as the pieces they arrived in, in order (one
     /// piece for a file in one buffer; none for an empty file): a handler that reads a large
-    /// file once (a checksum, a copy elsewhere) reads it without joining it.
-    ///
-    /// # Panics
-    ///
-    /// For a file on disk, as [`data`](Self::data).
-    pub fn pieces(&self) -> &[Bytes] {
+    /// file once (a checksum, a copy elsewhere) reads it without joining it. `None` for a file
+    /// on disk, as [`data`](Self::data).
+    pub fn pieces(&self) -> Option<&[Bytes]> {
         match &self.contents {
-            Contents::Whole(data) if data.is_empty() => &[],
-            Contents::Whole(data) => std::slice::from_ref(data),
-            Contents::Pieces(pieces) => &pieces.pieces,
-            Contents::OnDisk(_) => self.on_disk_panic("pieces"),
+            Contents::Whole(data) if data.is_empty() => Some(&[]),
+            Contents::Whole(data) => Some(std::slice::from_ref(data)),
+            Contents::Pieces(pieces) => Some(&pieces.pieces),
+            Contents::OnDisk(_) => None,
         }
     }
 
-    /// The contents in one buffer, taken out (no copy for a file in one buffer; see
-    /// [`data`](Self::data)).
+    /// The contents of a file held in memory in one buffer, taken out (no copy for a file in
+    /// one buffer; see [`data`](Self::data)); the file itself back for a file on disk.
     ///
-    /// # Panics
+    /// # Errors
     ///
-    /// For a file on disk, as [`data`](Self::data).
-    pub fn into_data(self) -> Bytes {
+    /// The file, for a file on disk.
+    pub fn into_data(self) -> Result<Bytes, Self> {
         match self.contents {
-            Contents::Whole(data) => data,
-            Contents::Pieces(_) => self.data().clone(),
-            Contents::OnDisk(_) => self.on_disk_panic("into_data"),
+            Contents::Whole(data) => Ok(data),
+            Contents::Pieces(_) => Ok(self.data().cloned().unwrap_or_default()),
+            Contents::OnDisk(_) => Err(self),
         }
-    }
-
-    #[cold]
-    fn on_disk_panic(&self, method: &str) -> ! {
-        panic!(
-            "UploadedFile::{method}: the file {:?} ({} bytes) is on disk, past the spool \
-             threshold: read it with `file.bytes().await?` or `file.open().await?` \
-             (strata_upload::UploadedFileExt), or check `try_data()` first",
-            self.name,
-            self.contents.size()
-        )
     }
 
     /// Where the file's bytes are, for a file on disk (an upload past the spool threshold, in
@@ -329,7 +304,7 @@ impl PartialEq for UploadedFile {
                     _ => false,
                 }
             }
-            _ => same_bytes(self.pieces(), other.pieces()),
+            _ => same_bytes(self.pieces().unwrap_or(&[]), other.pieces().unwrap_or(&[])),
         }
     }
 }
@@ -346,7 +321,7 @@ impl UploadedFile {
                     .read_to_end(&mut data)?;
                 Ok(vec![Bytes::from(data)])
             }
-            _ => Ok(self.pieces().to_vec()),
+            _ => Ok(self.pieces().unwrap_or(&[]).to_vec()),
         }
     }
 }
@@ -521,7 +496,10 @@ mod tests {
             vec![piece("ab"), piece(""), piece("cde"), piece("f")],
         );
         assert_eq!(split.size(), 6);
-        assert_eq!(split.pieces(), [piece("ab"), piece("cde"), piece("f")]);
+        assert_eq!(
+            split.pieces().unwrap(),
+            [piece("ab"), piece("cde"), piece("f")]
+        );
         let other = UploadedFile::from_pieces("f", "", vec![piece("abcd"), piece("ef")]);
         let whole = UploadedFile::new("f", "", piece("abcdef"));
         assert_eq!(split, other);
@@ -531,15 +509,21 @@ mod tests {
         assert_ne!(split, UploadedFile::new("g", "", piece("abcdef")));
         // Joined once, shared by clones.
         let clone = split.clone();
-        assert_eq!(split.data().as_ref(), b"abcdef");
-        assert_eq!(clone.data().as_ptr(), split.data().as_ptr());
-        assert_eq!(split.into_data(), piece("abcdef"));
+        assert_eq!(split.data().unwrap().as_ref(), b"abcdef");
+        assert_eq!(
+            clone.data().unwrap().as_ptr(),
+            split.data().unwrap().as_ptr()
+        );
+        assert_eq!(split.into_data().unwrap(), piece("abcdef"));
         // One piece is kept as it is; none is an empty file.
         let one = piece("xyz");
         let single = UploadedFile::from_pieces("f", "", vec![Bytes::new(), one.clone()]);
-        assert_eq!(single.data().as_ptr(), one.as_ptr());
+        assert_eq!(single.data().unwrap().as_ptr(), one.as_ptr());
         let empty = UploadedFile::from_pieces("f", "", Vec::new());
-        assert_eq!((empty.size(), empty.pieces().len()), (0, 0));
+        assert_eq!(
+            (empty.size(), empty.pieces().map(<[Bytes]>::len)),
+            (0, Some(0))
+        );
         assert_eq!(empty, UploadedFile::new("f", "", Bytes::new()));
     }
 
@@ -592,7 +576,10 @@ mod tests {
         );
         assert!(form.absent.is_none());
         // The bytes are shared, not copied.
-        assert_eq!(form.maybe.unwrap().data().as_ptr(), b.data().as_ptr());
+        assert_eq!(
+            form.maybe.unwrap().data().unwrap().as_ptr(),
+            b.data().unwrap().as_ptr()
+        );
     }
 
     #[test]

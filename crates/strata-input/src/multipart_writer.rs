@@ -40,7 +40,7 @@
 //!
 //! // A boundary that none of the contents holds.
 //! let mut boundary = Boundary::new();
-//! boundary.avoid(file.data());
+//! boundary.avoid(file.data().unwrap());
 //! assert!(boundary.as_str().starts_with("strata-"));
 //! ```
 

@@ -41,8 +41,13 @@ pub struct RawBody {
 impl RawBody {
     /// A body of `data` declared as `content_type` (empty: `application/octet-stream`).
     pub fn new(content_type: impl Into<String>, data: impl Into<Bytes>) -> Self {
+        // Through a file: its empty media type becomes `application/octet-stream` alike.
         let file = UploadedFile::new("", content_type, data);
-        Self::from(file)
+        let content_type = file.mimetype().to_owned();
+        Self {
+            content_type,
+            data: file.into_data().unwrap_or_default(),
+        }
     }
 
     /// The bytes, as received.
@@ -72,13 +77,15 @@ impl RawBody {
 }
 
 // The parse stage delivers the body as a nameless file: the input deserializer already knows
-// how to hand a file's bytes to a typed input without copying them.
-impl From<UploadedFile> for RawBody {
-    fn from(file: UploadedFile) -> Self {
-        Self {
-            content_type: file.mimetype().to_owned(),
-            data: file.into_data(),
-        }
+// how to hand a file's bytes to a typed input without copying them. A raw body is held in
+// memory: a file on disk (a multipart part past the spool threshold) is given back.
+impl TryFrom<UploadedFile> for RawBody {
+    type Error = UploadedFile;
+
+    fn try_from(file: UploadedFile) -> Result<Self, UploadedFile> {
+        let content_type = file.mimetype().to_owned();
+        let data = file.into_data()?;
+        Ok(Self { content_type, data })
     }
 }
 
@@ -104,12 +111,11 @@ impl<'de> Deserialize<'de> for RawBody {
         let file = UploadedFile::deserialize(deserializer)?;
         // The parse stage reads a raw body into memory; a file on disk (a multipart part past
         // the spool threshold) would have to be read whole here.
-        if file.path().is_some() {
-            return Err(serde::de::Error::custom(
+        Self::try_from(file).map_err(|_| {
+            serde::de::Error::custom(
                 "a raw body is held in memory: an uploaded file on disk cannot be one",
-            ));
-        }
-        Ok(Self::from(file))
+            )
+        })
     }
 }
 

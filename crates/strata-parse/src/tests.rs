@@ -250,7 +250,7 @@ async fn multipart_gives_text_fields_and_files_when_uploads_are_on() {
         ParsedBody::Form(vec![("title".into(), TextValue::One("Trip".into()))])
     );
     assert_eq!(parsed.files[0].0, "photo");
-    assert_eq!(parsed.files[0].1[0].data().as_ref(), b"jpeg");
+    assert_eq!(parsed.files[0].1[0].data().unwrap().as_ref(), b"jpeg");
 }
 
 #[cfg(feature = "upload")]

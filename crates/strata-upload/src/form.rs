@@ -101,7 +101,8 @@ impl MultipartForm {
             }
             None => file,
         };
-        self.boundary.avoid(file.data());
+        self.boundary
+            .avoid(file.data().map_or(&[][..], |data| &data[..]));
         self.parts.push(Part::File {
             name: name.into(),
             file,
@@ -129,7 +130,7 @@ impl MultipartForm {
                 }
                 Part::File { name, file } => {
                     out.put_slice(part_header_lossy(name, Some(file)).as_bytes());
-                    out.put_slice(file.data());
+                    out.put_slice(file.data().map_or(&[][..], |data| &data[..]));
                 }
             }
             out.put_slice(b"\r\n");

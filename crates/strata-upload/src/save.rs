@@ -85,7 +85,7 @@ impl UploadedFileExt for UploadedFile {
                 } else {
                     let mut file = create_new(&temporary).await?;
                     // Piece by piece: a file kept in pieces is not joined to be written.
-                    for piece in self.pieces() {
+                    for piece in self.pieces().unwrap_or(&[]) {
                         file.write_all(piece).await?;
                     }
                     file.flush().await?;
@@ -107,7 +107,7 @@ impl UploadedFileExt for UploadedFile {
     }
 
     async fn bytes(&self) -> io::Result<Bytes> {
-        if let Some(data) = self.try_data() {
+        if let Some(data) = self.data() {
             return Ok(data.clone());
         }
         let mut data = Vec::with_capacity(self.size());
@@ -122,7 +122,7 @@ impl UploadedFileExt for UploadedFile {
                 let file = tokio::fs::File::open(path).await?;
                 Inner::Disk(file.take(self.len()))
             }
-            None => Inner::Memory(self.pieces().to_vec(), 0),
+            None => Inner::Memory(self.pieces().unwrap_or(&[]).to_vec(), 0),
         };
         Ok(FileReader { inner })
     }

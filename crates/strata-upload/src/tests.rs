@@ -69,7 +69,7 @@ async fn fields_and_files_are_grouped_by_name() {
         (docs[1].name(), docs[1].size(), docs[1].mimetype()),
         ("two.pdf", 5, "application/pdf")
     );
-    assert_eq!(docs[1].data().as_ref(), [7; 5]);
+    assert_eq!(docs[1].data().unwrap().as_ref(), [7; 5]);
     assert_eq!(parts.files[1].1[0].mimetype(), "application/octet-stream");
 }
 
@@ -478,7 +478,7 @@ async fn a_file_past_the_threshold_is_on_disk_until_dropped_and_a_smaller_one_in
     assert!(path.starts_with(&dir), "{}", path.display());
     assert_eq!((on_disk.name(), on_disk.len()), ("l.bin", 300_000));
     assert_eq!(limits.disk_used(), 300_000);
-    assert!(on_disk.try_data().is_none());
+    assert!(on_disk.data().is_none() && on_disk.pieces().is_none());
     // Read whole, or a chunk at a time: the bytes sent.
     assert!(on_disk.bytes().await.unwrap() == large);
     let mut read = Vec::new();
@@ -512,18 +512,21 @@ async fn a_file_past_the_threshold_is_on_disk_until_dropped_and_a_smaller_one_in
 }
 
 #[tokio::test]
-#[should_panic(
-    expected = "is on disk, past the spool threshold: read it with `file.bytes().await?`"
-)]
-async fn data_of_a_file_on_disk_panics_naming_what_to_call() {
-    let dir = spool_dir("data-panics");
+async fn a_file_on_disk_has_no_bytes_in_memory_and_is_given_back_whole() {
+    use crate::UploadedFileExt;
+    let dir = spool_dir("data-on-disk");
     let limits = UploadLimits::builder()
         .spool_threshold(10)
         .spool_dir(&dir)
         .build();
     let form = MultipartForm::new().file("f", UploadedFile::new("f", "", vec![0_u8; 11]));
-    let parts = read(form, &limits).await.unwrap();
-    let _ = parts.files[0].1[0].data();
+    let mut parts = read(form, &limits).await.unwrap();
+    let file = parts.files[0].1.remove(0);
+    assert!(file.data().is_none() && file.pieces().is_none());
+    let file = file.into_data().unwrap_err();
+    assert_eq!(file.bytes().await.unwrap().as_ref(), [0_u8; 11]);
+    drop((file, parts, limits));
+    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 #[tokio::test]
