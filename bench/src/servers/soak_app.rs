@@ -55,7 +55,10 @@ pub(crate) fn routing() -> Routing {
         .post()
         .handler(async |order: Order| Ok(summarize(order)));
     let upload = factory.post().handler(async |input: UploadInput| {
-        let data = input.file.data();
+        // In memory or on disk (past the spool threshold), read whole.
+        let data = input.file.bytes().await.map_err(|error| {
+            strata::ApiError::internal(format!("the upload cannot be read: {error}"))
+        })?;
         Ok(UploadOutput {
             name: input.file.name().to_owned(),
             size: data.len(),
