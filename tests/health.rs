@@ -216,3 +216,32 @@ async fn attached_routing_answers_the_probes_and_the_application_drains_them() {
     assert_eq!(get("/readyz").await.0, 503);
     assert_eq!(get("/livez").await.0, 200);
 }
+
+/// A `Health` is a tower service: mounted in an axum application, it answers its paths, and
+/// the application's own shutdown turns readiness off.
+#[tokio::test]
+async fn health_mounts_in_an_axum_application() {
+    let health = Health::new().check("db", || async { Ok::<_, String>(()) });
+    let app = axum::Router::new()
+        .route_service("/health/live", health.clone())
+        .route_service("/health/ready", health.clone());
+    let get = |path: &str| {
+        let request = http::Request::get(path)
+            .body(axum::body::Body::empty())
+            .unwrap();
+        let app = app.clone();
+        async move {
+            let response = app.oneshot(request).await.unwrap();
+            let status = response.status().as_u16();
+            let body = response.into_body().collect().await.unwrap().to_bytes();
+            (status, String::from_utf8(body.to_vec()).unwrap())
+        }
+    };
+    assert_eq!(
+        get("/health/ready").await,
+        (200, r#"{"checks":{"db":"ok"},"status":"ok"}"#.to_owned())
+    );
+    health.start_draining();
+    assert_eq!(get("/health/ready").await.0, 503);
+    assert_eq!(get("/health/live").await.0, 200);
+}
