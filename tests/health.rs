@@ -172,7 +172,7 @@ async fn a_failing_check_makes_readiness_503_naming_it() {
 #[tokio::test]
 async fn a_hung_check_times_out_and_the_probe_answers() {
     let health = Health::new()
-        .check("db", || std::future::pending::<Result<(), String>>())
+        .check("db", std::future::pending::<Result<(), String>>)
         .timeout(Duration::from_millis(100));
     let (server, addr) = serve(health, &Started::default()).await;
     let answer = tokio::time::timeout(Duration::from_secs(10), fetch(addr, "/health/ready"))
