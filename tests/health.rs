@@ -126,7 +126,13 @@ async fn readiness_answers_503_from_the_start_of_the_shutdown_while_requests_sti
         )),
         "the request in flight completed"
     );
+    // A `Server` dropped during its drain stops at once.
     shutdown.abort();
+    let _ = shutdown.await;
+    until("the dropped server stops listening", || {
+        std::net::TcpStream::connect(addr).is_err()
+    })
+    .await;
 }
 
 #[tokio::test]
@@ -146,6 +152,40 @@ async fn after_the_drain_delay_the_server_stops_listening_and_shuts_down() {
         .await
         .expect("the shutdown ends after its drain delay")
         .unwrap();
+}
+
+/// `run` stops the server with the handle's own `shutdown` once it sees it: a second call
+/// during the drain must not end it.
+#[tokio::test]
+async fn a_second_shutdown_call_does_not_cut_the_drain_short() {
+    let started = Started::default();
+    let health = Health::new().drain_delay(Duration::from_secs(600));
+    let (server, addr) = serve(health, &started).await;
+    let handle = server.shutdown_handle();
+    let running = tokio::spawn(server.run());
+    handle.shutdown();
+    handle.shutdown();
+    let draining = tokio::time::timeout(Duration::from_secs(10), async {
+        loop {
+            if let Some((503, _)) = fetch(addr, "/health/ready").await {
+                return;
+            }
+            tokio::task::yield_now().await;
+        }
+    })
+    .await;
+    assert!(draining.is_ok(), "readiness never answered 503");
+    for _ in 0..20 {
+        assert_eq!(
+            fetch(addr, "/wait?hold=false")
+                .await
+                .map(|(status, _)| status),
+            Some(200),
+            "the server stopped accepting during its drain"
+        );
+    }
+    assert!(!running.is_finished());
+    running.abort();
 }
 
 #[tokio::test]

@@ -189,7 +189,7 @@ impl Health {
     }
 
     /// The drain delay ([`drain_delay`](Self::drain_delay)).
-    pub fn drain_delay_time(&self) -> Duration {
+    pub(crate) fn drain_time(&self) -> Duration {
         self.drain_delay
     }
 
@@ -368,7 +368,7 @@ pub(crate) fn after_drain(
     stop: watch::Receiver<bool>,
     health: Option<&Health>,
 ) -> watch::Receiver<bool> {
-    let delay = health.map_or(Duration::ZERO, Health::drain_delay_time);
+    let delay = health.map_or(Duration::ZERO, Health::drain_time);
     if delay.is_zero() {
         return stop;
     }
@@ -376,10 +376,12 @@ pub(crate) fn after_drain(
     let mut stop = stop;
     tokio::spawn(async move {
         if stop.wait_for(|stop| *stop).await.is_ok() {
+            // The handle may send `true` again (`run` does): only a dropped server, whose
+            // sender is gone, ends the drain early.
+            let dropped = async { while stop.changed().await.is_ok() {} };
             tokio::select! {
                 () = tokio::time::sleep(delay) => {}
-                // The server was dropped meanwhile: nothing is left to drain for.
-                _ = stop.changed() => {}
+                () = dropped => {}
             }
             delayed.send_replace(true);
         }
