@@ -54,6 +54,7 @@ use tower_layer::Layer;
 use tower_service::Service;
 
 use crate::connection::deadline::MinDataRate;
+use crate::health::Health;
 
 /// Where a server listens (a listener you bound yourself goes to
 /// [`CreateServer::listener`](crate::CreateServer::listener)).
@@ -385,6 +386,8 @@ pub struct ServerSettings {
     pub etags: ETags,
     /// Limits against slow or greedy clients.
     pub limits: ServerLimits,
+    /// The liveness and readiness probes, answered ahead of the router; `None`: none.
+    pub health: Option<Health>,
 }
 
 /// The configuration of a server: the server's, the router's and the pipeline's settings,
@@ -468,6 +471,10 @@ impl ConfigBuilder {
         etags(etags: ETags) => config.server.etags = etags;
         /// Sets the limits against slow or greedy clients.
         limits(limits: ServerLimits) => config.server.limits = limits;
+        /// Answers liveness and readiness probes ([`Health`]: `/health/live` and
+        /// `/health/ready` by default) ahead of the router, readiness turned off when the
+        /// server's shutdown starts. Default: no probes.
+        health(health: Health) => config.server.health = Some(health);
         /// Chooses CORS: [`Cors::Enabled`] (the default headers, `OPTIONS` answered),
         /// [`Cors::Disabled`], or [`Cors::with`] a function computing the headers of each
         /// request. It must be chosen: routing refuses to start otherwise.

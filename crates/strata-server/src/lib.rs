@@ -20,6 +20,7 @@
 //!   made on each request before the application sees it);
 //! - `app`: the application stack every request runs through ([`App`]: request ids, `ETag`s,
 //!   compression, the router; the application's own layers; [`attach_routing`]);
+//! - `health`: the liveness and readiness probes ([`Health`]), answered ahead of the router;
 //! - `logging` and `tls`: the default log subscriber, and TLS material into an acceptor.
 //!
 //! # Example
@@ -42,6 +43,7 @@ mod app;
 mod config;
 mod connection;
 mod error;
+mod health;
 mod listen;
 mod logging;
 mod server;
@@ -61,6 +63,9 @@ pub use config::{
 pub use connection::ServedApp;
 pub use connection::deadline::{BodyDeadline, MinDataRate, ServerBody};
 pub use error::ServerError;
+pub use health::{
+    DEFAULT_CHECK_TIMEOUT, DEFAULT_LIVE_PATH, DEFAULT_READY_PATH, Health, HealthFuture,
+};
 pub use logging::install_default_subscriber;
 pub use server::{
     AroundApp, CreateServer, Listener, ListeningServer, LocalAddr, NoLayers, Protocol, Server,

@@ -59,11 +59,17 @@ pub struct ListeningServer {
 #[derive(Debug, Clone)]
 pub struct ShutdownHandle {
     sender: Arc<watch::Sender<bool>>,
+    health: Option<crate::Health>,
 }
 
 impl ShutdownHandle {
     /// Stops accepting connections; requests in flight finish (within the shutdown timeout).
+    /// With health probes, readiness answers 503 from now on, and the listeners keep
+    /// accepting for their drain delay first.
     pub fn shutdown(&self) {
+        if let Some(health) = &self.health {
+            health.start_draining();
+        }
         self.sender.send_replace(true);
     }
 }
@@ -480,6 +486,7 @@ async fn start<L: AroundApp>(create: CreateServer<'_, L>) -> Result<Server, Serv
     let limits = &config.server.limits;
     let builder = Arc::new(connection_builder(limits));
     let (sender, receiver) = watch::channel(false);
+    let receiver = crate::health::after_drain(receiver, config.server.health.as_ref());
     let slots = Arc::new(Semaphore::new(
         limits
             .max_connections
@@ -546,6 +553,7 @@ async fn start<L: AroundApp>(create: CreateServer<'_, L>) -> Result<Server, Serv
         servers,
         handle: ShutdownHandle {
             sender: Arc::new(sender),
+            health: config.server.health.clone(),
         },
         tasks,
     })

@@ -23,6 +23,7 @@ use tower_layer::Layer;
 use tower_service::Service;
 
 use crate::config::Config;
+use crate::health::Health;
 
 use crate::app::etag::ETag;
 use crate::app::request_id::{RequestId, RequestIdLayer};
@@ -65,6 +66,8 @@ pub type RouterStackFuture =
 #[derive(Clone, Debug)]
 pub struct RouterStack {
     inner: BoxCloneSyncService<Request<Body>, Response<Body>, Infallible>,
+    /// The probes, answered before the router (and its CORS, `ETag`s, compression).
+    health: Option<Health>,
 }
 
 impl RouterStack {
@@ -86,7 +89,10 @@ impl RouterStack {
                 ));
             }
         };
-        Ok(Self { inner })
+        Ok(Self {
+            inner,
+            health: None,
+        })
     }
 }
 
@@ -136,6 +142,11 @@ where
     }
 
     fn call(&mut self, request: Request<B>) -> RouterStackFuture {
+        if let Some(health) = &self.health
+            && let Some(answer) = health.answer(request.method(), request.uri().path())
+        {
+            return answer;
+        }
         self.inner.call(request.map(Body::new))
     }
 }
@@ -149,7 +160,8 @@ pub(crate) fn build_app(
     let router = Router::new(routing, config)?;
     let compress = config.server.compression != crate::config::Compression::Off;
     let etags = config.server.etags != crate::config::ETags::Off;
-    let app = RouterStack::new(router, compress, etags)?;
+    let mut app = RouterStack::new(router, compress, etags)?;
+    app.health.clone_from(&config.server.health);
     Ok(RequestIdLayer::new(logger.clone())
         .echo(config.server.request_ids == crate::config::RequestIds::Echoed)
         .layer(app))
