@@ -12,9 +12,12 @@
 //!
 //! The environment: `PORT` (default 8101), `REDIS_URL` (default `redis://127.0.0.1:6379/`),
 //! `REPLICA` (its name in the answers, default `replica-<port>`), `RATE` (requests per hour per
-//! client, default 100). Routes:
+//! client, default 100), `DRAIN_MS` (below). Routes:
 //!
-//! - `GET /health`: 200 while the replica serves (the load balancer's check).
+//! - `GET /health/ready`: the load balancer's check: 200 while the replica serves, 503 from the
+//!   moment its shutdown starts; it keeps serving for `DRAIN_MS` (default 1,000) more, so the
+//!   balancer stops sending it requests before it stops accepting them (`strata::Health`).
+//!   `GET /health/live`: 200 while the process serves.
 //! - `GET /v1/hello`: which replica answered; `RATE` requests per hour per client address, the
 //!   budget in Redis. Behind a proxy on 127.0.0.0/8 (haproxy with `option forwardfor`), the
 //!   client is the address in `X-Forwarded-For`. Redis down: the requests go through (the
@@ -27,6 +30,8 @@
 
 use std::net::SocketAddr;
 use std::sync::Arc;
+use std::time::Duration;
+
 use strata::Routing;
 use strata::events::Emitter;
 use strata::server::LogColor;
@@ -36,7 +41,7 @@ use strata::events::{Broadcaster, Topic};
 use strata::prelude::*;
 use strata::ratelimit::{HeadersOn, Key, Quota, RateLimit, TrustedProxies};
 use strata::redis::{RedisBroadcaster, RedisRateLimitStore};
-use strata::{Config, Level, Server};
+use strata::{Config, Health, Level, Server};
 
 /// The events of `GET /v1/messages`.
 #[strata::model(output)]
@@ -122,12 +127,7 @@ pub(crate) fn replica_routing(
                 Ok(())
             }
         });
-    let health = default_endpoints_factory()
-        .get()
-        .short_description("The load balancer's check")
-        .handler_without_input(async || Ok(Health { status: "ok" }));
     Ok(routing! {
-        "health" => health,
         "v1" => {
             "hello" => hello,
             "messages" => { "get" => subscribe, "post" => post },
@@ -135,29 +135,28 @@ pub(crate) fn replica_routing(
     })
 }
 
-#[strata::model(output)]
-struct Health {
-    status: &'static str,
-}
-
-/// The configuration of a replica on `127.0.0.1:port`.
-pub(crate) fn replica_config(port: u16) -> Config {
+/// The configuration of a replica on `127.0.0.1:port`, with its health probes: readiness 503
+/// and `drain` more of serving once its shutdown starts.
+pub(crate) fn replica_config(port: u16, drain: Duration) -> Config {
     create_config()
         .cors(Cors::Disabled)
         .listen(SocketAddr::from(([127, 0, 0, 1], port)))
         .logger(LoggerOptions::new(Level::Warn).color(LogColor::Never))
+        .health(Health::new().drain_delay(drain))
         .build()
 }
 
-/// A replica serving on `127.0.0.1:port` (0: any free port).
+/// A replica serving on `127.0.0.1:port` (0: any free port), draining for `drain` when shut
+/// down.
 pub(crate) async fn start_replica(
     port: u16,
     redis_url: &str,
     name: &str,
     per_hour: u32,
+    drain: Duration,
 ) -> Result<Server, Box<dyn std::error::Error>> {
     let routing = replica_routing(redis_url, name, per_hour)?;
-    Ok(create_server(&replica_config(port), &routing).await?)
+    Ok(create_server(&replica_config(port, drain), &routing).await?)
 }
 
 fn env_or<T: std::str::FromStr>(name: &str, default: T) -> Result<T, String> {
@@ -175,7 +174,8 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let redis_url = env_or("REDIS_URL", "redis://127.0.0.1:6379/".to_owned())?;
     let name = env_or("REPLICA", format!("replica-{port}"))?;
     let per_hour = env_or("RATE", 100_u32)?;
-    start_replica(port, &redis_url, &name, per_hour)
+    let drain = Duration::from_millis(env_or("DRAIN_MS", 1_000_u64)?);
+    start_replica(port, &redis_url, &name, per_hour, drain)
         .await?
         .run()
         .await;

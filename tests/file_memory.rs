@@ -19,17 +19,9 @@ use tokio::net::TcpStream;
 mod http_client;
 use http_client::{send, serve};
 
-/// The process's peak resident memory since the last reset, in KiB.
-fn peak_rss_kib() -> u64 {
-    let status = std::fs::read_to_string("/proc/self/status").unwrap();
-    let line = status.lines().find(|l| l.starts_with("VmHWM:")).unwrap();
-    line.split_whitespace().nth(1).unwrap().parse().unwrap()
-}
-
-/// Resets the peak to the memory resident now (Linux 4.0 and later).
-fn reset_peak_rss() {
-    std::fs::write("/proc/self/clear_refs", "5").expect("resetting the peak resident memory");
-}
+#[path = "common/memory.rs"]
+mod memory;
+use memory::{peak_rss_kib, reset_peak_rss};
 
 #[derive(Deserialize, Validate, JsonSchema)]
 #[garde(allow_unvalidated)]

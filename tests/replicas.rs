@@ -1,5 +1,6 @@
 //! Three replicas of `examples/replicas.rs` behind a real haproxy (round robin, health checks
-//! on `/health`, retries on another replica), sharing one real redis-server, over real
+//! on the replicas' readiness probe `/health/ready`, no retries: a request haproxy cannot get
+//! answered reaches the client as a 502/503), sharing one real redis-server, over real
 //! sockets. The replicas run in this process (each its own server, listener, Redis
 //! connections, rate-limit store and broadcaster: they share nothing but Redis), so that the
 //! test stops and starts them on their ports; redis-server and haproxy are processes of their
@@ -119,17 +120,21 @@ fn redis_server(port: u16, dir: &std::path::Path) -> Process {
     process
 }
 
-/// haproxy on `front`, round robin over `replicas`, checking `/health` every 100 ms.
+/// How long a replica keeps serving once its shutdown starts, readiness answering 503: longer
+/// than haproxy takes to see it (a check every 100 ms, down after one failure).
+const DRAIN: Duration = Duration::from_millis(500);
+
+/// haproxy on `front`, round robin over `replicas`, checking `/health/ready` every 100 ms; no
+/// retries, so that a request sent to a replica on its way out is not hidden by a retry.
 fn haproxy(front: u16, replicas: &[u16], dir: &std::path::Path) -> Process {
     use std::fmt::Write as _;
     let mut config = format!(
         "global\n    maxconn 4096\n\
          defaults\n    mode http\n    timeout connect 1s\n    timeout client 30s\n    \
          timeout server 30s\n    timeout http-keep-alive 5s\n    option forwardfor\n    \
-         option http-no-delay\n    \
-         option redispatch\n    retries 3\n    retry-on all-retryable-errors\n\
+         option http-no-delay\n    retries 0\n\
          frontend web\n    bind 127.0.0.1:{front}\n    default_backend replicas\n\
-         backend replicas\n    balance roundrobin\n    option httpchk GET /health\n    \
+         backend replicas\n    balance roundrobin\n    option httpchk GET /health/ready\n    \
          default-server inter 100ms fall 1 rise 1\n"
     );
     for (n, port) in replicas.iter().enumerate() {
@@ -212,13 +217,16 @@ impl Cluster {
             &self.redis_url(),
             &format!("r{n}"),
             self.per_hour,
+            DRAIN,
         )
         .await
         .unwrap();
         self.replicas[n] = Some(server);
     }
 
-    /// Graceful shutdown: no new connection; requests in flight finish; event streams end.
+    /// Graceful shutdown: readiness 503 at once and `DRAIN` more of serving (haproxy takes the
+    /// replica out meanwhile), then no new connection; requests in flight finish; event
+    /// streams end.
     async fn stop_replica(&mut self, n: usize) {
         self.replicas[n].take().unwrap().shutdown().await;
     }
@@ -579,6 +587,9 @@ async fn three_hundred_subscribers_get_every_event_and_resume_on_another_replica
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+/// With readiness and a drain delay, haproxy takes each replica out before it stops
+/// accepting: no request fails, with no retry to hide one (`retries 0`). Without the probe
+/// (haproxy checking liveness) or without the delay, requests sent to a stopping replica fail.
 async fn a_rolling_restart_loses_no_request() {
     let Some(mut cluster) = Cluster::start("rolling", 1_000_000).await else {
         return;
