@@ -1,7 +1,8 @@
 //! Uploads past the spool threshold over real sockets: written to a temporary file as they
 //! arrive, removed when the request ends however it ends (handler done, handler panicked, a
 //! limit, a client gone mid-file), the disk budget's 413 and 503 while others are served,
-//! hostile file names never used as paths, and what a crashed process left removed at start.
+//! hostile file names never used as paths, what a crashed process left removed at start, and
+//! 64 concurrent 16 MiB uploads each spooled whole.
 //! (Peak memory of a large upload: `tests/upload_spool_memory.rs`, alone in its binary.)
 
 #![allow(clippy::unwrap_used)] // tests fail loudly by design
@@ -223,9 +224,14 @@ async fn begin(addr: SocketAddr, form: Form, how: Sending) -> Request {
 
 impl Request {
     /// The response: its status, headers as text, and JSON body (within 10 s).
-    async fn response(mut self) -> (u16, String, Value) {
+    async fn response(self) -> (u16, String, Value) {
+        self.response_within(Duration::from_secs(10)).await
+    }
+
+    /// The response, within `limit`.
+    async fn response_within(mut self, limit: Duration) -> (u16, String, Value) {
         let mut bytes = Vec::new();
-        let read = tokio::time::timeout(Duration::from_secs(10), async {
+        let read = tokio::time::timeout(limit, async {
             let mut buffer = [0_u8; 4096];
             loop {
                 if let Some(end) = find(&bytes, b"\r\n\r\n") {
@@ -245,7 +251,7 @@ impl Request {
             }
         })
         .await;
-        assert!(read.is_ok(), "no response within 10 s");
+        assert!(read.is_ok(), "no response within {limit:?}");
         self.writing.abort();
         let end = find(&bytes, b"\r\n\r\n").expect("a response head");
         let head = String::from_utf8_lossy(&bytes[..end]).into_owned();
@@ -603,5 +609,106 @@ async fn a_server_shut_down_mid_upload_leaves_no_temporary_file() {
     until_removed(&dir, &limits).await;
     request.writing.abort();
     drop((config, limits));
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// A file whose every byte is `fill` (a text field sent after it).
+#[derive(Deserialize, Validate, JsonSchema)]
+struct Filled {
+    #[garde(skip)]
+    document: UploadedFile,
+    #[garde(skip)]
+    fill: u8,
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sixty_four_concurrent_16_mib_uploads_are_each_spooled_whole_and_removed() {
+    const UPLOADS: usize = 64;
+    const SIZE: usize = 16 * 1024 * 1024;
+    let dir = scratch("concurrent");
+    let limits = UploadLimits::builder()
+        .file_size(SIZE as u64)
+        .spool_dir(&dir)
+        .disk_budget(2 * 1024 * 1024 * 1024)
+        .build();
+    // Each file read back from disk and compared a chunk at a time with its fill byte (a
+    // comparison of slices: cheap in a debug build, unlike a checksum byte by byte).
+    let check = default_endpoints_factory()
+        .post()
+        .handler(async |input: Filled| {
+            let file = input.document;
+            let expected = vec![input.fill; 64 * KIB];
+            let mut reader = file.open().await?;
+            let mut buffer = vec![0_u8; 64 * KIB];
+            let (mut read, mut same) = (0_u64, true);
+            loop {
+                let n = reader.read(&mut buffer).await?;
+                if n == 0 {
+                    break;
+                }
+                same &= buffer[..n] == expected[..n];
+                read += n as u64;
+            }
+            Ok(Received {
+                name: file.name().to_owned(),
+                size: read,
+                path: file.path().map(|p| p.display().to_string()),
+                sum: u64::from(same),
+            })
+        });
+    let config = create_config()
+        .cors(Cors::Disabled)
+        .mode(Mode::Development)
+        .listen(SocketAddr::from(([127, 0, 0, 1], 0)))
+        .upload(limits.clone())
+        .build();
+    let server = create_server(&config, &routing! { "upload" => check })
+        .await
+        .unwrap();
+    let LocalAddr::Tcp(addr) = server.servers()[0].local_addr.clone() else {
+        panic!("TCP")
+    };
+    let uploads: Vec<_> = (0..UPLOADS)
+        .map(|n| {
+            tokio::spawn(async move {
+                let fill = u8::try_from(n).unwrap();
+                let form = Form::new(b"filename=\"f.bin\"", SIZE, &[("fill", &fill.to_string())]);
+                let stream = tokio::net::TcpStream::connect(addr).await.unwrap();
+                let (reader, mut writer) = stream.into_split();
+                let writing = tokio::spawn(async move {
+                    let head = format!(
+                        "POST /upload HTTP/1.1\r\nhost: localhost\r\ncontent-type: \
+                         multipart/form-data; boundary=b\r\ncontent-length: {}\r\n\r\n",
+                        form.len()
+                    );
+                    writer.write_all(head.as_bytes()).await?;
+                    writer.write_all(&form.head).await?;
+                    let chunk = vec![fill; 64 * KIB];
+                    for _ in 0..SIZE / chunk.len() {
+                        writer.write_all(&chunk).await?;
+                    }
+                    writer.write_all(&form.tail).await?;
+                    std::future::pending::<()>().await;
+                    Ok(())
+                });
+                Request { writing, reader }
+                    .response_within(Duration::from_secs(300))
+                    .await
+            })
+        })
+        .collect();
+    for (n, upload) in uploads.into_iter().enumerate() {
+        let (status, _, body) = upload.await.unwrap();
+        assert_eq!(status, 200, "upload {n}: {body}");
+        assert_eq!(body["data"]["size"], SIZE, "upload {n}");
+        assert_eq!(
+            body["data"]["sum"], 1,
+            "upload {n}: its bytes, read back, are its own"
+        );
+        assert!(body["data"]["path"].is_string(), "upload {n} was spooled");
+    }
+    until_removed(&dir, &limits).await;
+    server.shutdown().await;
+    drop(limits);
     std::fs::remove_dir_all(&dir).unwrap();
 }
