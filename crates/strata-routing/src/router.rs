@@ -34,7 +34,11 @@ struct Shared {
 
 impl Shared {
     fn error(&self, error: ApiError, parts: &Parts) -> Response<Body> {
-        ErrorHandler::respond_or_default(self.errors.as_ref(), error, parts)
+        let kind = error.kind();
+        let mut response = ErrorHandler::respond_or_default(self.errors.as_ref(), error, parts);
+        // Says why to the layers above (metrics count refusals by it): an error response only.
+        response.extensions_mut().insert(kind);
+        response
     }
 }
 
@@ -118,6 +122,26 @@ impl Router {
                 ));
             }
         }
+    }
+
+    /// The route template a request for `method` and `path` reaches (`/v1/users/:id` as the
+    /// routing writes it; a static directory's mount path), or `None` when no route has that
+    /// path. A known path requested with a method it does not answer gives the template of
+    /// its first method: the request is still about that route (a 405). For labels that must
+    /// not grow with what clients send (metrics): one lookup in the trie, no allocation.
+    pub fn route_template(&self, method: &Method, path: &str) -> Option<&Arc<str>> {
+        let found = self
+            .shared
+            .compiled
+            .trie
+            .at(trim_trailing_slash(path))
+            .ok()?;
+        let table = &self.shared.compiled.tables[*found.value];
+        table
+            .find(method)
+            .or_else(|| table.methods.first().map(|(_, target)| target))
+            .or(table.statics.as_ref())
+            .map(|target| &target.path)
     }
 
     pub(crate) fn compiled(&self) -> &Compiled {

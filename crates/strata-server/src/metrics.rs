@@ -1,0 +1,423 @@
+//! Request metrics in the `OpenMetrics` text format that Prometheus scrapes.
+
+use std::convert::Infallible;
+use std::fmt;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll, ready};
+use std::time::Instant;
+
+use bytes::Buf;
+use http::{HeaderValue, Method, Request, Response, StatusCode, header};
+use http_body::{Body as HttpBody, Frame, SizeHint};
+use pin_project_lite::pin_project;
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::Histogram;
+use prometheus_client::registry::Registry;
+use strata_core::{Body, ErrorKind, IncomingBody};
+use strata_routing::Router;
+use tower_service::Service;
+
+/// The default path of the exposition.
+pub const DEFAULT_METRICS_PATH: &str = "/metrics";
+
+/// The `route` label of requests whose path no route has: every unknown path is one series.
+pub const UNMATCHED_ROUTE: &str = "(unmatched)";
+
+/// The duration histogram's upper bounds, in seconds: the Prometheus clients' defaults.
+const DURATION_BUCKETS: [f64; 11] = [
+    0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0,
+];
+
+/// `Content-Type` of the exposition.
+const OPENMETRICS: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
+
+/// Request metrics, exposed in the `OpenMetrics` text format (the one Prometheus asks for first)
+/// at `/metrics` by default.
+///
+/// Give it to the configuration (`create_config().metrics(Metrics::new())`): the server then
+/// counts every request the router sees and answers the exposition path ahead of the router
+/// (no middleware, no rate limit, not in the API document). The series, every label bounded
+/// whatever clients send:
+///
+/// | metric | labels |
+/// |---|---|
+/// | `strata_http_requests_total` (counter) | `route`, `method`, `status` |
+/// | `strata_http_request_duration_seconds` (histogram, until the response head) | `route`, `method` |
+/// | `strata_http_requests_in_flight` (gauge) | |
+/// | `strata_http_request_body_bytes_total` (counter, bytes read by the application) | `route`, `method` |
+/// | `strata_http_response_body_bytes_total` (counter, bytes sent) | `route`, `method` |
+/// | `strata_http_refusals_total` (counter) | `reason` |
+///
+/// - `route` is the routing's template (`/v1/books/:id`), never the raw path; every path that
+///   no route has is [`UNMATCHED_ROUTE`].
+/// - `method` is one of the nine methods of RFC 9110 and PATCH in upper case, anything else
+///   `other`.
+/// - `reason` of a refusal: `not_found` and `method_not_allowed` (the router's 404 and 405),
+///   `validation` (an input that breaks its schema, 400), `parse` (a body or parameter that
+///   cannot be read, 400), `payload_too_large`, `unsupported_media_type`, `overload` (503),
+///   and by status for the others: `unauthorized`, `forbidden`, `timeout` (408),
+///   `too_many_requests`, `unavailable` (503), `gateway_timeout` (504).
+///
+/// The liveness and readiness probes and the exposition itself are not counted.
+///
+/// Clones share their series. To mount it yourself when the routing runs in an application of
+/// your own ([`attach_routing`](crate::attach_routing)), give the same `Metrics` to that
+/// configuration (it counts) and mount a clone as a tower service (it answers its path, `404`
+/// elsewhere): `axum::Router::new().route_service("/metrics", metrics)`.
+///
+/// ```
+/// use http_body_util::BodyExt;
+/// use strata_server::Metrics;
+/// use tower::ServiceExt;
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() {
+/// let metrics = Metrics::new().path("/internal/metrics");
+/// let scrape = http::Request::get("/internal/metrics").body(String::new()).unwrap();
+/// let response = metrics.oneshot(scrape).await.unwrap();
+/// assert_eq!(response.status(), 200);
+/// let body = response.into_body().collect().await.unwrap().to_bytes();
+/// let text = std::str::from_utf8(&body).unwrap();
+/// // No request yet: a family appears with its first series.
+/// assert!(text.contains("\nstrata_http_requests_in_flight 0\n"));
+/// assert!(text.ends_with("# EOF\n"));
+/// # }
+/// ```
+#[derive(Clone)]
+pub struct Metrics {
+    path: Arc<str>,
+    series: Arc<Series>,
+}
+
+/// Every family, and the registry that encodes them.
+struct Series {
+    registry: Registry,
+    requests: Family<RequestLabels, Counter>,
+    duration: Family<RouteLabels, Histogram, fn() -> Histogram>,
+    in_flight: Gauge,
+    request_bytes: Family<RouteLabels, Counter>,
+    response_bytes: Family<RouteLabels, Counter>,
+    refusals: Family<RefusalLabels, Counter>,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct RouteLabels {
+    route: Arc<str>,
+    method: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct RequestLabels {
+    route: Arc<str>,
+    method: &'static str,
+    status: u16,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct RefusalLabels {
+    reason: &'static str,
+}
+
+impl fmt::Debug for Metrics {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Metrics")
+            .field("path", &self.path)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Default for Metrics {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+fn duration_histogram() -> Histogram {
+    Histogram::new(DURATION_BUCKETS)
+}
+
+impl Metrics {
+    /// No series yet, exposed at `/metrics`.
+    pub fn new() -> Self {
+        let mut registry = Registry::with_prefix("strata_http");
+        let requests = Family::default();
+        let duration = Family::new_with_constructor(duration_histogram as fn() -> Histogram);
+        let in_flight = Gauge::default();
+        let request_bytes = Family::default();
+        let response_bytes = Family::default();
+        let refusals = Family::default();
+        registry.register(
+            "requests",
+            "Requests answered, by route template, method and status",
+            requests.clone(),
+        );
+        registry.register(
+            "request_duration_seconds",
+            "Time from a request to its response head, by route template and method",
+            duration.clone(),
+        );
+        registry.register(
+            "requests_in_flight",
+            "Requests received and not yet answered",
+            in_flight.clone(),
+        );
+        registry.register(
+            "request_body_bytes",
+            "Bytes of request bodies the application read, by route template and method",
+            request_bytes.clone(),
+        );
+        registry.register(
+            "response_body_bytes",
+            "Bytes of response bodies sent, by route template and method",
+            response_bytes.clone(),
+        );
+        registry.register(
+            "refusals",
+            "Requests refused, by reason (not_found, method_not_allowed, validation, ...)",
+            refusals.clone(),
+        );
+        Self {
+            path: DEFAULT_METRICS_PATH.into(),
+            series: Arc::new(Series {
+                registry,
+                requests,
+                duration,
+                in_flight,
+                request_bytes,
+                response_bytes,
+                refusals,
+            }),
+        }
+    }
+
+    /// Answers the exposition at `path` (default `/metrics`; a missing leading `/` is added).
+    #[must_use]
+    pub fn path(mut self, path: impl AsRef<str>) -> Self {
+        let path = path.as_ref();
+        self.path = if path.starts_with('/') {
+            path.into()
+        } else {
+            format!("/{path}").into()
+        };
+        self
+    }
+
+    /// The exposition path.
+    pub fn exposition_path(&self) -> &str {
+        &self.path
+    }
+
+    /// The exposition: every series in the `OpenMetrics` text format, ending with `# EOF`.
+    pub fn encode(&self) -> String {
+        let mut text = String::new();
+        // Writing to a String fails only if a label's encoder does, and ours never do.
+        if prometheus_client::encoding::text::encode(&mut text, &self.series.registry).is_err() {
+            text.clear();
+            text.push_str("# EOF\n");
+        }
+        text
+    }
+
+    /// The exposition's answer to a request for its path (GET or HEAD), `None` for anything
+    /// else. It reads the method and the path only.
+    pub(crate) fn answer(&self, method: &Method, path: &str) -> Option<MetricsFuture> {
+        let head = *method == Method::HEAD;
+        if (*method != Method::GET && !head) || path != &*self.path {
+            return None;
+        }
+        let body = if head {
+            Body::empty()
+        } else {
+            Body::from(self.encode())
+        };
+        let mut response = Response::new(body);
+        let headers = response.headers_mut();
+        headers.insert(header::CONTENT_TYPE, HeaderValue::from_static(OPENMETRICS));
+        headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+        Some(Box::pin(std::future::ready(Ok(response))))
+    }
+
+    /// Counts the request `call` answers, the route found by `router`.
+    pub(crate) fn measure<B, F>(
+        &self,
+        router: &Router,
+        request: Request<B>,
+        call: F,
+    ) -> MetricsFuture
+    where
+        B: IncomingBody,
+        F: FnOnce(Request<Body>) -> MetricsFuture,
+    {
+        let start = Instant::now();
+        let method = method_label(request.method());
+        let route = router
+            .route_template(request.method(), request.uri().path())
+            .map_or_else(|| Arc::clone(&unmatched()), Arc::clone);
+        let labels = RouteLabels { route, method };
+        let series = Arc::clone(&self.series);
+        series.in_flight.inc();
+        let in_flight = InFlight(series.in_flight.clone());
+        // A body known to be empty (most GETs) is not wrapped: no box, nothing to count.
+        let request = if request.body().size_hint().exact() == Some(0) {
+            request.map(Body::new)
+        } else {
+            let counter = series.request_bytes.get_or_create_owned(&labels);
+            request.map(|inner| Body::new(Counted { inner, counter }))
+        };
+        let answer = call(request);
+        Box::pin(async move {
+            let Ok(response) = answer.await;
+            drop(in_flight);
+            series
+                .duration
+                .get_or_create(&labels)
+                .observe(start.elapsed().as_secs_f64());
+            let status = response.status();
+            if let Some(reason) = refusal(status, response.extensions().get::<ErrorKind>()) {
+                series
+                    .refusals
+                    .get_or_create(&RefusalLabels { reason })
+                    .inc();
+            }
+            let counter = series.response_bytes.get_or_create_owned(&labels);
+            let response = match response.body().size_hint().exact() {
+                Some(length) => {
+                    counter.inc_by(length);
+                    response
+                }
+                None => response.map(|inner| Body::new(Counted { inner, counter })),
+            };
+            let RouteLabels { route, method } = labels;
+            series
+                .requests
+                .get_or_create(&RequestLabels {
+                    route,
+                    method,
+                    status: status.as_u16(),
+                })
+                .inc();
+            Ok(response)
+        })
+    }
+}
+
+/// The one `route` value of unknown paths, shared.
+fn unmatched() -> Arc<str> {
+    static UNMATCHED: std::sync::OnceLock<Arc<str>> = std::sync::OnceLock::new();
+    Arc::clone(UNMATCHED.get_or_init(|| UNMATCHED_ROUTE.into()))
+}
+
+/// The `method` label: the methods of RFC 9110 and PATCH, `other` for the rest (a client
+/// may send any token as a method).
+fn method_label(method: &Method) -> &'static str {
+    match *method {
+        Method::GET => "GET",
+        Method::HEAD => "HEAD",
+        Method::POST => "POST",
+        Method::PUT => "PUT",
+        Method::DELETE => "DELETE",
+        Method::PATCH => "PATCH",
+        Method::OPTIONS => "OPTIONS",
+        Method::CONNECT => "CONNECT",
+        Method::TRACE => "TRACE",
+        _ => "other",
+    }
+}
+
+/// Why a request was refused, if it was: the error's kind when the response says it, else
+/// its status.
+fn refusal(status: StatusCode, kind: Option<&ErrorKind>) -> Option<&'static str> {
+    match (kind, status.as_u16()) {
+        (Some(ErrorKind::Routing), 404) => Some("not_found"),
+        (Some(ErrorKind::Routing), 405) => Some("method_not_allowed"),
+        (Some(ErrorKind::InputValidation), _) => Some("validation"),
+        (Some(ErrorKind::Parse), _) => Some("parse"),
+        (Some(ErrorKind::PayloadTooLarge), _) | (None, 413) => Some("payload_too_large"),
+        (Some(ErrorKind::UnsupportedMediaType), _) | (None, 415) => Some("unsupported_media_type"),
+        (Some(ErrorKind::Overload), _) => Some("overload"),
+        // A handler's 404 ("no such book") is an answer, not a refusal.
+        (_, 401) => Some("unauthorized"),
+        (_, 403) => Some("forbidden"),
+        (_, 408) => Some("timeout"),
+        (_, 429) => Some("too_many_requests"),
+        (_, 503) => Some("unavailable"),
+        (_, 504) => Some("gateway_timeout"),
+        _ => None,
+    }
+}
+
+/// Decrements the in-flight gauge when the request is answered or dropped (a client that
+/// went away), whichever comes first.
+struct InFlight(Gauge);
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        self.0.dec();
+    }
+}
+
+pin_project! {
+    /// A body that adds the length of each of its data frames to a counter.
+    struct Counted<B> {
+        #[pin]
+        inner: B,
+        counter: Counter,
+    }
+}
+
+impl<B: HttpBody> HttpBody for Counted<B> {
+    type Data = B::Data;
+    type Error = B::Error;
+
+    fn poll_frame(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<B::Data>, B::Error>>> {
+        let this = self.project();
+        let frame = ready!(this.inner.poll_frame(cx));
+        if let Some(Ok(frame)) = &frame
+            && let Some(data) = frame.data_ref()
+        {
+            this.counter.inc_by(data.remaining() as u64);
+        }
+        Poll::Ready(frame)
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.inner.is_end_stream()
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        self.inner.size_hint()
+    }
+}
+
+/// The answer of the exposition, and of a request counted.
+pub type MetricsFuture = Pin<Box<dyn Future<Output = Result<Response<Body>, Infallible>> + Send>>;
+
+/// Answers its path (GET and HEAD) and `404` with an empty body elsewhere, to mount in a
+/// tower or axum application of your own:
+/// `axum::Router::new().route_service("/metrics", metrics)`.
+impl<B> Service<Request<B>> for Metrics {
+    type Response = Response<Body>;
+    type Error = Infallible;
+    type Future = MetricsFuture;
+
+    fn poll_ready(&mut self, _: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
+        Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, request: Request<B>) -> MetricsFuture {
+        self.answer(request.method(), request.uri().path())
+            .unwrap_or_else(|| {
+                let mut response = Response::new(Body::empty());
+                *response.status_mut() = StatusCode::NOT_FOUND;
+                Box::pin(std::future::ready(Ok(response)))
+            })
+    }
+}

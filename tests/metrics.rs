@@ -1,0 +1,317 @@
+//! Request metrics: over real sockets on 127.0.0.1:0, a known mix of requests gives exact
+//! counters by route template, method and status, refusals by reason and body bytes; label
+//! cardinality stays bounded whatever paths, query strings and methods clients send; and the
+//! metrics of a routing attached to an application of its own, mounted in axum.
+
+#![allow(clippy::unwrap_used)] // tests fail loudly by design
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+
+use garde::Validate;
+use http_body_util::BodyExt;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use strata::prelude::*;
+use strata::{Metrics, Routing};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tower::ServiceExt;
+
+#[derive(Deserialize, Validate, JsonSchema)]
+#[garde(allow_unvalidated)]
+struct BookId {
+    id: String,
+}
+
+#[derive(Serialize, Deserialize, Validate, JsonSchema)]
+struct Greeting {
+    #[garde(length(min = 1, max = 8))]
+    name: String,
+}
+
+#[derive(Serialize, Validate, JsonSchema)]
+#[garde(allow_unvalidated)]
+struct Book {
+    id: String,
+    title: String,
+}
+
+fn routing() -> Routing {
+    let book = default_endpoints_factory()
+        .get()
+        .handler(async |input: BookId| {
+            Ok(Book {
+                title: format!("Book {}", input.id),
+                id: input.id,
+            })
+        });
+    let hello = default_endpoints_factory()
+        .get()
+        .handler(async |input: Greeting| Ok(input));
+    let echo = default_endpoints_factory()
+        .post()
+        .handler(async |input: Greeting| Ok(input));
+    routing! {
+        "v1" => {
+            "books" => { ":id" => book },
+            "hello" => hello,
+            "echo" => echo,
+        },
+    }
+}
+
+/// Sends `request` (a whole HTTP/1.1 request) on a connection of its own: the status code and
+/// the body.
+async fn send(addr: SocketAddr, request: &str) -> (u16, String) {
+    let mut stream = tokio::net::TcpStream::connect(addr).await.unwrap();
+    stream.write_all(request.as_bytes()).await.unwrap();
+    let mut answer = Vec::new();
+    stream.read_to_end(&mut answer).await.unwrap();
+    let answer = String::from_utf8(answer).unwrap();
+    let status = answer[9..12].parse().unwrap();
+    let (_, body) = answer.split_once("\r\n\r\n").unwrap();
+    (status, body.to_owned())
+}
+
+async fn request(addr: SocketAddr, method: &str, path: &str) -> (u16, String) {
+    send(
+        addr,
+        &format!("{method} {path} HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n"),
+    )
+    .await
+}
+
+/// The exposition's samples: each series (name and labels, as written) and its value.
+fn samples(exposition: &str) -> BTreeMap<String, String> {
+    exposition
+        .lines()
+        .filter(|line| !line.starts_with('#'))
+        .map(|line| {
+            let (series, value) = line.rsplit_once(' ').unwrap();
+            (series.to_owned(), value.to_owned())
+        })
+        .collect()
+}
+
+/// The body of the one well-formed POST.
+const ECHOED: &str = r#"{"name":"carl"}"#;
+
+/// The known mix: eleven requests, their statuses checked; the bytes of the three book
+/// answers read.
+async fn send_the_mix(addr: SocketAddr) -> usize {
+    let mut book_bytes = 0;
+    for id in ["1", "2", "three"] {
+        let (status, body) = request(addr, "GET", &format!("/v1/books/{id}")).await;
+        assert_eq!(status, 200, "{body}");
+        book_bytes += body.len();
+    }
+    // A trailing slash is the same route.
+    assert_eq!(request(addr, "GET", "/v1/books/4/").await.0, 200);
+    for name in ["ann", "bob"] {
+        assert_eq!(
+            request(addr, "GET", &format!("/v1/hello?name={name}"))
+                .await
+                .0,
+            200
+        );
+    }
+    assert_eq!(request(addr, "GET", "/v1/nowhere").await.0, 404);
+    assert_eq!(request(addr, "DELETE", "/v1/hello").await.0, 405);
+    assert_eq!(
+        request(addr, "GET", "/v1/hello?name=far-too-long").await.0,
+        400
+    );
+    let json = ECHOED;
+    let (status, _) = send(
+        addr,
+        &format!(
+            "POST /v1/echo HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\
+             Content-Type: application/json\r\nContent-Length: {}\r\n\r\n{json}",
+            json.len()
+        ),
+    )
+    .await;
+    assert_eq!(status, 200);
+    // A malformed body: refused by the parse stage.
+    let (status, _) = send(
+        addr,
+        "POST /v1/echo HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\
+         Content-Type: application/json\r\nContent-Length: 1\r\n\r\n{",
+    )
+    .await;
+    assert_eq!(status, 400);
+
+    book_bytes
+}
+
+#[tokio::test]
+async fn a_known_mix_of_requests_gives_exact_counters_by_route_method_and_status() {
+    let config = create_config()
+        .cors(Cors::Enabled)
+        .listen(SocketAddr::from(([127, 0, 0, 1], 0)))
+        .metrics(Metrics::new())
+        .build();
+    let server = create_server(&config, &routing()).await.unwrap();
+    let strata::server::LocalAddr::Tcp(addr) = server.servers()[0].local_addr.clone() else {
+        panic!("TCP")
+    };
+    let book_bytes = send_the_mix(addr).await;
+    let (status, exposition) = request(addr, "GET", "/metrics").await;
+    assert_eq!(status, 200);
+    assert!(exposition.ends_with("# EOF\n"), "{exposition}");
+    let samples = samples(&exposition);
+    let value = |series: &str| samples.get(series).map(String::as_str);
+    let requests = |route: &str, method: &str, status: u16| {
+        value(&format!(
+            "strata_http_requests_total{{route=\"{route}\",method=\"{method}\",status=\"{status}\"}}"
+        ))
+    };
+    assert_eq!(requests("/v1/books/:id", "GET", 200), Some("4"));
+    assert_eq!(requests("/v1/hello", "GET", 200), Some("2"));
+    assert_eq!(requests("/v1/hello", "GET", 400), Some("1"));
+    assert_eq!(requests("/v1/hello", "DELETE", 405), Some("1"));
+    assert_eq!(requests("(unmatched)", "GET", 404), Some("1"));
+    assert_eq!(requests("/v1/echo", "POST", 200), Some("1"));
+    assert_eq!(requests("/v1/echo", "POST", 400), Some("1"));
+    let total: u64 = samples
+        .iter()
+        .filter(|(series, _)| series.starts_with("strata_http_requests_total{"))
+        .map(|(_, count)| count.parse::<u64>().unwrap())
+        .sum();
+    assert_eq!(
+        total, 11,
+        "neither the exposition nor anything else counted: {exposition}"
+    );
+
+    let refusals = |reason: &str| {
+        value(&format!(
+            "strata_http_refusals_total{{reason=\"{reason}\"}}"
+        ))
+    };
+    assert_eq!(refusals("not_found"), Some("1"));
+    assert_eq!(refusals("method_not_allowed"), Some("1"));
+    assert_eq!(refusals("validation"), Some("1"));
+    assert_eq!(refusals("parse"), Some("1"));
+
+    let duration = |route: &str, method: &str, what: &str| {
+        value(&format!(
+            "strata_http_request_duration_seconds_{what}{{route=\"{route}\",method=\"{method}\"}}"
+        ))
+    };
+    assert_eq!(duration("/v1/books/:id", "GET", "count"), Some("4"));
+    assert_eq!(duration("/v1/hello", "GET", "count"), Some("3"));
+    assert_eq!(
+        value(
+            "strata_http_request_duration_seconds_bucket{le=\"+Inf\",route=\"/v1/hello\",method=\"GET\"}"
+        ),
+        Some("3")
+    );
+    assert_eq!(value("strata_http_requests_in_flight"), Some("0"));
+
+    // Three of the four book answers were read above; the fourth has the same shape.
+    let fourth = r#"{"status":"success","data":{"id":"4","title":"Book 4"}}"#.len();
+    assert_eq!(
+        value("strata_http_response_body_bytes_total{route=\"/v1/books/:id\",method=\"GET\"}"),
+        Some((book_bytes + fourth).to_string().as_str())
+    );
+    // The one well-formed body and the one byte of the malformed one.
+    assert_eq!(
+        value("strata_http_request_body_bytes_total{route=\"/v1/echo\",method=\"POST\"}"),
+        Some((ECHOED.len() + 1).to_string().as_str())
+    );
+    server.shutdown().await;
+}
+
+/// The number of lines of `service`'s exposition at `/metrics`.
+async fn exposition_lines<S>(service: &S) -> usize
+where
+    S: tower::Service<
+            http::Request<String>,
+            Response = http::Response<strata::core::Body>,
+            Error = std::convert::Infallible,
+        > + Clone,
+{
+    let request = http::Request::get("/metrics").body(String::new()).unwrap();
+    let response = service.clone().oneshot(request).await.unwrap();
+    let body = response.into_body().collect().await.unwrap().to_bytes();
+    std::str::from_utf8(&body).unwrap().lines().count()
+}
+
+/// Every series a client can make: 10,000 unknown paths, 1,000 query strings on a known
+/// route, 1,000 made-up methods add no line to an exposition that has seen one of each.
+#[tokio::test]
+async fn distinct_paths_queries_and_methods_leave_the_series_bounded() {
+    let config = create_config()
+        .cors(Cors::Enabled)
+        .metrics(Metrics::new())
+        .build();
+    let service = strata::attach_routing(&config, &routing()).unwrap().service;
+    let call = |method: &str, path: &str| {
+        let request = http::Request::builder()
+            .method(method)
+            .uri(path)
+            .body(String::new())
+            .unwrap();
+        let service = service.clone();
+        async move { service.oneshot(request).await.unwrap().status().as_u16() }
+    };
+    // One of each kind first: the series that exist whatever comes next.
+    assert_eq!(call("GET", "/unknown/0").await, 404);
+    assert_eq!(call("GET", "/v1/hello?name=a").await, 200);
+    assert_eq!(call("BREW", "/v1/hello").await, 405);
+    assert_eq!(call("BREW", "/unknown/0").await, 404);
+    let before = exposition_lines(&service).await;
+    for i in 0..10_000 {
+        assert_eq!(call("GET", &format!("/unknown/{i}/x{i}")).await, 404);
+    }
+    for i in 0..1_000 {
+        assert_eq!(
+            call("GET", &format!("/v1/hello?name=a&q{i}={i}")).await,
+            200
+        );
+        assert_eq!(call(&format!("BREW{i}"), "/v1/hello").await, 405);
+        assert_eq!(call(&format!("BREW{i}"), &format!("/x{i}")).await, 404);
+    }
+    let after = exposition_lines(&service).await;
+    assert_eq!(before, after, "series grew with what clients sent");
+}
+
+/// In an application of its own: the configuration's `Metrics` counts the attached routing,
+/// a clone mounted in axum answers the exposition.
+#[tokio::test]
+async fn metrics_of_an_attached_routing_mount_in_an_axum_application() {
+    let metrics = Metrics::new();
+    let config = create_config()
+        .cors(Cors::Enabled)
+        .metrics(metrics.clone())
+        .build();
+    let attached = strata::attach_routing(&config, &routing()).unwrap();
+    let app = axum::Router::new()
+        .route_service("/metrics", metrics)
+        .fallback_service(attached.service);
+    let get = |path: &str| {
+        let request = http::Request::get(path)
+            .body(axum::body::Body::empty())
+            .unwrap();
+        let app = app.clone();
+        async move {
+            let response = app.oneshot(request).await.unwrap();
+            let status = response.status().as_u16();
+            let body = response.into_body().collect().await.unwrap().to_bytes();
+            (status, String::from_utf8(body.to_vec()).unwrap())
+        }
+    };
+    assert_eq!(get("/v1/books/7").await.0, 200);
+    let (status, exposition) = get("/metrics").await;
+    assert_eq!(status, 200);
+    let samples = samples(&exposition);
+    assert_eq!(
+        samples
+            .get(
+                "strata_http_requests_total{route=\"/v1/books/:id\",method=\"GET\",status=\"200\"}"
+            )
+            .map(String::as_str),
+        Some("1"),
+        "{exposition}"
+    );
+}
