@@ -17,6 +17,10 @@ use strata::{Metrics, Routing};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tower::ServiceExt;
 
+#[path = "common/probe.rs"]
+mod probe;
+use probe::Started;
+
 #[derive(Deserialize, Validate, JsonSchema)]
 #[garde(allow_unvalidated)]
 struct BookId {
@@ -314,4 +318,49 @@ async fn metrics_of_an_attached_routing_mount_in_an_axum_application() {
         Some("1"),
         "{exposition}"
     );
+}
+
+#[derive(Serialize, Deserialize, Validate, JsonSchema)]
+struct Nothing {}
+
+/// The in-flight gauge of `metrics` as exposed.
+fn in_flight(metrics: &Metrics) -> String {
+    samples(&metrics.encode())["strata_http_requests_in_flight"].clone()
+}
+
+/// A request is in flight from its arrival until it is answered, or dropped unanswered (a
+/// client that went away).
+#[tokio::test]
+async fn in_flight_counts_requests_until_answered_or_dropped() {
+    let started = Started::default();
+    let wait = default_endpoints_factory().get().handler({
+        let started = started.clone();
+        move |_: Nothing| {
+            started.mark();
+            let started = started.clone();
+            async move {
+                started.hold().await;
+                Ok(Nothing {})
+            }
+        }
+    });
+    let metrics = Metrics::new();
+    let config = create_config()
+        .cors(Cors::Enabled)
+        .metrics(metrics.clone())
+        .build();
+    let service = strata::attach_routing(&config, &routing! { "wait" => wait })
+        .unwrap()
+        .service;
+    let get = || http::Request::get("/wait").body(String::new()).unwrap();
+    let answered = tokio::spawn(service.clone().oneshot(get()));
+    let dropped = tokio::spawn(service.clone().oneshot(get()));
+    started.reached(2).await;
+    assert_eq!(in_flight(&metrics), "2");
+    dropped.abort();
+    assert!(dropped.await.unwrap_err().is_cancelled());
+    assert_eq!(in_flight(&metrics), "1");
+    started.release();
+    assert_eq!(answered.await.unwrap().unwrap().status(), 200);
+    assert_eq!(in_flight(&metrics), "0");
 }

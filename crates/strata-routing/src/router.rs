@@ -378,6 +378,38 @@ mod tests {
     }
 
     #[test]
+    fn the_route_template_of_a_request_is_the_routing_s_never_the_raw_path() {
+        let tree = routing! {
+            "v1" => {
+                "books" => {
+                    ":id" => endpoint(&[Method::GET], &["id"]),
+                    ":bookId" => endpoint(&[Method::POST], &["bookId"]),
+                },
+                "hello" => endpoint(&[Method::GET], &[]),
+            },
+        };
+        let router = Router::new(&tree, &RoutingSettings::new(Cors::Disabled))
+            .unwrap_or_else(|error| panic!("{error}"));
+        let template = |method: Method, path: &str| {
+            router
+                .route_template(&method, path)
+                .map(ToString::to_string)
+        };
+        let books = |param: &str| Some(format!("/v1/books/:{param}"));
+        assert_eq!(template(Method::GET, "/v1/books/42"), books("id"));
+        assert_eq!(template(Method::HEAD, "/v1/books/42/"), books("id"));
+        // One shape, a parameter name per method.
+        assert_eq!(template(Method::POST, "/v1/books/42"), books("bookId"));
+        // A method the path does not answer (a 405): still that route.
+        assert_eq!(
+            template(Method::DELETE, "/v1/hello"),
+            Some("/v1/hello".into())
+        );
+        assert_eq!(template(Method::GET, "/v1/nowhere"), None);
+        assert_eq!(template(Method::GET, "/v1/hello/x"), None);
+    }
+
+    #[test]
     fn a_path_parameter_of_a_method_merging_headers_is_a_warning() {
         use InputSource::{Body, Headers, Params};
         let tree = routing! {

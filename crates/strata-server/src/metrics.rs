@@ -421,3 +421,110 @@ impl<B> Service<Request<B>> for Metrics {
             })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)] // tests fail loudly by design
+
+    use super::*;
+    use http_body_util::BodyExt;
+    use tower::ServiceExt;
+
+    async fn get(metrics: &Metrics, method: Method, path: &str) -> (StatusCode, String, String) {
+        let request = Request::builder()
+            .method(method)
+            .uri(path)
+            .body(String::new())
+            .unwrap();
+        let response = metrics.clone().oneshot(request).await.unwrap();
+        let status = response.status();
+        let kind = response
+            .headers()
+            .get(header::CONTENT_TYPE)
+            .map(|value| value.to_str().unwrap().to_owned())
+            .unwrap_or_default();
+        let body = response.into_body().collect().await.unwrap().to_bytes();
+        (status, kind, String::from_utf8(body.to_vec()).unwrap())
+    }
+
+    #[tokio::test]
+    async fn the_exposition_is_answered_at_its_path_to_get_and_head_only() {
+        let metrics = Metrics::new().path("stats");
+        assert_eq!(metrics.exposition_path(), "/stats");
+        let (status, kind, body) = get(&metrics, Method::GET, "/stats").await;
+        assert_eq!((status, kind.as_str()), (StatusCode::OK, OPENMETRICS));
+        assert_eq!(body, metrics.encode());
+        let (status, _, body) = get(&metrics, Method::HEAD, "/stats").await;
+        assert_eq!((status, body.as_str()), (StatusCode::OK, ""));
+        assert_eq!(get(&metrics, Method::POST, "/stats").await.0, 404);
+        assert_eq!(get(&metrics, Method::GET, "/metrics").await.0, 404);
+    }
+
+    #[test]
+    fn methods_outside_the_known_ones_are_other() {
+        assert_eq!(method_label(&Method::PATCH), "PATCH");
+        assert_eq!(method_label(&Method::TRACE), "TRACE");
+        assert_eq!(method_label(&Method::from_bytes(b"BREW").unwrap()), "other");
+        assert_eq!(method_label(&Method::from_bytes(b"get").unwrap()), "other");
+    }
+
+    #[test]
+    fn refusals_are_named_by_kind_then_by_status() {
+        use ErrorKind::{Http, InputValidation, Parse, Routing};
+        let reason = |status: u16, kind: Option<ErrorKind>| {
+            refusal(StatusCode::from_u16(status).unwrap(), kind.as_ref())
+        };
+        assert_eq!(reason(404, Some(Routing)), Some("not_found"));
+        assert_eq!(reason(405, Some(Routing)), Some("method_not_allowed"));
+        assert_eq!(reason(400, Some(InputValidation)), Some("validation"));
+        assert_eq!(reason(400, Some(Parse)), Some("parse"));
+        assert_eq!(reason(401, Some(Http)), Some("unauthorized"));
+        assert_eq!(reason(429, None), Some("too_many_requests"));
+        assert_eq!(reason(413, None), Some("payload_too_large"));
+        // A handler's answers, not refusals.
+        assert_eq!(reason(404, Some(Http)), None);
+        assert_eq!(reason(404, None), None);
+        assert_eq!(reason(200, None), None);
+        assert_eq!(reason(500, Some(ErrorKind::Internal)), None);
+    }
+
+    #[test]
+    fn in_flight_goes_down_when_a_request_is_dropped_unanswered() {
+        let metrics = Metrics::new();
+        metrics.series.in_flight.inc();
+        let guard = InFlight(metrics.series.in_flight.clone());
+        assert_eq!(metrics.series.in_flight.get(), 1);
+        drop(guard);
+        assert_eq!(metrics.series.in_flight.get(), 0);
+    }
+
+    /// Data frames one by one, their total length unknown (as a stream's).
+    struct Chunks(std::collections::VecDeque<&'static [u8]>);
+
+    impl HttpBody for Chunks {
+        type Data = bytes::Bytes;
+        type Error = Infallible;
+
+        fn poll_frame(
+            mut self: Pin<&mut Self>,
+            _: &mut Context<'_>,
+        ) -> Poll<Option<Result<Frame<bytes::Bytes>, Infallible>>> {
+            Poll::Ready(
+                self.0
+                    .pop_front()
+                    .map(|chunk| Ok(Frame::data(bytes::Bytes::from_static(chunk)))),
+            )
+        }
+    }
+
+    #[tokio::test]
+    async fn a_counted_body_adds_each_data_frame() {
+        let counter = Counter::default();
+        let body = Counted {
+            inner: Chunks([&b"abc"[..], b"", b"de"].into()),
+            counter: counter.clone(),
+        };
+        let bytes = body.collect().await.unwrap().to_bytes();
+        assert_eq!((&bytes[..], counter.get()), (&b"abcde"[..], 5));
+    }
+}
