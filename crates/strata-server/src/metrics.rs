@@ -33,11 +33,15 @@ const DURATION_BUCKETS: [f64; 11] = [
     0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0,
 ];
 
-/// `Content-Type` of the exposition.
+/// `Content-Type` of the exposition in `OpenMetrics`, asked for by Prometheus.
 const OPENMETRICS: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
 
-/// Request metrics, exposed in the `OpenMetrics` text format (the one Prometheus asks for first)
-/// at `/metrics` by default.
+/// `Content-Type` of the exposition in Prometheus's text format, for everyone else.
+const PROMETHEUS_TEXT: &str = "text/plain; version=0.0.4; charset=utf-8";
+
+/// Request metrics, exposed at `/metrics` by default in the `OpenMetrics` text format to a
+/// scraper that asks for it (Prometheus does, in its `Accept`), in Prometheus's text format
+/// (0.0.4) to anyone else (`curl`, `promtool check metrics`).
 ///
 /// Give it to the configuration (`create_config().metrics(Metrics::new())`): the server then
 /// counts every request the router sees and answers the exposition path ahead of the router
@@ -85,7 +89,7 @@ const OPENMETRICS: &str = "application/openmetrics-text; version=1.0.0; charset=
 /// let text = std::str::from_utf8(&body).unwrap();
 /// // No request yet: a family appears with its first series.
 /// assert!(text.contains("\nstrata_http_requests_in_flight 0\n"));
-/// assert!(text.ends_with("# EOF\n"));
+/// assert!(text.starts_with("# HELP strata_http_requests_in_flight"));
 /// # }
 /// ```
 #[derive(Clone)]
@@ -212,6 +216,43 @@ impl Metrics {
         &self.path
     }
 
+    /// The exposition in Prometheus's text format (0.0.4): what [`encode`](Self::encode)
+    /// gives, with each counter's `HELP` and `TYPE` named as its samples are (`_total`) and
+    /// no `# EOF`.
+    pub fn encode_prometheus(&self) -> String {
+        let openmetrics = self.encode();
+        let mut text = String::with_capacity(openmetrics.len());
+        // `HELP` comes before `TYPE`, which says whether the family is a counter.
+        let mut help: Option<&str> = None;
+        for line in openmetrics.lines() {
+            if let Some(rest) = line.strip_prefix("# HELP ") {
+                help = Some(rest);
+                continue;
+            }
+            if line == "# EOF" || line.starts_with("# UNIT ") {
+                continue;
+            }
+            if let Some(rest) = line.strip_prefix("# TYPE ") {
+                // A counter's family is named as its samples are: `.._total`.
+                let (name, kind) = rest.split_once(' ').unwrap_or((rest, ""));
+                let suffix = if kind == "counter" { "_total" } else { "" };
+                if let Some(help) = help.take() {
+                    let words = help.strip_prefix(name).unwrap_or(help);
+                    for piece in ["# HELP ", name, suffix, words, "\n"] {
+                        text.push_str(piece);
+                    }
+                }
+                for piece in ["# TYPE ", name, suffix, " ", kind, "\n"] {
+                    text.push_str(piece);
+                }
+                continue;
+            }
+            text.push_str(line);
+            text.push('\n');
+        }
+        text
+    }
+
     /// The exposition: every series in the `OpenMetrics` text format, ending with `# EOF`.
     pub fn encode(&self) -> String {
         let mut text = String::new();
@@ -224,20 +265,37 @@ impl Metrics {
     }
 
     /// The exposition's answer to a request for its path (GET or HEAD), `None` for anything
-    /// else. It reads the method and the path only.
-    pub(crate) fn answer(&self, method: &Method, path: &str) -> Option<MetricsFuture> {
+    /// else. It reads the method and the path, and the `Accept` of a request for the path.
+    pub(crate) fn answer<B>(&self, request: &Request<B>) -> Option<MetricsFuture> {
+        let method = request.method();
         let head = *method == Method::HEAD;
-        if (*method != Method::GET && !head) || path != &*self.path {
+        if (*method != Method::GET && !head) || request.uri().path() != &*self.path {
             return None;
         }
+        // Prometheus names `OpenMetrics` first in its `Accept`; anything else gets the older
+        // format, which every tool reads.
+        let openmetrics = request
+            .headers()
+            .get_all(header::ACCEPT)
+            .iter()
+            .any(|accept| {
+                accept
+                    .to_str()
+                    .is_ok_and(|accept| accept.contains("application/openmetrics-text"))
+            });
+        let (text, content_type) = if openmetrics {
+            (self.encode(), OPENMETRICS)
+        } else {
+            (self.encode_prometheus(), PROMETHEUS_TEXT)
+        };
         let body = if head {
             Body::empty()
         } else {
-            Body::from(self.encode())
+            Body::from(text)
         };
         let mut response = Response::new(body);
         let headers = response.headers_mut();
-        headers.insert(header::CONTENT_TYPE, HeaderValue::from_static(OPENMETRICS));
+        headers.insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
         headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
         Some(Box::pin(std::future::ready(Ok(response))))
     }
@@ -413,12 +471,11 @@ impl<B> Service<Request<B>> for Metrics {
     }
 
     fn call(&mut self, request: Request<B>) -> MetricsFuture {
-        self.answer(request.method(), request.uri().path())
-            .unwrap_or_else(|| {
-                let mut response = Response::new(Body::empty());
-                *response.status_mut() = StatusCode::NOT_FOUND;
-                Box::pin(std::future::ready(Ok(response)))
-            })
+        self.answer(&request).unwrap_or_else(|| {
+            let mut response = Response::new(Body::empty());
+            *response.status_mut() = StatusCode::NOT_FOUND;
+            Box::pin(std::future::ready(Ok(response)))
+        })
     }
 }
 
@@ -434,6 +491,10 @@ mod tests {
         let request = Request::builder()
             .method(method)
             .uri(path)
+            .header(
+                header::ACCEPT,
+                "application/openmetrics-text;version=1.0.0,*/*;q=0.1",
+            )
             .body(String::new())
             .unwrap();
         let response = metrics.clone().oneshot(request).await.unwrap();
@@ -458,6 +519,57 @@ mod tests {
         assert_eq!((status, body.as_str()), (StatusCode::OK, ""));
         assert_eq!(get(&metrics, Method::POST, "/stats").await.0, 404);
         assert_eq!(get(&metrics, Method::GET, "/metrics").await.0, 404);
+        // Without `OpenMetrics` in its `Accept`: Prometheus's text format.
+        let request = Request::get("/stats").body(String::new()).unwrap();
+        let response = metrics.clone().oneshot(request).await.unwrap();
+        assert_eq!(response.headers()[header::CONTENT_TYPE], PROMETHEUS_TEXT);
+        let body = response.into_body().collect().await.unwrap().to_bytes();
+        assert_eq!(body, metrics.encode_prometheus());
+    }
+
+    #[test]
+    fn prometheus_text_names_counters_as_their_samples_and_has_no_eof() {
+        let metrics = Metrics::new();
+        metrics
+            .series
+            .refusals
+            .get_or_create(&RefusalLabels { reason: "parse" })
+            .inc();
+        metrics
+            .series
+            .duration
+            .get_or_create(&RouteLabels {
+                route: "/a".into(),
+                method: "GET",
+            })
+            .observe(0.001);
+        let text = metrics.encode_prometheus();
+        let comments: Vec<&str> = text.lines().filter(|line| line.starts_with('#')).collect();
+        assert_eq!(
+            comments,
+            [
+                "# HELP strata_http_request_duration_seconds Time from a request to its response \
+                 head, by route template and method.",
+                "# TYPE strata_http_request_duration_seconds histogram",
+                "# HELP strata_http_requests_in_flight Requests received and not yet answered.",
+                "# TYPE strata_http_requests_in_flight gauge",
+                "# HELP strata_http_refusals_total Requests refused, by reason (not_found, \
+                 method_not_allowed, validation, ...).",
+                "# TYPE strata_http_refusals_total counter",
+            ]
+        );
+        assert!(
+            text.contains("\nstrata_http_refusals_total{reason=\"parse\"} 1\n"),
+            "{text}"
+        );
+        // Everything else as `OpenMetrics` has it.
+        let samples = |text: &str| -> Vec<String> {
+            text.lines()
+                .filter(|line| !line.starts_with('#'))
+                .map(str::to_owned)
+                .collect()
+        };
+        assert_eq!(samples(&text), samples(&metrics.encode()));
     }
 
     #[test]

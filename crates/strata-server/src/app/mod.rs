@@ -148,7 +148,7 @@ where
 
     fn call(&mut self, request: Request<B>) -> RouterStackFuture {
         if let Some((metrics, _)) = &self.metrics
-            && let Some(answer) = metrics.answer(request.method(), request.uri().path())
+            && let Some(answer) = metrics.answer(&request)
         {
             return answer;
         }
