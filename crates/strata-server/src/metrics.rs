@@ -315,7 +315,7 @@ impl Metrics {
         let method = method_label(request.method());
         let route = router
             .route_template(request.method(), request.uri().path())
-            .map_or_else(|| Arc::clone(&unmatched()), Arc::clone);
+            .map_or_else(unmatched, Arc::clone);
         let labels = RouteLabels { route, method };
         let series = Arc::clone(&self.series);
         series.in_flight.inc();
@@ -342,13 +342,13 @@ impl Metrics {
                     .get_or_create(&RefusalLabels { reason })
                     .inc();
             }
-            let counter = series.response_bytes.get_or_create_owned(&labels);
-            let response = match response.body().size_hint().exact() {
-                Some(length) => {
-                    counter.inc_by(length);
-                    response
-                }
-                None => response.map(|inner| Body::new(Counted { inner, counter })),
+            // A body in memory is counted now; a stream as it is sent (one more box).
+            let response = if let Some(length) = response.body().size_hint().exact() {
+                series.response_bytes.get_or_create(&labels).inc_by(length);
+                response
+            } else {
+                let counter = series.response_bytes.get_or_create_owned(&labels);
+                response.map(|inner| Body::new(Counted { inner, counter }))
             };
             let RouteLabels { route, method } = labels;
             series
