@@ -144,6 +144,18 @@ impl Router {
             .map(|target| &target.path)
     }
 
+    /// Every route template [`route_template`](Self::route_template) can give, each once per
+    /// method (the same `Arc`s it returns: a caller may key a table by their addresses).
+    pub fn route_templates(&self) -> impl Iterator<Item = &Arc<str>> {
+        self.shared.compiled.tables.iter().flat_map(|table| {
+            table
+                .methods
+                .iter()
+                .map(|(_, target)| &target.path)
+                .chain(table.statics.as_ref().map(|target| &target.path))
+        })
+    }
+
     pub(crate) fn compiled(&self) -> &Compiled {
         &self.shared.compiled
     }
@@ -407,6 +419,14 @@ mod tests {
         );
         assert_eq!(template(Method::GET, "/v1/nowhere"), None);
         assert_eq!(template(Method::GET, "/v1/hello/x"), None);
+        // The very `Arc`s the lookup gives.
+        let found = router
+            .route_template(&Method::POST, "/v1/books/1")
+            .unwrap_or_else(|| panic!("a route"));
+        assert!(router.route_templates().any(|t| Arc::ptr_eq(t, found)));
+        let mut all: Vec<&str> = router.route_templates().map(|t| &**t).collect();
+        all.sort_unstable();
+        assert_eq!(all, ["/v1/books/:bookId", "/v1/books/:id", "/v1/hello"]);
     }
 
     #[test]

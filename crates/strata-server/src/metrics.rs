@@ -4,7 +4,7 @@ use std::convert::Infallible;
 use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock, PoisonError, RwLock};
 use std::task::{Context, Poll, ready};
 use std::time::Instant;
 
@@ -299,42 +299,163 @@ impl Metrics {
         headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
         Some(Box::pin(std::future::ready(Ok(response))))
     }
+}
 
-    /// Counts the request `call` answers, the route found by `router`.
-    pub(crate) fn measure<B, F>(
-        &self,
-        router: &Router,
-        request: Request<B>,
-        call: F,
-    ) -> MetricsFuture
+/// The methods that have a `method` label of their own; any other is `other`.
+const METHODS: [Method; 9] = [
+    Method::GET,
+    Method::HEAD,
+    Method::POST,
+    Method::PUT,
+    Method::DELETE,
+    Method::PATCH,
+    Method::OPTIONS,
+    Method::CONNECT,
+    Method::TRACE,
+];
+
+/// The series of one route and method, resolved on their first request: the requests after
+/// it add to them without hashing a label.
+struct RouteSeries {
+    labels: RouteLabels,
+    duration: Histogram,
+    request_bytes: Counter,
+    response_bytes: Counter,
+    /// The statuses seen, each with its `requests` counter: a handful per route.
+    statuses: RwLock<Vec<(u16, Counter)>>,
+}
+
+impl RouteSeries {
+    fn new(series: &Series, labels: RouteLabels) -> Self {
+        Self {
+            duration: series.duration.get_or_create_owned(&labels),
+            request_bytes: series.request_bytes.get_or_create_owned(&labels),
+            response_bytes: series.response_bytes.get_or_create_owned(&labels),
+            statuses: RwLock::default(),
+            labels,
+        }
+    }
+
+    fn count(&self, series: &Series, status: u16) {
+        let seen = self.statuses.read().unwrap_or_else(PoisonError::into_inner);
+        if let Some((_, counter)) = seen.iter().find(|(seen, _)| *seen == status) {
+            counter.inc();
+            return;
+        }
+        drop(seen);
+        let counter = series.requests.get_or_create_owned(&RequestLabels {
+            route: Arc::clone(&self.labels.route),
+            method: self.labels.method,
+            status,
+        });
+        counter.inc();
+        let mut seen = self
+            .statuses
+            .write()
+            .unwrap_or_else(PoisonError::into_inner);
+        if !seen.iter().any(|(seen, _)| *seen == status) {
+            seen.push((status, counter));
+        }
+    }
+}
+
+/// A route's series by method (the known ones, then `other`), made on first use.
+type BySlot = [OnceLock<Arc<RouteSeries>>; METHODS.len() + 1];
+
+/// [`Metrics`] for one router: its routes' series resolved once each.
+#[derive(Clone)]
+pub(crate) struct Metered {
+    metrics: Metrics,
+    router: Router,
+    /// The address of each route template the router gives, sorted, with its slots.
+    routes: Arc<[(usize, OnceLock<Box<BySlot>>)]>,
+    unmatched: Arc<BySlot>,
+}
+
+impl fmt::Debug for Metered {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Metered")
+            .field("metrics", &self.metrics)
+            .field("routes", &self.routes.len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Metered {
+    pub(crate) fn new(metrics: Metrics, router: Router) -> Self {
+        let mut addresses: Vec<usize> = router
+            .route_templates()
+            .map(|template| template.as_ptr() as usize)
+            .collect();
+        addresses.sort_unstable();
+        addresses.dedup();
+        Self {
+            metrics,
+            router,
+            routes: addresses
+                .into_iter()
+                .map(|at| (at, OnceLock::new()))
+                .collect(),
+            unmatched: Arc::default(),
+        }
+    }
+
+    pub(crate) fn metrics(&self) -> &Metrics {
+        &self.metrics
+    }
+
+    /// The series of a request for `method` and `path`.
+    fn route_series(&self, method: &Method, path: &str) -> Arc<RouteSeries> {
+        let slot = METHODS
+            .iter()
+            .position(|known| known == method)
+            .unwrap_or(METHODS.len());
+        let series = &self.metrics.series;
+        let make = |route: &Arc<str>| {
+            let method = METHODS.get(slot).map_or("other", method_label);
+            let labels = RouteLabels {
+                route: Arc::clone(route),
+                method,
+            };
+            Arc::new(RouteSeries::new(series, labels))
+        };
+        let Some(template) = self.router.route_template(method, path) else {
+            return Arc::clone(self.unmatched[slot].get_or_init(|| make(&unmatched())));
+        };
+        let at = template.as_ptr() as usize;
+        match self.routes.binary_search_by_key(&at, |(at, _)| *at) {
+            Ok(found) => {
+                let slots = self.routes[found].1.get_or_init(Box::default);
+                Arc::clone(slots[slot].get_or_init(|| make(template)))
+            }
+            // Not one of the router's (it gave all of them): resolved each time.
+            Err(_) => make(template),
+        }
+    }
+
+    /// Counts the request `call` answers.
+    pub(crate) fn measure<B, F>(&self, request: Request<B>, call: F) -> MetricsFuture
     where
         B: IncomingBody,
         F: FnOnce(Request<Body>) -> MetricsFuture,
     {
         let start = Instant::now();
-        let method = method_label(request.method());
-        let route = router
-            .route_template(request.method(), request.uri().path())
-            .map_or_else(unmatched, Arc::clone);
-        let labels = RouteLabels { route, method };
-        let series = Arc::clone(&self.series);
+        let route = self.route_series(request.method(), request.uri().path());
+        let series = Arc::clone(&self.metrics.series);
         series.in_flight.inc();
-        let in_flight = InFlight(series.in_flight.clone());
+        let in_flight = InFlight(Arc::clone(&series));
         // A body known to be empty (most GETs) is not wrapped: no box, nothing to count.
         let request = if request.body().size_hint().exact() == Some(0) {
             request.map(Body::new)
         } else {
-            let counter = series.request_bytes.get_or_create_owned(&labels);
+            let counter = route.request_bytes.clone();
             request.map(|inner| Body::new(Counted { inner, counter }))
         };
         let answer = call(request);
         Box::pin(async move {
             let Ok(response) = answer.await;
             drop(in_flight);
-            series
-                .duration
-                .get_or_create(&labels)
-                .observe(start.elapsed().as_secs_f64());
+            route.duration.observe(start.elapsed().as_secs_f64());
             let status = response.status();
             if let Some(reason) = refusal(status, response.extensions().get::<ErrorKind>()) {
                 series
@@ -344,21 +465,13 @@ impl Metrics {
             }
             // A body in memory is counted now; a stream as it is sent (one more box).
             let response = if let Some(length) = response.body().size_hint().exact() {
-                series.response_bytes.get_or_create(&labels).inc_by(length);
+                route.response_bytes.inc_by(length);
                 response
             } else {
-                let counter = series.response_bytes.get_or_create_owned(&labels);
+                let counter = route.response_bytes.clone();
                 response.map(|inner| Body::new(Counted { inner, counter }))
             };
-            let RouteLabels { route, method } = labels;
-            series
-                .requests
-                .get_or_create(&RequestLabels {
-                    route,
-                    method,
-                    status: status.as_u16(),
-                })
-                .inc();
+            route.count(&series, status.as_u16());
             Ok(response)
         })
     }
@@ -366,7 +479,7 @@ impl Metrics {
 
 /// The one `route` value of unknown paths, shared.
 fn unmatched() -> Arc<str> {
-    static UNMATCHED: std::sync::OnceLock<Arc<str>> = std::sync::OnceLock::new();
+    static UNMATCHED: OnceLock<Arc<str>> = OnceLock::new();
     Arc::clone(UNMATCHED.get_or_init(|| UNMATCHED_ROUTE.into()))
 }
 
@@ -411,11 +524,11 @@ fn refusal(status: StatusCode, kind: Option<&ErrorKind>) -> Option<&'static str>
 
 /// Decrements the in-flight gauge when the request is answered or dropped (a client that
 /// went away), whichever comes first.
-struct InFlight(Gauge);
+struct InFlight(Arc<Series>);
 
 impl Drop for InFlight {
     fn drop(&mut self) {
-        self.0.dec();
+        self.0.in_flight.dec();
     }
 }
 
@@ -604,7 +717,7 @@ mod tests {
     fn in_flight_goes_down_when_a_request_is_dropped_unanswered() {
         let metrics = Metrics::new();
         metrics.series.in_flight.inc();
-        let guard = InFlight(metrics.series.in_flight.clone());
+        let guard = InFlight(Arc::clone(&metrics.series));
         assert_eq!(metrics.series.in_flight.get(), 1);
         drop(guard);
         assert_eq!(metrics.series.in_flight.get(), 0);

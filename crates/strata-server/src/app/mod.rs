@@ -24,7 +24,7 @@ use tower_service::Service;
 
 use crate::config::Config;
 use crate::health::Health;
-use crate::metrics::Metrics;
+use crate::metrics::Metered;
 
 use crate::app::etag::ETag;
 use crate::app::request_id::{RequestId, RequestIdLayer};
@@ -69,9 +69,9 @@ pub struct RouterStack {
     inner: BoxCloneSyncService<Request<Body>, Response<Body>, Infallible>,
     /// The probes, answered before the router (and its CORS, `ETag`s, compression).
     health: Option<Health>,
-    /// The metrics, their exposition answered before the router, and the router that names
-    /// each request's route.
-    metrics: Option<(Metrics, Router)>,
+    /// The metrics (with the router that names each request's route), their exposition
+    /// answered before the router.
+    metrics: Option<Metered>,
 }
 
 impl RouterStack {
@@ -147,8 +147,8 @@ where
     }
 
     fn call(&mut self, request: Request<B>) -> RouterStackFuture {
-        if let Some((metrics, _)) = &self.metrics
-            && let Some(answer) = metrics.answer(&request)
+        if let Some(metered) = &self.metrics
+            && let Some(answer) = metered.metrics().answer(&request)
         {
             return answer;
         }
@@ -157,9 +157,9 @@ where
         {
             return answer;
         }
-        if let Some((metrics, router)) = &self.metrics {
+        if let Some(metered) = &self.metrics {
             let inner = &mut self.inner;
-            return metrics.measure(router, request, |request| inner.call(request));
+            return metered.measure(request, |request| inner.call(request));
         }
         self.inner.call(request.map(Body::new))
     }
@@ -178,7 +178,7 @@ pub(crate) fn build_app(
         .server
         .metrics
         .clone()
-        .map(|metrics| (metrics, router.clone()));
+        .map(|metrics| Metered::new(metrics, router.clone()));
     let mut app = RouterStack::new(router, compress, etags)?;
     app.health.clone_from(&config.server.health);
     app.metrics = metrics;
