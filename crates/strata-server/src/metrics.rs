@@ -54,12 +54,12 @@ const PROMETHEUS_TEXT: &str = "text/plain; version=0.0.4; charset=utf-8";
 /// | `strata_http_request_duration_seconds` (histogram, until the response head) | `route`, `method` |
 /// | `strata_http_requests_in_flight` (gauge) | |
 /// | `strata_http_request_body_bytes_total` (counter, bytes read by the application) | `route`, `method` |
-/// | `strata_http_response_body_bytes_total` (counter, bytes sent) | `route`, `method` |
+/// | `strata_http_response_body_bytes_total` (counter, bytes of the bodies answered) | `route`, `method` |
 /// | `strata_http_refusals_total` (counter) | `reason` |
 ///
 /// - `route` is the routing's template (`/v1/books/:id`), never the raw path; every path that
 ///   no route has is [`UNMATCHED_ROUTE`].
-/// - `method` is one of the nine methods of RFC 9110 and PATCH in upper case, anything else
+/// - `method` is one of the eight methods of RFC 9110 or PATCH, in upper case; anything else
 ///   `other`.
 /// - `reason` of a refusal: `not_found` and `method_not_allowed` (the router's 404 and 405),
 ///   `validation` (an input that breaks its schema, 400), `parse` (a body or parameter that
