@@ -424,3 +424,42 @@ async fn promtool_accepts_the_exposition() {
     assert!(checked.status.success(), "promtool: {said}\n{exposition}");
     assert_eq!(said, "", "promtool's lint found problems");
 }
+
+/// A body whose length is not known before it is sent (here compressed) is counted as it
+/// goes: the bytes the client received.
+#[cfg(feature = "compression")]
+#[tokio::test]
+async fn a_compressed_answer_counts_the_bytes_sent() {
+    let config = create_config()
+        .cors(Cors::Enabled)
+        .listen(SocketAddr::from(([127, 0, 0, 1], 0)))
+        .compression(strata::server::Compression::GzipAndBrotli)
+        .metrics(Metrics::new())
+        .build();
+    let server = create_server(&config, &routing()).await.unwrap();
+    let strata::server::LocalAddr::Tcp(addr) = server.servers()[0].local_addr.clone() else {
+        panic!("TCP")
+    };
+    // Above the 1 KiB threshold: compressed.
+    let id = "x".repeat(2000);
+    // reqwest without its decompression features: the bytes as they came.
+    let response = reqwest::Client::new()
+        .get(format!("http://{addr}/v1/books/{id}"))
+        .header("accept-encoding", "gzip")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    assert_eq!(response.headers()["content-encoding"], "gzip");
+    let sent = response.bytes().await.unwrap().len();
+    assert!(sent < 2000, "compressed: {sent} bytes");
+    let (_, exposition) = request(addr, "GET", "/metrics").await;
+    assert_eq!(
+        samples(&exposition)
+            .get("strata_http_response_body_bytes_total{route=\"/v1/books/:id\",method=\"GET\"}")
+            .map(String::as_str),
+        Some(sent.to_string().as_str()),
+        "{exposition}"
+    );
+    server.shutdown().await;
+}
