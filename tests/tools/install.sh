@@ -5,7 +5,7 @@
 #   * a Python venv at tests/tools/.venv with requirements.txt (fully pinned)
 #   * Debian's chromium (apt) if /usr/bin/chromium is missing
 #   * Debian packages at the exact versions of debian-packages.txt (redis-server,
-#     haproxy): installed with apt when missing or at another version; the run fails
+#     haproxy, prometheus): installed with apt when missing or at another version; the run fails
 #     when apt cannot install that version
 # Idempotent and fast when everything is already there: each step is skipped
 # when a stamp (sha256 of its lock file) or the installed version matches. Works from any cwd.
@@ -84,6 +84,7 @@ debian_packages() {
     redis-server --version >/dev/null 2>&1 || die "redis-server does not run"
     redis-cli --version >/dev/null 2>&1 || die "redis-cli does not run"
     haproxy -v >/dev/null 2>&1 || die "haproxy does not run"
+    promtool --version >/dev/null 2>&1 || die "promtool does not run"
 }
 
 case "${1:-all}" in

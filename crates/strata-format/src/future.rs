@@ -46,10 +46,15 @@ impl<R: ResultHandler> Finish<R> {
             }
             error
         });
-        let (mut extra_headers, extensions) = match &mut result {
+        let (mut extra_headers, mut extensions) = match &mut result {
             Ok(output) => (output.take_headers(), output.take_extensions()),
             Err(error) => (error.take_headers(), Extensions::new()),
         };
+        // An error's kind goes with its response, for the layers above that say why requests
+        // failed (metrics count validation failures by it); successes carry none.
+        if let Err(error) = &result {
+            extensions.insert(error.kind());
+        }
         // An outcome that carries headers: the result handler builds the response on them
         // (the default handler's response takes this map as its own: no second map, no copy).
         let handled = catch_unwind(AssertUnwindSafe(|| match &mut extra_headers {

@@ -34,7 +34,11 @@ struct Shared {
 
 impl Shared {
     fn error(&self, error: ApiError, parts: &Parts) -> Response<Body> {
-        ErrorHandler::respond_or_default(self.errors.as_ref(), error, parts)
+        let kind = error.kind();
+        let mut response = ErrorHandler::respond_or_default(self.errors.as_ref(), error, parts);
+        // Says why to the layers above (metrics count refusals by it): an error response only.
+        response.extensions_mut().insert(kind);
+        response
     }
 }
 
@@ -118,6 +122,38 @@ impl Router {
                 ));
             }
         }
+    }
+
+    /// The route template a request for `method` and `path` reaches (`/v1/users/:id` as the
+    /// routing writes it; a static directory's mount path), or `None` when no route has that
+    /// path. A known path requested with a method it does not answer gives the template of
+    /// its first method: the request is still about that route (a 405). For labels that must
+    /// not grow with what clients send (metrics): one lookup in the trie, no allocation.
+    pub fn route_template(&self, method: &Method, path: &str) -> Option<&Arc<str>> {
+        let found = self
+            .shared
+            .compiled
+            .trie
+            .at(trim_trailing_slash(path))
+            .ok()?;
+        let table = &self.shared.compiled.tables[*found.value];
+        table
+            .find(method)
+            .or_else(|| table.methods.first().map(|(_, target)| target))
+            .or(table.statics.as_ref())
+            .map(|target| &target.path)
+    }
+
+    /// Every route template [`route_template`](Self::route_template) can give, each once per
+    /// method (the same `Arc`s it returns: a caller may key a table by their addresses).
+    pub fn route_templates(&self) -> impl Iterator<Item = &Arc<str>> {
+        self.shared.compiled.tables.iter().flat_map(|table| {
+            table
+                .methods
+                .iter()
+                .map(|(_, target)| &target.path)
+                .chain(table.statics.as_ref().map(|target| &target.path))
+        })
     }
 
     pub(crate) fn compiled(&self) -> &Compiled {
@@ -351,6 +387,46 @@ mod tests {
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
         records.clone()
+    }
+
+    #[test]
+    fn the_route_template_of_a_request_is_the_routing_s_never_the_raw_path() {
+        let tree = routing! {
+            "v1" => {
+                "books" => {
+                    ":id" => endpoint(&[Method::GET], &["id"]),
+                    ":bookId" => endpoint(&[Method::POST], &["bookId"]),
+                },
+                "hello" => endpoint(&[Method::GET], &[]),
+            },
+        };
+        let router = Router::new(&tree, &RoutingSettings::new(Cors::Disabled))
+            .unwrap_or_else(|error| panic!("{error}"));
+        let template = |method: Method, path: &str| {
+            router
+                .route_template(&method, path)
+                .map(ToString::to_string)
+        };
+        let books = |param: &str| Some(format!("/v1/books/:{param}"));
+        assert_eq!(template(Method::GET, "/v1/books/42"), books("id"));
+        assert_eq!(template(Method::HEAD, "/v1/books/42/"), books("id"));
+        // One shape, a parameter name per method.
+        assert_eq!(template(Method::POST, "/v1/books/42"), books("bookId"));
+        // A method the path does not answer (a 405): still that route.
+        assert_eq!(
+            template(Method::DELETE, "/v1/hello"),
+            Some("/v1/hello".into())
+        );
+        assert_eq!(template(Method::GET, "/v1/nowhere"), None);
+        assert_eq!(template(Method::GET, "/v1/hello/x"), None);
+        // The very `Arc`s the lookup gives.
+        let found = router
+            .route_template(&Method::POST, "/v1/books/1")
+            .unwrap_or_else(|| panic!("a route"));
+        assert!(router.route_templates().any(|t| Arc::ptr_eq(t, found)));
+        let mut all: Vec<&str> = router.route_templates().map(|t| &**t).collect();
+        all.sort_unstable();
+        assert_eq!(all, ["/v1/books/:bookId", "/v1/books/:id", "/v1/hello"]);
     }
 
     #[test]

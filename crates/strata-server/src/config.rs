@@ -55,6 +55,7 @@ use tower_service::Service;
 
 use crate::connection::deadline::MinDataRate;
 use crate::health::Health;
+use crate::metrics::Metrics;
 
 /// Where a server listens (a listener you bound yourself goes to
 /// [`CreateServer::listener`](crate::CreateServer::listener)).
@@ -388,6 +389,9 @@ pub struct ServerSettings {
     pub limits: ServerLimits,
     /// The liveness and readiness probes, answered ahead of the router; `None`: none.
     pub health: Option<Health>,
+    /// The request metrics, their exposition answered ahead of the router; `None`: none
+    /// (nothing counted).
+    pub metrics: Option<Metrics>,
 }
 
 /// The configuration of a server: the server's, the router's and the pipeline's settings,
@@ -475,6 +479,10 @@ impl ConfigBuilder {
         /// `/health/ready` by default) ahead of the router, readiness turned off when the
         /// server's shutdown starts. Default: no probes.
         health(health: Health) => config.server.health = Some(health);
+        /// Counts requests by route template, method and status ([`Metrics`]) and answers
+        /// their exposition (`/metrics` by default, the `OpenMetrics` text format) ahead of the
+        /// router. Default: no metrics, nothing counted.
+        metrics(metrics: Metrics) => config.server.metrics = Some(metrics);
         /// Chooses CORS: [`Cors::Enabled`] (the default headers, `OPTIONS` answered),
         /// [`Cors::Disabled`], or [`Cors::with`] a function computing the headers of each
         /// request. It must be chosen: routing refuses to start otherwise.

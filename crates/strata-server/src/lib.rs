@@ -21,6 +21,8 @@
 //! - `app`: the application stack every request runs through ([`App`]: request ids, `ETag`s,
 //!   compression, the router; the application's own layers; [`attach_routing`]);
 //! - `health`: the liveness and readiness probes ([`Health`]), answered ahead of the router;
+//! - `metrics`: request metrics and their exposition ([`Metrics`]), answered ahead of the
+//!   router;
 //! - `logging` and `tls`: the default log subscriber, and TLS material into an acceptor.
 //!
 //! # Example
@@ -46,6 +48,7 @@ mod error;
 mod health;
 mod listen;
 mod logging;
+mod metrics;
 mod server;
 #[cfg(feature = "tls")]
 mod tls;
@@ -67,6 +70,7 @@ pub use health::{
     DEFAULT_CHECK_TIMEOUT, DEFAULT_LIVE_PATH, DEFAULT_READY_PATH, Health, HealthFuture,
 };
 pub use logging::install_default_subscriber;
+pub use metrics::{DEFAULT_METRICS_PATH, Metrics, MetricsFuture, UNMATCHED_ROUTE};
 pub use server::{
     AroundApp, CreateServer, Listener, ListeningServer, LocalAddr, NoLayers, Protocol, Server,
     ShutdownHandle, WithLayers, create_server,

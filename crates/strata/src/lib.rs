@@ -78,7 +78,9 @@ pub use strata_core::{
 pub use strata_core::Mode;
 pub use strata_cors::Cors;
 pub use strata_routing::{Nest, Router, Routing, routing};
-pub use strata_server::{Config, ConfigBuilder, Health, Server, attach_routing, create_server};
+pub use strata_server::{
+    Config, ConfigBuilder, Health, Metrics, Server, attach_routing, create_server,
+};
 pub use strata_static::ServeStatic;
 
 /// The `http` crate Strata is built on (`StatusCode`, `HeaderValue`, `header::*`), so that an

@@ -24,6 +24,7 @@ use tower_service::Service;
 
 use crate::config::Config;
 use crate::health::Health;
+use crate::metrics::Metered;
 
 use crate::app::etag::ETag;
 use crate::app::request_id::{RequestId, RequestIdLayer};
@@ -68,6 +69,9 @@ pub struct RouterStack {
     inner: BoxCloneSyncService<Request<Body>, Response<Body>, Infallible>,
     /// The probes, answered before the router (and its CORS, `ETag`s, compression).
     health: Option<Health>,
+    /// The metrics (with the router that names each request's route), their exposition
+    /// answered before the router.
+    metrics: Option<Metered>,
 }
 
 impl RouterStack {
@@ -92,6 +96,7 @@ impl RouterStack {
         Ok(Self {
             inner,
             health: None,
+            metrics: None,
         })
     }
 }
@@ -142,10 +147,19 @@ where
     }
 
     fn call(&mut self, request: Request<B>) -> RouterStackFuture {
+        if let Some(metered) = &self.metrics
+            && let Some(answer) = metered.metrics().answer(&request)
+        {
+            return answer;
+        }
         if let Some(health) = &self.health
             && let Some(answer) = health.answer(request.method(), request.uri().path())
         {
             return answer;
+        }
+        if let Some(metered) = &self.metrics {
+            let inner = &mut self.inner;
+            return metered.measure(request, |request| inner.call(request));
         }
         self.inner.call(request.map(Body::new))
     }
@@ -160,8 +174,14 @@ pub(crate) fn build_app(
     let router = Router::new(routing, config)?;
     let compress = config.server.compression != crate::config::Compression::Off;
     let etags = config.server.etags != crate::config::ETags::Off;
+    let metrics = config
+        .server
+        .metrics
+        .clone()
+        .map(|metrics| Metered::new(metrics, router.clone()));
     let mut app = RouterStack::new(router, compress, etags)?;
     app.health.clone_from(&config.server.health);
+    app.metrics = metrics;
     Ok(RequestIdLayer::new(logger.clone())
         .echo(config.server.request_ids == crate::config::RequestIds::Echoed)
         .layer(app))
