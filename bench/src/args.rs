@@ -342,11 +342,11 @@ STRATA_BENCH_ALLOW_OTHERS=1 measures anyway):
     strata-bench middleware [--quick] [--duration <time>] [--warmup <time>] [--rounds N]
                             [--connections N] [--generator <which>] [--workers N] [--no-pin]
                             [--variant plain,noop,one-header,cookies,cache,cache-304,
-                            rate-limit,rate-limit-headers,plain+cookie-header,
+                            rate-limit,rate-limit-headers,metrics,plain+cookie-header,
                             plain+if-none-match]
                             [--plain-from <binary>] [--json <path>]
     strata-bench serve middleware <plain|noop|one-header|cookies|cache|
-                             rate-limit|rate-limit-headers> [--workers N]
+                             rate-limit|rate-limit-headers|metrics> [--workers N]
     strata-bench protocols [--quick] [--duration <time>] [--warmup <time>] [--rounds N]
                            [--connections N] [--streams N] [--scenario <names>]
                            [--protocol h2c,h2,h1-tls] [--workers N] [--no-pin] [--json <path>]

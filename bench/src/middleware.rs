@@ -10,7 +10,8 @@
 //! gets the 200; `cache-304`: the same server, the request's `If-None-Match` matches and gets
 //! the 304), behind the rate limiter (`rate-limit`: keyed by the client's address, a quota
 //! no run reaches, its `RateLimit` headers on a 429 only, the default; `rate-limit-headers`:
-//! the same with `.headers(HeadersOn::EveryResponse)`, both headers on every response). The load generator (wrk or the internal one,
+//! the same with `.headers(HeadersOn::EveryResponse)`, both headers on every response), and
+//! plain hello with the server's metrics on (`metrics`, issue 52). The load generator (wrk or the internal one,
 //! pinned to core 1) loads one variant at a time; every round loads each variant once, in an
 //! order that rotates every round, so that drift of the machine hits all alike. Per round:
 //! each variant's requests per second and server CPU per request (`schedstat`), and both
@@ -53,10 +54,13 @@ pub(crate) enum Server {
     RateLimit,
     /// The rate limiter with its headers on every response (`headers(HeadersOn::EveryResponse)`).
     RateLimitHeaders,
+    /// Plain hello with the server's metrics on (`create_config().metrics(..)`, issue 52): not
+    /// a middleware, but measured as one.
+    Metrics,
 }
 
 impl Server {
-    pub(crate) const ALL: [Server; 7] = [
+    pub(crate) const ALL: [Server; 8] = [
         Server::Plain,
         Server::Noop,
         Server::OneHeader,
@@ -64,6 +68,7 @@ impl Server {
         Server::Cache,
         Server::RateLimit,
         Server::RateLimitHeaders,
+        Server::Metrics,
     ];
 
     pub(crate) fn name(self) -> &'static str {
@@ -75,6 +80,7 @@ impl Server {
             Server::Cache => "cache",
             Server::RateLimit => "rate-limit",
             Server::RateLimitHeaders => "rate-limit-headers",
+            Server::Metrics => "metrics",
         }
     }
 }
@@ -93,7 +99,7 @@ impl FromStr for Server {
             .into_iter()
             .find(|server| server.name() == s)
             .ok_or_else(|| {
-                format!("unknown middleware server {s:?} (plain, noop, one-header, cookies, cache, rate-limit, rate-limit-headers)")
+                format!("unknown middleware server {s:?} (plain, noop, one-header, cookies, cache, rate-limit, rate-limit-headers, metrics)")
             })
     }
 }
@@ -120,6 +126,8 @@ pub(crate) enum Variant {
     RateLimit,
     /// The same limiter with its headers on every response (`headers(HeadersOn::EveryResponse)`).
     RateLimitHeaders,
+    /// Plain hello with the server's metrics on: what counting a request costs.
+    Metrics,
     /// Plain hello's server sent the cookie variant's request: the baseline of `cookies`,
     /// since hyper's parsing of the longer head is the request's cost, not the middleware's.
     PlainWithCookies,
@@ -134,7 +142,7 @@ pub(crate) const COOKIE_HEADER: &str =
     "session=4f2a9c1e7b3d5a8f0e6c2b9d1a7f3e5c; theme=dark; lang=en-GB";
 
 impl Variant {
-    pub(crate) const ALL: [Variant; 10] = [
+    pub(crate) const ALL: [Variant; 11] = [
         Variant::Plain,
         Variant::Noop,
         Variant::OneHeader,
@@ -143,6 +151,7 @@ impl Variant {
         Variant::CacheNotModified,
         Variant::RateLimit,
         Variant::RateLimitHeaders,
+        Variant::Metrics,
         Variant::PlainWithCookies,
         Variant::PlainWithIfNoneMatch,
     ];
@@ -157,6 +166,7 @@ impl Variant {
             Variant::CacheNotModified => "cache-304",
             Variant::RateLimit => "rate-limit",
             Variant::RateLimitHeaders => "rate-limit-headers",
+            Variant::Metrics => "metrics",
             Variant::PlainWithCookies => "plain+cookie-header",
             Variant::PlainWithIfNoneMatch => "plain+if-none-match",
         }
@@ -184,6 +194,7 @@ impl Variant {
             Variant::Cache | Variant::CacheNotModified => Server::Cache,
             Variant::RateLimit => Server::RateLimit,
             Variant::RateLimitHeaders => Server::RateLimitHeaders,
+            Variant::Metrics => Server::Metrics,
         }
     }
 
@@ -202,7 +213,8 @@ impl Variant {
             | Variant::OneHeader
             | Variant::Cache
             | Variant::RateLimit
-            | Variant::RateLimitHeaders => vec![],
+            | Variant::RateLimitHeaders
+            | Variant::Metrics => vec![],
             Variant::Cookies | Variant::PlainWithCookies => {
                 vec![("cookie", COOKIE_HEADER.to_owned())]
             }
@@ -252,6 +264,7 @@ impl Variant {
             | Variant::Noop
             | Variant::Cookies
             | Variant::RateLimit
+            | Variant::Metrics
             | Variant::PlainWithCookies
             | Variant::PlainWithIfNoneMatch => vec![
                 ("set-cookie", None),
@@ -620,6 +633,20 @@ fn measure(
                 .await
                 .map_err(|e| format!("{}: {e}", entry.label))?;
             entry.variant.check(&answer, plain.body())?;
+            if entry.variant == Variant::Metrics {
+                // The metrics are on, and counted that request.
+                let exposition = RequestSpec {
+                    path_and_query: "/metrics".to_owned(),
+                    ..Variant::Plain.request()
+                };
+                let metrics = crate::preflight::send(entry.child.addr, &exposition)
+                    .await
+                    .map_err(|e| format!("{}: /metrics: {e}", entry.label))?;
+                let text = String::from_utf8_lossy(metrics.body());
+                if !text.contains("strata_http_requests_total{route=\"/v1/hello\"") {
+                    return Err(format!("{}: /metrics counts no hello: {text}", entry.label));
+                }
+            }
             let mut headers: Vec<String> = answer
                 .headers()
                 .iter()

@@ -76,7 +76,7 @@ impl<C> MiddlewareHandler<(), C> for OneHeader {
 pub(crate) fn routing(server: Server) -> Routing {
     let factory = default_endpoints_factory();
     let hello = match server {
-        Server::Plain => factory
+        Server::Plain | Server::Metrics => factory
             .get()
             .tag("greetings")
             .short_description("Says hello")

@@ -155,11 +155,11 @@ pub(crate) async fn start_client_app() -> io::Result<Running> {
 /// Starts a server of `strata-bench middleware` (hello alone, with no middleware or behind
 /// one) on 127.0.0.1 and a port the system picks. Call from a tokio runtime.
 pub(crate) async fn start_middleware(server: crate::middleware::Server) -> io::Result<Running> {
-    start_strata(
-        &strata_app::config(loopback()),
-        &middleware_app::routing(server),
-    )
-    .await
+    let mut config = strata_app::config(loopback());
+    if server == crate::middleware::Server::Metrics {
+        config.server.metrics = Some(strata::Metrics::new());
+    }
+    start_strata(&config, &middleware_app::routing(server)).await
 }
 
 /// Starts `kind`'s server of `strata-bench uploads` (`upload_app.rs`) on 127.0.0.1 and a port
