@@ -66,6 +66,9 @@ pub struct EndpointMeta {
     /// The input has a [`RawBody`](strata_input::RawBody) field `raw`: the body is read as bytes
     /// of any content type.
     pub raw_body: bool,
+    /// The input's [`StreamedFile`](strata_input::StreamedFile) field, when it has one: a
+    /// multipart body is read up to its part, which is the form's last.
+    pub streamed_file: Option<String>,
     /// Success statuses the handler answers with, when not the result handler's (200).
     pub success_statuses: Vec<StatusCode>,
     /// The media types of the success responses, when the endpoint says them (a file or a

@@ -35,10 +35,12 @@
 use std::cell::RefCell;
 use std::fmt;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use bytes::Bytes;
 use serde::de::{self, Deserialize, Deserializer, Visitor};
+
+use crate::stream::StreamedFile;
 
 /// The media type of a file part that declares none.
 const DEFAULT_MIMETYPE: &str = "application/octet-stream";
@@ -76,6 +78,8 @@ enum Contents {
     Pieces(Arc<Split>),
     /// Shared: the last clone drops the owner, which removes a temporary file.
     OnDisk(Arc<OnDisk>),
+    /// A [`StreamedFile`] on its way to the typed input (or to a client's form), taken once.
+    Streamed(Arc<Mutex<Option<StreamedFile>>>),
 }
 
 impl Contents {
@@ -84,6 +88,8 @@ impl Contents {
             Contents::Whole(data) => data.len() as u64,
             Contents::Pieces(pieces) => pieces.size as u64,
             Contents::OnDisk(file) => file.size,
+            // Not known before it has all arrived.
+            Contents::Streamed(_) => 0,
         }
     }
 }
@@ -95,6 +101,7 @@ impl fmt::Debug for Contents {
             Contents::OnDisk(file) => {
                 write!(f, "{} bytes in {}", file.size, file.path.display())
             }
+            Contents::Streamed(_) => f.write_str("a stream"),
             _ => write!(f, "{} bytes", self.size()),
         }
     }
@@ -192,6 +199,33 @@ impl UploadedFile {
         Self::with_contents(name.into(), mimetype.into(), contents)
     }
 
+    /// A [`StreamedFile`] carried as a file: how the multipart reader hands one to the typed
+    /// input, and how a client's capture of the input's files sends one.
+    #[doc(hidden)]
+    pub fn streamed(file: StreamedFile) -> Self {
+        let (name, mimetype) = (file.name().to_owned(), file.mimetype().to_owned());
+        let contents = Contents::Streamed(Arc::new(Mutex::new(Some(file))));
+        Self::with_contents(name, mimetype, contents)
+    }
+
+    /// Whether this carries a [`StreamedFile`] (see [`streamed`](Self::streamed)).
+    #[doc(hidden)]
+    pub fn is_streamed(&self) -> bool {
+        matches!(self.contents, Contents::Streamed(_))
+    }
+
+    /// The [`StreamedFile`] this carries, taken out (once).
+    #[doc(hidden)]
+    pub fn take_stream(&self) -> Option<StreamedFile> {
+        match &self.contents {
+            Contents::Streamed(slot) => slot
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .take(),
+            _ => None,
+        }
+    }
+
     fn with_contents(name: String, mut mimetype: String, contents: Contents) -> Self {
         if mimetype.is_empty() {
             DEFAULT_MIMETYPE.clone_into(&mut mimetype);
@@ -223,7 +257,7 @@ impl UploadedFile {
                 }
                 Bytes::from(whole)
             })),
-            Contents::OnDisk(_) => None,
+            Contents::OnDisk(_) | Contents::Streamed(_) => None,
         }
     }
 
@@ -236,7 +270,7 @@ impl UploadedFile {
             Contents::Whole(data) if data.is_empty() => Some(&[]),
             Contents::Whole(data) => Some(std::slice::from_ref(data)),
             Contents::Pieces(pieces) => Some(&pieces.pieces),
-            Contents::OnDisk(_) => None,
+            Contents::OnDisk(_) | Contents::Streamed(_) => None,
         }
     }
 
@@ -250,7 +284,7 @@ impl UploadedFile {
         match self.contents {
             Contents::Whole(data) => Ok(data),
             Contents::Pieces(_) => Ok(self.data().cloned().unwrap_or_default()),
-            Contents::OnDisk(_) => Err(self),
+            Contents::OnDisk(_) | Contents::Streamed(_) => Err(self),
         }
     }
 
@@ -298,6 +332,8 @@ impl PartialEq for UploadedFile {
         }
         match (&self.contents, &other.contents) {
             (Contents::OnDisk(a), Contents::OnDisk(b)) if Arc::ptr_eq(a, b) => true,
+            (Contents::Streamed(a), Contents::Streamed(b)) => Arc::ptr_eq(a, b),
+            (Contents::Streamed(_), _) | (_, Contents::Streamed(_)) => false,
             (Contents::OnDisk(_), _) | (_, Contents::OnDisk(_)) => {
                 match (self.read_blocking(), other.read_blocking()) {
                     (Ok(a), Ok(b)) => same_bytes(&a, &b),
@@ -426,6 +462,11 @@ thread_local! {
     static CAPTURED: RefCell<Option<Vec<UploadedFile>>> = const { RefCell::new(None) };
 }
 
+/// Whether a [`capture_files`] is running on this thread.
+pub(crate) fn capturing() -> bool {
+    CAPTURED.with(|slot| slot.borrow().is_some())
+}
+
 /// Runs `serialize`, a serialization of an input (to a `serde_json::Value`, say), with its files
 /// captured: each [`UploadedFile`] (and [`RawBody`](crate::RawBody)) serializes as
 /// `{"$strata:file": index}` and is returned at that index, bytes shared, not copied. A client
@@ -470,10 +511,14 @@ impl serde::Serialize for UploadedFile {
             map.serialize_entry(FILE_PLACEHOLDER, &index)?;
             return map.end();
         }
-        let mut file = serializer.serialize_struct("UploadedFile", 3)?;
+        let streamed = self.is_streamed();
+        let mut file = serializer.serialize_struct("UploadedFile", 3 - usize::from(streamed))?;
         file.serialize_field("name", &self.name)?;
         file.serialize_field("mimetype", &self.mimetype)?;
-        file.serialize_field("size", &self.len())?;
+        // A stream's size is not known before it has all been read.
+        if !streamed {
+            file.serialize_field("size", &self.len())?;
+        }
         file.end()
     }
 }

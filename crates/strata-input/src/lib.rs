@@ -44,6 +44,7 @@ pub mod multipart_writer;
 pub mod payload;
 pub mod raw;
 mod sources;
+pub mod stream;
 pub mod text;
 
 pub use de::DeError;
@@ -52,6 +53,7 @@ pub use input::{Input, InputValue, JsonObject, JsonObjectError, TextValue};
 pub use payload::{Parsed, ParsedBody, Query, Staged};
 pub use raw::RawBody;
 pub use sources::{InputSource, InputSources, WELL_KNOWN_HEADERS, looks_like_header};
+pub use stream::StreamedFile;
 
 /// Implements `JsonSchema` for a type whose values travel as binary data: an inline
 /// `{"type": "string", "format": "binary"}`, with the `key => value` keywords given. For the

@@ -57,9 +57,59 @@ pub(crate) struct Pending<S> {
     /// The body's share of the budget, grown as it arrives and held until the request is
     /// answered (a multipart read has it meanwhile).
     pub(crate) reservation: Option<BodyReservation>,
+    /// The input's streamed file, for a multipart read that stops at it.
+    pub(crate) streamed: Option<crate::StreamedField>,
+}
+
+impl<S> Pending<S> {
+    /// A 400 naming the first required field that had not arrived when the streamed file's
+    /// part began: the file is the form's last part.
+    fn check_sent_before(&self, multipart: &strata_upload::Multipart) -> Result<(), ApiError> {
+        let (Some(streamed), Some(file)) = (&self.streamed, &multipart.streamed) else {
+            return Ok(());
+        };
+        let query = self.query.to_pairs();
+        let arrived = |name: &str| {
+            multipart.fields.iter().any(|(field, _)| field == name)
+                || multipart.files.iter().any(|(field, _)| field == name)
+                || query.iter().any(|(key, _)| key == name)
+                || self.params.iter().any(|(param, _)| param == name)
+                || self.parts.headers.contains_key(name)
+        };
+        match streamed.required.iter().find(|name| !arrived(name)) {
+            None => Ok(()),
+            Some(missing) => Err(ApiError::bad_request(
+                ErrorKind::Parse,
+                format!(
+                    "Field {missing:?} must be sent before the streamed file {file:?}: the file \
+                     is the form's last part"
+                ),
+            )
+            .with_connection_close()),
+        }
+    }
 }
 
 impl<S: Service<Request<Parsed>>> Pending<S> {
+    /// Calls the inner service with the parts of a multipart body (unless a required field
+    /// did not come before a streamed file).
+    fn forward_multipart<B>(
+        mut self,
+        multipart: strata_upload::Multipart,
+        reservation: Option<BodyReservation>,
+    ) -> State<B, S, S::Future> {
+        if let Err(error) = self.check_sent_before(&multipart) {
+            return State::Error { error: Some(error) };
+        }
+        self.reservation = reservation;
+        let body = if multipart.fields.is_empty() {
+            ParsedBody::Empty
+        } else {
+            ParsedBody::Form(multipart.fields)
+        };
+        self.forward(body, multipart.files)
+    }
+
     /// Calls the inner service with the parsed request; the body's reservation lives on until
     /// it answers.
     fn forward<B>(
@@ -117,86 +167,111 @@ fn make_room(
     Ok(())
 }
 
-/// What a multipart read shares with its body while the body is moved into the reader.
+/// What a multipart read shares with its body, which the reader owns (and, for a streamed
+/// file, the handler after it).
 #[cfg(feature = "upload")]
-pub(crate) struct Metering<'a> {
+#[derive(Clone)]
+pub(crate) struct Metering(std::sync::Arc<std::sync::Mutex<MeteringState>>);
+
+#[cfg(feature = "upload")]
+struct MeteringState {
     reservation: Option<BodyReservation>,
     refused: Option<OverBudget>,
     ended: bool,
-    /// The bytes the reader wrote to temporary files so far, and how many of them were given
-    /// back to the budget.
-    spooled: &'a std::sync::atomic::AtomicU64,
-    released: u64,
+    /// The bytes of files that left memory so far (written to temporary files, or handed over
+    /// by a streamed file), and how many of them were given back to the budget.
+    released: std::sync::Arc<std::sync::atomic::AtomicU64>,
+    given_back: u64,
 }
 
 #[cfg(feature = "upload")]
-impl<'a> Metering<'a> {
+impl MeteringState {
+    /// Gives back to the budget what left memory since the last time: memory holds only the
+    /// rest.
+    fn give_back(&mut self) {
+        let released = self.released.load(std::sync::atomic::Ordering::Relaxed);
+        if let Some(reservation) = &mut self.reservation {
+            let bytes = usize::try_from(released - self.given_back).unwrap_or(usize::MAX);
+            reservation.shrink(bytes);
+        }
+        self.given_back = released;
+    }
+}
+
+#[cfg(feature = "upload")]
+impl Metering {
     pub(crate) fn new(
         reservation: Option<BodyReservation>,
-        spooled: &'a std::sync::atomic::AtomicU64,
+        released: std::sync::Arc<std::sync::atomic::AtomicU64>,
     ) -> Self {
-        Self {
+        Self(std::sync::Arc::new(std::sync::Mutex::new(MeteringState {
             reservation,
             refused: None,
             ended: false,
-            spooled,
-            released: 0,
-        }
+            released,
+            given_back: 0,
+        })))
     }
 
-    /// Gives back to the budget what went to disk since the last time: memory holds only the
-    /// rest.
-    fn release_spooled(&mut self) {
-        let spooled = self.spooled.load(std::sync::atomic::Ordering::Relaxed);
-        if let Some(reservation) = &mut self.reservation {
-            let released = usize::try_from(spooled - self.released).unwrap_or(usize::MAX);
-            reservation.shrink(released);
-        }
-        self.released = spooled;
+    fn state(&self) -> std::sync::MutexGuard<'_, MeteringState> {
+        self.0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
     /// The read's result, told as the budget's 503 when the budget stopped it, closing the
     /// connection when it failed before the body's end; and the reservation, to be held until
-    /// the request is answered.
+    /// the request is answered. A read that stopped at a streamed file leaves the reservation
+    /// with the body, which the file reads on.
     pub(crate) fn finish(
-        mut self,
+        self,
         read: Result<strata_upload::Multipart, ApiError>,
     ) -> (
         Result<strata_upload::Multipart, ApiError>,
         Option<BodyReservation>,
     ) {
-        self.release_spooled();
-        let read = match (read, self.refused) {
+        let mut state = self.state();
+        state.give_back();
+        let read = match (read, state.refused) {
             (Err(_), Some(refused)) => Err(refused.error()),
-            (Err(error), None) if !self.ended => Err(error.with_connection_close()),
+            (Err(error), None) if !state.ended => Err(error.with_connection_close()),
             (read, _) => read,
         };
-        (read, self.reservation)
+        let streaming = read
+            .as_ref()
+            .is_ok_and(|multipart| multipart.streamed.is_some());
+        let reservation = if streaming {
+            None
+        } else {
+            state.reservation.take()
+        };
+        drop(state);
+        (read, reservation)
     }
 }
 
 #[cfg(feature = "upload")]
 pin_project! {
     /// A multipart body: its bytes are reserved from the budget as they arrive, and given back
-    /// as the reader writes them to temporary files (files past the spool threshold); what
-    /// stays in memory (text fields, small files) stays reserved until the request is
-    /// answered. Whether the body ended is noted.
-    pub(crate) struct Metered<'a, 'b, B> {
+    /// as they leave memory (files past the spool threshold written to temporary files, a
+    /// streamed file's chunks handed over); what stays in memory (text fields, small files)
+    /// stays reserved until the request is answered. Whether the body ended is noted.
+    pub(crate) struct Metered<B> {
         #[pin]
         body: B,
-        metering: &'a mut Metering<'b>,
+        metering: Metering,
     }
 }
 
 #[cfg(feature = "upload")]
-impl<'a, 'b, B> Metered<'a, 'b, B> {
-    pub(crate) fn new(body: B, metering: &'a mut Metering<'b>) -> Self {
+impl<B> Metered<B> {
+    pub(crate) fn new(body: B, metering: Metering) -> Self {
         Self { body, metering }
     }
 }
 
 #[cfg(feature = "upload")]
-impl<B> Body for Metered<'_, '_, B>
+impl<B> Body for Metered<B>
 where
     B: Body,
     B::Error: Into<BoxError>,
@@ -211,19 +286,20 @@ where
         let mut this = self.project();
         let frame = match ready!(this.body.as_mut().poll_frame(cx)) {
             None => {
-                this.metering.ended = true;
+                this.metering.state().ended = true;
                 return Poll::Ready(None);
             }
             Some(Err(error)) => return Poll::Ready(Some(Err(error.into()))),
             Some(Ok(frame)) => frame,
         };
-        this.metering.ended = this.body.is_end_stream();
+        let mut state = this.metering.state();
+        state.ended = this.body.is_end_stream();
         let arrived = frame.data_ref().map_or(0, Buf::remaining);
-        this.metering.release_spooled();
-        if let Some(reservation) = &mut this.metering.reservation
+        state.give_back();
+        if let Some(reservation) = &mut state.reservation
             && let Err(refused) = reservation.try_grow(arrived)
         {
-            this.metering.refused = Some(refused);
+            state.refused = Some(refused);
             return Poll::Ready(Some(Err(refused.error().into())));
         }
         Poll::Ready(Some(Ok(frame)))
@@ -315,14 +391,8 @@ where
                 StateProj::Multipart { read, pending } => {
                     let (result, reservation) = ready!(read.as_mut().poll(cx));
                     let next = match (result, pending.take()) {
-                        (Ok(multipart), Some(mut pending)) => {
-                            pending.reservation = reservation;
-                            let body = if multipart.fields.is_empty() {
-                                ParsedBody::Empty
-                            } else {
-                                ParsedBody::Form(multipart.fields)
-                            };
-                            (*pending).forward(body, multipart.files)
+                        (Ok(multipart), Some(pending)) => {
+                            (*pending).forward_multipart(multipart, reservation)
                         }
                         (Err(error), _) => State::Error { error: Some(error) },
                         (Ok(_), None) => State::Error { error: None },

@@ -22,6 +22,19 @@ pub(crate) struct Options {
     pub(crate) budget: Option<BodyBudget>,
     /// Bodies of any content type are kept as bytes (`ParsedBody::Raw`), not parsed.
     pub(crate) raw_body: bool,
+    /// The input's `StreamedFile` field, when it has one.
+    pub(crate) streamed_file: Option<StreamedField>,
+}
+
+/// An input's [`StreamedFile`](strata_input::StreamedFile) field, as the parse stage reads it:
+/// a multipart body is read up to that field's part, and the fields `required` must have
+/// arrived by then (in the form, the query, the path or the headers).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StreamedField {
+    /// The field's name.
+    pub name: String,
+    /// The input's other required fields.
+    pub required: Vec<String>,
 }
 
 /// Applies [`ParseService`]: parses query, path parameters and body.
@@ -47,8 +60,19 @@ impl ParseLayer {
                 upload: None,
                 budget: None,
                 raw_body: false,
+                streamed_file: None,
             }),
         }
+    }
+
+    /// Reads a multipart body up to the part of `field` (an input's `StreamedFile`), whose
+    /// file the handler reads as it arrives (see
+    /// [`ReadOptions::stream_field`](strata_upload::ReadOptions::stream_field)). A required field
+    /// that has not arrived when the file's part begins is a 400 naming it.
+    #[must_use]
+    pub fn streamed_file(mut self, field: Option<StreamedField>) -> Self {
+        Arc::make_mut(&mut self.options).streamed_file = field;
+        self
     }
 
     /// Keeps bodies of any content type as their bytes (`ParsedBody::Raw`, which the combine

@@ -79,7 +79,7 @@ pub use memory::memory_limit;
 /// with uploads configured.
 pub const MULTIPART: bool = cfg!(feature = "upload");
 pub use future::ResponseFuture;
-pub use layer::{DEFAULT_BODY_LIMIT, DEFAULT_MAX_FIELDS, ParseLayer};
+pub use layer::{DEFAULT_BODY_LIMIT, DEFAULT_MAX_FIELDS, ParseLayer, StreamedField};
 pub use per_client::{ClientKey, PerClient};
 pub use service::ParseService;
 

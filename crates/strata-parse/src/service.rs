@@ -217,6 +217,40 @@ fn take_ready<S: Clone>(inner: &mut S) -> S {
     std::mem::replace(inner, clone)
 }
 
+/// The multipart read of `body`, drawing on the budget as it arrives (the pending request's
+/// reservation moves into it).
+#[cfg(feature = "upload")]
+fn read_multipart<B, S>(
+    body: B,
+    boundary: String,
+    limits: strata_upload::UploadLimits,
+    options: &Options,
+    pending: &mut Pending<S>,
+) -> crate::future::ReadMultipart
+where
+    B: Body + Send + 'static,
+    B::Error: Into<BoxError>,
+{
+    let reservation = pending.reservation.take();
+    let mut read_options = strata_upload::ReadOptions::new();
+    if let Some(streamed) = &options.streamed_file {
+        read_options = read_options.stream_field(streamed.name.clone());
+        pending.streamed = Some(streamed.clone());
+    }
+    Box::pin(async move {
+        let released = Arc::new(std::sync::atomic::AtomicU64::new(0));
+        let metering = Metering::new(reservation, Arc::clone(&released));
+        let read = strata_upload::read_multipart_with(
+            Metered::new(body, metering.clone()),
+            boundary,
+            &limits,
+            &read_options.count_released(released),
+        )
+        .await;
+        metering.finish(read)
+    })
+}
+
 impl<S, B> Service<Request<B>> for ParseService<S>
 where
     S: Service<Request<Parsed>> + Clone,
@@ -313,24 +347,12 @@ where
             declared: declared.and_then(|n| usize::try_from(n).ok()),
             max_fields: options.max_fields,
             inner: take_ready(&mut self.inner),
+            streamed: None,
         };
         #[cfg(feature = "upload")]
         if let (Some(limits), Some(boundary)) = (multipart, boundary) {
-            let limits = limits.clone();
-            let reservation = pending.reservation.take();
-            let read = async move {
-                let spooled = std::sync::atomic::AtomicU64::new(0);
-                let mut metering = Metering::new(reservation, &spooled);
-                let read = strata_upload::read_multipart_counting(
-                    Metered::new(body, &mut metering),
-                    boundary,
-                    &limits,
-                    &spooled,
-                )
-                .await;
-                metering.finish(read)
-            };
-            return ResponseFuture::multipart(Box::pin(read), pending);
+            let read = read_multipart(body, boundary, limits.clone(), options, &mut pending);
+            return ResponseFuture::multipart(read, pending);
         }
         ResponseFuture::reading(body, pending)
     }

@@ -58,10 +58,10 @@ mod spool;
 pub use form::MultipartForm;
 pub use limits::{DEFAULT_DISK_BUDGET, DEFAULT_SPOOL_THRESHOLD, UploadLimits, UploadLimitsBuilder};
 #[cfg(feature = "multipart")]
-pub use read::{boundary, read_multipart, read_multipart_counting};
+pub use read::{ReadOptions, boundary, read_multipart, read_multipart_with};
 pub use save::{FileReader, MoveError, UploadedFileExt};
 use strata_input::TextValue;
-pub use strata_input::UploadedFile;
+pub use strata_input::{StreamedFile, UploadedFile};
 
 /// The parts of a multipart body: text fields (repeated names are lists) and files by field name.
 #[derive(Debug, Default, Clone, PartialEq)]
@@ -70,6 +70,9 @@ pub struct Multipart {
     pub fields: Vec<(String, TextValue)>,
     /// The file parts, grouped by field name in arrival order.
     pub files: Vec<(String, Vec<UploadedFile>)>,
+    /// The field whose file is streamed (see [`ReadOptions::stream_field`]), when the read
+    /// stopped at it: its file, in [`files`](Self::files), carries the rest of the body.
+    pub streamed: Option<String>,
 }
 
 #[cfg(all(test, feature = "multipart"))]

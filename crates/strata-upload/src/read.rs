@@ -3,6 +3,7 @@
 use std::collections::HashMap;
 use std::collections::hash_map::Entry;
 use std::pin::Pin;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::task::{Context, Poll};
 
@@ -10,7 +11,7 @@ use bytes::{Buf, Bytes, BytesMut};
 use http_body::Body;
 use pin_project_lite::pin_project;
 use strata_core::{ApiError, BoxError, ErrorKind};
-use strata_input::{TextValue, UploadedFile};
+use strata_input::{StreamedFile, TextValue, UploadedFile};
 use tokio::io::{AsyncWriteExt, BufWriter};
 
 use crate::Multipart;
@@ -168,6 +169,7 @@ fn count_file(files: &mut usize, limits: &UploadLimits) -> Result<(), ApiError> 
 /// | a part's `Content-Disposition` that is not UTF-8 | 400 `Malformed multipart body: the Content-Disposition of part N is not UTF-8 …` |
 /// | a control character (but tab) in a part's headers, its name included | 400 `Malformed multipart body: a part's headers cannot be read …` |
 /// | a malformed or truncated body | 400 `Malformed multipart body: …` |
+/// | a part after a [streamed file](ReadOptions::stream_field) | 400 `Part "<field>" comes after the streamed file "<file>" …`, as the stream's last item |
 ///
 /// Names are UTF-8 text (RFC 7578 4.2): a part named `ünïcode` is read under that name.
 ///
@@ -180,25 +182,58 @@ pub async fn read_multipart<B>(
     limits: &UploadLimits,
 ) -> Result<Multipart, ApiError>
 where
-    B: Body + Send,
+    B: Body + Send + 'static,
     B::Error: Into<BoxError>,
 {
-    read_multipart_counting(body, boundary, limits, &AtomicU64::new(0)).await
+    read_multipart_with(body, boundary, limits, &ReadOptions::new()).await
 }
 
-/// [`read_multipart`], adding to `spooled` the bytes of files as they are handed to temporary
-/// files: bytes that no longer stay in memory (the parse stage gives them back to the body
-/// budget, which counts what requests hold in memory).
-pub async fn read_multipart_counting<B>(
+/// How [`read_multipart_with`] reads, beyond its limits.
+#[derive(Debug, Clone, Default)]
+pub struct ReadOptions {
+    released: Option<Arc<AtomicU64>>,
+    streamed: Option<String>,
+}
+
+impl ReadOptions {
+    /// As [`read_multipart`] reads.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Adds to `released` the bytes of files as they leave memory: written to temporary files,
+    /// or handed over from a streamed file (the parse stage gives them back to the body
+    /// budget, which counts what requests hold in memory).
+    #[must_use]
+    pub fn count_released(mut self, released: Arc<AtomicU64>) -> Self {
+        self.released = Some(released);
+        self
+    }
+
+    /// Stops at the part named `field` (an input's `StreamedFile`): the read returns the parts
+    /// before it, and that file as a [`StreamedFile`](strata_input::StreamedFile) carried in
+    /// [`Multipart::files`], reading the rest of the body as the stream is read. The file must
+    /// be the last part: a part after it ends the stream with a 400.
+    #[must_use]
+    pub fn stream_field(mut self, field: impl Into<String>) -> Self {
+        self.streamed = Some(field.into());
+        self
+    }
+}
+
+/// [`read_multipart`], with [`ReadOptions`].
+pub async fn read_multipart_with<B>(
     body: B,
     boundary: String,
     limits: &UploadLimits,
-    spooled: &AtomicU64,
+    options: &ReadOptions,
 ) -> Result<Multipart, ApiError>
 where
-    B: Body + Send,
+    B: Body + Send + 'static,
     B::Error: Into<BoxError>,
 {
+    let released = options.released.clone().unwrap_or_default();
+    let spooled = &*released;
     let constraints = multer::Constraints::new()
         .size_limit(multer::SizeLimit::new().whole_stream(limits.body_size()));
     let mut reader =
@@ -216,6 +251,14 @@ where
             while part.chunk().await.map_err(multer_error)?.is_some() {}
             continue;
         };
+        if options.streamed.as_deref() == Some(name.as_str()) {
+            // The rest of the body is the handler's to read, as it arrives.
+            count_file(&mut files, limits)?;
+            let file = FileStream::start(reader, part, &name, limits, &released);
+            out.files.push((name.clone(), vec![file]));
+            out.streamed = Some(name);
+            return Ok(out);
+        }
         let file_name = part.file_name().map(str::to_owned);
         let is_file = file_name.is_some();
         // Count a part before reading it, so one part too many is refused before its bytes are
@@ -237,7 +280,7 @@ where
         };
         let mimetype = part.content_type().map(ToString::to_string);
         let read = Part {
-            name: &name,
+            name: name.clone(),
             is_file,
             limit,
         };
@@ -287,14 +330,14 @@ where
 }
 
 /// What a part's bytes are read with.
-struct Part<'a> {
-    name: &'a str,
+struct Part {
+    name: String,
     is_file: bool,
     /// Its size limit.
     limit: u64,
 }
 
-impl Part<'_> {
+impl Part {
     /// The part's bytes: in memory, or (a file past the spool threshold) in a temporary file;
     /// and its size.
     async fn read(
@@ -343,9 +386,105 @@ impl Part<'_> {
         let what = if self.is_file { "File" } else { "Field" };
         too_large(format!(
             "{what} {:?} exceeds the size limit of {} bytes",
-            name_for_message(self.name),
+            name_for_message(&self.name),
             self.limit
         ))
+    }
+}
+
+/// The rest of a body from a streamed file's part on: the file's bytes, within its size
+/// limit, then nothing (a part after it is an error).
+struct FileStream {
+    reader: multer::Multipart<'static>,
+    /// The file's part, until it has all been read.
+    part: Option<multer::Field<'static>>,
+    read: Part,
+    size: u64,
+    limits: UploadLimits,
+    released: Arc<AtomicU64>,
+    /// An error or the end was given: nothing more is read.
+    done: bool,
+}
+
+impl FileStream {
+    /// The file of `part` (of the field `name`) and the rest of the body after it.
+    fn start(
+        reader: multer::Multipart<'static>,
+        part: multer::Field<'static>,
+        name: &str,
+        limits: &UploadLimits,
+        released: &Arc<AtomicU64>,
+    ) -> UploadedFile {
+        let file_name = part.file_name().unwrap_or_default().to_owned();
+        let mimetype = part.content_type().map(ToString::to_string);
+        let stream = FileStream {
+            reader,
+            part: Some(part),
+            read: Part {
+                name: name.to_owned(),
+                is_file: true,
+                limit: limits.file_size(),
+            },
+            size: 0,
+            limits: limits.clone(),
+            released: Arc::clone(released),
+            done: false,
+        };
+        UploadedFile::streamed(StreamedFile::new(
+            file_name,
+            mimetype.unwrap_or_default(),
+            stream,
+        ))
+    }
+
+    fn fail(&mut self, error: ApiError) -> Poll<Option<Result<Bytes, ApiError>>> {
+        self.done = true;
+        self.part = None;
+        Poll::Ready(Some(Err(error)))
+    }
+}
+
+impl futures_core::Stream for FileStream {
+    type Item = Result<Bytes, ApiError>;
+
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        if self.done {
+            return Poll::Ready(None);
+        }
+        if let Some(part) = &mut self.part {
+            match std::task::ready!(Pin::new(part).poll_next(cx)) {
+                Some(Ok(chunk)) => {
+                    self.size += chunk.len() as u64;
+                    if self.size > self.read.limit {
+                        let error = self.read.too_large(&self.limits);
+                        return self.fail(error);
+                    }
+                    // Handed over: the handler holds it now, not the request's reader.
+                    self.released
+                        .fetch_add(chunk.len() as u64, Ordering::Relaxed);
+                    return Poll::Ready(Some(Ok(chunk)));
+                }
+                Some(Err(error)) => return self.fail(multer_error(error)),
+                None => self.part = None,
+            }
+        }
+        // The file is the last part: what follows must be the body's end.
+        match std::task::ready!(self.reader.poll_next_field(cx)) {
+            Ok(None) => {
+                self.done = true;
+                Poll::Ready(None)
+            }
+            Ok(Some(next)) => {
+                let error = malformed(format!(
+                    "Part {:?} comes after the streamed file {:?}: a streamed file is the \
+                     form's last part, every other field is sent before it",
+                    name_for_message(next.name().unwrap_or_default()),
+                    name_for_message(&self.read.name),
+                ));
+                self.fail(error)
+            }
+            Err(error) => self.fail(multer_error(error)),
+        }
     }
 }
 

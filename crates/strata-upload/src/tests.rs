@@ -623,13 +623,14 @@ async fn a_read_dropped_mid_file_removes_its_temporary_file() {
         .spool_threshold(1000)
         .spool_dir(&dir)
         .build();
-    let spooled = std::sync::atomic::AtomicU64::new(0);
+    let spooled = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
     let body = Stalls { sent: 0, chunks: 8 };
-    let mut read = Box::pin(crate::read_multipart_counting(
+    let options = crate::ReadOptions::new().count_released(std::sync::Arc::clone(&spooled));
+    let mut read = Box::pin(crate::read_multipart_with(
         body,
         "B".to_owned(),
         &limits,
-        &spooled,
+        &options,
     ));
     // Polled until the body stalls: the file is on disk, under a name of the spool's.
     std::future::poll_fn(|cx| {

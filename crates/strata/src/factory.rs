@@ -613,6 +613,8 @@ where
         meta.input_fields = fields;
         meta.raw_body = strata_input::raw::reads_raw_body(input_schema.as_value());
         let raw_body = meta.raw_body;
+        let streamed_file = streamed_field::<I>(&input_schema);
+        meta.streamed_file = streamed_file.as_ref().map(|field| field.name.clone());
         // A streamed output (a file, a stream) describes its own media type, not an envelope;
         // the endpoint may name it.
         if let Some(outcomes) = O::outcomes() {
@@ -690,10 +692,45 @@ where
             };
             let service = FormatLayer::new(result_handler.clone())
                 .mode(settings.mode)
-                .layer(settings.parse_layer().raw_body(raw_body).layer(work));
+                .layer(
+                    settings
+                        .parse_layer()
+                        .raw_body(raw_body)
+                        .streamed_file(streamed_file.clone())
+                        .layer(work),
+                );
             SharedService::new(service)
         })
     }
+}
+
+/// The input's [`StreamedFile`](strata_input::StreamedFile) field, and the fields that must
+/// arrive before it (the other required ones).
+///
+/// # Panics
+///
+/// When the input has more than one: a body has one last part.
+fn streamed_field<I>(input_schema: &Schema) -> Option<strata_parse::StreamedField> {
+    let mut names = strata_input::stream::streamed_fields(input_schema.as_value());
+    assert!(
+        names.len() <= 1,
+        "the input {} has {} StreamedFile fields ({}): a multipart body has one last part, \
+         declare one StreamedFile (and UploadedFile for the others)",
+        std::any::type_name::<I>(),
+        names.len(),
+        names.join(", ")
+    );
+    let name = names.pop()?;
+    let required = input_schema
+        .get("required")
+        .and_then(|required| required.as_array())
+        .into_iter()
+        .flatten()
+        .filter_map(|field| field.as_str())
+        .filter(|field| *field != name)
+        .map(str::to_owned)
+        .collect();
+    Some(strata_parse::StreamedField { name, required })
 }
 
 /// What an endpoint's input type is: read from the merged input (serde), checked by its rules

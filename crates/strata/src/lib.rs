@@ -61,7 +61,7 @@ mod guide;
 pub use factory::{EndpointBuilder, EndpointsFactory, default_endpoints_factory};
 pub use strata_core::{Ctx, Events, Operation, Outcomes, Security};
 pub use strata_endpoint::Endpoint;
-pub use strata_input::{InputSource, RawBody, UploadedFile};
+pub use strata_input::{InputSource, RawBody, StreamedFile, UploadedFile};
 pub use strata_middleware::Middleware;
 pub use strata_output::{FileResponse, Reply, StreamResponse};
 pub use strata_upload::{UploadLimits, UploadedFileExt};
