@@ -173,6 +173,8 @@ fn headers_config() -> strata::Config {
                 InputSource::Headers,
             ],
         )
+        // For the streamed file of `post /archives`.
+        .upload(strata::UploadLimits::default())
         .build()
 }
 
@@ -234,6 +236,15 @@ struct Hook {
     source: String,
 }
 
+/// An archive: a streamed file, sent after the other fields.
+#[derive(Deserialize, Validate, JsonSchema)]
+#[garde(allow_unvalidated)]
+struct Archive {
+    file: strata::StreamedFile,
+    #[allow(dead_code)]
+    title: String,
+}
+
 /// The users, plus more shapes: a map beside fields, a reserved type name, a 204, cursor pages.
 fn shapes_routing() -> Routing {
     use strata::paginate::{CursorInput, CursorPage};
@@ -269,7 +280,15 @@ fn shapes_routing() -> Routing {
                 value: u8::try_from(input.raw.len()).unwrap_or(u8::MAX),
             })
         });
+    let archive = default_endpoints_factory()
+        .post()
+        .handler(async |input: Archive| {
+            Ok(Reserved {
+                value: u8::from(input.file.name().is_empty()),
+            })
+        });
     users_routing()
+        .route("post /archives", archive)
         .route("patch /v1/users/:id", rename)
         .route("post /hooks/:source", hook)
         .route("stats", stats)
@@ -330,6 +349,13 @@ fn more_shapes_compile_too() {
     );
     // A reserved word is not a type name.
     assert!(shapes.contains("export type default2 = {"));
+    // A streamed file is the form's last part.
+    assert!(
+        shapes.contains(
+            "  \"post /archives\": { headers: [], body: \"multipart\", last: \"file\" },"
+        ),
+        "{shapes}"
+    );
     // 204 has no body.
     assert!(shapes.contains("export type DeleteV1UsersIdPositiveResponse = undefined;"));
     assert!(shapes.contains("    return response.data.nextCursor !== null;"));

@@ -334,3 +334,27 @@ async fn the_file_size_limit_holds_mid_stream() {
     );
     server.shutdown().await;
 }
+
+#[test]
+fn the_document_says_the_streamed_file_is_the_form_s_last_part() {
+    let config = create_config()
+        .cors(Cors::Disabled)
+        .upload(limits())
+        .build();
+    let document = strata::openapi::Documentation::new(&routing().0, &config)
+        .title("Streams")
+        .version("1.0.0")
+        .build()
+        .unwrap()
+        .to_value();
+    let form = &document["paths"]["/store"]["post"]["requestBody"]["content"]["multipart/form-data"]
+        ["schema"];
+    let file = &form["properties"]["file"];
+    assert_eq!(file["format"], "binary", "{form}");
+    assert_eq!(file["x-streamed-file"], true, "{form}");
+    assert_eq!(
+        file["description"],
+        "Streamed: the form's last part, sent after every other field."
+    );
+    assert_eq!(form["required"], serde_json::json!(["file", "title"]));
+}

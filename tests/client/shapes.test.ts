@@ -62,6 +62,22 @@ test("a raw body is the Blob itself, of its own type", async () => {
   assert.deepEqual(untyped?.headers, { "content-type": "application/octet-stream" });
 });
 
+test("a streamed file is the form's last part, whatever the order of the input's keys", async () => {
+  const seen: PreparedRequest[] = [];
+  const client = new Client(async (request) => {
+    seen.push(request);
+    return undefined;
+  });
+  const file = new Blob(["bytes"], { type: "application/x-tar" });
+  await client.provide("post /archives", { file, title: "Backup" });
+  const form = seen[0]?.body;
+  assert.ok(form instanceof FormData);
+  assert.deepEqual(
+    [...form.keys()],
+    ["title", "file"],
+  );
+});
+
 test("hasMore on cursor pages", () => {
   const page = (nextCursor: string | null): GetEventsResponse => ({
     status: "success",

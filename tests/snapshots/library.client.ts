@@ -417,6 +417,8 @@ interface Placement {
   /** Sent in a `Cookie` header; a browser drops it and sends its own cookie jar. */
   readonly cookies?: readonly string[];
   readonly body: "query" | "json" | "multipart" | "raw";
+  /** A form's streamed file: the server reads the fields before it, so it is sent last. */
+  readonly last?: string;
 }
 
 const placements: { readonly [K in Request]: Placement } = {
@@ -533,9 +535,11 @@ export class Client {
       query = queryString(rest);
     } else if (placement.body === "multipart") {
       const form = new FormData();
+      const append = (n: string, v: string | Blob) => form.append(n, v);
       for (const [name, value] of Object.entries(rest)) {
-        appendValue((n, v) => form.append(n, v), name, value);
+        if (name !== placement.last) appendValue(append, name, value);
       }
+      if (placement.last !== undefined) appendValue(append, placement.last, rest[placement.last]);
       body = form;
     } else {
       query = queryString(rest);

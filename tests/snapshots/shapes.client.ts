@@ -34,6 +34,39 @@ export type default2 = {
   value: number;
 };
 
+/** `post /archives` */
+export type PostArchivesInput = {
+  /** Streamed: the form's last part, sent after every other field. */
+  file: Blob;
+  title: string;
+};
+
+export type PostArchivesPositiveResponse = {
+  data: default2;
+  status: "success";
+};
+
+export type PostArchivesNegativeResponse = ErrorResponse;
+
+export type PostArchivesResponse = PostArchivesPositiveResponse | PostArchivesNegativeResponse;
+
+export type PostArchivesResponseByStatus = {
+  200: PostArchivesPositiveResponse;
+  400: PostArchivesNegativeResponse;
+  408: PostArchivesNegativeResponse;
+  413: PostArchivesNegativeResponse;
+  415: PostArchivesNegativeResponse;
+  500: PostArchivesNegativeResponse;
+  503: PostArchivesNegativeResponse;
+};
+
+export type PostArchivesHeadersByStatus = {
+  503: {
+    /** Seconds to wait before retrying */
+    "retry-after"?: string;
+  };
+};
+
 /** `get /events` */
 export type GetEventsInput = {
   /** The `nextCursor` of the page before, as it came (unpadded base64url); absent for the first page. A cursor this API did not write, or one altered, cut or from an incompatible version, is refused with 400. */
@@ -279,6 +312,7 @@ export type DeleteV1UsersIdHeadersByStatus = Record<never, never>;
 
 /** Every request of the API: `<method> <path>`. */
 export type Request =
+  | "post /archives"
   | "get /events"
   | "post /hooks/:source"
   | "get /reserved"
@@ -291,6 +325,7 @@ export type Request =
 
 /** The input of each request. */
 export interface Input {
+  "post /archives": PostArchivesInput;
   "get /events": GetEventsInput;
   "post /hooks/:source": PostHooksSourceInput;
   "get /reserved": GetReservedInput;
@@ -305,6 +340,7 @@ export interface Input {
 
 /** The response body of each request: `status` tells success from error. */
 export interface Response {
+  "post /archives": PostArchivesResponse;
   "get /events": GetEventsResponse;
   "post /hooks/:source": PostHooksSourceResponse;
   "get /reserved": GetReservedResponse;
@@ -319,6 +355,7 @@ export interface Response {
 
 /** The response body of each request by status code, as the document gives them. */
 export interface ResponseByStatus {
+  "post /archives": PostArchivesResponseByStatus;
   "get /events": GetEventsResponseByStatus;
   "post /hooks/:source": PostHooksSourceResponseByStatus;
   "get /reserved": GetReservedResponseByStatus;
@@ -333,6 +370,7 @@ export interface ResponseByStatus {
 
 /** The headers each request's responses declare, by status code (lower-case names). */
 export interface HeadersByStatus {
+  "post /archives": PostArchivesHeadersByStatus;
   "get /events": GetEventsHeadersByStatus;
   "post /hooks/:source": PostHooksSourceHeadersByStatus;
   "get /reserved": GetReservedHeadersByStatus;
@@ -447,9 +485,12 @@ interface Placement {
   /** Sent in a `Cookie` header; a browser drops it and sends its own cookie jar. */
   readonly cookies?: readonly string[];
   readonly body: "query" | "json" | "multipart" | "raw";
+  /** A form's streamed file: the server reads the fields before it, so it is sent last. */
+  readonly last?: string;
 }
 
 const placements: { readonly [K in Request]: Placement } = {
+  "post /archives": { headers: [], body: "multipart", last: "file" },
   "get /events": { headers: [], body: "query" },
   "post /hooks/:source": { headers: [], body: "raw" },
   "get /reserved": { headers: [], body: "query" },
@@ -565,9 +606,11 @@ export class Client {
       query = queryString(rest);
     } else if (placement.body === "multipart") {
       const form = new FormData();
+      const append = (n: string, v: string | Blob) => form.append(n, v);
       for (const [name, value] of Object.entries(rest)) {
-        appendValue((n, v) => form.append(n, v), name, value);
+        if (name !== placement.last) appendValue(append, name, value);
       }
+      if (placement.last !== undefined) appendValue(append, placement.last, rest[placement.last]);
       body = form;
     } else {
       query = queryString(rest);

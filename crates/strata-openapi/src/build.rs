@@ -10,6 +10,7 @@ use strata_core::{DefaultResultHandler, ResultHandler};
 use strata_endpoint::{EndpointMeta, PipelineSettings};
 use strata_input::InputSource;
 use strata_input::raw::{RAW_FIELD, RAW_MARKER};
+use strata_input::stream::STREAM_MARKER;
 use strata_routing::{RouteInfo, Router, RouterSettings, Routing, RoutingSettings};
 
 use crate::document::{
@@ -721,6 +722,7 @@ impl<'r> Described<'r> {
                     // Form fields are text or files: no `null`.
                     without_null(property);
                     multipart_file(property);
+                    streamed_last(property);
                 });
             }
             if !self.closed {
@@ -1024,6 +1026,27 @@ impl<'r> Described<'r> {
             vec![requirement]
         }
     }
+}
+
+/// A [`StreamedFile`](strata_input::StreamedFile) property says that it is the form's last part.
+/// Neither OpenAPI 3.1 nor 3.2 orders the parts of a `multipart/form-data` body described as
+/// an object (the Encoding Object leaves their order to the implementation; 3.2's ordered
+/// parts need the form modelled as an array of items, which no generator reads as a form):
+/// the description says it for people, and the schema keeps its `x-streamed-file` keyword
+/// (an annotation validators ignore) for generators, Strata's TypeScript client among them.
+fn streamed_last(property: &mut Value) {
+    let Some(object) = property.as_object_mut() else {
+        return;
+    };
+    if object.get(STREAM_MARKER) != Some(&Value::Bool(true)) {
+        return;
+    }
+    let said = "Streamed: the form's last part, sent after every other field.";
+    let description = match object.get("description").and_then(Value::as_str) {
+        Some(text) => format!("{text}\n\n{said}"),
+        None => said.to_owned(),
+    };
+    object.insert("description".to_owned(), description.into());
 }
 
 /// A multipart part's name travels in its `Content-Disposition` header, where any UTF-8 text

@@ -7,6 +7,7 @@ use std::path::Path;
 use serde_json::Value;
 use strata_endpoint::PipelineSettings;
 use strata_input::raw::RAW_FIELD;
+use strata_input::stream::STREAM_MARKER;
 use strata_openapi::{Documentation, OpenApi, Operation, ParameterLocation};
 use strata_routing::{RouterSettings, Routing};
 
@@ -691,6 +692,7 @@ fn describe(
             headers,
             cookies,
             body,
+            last: streamed_field(request),
         },
         events,
     })
@@ -911,6 +913,18 @@ fn body_fields(
         }
     };
     Ok((kind, index))
+}
+
+/// The form field marked `x-streamed-file` (a `StreamedFile`), if the body is a form with one.
+fn streamed_field(request: &Request<'_>) -> Option<String> {
+    let body = request.operation.request_body.as_ref()?;
+    let schema = body.content.get("multipart/form-data")?.value_schema();
+    schema
+        .get("properties")?
+        .as_object()?
+        .iter()
+        .find(|(_, property)| property.get(STREAM_MARKER) == Some(&Value::Bool(true)))
+        .map(|(name, _)| name.clone())
 }
 
 fn is_json(mime: &str) -> bool {

@@ -15,6 +15,9 @@ pub(crate) struct Placement {
     /// cookie jar instead, the header being one a script may not set).
     pub(crate) cookies: Vec<String>,
     pub(crate) body: BodyKind,
+    /// The form's streamed file (`x-streamed-file`), appended after every other field: the
+    /// server reads the fields before it first.
+    pub(crate) last: Option<String>,
 }
 
 /// How the fields that are neither path parameters nor headers travel.
@@ -66,9 +69,13 @@ pub(crate) fn runtime(
                 .collect();
             format!(", cookies: [{}]", names.join(", "))
         };
+        let last = match &placement.last {
+            Some(name) => format!(", last: {}", string_literal(name)),
+            None => String::new(),
+        };
         let _ = writeln!(
             placements,
-            "  {}: {{ headers: [{}]{cookies}, body: {body} }},",
+            "  {}: {{ headers: [{}]{cookies}, body: {body}{last} }},",
             string_literal(request),
             headers.join(", ")
         );
@@ -198,6 +205,8 @@ interface Placement {
   /** Sent in a `Cookie` header; a browser drops it and sends its own cookie jar. */
   readonly cookies?: readonly string[];
   readonly body: "query" | "json" | "multipart" | "raw";
+  /** A form's streamed file: the server reads the fields before it, so it is sent last. */
+  readonly last?: string;
 }
 
 const placements: { readonly [K in Request]: Placement } = {
@@ -308,9 +317,11 @@ export class Client {
       query = queryString(rest);
     } else if (placement.body === "multipart") {
       const form = new FormData();
+      const append = (n: string, v: string | Blob) => form.append(n, v);
       for (const [name, value] of Object.entries(rest)) {
-        appendValue((n, v) => form.append(n, v), name, value);
+        if (name !== placement.last) appendValue(append, name, value);
       }
+      if (placement.last !== undefined) appendValue(append, placement.last, rest[placement.last]);
       body = form;
     } else {
       query = queryString(rest);
@@ -415,6 +426,7 @@ mod tests {
                     headers: vec!["x-trace".to_owned()],
                     cookies: vec!["session".to_owned()],
                     body: BodyKind::Query,
+                    last: None,
                 },
             ),
             (
@@ -423,6 +435,7 @@ mod tests {
                     headers: Vec::new(),
                     cookies: Vec::new(),
                     body: BodyKind::Multipart,
+                    last: Some("cover".to_owned()),
                 },
             ),
         ];
@@ -436,7 +449,7 @@ mod tests {
         );
         assert!(code.contains("export const serverUrl = \"http://localhost:8091\";"));
         assert!(code.contains(
-            "  \"get /v1/books/:id\": { headers: [\"x-trace\"], cookies: [\"session\"], body: \"query\" },\n  \"post /v1/books/:id/cover\": { headers: [], body: \"multipart\" },\n};"
+            "  \"get /v1/books/:id\": { headers: [\"x-trace\"], cookies: [\"session\"], body: \"query\" },\n  \"post /v1/books/:id/cover\": { headers: [], body: \"multipart\", last: \"cover\" },\n};"
         ));
         assert!(code.contains("page.offset + page.limit < page.total"));
         assert!(!code.contains("nextCursor"));
