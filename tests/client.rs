@@ -705,7 +705,7 @@ async fn over_http2_tls_and_the_user_s_tower_layers() {
     // a header (as a tracing layer would), all the user's.
     let pool = hyper_util::client::legacy::Client::builder(hyper_util::rt::TokioExecutor::new())
         .http2_only(true)
-        .build_http::<http_body_util::Full<bytes::Bytes>>();
+        .build_http::<strata::client::Body>();
     let layered = ServiceBuilder::new()
         .concurrency_limit(4)
         .timeout(Duration::from_secs(5))
@@ -739,7 +739,7 @@ async fn over_http2_tls_and_the_user_s_tower_layers() {
         .enable_http2()
         .build();
     let pool = hyper_util::client::legacy::Client::builder(hyper_util::rt::TokioExecutor::new())
-        .build::<_, http_body_util::Full<bytes::Bytes>>(https);
+        .build::<_, strata::client::Body>(https);
     let client = Client::new(pool).base_url(format!("https://localhost:{secure}"));
     let seen = client.call(&TRANSPORT, ()).await.unwrap();
     assert_eq!(seen.version, "HTTP/2.0");
@@ -860,8 +860,8 @@ async fn a_custom_result_handler_is_read_by_its_own_envelope() {
     assert_eq!(code.code, 404);
 }
 
-/// Retries a request once more when the server answers 503 (its body is a `Full`, so the
-/// request can be sent again).
+/// Retries a request once more when the server answers 503 (a body held in memory can be sent
+/// again: `Body::try_clone`).
 #[derive(Clone)]
 struct RetryUnavailable {
     left: usize,
@@ -869,7 +869,7 @@ struct RetryUnavailable {
 
 impl<B>
     tower::retry::Policy<
-        http::Request<http_body_util::Full<bytes::Bytes>>,
+        http::Request<strata::client::Body>,
         http::Response<B>,
         strata::core::BoxError,
     > for RetryUnavailable
@@ -878,7 +878,7 @@ impl<B>
 
     fn retry(
         &mut self,
-        _request: &mut http::Request<http_body_util::Full<bytes::Bytes>>,
+        _request: &mut http::Request<strata::client::Body>,
         result: &mut Result<http::Response<B>, strata::core::BoxError>,
     ) -> Option<Self::Future> {
         let unavailable =
@@ -891,9 +891,10 @@ impl<B>
 
     fn clone_request(
         &mut self,
-        request: &http::Request<http_body_util::Full<bytes::Bytes>>,
-    ) -> Option<http::Request<http_body_util::Full<bytes::Bytes>>> {
-        let mut copy = http::Request::new(request.body().clone());
+        request: &http::Request<strata::client::Body>,
+    ) -> Option<http::Request<strata::client::Body>> {
+        // A body of chunks (a file streamed) is read once: no retry.
+        let mut copy = http::Request::new(request.body().try_clone()?);
         *copy.method_mut() = request.method().clone();
         *copy.uri_mut() = request.uri().clone();
         *copy.headers_mut() = request.headers().clone();

@@ -441,7 +441,7 @@ async fn a_subscription_gives_up_after_its_reconnections_with_the_last_error() {
     const UNLABELLED: Operation<(), Events<Countdown>> = Operation::get("/v1/countdown/:label");
     let attempts = Arc::new(AtomicUsize::new(0));
     let counted = Arc::clone(&attempts);
-    let refused = tower::service_fn(move |_: Request<Full<Bytes>>| {
+    let refused = tower::service_fn(move |_: Request<strata::client::Body>| {
         counted.fetch_add(1, Ordering::SeqCst);
         async { Err::<Response<Full<Bytes>>, BoxError>("connection refused".into()) }
     });

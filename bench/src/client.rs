@@ -47,10 +47,11 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 use http::header::CONTENT_TYPE;
 use http::{HeaderMap, HeaderValue, Method, Request, StatusCode, Uri, Version};
-use http_body_util::{BodyExt, Full};
+use http_body_util::BodyExt;
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use strata::Operation;
+use strata::client::Body;
 use strata::client::{Client, Transport as ClientTransport};
 use tower::{Service, ServiceExt};
 
@@ -65,11 +66,10 @@ use crate::stats::Spread;
 /// socket, at most this.
 pub(crate) const TARGET: f64 = 1.10;
 
-/// hyper-util's pooled client, as both network clients use it.
-type Pool = hyper_util::client::legacy::Client<
-    hyper_util::client::legacy::connect::HttpConnector,
-    Full<Bytes>,
->;
+/// hyper-util's pooled client, as both network clients use it (the typed client's body type,
+/// which the hand-written requests carry too: bytes held in memory, as `Full` holds them).
+type Pool =
+    hyper_util::client::legacy::Client<hyper_util::client::legacy::connect::HttpConnector, Body>;
 
 /// A client measured.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
@@ -174,7 +174,7 @@ trait Case: Send + Sync + 'static {
     /// The output every call must read.
     fn expected() -> Self::Output;
     /// The request a hand-written client builds for `input`, the API at `base`.
-    fn by_hand(base: &str, input: &Self::Input) -> Result<Request<Full<Bytes>>, String>;
+    fn by_hand(base: &str, input: &Self::Input) -> Result<Request<Body>, String>;
 }
 
 /// `GET /v1/hello/World`.
@@ -197,10 +197,10 @@ impl Case for Hello {
         }
     }
 
-    fn by_hand(base: &str, input: &HelloName) -> Result<Request<Full<Bytes>>, String> {
+    fn by_hand(base: &str, input: &HelloName) -> Result<Request<Body>, String> {
         // The name needs no escaping, so a hand-written client writes it as it is.
         Request::get(format!("{base}/v1/hello/{}", input.name))
-            .body(Full::default())
+            .body(Body::empty())
             .map_err(|e| e.to_string())
     }
 }
@@ -221,11 +221,11 @@ impl Case for Orders {
         summarize(sample_order())
     }
 
-    fn by_hand(base: &str, input: &Order) -> Result<Request<Full<Bytes>>, String> {
+    fn by_hand(base: &str, input: &Order) -> Result<Request<Body>, String> {
         let body = serde_json::to_vec(input).map_err(|e| e.to_string())?;
         Request::post(format!("{base}/v1/orders"))
             .header(CONTENT_TYPE, HeaderValue::from_static("application/json"))
-            .body(Full::new(Bytes::from(body)))
+            .body(Body::from(body))
             .map_err(|e| e.to_string())
     }
 }
@@ -235,12 +235,12 @@ impl Case for Orders {
 trait ByHand: Clone + Send + Sync + 'static {
     fn exchange(
         &self,
-        request: Request<Full<Bytes>>,
+        request: Request<Body>,
     ) -> impl Future<Output = Result<(StatusCode, Bytes), String>> + Send;
 }
 
 impl ByHand for Pool {
-    async fn exchange(&self, request: Request<Full<Bytes>>) -> Result<(StatusCode, Bytes), String> {
+    async fn exchange(&self, request: Request<Body>) -> Result<(StatusCode, Bytes), String> {
         let response = self.request(request).await.map_err(|e| e.to_string())?;
         let status = response.status();
         let body = response.into_body().collect().await;
@@ -249,7 +249,7 @@ impl ByHand for Pool {
 }
 
 impl ByHand for strata::Router {
-    async fn exchange(&self, request: Request<Full<Bytes>>) -> Result<(StatusCode, Bytes), String> {
+    async fn exchange(&self, request: Request<Body>) -> Result<(StatusCode, Bytes), String> {
         let Ok(response) = self.clone().oneshot(request).await;
         let status = response.status();
         let body = response.into_body().collect().await;
@@ -394,12 +394,14 @@ struct Seen {
 }
 
 impl Seen {
-    async fn of(request: Request<Full<Bytes>>) -> (Self, Request<Full<Bytes>>) {
+    async fn of(request: Request<Body>) -> (Self, Request<Body>) {
         let (parts, body) = request.into_parts();
-        let Ok(body) = body
+        // The bodies compared are held in memory: reading them cannot fail.
+        let body = body
             .collect()
             .await
-            .map(http_body_util::Collected::to_bytes);
+            .map(http_body_util::Collected::to_bytes)
+            .unwrap_or_default();
         let seen = Seen {
             method: parts.method.clone(),
             uri: parts.uri.clone(),
@@ -407,7 +409,7 @@ impl Seen {
             headers: parts.headers.clone(),
             body: body.clone(),
         };
-        (seen, Request::from_parts(parts, Full::new(body)))
+        (seen, Request::from_parts(parts, Body::from(body)))
     }
 }
 
@@ -418,9 +420,9 @@ struct Recorder<S> {
     seen: Arc<Mutex<Option<Seen>>>,
 }
 
-impl<S> Service<Request<Full<Bytes>>> for Recorder<S>
+impl<S> Service<Request<Body>> for Recorder<S>
 where
-    S: Service<Request<Full<Bytes>>> + Clone + Send + 'static,
+    S: Service<Request<Body>> + Clone + Send + 'static,
     S::Future: Send,
     S::Response: Send,
     S::Error: Send,
@@ -434,7 +436,7 @@ where
         Poll::Ready(Ok(()))
     }
 
-    fn call(&mut self, request: Request<Full<Bytes>>) -> Self::Future {
+    fn call(&mut self, request: Request<Body>) -> Self::Future {
         let (inner, seen) = (self.inner.clone(), Arc::clone(&self.seen));
         Box::pin(async move {
             let (recorded, request) = Seen::of(request).await;

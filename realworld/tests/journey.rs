@@ -21,7 +21,7 @@ use strata_realworld::api::{
 };
 use strata_realworld::errors::{ConduitEnvelope, GenericError};
 
-type Pool = hyper_util::client::legacy::Client<HttpConnector, http_body_util::Full<bytes::Bytes>>;
+type Pool = hyper_util::client::legacy::Client<HttpConnector, strata::client::Body>;
 type Conduit = Client<Pool, ConduitEnvelope>;
 
 /// The body of the outcome `$variant`, or a panic naming the outcome that came instead.

@@ -15,8 +15,8 @@ use futures_core::Stream;
 use http::header::{ACCEPT, CONTENT_TYPE};
 use http::{HeaderMap, HeaderName, HeaderValue, Method, Request, Response, StatusCode, Uri};
 use http_body::Body;
+use http_body_util::BodyExt;
 use http_body_util::combinators::UnsyncBoxBody;
-use http_body_util::{BodyExt, Full};
 use serde::Serialize;
 use serde::de::{DeserializeOwned, IgnoredAny};
 use serde_json::value::RawValue;
@@ -58,7 +58,7 @@ const STEADY: Duration = Duration::from_secs(60);
 
 type Connection = Response<UnsyncBoxBody<Bytes, BoxError>>;
 type Connecting = Pin<Box<dyn Future<Output = Result<Connection, BoxError>> + Send>>;
-type Connect = Box<dyn Fn(Request<Full<Bytes>>) -> Connecting + Send>;
+type Connect = Box<dyn Fn(Request<crate::Body>) -> Connecting + Send>;
 type ReadError = Box<dyn Fn(StatusCode, &HeaderMap, &[u8]) -> ClientError + Send>;
 
 impl<S, E> Client<S, E> {
@@ -258,7 +258,15 @@ fn target<I: Serialize>(
         .map_err(|error: http::uri::InvalidUri| ClientError::Input(error.to_string()))?;
     let body = placed
         .body
-        .map(|(content_type, bytes)| {
+        .map(|(content_type, body)| {
+            // Sent again on each reconnection: held in memory.
+            let bytes = body.into_bytes().ok_or_else(|| {
+                ClientError::Input(
+                    "a subscription sends its input again on each reconnection: its files must \
+                     be held in memory, not streamed or on disk"
+                        .to_owned(),
+                )
+            })?;
             HeaderValue::try_from(content_type)
                 .map(|content_type| (content_type, bytes))
                 .map_err(|error| ClientError::Input(format!("the body's media type: {error}")))
@@ -401,9 +409,9 @@ impl<T> Subscription<T> {
     }
 
     /// The request of the next connection.
-    fn request(&self) -> Result<Request<Full<Bytes>>, ClientError> {
+    fn request(&self) -> Result<Request<crate::Body>, ClientError> {
         let body = self.target.body.as_ref();
-        let mut request = Request::new(Full::new(
+        let mut request = Request::new(crate::Body::from(
             body.map(|(_, bytes)| bytes.clone()).unwrap_or_default(),
         ));
         *request.method_mut() = self.method.clone();
@@ -755,7 +763,7 @@ mod tests {
         let asked = Arc::new(Mutex::new(Vec::new()));
         let server = tower::service_fn({
             let asked = Arc::clone(&asked);
-            move |request: Request<Full<Bytes>>| {
+            move |request: Request<crate::Body>| {
                 let last_event_id = request
                     .headers()
                     .get("last-event-id")

@@ -3,9 +3,7 @@
 
 use std::time::Duration;
 
-use bytes::Bytes;
 use http::Uri;
-use http_body_util::Full;
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::TokioExecutor;
 
@@ -13,7 +11,7 @@ use crate::Client;
 
 /// hyper-util's pooled client (HTTP/1.1 with keep-alive, and HTTP/2), over plain TCP: the
 /// service of an [`HttpClient`].
-pub type HttpPool = hyper_util::client::legacy::Client<HttpConnector, Full<Bytes>>;
+pub type HttpPool = hyper_util::client::legacy::Client<HttpConnector, crate::Body>;
 
 /// A typed client over hyper-util's pooled client, as [`Client::http`] builds it; the type to
 /// name in a struct or a function that keeps one.

@@ -12,7 +12,7 @@
 //! [`Subscription`], a `Stream` of typed events that reconnects with `Last-Event-ID` after a
 //! dropped connection and ends when the server ends the stream.
 //!
-//! [`Client`] runs over any service of `http::Request<Full<Bytes>>` (a [`Transport`]): the
+//! [`Client`] runs over any service of `http::Request<Body>` (a [`Transport`]): the
 //! `Router` itself (no socket, as in tests), or a network client such as hyper-util's pooled
 //! one, with any tower layers around it (timeouts, retries, concurrency limits, tracing).
 //! `Client::http("http://127.0.0.1:3000")?` builds the usual one, an `HttpClient` over
@@ -83,6 +83,7 @@
 //! # }
 //! ```
 
+mod body;
 mod download;
 mod envelope;
 mod error;
@@ -106,11 +107,11 @@ use std::time::Duration;
 use bytes::Bytes;
 use http::header::CONTENT_TYPE;
 use http::{HeaderMap, HeaderName, HeaderValue, Request};
-use http_body_util::Full;
 use serde::Serialize;
 use strata_core::{BoxError, StreamedOutput};
 use tower::{Service, ServiceExt};
 
+pub use body::Body;
 pub(crate) use download::read_limited;
 pub use download::{Deadlined, Download};
 pub use envelope::{DefaultEnvelope, Envelope, api_error, decode, without_body};
@@ -125,14 +126,14 @@ pub use pages::{Items, Pages, Paginated};
 pub use response::Response;
 pub use strata_core::{Events, FromResponse, Operation, Outcomes};
 
-/// What a [`Client`] sends its requests with: a `tower::Service` of `http::Request<Full<Bytes>>`
+/// What a [`Client`] sends its requests with: a `tower::Service` of `http::Request<Body>` ([`Body`]: bytes, or a stream for files read as they are sent)
 /// (a `Router`, a network client such as hyper-util's pooled one, `HttpPool`), with
 /// everything a call, a download, pages and a subscription need of it, named once. Every such
 /// service is one (a blanket impl): write `T: Transport` in a function generic over clients.
 ///
 /// It asks for:
 ///
-/// - `Service<Request<Full<Bytes>>, Response = http::Response<Self::Body>>`, its `Error` into
+/// - `Service<Request<Body>, Response = http::Response<Self::Body>>`, its `Error` into
 ///   a [`BoxError`] and its `Future: Send`;
 /// - `Clone` (each request goes to a clone, as `tower::ServiceExt::oneshot` sends it);
 /// - `Send + Sync + 'static`, so that a call, a page stream or a subscription can move to
@@ -159,7 +160,7 @@ pub use strata_core::{Events, FromResponse, Operation, Outcomes};
 /// ```
 pub trait Transport:
     Service<
-        Request<Full<Bytes>>,
+        Request<Body>,
         Response = http::Response<Self::Body>,
         Error: Into<BoxError>,
         Future: Send,
@@ -174,7 +175,7 @@ pub trait Transport:
 
 impl<S, B> Transport for S
 where
-    S: Service<Request<Full<Bytes>>, Response = http::Response<B>> + Clone + Send + Sync + 'static,
+    S: Service<Request<Body>, Response = http::Response<B>> + Clone + Send + Sync + 'static,
     S::Error: Into<BoxError>,
     S::Future: Send,
     B: http_body::Body<Data = Bytes, Error: Into<BoxError>> + Send + 'static,
@@ -443,7 +444,7 @@ impl<S: Clone, E> Client<S, E> {
 pub struct Call<S, E, O> {
     client: Client<S, E>,
     /// The request, or why the input cannot be sent (told when awaited).
-    request: Result<Request<Full<Bytes>>, ClientError>,
+    request: Result<Request<Body>, ClientError>,
     timeout: Option<Duration>,
     output: PhantomData<fn() -> O>,
 }
@@ -576,7 +577,7 @@ impl<S: Transport, E: Envelope> Client<S, E> {
     /// three of them (~1,900 instructions a call on hello, `bench/scripts/profile-client.sh`).
     async fn respond<O: FromResponse, R>(
         self,
-        request: Result<Request<Full<Bytes>>, ClientError>,
+        request: Result<Request<Body>, ClientError>,
         timeout: Option<Duration>,
         finish: fn(http::response::Parts, O) -> R,
     ) -> Result<R, ClientError> {
@@ -610,7 +611,7 @@ impl<S, E> Client<S, E> {
         operation: &Operation<I, O>,
         headers: &HeaderMap,
         input: &I,
-    ) -> Result<Request<Full<Bytes>>, ClientError> {
+    ) -> Result<Request<Body>, ClientError> {
         let settings = &*self.settings;
         let method = operation.method();
         let placed = request::place(
@@ -624,7 +625,7 @@ impl<S, E> Client<S, E> {
         let mut request = Request::builder()
             .method(method)
             .uri(placed.uri)
-            .body(Full::new(body))
+            .body(body)
             .map_err(|error| ClientError::Input(error.to_string()))?;
         let sent = request.headers_mut();
         request::insert_headers(sent, placed.headers)?;

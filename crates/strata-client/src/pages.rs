@@ -344,7 +344,7 @@ mod tests {
     fn server(
         seen: &Seen,
     ) -> impl Service<
-        Request<Full<Bytes>>,
+        Request<crate::Body>,
         Response = Response<Full<Bytes>>,
         Error = Infallible,
         Future: Send,
@@ -353,7 +353,7 @@ mod tests {
     + Sync
     + use<> {
         let seen = seen.clone();
-        tower::service_fn(move |request: Request<Full<Bytes>>| {
+        tower::service_fn(move |request: Request<crate::Body>| {
             let query: HashMap<String, String> =
                 form_urlencoded::parse(request.uri().query().unwrap_or("").as_bytes())
                     .into_owned()

@@ -14,7 +14,10 @@ use strata_input::{
     FILE_PLACEHOLDER, InputSource, InputSources, UploadedFile, capture_files, looks_like_header,
 };
 
+use strata_core::BoxError;
+
 use crate::ClientError;
+use crate::body::{self, Body, Piece};
 use crate::fields::{self, AsObject, Field, fields_of};
 
 /// What a path segment keeps as it is: RFC 3986's unreserved characters.
@@ -33,7 +36,7 @@ pub(crate) struct Placed {
     /// The base URL, the path and the query string.
     pub(crate) uri: String,
     /// The body and its content type, for requests that send one.
-    pub(crate) body: Option<(String, Bytes)>,
+    pub(crate) body: Option<(String, Body)>,
     /// Fields sent as headers (names that look like headers, when the method reads headers).
     pub(crate) headers: Vec<(String, String)>,
 }
@@ -85,7 +88,7 @@ pub(crate) fn place<I: Serialize>(
             uri.push_str(path);
             return Ok(Placed {
                 uri,
-                body: Some((JSON.to_owned(), Bytes::from(json))),
+                body: Some((JSON.to_owned(), Body::from(json))),
                 headers: Vec::new(),
             });
         }
@@ -141,7 +144,7 @@ pub(crate) fn place<I: Serialize>(
         push_query(&mut uri, &fields);
         return Ok(Placed {
             uri,
-            body: Some((file.mimetype().to_owned(), contents(file)?)),
+            body: Some((file.mimetype().to_owned(), file_body(file)?)),
             headers,
         });
     }
@@ -172,7 +175,7 @@ pub(crate) fn place<I: Serialize>(
         .map_err(|error| ClientError::Input(error.to_string()))?;
     Ok(Placed {
         uri,
-        body: Some((JSON.to_owned(), Bytes::from(body))),
+        body: Some((JSON.to_owned(), Body::from(body))),
         headers,
     })
 }
@@ -226,8 +229,15 @@ fn file_index(value: &Value) -> Option<usize> {
 /// boundary. Part headers are written by `strata_input::multipart_writer`, as `MultipartForm`
 /// writes them: what the server would not read back as sent (a control character in a name, a
 /// media type that is not one, ...) is refused, naming the field and the file.
-fn multipart(fields: &[Field], files: &[UploadedFile]) -> Result<(String, Bytes), ClientError> {
+///
+/// Parts go in the input's order, but a [`StreamedFile`](strata_input::StreamedFile) goes last:
+/// the server reads the fields before it first. A file on disk (an upload received past the
+/// server's spool threshold, forwarded) and a streamed file are read as they are sent, never
+/// held whole; the boundary, which cannot be checked against bytes not yet read, is then 128
+/// random bits long.
+fn multipart(fields: &[Field], files: &[UploadedFile]) -> Result<(String, Body), ClientError> {
     let mut parts: Vec<(&str, Part<'_>)> = Vec::new();
+    let mut last = Vec::new();
     for (name, value) in fields {
         let values = match value {
             Value::Array(items) => items.iter().collect(),
@@ -236,20 +246,39 @@ fn multipart(fields: &[Field], files: &[UploadedFile]) -> Result<(String, Bytes)
         for value in values {
             if let Some(index) = file_index(value) {
                 let file = &files[index];
-                parts.push((name, Part::File(file, contents(file)?)));
+                let part = (name.as_ref(), Part::File(file, contents(file)?));
+                if file.is_streamed() {
+                    last.push(part);
+                } else {
+                    parts.push(part);
+                }
             } else if let Some(text) = text_of(value) {
                 parts.push((name, Part::Text(text)));
             }
         }
     }
-    let mut boundary = Boundary::new();
+    parts.append(&mut last);
+    let unseen = parts
+        .iter()
+        .any(|(_, part)| matches!(part, Part::File(_, Contents::Unseen(_))));
+    let mut boundary = if unseen {
+        Boundary::unguessable()
+    } else {
+        Boundary::new()
+    };
     let mut headers = Vec::with_capacity(parts.len());
     for (name, part) in &parts {
-        let (file, contents) = match part {
-            Part::Text(text) => (None, text.as_bytes()),
-            Part::File(file, contents) => (Some(*file), &contents[..]),
+        let file = match part {
+            Part::Text(text) => {
+                boundary.avoid(text.as_bytes());
+                None
+            }
+            Part::File(file, Contents::Bytes(bytes)) => {
+                boundary.avoid(bytes);
+                Some(*file)
+            }
+            Part::File(file, Contents::Unseen(_)) => Some(*file),
         };
-        boundary.avoid(contents);
         let header = part_header(name, file).map_err(|error| {
             // The error names its value; a media type's is named with its file.
             ClientError::Input(match file {
@@ -263,54 +292,107 @@ fn multipart(fields: &[Field], files: &[UploadedFile]) -> Result<(String, Bytes)
         headers.push(header);
     }
     let boundary = boundary.as_str();
-    let mut body = Vec::new();
-    for ((_, part), header) in parts.iter().zip(headers) {
-        body.extend_from_slice(format!("--{boundary}\r\n").as_bytes());
-        body.extend_from_slice(header.as_bytes());
+    let mut pieces = Vec::new();
+    let mut text = Vec::new();
+    for ((_, part), header) in parts.into_iter().zip(headers) {
+        text.extend_from_slice(format!("--{boundary}\r\n").as_bytes());
+        text.extend_from_slice(header.as_bytes());
         match part {
-            Part::Text(text) => body.extend_from_slice(text.as_bytes()),
-            Part::File(_, contents) => body.extend_from_slice(contents),
+            Part::Text(value) => text.extend_from_slice(value.as_bytes()),
+            Part::File(_, Contents::Bytes(bytes)) => text.extend_from_slice(&bytes),
+            Part::File(_, Contents::Unseen(piece)) => {
+                pieces.push(Piece::Bytes(Bytes::from(std::mem::take(&mut text))));
+                pieces.push(piece);
+            }
         }
-        body.extend_from_slice(b"\r\n");
+        text.extend_from_slice(b"\r\n");
     }
-    body.extend_from_slice(format!("--{boundary}--\r\n").as_bytes());
-    Ok((
-        format!("multipart/form-data; boundary={boundary}"),
-        Bytes::from(body),
-    ))
+    text.extend_from_slice(format!("--{boundary}--\r\n").as_bytes());
+    let content_type = format!("multipart/form-data; boundary={boundary}");
+    if pieces.is_empty() {
+        return Ok((content_type, Body::from(text)));
+    }
+    pieces.push(Piece::Bytes(Bytes::from(text)));
+    Ok((content_type, body::concat(pieces)))
 }
 
 /// A part of a form.
 enum Part<'f> {
     Text(Cow<'f, str>),
     /// A file and its bytes.
-    File(&'f UploadedFile, Bytes),
+    File(&'f UploadedFile, Contents),
+}
+
+/// A file's bytes to send: in memory, or read as they are sent.
+enum Contents {
+    Bytes(Bytes),
+    Unseen(Piece),
 }
 
 /// The bytes of a file to send: a file in memory's as they are; a file on disk's (an upload
-/// received past the server's spool threshold, forwarded) read whole, blocking, when the call
-/// is made. (Sending from disk without reading the file into memory is issue 51's next step.)
-fn contents(file: &UploadedFile) -> Result<Bytes, ClientError> {
+/// received past the server's spool threshold, forwarded) and a streamed file's read as they
+/// are sent.
+fn contents(file: &UploadedFile) -> Result<Contents, ClientError> {
     if let Some(data) = file.data() {
-        return Ok(data.clone());
+        return Ok(Contents::Bytes(data.clone()));
     }
-    let read = file.path().map_or_else(
-        || Ok(Vec::new()),
-        |path| {
-            use std::io::Read;
-            let mut data = Vec::new();
-            std::fs::File::open(path)?
-                .take(file.len())
-                .read_to_end(&mut data)?;
-            Ok(data)
-        },
-    );
-    read.map(Bytes::from).map_err(|error: std::io::Error| {
-        ClientError::Input(format!(
-            "the file {}: cannot read it from disk: {error}",
-            multipart_writer::shown(file.name())
-        ))
+    if let Some(path) = file.path() {
+        // Checked now (one `stat`), so that a file gone is the caller's error, named, rather
+        // than a request cut short; it is read as it is sent.
+        let size = std::fs::metadata(path).map(|metadata| metadata.len());
+        return match size {
+            Ok(size) if size >= file.len() => {
+                Ok(Contents::Unseen(Piece::Disk(path.to_owned(), file.len())))
+            }
+            Ok(size) => Err(ClientError::Input(format!(
+                "the file {}: cannot read it from disk: {} holds {size} bytes, not {}",
+                multipart_writer::shown(file.name()),
+                path.display(),
+                file.len()
+            ))),
+            Err(error) => Err(ClientError::Input(format!(
+                "the file {}: cannot read it from disk: {error}",
+                multipart_writer::shown(file.name())
+            ))),
+        };
+    }
+    let stream = file
+        .take_stream()
+        .and_then(|streamed| streamed.take_bytes())
+        .ok_or_else(|| {
+            ClientError::Input(format!(
+                "the streamed file {} was sent already: a stream is read once",
+                multipart_writer::shown(file.name())
+            ))
+        })?;
+    Ok(Contents::Unseen(Piece::Stream(Box::pin(BoxedErrors(
+        stream,
+    )))))
+}
+
+/// The body of a file sent as the whole body (a raw body).
+fn file_body(file: &UploadedFile) -> Result<Body, ClientError> {
+    Ok(match contents(file)? {
+        Contents::Bytes(bytes) => Body::from(bytes),
+        Contents::Unseen(piece) => body::concat(vec![piece]),
     })
+}
+
+/// A streamed file's chunks, their errors boxed.
+struct BoxedErrors(strata_input::stream::ByteStream);
+
+impl futures_core::Stream for BoxedErrors {
+    type Item = Result<Bytes, BoxError>;
+
+    fn poll_next(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Self::Item>> {
+        self.0
+            .as_mut()
+            .poll_next(cx)
+            .map(|item| item.map(|chunk| chunk.map_err(BoxError::from)))
+    }
 }
 
 /// One path segment, percent-encoded; `.` and `..` escaped, since clients and servers resolve
@@ -376,6 +458,12 @@ mod tests {
 
     use super::*;
 
+    /// A body held in memory, and its content type.
+    fn in_memory(body: Option<(String, Body)>) -> (String, Bytes) {
+        let (content_type, body) = body.expect("a body");
+        (content_type, body.into_bytes().expect("held in memory"))
+    }
+
     /// Placed as a server with the default sources reads it.
     fn place<I: Serialize>(method: &Method, path: &str, input: &I) -> Result<Placed, ClientError> {
         super::place(method, "", path, input, &InputSources::default())
@@ -391,7 +479,7 @@ mod tests {
         assert!(post.body.is_none());
         let get = super::place(&Method::GET, "", "/a", &json!({"q": 1}), &sources).unwrap();
         assert_eq!(get.uri, "/a");
-        assert_eq!(get.body.unwrap().1, Bytes::from_static(br#"{"q":1}"#));
+        assert_eq!(in_memory(get.body).1, Bytes::from_static(br#"{"q":1}"#));
     }
 
     #[test]
@@ -450,7 +538,7 @@ mod tests {
                 place(&method, "/v1/books/:id", &json!({"id": 1, "title": "Emma"})).unwrap();
             assert_eq!(placed.uri, "/v1/books/1");
             assert_eq!(
-                placed.body.unwrap(),
+                in_memory(placed.body),
                 (
                     "application/json".to_owned(),
                     Bytes::from_static(br#"{"title":"Emma"}"#)
@@ -476,7 +564,7 @@ mod tests {
         };
         let placed = place(&Method::POST, "/v1/books/:id/cover", &cover).unwrap();
         assert_eq!(placed.uri, "/v1/books/3/cover");
-        let (content_type, body) = placed.body.unwrap();
+        let (content_type, body) = in_memory(placed.body);
         let boundary = content_type
             .strip_prefix("multipart/form-data; boundary=")
             .unwrap();
@@ -492,8 +580,9 @@ mod tests {
         assert_eq!(String::from_utf8_lossy(&body), expected);
     }
 
-    #[test]
-    fn a_file_on_disk_is_read_into_the_form_and_a_missing_one_is_an_input_error() {
+    #[tokio::test]
+    async fn a_file_on_disk_is_read_as_it_is_sent_and_a_missing_one_is_an_input_error() {
+        use http_body_util::BodyExt;
         #[derive(Serialize)]
         struct Upload {
             doc: UploadedFile,
@@ -504,11 +593,22 @@ mod tests {
             doc: UploadedFile::on_disk("d.bin", "", &path, 7, ()),
         };
         let (_, body) = place(&Method::POST, "/", &upload).unwrap().body.unwrap();
+        assert!(body.try_clone().is_none(), "read as it is sent, not held");
+        let size = http_body::Body::size_hint(&body).exact().unwrap();
+        let body = body.collect().await.unwrap().to_bytes();
+        assert_eq!(size, body.len() as u64, "its length is known");
         let body = String::from_utf8_lossy(&body).into_owned();
         assert!(
             body.contains("\r\n\r\non disk\r\n--"),
             "its first 7 bytes: {body}"
         );
+        let longer = Upload {
+            doc: UploadedFile::on_disk("d.bin", "", &path, 100, ()),
+        };
+        let Err(ClientError::Input(message)) = place(&Method::POST, "/", &longer) else {
+            panic!("a file shorter than its size is an input error");
+        };
+        assert!(message.ends_with("holds 17 bytes, not 100"), "{message}");
         std::fs::remove_file(&path).unwrap();
         let Err(ClientError::Input(message)) = place(&Method::POST, "/", &upload) else {
             panic!("a file gone from disk is an input error");
@@ -516,6 +616,41 @@ mod tests {
         assert!(
             message.starts_with("the file \"d.bin\": cannot read it"),
             "{message}"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_streamed_file_is_the_form_s_last_part_and_is_sent_once() {
+        use http_body_util::BodyExt;
+        #[derive(Serialize)]
+        struct Archive {
+            file: strata_input::StreamedFile,
+            title: String,
+        }
+        let chunks = [Ok::<_, std::io::Error>(Bytes::from_static(b"tar bytes"))];
+        let archive = Archive {
+            file: strata_input::StreamedFile::new("a.tar", "", futures_util::stream::iter(chunks)),
+            title: "Backup".into(),
+        };
+        let (content_type, body) = place(&Method::POST, "/", &archive).unwrap().body.unwrap();
+        let boundary = content_type.split("boundary=").nth(1).unwrap().to_owned();
+        assert!(
+            boundary.len() >= "strata-".len() + 32,
+            "128 random bits: {boundary}"
+        );
+        assert_eq!(http_body::Body::size_hint(&body).exact(), None);
+        let body = body.collect().await.unwrap().to_bytes();
+        let body = String::from_utf8_lossy(&body).into_owned();
+        let title = body.find("name=\"title\"").unwrap();
+        let file = body.find("name=\"file\"").unwrap();
+        assert!(title < file, "the title before the file: {body}");
+        assert!(body.contains("\r\n\r\ntar bytes\r\n--"), "{body}");
+        let Err(ClientError::Input(message)) = place(&Method::POST, "/", &archive) else {
+            panic!("a stream is sent once");
+        };
+        assert_eq!(
+            message,
+            "the streamed file \"a.tar\" was sent already: a stream is read once"
         );
     }
 
@@ -553,7 +688,7 @@ mod tests {
         let placed = place(&Method::POST, "/hooks/:topic", &hook).unwrap();
         assert_eq!(placed.uri, "/hooks/orders?source=ci");
         assert_eq!(
-            placed.body.unwrap(),
+            in_memory(placed.body),
             (
                 "application/json".to_owned(),
                 Bytes::from_static(b"{ \"a\": 1 }")
@@ -579,14 +714,14 @@ mod tests {
         .unwrap();
         assert_eq!(placed.uri, "/v1/orders");
         assert_eq!(
-            placed.body.unwrap(),
+            in_memory(placed.body),
             (
                 JSON.to_owned(),
                 Bytes::from_static(br#"{"zeta":1,"alpha":"a"}"#)
             )
         );
         let unit = place(&Method::POST, "/v1/ping", &()).unwrap();
-        assert_eq!(unit.body.unwrap().1, Bytes::from_static(b"{}"));
+        assert_eq!(in_memory(unit.body).1, Bytes::from_static(b"{}"));
     }
 
     #[test]
@@ -606,7 +741,7 @@ mod tests {
             ]
         );
         assert_eq!(
-            placed.body.unwrap().1,
+            in_memory(placed.body).1,
             Bytes::from_static(br#"{"X-Not":"b","note":"n"}"#)
         );
         // Without headers among the sources, they stay fields.

@@ -462,11 +462,6 @@ thread_local! {
     static CAPTURED: RefCell<Option<Vec<UploadedFile>>> = const { RefCell::new(None) };
 }
 
-/// Whether a [`capture_files`] is running on this thread.
-pub(crate) fn capturing() -> bool {
-    CAPTURED.with(|slot| slot.borrow().is_some())
-}
-
 /// Runs `serialize`, a serialization of an input (to a `serde_json::Value`, say), with its files
 /// captured: each [`UploadedFile`] (and [`RawBody`](crate::RawBody)) serializes as
 /// `{"$strata:file": index}` and is returned at that index, bytes shared, not copied. A client

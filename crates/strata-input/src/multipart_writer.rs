@@ -309,6 +309,14 @@ impl Boundary {
         Self(format!("strata-{:016x}", hasher.finish()))
     }
 
+    /// A boundary for contents that cannot be checked before they are sent (a file read as it
+    /// is sent): 128 random bits, which no file holds but by design.
+    #[must_use]
+    pub fn unguessable() -> Self {
+        let (first, second) = (Self::new(), Self::new());
+        Self(format!("{first}{}", &second.0["strata-".len()..]))
+    }
+
     /// Lengthens the boundary until `contents` does not hold it. Contents avoided before stay
     /// avoided: where the boundary did not occur, a longer one that starts with it cannot.
     pub fn avoid(&mut self, contents: &[u8]) {

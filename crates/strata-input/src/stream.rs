@@ -32,7 +32,7 @@
 
 use std::fmt;
 use std::pin::Pin;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 
 use bytes::Bytes;
@@ -57,10 +57,11 @@ pub type ByteStream = Pin<Box<dyn Stream<Item = Result<Bytes, ApiError>> + Send>
 pub struct StreamedFile {
     name: String,
     mimetype: String,
-    /// Taken by a client that sends it (serialization cannot move it otherwise); a `Mutex`
+    /// Shared with the copy a client's capture of the input's files makes (serialization
+    /// cannot move it out of the input), and taken when the request's body is made; a `Mutex`
     /// keeps the file `Sync`, so that a handler may hold a reference to its input across an
-    /// `await`. Polling goes through `get_mut`: no lock is taken.
-    bytes: Mutex<Option<ByteStream>>,
+    /// `await` (it is never contended: one task reads the file).
+    bytes: Arc<Mutex<Option<ByteStream>>>,
 }
 
 impl StreamedFile {
@@ -77,7 +78,7 @@ impl StreamedFile {
         Self {
             name: named.name().to_owned(),
             mimetype: named.mimetype().to_owned(),
-            bytes: Mutex::new(Some(Box::pin(ApiErrors { stream }))),
+            bytes: Arc::new(Mutex::new(Some(Box::pin(ApiErrors { stream })))),
         }
     }
 
@@ -117,12 +118,11 @@ impl Stream for StreamedFile {
     type Item = Result<Bytes, ApiError>;
 
     fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
-        let bytes = self
-            .get_mut()
+        let mut bytes = self
             .bytes
-            .get_mut()
+            .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
-        match bytes {
+        match &mut *bytes {
             Some(stream) => stream.as_mut().poll_next(cx),
             None => Poll::Ready(None),
         }
@@ -175,28 +175,18 @@ impl<'de> serde::Deserialize<'de> for StreamedFile {
     }
 }
 
-/// As a file: the generated clients send it as the form's last part. Outside a client's
-/// capture ([`capture_files`](crate::capture_files)) it serializes as its name and media type.
+/// As a file: the generated clients send it as the form's last part. Inside a client's capture
+/// ([`capture_files`](crate::capture_files)) the captured file shares this one's stream, which
+/// the client takes when it makes the request's body (a stream is sent once); outside, it
+/// serializes as its name and media type.
 impl serde::Serialize for StreamedFile {
     fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         let file = UploadedFile::streamed(StreamedFile {
             name: self.name.clone(),
             mimetype: self.mimetype.clone(),
-            bytes: Mutex::new(self.take_bytes_if_capturing()),
+            bytes: Arc::clone(&self.bytes),
         });
         serde::Serialize::serialize(&file, serializer)
-    }
-}
-
-impl StreamedFile {
-    /// The stream, taken when a client captures the input's files (it sends them); left in
-    /// place otherwise (a log line, a test comparing values).
-    fn take_bytes_if_capturing(&self) -> Option<ByteStream> {
-        if crate::file::capturing() {
-            self.take_bytes()
-        } else {
-            None
-        }
     }
 }
 
@@ -292,14 +282,15 @@ mod tests {
     }
 
     #[test]
-    fn serialized_outside_a_capture_it_keeps_its_bytes() {
+    fn a_captured_file_shares_the_stream_which_is_taken_once() {
         let file = chunks(&["x"]);
         let value = serde_json::to_value(&file).unwrap();
         assert_eq!(value["name"], "f.txt");
-        assert!(file.take_bytes().is_some(), "not taken");
-        let file = chunks(&["x"]);
+        // Captured twice (a client tries JSON first), taken once, when the body is made.
+        let _ = crate::capture_files(|| serde_json::to_value(&file));
         let (_, files) = crate::capture_files(|| serde_json::to_value(&file));
-        assert!(file.take_bytes().is_none(), "taken by the capture");
-        assert!(files[0].take_stream().is_some());
+        let captured = files[0].take_stream().unwrap();
+        assert!(captured.take_bytes().is_some(), "shared with the input");
+        assert!(file.take_bytes().is_none(), "taken once");
     }
 }
