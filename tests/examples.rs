@@ -26,6 +26,10 @@ mod attach_hyper;
 #[path = "../examples/notes.rs"]
 mod notes;
 
+#[allow(dead_code)]
+#[path = "../examples/blobs.rs"]
+mod blobs;
+
 /// Sends `request` to a server on `addr` over HTTP/1.1; the status and the body.
 async fn exchange(
     addr: std::net::SocketAddr,
@@ -504,4 +508,88 @@ async fn notes_sign_in_write_read_and_revalidate() {
         .body(String::new())
         .unwrap();
     assert_eq!(send(forged).await.unwrap().status(), 401);
+}
+
+#[tokio::test]
+async fn blobs_are_stored_by_their_hash_as_they_arrive_and_served_in_ranges() {
+    use strata::upload::MultipartForm;
+    let dir = std::env::temp_dir().join(format!("strata-blobs-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let config = blobs::blobs_config()
+        .listen(std::net::SocketAddr::from(([127, 0, 0, 1], 0)))
+        .build();
+    let server = strata::create_server(
+        &config,
+        &blobs::blobs_routing(blobs::Store::new(dir.clone())),
+    )
+    .await
+    .unwrap();
+    let strata::server::LocalAddr::Tcp(addr) = server.servers()[0].local_addr.clone() else {
+        panic!("TCP")
+    };
+    let data: Vec<u8> = (0..3_000_000_u32).map(|i| (i % 253) as u8).collect();
+    let upload = |label: &str, data: &[u8]| {
+        let form = MultipartForm::new().text("label", label).file(
+            "file",
+            strata::UploadedFile::new("data.bin", "", data.to_vec()),
+        );
+        http::Request::post("/blobs")
+            .header("host", "localhost")
+            .header("content-type", form.content_type())
+            .body(http_body_util::Full::new(form.into_bytes()))
+            .unwrap()
+    };
+    let (status, stored) = send(addr, upload("data", &data)).await;
+    assert_eq!(status, 200, "{stored}");
+    let digest = ring::digest::digest(&ring::digest::SHA256, &data);
+    let id: String = digest.as_ref().iter().map(|b| format!("{b:02x}")).collect();
+    assert_eq!(stored["data"]["id"], id.as_str());
+    assert_eq!(stored["data"]["size"], data.len());
+    assert_eq!(stored["data"]["created"], true);
+    // The same bytes again: the same blob.
+    let (_, again) = send(addr, upload("again", &data)).await;
+    assert_eq!(
+        (
+            again["data"]["id"].as_str(),
+            again["data"]["created"].as_bool()
+        ),
+        (Some(id.as_str()), Some(false))
+    );
+    // A label that breaks its rule: refused, nothing stored.
+    let (status, refused) = send(addr, upload("", b"other bytes")).await;
+    assert_eq!(status, 400, "{refused}");
+    let names: Vec<String> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(names, [id.clone()], "one blob, no partial file");
+    // Whole, and a range of it.
+    let (status, whole) = exchange(
+        addr,
+        http::Request::get(format!("/blobs/{id}"))
+            .header("host", "localhost")
+            .body(http_body_util::Full::default())
+            .unwrap(),
+    )
+    .await;
+    assert_eq!((status, whole.len()), (200, data.len()));
+    assert!(whole == data[..]);
+    let (status, part) = exchange(
+        addr,
+        http::Request::get(format!("/blobs/{id}"))
+            .header("host", "localhost")
+            .header("range", "bytes=1000000-1000099")
+            .header("if-range", format!("\"{id}\""))
+            .body(http_body_util::Full::default())
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(status, 206);
+    assert!(part == data[1_000_000..1_000_100]);
+    let (status, _) = fetch(addr, &format!("/blobs/{}", "0".repeat(64))).await;
+    assert_eq!(status, 404);
+    let (status, _) = fetch(addr, "/blobs/..").await;
+    assert_eq!(status, 400);
+    server.shutdown().await;
+    std::fs::remove_dir_all(&dir).unwrap();
 }
