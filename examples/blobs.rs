@@ -84,12 +84,7 @@ impl Store {
             out.write_all(&chunk).await.map_err(internal)?;
         }
         out.sync_all().await.map_err(internal)?;
-        let id: String = hash
-            .finish()
-            .as_ref()
-            .iter()
-            .map(|byte| format!("{byte:02x}"))
-            .collect();
+        let id = hex(hash.finish().as_ref());
         let target = self.dir.join(&id);
         let created = !tokio::fs::try_exists(&target).await.map_err(internal)?;
         tokio::fs::rename(&partial, &target)
@@ -98,6 +93,15 @@ impl Store {
         guard.0 = None;
         Ok((id, size, created))
     }
+}
+
+/// Bytes in lowercase hexadecimal.
+pub(crate) fn hex(bytes: &[u8]) -> String {
+    use std::fmt::Write as _;
+    bytes.iter().fold(String::new(), |mut text, byte| {
+        let _ = write!(text, "{byte:02x}");
+        text
+    })
 }
 
 /// Removes a partial file unless the upload finished.

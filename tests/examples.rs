@@ -542,7 +542,7 @@ async fn blobs_are_stored_by_their_hash_as_they_arrive_and_served_in_ranges() {
     let (status, stored) = send(addr, upload("data", &data)).await;
     assert_eq!(status, 200, "{stored}");
     let digest = ring::digest::digest(&ring::digest::SHA256, &data);
-    let id: String = digest.as_ref().iter().map(|b| format!("{b:02x}")).collect();
+    let id = blobs::hex(digest.as_ref());
     assert_eq!(stored["data"]["id"], id.as_str());
     assert_eq!(stored["data"]["size"], data.len());
     assert_eq!(stored["data"]["created"], true);
