@@ -309,9 +309,9 @@ async fn idle_shed_over_its_share_and_shut_down_connections_are_counted_so() {
     server.shutdown().await;
 }
 
-/// The application's timeout layer answers 504, and a request unanswered at the shutdown
-/// timeout gets a 503: both counted as refusals, the connection of the second closed at the
-/// shutdown timeout.
+/// The application's timeout layer answers 504, a request its concurrency limit does not take
+/// within the admission timeout a 503, and a request unanswered at the shutdown timeout gets a
+/// 503: each counted as a refusal, the connection of the last closed at the shutdown timeout.
 #[tokio::test]
 async fn refusals_of_the_applications_layers_and_the_shutdown_timeout_are_counted() {
     let held = Started::default();
@@ -340,6 +340,36 @@ async fn refusals_of_the_applications_layers_and_the_shutdown_timeout_are_counte
     drop(stream);
     server.shutdown().await;
 
+    // A concurrency limit of one, held: the next request is not taken within the admission
+    // timeout.
+    let metrics = Metrics::new();
+    let config = create_config()
+        .cors(Cors::Disabled)
+        .listen(SocketAddr::from(([127, 0, 0, 1], 0)))
+        .limits(
+            ServerLimits::default()
+                .admission_timeout(Some(Duration::from_millis(100)))
+                .shutdown_timeout(Some(Duration::from_millis(100))),
+        )
+        .metrics(metrics.clone())
+        .build();
+    let layers = tower::ServiceBuilder::new().concurrency_limit(1);
+    let server = create_server(&config, &routing(&held))
+        .layers(layers)
+        .await
+        .unwrap();
+    let LocalAddr::Tcp(addr) = server.servers()[0].local_addr.clone() else {
+        panic!("TCP")
+    };
+    let mut holding = TcpStream::connect(addr).await.unwrap();
+    holding.write_all(wait.as_bytes()).await.unwrap();
+    held.reached(2).await;
+    let mut stream = TcpStream::connect(addr).await.unwrap();
+    assert_eq!(exchange(&mut stream, HELLO).await.0, 503);
+    assert_eq!(value(&metrics, &refusals("overload")).as_deref(), Some("1"));
+    drop((holding, stream));
+    server.shutdown().await;
+
     // Without the timeout layer: held past the shutdown timeout.
     let (server, metrics, addr) = serve(
         ServerLimits::default().shutdown_timeout(Some(Duration::from_millis(100))),
@@ -348,7 +378,7 @@ async fn refusals_of_the_applications_layers_and_the_shutdown_timeout_are_counte
     .await;
     let mut stream = TcpStream::connect(addr).await.unwrap();
     stream.write_all(wait.as_bytes()).await.unwrap();
-    held.reached(2).await;
+    held.reached(3).await;
     let stopping = tokio::spawn(server.shutdown());
     let (status, _) = exchange(&mut stream, "").await;
     assert_eq!(status, 503);
