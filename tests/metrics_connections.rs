@@ -396,3 +396,35 @@ async fn refusals_of_the_applications_layers_and_the_shutdown_timeout_are_counte
         metrics.encode()
     );
 }
+
+/// A client that speaks plain HTTP to an HTTPS listener fails its TLS handshake.
+#[cfg(feature = "tls")]
+#[tokio::test]
+async fn a_failed_tls_handshake_is_counted_so() {
+    use strata::server::Pem;
+    let generated = rcgen::generate_simple_self_signed(vec!["localhost".to_owned()]).unwrap();
+    let held = Started::default();
+    let metrics = Metrics::new();
+    let config = create_config()
+        .cors(Cors::Disabled)
+        .https(
+            Pem::Bytes(generated.cert.pem().into_bytes()),
+            Pem::Bytes(generated.signing_key.serialize_pem().into_bytes()),
+            SocketAddr::from(([127, 0, 0, 1], 0)),
+        )
+        .metrics(metrics.clone())
+        .build();
+    let server = create_server(&config, &routing(&held)).await.unwrap();
+    let LocalAddr::Tcp(addr) = server.servers()[0].local_addr.clone() else {
+        panic!("TCP")
+    };
+    let mut stream = TcpStream::connect(addr).await.unwrap();
+    stream.write_all(HELLO.as_bytes()).await.unwrap();
+    until_closed(stream).await;
+    wait_for(&metrics, &closed("tls_handshake"), "1").await;
+    assert_eq!(
+        value(&metrics, "strata_http_connections_accepted_total").as_deref(),
+        Some("1")
+    );
+    server.shutdown().await;
+}
