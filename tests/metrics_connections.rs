@@ -30,6 +30,15 @@ struct Greeting {
 #[derive(Serialize, Deserialize, Validate, JsonSchema)]
 struct Nothing {}
 
+#[derive(Serialize, Validate, JsonSchema)]
+#[garde(allow_unvalidated)]
+struct Big {
+    text: String,
+}
+
+/// Bytes of `GET /big`'s text: more than the socket buffers of both ends hold.
+const BIG: usize = 16 * 1024 * 1024;
+
 /// `GET /hello`, `POST /echo`, and `GET /wait`, which waits until `held` is released.
 fn routing(held: &Started) -> Routing {
     let hello = default_endpoints_factory()
@@ -49,7 +58,14 @@ fn routing(held: &Started) -> Routing {
             }
         }
     });
-    routing! { "hello" => hello, "echo" => echo, "wait" => wait }
+    let big = default_endpoints_factory()
+        .get()
+        .handler(async |_: Nothing| {
+            Ok(Big {
+                text: "x".repeat(BIG),
+            })
+        });
+    routing! { "hello" => hello, "echo" => echo, "wait" => wait, "big" => big }
 }
 
 /// A server on 127.0.0.1:0 with `limits`, its metrics, and its address.
@@ -426,5 +442,21 @@ async fn a_failed_tls_handshake_is_counted_so() {
         value(&metrics, "strata_http_connections_accepted_total").as_deref(),
         Some("1")
     );
+    server.shutdown().await;
+}
+
+/// A client that does not read its response: dropped at the write timeout.
+#[tokio::test]
+async fn a_connection_whose_responses_make_no_progress_is_counted_stalled() {
+    let held = Started::default();
+    let limits = ServerLimits::default().write_timeout(Some(Duration::from_millis(300)));
+    let (server, metrics, addr) = serve(limits, &held).await;
+    let mut stream = TcpStream::connect(addr).await.unwrap();
+    stream
+        .write_all(b"GET /big HTTP/1.1\r\nHost: a\r\n\r\n")
+        .await
+        .unwrap();
+    wait_for(&metrics, &closed("stalled"), "1").await;
+    drop(stream);
     server.shutdown().await;
 }
