@@ -14,6 +14,10 @@
 //! `REPLICA` (its name in the answers, default `replica-<port>`), `RATE` (requests per hour per
 //! client, default 100), `DRAIN_MS` (below). Routes:
 //!
+//! - `GET /metrics`: the replica's metrics in Prometheus's format, for Prometheus to scrape
+//!   (`strata::Metrics`): requests by route template, method and status, their durations,
+//!   refusals by reason (a `429` of the rate limit is `too_many_requests`). The probes and the
+//!   exposition are not counted, and not rate-limited.
 //! - `GET /health/ready`: the load balancer's check: 200 while the replica serves, 503 from the
 //!   moment its shutdown starts; it keeps serving for `DRAIN_MS` (default 1,000) more, so the
 //!   balancer stops sending it requests before it stops accepting them (`strata::Health`).
@@ -41,7 +45,7 @@ use strata::events::{Broadcaster, Topic};
 use strata::prelude::*;
 use strata::ratelimit::{HeadersOn, Key, Quota, RateLimit, TrustedProxies};
 use strata::redis::{RedisBroadcaster, RedisRateLimitStore};
-use strata::{Config, Health, Level, Server};
+use strata::{Config, Health, Level, Metrics, Server};
 
 /// The events of `GET /v1/messages`.
 #[strata::model(output)]
@@ -135,14 +139,15 @@ pub(crate) fn replica_routing(
     })
 }
 
-/// The configuration of a replica on `127.0.0.1:port`, with its health probes: readiness 503
-/// and `drain` more of serving once its shutdown starts.
+/// The configuration of a replica on `127.0.0.1:port`, with its health probes (readiness 503
+/// and `drain` more of serving once its shutdown starts) and its metrics at `/metrics`.
 pub(crate) fn replica_config(port: u16, drain: Duration) -> Config {
     create_config()
         .cors(Cors::Disabled)
         .listen(SocketAddr::from(([127, 0, 0, 1], port)))
         .logger(LoggerOptions::new(Level::Warn).color(LogColor::Never))
         .health(Health::new().drain_delay(drain))
+        .metrics(Metrics::new())
         .build()
 }
 

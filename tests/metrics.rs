@@ -238,8 +238,8 @@ async fn a_known_mix_of_requests_gives_exact_counters_by_route_method_and_status
     server.shutdown().await;
 }
 
-/// The number of lines of `service`'s exposition at `/metrics`.
-async fn exposition_lines<S>(service: &S) -> usize
+/// The series of `service`'s exposition at `/metrics`: each sample's name and labels.
+async fn exposition_series<S>(service: &S) -> std::collections::BTreeSet<String>
 where
     S: tower::Service<
             http::Request<String>,
@@ -250,11 +250,14 @@ where
     let request = http::Request::get("/metrics").body(String::new()).unwrap();
     let response = service.clone().oneshot(request).await.unwrap();
     let body = response.into_body().collect().await.unwrap().to_bytes();
-    std::str::from_utf8(&body).unwrap().lines().count()
+    samples(std::str::from_utf8(&body).unwrap())
+        .into_keys()
+        .collect()
 }
 
-/// Every series a client can make: 10,000 unknown paths, 1,000 query strings on a known
-/// route, 1,000 made-up methods add no line to an exposition that has seen one of each.
+/// Every series a client can make (the figures: 100,000 unknown paths, 10,000 query
+/// strings; and 1,000 made-up methods) adds no series to an exposition that has seen one
+/// request of each kind.
 #[tokio::test]
 async fn distinct_paths_queries_and_methods_leave_the_series_bounded() {
     let config = create_config()
@@ -274,22 +277,43 @@ async fn distinct_paths_queries_and_methods_leave_the_series_bounded() {
     // One of each kind first: the series that exist whatever comes next.
     assert_eq!(call("GET", "/unknown/0").await, 404);
     assert_eq!(call("GET", "/v1/hello?name=a").await, 200);
+    assert_eq!(call("GET", "/v1/books/0?q=0").await, 200);
     assert_eq!(call("BREW", "/v1/hello").await, 405);
     assert_eq!(call("BREW", "/unknown/0").await, 404);
-    let before = exposition_lines(&service).await;
+    let before = exposition_series(&service).await;
+    let requests = before
+        .iter()
+        .filter(|series| series.starts_with("strata_http_requests_total{"))
+        .count();
+    assert_eq!(requests, 5, "{before:#?}");
+    for i in 0..100_000 {
+        // Paths of every shape: deep, percent-encoded, long.
+        let path = match i % 4 {
+            0 => format!("/unknown/{i}"),
+            1 => format!("/v1/books/{i}/x/{i}"),
+            2 => format!("/%F0%9F%A6%80{i}/%20/{i}"),
+            _ => format!("/{}{i}", "a".repeat(200)),
+        };
+        assert_eq!(call("GET", &path).await, 404, "{path}");
+    }
     for i in 0..10_000 {
-        assert_eq!(call("GET", &format!("/unknown/{i}/x{i}")).await, 404);
+        let query = format!("name=a&q{i}={i}&%F0%9F%A6%80={i}");
+        assert_eq!(call("GET", &format!("/v1/hello?{query}")).await, 200);
+        assert_eq!(call("GET", &format!("/v1/books/{i}?{query}")).await, 200);
+        assert_eq!(call("GET", &format!("/unknown?{query}")).await, 404);
     }
     for i in 0..1_000 {
-        assert_eq!(
-            call("GET", &format!("/v1/hello?name=a&q{i}={i}")).await,
-            200
-        );
         assert_eq!(call(&format!("BREW{i}"), "/v1/hello").await, 405);
         assert_eq!(call(&format!("BREW{i}"), &format!("/x{i}")).await, 404);
     }
-    let after = exposition_lines(&service).await;
-    assert_eq!(before, after, "series grew with what clients sent");
+    let after = exposition_series(&service).await;
+    assert_eq!(
+        before.len(),
+        after.len(),
+        "series grew with what clients sent: {:#?}",
+        after.difference(&before).take(10).collect::<Vec<_>>()
+    );
+    assert_eq!(before, after);
 }
 
 /// In an application of its own: the configuration's `Metrics` counts the attached routing,

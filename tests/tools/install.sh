@@ -85,6 +85,7 @@ debian_packages() {
     redis-cli --version >/dev/null 2>&1 || die "redis-cli does not run"
     haproxy -v >/dev/null 2>&1 || die "haproxy does not run"
     promtool --version >/dev/null 2>&1 || die "promtool does not run"
+    prometheus --version >/dev/null 2>&1 || die "prometheus does not run"
 }
 
 case "${1:-all}" in

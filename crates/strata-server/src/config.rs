@@ -137,24 +137,48 @@ pub enum LogColor {
     Never,
 }
 
-/// The default logger's setup (spec `logger`): from which level it records, and whether it
-/// colours its lines. A [`Level`] converts into it (coloured on a terminal).
+/// How the default logger writes its lines.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum LogFormat {
+    /// Text for people, one record a line (the default).
+    #[default]
+    Text,
+    /// One JSON object a line, for machines (a log shipper, Loki, Elasticsearch): `timestamp`,
+    /// `level`, `target`, `message` and the record's fields at the top level (`request_id` in
+    /// a request's records), never coloured. Each request the router answers gets a line of
+    /// its own, target `strata::request`, message `request`, with `request_id`, `route` (the
+    /// routing's template, `(unmatched)` for an unknown path), `method`, `status` and
+    /// `duration_ms`; `trace_id` is kept for the trace of the request, once Strata has traces
+    /// (absent until then). The health probes and the metrics' exposition get no line.
+    Json,
+}
+
+/// The default logger's setup (spec `logger`): from which level it records, whether it
+/// colours its lines, and their format. A [`Level`] converts into it (text, coloured on a
+/// terminal).
 ///
 /// ```
 /// use strata_core::Level;
-/// use strata_server::{LogColor, LoggerOptions};
+/// use strata_server::{LogColor, LogFormat, LoggerOptions};
 ///
 /// let plain = LoggerOptions::new(Level::Warn).color(LogColor::Never);
 /// assert_eq!((plain.level, plain.color), (Level::Warn, LogColor::Never));
 /// assert_eq!(LoggerOptions::from(Level::Info).color, LogColor::Auto);
+///
+/// // For machines: JSON lines, one more for each request.
+/// let json = LoggerOptions::new(Level::Info).format(LogFormat::Json);
+/// assert_eq!(json.format, LogFormat::Json);
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct LoggerOptions {
     /// The lowest level recorded.
     pub level: Level,
-    /// Whether lines are coloured.
+    /// Whether lines are coloured (text only).
     pub color: LogColor,
+    /// Text, or JSON with a line for each request.
+    pub format: LogFormat,
 }
 
 impl LoggerOptions {
@@ -163,12 +187,15 @@ impl LoggerOptions {
         Self {
             level,
             color: LogColor::Auto,
+            format: LogFormat::Text,
         }
     }
 
     strata_core::setters! {
         /// Sets whether lines are coloured.
         color(color: LogColor) => color = color;
+        /// Sets the format of the lines.
+        format(format: LogFormat) => format = format;
     }
 }
 

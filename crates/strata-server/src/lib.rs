@@ -60,8 +60,8 @@ pub use app::{App, RouterStack, RouterStackFuture};
 #[cfg(feature = "compression")]
 pub use app::{COMPRESSION_THRESHOLD, CompressionPredicate};
 pub use config::{
-    Compression, Config, ConfigBuilder, ETags, Https, Listen, LogColor, LoggerOptions, Pem,
-    RequestIds, ServerLimits, ServerSettings,
+    Compression, Config, ConfigBuilder, ETags, Https, Listen, LogColor, LogFormat, LoggerOptions,
+    Pem, RequestIds, ServerLimits, ServerSettings,
 };
 pub use connection::ServedApp;
 pub use connection::deadline::{BodyDeadline, MinDataRate, ServerBody};

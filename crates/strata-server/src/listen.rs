@@ -17,6 +17,7 @@ use crate::config::Listen;
 use crate::connection::watcher::{IdleConnections, SHED_AFTER, Shutdown};
 use crate::connection::{Acceptor, CUT_GRACE, ServedApp, Serving};
 use crate::error::ServerError;
+use crate::metrics::Closed;
 use crate::server::{Listener, LocalAddr, Protocol};
 
 pub(crate) fn describe(listen: &Listen) -> String {
@@ -421,6 +422,9 @@ pub(crate) async fn accept_loop<S: ServedApp>(
                 let Some(counted) = clients.take(client) else {
                     // One address holds its share of the cap: the others keep theirs.
                     clients.refused(client, &serving.logger);
+                    if let Some(metrics) = &serving.metrics {
+                        metrics.connection_refused(Closed::ClientShare);
+                    }
                     continue;
                 };
                 let Some(slot) = place_under_cap(&slots, &serving.idle, &mut stop).await else {

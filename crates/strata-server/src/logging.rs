@@ -1,13 +1,21 @@
 //! The default `tracing` subscriber: installed only when the configuration asks for it
 //! (`create_config().logger(..)`) and the application has none, coloured only unless asked not
-//! to, on a terminal, and never with `NO_COLOR` set (<https://no-color.org>).
+//! to, on a terminal, and never with `NO_COLOR` set (<https://no-color.org>); or JSON lines,
+//! with a line for each request ([`RequestLine`]).
 
 use std::ffi::OsStr;
 use std::io::IsTerminal;
+use std::sync::{Arc, OnceLock};
+use std::time::Instant;
 
-use strata_core::Level;
+use http::{Method, Request, StatusCode};
+use strata_core::{Level, Logger};
+use strata_routing::Router;
+use tracing::Subscriber;
+use tracing_subscriber::fmt::MakeWriter;
 
-use crate::config::{LogColor, LoggerOptions};
+use crate::config::{LogColor, LogFormat, LoggerOptions};
+use crate::metrics::UNMATCHED_ROUTE;
 
 fn tracing_level(level: Level) -> tracing::Level {
     match level {
@@ -28,11 +36,93 @@ pub fn install_default_subscriber(options: &LoggerOptions) -> bool {
         std::env::var_os("NO_COLOR").as_deref(),
         std::io::stdout().is_terminal(),
     );
-    tracing_subscriber::fmt()
+    tracing::subscriber::set_global_default(subscriber(*options, color, std::io::stdout)).is_ok()
+}
+
+/// The subscriber of `options`, writing with `writer`, coloured (text only) when `color`.
+pub(crate) fn subscriber<W>(
+    options: LoggerOptions,
+    color: bool,
+    writer: W,
+) -> Box<dyn Subscriber + Send + Sync>
+where
+    W: for<'w> MakeWriter<'w> + Send + Sync + 'static,
+{
+    let builder = tracing_subscriber::fmt()
         .with_max_level(tracing_level(options.level))
-        .with_ansi(color)
-        .try_init()
-        .is_ok()
+        .with_writer(writer);
+    match options.format {
+        LogFormat::Json => Box::new(
+            builder
+                .json()
+                // The record's fields at the top level, next to `message`: what log shippers
+                // index without a mapping.
+                .flatten_event(true)
+                .with_current_span(false)
+                .with_span_list(false)
+                .finish(),
+        ),
+        LogFormat::Text => Box::new(builder.with_ansi(color).finish()),
+    }
+}
+
+/// A request's line, begun when the router gets the request and written when its response
+/// head is ready (`LogFormat::Json`).
+pub(crate) struct RequestLine {
+    request_id: Option<Box<str>>,
+    route: Arc<str>,
+    method: Method,
+    start: Instant,
+}
+
+impl RequestLine {
+    /// The line of `request`, its route named by `router`.
+    pub(crate) fn begin<B>(router: &Router, request: &Request<B>) -> Self {
+        let route = router
+            .route_template(request.method(), request.uri().path())
+            .map_or_else(unmatched, Arc::clone);
+        Self {
+            request_id: Logger::from_extensions(request.extensions())
+                .request_id()
+                .map(Box::from),
+            route,
+            method: request.method().clone(),
+            start: Instant::now(),
+        }
+    }
+
+    /// Writes the line: the request was answered with `status`.
+    pub(crate) fn end(self, status: StatusCode) {
+        let duration_ms = self.start.elapsed().as_secs_f64() * 1000.0;
+        let (route, method, status) = (&*self.route, self.method.as_str(), status.as_u16());
+        // The id comes from the request's logger, there whenever the server runs the router.
+        if let Some(request_id) = self.request_id.as_deref() {
+            tracing::info!(
+                target: "strata::request",
+                request_id,
+                route,
+                method,
+                status,
+                duration_ms,
+                "request"
+            );
+        } else {
+            tracing::info!(
+                target: "strata::request",
+                route,
+                method,
+                status,
+                duration_ms,
+                "request"
+            );
+        }
+    }
+}
+
+/// The `route` of unknown paths, shared.
+fn unmatched() -> Arc<str> {
+    static UNMATCHED: OnceLock<Arc<str>> = OnceLock::new();
+    Arc::clone(UNMATCHED.get_or_init(|| UNMATCHED_ROUTE.into()))
 }
 
 /// Whether to colour: asked for, on a terminal, and no non-empty `NO_COLOR`.

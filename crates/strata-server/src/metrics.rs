@@ -56,6 +56,9 @@ const PROMETHEUS_TEXT: &str = "text/plain; version=0.0.4; charset=utf-8";
 /// | `strata_http_request_body_bytes_total` (counter, bytes read by the application) | `route`, `method` |
 /// | `strata_http_response_body_bytes_total` (counter, bytes of the bodies answered) | `route`, `method` |
 /// | `strata_http_refusals_total` (counter) | `reason` |
+/// | `strata_http_connections_open` (gauge) | |
+/// | `strata_http_connections_accepted_total` (counter) | |
+/// | `strata_http_connections_closed_total` (counter) | `reason` |
 ///
 /// - `route` is the routing's template (`/v1/books/:id`), never the raw path; every path that
 ///   no route has is [`UNMATCHED_ROUTE`].
@@ -65,7 +68,22 @@ const PROMETHEUS_TEXT: &str = "text/plain; version=0.0.4; charset=utf-8";
 ///   `validation` (an input that breaks its schema, 400), `parse` (a body or parameter that
 ///   cannot be read, 400), `payload_too_large`, `unsupported_media_type`, `overload` (503),
 ///   and by status for the others: `unauthorized`, `forbidden`, `timeout` (408),
-///   `too_many_requests`, `unavailable` (503), `gateway_timeout` (504).
+///   `too_many_requests`, `unavailable` (503), `gateway_timeout` (504). The refusals the
+///   server answers before the router are counted here too (and not in
+///   `strata_http_requests_total`, which counts what the router saw): `bad_request` (a head
+///   hyper cannot parse, an HTTP/1.1 request without one `Host`), `header_too_large` (431,
+///   or 414 for a long URI), `overload` (a request the application's layers did not take
+///   within the admission timeout), `unavailable` (unanswered at the shutdown timeout), and
+///   the errors of the application's own layers (`gateway_timeout` for tower's timeout,
+///   `overload` for its load shedding, ...).
+/// - the connections are those of [`create_server`](crate::create_server)'s listeners
+///   (nothing with `attach_routing`); `reason` of a close, one of a fixed set: `ended` (the
+///   client closed, or hyper ended it after a `Connection: close`), `error` (reset, broken
+///   protocol), `header_timeout`, `header_too_large`, `bad_request`, `body_timeout` (a 408
+///   for a body too slow, then closed), `payload_too_large` (a 413 before the body's end,
+///   then closed), `idle`, `stalled` (the write timeout), `shed` (closed to make room at the
+///   connection cap), `client_share` (its address held its share of the cap: closed once
+///   accepted), `tls_handshake`, `shutdown`, `shutdown_timeout`.
 ///
 /// The liveness and readiness probes and the exposition itself are not counted.
 ///
@@ -107,6 +125,9 @@ struct Series {
     request_bytes: Family<RouteLabels, Counter>,
     response_bytes: Family<RouteLabels, Counter>,
     refusals: Family<RefusalLabels, Counter>,
+    connections_open: Gauge,
+    connections_accepted: Counter,
+    connections_closed: Family<RefusalLabels, Counter>,
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -155,6 +176,9 @@ impl Metrics {
         let request_bytes = Family::default();
         let response_bytes = Family::default();
         let refusals = Family::default();
+        let connections_open = Gauge::default();
+        let connections_accepted = Counter::default();
+        let connections_closed = Family::default();
         registry.register(
             "requests",
             "Requests answered, by route template, method and status",
@@ -185,6 +209,21 @@ impl Metrics {
             "Requests refused, by reason (not_found, method_not_allowed, validation, ...)",
             refusals.clone(),
         );
+        registry.register(
+            "connections_open",
+            "Connections open on the server's listeners",
+            connections_open.clone(),
+        );
+        registry.register(
+            "connections_accepted",
+            "Connections accepted on the server's listeners",
+            connections_accepted.clone(),
+        );
+        registry.register(
+            "connections_closed",
+            "Connections closed, by reason (ended, idle, header_timeout, shed, ...)",
+            connections_closed.clone(),
+        );
         Self {
             path: DEFAULT_METRICS_PATH.into(),
             series: Arc::new(Series {
@@ -195,6 +234,9 @@ impl Metrics {
                 request_bytes,
                 response_bytes,
                 refusals,
+                connections_open,
+                connections_accepted,
+                connections_closed,
             }),
         }
     }
@@ -298,6 +340,136 @@ impl Metrics {
         headers.insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
         headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
         Some(Box::pin(std::future::ready(Ok(response))))
+    }
+}
+
+/// Why a connection closed: the `reason` of `strata_http_connections_closed_total`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Closed {
+    /// The client closed it, or hyper did after a `Connection: close`.
+    Ended,
+    /// An I/O or protocol error: a reset, a broken HTTP/2 frame.
+    Error,
+    /// No request head (or HTTP/2 preface) within the header-read timeout.
+    HeaderTimeout,
+    /// A request head too large: hyper's 431 (414 for the URI).
+    HeaderTooLarge,
+    /// A request head hyper cannot parse: its 400.
+    BadRequest,
+    /// A body too slow (its idle or read timeout, the minimum data rate): a 408, then closed.
+    BodyTimeout,
+    /// A body too large, refused before its end: a 413, then closed.
+    PayloadTooLarge,
+    /// No request for the idle timeout.
+    Idle,
+    /// Responses waiting and nothing written for the write timeout.
+    Stalled,
+    /// Closed to make room for a newcomer at the connection cap.
+    Shed,
+    /// Its address held its share of the cap: closed once accepted.
+    ClientShare,
+    /// The TLS handshake failed, or did not finish within the header-read timeout.
+    #[cfg_attr(not(feature = "tls"), allow(dead_code))] // no TLS, no handshake
+    TlsHandshake,
+    /// The server shut down gracefully.
+    Shutdown,
+    /// Still open at the shutdown timeout.
+    ShutdownTimeout,
+}
+
+impl Closed {
+    fn label(self) -> &'static str {
+        match self {
+            Self::Ended => "ended",
+            Self::Error => "error",
+            Self::HeaderTimeout => "header_timeout",
+            Self::HeaderTooLarge => "header_too_large",
+            Self::BadRequest => "bad_request",
+            Self::BodyTimeout => "body_timeout",
+            Self::PayloadTooLarge => "payload_too_large",
+            Self::Idle => "idle",
+            Self::Stalled => "stalled",
+            Self::Shed => "shed",
+            Self::ClientShare => "client_share",
+            Self::TlsHandshake => "tls_handshake",
+            Self::Shutdown => "shutdown",
+            Self::ShutdownTimeout => "shutdown_timeout",
+        }
+    }
+}
+
+impl Metrics {
+    /// A connection accepted: open until the returned guard is dropped, closed for the reason
+    /// it holds then.
+    pub(crate) fn connection_opened(&self) -> OpenConnection {
+        self.series.connections_accepted.inc();
+        self.series.connections_open.inc();
+        OpenConnection {
+            series: Arc::clone(&self.series),
+            reason: Closed::Ended,
+        }
+    }
+
+    /// A connection accepted and closed at once, for `reason`.
+    pub(crate) fn connection_refused(&self, reason: Closed) {
+        self.series.connections_accepted.inc();
+        self.count_closed(reason);
+    }
+
+    fn count_closed(&self, reason: Closed) {
+        self.series
+            .connections_closed
+            .get_or_create(&RefusalLabels {
+                reason: reason.label(),
+            })
+            .inc();
+    }
+
+    /// A refusal answered outside the router (by the connection, hyper, or the application's
+    /// layers): `status`, of `kind` when known.
+    pub(crate) fn refused(&self, status: StatusCode, kind: Option<&ErrorKind>) {
+        let reason = match (kind, status.as_u16()) {
+            (_, 431 | 414) => Some("header_too_large"),
+            (None | Some(ErrorKind::Http), 400) => Some("bad_request"),
+            _ => refusal(status, kind),
+        };
+        if let Some(reason) = reason {
+            self.series
+                .refusals
+                .get_or_create(&RefusalLabels { reason })
+                .inc();
+        }
+    }
+}
+
+/// A connection open: counted out, for its reason, when dropped (its task ended, or was
+/// aborted at the shutdown timeout).
+pub(crate) struct OpenConnection {
+    series: Arc<Series>,
+    reason: Closed,
+}
+
+impl OpenConnection {
+    /// The reason the connection closes, unless another is given later.
+    pub(crate) fn closing(&mut self, reason: Closed) {
+        self.reason = reason;
+    }
+
+    /// The reason given so far.
+    pub(crate) fn reason(&self) -> Closed {
+        self.reason
+    }
+}
+
+impl Drop for OpenConnection {
+    fn drop(&mut self) {
+        self.series.connections_open.dec();
+        self.series
+            .connections_closed
+            .get_or_create(&RefusalLabels {
+                reason: self.reason.label(),
+            })
+            .inc();
     }
 }
 
@@ -507,6 +679,8 @@ fn refusal(status: StatusCode, kind: Option<&ErrorKind>) -> Option<&'static str>
         (Some(ErrorKind::Routing), 404) => Some("not_found"),
         (Some(ErrorKind::Routing), 405) => Some("method_not_allowed"),
         (Some(ErrorKind::InputValidation), _) => Some("validation"),
+        // A body too slow is a read that failed (kind `Parse`), but its 408 says why.
+        (_, 408) => Some("timeout"),
         (Some(ErrorKind::Parse), _) => Some("parse"),
         (Some(ErrorKind::PayloadTooLarge), _) | (None, 413) => Some("payload_too_large"),
         (Some(ErrorKind::UnsupportedMediaType), _) | (None, 415) => Some("unsupported_media_type"),
@@ -514,7 +688,6 @@ fn refusal(status: StatusCode, kind: Option<&ErrorKind>) -> Option<&'static str>
         // A handler's 404 ("no such book") is an answer, not a refusal.
         (_, 401) => Some("unauthorized"),
         (_, 403) => Some("forbidden"),
-        (_, 408) => Some("timeout"),
         (_, 429) => Some("too_many_requests"),
         (_, 503) => Some("unavailable"),
         (_, 504) => Some("gateway_timeout"),
@@ -669,6 +842,11 @@ mod tests {
                 "# HELP strata_http_refusals_total Requests refused, by reason (not_found, \
                  method_not_allowed, validation, ...).",
                 "# TYPE strata_http_refusals_total counter",
+                "# HELP strata_http_connections_open Connections open on the server's listeners.",
+                "# TYPE strata_http_connections_open gauge",
+                "# HELP strata_http_connections_accepted_total Connections accepted on the \
+                 server's listeners.",
+                "# TYPE strata_http_connections_accepted_total counter",
             ]
         );
         assert!(
@@ -703,6 +881,8 @@ mod tests {
         assert_eq!(reason(405, Some(Routing)), Some("method_not_allowed"));
         assert_eq!(reason(400, Some(InputValidation)), Some("validation"));
         assert_eq!(reason(400, Some(Parse)), Some("parse"));
+        // A body too slow: its read failed, and the 408 says why.
+        assert_eq!(reason(408, Some(Parse)), Some("timeout"));
         assert_eq!(reason(401, Some(Http)), Some("unauthorized"));
         assert_eq!(reason(429, None), Some("too_many_requests"));
         assert_eq!(reason(413, None), Some("payload_too_large"));

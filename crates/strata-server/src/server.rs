@@ -361,6 +361,7 @@ where
             mode: config.pipeline.mode,
             handler: config.router.error_handler.clone(),
             logger: Logger::tracing(),
+            metrics: config.server.metrics.clone(),
         };
         if let Some(warning) = limit_before_the_body(std::any::type_name::<L::Service>()) {
             errors.logger.warn(warning);
@@ -453,6 +454,19 @@ fn check_listeners(config: &Config, given: bool) -> Result<(), ServerError> {
     Ok(())
 }
 
+/// The connections per client address under a cap of `cap`: the configured share, or the
+/// default.
+fn client_connections(limits: &ServerLimits, cap: usize) -> ClientConnections {
+    let share = limits.max_connections_per_client.unwrap_or_else(|| {
+        default_client_share(
+            cap,
+            limits.http2_max_concurrent_streams,
+            strata_parse::memory_limit(),
+        )
+    });
+    ClientConnections::new(share, cap)
+}
+
 /// Starts serving on every listener of the configuration and every listener given, each
 /// connection running the app inside the layers given.
 async fn start<L: AroundApp>(create: CreateServer<'_, L>) -> Result<Server, ServerError> {
@@ -495,16 +509,7 @@ async fn start<L: AroundApp>(create: CreateServer<'_, L>) -> Result<Server, Serv
     ));
     let idle = Arc::new(IdleConnections::default());
     let cap = slots.available_permits();
-    let clients = Arc::new(ClientConnections::new(
-        limits.max_connections_per_client.unwrap_or_else(|| {
-            default_client_share(
-                cap,
-                limits.http2_max_concurrent_streams,
-                strata_parse::memory_limit(),
-            )
-        }),
-        cap,
-    ));
+    let clients = Arc::new(client_connections(limits, cap));
     // The configuration's listeners, bound now, then the application's own.
     let mut bound = Vec::new();
     let configured = [
@@ -537,6 +542,7 @@ async fn start<L: AroundApp>(create: CreateServer<'_, L>) -> Result<Server, Serv
             limits: *limits,
             logger: logger.clone(),
             idle: Arc::clone(&idle),
+            metrics: config.server.metrics.clone(),
         };
         tasks.push(tokio::spawn(accept_loop(
             listener,

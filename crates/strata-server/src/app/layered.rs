@@ -36,6 +36,9 @@ pub(crate) struct Errors {
     pub(crate) mode: Mode,
     pub(crate) handler: Option<ErrorHandler>,
     pub(crate) logger: Logger,
+    /// The server's metrics, which count these refusals (the router's metrics do not see
+    /// them).
+    pub(crate) metrics: Option<crate::Metrics>,
 }
 
 impl<S: Clone> Clone for Layered<S> {
@@ -104,6 +107,9 @@ impl Errors {
             );
             // Shed load is the clients' doing: a rate-limited warning.
             strata_log::server_error(&self.logger, line, &api);
+        }
+        if let Some(metrics) = &self.metrics {
+            metrics.refused(api.status(), Some(&api.kind()));
         }
         if seen.closes {
             api = api.with_connection_close();
@@ -279,6 +285,7 @@ mod tests {
                 mode,
                 handler,
                 logger,
+                metrics: None,
             },
             lines,
         )

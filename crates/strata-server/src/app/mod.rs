@@ -22,8 +22,9 @@ use tower_http::compression::predicate::{And, NotForContentType, Predicate, Size
 use tower_layer::Layer;
 use tower_service::Service;
 
-use crate::config::Config;
+use crate::config::{Config, LogFormat};
 use crate::health::Health;
+use crate::logging::RequestLine;
 use crate::metrics::Metered;
 
 use crate::app::etag::ETag;
@@ -72,6 +73,9 @@ pub struct RouterStack {
     /// The metrics (with the router that names each request's route), their exposition
     /// answered before the router.
     metrics: Option<Metered>,
+    /// The router that names each request's route in its log line, when requests get one
+    /// (`LogFormat::Json`).
+    request_lines: Option<Router>,
 }
 
 impl RouterStack {
@@ -97,6 +101,7 @@ impl RouterStack {
             inner,
             health: None,
             metrics: None,
+            request_lines: None,
         })
     }
 }
@@ -157,11 +162,24 @@ where
         {
             return answer;
         }
-        if let Some(metered) = &self.metrics {
+        let line = self
+            .request_lines
+            .as_ref()
+            .map(|router| RequestLine::begin(router, &request));
+        let answer = if let Some(metered) = &self.metrics {
             let inner = &mut self.inner;
-            return metered.measure(request, |request| inner.call(request));
+            metered.measure(request, |request| inner.call(request))
+        } else {
+            self.inner.call(request.map(Body::new))
+        };
+        match line {
+            None => answer,
+            Some(line) => Box::pin(async move {
+                let Ok(response) = answer.await;
+                line.end(response.status());
+                Ok(response)
+            }),
         }
-        self.inner.call(request.map(Body::new))
     }
 }
 
@@ -179,7 +197,13 @@ pub(crate) fn build_app(
         .metrics
         .clone()
         .map(|metrics| Metered::new(metrics, router.clone()));
+    let json_lines = config
+        .server
+        .logger
+        .is_some_and(|options| options.format == LogFormat::Json);
+    let request_lines = json_lines.then(|| router.clone());
     let mut app = RouterStack::new(router, compress, etags)?;
+    app.request_lines = request_lines;
     app.health.clone_from(&config.server.health);
     app.metrics = metrics;
     Ok(RequestIdLayer::new(logger.clone())

@@ -24,6 +24,7 @@ use crate::config::ServerLimits;
 use crate::connection::deadline::{FirstByteDeadline, ServerBody, deadline_after};
 use crate::connection::service::ConnectionService;
 use crate::listen::Place;
+use crate::metrics::{Closed, Metrics, OpenConnection};
 
 /// As long as any timeout needs to be: hyper adds its keep-alive durations to an `Instant`,
 /// which cannot hold `Duration::MAX`, so longer ones are "never" (an interval) or this.
@@ -122,6 +123,8 @@ pub(crate) struct Serving<S> {
     /// The idle connections, the one idle longest asked to close when the server is at its
     /// connection cap.
     pub(crate) idle: Arc<IdleConnections>,
+    /// The server's metrics, when it has them: connections, and the refusals answered here.
+    pub(crate) metrics: Option<Metrics>,
 }
 
 impl<S: ServedApp> Serving<S> {
@@ -136,13 +139,14 @@ impl<S: ServedApp> Serving<S> {
         IO: AsyncRead + AsyncWrite + Unpin + Send + 'static,
     {
         let serving = self.clone();
+        let open = self.metrics.as_ref().map(Metrics::connection_opened);
         // Plain and TLS connections are tasks of their own types: a plain connection's task
         // does not carry room for a TLS handshake and stream (kilobytes per connection).
         match &self.tls {
             None => {
                 connections.spawn(async move {
                     let io = FirstByteDeadline::new(io, serving.header_timeout);
-                    serving.serve(io, client, shutdown, slot).await;
+                    serving.serve(io, client, shutdown, slot, open).await;
                 });
             }
             #[cfg(not(feature = "tls"))]
@@ -150,6 +154,7 @@ impl<S: ServedApp> Serving<S> {
             #[cfg(feature = "tls")]
             Some(tls) => {
                 let tls = tls.clone();
+                let mut open = open;
                 connections.spawn(async move {
                     // The connection's place under the cap, given back when it ends.
                     let io = FirstByteDeadline::new(io, serving.header_timeout);
@@ -157,24 +162,37 @@ impl<S: ServedApp> Serving<S> {
                         // The handshake used the first deadline; the request gets its own.
                         Ok(Ok(stream)) => {
                             let stream = FirstByteDeadline::new(stream, serving.header_timeout);
-                            serving.serve(stream, client, shutdown, slot).await;
+                            serving.serve(stream, client, shutdown, slot, open).await;
                         }
-                        Ok(Err(error)) => serving
-                            .logger
-                            .debug(format_args!("TLS handshake failed: {error}")),
-                        Err(_) => serving.logger.debug("TLS handshake timed out"),
+                        Ok(Err(error)) => {
+                            closing(&mut open, Closed::TlsHandshake);
+                            serving
+                                .logger
+                                .debug(format_args!("TLS handshake failed: {error}"));
+                        }
+                        Err(_) => {
+                            closing(&mut open, Closed::TlsHandshake);
+                            serving.logger.debug("TLS handshake timed out");
+                        }
                     }
                 });
             }
         }
     }
 
-    /// Serves `io` until it ends; `place` (under the cap) is kept by its watcher.
-    async fn serve<IO>(&self, io: IO, client: Option<ClientAddr>, shutdown: Shutdown, place: Place)
-    where
+    /// Serves `io` until it ends; `place` (under the cap) is kept by its watcher; `open`
+    /// counts the connection until it closes, and says why.
+    async fn serve<IO>(
+        &self,
+        io: IO,
+        client: Option<ClientAddr>,
+        shutdown: Shutdown,
+        place: Place,
+        mut open: Option<OpenConnection>,
+    ) where
         IO: AsyncRead + AsyncWrite + Unpin + Send + 'static,
     {
-        let activity = Arc::new(Activity::default());
+        let activity = Arc::new(Activity::new(self.metrics.clone()));
         let service = ConnectionService::new(
             self.app.clone(),
             Arc::clone(&activity),
@@ -220,18 +238,23 @@ impl<S: ServedApp> Serving<S> {
                     return;
                 }
                 order = &mut ordered, if orders_open => match order {
-                    Ok(Order::CloseGracefully { then }) => {
+                    Ok(Order::CloseGracefully { then, reason }) => {
+                        closing(&mut open, reason);
                         connection.as_mut().graceful_shutdown();
                         match then {
                             Some(next) => ordered = next,
                             None => orders_open = false,
                         }
                     }
-                    Ok(Order::Drop(reason)) => {
+                    Ok(Order::Drop(reason, closed)) => {
+                        if let Some(closed) = closed {
+                            closing(&mut open, closed);
+                        }
                         self.logger.debug(reason);
                         return;
                     }
                     Ok(Order::Cut) => {
+                        closing(&mut open, Closed::ShutdownTimeout);
                         // The connection is polled on: an HTTP/1 request without an answer
                         // gets its 503 (the activity says so), then the connection closes.
                         orders_open = false;
@@ -243,10 +266,70 @@ impl<S: ServedApp> Serving<S> {
             }
         };
         drop(watcher);
-        if let Err(error) = result {
-            self.logger.debug(format_args!("connection ended: {error}"));
+        // Its 503s sent, the connection may end before the order to cut it is read.
+        if activity.was_cut() {
+            closing(&mut open, Closed::ShutdownTimeout);
+        }
+        match result {
+            Ok(()) => {
+                // hyper closed it after a response that said `Connection: close`.
+                if let Some(closed) = activity.closed_by()
+                    && open
+                        .as_ref()
+                        .is_some_and(|open| open.reason() == Closed::Ended)
+                {
+                    closing(&mut open, closed);
+                }
+            }
+            Err(error) => {
+                if let Some(open) = open.as_mut() {
+                    let (closed, answered) = ended_by(&*error);
+                    if let (Some(status), Some(metrics)) = (answered, &self.metrics) {
+                        metrics.refused(status, None);
+                    }
+                    // A close ordered before (idle, shutdown) stays the reason.
+                    if open.reason() == Closed::Ended {
+                        open.closing(closed);
+                    }
+                }
+                self.logger.debug(format_args!("connection ended: {error}"));
+            }
         }
     }
+}
+
+/// Gives the connection counted by `open` (if counted) its reason to close.
+fn closing(open: &mut Option<OpenConnection>, reason: Closed) {
+    if let Some(open) = open {
+        open.closing(reason);
+    }
+}
+
+/// Why a connection that ended with `error` closed, and the status hyper answered the request
+/// with when it did (a head too large, or one it cannot parse).
+fn ended_by(error: &(dyn std::error::Error + 'static)) -> (Closed, Option<http::StatusCode>) {
+    let mut cause = Some(error);
+    while let Some(error) = cause {
+        if let Some(hyper) = error.downcast_ref::<hyper::Error>() {
+            if hyper.is_parse_too_large() {
+                return (
+                    Closed::HeaderTooLarge,
+                    Some(http::StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE),
+                );
+            }
+            if hyper.is_parse() {
+                return (Closed::BadRequest, Some(http::StatusCode::BAD_REQUEST));
+            }
+        }
+        // The first bytes' deadline (`FirstByteDeadline`) fails the read.
+        if let Some(io) = error.downcast_ref::<std::io::Error>()
+            && io.kind() == std::io::ErrorKind::TimedOut
+        {
+            return (Closed::HeaderTimeout, None);
+        }
+        cause = error.source();
+    }
+    (Closed::Error, None)
 }
 
 /// How long a connection cut at the shutdown timeout has to send its 503s.
@@ -278,6 +361,7 @@ mod tests {
             limits,
             logger: Logger::tracing(),
             idle: Arc::default(),
+            metrics: None,
         };
         let (client, server) = tokio::io::duplex(64 * 1024);
         let (stop, stopped) = watch::channel(false);
@@ -294,7 +378,7 @@ mod tests {
                     .unwrap(),
                 None,
             );
-            serving.serve(server, None, shutdown, place).await;
+            serving.serve(server, None, shutdown, place, None).await;
         });
         (task, client)
     }

@@ -47,6 +47,7 @@ use tower_service::Service;
 use crate::config::ServerLimits;
 use crate::connection::deadline::{BodyDeadline, BodyLimits, ServerBody};
 use crate::connection::watcher::{Activity, TrackedBody, TrackedFuture};
+use crate::metrics::Metrics;
 
 /// Why `request` cannot be served, if it cannot.
 fn host_problem<B>(request: &Request<B>) -> Option<&'static str> {
@@ -81,6 +82,8 @@ pub(crate) struct Admission {
     timeout: Option<Duration>,
     errors: Option<ErrorHandler>,
     logger: Logger,
+    /// The server's metrics, which count the refusals answered here.
+    metrics: Option<Metrics>,
 }
 
 impl Admission {
@@ -93,6 +96,9 @@ impl Admission {
         uri: &http::Uri,
         headers: &http::HeaderMap,
     ) -> Response<Body> {
+        if let Some(metrics) = &self.metrics {
+            metrics.refused(error.status(), Some(&error.kind()));
+        }
         match &self.errors {
             Some(handler) => handler.respond(error, method, uri, headers, &self.logger),
             None => error_response(error),
@@ -109,6 +115,7 @@ impl<S> ConnectionService<S> {
         errors: Option<ErrorHandler>,
         logger: Logger,
     ) -> Self {
+        let metrics = activity.metrics.clone();
         Self {
             app,
             activity,
@@ -122,6 +129,7 @@ impl<S> ConnectionService<S> {
                 timeout: limits.admission_timeout,
                 errors,
                 logger,
+                metrics,
             }),
         }
     }

@@ -4,7 +4,9 @@
 use super::shed::IdleEntry;
 use super::track::EventStreams;
 use std::sync::Mutex;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, AtomicUsize, Ordering};
+
+use crate::metrics::{Closed, Metrics};
 use std::time::Duration;
 
 /// What one connection does, counted as it happens and read by its watcher.
@@ -39,6 +41,40 @@ pub(crate) struct Activity {
     pub(super) waiting_bodies: [AtomicUsize; BODY_EPOCHS],
     /// The wakers of event streams waiting on their producer, woken to end at shutdown.
     pub(super) event_streams: Mutex<EventStreams>,
+    /// The server's metrics, when it has them.
+    pub(crate) metrics: Option<Metrics>,
+    /// A response that closes the connection said why ([`CLOSED_BY_BODY_TIMEOUT`], ...; 0:
+    /// none), for the metrics.
+    pub(super) closed_by: AtomicU8,
+}
+
+/// [`Activity::closed_by`]: a 408 for a body too slow.
+pub(super) const CLOSED_BY_BODY_TIMEOUT: u8 = 1;
+/// [`Activity::closed_by`]: a 413 before the body's end.
+pub(super) const CLOSED_BY_PAYLOAD_TOO_LARGE: u8 = 2;
+
+impl Activity {
+    /// A connection's activity, counted in `metrics` when given.
+    pub(crate) fn new(metrics: Option<Metrics>) -> Self {
+        Self {
+            metrics,
+            ..Self::default()
+        }
+    }
+
+    /// Whether the shutdown timeout cut the connection (its unanswered requests got a 503).
+    pub(crate) fn was_cut(&self) -> bool {
+        self.cut.load(Ordering::Relaxed)
+    }
+
+    /// Why a response closed the connection, if one did.
+    pub(crate) fn closed_by(&self) -> Option<Closed> {
+        match self.closed_by.load(Ordering::Relaxed) {
+            CLOSED_BY_BODY_TIMEOUT => Some(Closed::BodyTimeout),
+            CLOSED_BY_PAYLOAD_TOO_LARGE => Some(Closed::PayloadTooLarge),
+            _ => None,
+        }
+    }
 }
 
 /// Epochs in a write timeout: a stalled body is found within an eighth of it after it is due.

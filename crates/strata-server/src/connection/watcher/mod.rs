@@ -62,6 +62,7 @@ use tokio::sync::{oneshot, watch};
 use tokio::task::JoinHandle;
 
 use crate::listen::Place;
+use crate::metrics::Closed;
 pub(crate) use activity::{Activity, Deadlines, SHED_AFTER, Verdict, idle_spread};
 pub(crate) use io::{ActivityIo, HTTP2_PREFACE, continues_preface};
 pub(crate) use shed::IdleConnections;
@@ -88,9 +89,12 @@ pub(crate) enum Order {
     /// brings the next order (a drop), if one may follow.
     CloseGracefully {
         then: Option<oneshot::Receiver<Order>>,
+        /// Why, for the metrics.
+        reason: Closed,
     },
-    /// Drop the connection now, for this reason.
-    Drop(&'static str),
+    /// Drop the connection now, for this reason (logged), and this one for the metrics
+    /// (`None`: the reason of the graceful close before it stands).
+    Drop(&'static str, Option<Closed>),
     /// The shutdown timeout has passed: answer what has no answer yet with a 503, then close
     /// (dropped after [`CUT_GRACE`](crate::connection::CUT_GRACE)).
     Cut,
@@ -146,27 +150,30 @@ async fn watch(
             },
         }
     };
-    let give_up = match verdict {
+    let (give_up, reason) = match verdict {
         // Server shutdown: finish what is in flight, take nothing new, end event streams (the
         // accept loop's shutdown timeout ends what does not finish).
         None => {
             activity.end_event_streams();
-            None
+            (None, Closed::Shutdown)
         }
         // Made room: nothing was in flight; the client hears GOAWAY, not a long goodbye (an
         // HTTP/2 close waits for a ping's answer).
-        Some(Verdict::Idle) if shed => Some(SHED_GRACE),
+        Some(Verdict::Idle) if shed => (Some(SHED_GRACE), Closed::Shed),
         // An idle connection closing gracefully still has its streams to finish; one that
         // cannot (a stream without window) is dropped after the write timeout.
-        Some(Verdict::Idle) => Some(deadlines.write),
+        Some(Verdict::Idle) => (Some(deadlines.write), Closed::Idle),
         Some(verdict) => {
-            let _ = orders.send(Order::Drop(drop_reason(verdict)));
+            let _ = orders.send(drop_order(verdict));
             return;
         }
     };
     let (next, then) = oneshot::channel();
     if orders
-        .send(Order::CloseGracefully { then: Some(then) })
+        .send(Order::CloseGracefully {
+            then: Some(then),
+            reason,
+        })
         .is_err()
     {
         return;
@@ -193,10 +200,12 @@ async fn watch(
         }
     };
     let order = tokio::select! {
-        verdict = watcher.next() => Order::Drop(drop_reason(verdict)),
-        () = out_of_time => Order::Drop("idle connection closed: its streams did not finish"),
+        verdict = watcher.next() => drop_order(verdict),
+        () = out_of_time => {
+            Order::Drop("idle connection closed: its streams did not finish", None)
+        }
         () = still_quiet, if closing_idle => {
-            Order::Drop("idle connection closed: the peer did not finish the goodbye")
+            Order::Drop("idle connection closed: the peer did not finish the goodbye", None)
         }
         _ = shutdown.cut.wait_for(|cut| *cut) => {
             activity.cut();
@@ -206,13 +215,17 @@ async fn watch(
     let _ = next.send(order);
 }
 
-/// Why a connection is dropped for `verdict` (not `Idle`, which closes gracefully).
-fn drop_reason(verdict: Verdict) -> &'static str {
+/// The order that drops a connection for `verdict` (not `Idle`, which closes gracefully).
+fn drop_order(verdict: Verdict) -> Order {
     match verdict {
-        Verdict::Stalled => "connection closed: its responses made no write progress",
-        Verdict::HeadTimeout | Verdict::Idle => {
-            "connection closed: no request head within the header-read timeout"
-        }
+        Verdict::Stalled => Order::Drop(
+            "connection closed: its responses made no write progress",
+            Some(Closed::Stalled),
+        ),
+        Verdict::HeadTimeout | Verdict::Idle => Order::Drop(
+            "connection closed: no request head within the header-read timeout",
+            Some(Closed::HeaderTimeout),
+        ),
     }
 }
 

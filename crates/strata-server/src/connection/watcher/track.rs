@@ -2,7 +2,9 @@
 //! until hyper has sent its body and dropped it; event streams ended and unanswered requests
 //! answered at shutdown.
 
-use super::activity::{Activity, EVENT, body_slot};
+use super::activity::{
+    Activity, CLOSED_BY_BODY_TIMEOUT, CLOSED_BY_PAYLOAD_TOO_LARGE, EVENT, body_slot,
+};
 use std::convert::Infallible;
 use std::future::Future;
 use std::pin::Pin;
@@ -225,6 +227,15 @@ where
                 }
             }
         };
+        if let Some(activity) = activity
+            && let Some(metrics) = &activity.metrics
+        {
+            if cut {
+                metrics.refused(response.status(), None);
+            } else {
+                note_closing(activity, &response);
+            }
+        }
         let sending = this.guard.take().and_then(InFlight::answered);
         // Only an event stream pays for the look into its extensions: other responses keep
         // their hot path free of new work and allocations (`AtShutdown` replaced a `bool` in
@@ -247,6 +258,21 @@ where
             http2,
             rest: None,
         })))
+    }
+}
+
+/// Notes, for the metrics, why the connection would close after `response`: a 408 (a body
+/// too slow) or a 413 (a body too large, left unread) is followed by the close, as the body
+/// readers ask, or as hyper does with a body unread. Any other response clears the note.
+/// (Only with metrics on: a look at the status, a store when it changes.)
+fn note_closing(activity: &Activity, response: &Response<Body>) {
+    let closed_by = match response.status() {
+        StatusCode::REQUEST_TIMEOUT => CLOSED_BY_BODY_TIMEOUT,
+        StatusCode::PAYLOAD_TOO_LARGE => CLOSED_BY_PAYLOAD_TOO_LARGE,
+        _ => 0,
+    };
+    if activity.closed_by.load(Ordering::Relaxed) != closed_by {
+        activity.closed_by.store(closed_by, Ordering::Relaxed);
     }
 }
 
