@@ -562,7 +562,11 @@ async fn blobs_are_stored_by_their_hash_as_they_arrive_and_served_in_ranges() {
         .unwrap()
         .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
         .collect();
-    assert_eq!(names, std::slice::from_ref(&id), "one blob, no partial file");
+    assert_eq!(
+        names,
+        std::slice::from_ref(&id),
+        "one blob, no partial file"
+    );
     // Whole, and a range of it.
     let (status, whole) = exchange(
         addr,

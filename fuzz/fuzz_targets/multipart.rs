@@ -4,7 +4,9 @@
 //! Input, byte 0 bit 0 clear ("raw"): bytes 1-7 are the limits and the delivery (file size
 //! 0-255 bytes, 0-7 files, 0-7 fields, field size 0-255 bytes, body size default or 16-4080
 //! bytes, chunk size whole or 1-255 bytes, a pattern of waits), bit 1 of byte 0 ends the body with
-//! a read error; then a `Content-Type` line, then the body.
+//! a read error, bit 2 spools (files past a threshold of 0-248 bytes, bits 3-7 of byte 0 times
+//! 8, go to temporary files, and the read runs on a tokio runtime); then a `Content-Type` line,
+//! then the body.
 //! Byte 0 bit 0 set ("round trip"): the rest, read with `arbitrary`, is a list of text and file
 //! parts written with `strata_upload::MultipartForm` and read back under the default limits.
 //!
@@ -21,6 +23,8 @@
 //!   the same parts or both refuse, unless the refusal is the whole-body limit (413 `Multipart
 //!   body exceeds ...`) or a failing connection, which depend on how far ahead of the parts
 //!   multer has read (so does which of two problems is reported).
+//! - Spooled: a file on disk holds the bytes sent, and when the result is dropped (accepted or
+//!   refused) every temporary file is gone and the disk budget is whole again.
 //! - Round trip: what `MultipartForm` writes reads back as the same text fields (grouped by
 //!   name) and files (name, file name, media type, bytes), an empty file input skipped; names and
 //!   file names restricted to what the form's quoting can carry (see README, "Findings").
@@ -37,7 +41,9 @@ use libfuzzer_sys::arbitrary::{self, Arbitrary, Unstructured};
 use libfuzzer_sys::fuzz_target;
 use strata_core::{ApiError, ErrorKind};
 use strata_input::TextValue;
-use strata_upload::{Multipart, MultipartForm, UploadLimits, UploadedFile, boundary, read_multipart};
+use strata_upload::{
+    Multipart, MultipartForm, UploadLimits, UploadedFile, boundary, read_multipart,
+};
 
 /// README, "Findings", 4: set to `false` to send any name in the round trip.
 const KNOWN_FORM_NAME_LIMITS: bool = true;
@@ -106,8 +112,14 @@ impl Wake for Wakes {
     }
 }
 
-/// Drives `read_multipart` to its end; a `Pending` with no wake-up requested is a hang.
+/// Drives `read_multipart` to its end; a `Pending` with no wake-up requested is a hang. A read
+/// that spools waits on tokio's blocking pool (its wake-ups come from another thread): it runs
+/// on a runtime instead.
 fn read(body: Trickle, boundary: &str, limits: &UploadLimits) -> Result<Multipart, ApiError> {
+    if limits.spool_threshold() != u64::MAX {
+        return RUNTIME
+            .with(|runtime| runtime.block_on(read_multipart(body, boundary.to_owned(), limits)));
+    }
     let wakes = Arc::new(Wakes(AtomicUsize::new(0)));
     let waker = Waker::from(Arc::clone(&wakes));
     let mut cx = Context::from_waker(&waker);
@@ -123,6 +135,42 @@ fn read(body: Trickle, boundary: &str, limits: &UploadLimits) -> Result<Multipar
         }
     }
     panic!("read_multipart did not finish in a million polls");
+}
+
+thread_local! {
+    static RUNTIME: tokio::runtime::Runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("a tokio runtime");
+}
+
+/// The spool directory of the spooled reads (each process writes in a subdirectory of its own;
+/// what a crashed run left is swept by the next).
+fn spool_dir() -> std::path::PathBuf {
+    std::env::temp_dir().join("strata-fuzz-spool")
+}
+
+/// The temporary files left under the spool directory.
+fn temporary_files() -> usize {
+    let Ok(dirs) = std::fs::read_dir(spool_dir()) else {
+        return 0;
+    };
+    dirs.flatten()
+        .map(|dir| std::fs::read_dir(dir.path()).map_or(0, |files| files.count()))
+        .sum()
+}
+
+/// A file's bytes, from memory or from its temporary file.
+fn bytes_of(file: &UploadedFile) -> Vec<u8> {
+    match (file.data(), file.path()) {
+        (Some(data), _) => data.to_vec(),
+        (None, Some(path)) => {
+            let mut data = std::fs::read(path).expect("a spooled file is readable");
+            data.truncate(file.size());
+            data
+        }
+        (None, None) => panic!("a file neither in memory nor on disk"),
+    }
 }
 
 fn contains(haystack: &[u8], needle: &[u8]) -> bool {
@@ -173,8 +221,15 @@ fn check(result: &Result<Multipart, ApiError>, limits: &UploadLimits, body: &[u8
                 "file of {size} bytes accepted under a limit of {}",
                 limits.file_size()
             );
-            let data = file.data().expect("fuzz inputs stay under the spool threshold");
-            assert!(contains(body, data), "file bytes not in the body");
+            let data = bytes_of(file);
+            assert_eq!(data.len() as u64, size);
+            if file.path().is_some() {
+                assert!(
+                    size > limits.spool_threshold(),
+                    "a file at the threshold spooled"
+                );
+            }
+            assert!(contains(body, &data), "file bytes not in the body");
             total += size;
         }
     }
@@ -301,6 +356,12 @@ fn raw(flags: u8, data: &[u8]) {
     if *body_size != 0 {
         builder = builder.body_size(u64::from(*body_size) * 16);
     }
+    let spooled = flags & 4 != 0;
+    if spooled {
+        builder = builder
+            .spool_threshold(u64::from(flags >> 3) * 8)
+            .spool_dir(spool_dir());
+    }
     let limits = builder.build();
     let (content_type, body) = match rest.iter().position(|&b| b == b'\n') {
         Some(end) => (&rest[..end], &rest[end + 1..]),
@@ -316,7 +377,7 @@ fn raw(flags: u8, data: &[u8]) {
             return;
         }
     };
-    let _ = read_both(
+    let result = read_both(
         body,
         &boundary,
         &limits,
@@ -324,6 +385,15 @@ fn raw(flags: u8, data: &[u8]) {
         *waits,
         flags & 2 != 0,
     );
+    if spooled {
+        drop(result);
+        assert_eq!(
+            temporary_files(),
+            0,
+            "temporary files left after the request"
+        );
+        assert_eq!(limits.disk_used(), 0, "the disk budget not given back");
+    }
 }
 
 /// A part of a round-trip form.
@@ -370,9 +440,13 @@ fn carried(name: &str) -> bool {
     if !KNOWN_FORM_NAME_LIMITS {
         return true;
     }
+    // multer also takes a `filename` right after one it skipped (`xfilenamefilename`).
     let attribute_like = |word: &str| {
-        sent.match_indices(word)
-            .any(|(at, _)| at > 0 && matches!(sent.as_bytes()[at - 1], b' ' | b';'))
+        sent.match_indices(word).any(|(at, _)| {
+            at > 0
+                && (matches!(sent.as_bytes()[at - 1], b' ' | b';')
+                    || sent.as_bytes()[..at].ends_with(word.as_bytes()))
+        })
     };
     sent.chars().all(|c| !c.is_control() && c != '\\')
         && !attribute_like("name")

@@ -114,12 +114,17 @@ fn unsendable(c: char) -> bool {
     c.is_ascii_control() && c != '\t'
 }
 
-/// Where `filename` follows whitespace or `;` in `name`: multer finds the file name parameter by
-/// searching the whole `Content-Disposition` line for such a `filename`.
+/// Where `filename` follows whitespace or `;` in `name`, or directly follows another `filename`:
+/// multer finds the file name parameter by searching the whole `Content-Disposition` line for a
+/// `filename` after whitespace or `;`, and, having skipped one that follows another character,
+/// takes the next one found right after it without looking at what precedes it
+/// (`xfilenamefilename=`). The index is that of the character before it.
 fn filename_word(name: &str) -> Option<usize> {
     name.match_indices("filename").find_map(|(at, _)| {
-        let before = name.as_bytes()[..at].last()?;
-        (before.is_ascii_whitespace() || *before == b';').then_some(at - 1)
+        let before = &name.as_bytes()[..at];
+        let last = before.last()?;
+        (last.is_ascii_whitespace() || *last == b';' || before.ends_with(b"filename"))
+            .then_some(at - 1)
     })
 }
 
@@ -150,8 +155,8 @@ fn check_name(item: HeaderItem, value: &str) -> Result<(), PartHeaderError> {
         return Err(PartHeaderError::new(
             item,
             value,
-            "it holds `filename` after a space or `;`, which the server's multipart reader takes \
-             for the file name parameter"
+            "it holds `filename` after a space, `;` or another `filename`, which the server's \
+             multipart reader takes for the file name parameter"
                 .to_owned(),
         ));
     }
