@@ -88,12 +88,20 @@ fn routing() -> (Routing, Arc<AtomicUsize>) {
 }
 
 async fn start(limits: UploadLimits) -> (Server, SocketAddr, Arc<AtomicUsize>) {
-    let config = create_config()
+    start_with(limits, |_| {}).await
+}
+
+async fn start_with(
+    limits: UploadLimits,
+    configure: impl FnOnce(&mut strata::Config),
+) -> (Server, SocketAddr, Arc<AtomicUsize>) {
+    let mut config = create_config()
         .cors(Cors::Disabled)
         .mode(Mode::Development)
         .listen(SocketAddr::from(([127, 0, 0, 1], 0)))
         .upload(limits)
         .build();
+    configure(&mut config);
     let (routing, handled) = routing();
     let server = create_server(&config, &routing).await.unwrap();
     let LocalAddr::Tcp(addr) = server.servers()[0].local_addr.clone() else {
@@ -331,6 +339,37 @@ async fn the_file_size_limit_holds_mid_stream() {
         handled.load(Ordering::SeqCst),
         1,
         "refused while the handler read"
+    );
+    server.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_streamed_file_that_stops_arriving_is_a_408_from_the_handler_s_read() {
+    let (server, addr, handled) = start_with(limits(), |config| {
+        config.server.limits.body_idle_timeout = Some(Duration::from_millis(300));
+    })
+    .await;
+    let mut before = field("title", "Holidays");
+    before.extend_from_slice(&file_head("file"));
+    let (status, body) = send(
+        addr,
+        Form {
+            before,
+            size: 16 * MIB,
+            after: Vec::new(),
+            stop_after: Some(64 * KIB),
+        },
+    )
+    .await;
+    assert_eq!(status, 408, "{body}");
+    assert_eq!(
+        body["error"]["message"],
+        "Request timeout: no part of the request body arrived for 300ms"
+    );
+    assert_eq!(
+        handled.load(Ordering::SeqCst),
+        1,
+        "stopped while the handler read"
     );
     server.shutdown().await;
 }
