@@ -9,8 +9,7 @@
 //! spool threshold raised past it), must see the memory grow by about the upload's size, and
 //! the handler checks every byte it reads back from disk.
 //!
-//! 256 MiB by default; `cargo test --test upload_spool_memory -- --ignored` runs the 1 GiB
-//! upload of issue 51.
+//! 1 GiB, as issue 51 asks (the 1 GiB is written to the spool directory and removed).
 
 #![allow(clippy::unwrap_used)] // tests fail loudly by design
 
@@ -216,14 +215,9 @@ async fn spooled_upload_memory(size: u64) {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
+/// Issue 51's figure: about 11 s unoptimized on this 2-core machine (1 GiB written to the spool
+/// directory and read back).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_256_mib_upload_goes_to_disk_with_memory_growing_by_at_most_32_mib() {
-    spooled_upload_memory(256 * MIB).await;
-}
-
-/// Issue 51's figure; a minute or more unoptimized: run with `-- --ignored`.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "1 GiB through the disk: run with --ignored"]
 async fn a_1_gib_upload_goes_to_disk_with_memory_growing_by_at_most_32_mib() {
     spooled_upload_memory(1024 * MIB).await;
 }
