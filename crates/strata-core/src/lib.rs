@@ -24,6 +24,7 @@ pub mod future;
 pub mod logger;
 mod method;
 mod mode;
+pub mod observe;
 pub mod operation;
 pub mod outcome;
 pub mod payload;

@@ -13,6 +13,7 @@ use derive_where::derive_where;
 use http::header::RETRY_AFTER;
 use http::request::Parts;
 use http::{HeaderName, HeaderValue, StatusCode};
+use strata_core::observe::{Observer, RateLimitOutcome};
 use strata_core::{ApiError, DeclaredError, ErrorKind, Logger, ResponseHeader};
 use strata_log::LogRateLimit;
 use strata_middleware::{Amend, AmendResponse, Middleware, MiddlewareHandler, outcome_headers};
@@ -465,6 +466,11 @@ where
             },
         };
         let checking = inner.store.check(&key, inner.gcra, micros(&*inner.clock));
+        // The server's metrics, when it keeps them, count the decision.
+        let observer = request
+            .extensions
+            .get::<Observer>()
+            .map(|observer| (observer.clone(), inner.store.kind()));
         // A store that answers at once (the memory store's `Ready`; the type test is decided
         // at compile time): the outcome now, without keeping the logger and the policy in the
         // future until it is polled (~100 instructions per request).
@@ -473,7 +479,12 @@ where
             .downcast_mut::<Option<Ready<Result<Decision, StoreError>>>>()
             .and_then(Option::take)
         {
-            return RateLimitFuture::done(decide(answer.into_inner(), policy, logger));
+            return RateLimitFuture::done(decide(
+                answer.into_inner(),
+                policy,
+                logger,
+                observer.as_ref(),
+            ));
         }
         let Some(checking) = checking else {
             return RateLimitFuture::done(Err(ApiError::internal("rate-limit check lost")));
@@ -482,6 +493,7 @@ where
             checking,
             policy,
             logger: logger.clone(),
+            observer,
         })
     }
 
@@ -516,6 +528,7 @@ enum State<F> {
         checking: F,
         policy: Arc<Policy>,
         logger: Logger,
+        observer: Option<(Observer, &'static str)>,
     },
     Done(Option<Result<RateLimitState, ApiError>>),
 }
@@ -541,12 +554,16 @@ where
             State::Checking { checking, .. } => {
                 let answer = ready!(Pin::new(checking).poll(cx));
                 // The policy and the logger moved out, not cloned.
-                let State::Checking { policy, logger, .. } =
-                    std::mem::replace(&mut this.0, State::Done(None))
+                let State::Checking {
+                    policy,
+                    logger,
+                    observer,
+                    ..
+                } = std::mem::replace(&mut this.0, State::Done(None))
                 else {
                     return Poll::Ready(Err(ApiError::internal("rate-limit state lost")));
                 };
-                Poll::Ready(decide(answer, policy, &logger))
+                Poll::Ready(decide(answer, policy, &logger, observer.as_ref()))
             }
             State::Done(outcome) => Poll::Ready(
                 outcome
@@ -558,17 +575,36 @@ where
 }
 
 /// The outcome of the store's answer: the state of an allowed request, a 429, or the store's
-/// failure as the fail policy says.
+/// failure as the fail policy says; told to the server's metrics, when it keeps them.
 fn decide(
     answer: Result<Decision, StoreError>,
     policy: Arc<Policy>,
     logger: &Logger,
+    observer: Option<&(Observer, &'static str)>,
 ) -> Result<RateLimitState, ApiError> {
-    match answer {
-        Ok(decision) if decision.allowed => Ok(RateLimitState::checked(&decision, policy)),
-        Ok(decision) => Err(too_many_requests(&decision, &policy)),
-        Err(error) => store_failed(&error, policy, logger),
+    let (outcome, told) = match answer {
+        Ok(decision) if decision.allowed => (
+            Ok(RateLimitState::checked(&decision, policy)),
+            RateLimitOutcome::Allowed,
+        ),
+        Ok(decision) => (
+            Err(too_many_requests(&decision, &policy)),
+            RateLimitOutcome::Limited,
+        ),
+        Err(error) => {
+            let outcome = store_failed(&error, policy, logger);
+            let told = if outcome.is_ok() {
+                RateLimitOutcome::StoreFailedOpen
+            } else {
+                RateLimitOutcome::StoreFailedClosed
+            };
+            (outcome, told)
+        }
+    };
+    if let Some((observer, store)) = observer {
+        observer.rate_limit(told, store);
     }
+    outcome
 }
 
 /// The 429 of a denied request: when to come back, and the budget.

@@ -33,6 +33,12 @@ pub trait RateLimitStore: Send + Sync + 'static {
 
     /// Decides on one request of `key` at `now` under `gcra`, and records it when granted.
     fn check(&self, key: &RateLimitKey<'_>, gcra: Gcra, now: u64) -> Self::Future;
+
+    /// What kind of store this is, as the server's metrics label its decisions and failures
+    /// (`memory`, `redis`; default `custom`).
+    fn kind(&self) -> &'static str {
+        "custom"
+    }
 }
 
 /// A store that could not answer (a connection lost, a timeout).
@@ -279,6 +285,10 @@ impl RateLimitStore for MemoryStore {
     fn check(&self, key: &RateLimitKey<'_>, gcra: Gcra, now: u64) -> Self::Future {
         ready(Ok(self.decide(key, gcra, now)))
     }
+
+    fn kind(&self) -> &'static str {
+        "memory"
+    }
 }
 
 impl<S: RateLimitStore> RateLimitStore for std::sync::Arc<S> {
@@ -286,6 +296,10 @@ impl<S: RateLimitStore> RateLimitStore for std::sync::Arc<S> {
 
     fn check(&self, key: &RateLimitKey<'_>, gcra: Gcra, now: u64) -> Self::Future {
         (**self).check(key, gcra, now)
+    }
+
+    fn kind(&self) -> &'static str {
+        (**self).kind()
     }
 }
 

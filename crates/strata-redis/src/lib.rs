@@ -286,6 +286,10 @@ impl RateLimitStore for RedisRateLimitStore {
             decision(gcra, granted, before, now)
         })
     }
+
+    fn kind(&self) -> &'static str {
+        "redis"
+    }
 }
 
 /// Whether the store's Redis is known to be down, shared by a store's clones.

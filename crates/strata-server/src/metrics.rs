@@ -18,6 +18,7 @@ use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::Histogram;
 use prometheus_client::registry::Registry;
+use strata_core::observe::{Observe, Observer, RateLimitOutcome};
 use strata_core::{Body, ErrorKind, IncomingBody};
 use strata_routing::Router;
 use tower_service::Service;
@@ -59,6 +60,10 @@ const PROMETHEUS_TEXT: &str = "text/plain; version=0.0.4; charset=utf-8";
 /// | `strata_http_connections_open` (gauge) | |
 /// | `strata_http_connections_accepted_total` (counter) | |
 /// | `strata_http_connections_closed_total` (counter) | `reason` |
+/// | `strata_http_rate_limit_decisions_total` (counter) | `outcome`, `store` |
+/// | `strata_http_event_streams_open` (gauge) | `route` |
+/// | `strata_http_events_sent_total` (counter) | `route` |
+/// | `strata_http_upload_bytes_total` (counter, bytes of `multipart/form-data` bodies read) | `route`, `method` |
 ///
 /// - `route` is the routing's template (`/v1/books/:id`), never the raw path; every path that
 ///   no route has is [`UNMATCHED_ROUTE`].
@@ -84,6 +89,16 @@ const PROMETHEUS_TEXT: &str = "text/plain; version=0.0.4; charset=utf-8";
 ///   then closed), `idle`, `stalled` (the write timeout), `shed` (closed to make room at the
 ///   connection cap), `client_share` (its address held its share of the cap: closed once
 ///   accepted), `tls_handshake`, `shutdown`, `shutdown_timeout`.
+///
+/// - `outcome` of a rate-limit decision: `allowed`, `limited` (a 429), `store_failed_open` (the
+///   store could not answer, the request let through), `store_failed_closed` (a 503); `store`
+///   the store's kind (`memory`, `redis`, or what a store of yours says,
+///   `RateLimitStore::kind`): a Redis outage shows as `store_failed_*` with `store="redis"`.
+///   The rate limiter tells them through an [`Observer`] the server puts in each request's
+///   extensions.
+/// - an event stream is a response of `text/event-stream`: open until its body is dropped (the
+///   client gone, the stream over), each frame that is an event counted (not the keep-alive
+///   comments nor `retry:`).
 ///
 /// The liveness and readiness probes and the exposition itself are not counted.
 ///
@@ -128,6 +143,33 @@ struct Series {
     connections_open: Gauge,
     connections_accepted: Counter,
     connections_closed: Family<RefusalLabels, Counter>,
+    rate_limit: Family<RateLimitLabels, Counter>,
+    event_streams_open: Family<StreamLabels, Gauge>,
+    events_sent: Family<StreamLabels, Counter>,
+    upload_bytes: Family<RouteLabels, Counter>,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct RateLimitLabels {
+    outcome: &'static str,
+    store: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct StreamLabels {
+    route: Arc<str>,
+}
+
+/// The rate limiter tells its decisions (through the request's [`Observer`]).
+impl Observe for Series {
+    fn rate_limit(&self, outcome: RateLimitOutcome, store: &'static str) {
+        self.rate_limit
+            .get_or_create(&RateLimitLabels {
+                outcome: outcome.label(),
+                store,
+            })
+            .inc();
+    }
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -179,6 +221,10 @@ impl Metrics {
         let connections_open = Gauge::default();
         let connections_accepted = Counter::default();
         let connections_closed = Family::default();
+        let rate_limit = Family::default();
+        let event_streams_open = Family::default();
+        let events_sent = Family::default();
+        let upload_bytes = Family::default();
         registry.register(
             "requests",
             "Requests answered, by route template, method and status",
@@ -224,6 +270,28 @@ impl Metrics {
             "Connections closed, by reason (ended, idle, header_timeout, shed, ...)",
             connections_closed.clone(),
         );
+        registry.register(
+            "rate_limit_decisions",
+            "Rate-limit decisions, by outcome (allowed, limited, store_failed_open, \
+             store_failed_closed) and store (memory, redis, ...)",
+            rate_limit.clone(),
+        );
+        registry.register(
+            "event_streams_open",
+            "Event streams (text/event-stream) being sent, by route template",
+            event_streams_open.clone(),
+        );
+        registry.register(
+            "events_sent",
+            "Events sent on event streams, by route template",
+            events_sent.clone(),
+        );
+        registry.register(
+            "upload_bytes",
+            "Bytes of multipart/form-data bodies the application read, by route template and \
+             method",
+            upload_bytes.clone(),
+        );
         Self {
             path: DEFAULT_METRICS_PATH.into(),
             series: Arc::new(Series {
@@ -237,6 +305,10 @@ impl Metrics {
                 connections_open,
                 connections_accepted,
                 connections_closed,
+                rate_limit,
+                event_streams_open,
+                events_sent,
+                upload_bytes,
             }),
         }
     }
@@ -616,9 +688,23 @@ impl Metered {
         let series = Arc::clone(&self.metrics.series);
         series.in_flight.inc();
         let in_flight = InFlight(Arc::clone(&series));
+        let mut request = request;
+        // The rate limiter tells its decisions through it.
+        let observer: Arc<dyn Observe> = Arc::clone(&series) as Arc<dyn Observe>;
+        request.extensions_mut().insert(Observer::new(observer));
         // A body known to be empty (most GETs) is not wrapped: no box, nothing to count.
         let request = if request.body().size_hint().exact() == Some(0) {
             request.map(Body::new)
+        } else if is_multipart(request.headers()) {
+            let counter = route.request_bytes.clone();
+            let uploads = series.upload_bytes.get_or_create_owned(&route.labels);
+            request.map(|inner| {
+                let inner = Counted { inner, counter };
+                Body::new(Counted {
+                    inner,
+                    counter: uploads,
+                })
+            })
         } else {
             let counter = route.request_bytes.clone();
             request.map(|inner| Body::new(Counted { inner, counter }))
@@ -641,11 +727,104 @@ impl Metered {
                 response
             } else {
                 let counter = route.response_bytes.clone();
-                response.map(|inner| Body::new(Counted { inner, counter }))
+                let events = is_event_stream(response.headers()).then(|| {
+                    let labels = StreamLabels {
+                        route: Arc::clone(&route.labels.route),
+                    };
+                    EventStreamSeries::new(&series, &labels)
+                });
+                response.map(|inner| match events {
+                    Some(events) => Body::new(CountedEvents {
+                        inner: Counted { inner, counter },
+                        events,
+                    }),
+                    None => Body::new(Counted { inner, counter }),
+                })
             };
             route.count(&series, status.as_u16());
             Ok(response)
         })
+    }
+}
+
+/// Whether a request's body is `multipart/form-data` (an upload).
+fn is_multipart(headers: &http::HeaderMap) -> bool {
+    media_type_is(headers, "multipart/form-data")
+}
+
+/// Whether a response is an event stream (`text/event-stream`).
+fn is_event_stream(headers: &http::HeaderMap) -> bool {
+    media_type_is(headers, "text/event-stream")
+}
+
+fn media_type_is(headers: &http::HeaderMap, essence: &str) -> bool {
+    headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|value| value.to_str().ok())
+        .and_then(|value| value.split(';').next())
+        .is_some_and(|value| value.trim().eq_ignore_ascii_case(essence))
+}
+
+/// An event stream's series: open while its body is, and its events.
+struct EventStreamSeries {
+    open: Gauge,
+    sent: Counter,
+}
+
+impl EventStreamSeries {
+    fn new(series: &Series, labels: &StreamLabels) -> Self {
+        let open = series.event_streams_open.get_or_create_owned(labels);
+        open.inc();
+        Self {
+            open,
+            sent: series.events_sent.get_or_create_owned(labels),
+        }
+    }
+}
+
+impl Drop for EventStreamSeries {
+    fn drop(&mut self) {
+        self.open.dec();
+    }
+}
+
+pin_project! {
+    /// An event stream's body: each frame that is an event (not a `:` comment, the keep-alive,
+    /// nor a `retry:`) counted; open until dropped.
+    struct CountedEvents<B> {
+        #[pin]
+        inner: B,
+        events: EventStreamSeries,
+    }
+}
+
+impl<B: HttpBody> HttpBody for CountedEvents<B> {
+    type Data = B::Data;
+    type Error = B::Error;
+
+    fn poll_frame(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<B::Data>, B::Error>>> {
+        let this = self.project();
+        let frame = ready!(this.inner.poll_frame(cx));
+        if let Some(Ok(frame)) = &frame
+            && let Some(data) = frame.data_ref()
+        {
+            let first = data.chunk();
+            if !first.is_empty() && !first.starts_with(b":") && !first.starts_with(b"retry:") {
+                this.events.sent.inc();
+            }
+        }
+        Poll::Ready(frame)
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.inner.is_end_stream()
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        self.inner.size_hint()
     }
 }
 
