@@ -1,4 +1,5 @@
-//! The RealWorld (Conduit) API on Strata, over SQLite: `cargo run -p strata-realworld`.
+//! The RealWorld (Conduit) API on Strata, over SQLite or PostgreSQL (see [`db`]):
+//! `cargo run -p strata-realworld`.
 //!
 //! The routes are under `/api`; errors are the specification's `{"errors": {"body": [..]}}`
 //! through [`errors::Conduit`], a custom result handler, for the endpoints and the router alike.
@@ -26,11 +27,11 @@ mod users;
 use std::net::SocketAddr;
 use strata::{Config, EndpointsFactory, Routing};
 
-use sqlx::SqlitePool;
 use strata::prelude::*;
 use strata::ratelimit::{Key, RateLimit};
 
 use crate::auth::Keys;
+use crate::db::Db;
 use crate::errors::Conduit;
 use crate::limits::Limits;
 
@@ -38,10 +39,8 @@ use crate::limits::Limits;
 /// Cheap to clone.
 #[derive(Clone, Debug)]
 pub struct App {
-    /// The database, for reads.
-    pub db: SqlitePool,
-    /// The database's one writing connection (see [`db::Pools`]).
-    pub writes: SqlitePool,
+    /// The database, on either engine.
+    pub db: Db,
     /// The keys that sign and check tokens.
     pub keys: Keys,
     /// What bounds the cost of logins and registrations (hashes at once, attempts per email
@@ -50,11 +49,10 @@ pub struct App {
 }
 
 impl App {
-    /// The application over `pools`, signing with `keys`, with the default [`Limits`].
-    pub fn new(pools: db::Pools, keys: Keys) -> Self {
+    /// The application over `db`, signing with `keys`, with the default [`Limits`].
+    pub fn new(db: Db, keys: Keys) -> Self {
         Self {
-            db: pools.reads,
-            writes: pools.writes,
+            db,
             keys,
             limits: Limits::default(),
         }

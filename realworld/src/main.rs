@@ -1,6 +1,7 @@
 //! Serves the RealWorld API.
 //!
-//! - `DATABASE_URL`: the SQLite database (`sqlite://conduit.db`); without it, a new file in the
+//! - `DATABASE_URL`: the database, SQLite (`sqlite://conduit.db`) or PostgreSQL
+//!   (`postgres://user:password@host:5432/conduit`); without it, a new SQLite file in the
 //!   temporary directory. The schema's migrations are applied at start-up.
 //! - `JWT_SECRET`: the secret that signs tokens; without it, a random one (tokens end with the
 //!   process).
@@ -80,7 +81,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     };
     let limits = limits()?;
     let app = App::new(db::connect(&url).await?, keys).with_limits(limits);
-    println!("database: {url}");
+    println!("database: {}", db::redacted(&url));
     let mut config = config(SocketAddr::from(([127, 0, 0, 1], port)));
     // Without a subscriber the framework's log lines (each 500 with its cause) went nowhere.
     config.server.logger = Some(Level::Info.into());

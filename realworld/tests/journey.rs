@@ -4,9 +4,13 @@
 //! declared outcomes (`GetArticle::NotFound`, `DeleteArticle::Forbidden`,
 //! `CreateArticle::Unprocessable`) rather than on statuses.
 
-#![allow(clippy::unwrap_used)] // tests fail loudly by design
+// The tests are `async fn(Backend)` bodies that `on_both!` turns into `#[tokio::test]`s: clippy
+// does not see them as tests.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
+
+use common::Backend;
 
 use http::{HeaderValue, header::AUTHORIZATION};
 use hyper_util::client::legacy::connect::HttpConnector;
@@ -74,9 +78,8 @@ fn slug(slug: &str) -> Slug {
 
 // One journey, read top to bottom as a user walks it.
 #[allow(clippy::too_many_lines)]
-#[tokio::test]
-async fn register_write_comment_favorite_and_read_the_feed() {
-    let conduit = common::start().await;
+async fn register_write_comment_favorite_and_read_the_feed(backend: Backend) {
+    let conduit = common::start(backend).await;
     let anonymous = client_of(&conduit);
 
     let ada = sign_up(&anonymous, "ada").await;
@@ -368,9 +371,8 @@ async fn write(client: &Conduit, title: &str) -> String {
 /// variant: whether the handler returned it (`NotFound`, `Forbidden`, a rule's 422), the
 /// pipeline answered its status (validation's 422) or the authentication middleware did (401).
 #[allow(clippy::too_many_lines)] // one table of errors, read top to bottom
-#[tokio::test]
-async fn each_error_is_read_as_its_operation_s_outcome() {
-    let conduit = common::start().await;
+async fn each_error_is_read_as_its_operation_s_outcome(backend: Backend) {
+    let conduit = common::start(backend).await;
     let anonymous = client_of(&conduit);
     let ada = sign_up(&anonymous, "ada").await;
     let bob = sign_up(&anonymous, "bob").await;
@@ -544,3 +546,8 @@ async fn each_error_is_read_as_its_operation_s_outcome() {
     );
     drop(conduit);
 }
+
+on_both!(
+    register_write_comment_favorite_and_read_the_feed,
+    each_error_is_read_as_its_operation_s_outcome,
+);
