@@ -48,7 +48,7 @@ macro_rules! on_both {
 pub enum Backend {
     /// A new SQLite file in a folder of its own.
     Sqlite,
-    /// A new database on the test binary's PostgreSQL cluster ([`postgres::cluster`]).
+    /// A new schema on the test binary's PostgreSQL cluster ([`postgres::Cluster::database`]).
     Postgres,
 }
 

@@ -1,4 +1,4 @@
-//! A throwaway PostgreSQL cluster, one per test binary, and a fresh database in it per test.
+//! A throwaway PostgreSQL cluster, one per test binary, and a fresh schema in it per test.
 //!
 //! The cluster is made with `initdb` in a temporary folder and served by `postgres` on a Unix
 //! socket in that folder only (no TCP port: nothing to race for, nothing reachable from
@@ -54,7 +54,8 @@ fn programs() -> Option<PathBuf> {
             .is_ok_and(|status| status.success())
     };
     if let Some(dir) = std::env::var_os("PG_BIN") {
-        return Some(PathBuf::from(dir));
+        let dir = PathBuf::from(dir);
+        return (runs(&dir.join("initdb")) && runs(&dir.join("postgres"))).then_some(dir);
     }
     if runs(Path::new("initdb")) && runs(Path::new("postgres")) {
         return Some(PathBuf::new());
@@ -200,27 +201,33 @@ fn start(bin: &Path) -> Cluster {
 }
 
 impl Cluster {
-    /// The URL of `database` on this cluster.
-    pub fn url(&self, database: &str) -> String {
+    /// The URL of `database` on this cluster, working in `schema` if given.
+    pub fn url(&self, database: &str, schema: Option<&str>) -> String {
+        let search_path = schema.map_or_else(String::new, |schema| {
+            format!("&options[search_path]={schema}")
+        });
         format!(
-            "postgres://postgres@localhost/{database}?host={}&port={PORT}",
+            "postgres://postgres@localhost/{database}?host={}&port={PORT}{search_path}",
             self.dir.display()
         )
     }
 
-    /// A new, empty database (`CREATE DATABASE`, a copy of the template: far cheaper than a
-    /// cluster); its URL.
+    /// A new, empty database of its own for a test: a schema (`CREATE SCHEMA`) in the
+    /// cluster's one database, that the connections of its URL work in (`search_path`), where
+    /// the application's start-up applies its migrations. A database per test
+    /// (`CREATE DATABASE`, even from a migrated template) took 150 to 500 ms each here, a
+    /// schema a few; the tests see no difference (the application names no schema). Its URL.
     pub async fn database(&self) -> String {
         static NEXT: AtomicUsize = AtomicUsize::new(0);
-        let name = format!("conduit_{}", NEXT.fetch_add(1, Ordering::Relaxed));
-        let mut admin = sqlx::PgConnection::connect(&self.url("postgres"))
+        let name = format!("test_{}", NEXT.fetch_add(1, Ordering::Relaxed));
+        let mut admin = sqlx::PgConnection::connect(&self.url("postgres", None))
             .await
             .expect("a connection to the cluster");
-        sqlx::query(&format!("CREATE DATABASE {name}"))
+        sqlx::query(&format!("CREATE SCHEMA {name}"))
             .execute(&mut admin)
             .await
-            .expect("CREATE DATABASE");
+            .expect("CREATE SCHEMA");
         admin.close().await.expect("closed");
-        self.url(&name)
+        self.url("postgres", Some(&name))
     }
 }
