@@ -25,7 +25,7 @@ mod profiles;
 mod users;
 
 use std::net::SocketAddr;
-use strata::{Config, EndpointsFactory, Routing};
+use strata::{Config, EndpointsFactory, Metrics, Routing};
 
 use strata::prelude::*;
 use strata::ratelimit::{Key, RateLimit};
@@ -66,12 +66,15 @@ impl App {
 }
 
 /// The configuration: listening on `listen`, CORS on (browsers are the specification's
-/// clients), errors outside endpoints (404, 405) in the specification's format.
+/// clients), errors outside endpoints (404, 405) in the specification's format, and request
+/// metrics at `/metrics` for Prometheus (by route template: `/api/articles/:slug`, never the
+/// slug; outside `/api`, not in the API's document).
 pub fn config(listen: SocketAddr) -> Config {
     create_config()
         .cors(Cors::Enabled)
         .listen(listen)
         .error_handler(Conduit)
+        .metrics(Metrics::new())
         .build()
 }
 
