@@ -28,7 +28,7 @@ use std::net::SocketAddr;
 use strata::{Config, EndpointsFactory, Metrics, Routing};
 
 use strata::prelude::*;
-use strata::ratelimit::{Key, RateLimit};
+use strata::ratelimit::RateLimit;
 
 use crate::auth::Keys;
 use crate::db::Db;
@@ -102,9 +102,10 @@ pub fn routing(app: &App) -> Routing {
     let public = base.clone();
     // Login and registration share one budget per client address: each costs an Argon2 hash.
     let per_address = base.clone().add_middleware(
-        RateLimit::new(app.limits.address_quota(), Key::client_addr())
+        RateLimit::new(app.limits.address_quota(), app.limits.address_key())
             .name("address")
             .clock(app.limits.shared_clock())
+            .store(app.limits.address_store())
             .middleware(),
     );
     let signed_in = base.add_middleware(auth::required(app.keys.clone(), app.db.clone()));

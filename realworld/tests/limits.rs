@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use common::{Backend, errors, logins_at_once, start, start_with};
 use serde_json::json;
-use strata::ratelimit::{ManualClock, Quota};
+use strata::ratelimit::{ManualClock, Quota, TrustedProxies};
 use strata_realworld::limits::Limits;
 
 /// Statuses, sorted, and the headers of the first answer with `status`.
@@ -180,6 +180,61 @@ async fn a_deleted_users_token_is_refused_with_401(backend: Backend) {
         assert_eq!(answer.status, 401, "{method} {path}: {}", answer.body);
         assert_eq!(errors(&answer.body), ["Invalid or expired token"]);
     }
+}
+
+/// A failed login of `email` on `base`, from the client that `X-Forwarded-For` names.
+async fn login_from(base: &str, email: &str, client: &str) -> u16 {
+    reqwest::Client::new()
+        .post(format!("{base}/users/login"))
+        .header("x-forwarded-for", client)
+        .json(&json!({ "user": { "email": email, "password": "wrong" } }))
+        .send()
+        .await
+        .unwrap()
+        .status()
+        .as_u16()
+}
+
+/// Two replicas on one Redis: a client's budget is spent once across them, per email and per
+/// address (the address that the trusted proxy, here 127.0.0.1, forwards).
+#[tokio::test]
+async fn replicas_on_one_redis_share_the_login_limits() {
+    let Some(redis) = common::redis::Redis::start("replicas_on_one_redis_share_the_login_limits")
+    else {
+        return;
+    };
+    let limits = || async {
+        let store = strata::redis::RedisRateLimitStore::connect(&redis.url())
+            .await
+            .unwrap();
+        Limits::default()
+            .per_email(Quota::per_minute(3))
+            .per_address(Quota::per_minute(5))
+            .trust(TrustedProxies::networks(["127.0.0.0/8"]).unwrap())
+            .redis(store)
+    };
+    let a = start_with(Backend::Sqlite, limits().await).await;
+    let b = start_with(Backend::Sqlite, limits().await).await;
+
+    // One email, from several clients, over both replicas: 3 in all, then 429.
+    let mut statuses = Vec::new();
+    for (n, base) in [&a.base, &b.base, &a.base, &b.base].into_iter().enumerate() {
+        statuses.push(login_from(base, "one@example.com", &format!("198.51.100.{n}")).await);
+    }
+    assert_eq!(statuses, [401, 401, 401, 429]);
+
+    // One client, several emails, over both replicas: 5 in all, then 429; another client
+    // still gets through.
+    let mut statuses = Vec::new();
+    for n in 0..6 {
+        let base = if n % 2 == 0 { &a.base } else { &b.base };
+        statuses.push(login_from(base, &format!("e{n}@example.com"), "203.0.113.7").await);
+    }
+    assert_eq!(statuses, [401, 401, 401, 401, 401, 429]);
+    assert_eq!(
+        login_from(&b.base, "other@example.com", "203.0.113.8").await,
+        401
+    );
 }
 
 on_both!(

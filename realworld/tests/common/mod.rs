@@ -4,6 +4,7 @@
 #![allow(dead_code, unreachable_pub, clippy::unwrap_used)]
 
 pub mod postgres;
+pub mod redis;
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
