@@ -2,9 +2,9 @@
 //! schema's migrations (one folder per engine) embedded and applied at start-up.
 //!
 //! Most statements are written once, in SQL that both engines read (`$1` parameters,
-//! `ON CONFLICT DO NOTHING`, `RETURNING`), and run on either through [`with_reader!`] and
-//! [`with_writer!`], which compile the same Rust once per engine. What differs between the two
-//! dialects is in [`Sql`]: [`SQLITE`] and [`POSTGRES`], side by side.
+//! `ON CONFLICT DO NOTHING`, `RETURNING`), and run on either through `with_reader!` and
+//! `with_writer!` (macros of this crate), which compile the same Rust once per engine. What
+//! differs between the two dialects is in [`Sql`]: [`SQLITE`] and [`POSTGRES`], side by side.
 //!
 //! The write paths differ too. SQLite runs one write at a time whatever the pool, so its
 //! writes queue on one connection ([`Db::Sqlite`]). PostgreSQL runs writes concurrently, from
