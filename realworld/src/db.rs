@@ -17,8 +17,9 @@ use std::borrow::Cow;
 use std::str::FromStr;
 use std::time::Duration;
 
+use sqlx::Connection;
 use sqlx::migrate::{Migration, MigrationType, Migrator};
-use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions};
+use sqlx::postgres::{PgConnectOptions, PgConnection, PgPool, PgPoolOptions};
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions};
 
 /// The schema, in order, for each engine: (version, description, SQLite, PostgreSQL). Each is
@@ -75,17 +76,15 @@ impl Engine {
     /// The engine of `url`: `sqlite:..` or `postgres://..` (`postgresql://..`).
     ///
     /// # Errors
-    /// When the URL names neither, saying what it should start with.
+    /// When the URL names neither, saying what it should start with (not the URL, which may
+    /// hold a password).
     pub fn of(url: &str) -> Result<Self, String> {
         if url.starts_with("sqlite:") {
             Ok(Self::Sqlite)
         } else if url.starts_with("postgres://") || url.starts_with("postgresql://") {
             Ok(Self::Postgres)
         } else {
-            Err(format!(
-                "DATABASE_URL={:?}: starts with sqlite: or postgres:// (postgresql://)",
-                redacted(url)
-            ))
+            Err("a database URL starts with sqlite: or postgres:// (postgresql://)".to_owned())
         }
     }
 }
@@ -231,6 +230,9 @@ pub async fn connect(url: &str) -> Result<Db, sqlx::Error> {
         Engine::Sqlite => connect_sqlite(url).await,
         Engine::Postgres => {
             let options = PgConnectOptions::from_str(url)?;
+            // One connection first: the pool would retry until its timeout and say only
+            // `PoolTimedOut`, where this says why (refused, no such database, a password).
+            PgConnection::connect_with(&options).await?.close().await?;
             let pool = PgPoolOptions::new()
                 .max_connections(10)
                 .acquire_timeout(Duration::from_secs(5))
@@ -292,7 +294,10 @@ mod tests {
         assert_eq!(Engine::of("postgres://u@h/db"), Ok(Engine::Postgres));
         assert_eq!(Engine::of("postgresql://u@h/db"), Ok(Engine::Postgres));
         let error = Engine::of("mysql://root:hunter2@h/db").unwrap_err();
-        assert!(error.contains("sqlite: or postgres://"), "{error}");
+        assert!(
+            error.contains("starts with sqlite: or postgres://"),
+            "{error}"
+        );
         assert!(!error.contains("hunter2"), "{error}");
     }
 

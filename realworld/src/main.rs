@@ -97,7 +97,10 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         Err(_) => 8095,
     };
     let limits = limits().await?;
-    let app = App::new(db::connect(&url).await?, keys).with_limits(limits);
+    let db = db::connect(&url)
+        .await
+        .map_err(|e| format!("DATABASE_URL={:?}: {e}", db::redacted(&url)))?;
+    let app = App::new(db, keys).with_limits(limits);
     println!("database: {}", db::redacted(&url));
     let mut config = config(SocketAddr::from(([127, 0, 0, 1], port)));
     // Without a subscriber the framework's log lines (each 500 with its cause) went nowhere.
