@@ -5,7 +5,7 @@
 #   * a Python venv at tests/tools/.venv with requirements.txt (fully pinned)
 #   * Debian's chromium (apt) if /usr/bin/chromium is missing
 #   * Debian packages at the exact versions of debian-packages.txt (redis-server,
-#     haproxy, prometheus, postgresql-15): installed with apt when missing or at another version; the run fails
+#     haproxy, prometheus): installed with apt when missing or at another version; the run fails
 #     when apt cannot install that version
 # Idempotent and fast when everything is already there: each step is skipped
 # when a stamp (sha256 of its lock file) or the installed version matches. Works from any cwd.
