@@ -4,6 +4,7 @@
 #
 #   realworld/scripts/replicas.sh                 # starts the set, prints its URL, runs until Ctrl-C
 #   realworld/scripts/replicas.sh --check         # starts it, checks it, stops it
+#   realworld/scripts/replicas.sh --kill          # under load, SIGKILLs a replica; counts failures
 #   realworld/scripts/replicas.sh CMD [ARG...]    # starts it, runs CMD with API_URL set, stops it
 #
 # - PostgreSQL 15 (Debian's postgresql-15: initdb and postgres from PG_BIN, the PATH or
@@ -16,7 +17,11 @@
 #   TRUSTED_PROXIES=127.0.0.0/8 (the client of the per-address limit is the one haproxy names
 #   in X-Forwarded-For).
 # - haproxy (Debian's), on a free port: round robin, a health check (GET /api/tags, which reads
-#   the database) every 500 ms, a replica out after 2 failures; `option forwardfor`.
+#   the database) every 200 ms, a replica out after 1 failure; `option forwardfor`. A request
+#   whose connection to a replica fails (refused: the replica is gone, the check has not seen
+#   it yet) is sent to another (`retries 2`, `option redispatch 1`): safe for any method, since
+#   the replica never got it. A request a replica got and never answered is not retried by
+#   haproxy (it may have been written): the client gets a 502 and decides (--kill, below).
 #
 # Everything is stopped by its PID on exit (postgres with a fast shutdown), the folder removed.
 # The installed tools: bash tests/tools/install.sh debian.
@@ -127,7 +132,9 @@ backend replicas
     balance roundrobin
     option forwardfor
     option httpchk GET /api/tags
-    default-server check inter 500ms fall 2 rise 1
+    retries 2
+    option redispatch 1
+    default-server check inter 200ms fall 1 rise 1
 CFG
     for n in 1 2 3; do echo "    server r$n 127.0.0.1:${replica_ports[$((n - 1))]}"; done
 } >"$work/haproxy.cfg"
@@ -165,6 +172,74 @@ if [ "${1:-}" = --check ]; then
         [ "$slugs" = "one-title one-title-2 one-title-3" ] || { echo "replicas.sh: slugs '$slugs' on port $port" >&2; exit 1; }
     done
     echo "replicas.sh: check passed (tokens valid on every replica, 3 slugs, favoritesCount 3 everywhere)"
+elif [ "${1:-}" = --kill ]; then
+    # Eight clients for 4 s, each with one request at a time, half reads (GET /api/articles)
+    # and half writes (POST a comment); at 1.5 s replica 2 is killed (SIGKILL). The clients'
+    # policy: a GET (idempotent) that gets a 502, 503 or 504 or no answer is sent once more; a
+    # POST never (it may have been written). Expected: no GET fails, and the POSTs that fail
+    # are at most those in flight on the replica when it died (one per client at most).
+    victim=${pids[2]}
+    body=$(curl -sf -H 'content-type: application/json' -d '{"user":{"username":"load","email":"load@example.com","password":"secret-load"}}' "$API_URL/users")
+    token=$(python3 -c 'import json, sys; print(json.load(sys.stdin)["user"]["token"])' <<<"$body")
+    curl -sf -o /dev/null -H 'content-type: application/json' -H "authorization: Token $token" \
+        -d '{"article":{"title":"Under load","description":"d","body":"b","tagList":[]}}' "$API_URL/articles"
+    API_URL=$API_URL TOKEN=$token VICTIM=$victim python3 - <<'PY'
+import json, os, signal, threading, time, urllib.error, urllib.request
+
+api, token, victim = os.environ["API_URL"], os.environ["TOKEN"], int(os.environ["VICTIM"])
+lock = threading.Lock()
+counts = {"GET": 0, "POST": 0, "GET retried": 0, "GET failed": 0, "POST failed": 0}
+statuses = {}
+
+def send(method):
+    if method == "GET":
+        request = urllib.request.Request(f"{api}/articles?limit=5")
+    else:
+        request = urllib.request.Request(
+            f"{api}/articles/under-load/comments", method="POST",
+            data=json.dumps({"comment": {"body": "hi"}}).encode(),
+            headers={"content-type": "application/json", "authorization": f"Token {token}"})
+    try:
+        with urllib.request.urlopen(request, timeout=10) as response:
+            return response.status
+    except urllib.error.HTTPError as error:
+        return error.code
+    except OSError:
+        return None
+
+def client(n, until):
+    i = 0
+    while time.monotonic() < until:
+        method = "GET" if (n + i) % 2 == 0 else "POST"
+        i += 1
+        status = send(method)
+        retried = False
+        if method == "GET" and status in (None, 502, 503, 504):
+            retried = True
+            status = send(method)
+        with lock:
+            counts[method] += 1
+            counts["GET retried"] += retried
+            if status != 200:
+                counts[f"{method} failed"] += 1
+                statuses[f"{method} {status}"] = statuses.get(f"{method} {status}", 0) + 1
+
+start = time.monotonic()
+threads = [threading.Thread(target=client, args=(n, start + 4)) for n in range(8)]
+for thread in threads:
+    thread.start()
+time.sleep(1.5)
+os.kill(victim, signal.SIGKILL)
+for thread in threads:
+    thread.join()
+print("replicas.sh --kill:", ", ".join(f"{k} {v}" for k, v in counts.items()),
+      "; failures by status:", statuses or "none")
+assert counts["GET failed"] == 0, counts
+assert counts["POST failed"] <= 8, counts
+PY
+    grep -q "replicas/r2 is DOWN" "$work/haproxy.log" \
+        || { echo "replicas.sh: haproxy did not take r2 out:" >&2; cat "$work/haproxy.log" >&2; exit 1; }
+    echo "replicas.sh: --kill passed (haproxy took r2 out; no GET failed)"
 elif [ "$#" -gt 0 ]; then
     "$@"
 else
