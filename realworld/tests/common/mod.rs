@@ -3,6 +3,7 @@
 
 #![allow(dead_code, unreachable_pub, clippy::unwrap_used)]
 
+pub mod haproxy;
 pub mod postgres;
 pub mod redis;
 
@@ -83,6 +84,8 @@ pub struct Conduit {
     pub client: reqwest::Client,
     pub db: Db,
     dir: Option<PathBuf>,
+    /// Behind haproxy ([`behind_haproxy`]): the proxy and the other replicas, kept running.
+    behind: Option<(haproxy::Haproxy, Vec<Conduit>)>,
 }
 
 impl Drop for Conduit {
@@ -139,7 +142,33 @@ async fn serve(url: &str, dir: Option<PathBuf>, limits: Limits) -> Conduit {
         client: reqwest::Client::new(),
         db,
         dir,
+        behind: None,
     }
+}
+
+/// Three replicas on one new PostgreSQL database behind a real haproxy (round robin): one
+/// [`Conduit`] whose `base` is haproxy's. `None` when PostgreSQL or haproxy is not installed
+/// outside CI (said on the terminal for `test`).
+pub async fn behind_haproxy(test: &str) -> Option<Conduit> {
+    postgres::cluster(test)?;
+    if !haproxy::installed(test) {
+        return None;
+    }
+    let mut replicas = start_replicas(Backend::Postgres, 3).await;
+    let addresses: Vec<SocketAddr> = replicas
+        .iter()
+        .map(|replica| {
+            let LocalAddr::Tcp(addr) = replica.server.servers()[0].local_addr.clone() else {
+                panic!("TCP")
+            };
+            addr
+        })
+        .collect();
+    let proxy = haproxy::Haproxy::start(&addresses);
+    let mut front = replicas.remove(0);
+    front.base = format!("http://127.0.0.1:{}/api", proxy.port);
+    front.behind = Some((proxy, replicas));
+    Some(front)
 }
 
 /// A response's status and JSON body.
@@ -149,6 +178,22 @@ pub struct Answer {
 }
 
 impl Conduit {
+    /// The bases of its replicas, each its own (`http://127.0.0.1:PORT/api`): itself alone,
+    /// or every replica behind haproxy.
+    pub fn replica_bases(&self) -> Vec<String> {
+        let own = |conduit: &Conduit| {
+            let LocalAddr::Tcp(addr) = conduit.server.servers()[0].local_addr.clone() else {
+                panic!("TCP")
+            };
+            format!("http://{addr}/api")
+        };
+        let mut bases = vec![own(self)];
+        if let Some((_, others)) = &self.behind {
+            bases.extend(others.iter().map(own));
+        }
+        bases
+    }
+
     /// Runs `sql` (`$1`, `$2`.. bound to `binds`) on the database, outside the application.
     pub async fn execute(&self, sql: &str, binds: &[&str]) {
         match &self.db {
