@@ -1,10 +1,10 @@
 //! Articles (list, feed, get, create, update, delete), favorites and tags.
 
-use sqlx::{Sqlite, SqlitePool, Transaction};
 use strata::prelude::*;
 
 use crate::App;
 use crate::auth::{Caller, MaybeCaller};
+use crate::db::{Db, with_reader, with_writer};
 use crate::errors::GenericError;
 use crate::profiles::Profile;
 
@@ -287,24 +287,29 @@ type Tuple = (
     String,         // tags, a JSON array in their order
 );
 
-/// The columns of [`Tuple`]; binds: the viewer twice.
-const SELECT: &str = "SELECT a.id, a.author_id, a.slug, a.title, a.description, a.body, \
-    a.created_at, a.updated_at, \
-    (SELECT count(*) FROM favorites f WHERE f.article_id = a.id), \
-    EXISTS (SELECT 1 FROM favorites f WHERE f.article_id = a.id AND f.user_id = ?1), \
-    u.username, u.bio, u.image, \
-    EXISTS (SELECT 1 FROM follows fo WHERE fo.follower_id = ?1 AND fo.followed_id = u.id), \
-    (SELECT json_group_array(name) FROM (SELECT t.name FROM article_tags at \
-        JOIN tags t ON t.id = at.tag_id WHERE at.article_id = a.id ORDER BY t.name)) \
-    FROM articles a JOIN users u ON u.id = a.author_id";
+/// The columns of [`Tuple`] in `db`'s dialect, then `rest`; binds: `$1`, the viewer.
+fn select(db: &Db, rest: &str) -> String {
+    let sql = db.sql();
+    format!(
+        "SELECT a.id, a.author_id, a.slug, a.title, a.description, a.body, {times}, \
+         (SELECT count(*) FROM favorites f WHERE f.article_id = a.id), \
+         EXISTS (SELECT 1 FROM favorites f WHERE f.article_id = a.id AND f.user_id = $1), \
+         u.username, u.bio, u.image, \
+         EXISTS (SELECT 1 FROM follows fo WHERE fo.follower_id = $1 AND fo.followed_id = u.id), \
+         {tags} \
+         FROM articles a JOIN users u ON u.id = a.author_id{rest}",
+        times = sql.article_times,
+        tags = sql.tag_list,
+    )
+}
 
 /// The filters of a list; binds: viewer, tag, author, favorited, feed (follower), limit, offset.
-const FILTERS: &str = " WHERE (?2 IS NULL OR a.id IN (SELECT at.article_id FROM article_tags at \
-        JOIN tags t ON t.id = at.tag_id WHERE t.name = ?2)) \
-    AND (?3 IS NULL OR u.username = ?3) \
-    AND (?4 IS NULL OR a.id IN (SELECT f.article_id FROM favorites f \
-        JOIN users fu ON fu.id = f.user_id WHERE fu.username = ?4)) \
-    AND (?5 IS NULL OR a.author_id IN (SELECT followed_id FROM follows WHERE follower_id = ?5))";
+const FILTERS: &str = " WHERE ($2 IS NULL OR a.id IN (SELECT atg.article_id FROM article_tags atg \
+        JOIN tags t ON t.id = atg.tag_id WHERE t.name = $2)) \
+    AND ($3 IS NULL OR u.username = $3) \
+    AND ($4 IS NULL OR a.id IN (SELECT f.article_id FROM favorites f \
+        JOIN users fu ON fu.id = f.user_id WHERE fu.username = $4)) \
+    AND ($5 IS NULL OR a.author_id IN (SELECT followed_id FROM follows WHERE follower_id = $5))";
 
 struct Loaded {
     id: i64,
@@ -344,16 +349,15 @@ fn loaded(row: Tuple) -> Result<Loaded, ApiError> {
 }
 
 /// The article of `slug` as `viewer` sees it; `None` if there is none.
-async fn load(
-    db: &SqlitePool,
-    slug: &str,
-    viewer: Option<i64>,
-) -> Result<Option<Loaded>, ApiError> {
-    let row: Option<Tuple> = sqlx::query_as(&format!("{SELECT} WHERE a.slug = ?2"))
-        .bind(viewer)
-        .bind(slug)
-        .fetch_optional(db)
-        .await?;
+async fn load(db: &Db, slug: &str, viewer: Option<i64>) -> Result<Option<Loaded>, ApiError> {
+    let sql = select(db, " WHERE a.slug = $2");
+    let row: Option<Tuple> = with_reader!(db, pool => {
+        sqlx::query_as(&sql)
+            .bind(viewer)
+            .bind(slug)
+            .fetch_optional(pool)
+            .await?
+    });
     row.map(loaded).transpose()
 }
 
@@ -375,45 +379,10 @@ fn slugify(title: &str) -> String {
     }
 }
 
-fn is_unique_violation(error: &sqlx::Error) -> bool {
-    matches!(error, sqlx::Error::Database(db) if db.is_unique_violation())
-}
-
-/// Inserts the article under the first free slug of `base`, `base-2`, `base-3`, ..: the
-/// `UNIQUE` constraint decides between concurrent writers, the loser tries the next.
-async fn insert(
-    tx: &mut Transaction<'static, Sqlite>,
-    base: &str,
-    new: &NewArticle,
-    author: i64,
-) -> Result<i64, ApiError> {
-    for n in 1..=1_000u32 {
-        let slug = if n == 1 {
-            base.to_owned()
-        } else {
-            format!("{base}-{n}")
-        };
-        let inserted = sqlx::query_scalar::<_, i64>(
-            "INSERT INTO articles (slug, title, description, body, author_id) \
-             VALUES (?, ?, ?, ?, ?) RETURNING id",
-        )
-        .bind(&slug)
-        .bind(&new.title)
-        .bind(&new.description)
-        .bind(&new.body)
-        .bind(author)
-        .fetch_one(&mut **tx)
-        .await;
-        match inserted {
-            Ok(id) => return Ok(id),
-            Err(error) if is_unique_violation(&error) => {}
-            Err(error) => return Err(error.into()),
-        }
-    }
-    Err(http_error!(422, "Too many articles with this title"))
-}
-
-/// `POST /api/articles`: the article and its tags in one transaction.
+/// `POST /api/articles`: the article and its tags in one transaction, under the first free
+/// slug of `base`, `base-2`, `base-3`, ..: the slug's `UNIQUE` constraint decides between
+/// concurrent writers (on PostgreSQL, `ON CONFLICT` waits for the transaction holding the slug
+/// to end), and the loser tries the next.
 pub(crate) async fn create(
     input: CreateArticleInput,
     app: App,
@@ -421,35 +390,62 @@ pub(crate) async fn create(
 ) -> Result<CreateArticle, ApiError> {
     let new = input.article;
     let base = slugify(&new.title);
-    let mut tx = app.writes.begin().await?;
-    let id = insert(&mut tx, &base, &new, caller.id).await?;
-    let mut seen = Vec::new();
+    // Each tag once, with its position as written (kept; lists sort the tags by name, as
+    // RealWorld's reference implementations do), inserted in name order: two transactions
+    // writing the same new tags then wait for each other in one order, never in a cycle.
+    let mut tags: Vec<(i64, &String)> = Vec::new();
     for tag in new.tag_list.iter().flatten() {
-        if seen.contains(tag) {
-            continue;
+        if !tags.iter().any(|(_, seen)| *seen == tag) {
+            tags.push((i64::try_from(tags.len()).unwrap_or(i64::MAX), tag));
         }
-        sqlx::query("INSERT OR IGNORE INTO tags (name) VALUES (?)")
+    }
+    tags.sort_by(|a, b| a.1.cmp(b.1));
+    let slug = with_writer!(app.db, pool => {
+        let mut tx = pool.begin().await?;
+        let mut written = None;
+        for n in 1..=1_000u32 {
+            let slug = if n == 1 {
+                base.clone()
+            } else {
+                format!("{base}-{n}")
+            };
+            let id: Option<i64> = sqlx::query_scalar(
+                "INSERT INTO articles (slug, title, description, body, author_id) \
+                 VALUES ($1, $2, $3, $4, $5) ON CONFLICT (slug) DO NOTHING RETURNING id",
+            )
+            .bind(&slug)
+            .bind(&new.title)
+            .bind(&new.description)
+            .bind(&new.body)
+            .bind(caller.id)
+            .fetch_optional(&mut *tx)
+            .await?;
+            if let Some(id) = id {
+                written = Some((id, slug));
+                break;
+            }
+        }
+        let Some((id, slug)) = written else {
+            return Err(http_error!(422, "Too many articles with this title"));
+        };
+        for &(position, tag) in &tags {
+            sqlx::query("INSERT INTO tags (name) VALUES ($1) ON CONFLICT DO NOTHING")
+                .bind(tag)
+                .execute(&mut *tx)
+                .await?;
+            sqlx::query(
+                "INSERT INTO article_tags (article_id, tag_id, position) \
+                 SELECT $1, id, $2 FROM tags WHERE name = $3",
+            )
+            .bind(id)
+            .bind(position)
             .bind(tag)
             .execute(&mut *tx)
             .await?;
-        // `position` (the order given) is kept as written; lists sort the tags by name, as
-        // RealWorld's reference implementations do.
-        sqlx::query(
-            "INSERT INTO article_tags (article_id, tag_id, position) \
-             SELECT ?, id, ? FROM tags WHERE name = ?",
-        )
-        .bind(id)
-        .bind(i64::try_from(seen.len()).unwrap_or(i64::MAX))
-        .bind(tag)
-        .execute(&mut *tx)
-        .await?;
-        seen.push(tag.clone());
-    }
-    tx.commit().await?;
-    let slug: String = sqlx::query_scalar("SELECT slug FROM articles WHERE id = ?")
-        .bind(id)
-        .fetch_one(&app.db)
-        .await?;
+        }
+        tx.commit().await?;
+        slug
+    });
     let article = load(&app.db, &slug, Some(caller.id))
         .await?
         // Only its author can delete it, and the author is waiting for this answer.
@@ -509,16 +505,21 @@ pub(crate) async fn update(
         description,
         body,
     } = input.article;
-    sqlx::query(
-        "UPDATE articles SET title = coalesce(?, title), description = coalesce(?, description), \
-         body = coalesce(?, body), updated_at = strftime('%Y-%m-%dT%H:%M:%fZ', 'now') WHERE id = ?",
-    )
-    .bind(title)
-    .bind(description)
-    .bind(body)
-    .bind(current.id)
-    .execute(&app.writes)
-    .await?;
+    let sql = format!(
+        "UPDATE articles SET title = coalesce($1, title), \
+         description = coalesce($2, description), body = coalesce($3, body), \
+         updated_at = {now} WHERE id = $4",
+        now = app.db.sql().now
+    );
+    with_writer!(app.db, pool => {
+        sqlx::query(&sql)
+            .bind(title)
+            .bind(description)
+            .bind(body)
+            .bind(current.id)
+            .execute(pool)
+            .await?;
+    });
     // Deleted meanwhile (by its author, in another request): not found, as it now is.
     Ok(match load(&app.db, &input.slug, Some(caller.id)).await? {
         Some(loaded) => UpdateArticle::Article(ArticleBody {
@@ -539,44 +540,52 @@ pub(crate) async fn delete(
         Own::Another => return Ok(DeleteArticle::Forbidden),
         Own::Missing => return Ok(DeleteArticle::NotFound),
     };
-    sqlx::query("DELETE FROM articles WHERE id = ?")
-        .bind(current.id)
-        .execute(&app.writes)
-        .await?;
+    with_writer!(app.db, pool => {
+        sqlx::query("DELETE FROM articles WHERE id = $1")
+            .bind(current.id)
+            .execute(pool)
+            .await?;
+    });
     Ok(DeleteArticle::Deleted)
 }
 
 /// One page of articles, newest first, and how many match in all.
 async fn page(
-    db: &SqlitePool,
+    db: &Db,
     viewer: Option<i64>,
     filters: (Option<String>, Option<String>, Option<String>, Option<i64>),
     limit: Option<u32>,
     offset: Option<u32>,
 ) -> Result<ArticlesBody, ApiError> {
     let (tag, author, favorited, follower) = filters;
-    let rows: Vec<Tuple> = sqlx::query_as(&format!(
-        "{SELECT}{FILTERS} ORDER BY a.created_at DESC, a.id DESC LIMIT ?6 OFFSET ?7"
-    ))
-    .bind(viewer)
-    .bind(&tag)
-    .bind(&author)
-    .bind(&favorited)
-    .bind(follower)
-    .bind(limit.unwrap_or(20))
-    .bind(offset.unwrap_or(0))
-    .fetch_all(db)
-    .await?;
-    let count: i64 = sqlx::query_scalar(&format!(
-        "SELECT count(*) FROM articles a JOIN users u ON u.id = a.author_id{FILTERS}"
-    ))
-    .bind(viewer)
-    .bind(&tag)
-    .bind(&author)
-    .bind(&favorited)
-    .bind(follower)
-    .fetch_one(db)
-    .await?;
+    let rows_sql = select(
+        db,
+        &format!("{FILTERS} ORDER BY a.created_at DESC, a.id DESC LIMIT $6 OFFSET $7"),
+    );
+    let count_sql =
+        format!("SELECT count(*) FROM articles a JOIN users u ON u.id = a.author_id{FILTERS}");
+    let (rows, count): (Vec<Tuple>, i64) = with_reader!(db, pool => {
+        let rows = sqlx::query_as(&rows_sql)
+            .bind(viewer)
+            .bind(&tag)
+            .bind(&author)
+            .bind(&favorited)
+            .bind(follower)
+            .bind(i64::from(limit.unwrap_or(20)))
+            .bind(i64::from(offset.unwrap_or(0)))
+            .fetch_all(pool)
+            .await?;
+        // `$1` is not in this statement: bound all the same, so that the numbers match.
+        let count = sqlx::query_scalar(&count_sql)
+            .bind(viewer)
+            .bind(&tag)
+            .bind(&author)
+            .bind(&favorited)
+            .bind(follower)
+            .fetch_one(pool)
+            .await?;
+        (rows, count)
+    });
     let articles = rows
         .into_iter()
         .map(|row| loaded(row).map(|l| l.article.summary))
@@ -616,7 +625,7 @@ pub(crate) async fn favorite(
     app: App,
     caller: Caller,
 ) -> Result<FavoriteArticle, ApiError> {
-    let sql = "INSERT OR IGNORE INTO favorites (user_id, article_id) VALUES (?, ?)";
+    let sql = "INSERT INTO favorites (user_id, article_id) VALUES ($1, $2) ON CONFLICT DO NOTHING";
     Ok(match set_favorite(&app, &caller, &input.slug, sql).await? {
         Some(article) => FavoriteArticle::Article(article),
         None => FavoriteArticle::NotFound,
@@ -629,7 +638,7 @@ pub(crate) async fn unfavorite(
     app: App,
     caller: Caller,
 ) -> Result<UnfavoriteArticle, ApiError> {
-    let sql = "DELETE FROM favorites WHERE user_id = ? AND article_id = ?";
+    let sql = "DELETE FROM favorites WHERE user_id = $1 AND article_id = $2";
     Ok(match set_favorite(&app, &caller, &input.slug, sql).await? {
         Some(article) => UnfavoriteArticle::Article(article),
         None => UnfavoriteArticle::NotFound,
@@ -647,11 +656,13 @@ async fn set_favorite(
     let Some(article) = load(&app.db, slug, Some(caller.id)).await? else {
         return Ok(None);
     };
-    sqlx::query(sql)
-        .bind(caller.id)
-        .bind(article.id)
-        .execute(&app.writes)
-        .await?;
+    with_writer!(app.db, pool => {
+        sqlx::query(sql)
+            .bind(caller.id)
+            .bind(article.id)
+            .execute(pool)
+            .await?;
+    });
     let article = load(&app.db, slug, Some(caller.id)).await?;
     Ok(article.map(|loaded| ArticleBody {
         article: loaded.article,
@@ -660,11 +671,13 @@ async fn set_favorite(
 
 /// `GET /api/tags`: the tags of existing articles.
 pub(crate) async fn tags((): (), app: App) -> Result<GetTags, ApiError> {
-    let tags: Vec<String> = sqlx::query_scalar(
-        "SELECT t.name FROM tags t WHERE EXISTS (SELECT 1 FROM article_tags at WHERE at.tag_id = t.id) \
-         ORDER BY t.name",
-    )
-    .fetch_all(&app.db)
-    .await?;
+    let tags: Vec<String> = with_reader!(app.db, pool => {
+        sqlx::query_scalar(
+            "SELECT t.name FROM tags t \
+             WHERE EXISTS (SELECT 1 FROM article_tags atg WHERE atg.tag_id = t.id) ORDER BY t.name",
+        )
+        .fetch_all(pool)
+        .await?
+    });
     Ok(GetTags::Tags(TagsBody { tags }))
 }

@@ -9,11 +9,11 @@ use argon2::password_hash::{Output, ParamsString, PasswordHash, SaltString};
 use argon2::{Argon2, Block, Params, Version};
 use jsonwebtoken::{Algorithm, DecodingKey, EncodingKey, Header, Validation};
 use serde::{Deserialize, Serialize};
-use sqlx::SqlitePool;
 use strata::http::StatusCode;
 use strata::prelude::*;
 use strata::stages::middleware::MiddlewareHandler;
 
+use crate::db::{Db, with_reader};
 use crate::limits::Hashing;
 
 /// How long a token is valid.
@@ -106,18 +106,20 @@ fn token_of(request: &RequestInfo) -> Option<&str> {
 /// without this check its requests met the foreign keys and failed with 500s).
 async fn caller_of(
     keys: &Keys,
-    users: &SqlitePool,
+    users: &Db,
     token: Option<String>,
 ) -> Result<Option<Caller>, ApiError> {
     let Some((id, token)) = token.and_then(|token| keys.user_id(&token).map(|id| (id, token)))
     else {
         return Ok(None);
     };
-    let exists = sqlx::query_scalar::<_, i64>("SELECT 1 FROM users WHERE id = ?")
-        .bind(id)
-        .fetch_optional(users)
-        .await?
-        .is_some();
+    let exists = with_reader!(users, pool => {
+        sqlx::query_scalar::<_, i64>("SELECT id FROM users WHERE id = $1")
+            .bind(id)
+            .fetch_optional(pool)
+            .await?
+    })
+    .is_some();
     Ok(exists.then_some(Caller { id, token }))
 }
 
@@ -126,7 +128,7 @@ async fn caller_of(
 /// with an invalid or expired token, or the token of a deleted user, this 401.
 pub fn required<C>(
     keys: Keys,
-    users: SqlitePool,
+    users: Db,
 ) -> Middleware<(), impl MiddlewareHandler<(), C, Output = Caller>> {
     Middleware::owned(move |(): (), request: RequestInfo, _logger: Logger| {
         let token = token_of(&request).map(str::to_owned);
@@ -146,7 +148,7 @@ pub fn required<C>(
 /// should know it is refused).
 pub fn optional<C>(
     keys: Keys,
-    users: SqlitePool,
+    users: Db,
 ) -> Middleware<(), impl MiddlewareHandler<(), C, Output = MaybeCaller>> {
     Middleware::owned(move |(): (), request: RequestInfo, _logger: Logger| {
         let sent = request

@@ -5,6 +5,7 @@ use strata::prelude::*;
 use crate::App;
 use crate::articles::Slug;
 use crate::auth::{Caller, MaybeCaller};
+use crate::db::{with_reader, with_writer};
 use crate::errors::GenericError;
 use crate::profiles::Profile;
 
@@ -122,10 +123,15 @@ type Tuple = (
     bool,
 );
 
-/// Comments with their authors as `?1` (the viewer) sees them.
-const SELECT: &str = "SELECT c.id, c.created_at, c.updated_at, c.body, u.username, u.bio, u.image, \
-    EXISTS (SELECT 1 FROM follows fo WHERE fo.follower_id = ?1 AND fo.followed_id = u.id) \
-    FROM comments c JOIN users u ON u.id = c.author_id";
+/// Comments with their authors as `$1` (the viewer) sees them, then `condition` (on `c`).
+fn select(app: &App, condition: &str) -> String {
+    format!(
+        "SELECT c.id, {times}, c.body, u.username, u.bio, u.image, \
+         EXISTS (SELECT 1 FROM follows fo WHERE fo.follower_id = $1 AND fo.followed_id = u.id) \
+         FROM comments c JOIN users u ON u.id = c.author_id {condition}",
+        times = app.db.sql().comment_times
+    )
+}
 
 fn comment((id, created_at, updated_at, body, username, bio, image, following): Tuple) -> Comment {
     Comment {
@@ -144,10 +150,12 @@ fn comment((id, created_at, updated_at, body, username, bio, image, following): 
 
 /// The id of the article of `slug`; `None` without one.
 async fn article_id(app: &App, slug: &str) -> Result<Option<i64>, ApiError> {
-    Ok(sqlx::query_scalar("SELECT id FROM articles WHERE slug = ?")
-        .bind(slug)
-        .fetch_optional(&app.db)
-        .await?)
+    Ok(with_reader!(app.db, pool => {
+        sqlx::query_scalar("SELECT id FROM articles WHERE slug = $1")
+            .bind(slug)
+            .fetch_optional(pool)
+            .await?
+    }))
 }
 
 /// `POST /api/articles/:slug/comments`.
@@ -159,19 +167,24 @@ pub(crate) async fn add(
     let Some(article) = article_id(&app, &input.slug).await? else {
         return Ok(AddComment::NotFound);
     };
-    let id: i64 = sqlx::query_scalar(
-        "INSERT INTO comments (body, article_id, author_id) VALUES (?, ?, ?) RETURNING id",
-    )
-    .bind(input.comment.body)
-    .bind(article)
-    .bind(caller.id)
-    .fetch_one(&app.writes)
-    .await?;
-    let row: Tuple = sqlx::query_as(&format!("{SELECT} WHERE c.id = ?2"))
+    let id: i64 = with_writer!(app.db, pool => {
+        sqlx::query_scalar(
+            "INSERT INTO comments (body, article_id, author_id) VALUES ($1, $2, $3) RETURNING id",
+        )
+        .bind(input.comment.body)
+        .bind(article)
         .bind(caller.id)
-        .bind(id)
-        .fetch_one(&app.db)
-        .await?;
+        .fetch_one(pool)
+        .await?
+    });
+    let sql = select(&app, "WHERE c.id = $2");
+    let row: Tuple = with_reader!(app.db, pool => {
+        sqlx::query_as(&sql)
+            .bind(caller.id)
+            .bind(id)
+            .fetch_one(pool)
+            .await?
+    });
     Ok(AddComment::Comment(CommentBody {
         comment: comment(row),
     }))
@@ -186,12 +199,14 @@ pub(crate) async fn list(
     let Some(article) = article_id(&app, &input.slug).await? else {
         return Ok(GetComments::NotFound);
     };
-    let rows: Vec<Tuple> =
-        sqlx::query_as(&format!("{SELECT} WHERE c.article_id = ?2 ORDER BY c.id"))
+    let sql = select(&app, "WHERE c.article_id = $2 ORDER BY c.id");
+    let rows: Vec<Tuple> = with_reader!(app.db, pool => {
+        sqlx::query_as(&sql)
             .bind(viewer.0.map(|c| c.id))
             .bind(article)
-            .fetch_all(&app.db)
-            .await?;
+            .fetch_all(pool)
+            .await?
+    });
     Ok(GetComments::Comments(CommentsBody {
         comments: rows.into_iter().map(comment).collect(),
     }))
@@ -206,20 +221,23 @@ pub(crate) async fn delete(
     let Some(article) = article_id(&app, &input.slug).await? else {
         return Ok(DeleteComment::NotFound);
     };
-    let author: Option<i64> =
-        sqlx::query_scalar("SELECT author_id FROM comments WHERE id = ? AND article_id = ?")
+    let author: Option<i64> = with_reader!(app.db, pool => {
+        sqlx::query_scalar("SELECT author_id FROM comments WHERE id = $1 AND article_id = $2")
             .bind(input.id)
             .bind(article)
-            .fetch_optional(&app.db)
-            .await?;
+            .fetch_optional(pool)
+            .await?
+    });
     match author {
         None => return Ok(DeleteComment::NotFound),
         Some(author) if author != caller.id => return Ok(DeleteComment::Forbidden),
         Some(_) => {}
     }
-    sqlx::query("DELETE FROM comments WHERE id = ?")
-        .bind(input.id)
-        .execute(&app.writes)
-        .await?;
+    with_writer!(app.db, pool => {
+        sqlx::query("DELETE FROM comments WHERE id = $1")
+            .bind(input.id)
+            .execute(pool)
+            .await?;
+    });
     Ok(DeleteComment::Deleted)
 }

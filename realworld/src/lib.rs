@@ -1,4 +1,5 @@
-//! The RealWorld (Conduit) API on Strata, over SQLite: `cargo run -p strata-realworld`.
+//! The RealWorld (Conduit) API on Strata, over SQLite or PostgreSQL (see [`db`]):
+//! `cargo run -p strata-realworld`.
 //!
 //! The routes are under `/api`; errors are the specification's `{"errors": {"body": [..]}}`
 //! through [`errors::Conduit`], a custom result handler, for the endpoints and the router alike.
@@ -24,13 +25,13 @@ mod profiles;
 mod users;
 
 use std::net::SocketAddr;
-use strata::{Config, EndpointsFactory, Routing};
+use strata::{Config, EndpointsFactory, Metrics, Routing};
 
-use sqlx::SqlitePool;
 use strata::prelude::*;
-use strata::ratelimit::{Key, RateLimit};
+use strata::ratelimit::RateLimit;
 
 use crate::auth::Keys;
+use crate::db::Db;
 use crate::errors::Conduit;
 use crate::limits::Limits;
 
@@ -38,10 +39,8 @@ use crate::limits::Limits;
 /// Cheap to clone.
 #[derive(Clone, Debug)]
 pub struct App {
-    /// The database, for reads.
-    pub db: SqlitePool,
-    /// The database's one writing connection (see [`db::Pools`]).
-    pub writes: SqlitePool,
+    /// The database, on either engine.
+    pub db: Db,
     /// The keys that sign and check tokens.
     pub keys: Keys,
     /// What bounds the cost of logins and registrations (hashes at once, attempts per email
@@ -50,11 +49,10 @@ pub struct App {
 }
 
 impl App {
-    /// The application over `pools`, signing with `keys`, with the default [`Limits`].
-    pub fn new(pools: db::Pools, keys: Keys) -> Self {
+    /// The application over `db`, signing with `keys`, with the default [`Limits`].
+    pub fn new(db: Db, keys: Keys) -> Self {
         Self {
-            db: pools.reads,
-            writes: pools.writes,
+            db,
             keys,
             limits: Limits::default(),
         }
@@ -68,12 +66,15 @@ impl App {
 }
 
 /// The configuration: listening on `listen`, CORS on (browsers are the specification's
-/// clients), errors outside endpoints (404, 405) in the specification's format.
+/// clients), errors outside endpoints (404, 405) in the specification's format, and request
+/// metrics at `/metrics` for Prometheus (by route template: `/api/articles/:slug`, never the
+/// slug; outside `/api`, not in the API's document).
 pub fn config(listen: SocketAddr) -> Config {
     create_config()
         .cors(Cors::Enabled)
         .listen(listen)
         .error_handler(Conduit)
+        .metrics(Metrics::new())
         .build()
 }
 
@@ -101,9 +102,10 @@ pub fn routing(app: &App) -> Routing {
     let public = base.clone();
     // Login and registration share one budget per client address: each costs an Argon2 hash.
     let per_address = base.clone().add_middleware(
-        RateLimit::new(app.limits.address_quota(), Key::client_addr())
+        RateLimit::new(app.limits.address_quota(), app.limits.address_key())
             .name("address")
             .clock(app.limits.shared_clock())
+            .store(app.limits.address_store())
             .middleware(),
     );
     let signed_in = base.add_middleware(auth::required(app.keys.clone(), app.db.clone()));

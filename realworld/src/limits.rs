@@ -9,9 +9,16 @@
 //! - Per account: login and registration of one email, 10 per minute by default
 //!   ([`AccountLimit`], the rate limiter's store and algorithm keyed by the email, which is
 //!   in the body and so out of the middleware's reach).
+//!
+//! Both rate limits keep their budgets in this process's memory, or in Redis
+//! ([`Limits::redis`]) so that replicas behind one load balancer share them: a client then
+//! gets its 10 (or 30) per minute once, not once per replica. Behind a proxy, the client's
+//! address is the one the proxy says ([`Limits::trust`]).
 
 use std::borrow::Cow;
 use std::fmt;
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
@@ -22,9 +29,10 @@ use strata::http::header::RETRY_AFTER;
 use strata::http::{HeaderValue, StatusCode};
 use strata::prelude::*;
 use strata::ratelimit::{
-    Clock, Gcra, MemoryStore, MonotonicClock, Quota, RATELIMIT, RATELIMIT_POLICY, RateLimitKey,
-    RateLimitStore,
+    ClientAddrKey, Clock, Decision, Gcra, Key, MemoryStore, MonotonicClock, Quota, RATELIMIT,
+    RATELIMIT_POLICY, RateLimitKey, RateLimitStore, StoreError, TrustedProxies,
 };
+use strata::redis::RedisRateLimitStore;
 use tokio::sync::Semaphore;
 
 /// The limits of an [`App`](crate::App): [`Limits::default`] is what the server runs with.
@@ -45,7 +53,45 @@ pub struct Limits {
     hashing: Hashing,
     per_email: AccountLimit,
     per_address: Quota,
+    address_store: LimitStore,
+    proxies: TrustedProxies,
     clock: Arc<dyn Clock>,
+}
+
+/// Where a rate limit keeps its budgets: this process's memory, or a Redis that replicas
+/// share. Cheap to clone (clones share the store).
+#[derive(Clone)]
+pub enum LimitStore {
+    /// This process's memory (100,000 keys at most).
+    Memory(Arc<MemoryStore>),
+    /// Redis, on its own clock (`TIME`): one clock for every replica.
+    Redis(RedisRateLimitStore),
+}
+
+impl LimitStore {
+    fn memory() -> Self {
+        Self::Memory(Arc::new(MemoryStore::new()))
+    }
+}
+
+impl fmt::Debug for LimitStore {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Self::Memory(_) => "LimitStore::Memory",
+            Self::Redis(_) => "LimitStore::Redis",
+        })
+    }
+}
+
+impl RateLimitStore for LimitStore {
+    type Future = Pin<Box<dyn Future<Output = Result<Decision, StoreError>> + Send>>;
+
+    fn check(&self, key: &RateLimitKey<'_>, gcra: Gcra, now: u64) -> Self::Future {
+        match self {
+            Self::Memory(store) => Box::pin(store.check(key, gcra, now)),
+            Self::Redis(store) => Box::pin(store.check(key, gcra, now)),
+        }
+    }
 }
 
 impl fmt::Debug for Limits {
@@ -54,6 +100,7 @@ impl fmt::Debug for Limits {
             .field("hashing", &self.hashing)
             .field("per_email", &self.per_email)
             .field("per_address", &self.per_address)
+            .field("address_store", &self.address_store)
             .finish_non_exhaustive()
     }
 }
@@ -75,8 +122,14 @@ impl Default for Limits {
         let cores = std::thread::available_parallelism().map_or(1, std::num::NonZero::get);
         Self {
             hashing: Hashing::new(2 * cores, Duration::from_secs(5)),
-            per_email: AccountLimit::new(Quota::per_minute(10), Arc::new(MonotonicClock)),
+            per_email: AccountLimit::new(
+                Quota::per_minute(10),
+                Arc::new(MonotonicClock),
+                LimitStore::memory(),
+            ),
             per_address: Quota::per_minute(30),
+            address_store: LimitStore::memory(),
+            proxies: TrustedProxies::none(),
             clock: Arc::new(MonotonicClock),
         }
     }
@@ -94,7 +147,35 @@ impl Limits {
     /// Logins and registrations per email (default 10 per minute).
     #[must_use]
     pub fn per_email(mut self, quota: Quota) -> Self {
-        self.per_email = AccountLimit::new(quota, Arc::clone(&self.clock));
+        self.per_email = AccountLimit::new(
+            quota,
+            Arc::clone(&self.clock),
+            self.per_email.0.store.clone(),
+        );
+        self
+    }
+
+    /// Keeps both rate limits' budgets in the Redis of `store` (default: this process's
+    /// memory), shared by every replica given the same Redis. Its `TIME` is the limits'
+    /// clock then, whatever [`clock`](Self::clock) says.
+    #[must_use]
+    pub fn redis(mut self, store: RedisRateLimitStore) -> Self {
+        let store = LimitStore::Redis(store);
+        self.per_email = AccountLimit::new(
+            self.per_email.0.quota,
+            Arc::clone(&self.clock),
+            store.clone(),
+        );
+        self.address_store = store;
+        self
+    }
+
+    /// Reads the client's address of the per-address limit from the `Forwarded` or
+    /// `X-Forwarded-For` header of a request from one of `proxies` (default: nobody's; the
+    /// client is the peer).
+    #[must_use]
+    pub fn trust(mut self, proxies: TrustedProxies) -> Self {
+        self.proxies = proxies;
         self
     }
 
@@ -112,7 +193,11 @@ impl Limits {
     #[must_use]
     pub fn clock(mut self, clock: impl Clock) -> Self {
         self.clock = Arc::new(clock);
-        self.per_email = AccountLimit::new(self.per_email.0.quota, Arc::clone(&self.clock));
+        self.per_email = AccountLimit::new(
+            self.per_email.0.quota,
+            Arc::clone(&self.clock),
+            self.per_email.0.store.clone(),
+        );
         self
     }
 
@@ -134,6 +219,16 @@ impl Limits {
     /// The per-address quota.
     pub fn address_quota(&self) -> Quota {
         self.per_address
+    }
+
+    /// The per-address limit's key: the client's address, behind the trusted proxies.
+    pub fn address_key(&self) -> ClientAddrKey {
+        Key::client_addr().trust(self.proxies.clone())
+    }
+
+    /// The per-address limit's store.
+    pub fn address_store(&self) -> LimitStore {
+        self.address_store.clone()
     }
 }
 
@@ -241,8 +336,8 @@ fn busy() -> ApiError {
     .with_header(RETRY_AFTER, HeaderValue::from(1_u32))
 }
 
-/// Logins and registrations per email: the rate limiter's algorithm and in-memory store
-/// (100,000 keys at most), keyed by the email as written, lowercased. A spent budget is a 429
+/// Logins and registrations per email: the rate limiter's algorithm and store (this process's
+/// memory, 100,000 keys at most, or Redis), keyed by the email as written, lowercased. A spent budget is a 429
 /// with `Retry-After`, `RateLimit` and `RateLimit-Policy` (policy `"email"`), as the
 /// middleware answers. Cheap to clone (the clones share the store).
 #[derive(Clone)]
@@ -251,7 +346,7 @@ pub struct AccountLimit(Arc<AccountInner>);
 struct AccountInner {
     quota: Quota,
     clock: Arc<dyn Clock>,
-    store: MemoryStore,
+    store: LimitStore,
     gcra: Gcra,
     policy: HeaderValue,
 }
@@ -265,7 +360,7 @@ impl fmt::Debug for AccountLimit {
 }
 
 impl AccountLimit {
-    fn new(quota: Quota, clock: Arc<dyn Clock>) -> Self {
+    fn new(quota: Quota, clock: Arc<dyn Clock>, store: LimitStore) -> Self {
         let policy = format!(
             "\"email\";q={};w={}",
             quota.count(),
@@ -274,7 +369,7 @@ impl AccountLimit {
         Self(Arc::new(AccountInner {
             quota,
             clock,
-            store: MemoryStore::new(),
+            store,
             gcra: quota.gcra(),
             policy: HeaderValue::try_from(policy).unwrap_or(HeaderValue::from_static("")),
         }))

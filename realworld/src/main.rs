@@ -1,6 +1,7 @@
 //! Serves the RealWorld API.
 //!
-//! - `DATABASE_URL`: the SQLite database (`sqlite://conduit.db`); without it, a new file in the
+//! - `DATABASE_URL`: the database, SQLite (`sqlite://conduit.db`) or PostgreSQL
+//!   (`postgres://user:password@host:5432/conduit`); without it, a new SQLite file in the
 //!   temporary directory. The schema's migrations are applied at start-up.
 //! - `JWT_SECRET`: the secret that signs tokens; without it, a random one (tokens end with the
 //!   process).
@@ -8,6 +9,11 @@
 //! - `LOGIN_LIMIT_PER_EMAIL`, `LOGIN_LIMIT_PER_ADDRESS`: logins and registrations per minute
 //!   per email (10 unless set) and per client address (30 unless set).
 //! - `HASHES_AT_ONCE`: password hashes at once (2 per core unless set).
+//! - `REDIS_URL`: the Redis (`redis://127.0.0.1:6379/`) that keeps both login limits' budgets,
+//!   shared by the replicas given the same one; without it, this process's memory. Checked at
+//!   start-up.
+//! - `TRUSTED_PROXIES`: the networks of the proxies (`127.0.0.0/8,10.0.0.0/8`) whose
+//!   `X-Forwarded-For` names the client of the per-address limit; without it, the peer is.
 //!
 //! Logs (requests' server errors with their causes, among others) go to standard output from
 //! the info level up.
@@ -19,7 +25,8 @@ use std::time::Duration;
 
 use strata::core::Level;
 use strata::prelude::*;
-use strata::ratelimit::Quota;
+use strata::ratelimit::{Quota, TrustedProxies};
+use strata::redis::RedisRateLimitStore;
 use strata::server::LocalAddr;
 use strata_realworld::auth::Keys;
 use strata_realworld::limits::Limits;
@@ -37,7 +44,7 @@ fn positive(name: &str) -> Result<Option<u32>, String> {
 }
 
 /// The default [`Limits`] with what the environment changes.
-fn limits() -> Result<Limits, String> {
+async fn limits() -> Result<Limits, String> {
     let mut limits = Limits::default();
     if let Some(count) = positive("LOGIN_LIMIT_PER_EMAIL")? {
         limits = limits.per_email(Quota::per_minute(count));
@@ -47,6 +54,17 @@ fn limits() -> Result<Limits, String> {
     }
     if let Some(count) = positive("HASHES_AT_ONCE")? {
         limits = limits.hashing(count as usize, Duration::from_secs(5));
+    }
+    if let Ok(text) = std::env::var("TRUSTED_PROXIES") {
+        let proxies = TrustedProxies::networks(text.split(',').map(str::trim))
+            .map_err(|e| format!("TRUSTED_PROXIES={text:?}: {e}"))?;
+        limits = limits.trust(proxies);
+    }
+    if let Ok(url) = std::env::var("REDIS_URL") {
+        let store = RedisRateLimitStore::connect(&url)
+            .await
+            .map_err(|e| format!("REDIS_URL={url:?}: {e}"))?;
+        limits = limits.redis(store);
     }
     Ok(limits)
 }
@@ -78,9 +96,12 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             .map_err(|e| format!("PORT={port:?}: {e}"))?,
         Err(_) => 8095,
     };
-    let limits = limits()?;
-    let app = App::new(db::connect(&url).await?, keys).with_limits(limits);
-    println!("database: {url}");
+    let limits = limits().await?;
+    let db = db::connect(&url)
+        .await
+        .map_err(|e| format!("DATABASE_URL={:?}: {e}", db::redacted(&url)))?;
+    let app = App::new(db, keys).with_limits(limits);
+    println!("database: {}", db::redacted(&url));
     let mut config = config(SocketAddr::from(([127, 0, 0, 1], port)));
     // Without a subscriber the framework's log lines (each 500 with its cause) went nowhere.
     config.server.logger = Some(Level::Info.into());

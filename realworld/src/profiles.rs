@@ -4,6 +4,7 @@ use strata::prelude::*;
 
 use crate::App;
 use crate::auth::{Caller, MaybeCaller};
+use crate::db::{with_reader, with_writer};
 use crate::errors::GenericError;
 
 #[strata::model]
@@ -81,15 +82,17 @@ async fn load(
     username: &str,
     viewer: Option<i64>,
 ) -> Result<Option<(i64, Profile)>, ApiError> {
-    let row: Option<(i64, String, String, Option<String>, bool)> = sqlx::query_as(
-        "SELECT u.id, u.username, u.bio, u.image, \
-         EXISTS (SELECT 1 FROM follows f WHERE f.follower_id = ? AND f.followed_id = u.id) \
-         FROM users u WHERE u.username = ?",
-    )
-    .bind(viewer)
-    .bind(username)
-    .fetch_optional(&app.db)
-    .await?;
+    let row: Option<(i64, String, String, Option<String>, bool)> = with_reader!(app.db, pool => {
+        sqlx::query_as(
+            "SELECT u.id, u.username, u.bio, u.image, \
+             EXISTS (SELECT 1 FROM follows f WHERE f.follower_id = $1 AND f.followed_id = u.id) \
+             FROM users u WHERE u.username = $2",
+        )
+        .bind(viewer)
+        .bind(username)
+        .fetch_optional(pool)
+        .await?
+    });
     Ok(row.map(|(id, username, bio, image, following)| {
         (
             id,
@@ -131,11 +134,16 @@ pub(crate) async fn follow(
             "You cannot follow yourself",
         )));
     }
-    sqlx::query("INSERT OR IGNORE INTO follows (follower_id, followed_id) VALUES (?, ?)")
+    with_writer!(app.db, pool => {
+        sqlx::query(
+            "INSERT INTO follows (follower_id, followed_id) VALUES ($1, $2) \
+             ON CONFLICT DO NOTHING",
+        )
         .bind(caller.id)
         .bind(id)
-        .execute(&app.writes)
+        .execute(pool)
         .await?;
+    });
     profile.following = true;
     Ok(FollowUser::Profile(ProfileBody { profile }))
 }
@@ -149,11 +157,13 @@ pub(crate) async fn unfollow(
     let Some((id, mut profile)) = load(&app, &input.username, Some(caller.id)).await? else {
         return Ok(UnfollowUser::NotFound);
     };
-    sqlx::query("DELETE FROM follows WHERE follower_id = ? AND followed_id = ?")
-        .bind(caller.id)
-        .bind(id)
-        .execute(&app.writes)
-        .await?;
+    with_writer!(app.db, pool => {
+        sqlx::query("DELETE FROM follows WHERE follower_id = $1 AND followed_id = $2")
+            .bind(caller.id)
+            .bind(id)
+            .execute(pool)
+            .await?;
+    });
     profile.following = false;
     Ok(UnfollowUser::Profile(ProfileBody { profile }))
 }

@@ -7,6 +7,7 @@ use strata::prelude::*;
 
 use crate::App;
 use crate::auth::{Caller, hash_password, verify_password};
+use crate::db::{with_reader, with_writer};
 use crate::errors::GenericError;
 
 #[strata::model]
@@ -187,11 +188,12 @@ fn unique(error: sqlx::Error) -> ApiError {
     if let sqlx::Error::Database(db) = &error
         && db.is_unique_violation()
     {
-        let field = if db.message().contains("users.email") {
-            "email"
-        } else {
-            "username"
-        };
+        // PostgreSQL names the constraint; SQLite only says it in its message.
+        let email = db.constraint().map_or_else(
+            || db.message().contains("users.email"),
+            |name| name == "users_email_key",
+        );
+        let field = if email { "email" } else { "username" };
         return ApiError::new(
             StatusCode::UNPROCESSABLE_ENTITY,
             format!("{field} has already been taken"),
@@ -203,13 +205,13 @@ fn unique(error: sqlx::Error) -> ApiError {
 const SELECT: &str = "SELECT id, email, username, password_hash, bio, image FROM users";
 
 async fn by_id(app: &App, id: i64) -> Result<Option<Row>, ApiError> {
-    Ok(
-        sqlx::query_as::<_, Tuple>(&format!("{SELECT} WHERE id = ?"))
+    let row = with_reader!(app.db, pool => {
+        sqlx::query_as::<_, Tuple>(&format!("{SELECT} WHERE id = $1"))
             .bind(id)
-            .fetch_optional(&app.db)
+            .fetch_optional(pool)
             .await?
-            .map(Row::from),
-    )
+    });
+    Ok(row.map(Row::from))
 }
 
 /// `POST /api/users`.
@@ -223,16 +225,18 @@ pub(crate) async fn register(input: RegisterInput, app: App) -> Result<CreateUse
     } = input.user;
     app.limits.accounts().check(&email).await?;
     let hash = hash_password(app.limits.hashes(), password).await?;
-    let row = sqlx::query_as::<_, Tuple>(
-        "INSERT INTO users (username, email, password_hash) VALUES (?, ?, ?) \
-         RETURNING id, email, username, password_hash, bio, image",
-    )
-    .bind(username)
-    .bind(email)
-    .bind(hash)
-    .fetch_one(&app.writes)
-    .await
-    .map_err(unique)?;
+    let row = with_writer!(app.db, pool => {
+        sqlx::query_as::<_, Tuple>(
+            "INSERT INTO users (username, email, password_hash) VALUES ($1, $2, $3) \
+             RETURNING id, email, username, password_hash, bio, image",
+        )
+        .bind(username)
+        .bind(email)
+        .bind(hash)
+        .fetch_one(pool)
+        .await
+        .map_err(unique)?
+    });
     let row = Row::from(row);
     let token = app.keys.token(row.id)?;
     Ok(CreateUser::Created(row.with_token(token)))
@@ -261,11 +265,13 @@ pub(crate) fn prepare() {
 pub(crate) async fn login(input: LoginInput, app: App) -> Result<Login, ApiError> {
     let LoginUser { email, password } = input.user;
     app.limits.accounts().check(&email).await?;
-    let row = sqlx::query_as::<_, Tuple>(&format!("{SELECT} WHERE email = ?"))
-        .bind(email)
-        .fetch_optional(&app.db)
-        .await?
-        .map(Row::from);
+    let row = with_reader!(app.db, pool => {
+        sqlx::query_as::<_, Tuple>(&format!("{SELECT} WHERE email = $1"))
+            .bind(email)
+            .fetch_optional(pool)
+            .await?
+    })
+    .map(Row::from);
     let Some(row) = row else {
         // As long as a wrong password takes, so that timing does not tell which emails exist.
         // Its outcome does not matter: the answer is the same. Its failure (a 503 when too many
@@ -306,23 +312,26 @@ pub(crate) async fn update(
         Some(password) => Some(hash_password(app.limits.hashes(), password).await?),
         None => None,
     };
-    let row = sqlx::query_as::<_, Tuple>(
-        "UPDATE users SET email = coalesce(?, email), username = coalesce(?, username), \
-         password_hash = coalesce(?, password_hash), bio = coalesce(?, bio), \
-         image = CASE WHEN ? IS NULL THEN image ELSE nullif(?, '') END, \
-         updated_at = strftime('%Y-%m-%dT%H:%M:%fZ', 'now') \
-         WHERE id = ? RETURNING id, email, username, password_hash, bio, image",
-    )
-    .bind(email)
-    .bind(username)
-    .bind(hash)
-    .bind(bio)
-    .bind(image.as_deref())
-    .bind(image.as_deref())
-    .bind(caller.id)
-    .fetch_optional(&app.writes)
-    .await
-    .map_err(unique)?;
+    let sql = format!(
+        "UPDATE users SET email = coalesce($1, email), username = coalesce($2, username), \
+         password_hash = coalesce($3, password_hash), bio = coalesce($4, bio), \
+         image = CASE WHEN $5 IS NULL THEN image ELSE nullif($5, '') END, \
+         updated_at = {now} \
+         WHERE id = $6 RETURNING id, email, username, password_hash, bio, image",
+        now = app.db.sql().now
+    );
+    let row = with_writer!(app.db, pool => {
+        sqlx::query_as::<_, Tuple>(&sql)
+            .bind(&email)
+            .bind(&username)
+            .bind(&hash)
+            .bind(&bio)
+            .bind(image.as_deref())
+            .bind(caller.id)
+            .fetch_optional(pool)
+            .await
+            .map_err(unique)?
+    });
     Ok(match row {
         Some(row) => UpdateCurrentUser::User(Row::from(row).with_token(caller.token)),
         // A valid token of a user deleted since the middleware checked.

@@ -1,9 +1,13 @@
 //! Articles, favorites and tags over real sockets, with their errors and the concurrent cases
 //! (slugs of one title created at once, one article favorited by many at once).
 
+// The tests are `async fn(Backend)` bodies that `on_both!` turns into `#[tokio::test]`s: clippy
+// does not see them as tests.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 mod common;
 
-use common::{Conduit, errors, start};
+use common::{Backend, Conduit, errors, start};
 use serde_json::{Value, json};
 
 fn new_article(title: &str, tags: &[&str]) -> Value {
@@ -23,9 +27,8 @@ async fn create(conduit: &Conduit, token: &str, title: &str, tags: &[&str]) -> V
     answer.body["article"].clone()
 }
 
-#[tokio::test]
-async fn create_get_update_and_delete_an_article() {
-    let conduit = start().await;
+async fn create_get_update_and_delete_an_article(backend: Backend) {
+    let conduit = start(backend).await;
     let jake = conduit.register("jake").await;
     let article = create(
         &conduit,
@@ -84,9 +87,8 @@ async fn create_get_update_and_delete_an_article() {
     );
 }
 
-#[tokio::test]
-async fn each_validation_problem_is_one_entry() {
-    let conduit = start().await;
+async fn each_validation_problem_is_one_entry(backend: Backend) {
+    let conduit = start(backend).await;
     // Even one quoting the separator Strata joins them with in its message.
     let quoted = conduit
         .send("GET", "/articles?limit=a;%20b&offset=-1", None, None)
@@ -103,9 +105,8 @@ async fn each_validation_problem_is_one_entry() {
     );
 }
 
-#[tokio::test]
-async fn article_errors_401_403_404_and_422() {
-    let conduit = start().await;
+async fn article_errors_401_403_404_and_422(backend: Backend) {
+    let conduit = start(backend).await;
     let jake = conduit.register("jake").await;
     let anne = conduit.register("anne").await;
     create(&conduit, &jake, "Mine", &[]).await;
@@ -202,9 +203,8 @@ async fn article_errors_401_403_404_and_422() {
     );
 }
 
-#[tokio::test]
-async fn lists_filter_by_tag_author_and_favorited_page_and_feed() {
-    let conduit = start().await;
+async fn lists_filter_by_tag_author_and_favorited_page_and_feed(backend: Backend) {
+    let conduit = start(backend).await;
     let jake = conduit.register("jake").await;
     let anne = conduit.register("anne").await;
     for i in 0..3 {
@@ -286,9 +286,8 @@ async fn lists_filter_by_tag_author_and_favorited_page_and_feed() {
     );
 }
 
-#[tokio::test]
-async fn slugs_stay_unique_when_one_title_is_created_at_once() {
-    let conduit = start().await;
+async fn slugs_stay_unique_when_one_title_is_created_at_once(backend: Backend) {
+    let conduit = start(backend).await;
     let jake = conduit.register("jake").await;
     let creations = (0..20).map(|_| create(&conduit, &jake, "Same title", &["same"]));
     let articles = futures_join_all(creations).await;
@@ -309,9 +308,8 @@ async fn slugs_stay_unique_when_one_title_is_created_at_once() {
     );
 }
 
-#[tokio::test]
-async fn favorite_counts_are_right_when_many_favorite_at_once() {
-    let conduit = start().await;
+async fn favorite_counts_are_right_when_many_favorite_at_once(backend: Backend) {
+    let conduit = start(backend).await;
     let author = conduit.register("author").await;
     create(&conduit, &author, "Popular", &[]).await;
     let mut tokens = Vec::new();
@@ -363,3 +361,12 @@ async fn futures_join_all<F: Future>(futures: impl IntoIterator<Item = F>) -> Ve
     .await;
     outputs.into_iter().map(Option::unwrap).collect()
 }
+
+on_both!(
+    create_get_update_and_delete_an_article,
+    each_validation_problem_is_one_entry,
+    article_errors_401_403_404_and_422,
+    lists_filter_by_tag_author_and_favorited_page_and_feed,
+    slugs_stay_unique_when_one_title_is_created_at_once,
+    favorite_counts_are_right_when_many_favorite_at_once,
+);

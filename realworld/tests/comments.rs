@@ -1,13 +1,16 @@
 //! Comments over real sockets: add, list, delete (author only), and their errors.
 
+// The tests are `async fn(Backend)` bodies that `on_both!` turns into `#[tokio::test]`s: clippy
+// does not see them as tests.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 mod common;
 
-use common::{errors, start};
+use common::{Backend, errors, start};
 use serde_json::json;
 
-#[tokio::test]
-async fn comments_are_added_listed_oldest_first_and_deleted_by_their_author() {
-    let conduit = start().await;
+async fn comments_are_added_listed_oldest_first_and_deleted_by_their_author(backend: Backend) {
+    let conduit = start(backend).await;
     let jake = conduit.register("jake").await;
     let anne = conduit.register("anne").await;
     let article = json!({ "article": { "title": "Talk", "description": "d", "body": "b" } });
@@ -80,9 +83,8 @@ async fn comments_are_added_listed_oldest_first_and_deleted_by_their_author() {
     assert_eq!(listed.body["comments"].as_array().unwrap().len(), 1);
 }
 
-#[tokio::test]
-async fn comment_errors_401_404_and_422() {
-    let conduit = start().await;
+async fn comment_errors_401_404_and_422(backend: Backend) {
+    let conduit = start(backend).await;
     let jake = conduit.register("jake").await;
     let article = json!({ "article": { "title": "Talk", "description": "d", "body": "b" } });
     conduit
@@ -132,3 +134,8 @@ async fn comment_errors_401_404_and_422() {
         ["id: expected integer, received string \"abc\""]
     );
 }
+
+on_both!(
+    comments_are_added_listed_oldest_first_and_deleted_by_their_author,
+    comment_errors_401_404_and_422,
+);

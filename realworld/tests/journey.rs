@@ -4,9 +4,13 @@
 //! declared outcomes (`GetArticle::NotFound`, `DeleteArticle::Forbidden`,
 //! `CreateArticle::Unprocessable`) rather than on statuses.
 
-#![allow(clippy::unwrap_used)] // tests fail loudly by design
+// The tests are `async fn(Backend)` bodies that `on_both!` turns into `#[tokio::test]`s: clippy
+// does not see them as tests.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
+
+use common::Backend;
 
 use http::{HeaderValue, header::AUTHORIZATION};
 use hyper_util::client::legacy::connect::HttpConnector;
@@ -72,12 +76,14 @@ fn slug(slug: &str) -> Slug {
     }
 }
 
+async fn register_write_comment_favorite_and_read_the_feed(backend: Backend) {
+    journey(&common::start(backend).await).await;
+}
+
 // One journey, read top to bottom as a user walks it.
 #[allow(clippy::too_many_lines)]
-#[tokio::test]
-async fn register_write_comment_favorite_and_read_the_feed() {
-    let conduit = common::start().await;
-    let anonymous = client_of(&conduit);
+async fn journey(conduit: &common::Conduit) {
+    let anonymous = client_of(conduit);
 
     let ada = sign_up(&anonymous, "ada").await;
     let bob = sign_up(&anonymous, "bob").await;
@@ -339,7 +345,6 @@ async fn register_write_comment_favorite_and_read_the_feed() {
         .await
         .unwrap();
     assert!(matches!(gone, DeleteArticle::NotFound), "{gone:?}");
-    drop(conduit);
 }
 
 /// An article of `client`'s user, titled `title`; its slug.
@@ -367,11 +372,13 @@ async fn write(client: &Conduit, title: &str) -> String {
 /// The declared error outcomes the journey does not meet, each read back into its operation's
 /// variant: whether the handler returned it (`NotFound`, `Forbidden`, a rule's 422), the
 /// pipeline answered its status (validation's 422) or the authentication middleware did (401).
+async fn each_error_is_read_as_its_operation_s_outcome(backend: Backend) {
+    errors_of(&common::start(backend).await).await;
+}
+
 #[allow(clippy::too_many_lines)] // one table of errors, read top to bottom
-#[tokio::test]
-async fn each_error_is_read_as_its_operation_s_outcome() {
-    let conduit = common::start().await;
-    let anonymous = client_of(&conduit);
+async fn errors_of(conduit: &common::Conduit) {
+    let anonymous = client_of(conduit);
     let ada = sign_up(&anonymous, "ada").await;
     let bob = sign_up(&anonymous, "bob").await;
 
@@ -542,5 +549,51 @@ async fn each_error_is_read_as_its_operation_s_outcome() {
         expect!(taken.unwrap(), UpdateCurrentUser::Unprocessable),
         GenericError::new("email has already been taken")
     );
-    drop(conduit);
 }
+
+/// The journeys through a real haproxy, round robin over three replicas on one PostgreSQL:
+/// each request may meet another replica (a token from one works on all; what one wrote, the
+/// next reads).
+mod behind_haproxy {
+    use crate::common::{Conduit, behind_haproxy};
+
+    /// Every replica answered some of the API's requests (its `/metrics` counted them).
+    async fn each_replica_served(conduit: &Conduit) {
+        for base in conduit.replica_bases() {
+            let origin = base.trim_end_matches("/api");
+            let exposition = reqwest::get(format!("{origin}/metrics"))
+                .await
+                .unwrap()
+                .text()
+                .await
+                .unwrap();
+            assert!(
+                exposition
+                    .lines()
+                    .any(|line| line.starts_with("strata_http_requests_total{route=\"/api/")),
+                "{base} served nothing: {exposition}"
+            );
+        }
+    }
+
+    #[tokio::test]
+    async fn register_write_comment_favorite_and_read_the_feed() {
+        if let Some(conduit) = behind_haproxy("journey behind haproxy").await {
+            super::journey(&conduit).await;
+            each_replica_served(&conduit).await;
+        }
+    }
+
+    #[tokio::test]
+    async fn each_error_is_read_as_its_operation_s_outcome() {
+        if let Some(conduit) = behind_haproxy("errors behind haproxy").await {
+            super::errors_of(&conduit).await;
+            each_replica_served(&conduit).await;
+        }
+    }
+}
+
+on_both!(
+    register_write_comment_favorite_and_read_the_feed,
+    each_error_is_read_as_its_operation_s_outcome,
+);

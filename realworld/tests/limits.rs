@@ -1,15 +1,17 @@
 //! What bounds logins and registrations (issue 49): password hashes at once, attempts per
 //! email and per address; and a deleted user's token, refused like an invalid one.
 
-#![allow(clippy::unwrap_used)]
+// The tests are `async fn(Backend)` bodies that `on_both!` turns into `#[tokio::test]`s: clippy
+// does not see them as tests.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
 
 use std::time::Duration;
 
-use common::{errors, logins_at_once, start, start_with};
+use common::{Backend, errors, logins_at_once, start, start_with};
 use serde_json::json;
-use strata::ratelimit::{ManualClock, Quota};
+use strata::ratelimit::{ManualClock, Quota, TrustedProxies};
 use strata_realworld::limits::Limits;
 
 /// Statuses, sorted, and the headers of the first answer with `status`.
@@ -36,9 +38,8 @@ fn patient() -> Limits {
     limits.hashing(bound, Duration::from_secs(600))
 }
 
-#[tokio::test]
-async fn the_eleventh_login_of_one_email_in_a_minute_is_refused_with_429() {
-    let conduit = start_with(patient()).await;
+async fn the_eleventh_login_of_one_email_in_a_minute_is_refused_with_429(backend: Backend) {
+    let conduit = start_with(backend, patient()).await;
     let answers = logins_at_once(&conduit, vec!["jake@example.com".to_owned(); 11]).await;
     let (statuses, headers) = tally(&answers, 429);
     assert_eq!(statuses, [[401; 10].as_slice(), &[429]].concat());
@@ -72,9 +73,10 @@ async fn the_eleventh_login_of_one_email_in_a_minute_is_refused_with_429() {
     assert_eq!(other[0].0, 401);
 }
 
-#[tokio::test]
-async fn the_thirty_first_login_or_registration_from_one_address_in_a_minute_is_refused_with_429() {
-    let conduit = start_with(patient()).await;
+async fn the_thirty_first_login_or_registration_from_one_address_in_a_minute_is_refused_with_429(
+    backend: Backend,
+) {
+    let conduit = start_with(backend, patient()).await;
     let emails = (0..31).map(|i| format!("user{i}@example.com"));
     let answers = logins_at_once(&conduit, emails).await;
     let (statuses, headers) = tally(&answers, 429);
@@ -101,13 +103,12 @@ async fn the_thirty_first_login_or_registration_from_one_address_in_a_minute_is_
     assert_eq!(conduit.send("GET", "/tags", None, None).await.status, 200);
 }
 
-#[tokio::test]
-async fn hashes_at_once_never_exceed_the_bound() {
+async fn hashes_at_once_never_exceed_the_bound(backend: Backend) {
     let limits = Limits::default()
         .hashing(2, Duration::from_secs(600))
         .per_email(Quota::per_minute(100))
         .per_address(Quota::per_minute(100));
-    let conduit = start_with(limits.clone()).await;
+    let conduit = start_with(backend, limits.clone()).await;
     let emails = (0..10).map(|i| format!("user{i}@example.com"));
     let answers = logins_at_once(&conduit, emails).await;
     assert!(answers.iter().all(|(status, _)| *status == 401));
@@ -115,24 +116,22 @@ async fn hashes_at_once_never_exceed_the_bound() {
     assert_eq!(limits.hashes().running(), 0);
 }
 
-#[tokio::test]
-async fn a_login_that_cannot_hash_in_time_gets_503_with_retry_after() {
+async fn a_login_that_cannot_hash_in_time_gets_503_with_retry_after(backend: Backend) {
     let limits = Limits::default()
         .hashing(1, Duration::ZERO)
         .per_email(Quota::per_minute(100))
         .per_address(Quota::per_minute(100));
-    let conduit = start_with(limits.clone()).await;
+    let conduit = start_with(backend, limits.clone()).await;
     conduit.register("slow").await;
     // Its stored hash takes 10 times as long to check: the one place stays taken while the
     // second login asks for it (a probe, not a guess of how long it takes).
-    sqlx::query("UPDATE users SET password_hash = ? WHERE username = 'slow'")
-        .bind(
-            "$argon2id$v=19$m=19456,t=20,p=1$c29tZXNhbHRzb21lc2FsdA$\
-             aW5pdGlhbGx5IGEgaGFzaCBvZiB0aGlydHktdHdvIGJ5dGVz",
+    conduit
+        .execute(
+            "UPDATE users SET password_hash = $1 WHERE username = 'slow'",
+            &["$argon2id$v=19$m=19456,t=20,p=1$c29tZXNhbHRzb21lc2FsdA$\
+               aW5pdGlhbGx5IGEgaGFzaCBvZiB0aGlydHktdHdvIGJ5dGVz"],
         )
-        .execute(&conduit.db)
-        .await
-        .unwrap();
+        .await;
     let slow = tokio::spawn(logins_at_once_owned(
         conduit.base.clone(),
         "slow@example.com",
@@ -159,15 +158,13 @@ async fn logins_at_once_owned(base: String, email: &'static str) -> u16 {
         .as_u16()
 }
 
-#[tokio::test]
-async fn a_deleted_users_token_is_refused_with_401() {
-    let conduit = start().await;
+async fn a_deleted_users_token_is_refused_with_401(backend: Backend) {
+    let conduit = start(backend).await;
     let token = conduit.register("gone").await;
     conduit.register("author").await;
-    sqlx::query("DELETE FROM users WHERE username = 'gone'")
-        .execute(&conduit.db)
-        .await
-        .unwrap();
+    conduit
+        .execute("DELETE FROM users WHERE username = 'gone'", &[])
+        .await;
     let article =
         json!({ "article": { "title": "T", "description": "D", "body": "B", "tagList": [] } });
     for (method, path, body) in [
@@ -184,3 +181,66 @@ async fn a_deleted_users_token_is_refused_with_401() {
         assert_eq!(errors(&answer.body), ["Invalid or expired token"]);
     }
 }
+
+/// A failed login of `email` on `base`, from the client that `X-Forwarded-For` names.
+async fn login_from(base: &str, email: &str, client: &str) -> u16 {
+    reqwest::Client::new()
+        .post(format!("{base}/users/login"))
+        .header("x-forwarded-for", client)
+        .json(&json!({ "user": { "email": email, "password": "wrong" } }))
+        .send()
+        .await
+        .unwrap()
+        .status()
+        .as_u16()
+}
+
+/// Two replicas on one Redis: a client's budget is spent once across them, per email and per
+/// address (the address that the trusted proxy, here 127.0.0.1, forwards).
+#[tokio::test]
+async fn replicas_on_one_redis_share_the_login_limits() {
+    let Some(redis) = common::redis::Redis::start("replicas_on_one_redis_share_the_login_limits")
+    else {
+        return;
+    };
+    let limits = || async {
+        let store = strata::redis::RedisRateLimitStore::connect(&redis.url())
+            .await
+            .unwrap();
+        Limits::default()
+            .per_email(Quota::per_minute(3))
+            .per_address(Quota::per_minute(5))
+            .trust(TrustedProxies::networks(["127.0.0.0/8"]).unwrap())
+            .redis(store)
+    };
+    let a = start_with(Backend::Sqlite, limits().await).await;
+    let b = start_with(Backend::Sqlite, limits().await).await;
+
+    // One email, from several clients, over both replicas: 3 in all, then 429.
+    let mut statuses = Vec::new();
+    for (n, base) in [&a.base, &b.base, &a.base, &b.base].into_iter().enumerate() {
+        statuses.push(login_from(base, "one@example.com", &format!("198.51.100.{n}")).await);
+    }
+    assert_eq!(statuses, [401, 401, 401, 429]);
+
+    // One client, several emails, over both replicas: 5 in all, then 429; another client
+    // still gets through.
+    let mut statuses = Vec::new();
+    for n in 0..6 {
+        let base = if n % 2 == 0 { &a.base } else { &b.base };
+        statuses.push(login_from(base, &format!("e{n}@example.com"), "203.0.113.7").await);
+    }
+    assert_eq!(statuses, [401, 401, 401, 401, 401, 429]);
+    assert_eq!(
+        login_from(&b.base, "other@example.com", "203.0.113.8").await,
+        401
+    );
+}
+
+on_both!(
+    the_eleventh_login_of_one_email_in_a_minute_is_refused_with_429,
+    the_thirty_first_login_or_registration_from_one_address_in_a_minute_is_refused_with_429,
+    hashes_at_once_never_exceed_the_bound,
+    a_login_that_cannot_hash_in_time_gets_503_with_retry_after,
+    a_deleted_users_token_is_refused_with_401,
+);

@@ -28,7 +28,7 @@ async fn failed_logins_at_once_stay_within_the_hashing_bound() {
         .hashing(BOUND, Duration::from_secs(600))
         .per_email(Quota::per_minute(1_000))
         .per_address(Quota::per_minute(1_000));
-    let conduit = common::start_with(limits.clone()).await;
+    let conduit = common::start_with(common::Backend::Sqlite, limits.clone()).await;
     let Some(before) = peak_kib() else {
         eprintln!("skipped: no /proc/self/status");
         return;

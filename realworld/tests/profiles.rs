@@ -1,12 +1,15 @@
 //! Profiles over real sockets: read (auth optional), follow, unfollow, and their errors.
 
+// The tests are `async fn(Backend)` bodies that `on_both!` turns into `#[tokio::test]`s: clippy
+// does not see them as tests.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 mod common;
 
-use common::{errors, start};
+use common::{Backend, errors, start};
 
-#[tokio::test]
-async fn a_profile_reads_without_a_token_and_says_whether_the_caller_follows() {
-    let conduit = start().await;
+async fn a_profile_reads_without_a_token_and_says_whether_the_caller_follows(backend: Backend) {
+    let conduit = start(backend).await;
     let jake = conduit.register("jake").await;
     conduit.register("anne").await;
 
@@ -57,9 +60,8 @@ async fn a_profile_reads_without_a_token_and_says_whether_the_caller_follows() {
     );
 }
 
-#[tokio::test]
-async fn profile_errors_404_401_and_422() {
-    let conduit = start().await;
+async fn profile_errors_404_401_and_422(backend: Backend) {
+    let conduit = start(backend).await;
     let jake = conduit.register("jake").await;
 
     let missing = conduit.send("GET", "/profiles/nobody", None, None).await;
@@ -103,3 +105,8 @@ async fn profile_errors_404_401_and_422() {
         (422, vec!["You cannot follow yourself".to_owned()])
     );
 }
+
+on_both!(
+    a_profile_reads_without_a_token_and_says_whether_the_caller_follows,
+    profile_errors_404_401_and_422,
+);

@@ -1,18 +1,21 @@
 //! Users over real sockets: register, log in, read and update the current user, and every error
 //! status each can give, in the specification's format.
 
+// The tests are `async fn(Backend)` bodies that `on_both!` turns into `#[tokio::test]`s: clippy
+// does not see them as tests.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 mod common;
 
-use common::{Answer, Conduit, errors, start};
+use common::{Answer, Backend, Conduit, errors, start};
 use serde_json::json;
 
 fn new_user(name: &str, email: &str, password: &str) -> serde_json::Value {
     json!({ "user": { "username": name, "email": email, "password": password } })
 }
 
-#[tokio::test]
-async fn register_answers_201_with_the_user_and_a_token() {
-    let conduit = start().await;
+async fn register_answers_201_with_the_user_and_a_token(backend: Backend) {
+    let conduit = start(backend).await;
     let answer = conduit
         .send(
             "POST",
@@ -32,22 +35,18 @@ async fn register_answers_201_with_the_user_and_a_token() {
     assert_eq!(user.as_object().unwrap().len(), 5, "{user}");
 }
 
-#[tokio::test]
-async fn passwords_are_stored_as_argon2id_hashes_only() {
-    let conduit = start().await;
+async fn passwords_are_stored_as_argon2id_hashes_only(backend: Backend) {
+    let conduit = start(backend).await;
     conduit.register("jake").await;
-    let (hash,): (String,) =
-        sqlx::query_as("SELECT password_hash FROM users WHERE username = 'jake'")
-            .fetch_one(&conduit.db)
-            .await
-            .unwrap();
+    let hash = conduit
+        .text("SELECT password_hash FROM users WHERE username = 'jake'")
+        .await;
     assert!(hash.starts_with("$argon2id$"), "{hash}");
     assert!(!hash.contains("secret-jake"));
 }
 
-#[tokio::test]
-async fn register_refuses_invalid_input_with_422_and_every_problem() {
-    let conduit = start().await;
+async fn register_refuses_invalid_input_with_422_and_every_problem(backend: Backend) {
+    let conduit = start(backend).await;
     let answer = conduit.send("POST", "/users", Some(json!({})), None).await;
     assert_eq!(answer.status, 422);
     assert_eq!(errors(&answer.body), ["user: required"]);
@@ -80,9 +79,8 @@ async fn register_refuses_invalid_input_with_422_and_every_problem() {
     assert!(messages[1].starts_with("user.username: "), "{messages:?}");
 }
 
-#[tokio::test]
-async fn register_refuses_a_taken_email_or_username_with_422() {
-    let conduit = start().await;
+async fn register_refuses_a_taken_email_or_username_with_422(backend: Backend) {
+    let conduit = start(backend).await;
     conduit.register("jake").await;
     let answer = conduit
         .send(
@@ -110,9 +108,8 @@ async fn register_refuses_a_taken_email_or_username_with_422() {
     );
 }
 
-#[tokio::test]
-async fn malformed_json_keeps_its_400_in_the_specifications_format() {
-    let conduit = start().await;
+async fn malformed_json_keeps_its_400_in_the_specifications_format(backend: Backend) {
+    let conduit = start(backend).await;
     let response = conduit
         .client
         .post(format!("{}/users", conduit.base))
@@ -126,9 +123,8 @@ async fn malformed_json_keeps_its_400_in_the_specifications_format() {
     assert_eq!(errors(&body).len(), 1);
 }
 
-#[tokio::test]
-async fn login_answers_the_user_with_a_token_that_works() {
-    let conduit = start().await;
+async fn login_answers_the_user_with_a_token_that_works(backend: Backend) {
+    let conduit = start(backend).await;
     conduit.register("jake").await;
     let answer = conduit
         .send(
@@ -147,9 +143,10 @@ async fn login_answers_the_user_with_a_token_that_works() {
     assert_eq!(me.body["user"]["token"], token);
 }
 
-#[tokio::test]
-async fn login_refuses_a_wrong_password_or_an_unknown_email_with_401_and_bad_input_with_422() {
-    let conduit = start().await;
+async fn login_refuses_a_wrong_password_or_an_unknown_email_with_401_and_bad_input_with_422(
+    backend: Backend,
+) {
+    let conduit = start(backend).await;
     conduit.register("jake").await;
     for (email, password) in [
         ("jake@example.com", "wrong"),
@@ -180,9 +177,8 @@ async fn login_refuses_a_wrong_password_or_an_unknown_email_with_401_and_bad_inp
     );
 }
 
-#[tokio::test]
-async fn the_current_user_needs_a_valid_token() {
-    let conduit = start().await;
+async fn the_current_user_needs_a_valid_token(backend: Backend) {
+    let conduit = start(backend).await;
     let token = conduit.register("jake").await;
     assert_eq!(
         conduit
@@ -218,9 +214,8 @@ async fn the_current_user_needs_a_valid_token() {
     assert_eq!(bearer.status().as_u16(), 401);
 }
 
-#[tokio::test]
-async fn update_changes_what_it_is_given_and_the_new_password_works() {
-    let conduit = start().await;
+async fn update_changes_what_it_is_given_and_the_new_password_works(backend: Backend) {
+    let conduit = start(backend).await;
     let token = conduit.register("jake").await;
     let answer = conduit
         .send(
@@ -267,9 +262,8 @@ async fn put(conduit: &Conduit, body: serde_json::Value, token: Option<&str>) ->
     conduit.send("PUT", "/user", Some(body), token).await
 }
 
-#[tokio::test]
-async fn update_refuses_bad_input_taken_names_and_missing_tokens() {
-    let conduit = start().await;
+async fn update_refuses_bad_input_taken_names_and_missing_tokens(backend: Backend) {
+    let conduit = start(backend).await;
     let token = conduit.register("jake").await;
     conduit.register("anne").await;
 
@@ -323,9 +317,8 @@ async fn update_refuses_bad_input_taken_names_and_missing_tokens() {
     );
 }
 
-#[tokio::test]
-async fn the_routers_own_errors_use_the_specifications_format() {
-    let conduit = start().await;
+async fn the_routers_own_errors_use_the_specifications_format(backend: Backend) {
+    let conduit = start(backend).await;
     let missing = conduit.send("GET", "/nowhere", None, None).await;
     assert_eq!(missing.status, 404);
     assert_eq!(errors(&missing.body).len(), 1);
@@ -333,3 +326,17 @@ async fn the_routers_own_errors_use_the_specifications_format() {
     assert_eq!(method.status, 405);
     assert_eq!(errors(&method.body).len(), 1);
 }
+
+on_both!(
+    register_answers_201_with_the_user_and_a_token,
+    passwords_are_stored_as_argon2id_hashes_only,
+    register_refuses_invalid_input_with_422_and_every_problem,
+    register_refuses_a_taken_email_or_username_with_422,
+    malformed_json_keeps_its_400_in_the_specifications_format,
+    login_answers_the_user_with_a_token_that_works,
+    login_refuses_a_wrong_password_or_an_unknown_email_with_401_and_bad_input_with_422,
+    the_current_user_needs_a_valid_token,
+    update_changes_what_it_is_given_and_the_new_password_works,
+    update_refuses_bad_input_taken_names_and_missing_tokens,
+    the_routers_own_errors_use_the_specifications_format,
+);
