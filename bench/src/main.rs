@@ -104,7 +104,11 @@ fn main() -> ExitCode {
         Ok(Command::Compare(options)) => compare::run(&options),
         Ok(Command::Fanout(options)) => fanout::run(&options),
         Ok(Command::ServeFanout { server, workers }) => child::serve_fanout(server, workers),
-        Ok(Command::ServeUpload { server, workers }) => child::serve_upload(server, workers),
+        Ok(Command::ServeUpload {
+            server,
+            mode,
+            workers,
+        }) => child::serve_upload(server, mode, workers),
         Ok(Command::Serve {
             server,
             scenario,
