@@ -983,10 +983,13 @@ mod tests {
                     running.stop().await;
                 }
             }
-            let axum_dir =
-                std::env::temp_dir().join(format!("strata-bench-axum-{}", std::process::id()));
-            let left = std::fs::read_dir(&axum_dir).unwrap().count();
-            assert_eq!(left, 0, "{}", axum_dir.display());
+            let prefix = crate::servers::upload_app::axum_temporary_prefix();
+            let left: Vec<_> = std::fs::read_dir(std::env::temp_dir())
+                .unwrap()
+                .filter_map(|entry| entry.ok()?.file_name().into_string().ok())
+                .filter(|name| name.starts_with(&prefix))
+                .collect();
+            assert!(left.is_empty(), "{left:?}");
             assert!(
                 crate::servers::start_upload(ServerKind::ExpressZodApi, Mode::Spooled)
                     .await

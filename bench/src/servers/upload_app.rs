@@ -236,17 +236,20 @@ pub(crate) fn strata_config(addr: SocketAddr) -> Config {
 
 // --- axum ---
 
-/// A temporary file of axum's spooled upload: a fresh name in `strata-bench-axum-<pid>` in the
-/// system's temporary directory (never the client's file name), removed when dropped, however
-/// the request ends.
+/// A temporary file of axum's spooled upload: a fresh name, `strata-bench-axum-<pid>-<n>` in
+/// the system's temporary directory (never the client's file name), removed when dropped,
+/// however the request ends.
 struct TemporaryFile(PathBuf);
 
 impl TemporaryFile {
     async fn create() -> std::io::Result<(Self, tokio::fs::File)> {
         static NEXT: AtomicU64 = AtomicU64::new(0);
-        let dir = std::env::temp_dir().join(format!("strata-bench-axum-{}", std::process::id()));
-        tokio::fs::create_dir_all(&dir).await?;
-        let path = dir.join(NEXT.fetch_add(1, Ordering::Relaxed).to_string());
+        let name = format!(
+            "{}{}",
+            axum_temporary_prefix(),
+            NEXT.fetch_add(1, Ordering::Relaxed)
+        );
+        let path = std::env::temp_dir().join(name);
         let file = tokio::fs::File::create(&path).await?;
         Ok((Self(path), file))
     }
@@ -260,6 +263,11 @@ impl Drop for TemporaryFile {
     fn drop(&mut self) {
         let _ = std::fs::remove_file(&self.0);
     }
+}
+
+/// The start of the names of this process's temporary files of axum.
+pub(crate) fn axum_temporary_prefix() -> String {
+    format!("strata-bench-axum-{}-", std::process::id())
 }
 
 /// A failure of axum's handler: its status and message.
