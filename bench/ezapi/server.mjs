@@ -6,17 +6,27 @@
 // and for routes-10k the 10,000 generated routes. Configured as a production user
 // would: CORS on, the built-in logger at warn, NODE_ENV=production (set by the harness).
 //
+// For `strata-bench uploads` (scenario `upload`, bench/src/servers/upload_app.rs): POST
+// /v1/upload takes one file (`ez.upload()`) through express-fileupload with `useTempFiles`, in
+// the system's temporary directory as the Rust servers' files; the handler reads it back (256
+// KiB at a time, as they do), answers its size and CRC-32, and removes it.
+//
 //   node server.mjs <scenario> [--port N]
 //
 // Prints `listening 127.0.0.1:<port>` on stdout once it accepts connections, like the Rust
 // children (child.rs), and exits when its standard input closes.
 
+import { createReadStream } from "node:fs";
+import { unlink } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { crc32 } from "node:zlib";
 import express from "express";
 import createHttpError from "http-errors";
 import {
   createConfig,
   createServer,
   defaultEndpointsFactory,
+  ez,
   Middleware,
 } from "express-zod-api";
 import { z } from "zod";
@@ -236,6 +246,31 @@ if (scenario === "routes-10k") {
   routing.v1.generated = generated;
 }
 
+// The Rust upload servers' limit: 1 GiB and 1 MiB (FILE_LIMIT in upload_app.rs).
+const FILE_LIMIT = 1025 * 1024 * 1024;
+const READ_BUFFER = 256 * 1024;
+if (scenario === "upload") {
+  routing.v1.upload = defaultEndpointsFactory.build({
+    method: "post",
+    input: z.object({ file: ez.upload() }),
+    output: z.object({ size: z.number().int(), crc32: z.number().int() }),
+    handler: async ({ input: { file } }) => {
+      let size = 0;
+      let crc = 0;
+      try {
+        const stream = createReadStream(file.tempFilePath, { highWaterMark: READ_BUFFER });
+        for await (const chunk of stream) {
+          size += chunk.length;
+          crc = crc32(chunk, crc);
+        }
+      } finally {
+        await unlink(file.tempFilePath);
+      }
+      return { size, crc32: crc };
+    },
+  });
+}
+
 const config = createConfig({
   http: { listen: { port, host: "127.0.0.1" } },
   cors: true,
@@ -247,6 +282,18 @@ const config = createConfig({
   // (`hintAllowedMethods: true`, formerly `wrongMethodBehavior: 405`).
   // The logo is only printed; off so that stdout carries the `listening` line alone.
   startupLogo: false,
+  // Uploads on for the `upload` scenario alone: express-fileupload writes each file to a
+  // temporary file as it arrives (it also computes an MD5 of it, its default).
+  ...(scenario === "upload"
+    ? {
+        upload: {
+          useTempFiles: true,
+          tempFileDir: tmpdir(),
+          limits: { fileSize: FILE_LIMIT },
+          limitError: createHttpError(413, "The file is too large"),
+        },
+      }
+    : {}),
 });
 
 const { servers } = createServer(config, routing);

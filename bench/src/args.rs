@@ -47,7 +47,11 @@ pub(crate) enum Command {
     /// Builds of the Strata server side by side (`compare.rs`).
     Compare(crate::compare::CompareOptions),
     /// A server of `strata-bench uploads` until standard input closes (`serve upload`).
-    ServeUpload { server: ServerKind, workers: usize },
+    ServeUpload {
+        server: ServerKind,
+        mode: crate::servers::upload_app::Mode,
+        workers: usize,
+    },
     /// Server-sent events fanned out to many subscribers (`fanout.rs`).
     Fanout(crate::fanout::FanoutOptions),
     /// A server of `strata-bench fanout` until standard input closes (`serve fanout`).
@@ -622,10 +626,20 @@ fn parse_streams(args: &[String]) -> Option<Result<Command, String>> {
     if args.first().map(String::as_str) == Some("serve")
         && args.get(1).map(String::as_str) == Some("upload")
     {
-        return Some(
-            serve_special("upload", &args[2..])
-                .map(|(server, workers)| Command::ServeUpload { server, workers }),
-        );
+        // `serve upload <server> <mode> [--workers N]`.
+        let mode = match args.get(3).map(|mode| mode.parse()) {
+            Some(Ok(mode)) => mode,
+            Some(Err(e)) => return Some(Err(e)),
+            None => return Some(Err("serve upload needs a server and a mode".to_owned())),
+        };
+        let rest: Vec<String> = args[2..3].iter().chain(&args[4..]).cloned().collect();
+        return Some(serve_special("upload", &rest).map(|(server, workers)| {
+            Command::ServeUpload {
+                server,
+                mode,
+                workers,
+            }
+        }));
     }
     None
 }
@@ -1119,10 +1133,19 @@ mod tests {
         assert_eq!(options.subscribers, 10);
         assert_eq!(parse(["uploads", "--help"]), Ok(Command::Help));
         assert_eq!(
-            parse(["serve", "upload", "hyper", "--workers", "2"]),
+            parse(["serve", "upload", "hyper", "streamed", "--workers", "2"]),
             Ok(Command::ServeUpload {
                 server: ServerKind::Hyper,
+                mode: crate::servers::upload_app::Mode::Streamed,
                 workers: 2
+            })
+        );
+        assert_eq!(
+            parse(["serve", "upload", "strata", "spooled"]),
+            Ok(Command::ServeUpload {
+                server: ServerKind::Strata,
+                mode: crate::servers::upload_app::Mode::Spooled,
+                workers: 1
             })
         );
         assert_eq!(
@@ -1134,7 +1157,10 @@ mod tests {
         );
         for args in [
             &["serve", "upload"][..],
-            &["serve", "upload", "rocket"],
+            &["serve", "upload", "rocket", "spooled"],
+            &["serve", "upload", "axum"],
+            &["serve", "upload", "axum", "memory"],
+            &["serve", "upload", "axum", "--workers", "2"],
             &["serve", "fanout", "axum", "--threads", "2"],
             &["uploads", "--subscribers", "3"],
             &["fanout", "--mib", "3"],

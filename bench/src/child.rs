@@ -167,7 +167,7 @@ impl ChildServer {
         pin: bool,
     ) -> Result<Self, String> {
         match kind {
-            ServerKind::ExpressZodApi => Self::spawn_ezapi(&Ezapi::locate()?, scenario, pin),
+            ServerKind::ExpressZodApi => Self::spawn_ezapi(&Ezapi::locate()?, scenario.name(), pin),
             ServerKind::QuickStart => Self::spawn_quick_start(&quick_start_binary()?, pin),
             _ => {
                 if let Some(binary) = solo_binary(kind) {
@@ -238,16 +238,21 @@ impl ChildServer {
         Self::announced(ServerKind::Strata, command)
     }
 
-    /// Starts `kind`'s server of `strata-bench uploads` (`serve upload <kind>`) and waits until
+    /// Starts `kind`'s server of `strata-bench uploads` in `mode` (`serve upload <kind>
+    /// <mode>`, or `node server.mjs upload` for express-zod-api, spooled only) and waits until
     /// it listens.
     pub(crate) fn spawn_upload(
         kind: ServerKind,
+        mode: crate::servers::upload_app::Mode,
         workers: usize,
         pin: bool,
     ) -> Result<Self, String> {
+        if kind == ServerKind::ExpressZodApi {
+            return Self::spawn_ezapi(&Ezapi::locate()?, "upload", pin);
+        }
         Self::start(
             kind,
-            &["serve", "upload", kind.name(), "--workers"],
+            &["serve", "upload", kind.name(), mode.name(), "--workers"],
             workers,
             pin,
         )
@@ -267,12 +272,13 @@ impl ChildServer {
         Self::announced(kind, command)
     }
 
-    /// `node server.mjs <scenario>` in production mode; reads the address it listens on.
-    fn spawn_ezapi(ezapi: &Ezapi, scenario: Scenario, pin: bool) -> Result<Self, String> {
+    /// `node server.mjs <scenario>` in production mode (`upload` for `strata-bench uploads`);
+    /// reads the address it listens on.
+    fn spawn_ezapi(ezapi: &Ezapi, scenario: &str, pin: bool) -> Result<Self, String> {
         let mut command = server_command(&ezapi.node, pin);
         command
             .arg(ezapi.dir.join("server.mjs"))
-            .arg(scenario.name())
+            .arg(scenario)
             .current_dir(&ezapi.dir)
             .env("NODE_ENV", "production");
         Self::announced(ServerKind::ExpressZodApi, command)
@@ -483,10 +489,18 @@ pub(crate) fn serve_middleware(
     )
 }
 
-/// The side of a `strata-bench uploads` server (`serve upload <server>`): serves until standard
-/// input closes.
-pub(crate) fn serve_upload(kind: ServerKind, workers: usize) -> Result<(), String> {
-    serve_until_closed(kind.name(), workers, crate::servers::start_upload(kind))
+/// The side of a `strata-bench uploads` server (`serve upload <server> <mode>`): serves until
+/// standard input closes.
+pub(crate) fn serve_upload(
+    kind: ServerKind,
+    mode: crate::servers::upload_app::Mode,
+    workers: usize,
+) -> Result<(), String> {
+    serve_until_closed(
+        kind.name(),
+        workers,
+        crate::servers::start_upload(kind, mode),
+    )
 }
 
 /// The side of a `strata-bench fanout` server (`serve fanout <server>`): serves until standard

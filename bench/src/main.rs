@@ -30,8 +30,9 @@
 //! against one Strata server (`strata-bench serve soak`) for ten minutes, its RSS sampled every
 //! ten seconds, every status checked (see `soak.rs`).
 //!
-//! `strata-bench uploads` uploads a 32 MiB file as multipart to Strata, axum and hyper with
-//! multer, MiB/s and peak RSS (see `uploads.rs`); `strata-bench fanout` fans server-sent events
+//! `strata-bench uploads` uploads 32 MiB files (and, asked, 1 GiB ones) as multipart, spooled
+//! to disk (Strata, axum, express-zod-api) and streamed (Strata, axum, hyper with multer), MiB/s
+//! and peak RSS (see `uploads.rs`; issue 51); `strata-bench fanout` fans server-sent events
 //! out to 1,000 subscribers of Strata and axum, events/s and memory per subscriber (see
 //! `fanout.rs`). Issue 32, scenarios 3 and 4.
 
@@ -104,7 +105,11 @@ fn main() -> ExitCode {
         Ok(Command::Compare(options)) => compare::run(&options),
         Ok(Command::Fanout(options)) => fanout::run(&options),
         Ok(Command::ServeFanout { server, workers }) => child::serve_fanout(server, workers),
-        Ok(Command::ServeUpload { server, workers }) => child::serve_upload(server, workers),
+        Ok(Command::ServeUpload {
+            server,
+            mode,
+            workers,
+        }) => child::serve_upload(server, mode, workers),
         Ok(Command::Serve {
             server,
             scenario,

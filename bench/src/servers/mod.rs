@@ -162,22 +162,24 @@ pub(crate) async fn start_middleware(server: crate::middleware::Server) -> io::R
     start_strata(&config, &middleware_app::routing(server)).await
 }
 
-/// Starts `kind`'s server of `strata-bench uploads` (`upload_app.rs`) on 127.0.0.1 and a port
-/// the system picks. Call from a tokio runtime.
-pub(crate) async fn start_upload(kind: ServerKind) -> io::Result<Running> {
+/// Starts `kind`'s server of `strata-bench uploads` in `mode` (`upload_app.rs`) on 127.0.0.1
+/// and a port the system picks. Call from a tokio runtime.
+pub(crate) async fn start_upload(kind: ServerKind, mode: upload_app::Mode) -> io::Result<Running> {
+    if !mode.servers().contains(&kind) || !kind.in_process() {
+        return Err(io::Error::other(format!(
+            "{kind} has no {mode} upload server here"
+        )));
+    }
     let (addr, task) = match kind {
         ServerKind::Strata => {
             return start_strata(
                 &upload_app::strata_config(loopback()),
-                &upload_app::strata_routing(),
+                &upload_app::strata_routing(mode),
             )
             .await;
         }
-        ServerKind::Axum => upload_app::spawn_axum(loopback()).await?,
-        ServerKind::Hyper => upload_app::spawn_hyper(loopback()).await?,
-        other => {
-            return Err(io::Error::other(format!("{other} has no upload server")));
-        }
+        ServerKind::Axum => upload_app::spawn_axum(loopback(), mode).await?,
+        _ => upload_app::spawn_hyper(loopback()).await?,
     };
     Ok(Running {
         addr,

@@ -1,23 +1,36 @@
 //! The servers of `strata-bench uploads`: `POST /v1/upload`, a `multipart/form-data` body with
 //! one file part named `file`, answered with the file's size and CRC-32 in the envelope
-//! (`{"status":"success","data":{"size":N,"crc32":C}}`).
+//! (`{"status":"success","data":{"size":N,"crc32":C}}`). Each server does the same work in each
+//! [`Mode`]:
 //!
-//! - **Strata**: an endpoint whose input has an `UploadedFile` field, uploads on with limits
-//!   that allow the file ([`FILE_LIMIT`], one file, [`BODY_LIMIT`]). Strata reads the parts
-//!   with multer as they stream but keeps each file in memory (never on disk), in the pieces
-//!   it arrived in: the handler sums them, piece by piece, once the file is whole. Its body budget (256 MiB by default, a quarter per client
-//!   address) is kept at 256 MiB but given whole to one client address, since every upload
-//!   comes from 127.0.0.1: with the default share a fourth concurrent 32 MiB upload from one
-//!   address would be refused with a 503, which is the budget working, not what is measured.
-//! - **axum**: the `Multipart` extractor (multer), each chunk of the file counted and added to
-//!   the CRC as it arrives, nothing kept; `DefaultBodyLimit` raised to [`BODY_LIMIT`].
-//! - **hyper**: multer by hand over hyper's body, the same streaming count.
+//! - **spooled**: the file goes to a temporary file as it arrives; the handler reads it back
+//!   from disk ([`READ_BUFFER`] at a time), counting it, and the file is removed.
+//!   - Strata: an `UploadedFile` field with the default spool threshold (1 MiB), read back
+//!     with `UploadedFileExt::open`; Strata removes the file when the request ends.
+//!   - axum: the `Multipart` extractor, each chunk written to a tokio file in the system's
+//!     temporary directory as it arrives, then read back and removed.
+//!   - express-zod-api (`ezapi/server.mjs upload`): `ez.upload()` with express-fileupload's
+//!     `useTempFiles` in the system's temporary directory, read back with a read stream and
+//!     removed.
+//! - **streamed**: each chunk is counted and added to the CRC as it arrives, nothing kept.
+//!   - Strata: a `StreamedFile` field, read with `chunk()`.
+//!   - axum: the `Multipart` extractor, `Field::chunk`.
+//!   - hyper: multer by hand over hyper's body.
+//!
+//! Every server takes files up to [`FILE_LIMIT`] (1 GiB and 1 MiB) in a body up to
+//! [`BODY_LIMIT`]. Strata's body budget (256 MiB by default, a quarter per client address) is
+//! kept at 256 MiB but given whole to one client address, since every upload comes from
+//! 127.0.0.1 (with the default share a fourth concurrent upload from one address could be
+//! refused with a 503: the budget working, not what is measured); its disk budget is raised to
+//! [`DISK_BUDGET`], so that the connections' concurrent 1 GiB files fit.
 
 use std::convert::Infallible;
 use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 use strata::server::LogColor;
 use strata::server::LoggerOptions;
-use strata::{Config, Mode, Routing, UploadLimits, UploadedFile};
+use strata::{Config, Mode as StrataMode, Routing, StreamedFile, UploadLimits, UploadedFile};
 
 use bytes::Bytes;
 use garde::Validate;
@@ -25,17 +38,77 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use strata::Level;
 use strata::prelude::*;
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
 
-/// The largest file accepted: the 32 MiB of the measured upload and 1 MiB more.
-pub(crate) const FILE_LIMIT: u64 = 33 * 1024 * 1024;
+use crate::scenario::ServerKind;
+
+/// The largest file accepted: the 1 GiB of the largest measured upload and 1 MiB more.
+pub(crate) const FILE_LIMIT: u64 = 1025 * 1024 * 1024;
 /// The largest multipart body accepted: the file limit and 1 MiB for the rest.
 pub(crate) const BODY_LIMIT: u64 = FILE_LIMIT + 1024 * 1024;
 /// Strata's body budget (its default), all of it for one client address.
 pub(crate) const BODY_BUDGET: usize = 256 * 1024 * 1024;
+/// Strata's disk budget: 16 largest bodies at once (the default, 1 GiB, would refuse a second
+/// concurrent 1 GiB upload with a 503).
+pub(crate) const DISK_BUDGET: u64 = 16 * BODY_LIMIT;
+/// The buffer a spooled file is read back with, in every server (express-zod-api's read
+/// stream's `highWaterMark` too).
+pub(crate) const READ_BUFFER: usize = 256 * 1024;
 /// The path of the endpoint.
 pub(crate) const PATH: &str = "/v1/upload";
 /// The name of the file part.
 pub(crate) const FIELD: &str = "file";
+
+/// What the servers do with the file (see the module docs).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(crate) enum Mode {
+    /// Written to a temporary file as it arrives, then read back from disk.
+    Spooled,
+    /// Counted as it arrives, nothing kept.
+    Streamed,
+}
+
+impl Mode {
+    /// Both, in report order.
+    pub(crate) const ALL: [Mode; 2] = [Mode::Spooled, Mode::Streamed];
+
+    /// The name in reports (and on the command line).
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            Mode::Spooled => "spooled",
+            Mode::Streamed => "streamed",
+        }
+    }
+
+    /// The servers that have an upload server in this mode.
+    pub(crate) fn servers(self) -> &'static [ServerKind] {
+        match self {
+            Mode::Spooled => &[
+                ServerKind::Strata,
+                ServerKind::Axum,
+                ServerKind::ExpressZodApi,
+            ],
+            Mode::Streamed => &[ServerKind::Strata, ServerKind::Axum, ServerKind::Hyper],
+        }
+    }
+}
+
+impl std::fmt::Display for Mode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl std::str::FromStr for Mode {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, String> {
+        Mode::ALL
+            .into_iter()
+            .find(|mode| mode.name() == s)
+            .ok_or_else(|| format!("unknown upload mode {s:?} (spooled, streamed)"))
+    }
+}
 
 /// What every server answers: the file's size in bytes and its CRC-32 (IEEE).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Validate, JsonSchema)]
@@ -48,6 +121,7 @@ pub(crate) struct UploadSummary {
 
 impl UploadSummary {
     /// The summary of `data`, all at once.
+    #[cfg(test)]
     pub(crate) fn of(data: &[u8]) -> Self {
         let mut counter = Counter::default();
         counter.add(data);
@@ -76,6 +150,19 @@ impl Counter {
     }
 }
 
+/// The summary of a file read back from disk, [`READ_BUFFER`] at a time.
+async fn read_back(mut file: impl AsyncRead + Unpin) -> std::io::Result<UploadSummary> {
+    let mut buffer = vec![0; READ_BUFFER];
+    let mut counter = Counter::default();
+    loop {
+        let read = file.read(&mut buffer).await?;
+        if read == 0 {
+            return Ok(counter.finish());
+        }
+        counter.add(&buffer[..read]);
+    }
+}
+
 /// The envelope's success body of `summary`, as the three servers write it.
 pub(crate) fn success_body(summary: UploadSummary) -> String {
     format!(
@@ -90,44 +177,55 @@ fn failure_body(message: &str) -> String {
 
 // --- Strata ---
 
-/// Input of Strata's `POST /v1/upload`: one file.
+/// Input of Strata's spooled `POST /v1/upload`: one file, on disk past the spool threshold.
 #[derive(Deserialize, Validate, JsonSchema)]
 pub(crate) struct UploadInput {
     #[garde(skip)]
     file: UploadedFile,
 }
 
-/// Strata's routing: `POST /v1/upload`.
-pub(crate) fn strata_routing() -> Routing {
-    let upload = default_endpoints_factory()
-        .post()
-        .handler(async |input: UploadInput| {
-            // Piece by piece, as the file arrived: a large file is not joined into one buffer.
-            let mut counter = Counter::default();
-            // (The spool threshold is off here: every file is in memory.)
-            for piece in input.file.pieces().unwrap_or_default() {
-                counter.add(piece);
-            }
-            Ok(counter.finish())
-        });
+/// Input of Strata's streamed `POST /v1/upload`: one file, read as it arrives.
+#[derive(Deserialize, Validate, JsonSchema)]
+pub(crate) struct StreamInput {
+    #[garde(skip)]
+    file: StreamedFile,
+}
+
+/// Strata's routing of `mode`: `POST /v1/upload`.
+pub(crate) fn strata_routing(mode: Mode) -> Routing {
+    let upload = match mode {
+        Mode::Spooled => default_endpoints_factory()
+            .post()
+            .handler(async |input: UploadInput| Ok(read_back(input.file.open().await?).await?)),
+        Mode::Streamed => {
+            default_endpoints_factory()
+                .post()
+                .handler(async |mut input: StreamInput| {
+                    let mut counter = Counter::default();
+                    while let Some(chunk) = input.file.chunk().await? {
+                        counter.add(&chunk);
+                    }
+                    Ok(counter.finish())
+                })
+        }
+    };
     routing! { "v1" => { "upload" => upload } }
 }
 
 /// Strata's configuration: production, no CORS, the logger at `warn`, uploads on with the limits
-/// above, the body budget of one client address raised to the whole budget.
+/// above and the default spool threshold and directory, the body budget of one client address
+/// raised to the whole budget.
 pub(crate) fn strata_config(addr: SocketAddr) -> Config {
     let mut config = create_config()
         .cors(Cors::Disabled)
-        .mode(Mode::Production)
+        .mode(StrataMode::Production)
         .logger(LoggerOptions::new(Level::Warn).color(LogColor::Never))
         .upload(
             UploadLimits::builder()
                 .file_size(FILE_LIMIT)
                 .files(1)
                 .body_size(BODY_LIMIT)
-                // In memory, as this benchmark has measured so far (the handler reads the
-                // pieces); spooling to disk is for the uploads benchmark of issue 51 to measure.
-                .spool_threshold(u64::MAX),
+                .disk_budget(DISK_BUDGET),
         )
         .listen(addr)
         .build();
@@ -138,56 +236,138 @@ pub(crate) fn strata_config(addr: SocketAddr) -> Config {
 
 // --- axum ---
 
-async fn axum_upload(multipart: axum::extract::Multipart) -> axum::response::Response {
-    use axum::http::StatusCode;
-    use axum::response::IntoResponse;
-    let json = |status: StatusCode, body: String| {
-        (
-            status,
-            [(axum::http::header::CONTENT_TYPE, "application/json")],
-            body,
-        )
-            .into_response()
-    };
-    let mut multipart = multipart;
-    let mut summary = None;
-    loop {
-        let mut field = match multipart.next_field().await {
-            Ok(Some(field)) => field,
-            Ok(None) => break,
-            Err(e) => return json(e.status(), failure_body(&e.body_text())),
-        };
-        if field.name() != Some(FIELD) || field.file_name().is_none() {
-            continue;
-        }
-        let mut counter = Counter::default();
-        loop {
-            match field.chunk().await {
-                Ok(Some(chunk)) => counter.add(&chunk),
-                Ok(None) => break,
-                Err(e) => return json(e.status(), failure_body(&e.body_text())),
-            }
-        }
-        summary = Some(counter.finish());
+/// A temporary file of axum's spooled upload: a fresh name, `strata-bench-axum-<pid>-<n>` in
+/// the system's temporary directory (never the client's file name), removed when dropped,
+/// however the request ends.
+struct TemporaryFile(PathBuf);
+
+impl TemporaryFile {
+    async fn create() -> std::io::Result<(Self, tokio::fs::File)> {
+        static NEXT: AtomicU64 = AtomicU64::new(0);
+        let name = format!(
+            "{}{}",
+            axum_temporary_prefix(),
+            NEXT.fetch_add(1, Ordering::Relaxed)
+        );
+        let path = std::env::temp_dir().join(name);
+        let file = tokio::fs::File::create(&path).await?;
+        Ok((Self(path), file))
     }
-    match summary {
-        Some(summary) => json(StatusCode::OK, success_body(summary)),
-        None => json(StatusCode::BAD_REQUEST, failure_body("no file part")),
+
+    fn path(&self) -> &Path {
+        &self.0
     }
 }
 
-/// axum's router: `POST /v1/upload` with the `Multipart` extractor.
-pub(crate) fn axum_app() -> axum::Router {
+impl Drop for TemporaryFile {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
+}
+
+/// The start of the names of this process's temporary files of axum.
+pub(crate) fn axum_temporary_prefix() -> String {
+    format!("strata-bench-axum-{}-", std::process::id())
+}
+
+/// A failure of axum's handler: its status and message.
+type AxumFailure = (axum::http::StatusCode, String);
+
+fn multipart_failure(e: &axum::extract::multipart::MultipartError) -> AxumFailure {
+    (e.status(), e.body_text())
+}
+
+fn io_failure(e: &std::io::Error) -> AxumFailure {
+    (axum::http::StatusCode::INTERNAL_SERVER_ERROR, e.to_string())
+}
+
+/// The file written to a temporary file chunk by chunk, then read back and removed.
+async fn axum_spool(
+    field: &mut axum::extract::multipart::Field<'_>,
+) -> Result<UploadSummary, AxumFailure> {
+    let (temporary, mut file) = TemporaryFile::create().await.map_err(|e| io_failure(&e))?;
+    while let Some(chunk) = field.chunk().await.map_err(|e| multipart_failure(&e))? {
+        file.write_all(&chunk).await.map_err(|e| io_failure(&e))?;
+    }
+    // tokio writes in the background: flushed, every byte is in the file before it is read.
+    file.flush().await.map_err(|e| io_failure(&e))?;
+    drop(file);
+    let file = tokio::fs::File::open(temporary.path())
+        .await
+        .map_err(|e| io_failure(&e))?;
+    read_back(file).await.map_err(|e| io_failure(&e))
+}
+
+/// The file counted chunk by chunk as it arrives.
+async fn axum_stream(
+    field: &mut axum::extract::multipart::Field<'_>,
+) -> Result<UploadSummary, AxumFailure> {
+    let mut counter = Counter::default();
+    while let Some(chunk) = field.chunk().await.map_err(|e| multipart_failure(&e))? {
+        counter.add(&chunk);
+    }
+    Ok(counter.finish())
+}
+
+async fn axum_upload(
+    mode: Mode,
+    mut multipart: axum::extract::Multipart,
+) -> Result<UploadSummary, AxumFailure> {
+    let mut summary = None;
+    while let Some(mut field) = multipart
+        .next_field()
+        .await
+        .map_err(|e| multipart_failure(&e))?
+    {
+        if field.name() != Some(FIELD) || field.file_name().is_none() {
+            continue;
+        }
+        summary = Some(match mode {
+            Mode::Spooled => axum_spool(&mut field).await?,
+            Mode::Streamed => axum_stream(&mut field).await?,
+        });
+    }
+    summary.ok_or_else(|| {
+        (
+            axum::http::StatusCode::BAD_REQUEST,
+            "no file part".to_owned(),
+        )
+    })
+}
+
+/// axum's answer: the envelope, success or failure.
+fn axum_answer(result: Result<UploadSummary, AxumFailure>) -> axum::response::Response {
+    use axum::response::IntoResponse;
+    let (status, body) = match result {
+        Ok(summary) => (axum::http::StatusCode::OK, success_body(summary)),
+        Err((status, message)) => (status, failure_body(&message)),
+    };
+    (
+        status,
+        [(axum::http::header::CONTENT_TYPE, "application/json")],
+        body,
+    )
+        .into_response()
+}
+
+/// axum's router of `mode`: `POST /v1/upload` with the `Multipart` extractor.
+pub(crate) fn axum_app(mode: Mode) -> axum::Router {
     axum::Router::new()
-        .route(PATH, axum::routing::post(axum_upload))
+        .route(
+            PATH,
+            axum::routing::post(async move |multipart| {
+                axum_answer(axum_upload(mode, multipart).await)
+            }),
+        )
         .layer(axum::extract::DefaultBodyLimit::max(
             usize::try_from(BODY_LIMIT).unwrap_or(usize::MAX),
         ))
 }
 
-/// Binds `addr` and serves [`axum_app`] on it. Call from a tokio runtime.
+/// Binds `addr` and serves [`axum_app`] of `mode` on it. Call from a tokio runtime.
 pub(crate) async fn spawn_axum(
     addr: SocketAddr,
+    mode: Mode,
 ) -> std::io::Result<(SocketAddr, tokio::task::JoinHandle<()>)> {
     use axum::serve::ListenerExt;
     let listener = tokio::net::TcpListener::bind(addr).await?;
@@ -195,7 +375,7 @@ pub(crate) async fn spawn_axum(
     let listener = listener.tap_io(|stream| {
         let _ = stream.set_nodelay(true);
     });
-    let app = axum_app().into_make_service();
+    let app = axum_app(mode).into_make_service();
     let task = tokio::spawn(async move {
         let _ = axum::serve(listener, app).await;
     });
