@@ -6,7 +6,10 @@
 #   realworld/scripts/measure.sh [RUNS] [SECONDS] [CONNECTIONS]    (defaults 5, 10, 32)
 #
 # STRATA_REALWORLD_BIN=<binary> measures that binary instead of building one (to compare two
-# versions under the same conditions).
+# versions under the same conditions). API_URL=<http://host:port/api> measures that running
+# API instead (an empty database: replicas.sh sets it, `realworld/scripts/replicas.sh
+# realworld/scripts/measure.sh` measures three replicas on PostgreSQL behind haproxy); only wrk
+# is pinned then.
 # One server (a fresh SQLite file in a temporary directory, WAL), pinned to core 0 when there
 # are two cores or more; wrk (one thread) pinned to core 1. Seeded with one author, 100
 # articles of three tags each and 8 readers who follow the author and favorite articles
@@ -27,12 +30,6 @@ for tool in wrk curl; do
     command -v "$tool" > /dev/null || { echo "measure.sh: $tool is not installed" >&2; exit 1; }
 done
 
-binary=${STRATA_REALWORLD_BIN:-}
-if [ -z "$binary" ]; then
-    cargo build --quiet --release -p strata-realworld
-    binary=${CARGO_TARGET_DIR:-target}/release/strata-realworld
-fi
-
 work=$(mktemp -d)
 server_pid=
 cleanup() {
@@ -41,15 +38,26 @@ cleanup() {
 }
 trap cleanup EXIT
 
-port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 server_cpu=() client_cpu=()
 if [ "$(nproc)" -ge 2 ] && command -v taskset > /dev/null; then
     server_cpu=(taskset -c 0) client_cpu=(taskset -c 1)
 fi
-DATABASE_URL="sqlite://$work/conduit.db" JWT_SECRET=measure PORT=$port \
-    "${server_cpu[@]}" "$binary" > "$work/server.log" 2>&1 &
-server_pid=$!
-base="http://127.0.0.1:$port/api"
+if [ -n "${API_URL:-}" ]; then
+    base=${API_URL%/}
+    server_cpu=()
+    echo "measuring $base (started by the caller)" >&2
+else
+    binary=${STRATA_REALWORLD_BIN:-}
+    if [ -z "$binary" ]; then
+        cargo build --quiet --release -p strata-realworld
+        binary=${CARGO_TARGET_DIR:-target}/release/strata-realworld
+    fi
+    port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+    DATABASE_URL="sqlite://$work/conduit.db" JWT_SECRET=measure PORT=$port \
+        "${server_cpu[@]}" "$binary" > "$work/server.log" 2>&1 &
+    server_pid=$!
+    base="http://127.0.0.1:$port/api"
+fi
 for _ in $(seq 100); do
     curl -sf -o /dev/null "$base/tags" && break
     sleep 0.1

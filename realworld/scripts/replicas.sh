@@ -7,6 +7,10 @@
 #   realworld/scripts/replicas.sh --kill          # under load, SIGKILLs a replica; counts failures
 #   realworld/scripts/replicas.sh CMD [ARG...]    # starts it, runs CMD with API_URL set, stops it
 #
+# REPLICAS=N runs N replicas instead of three (--kill needs two at least): `REPLICAS=1
+# realworld/scripts/replicas.sh realworld/scripts/measure.sh` measures one replica on
+# PostgreSQL behind the same haproxy.
+#
 # - PostgreSQL 15 (Debian's postgresql-15: initdb and postgres from PG_BIN, the PATH or
 #   /usr/lib/postgresql/15/bin): a cluster made with initdb in a temporary folder, on a free
 #   port of 127.0.0.1, fsync on (a real server's settings, unlike the tests' cluster). As root,
@@ -94,10 +98,12 @@ database_url="postgres://conduit@127.0.0.1:$pg_port/postgres"
 redis_port=$(free_port)
 start_redis "$redis_port"
 
-# ---- three replicas -------------------------------------------------------------------
+# ---- the replicas (three unless REPLICAS says) -----------------------------------------
+replicas=${REPLICAS:-3}
+[[ "$replicas" =~ ^[1-9][0-9]?$ ]] || { echo "replicas.sh: REPLICAS=$replicas is not 1 to 99" >&2; exit 1; }
 secret=$(python3 -c 'import secrets; print(secrets.token_hex(32))')
 replica_ports=()
-for n in 1 2 3; do
+for n in $(seq "$replicas"); do
     port=$(free_port)
     replica_ports+=("$port")
     DATABASE_URL=$database_url REDIS_URL="redis://127.0.0.1:$redis_port/" \
@@ -106,11 +112,11 @@ for n in 1 2 3; do
     pids+=("$!")
 done
 # Started at once: the migrations run once (sqlx's advisory lock), the others wait for them.
-for n in 1 2 3; do
+for n in $(seq "$replicas"); do
     port=${replica_ports[$((n - 1))]}
     for _ in $(seq 1 300); do
         curl -sf -o /dev/null "http://127.0.0.1:$port/api/tags" && continue 2
-        kill -0 "${pids[-4 + n]}" 2>/dev/null || { echo "replica $n exited:" >&2; cat "$work/replica-$n.log" >&2; exit 1; }
+        kill -0 "${pids[-replicas - 1 + n]}" 2>/dev/null || { echo "replica $n exited:" >&2; cat "$work/replica-$n.log" >&2; exit 1; }
         sleep 0.05
     done
     echo "replica $n did not answer:" >&2; cat "$work/replica-$n.log" >&2; exit 1
@@ -136,7 +142,7 @@ backend replicas
     option redispatch 1
     default-server check inter 200ms fall 1 rise 1
 CFG
-    for n in 1 2 3; do echo "    server r$n 127.0.0.1:${replica_ports[$((n - 1))]}"; done
+    for n in $(seq "$replicas"); do echo "    server r$n 127.0.0.1:${replica_ports[$((n - 1))]}"; done
 } >"$work/haproxy.cfg"
 haproxy -f "$work/haproxy.cfg" -db >"$work/haproxy.log" 2>&1 &
 pids+=("$!")
@@ -178,6 +184,7 @@ elif [ "${1:-}" = --kill ]; then
     # policy: a GET (idempotent) that gets a 502, 503 or 504 or no answer is sent once more; a
     # POST never (it may have been written). Expected: no GET fails, and the POSTs that fail
     # are at most those in flight on the replica when it died (one per client at most).
+    [ "$replicas" -ge 2 ] || { echo "replicas.sh: --kill needs two replicas at least" >&2; exit 1; }
     victim=${pids[2]}
     body=$(curl -sf -H 'content-type: application/json' -d '{"user":{"username":"load","email":"load@example.com","password":"secret-load"}}' "$API_URL/users")
     token=$(python3 -c 'import json, sys; print(json.load(sys.stdin)["user"]["token"])' <<<"$body")
