@@ -95,6 +95,7 @@ mod pages;
 mod request;
 mod response;
 mod sse;
+mod trace_context;
 
 use std::borrow::Borrow;
 use std::fmt;
@@ -628,6 +629,8 @@ impl<S, E> Client<S, E> {
             .body(body)
             .map_err(|error| ClientError::Input(error.to_string()))?;
         let sent = request.headers_mut();
+        // First: a header the application sets wins.
+        trace_context::inject(sent);
         request::insert_headers(sent, placed.headers)?;
         // (Most calls add no header: no copy then.)
         if !settings.headers.is_empty() {
