@@ -2,8 +2,10 @@
 //! calls service B through the Rust client; both export their spans over OTLP/HTTP to a
 //! receiver in this test (a tiny HTTP server on 127.0.0.1:0 keeping what is posted), which
 //! decodes them with the OpenTelemetry protocol's own definitions (`opentelemetry-proto`'s
-//! types, generated from the `.proto` files). One trace, B's span a child of A's, A's a child
-//! of the caller's `traceparent`, the attributes as the semantic conventions name them. Waits
+//! types, generated from the `.proto` files). One trace: A's server span a child of the
+//! caller's `traceparent`, A's handler span its child, B's server span a child of A's handler
+//! span (whose context the client sent), the attributes as the semantic conventions name
+//! them. Waits
 //! are the exporters' flushes, which return once the receiver has answered.
 //!
 //! A second test runs itself as a child process whose server logs JSON lines, and reads them:
@@ -265,15 +267,22 @@ async fn one_trace_across_two_services_over_otlp() {
             .unwrap_or_else(|| panic!("no span {name} of {service} in {spans:#?}"))
     };
     let a_span = find("a", "GET /v1/relay/:word");
+    let a_handler = find("a", "handler");
     let b_span = find("b", "GET /v1/echo/:word");
-    assert_eq!(spans.len(), 3, "{spans:#?}");
+    let b_handler = find("b", "handler");
+    // The 404 has no handler.
+    assert_eq!(spans.len(), 5, "{spans:#?}");
 
-    // One trace: the caller's; A's span its child, B's A's.
-    assert_eq!(a_span.trace_id, CALLER_TRACE);
-    assert_eq!(b_span.trace_id, CALLER_TRACE);
+    // One trace: the caller's. A's server span its child, A's handler A's server span's, B's
+    // server span (called from A's handler) A's handler's, B's handler B's server span's.
+    for span in [a_span, a_handler, b_span, b_handler] {
+        assert_eq!(span.trace_id, CALLER_TRACE, "{span:#?}");
+    }
     assert_eq!(a_span.parent_span_id, CALLER_SPAN);
-    assert_eq!(b_span.parent_span_id, a_span.span_id);
-    assert_ne!(a_span.span_id, b_span.span_id);
+    assert_eq!(a_handler.parent_span_id, a_span.span_id);
+    assert_eq!(b_span.parent_span_id, a_handler.span_id);
+    assert_eq!(b_handler.parent_span_id, b_span.span_id);
+    assert_eq!(a_handler.kind, SpanKind::Internal as i32);
 
     for (span, addr, route, path) in [
         (a_span, a_addr, "/v1/relay/:word", "/v1/relay/hello"),
@@ -318,11 +327,17 @@ async fn sampling_follows_the_ratio_and_the_callers_decision() {
     assert_eq!(get(addr, "/v1/echo/no", &unsampled).await.0, 200);
     assert_eq!(get(addr, "/v1/echo/none", "").await.0, 200);
     flush(&never).await;
-    let paths: Vec<_> = spans(&received)
+    let spans = spans(&received);
+    let paths: Vec<_> = spans
         .iter()
-        .map(|span| span.text("url.path").unwrap().to_owned())
+        .filter_map(|span| span.text("url.path"))
         .collect();
     assert_eq!(paths, ["/v1/echo/yes"]);
+    assert_eq!(
+        spans.len(),
+        2,
+        "the server's span and its handler's: {spans:#?}"
+    );
     b.shutdown().await;
 }
 

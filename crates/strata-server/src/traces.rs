@@ -14,6 +14,7 @@ use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use http::{Method, Request, StatusCode, header};
+use opentelemetry::global::BoxedTracer;
 use opentelemetry::propagation::TextMapPropagator;
 use opentelemetry::trace::{
     SpanContext, SpanKind, Status, TraceContextExt, Tracer as _, TracerProvider as _,
@@ -26,6 +27,7 @@ use opentelemetry_sdk::error::OTelSdkResult;
 use opentelemetry_sdk::propagation::TraceContextPropagator;
 use opentelemetry_sdk::trace::{Sampler, SdkTracer, SdkTracerProvider};
 use strata_core::Logger;
+use strata_core::trace::StageTracer;
 use strata_routing::Router;
 
 use crate::error::ServerError;
@@ -49,9 +51,11 @@ const EXPORT_TIMEOUT: Duration = Duration::from_secs(10);
 /// still be flowing); a 5xx sets its status to error. The health probes and the metrics'
 /// exposition get none.
 ///
-/// The request's context is current while the router, the middlewares and the handler run:
-/// spans the handler makes with the OpenTelemetry API are children of the request's, and the
-/// Rust client (with its `otel` feature) sends `traceparent` for it. With
+/// The handler runs in a child span named `handler` (the facade's `otel` feature), current
+/// while it runs: spans the handler makes with the OpenTelemetry API are its children, and the
+/// Rust client (with its `otel` feature) sends `traceparent` for it, so that the service called
+/// makes its span a child of the handler's. (The request's context is current while the
+/// router and the middlewares run.) With
 /// `LogFormat::Json`, a sampled request's log line carries `trace_id` and `span_id`.
 ///
 /// A clone shares the exporter: the server flushes it when it has shut down; a test or a
@@ -185,13 +189,17 @@ impl Tracing {
 #[derive(Clone, Debug)]
 pub(crate) struct Traced {
     tracer: SdkTracer,
+    /// The same tracer, for the stages' spans (the handler's), put in each request's context.
+    stages: StageTracer,
     router: Router,
 }
 
 impl Traced {
     pub(crate) fn new(tracing: &Tracing, router: Router) -> Result<Self, ServerError> {
+        let tracer = tracing.tracer()?;
         Ok(Self {
-            tracer: tracing.tracer()?,
+            stages: StageTracer::new(BoxedTracer::new(Box::new(tracer.clone()))),
+            tracer,
             router,
         })
     }
@@ -255,7 +263,7 @@ impl Traced {
             .with_attributes(attributes)
             .start_with_context(&self.tracer, &parent);
         RequestSpan {
-            context: parent.with_span(span),
+            context: parent.with_span(span).with_value(self.stages.clone()),
         }
     }
 }

@@ -169,6 +169,10 @@ where
         }
         #[cfg(feature = "otel")]
         let span = self.traced.as_ref().map(|traced| traced.begin(&request));
+        // Current while the stages are called too: a stage may call the next at once (the
+        // handler's span starts when its future is made).
+        #[cfg(feature = "otel")]
+        let _current = span.as_ref().map(|span| span.context().clone().attach());
         let line = self
             .request_lines
             .as_ref()
