@@ -17,7 +17,7 @@ use http::{Method, Request, StatusCode, header};
 use opentelemetry::global::BoxedTracer;
 use opentelemetry::propagation::TextMapPropagator;
 use opentelemetry::trace::{
-    SpanContext, SpanKind, Status, TraceContextExt, Tracer as _, TracerProvider as _,
+    Span as _, SpanContext, SpanKind, Status, TraceContextExt, Tracer as _, TracerProvider as _,
 };
 use opentelemetry::{Context, KeyValue};
 use opentelemetry_http::HeaderExtractor;
@@ -215,57 +215,69 @@ impl Traced {
             Some(route) => format!("{method} {route}").into(),
             None => method.into(),
         };
-        let mut attributes = Vec::with_capacity(10);
-        attributes.push(KeyValue::new("http.request.method", method));
-        if method == OTHER_METHOD {
-            attributes.push(KeyValue::new(
-                "http.request.method_original",
-                request.method().as_str().to_owned(),
-            ));
-        }
-        if let Some(route) = route {
-            attributes.push(KeyValue::new("http.route", route.to_string()));
-        }
-        attributes.push(KeyValue::new("url.path", request.uri().path().to_owned()));
-        if let Some(scheme) = request.uri().scheme_str() {
-            attributes.push(KeyValue::new("url.scheme", scheme.to_owned()));
-        }
-        // HTTP/2 has the authority in the URI, HTTP/1.1 in `Host`.
-        let authority = request.uri().authority().cloned().or_else(|| {
-            request
-                .headers()
-                .get(header::HOST)
-                .and_then(|host| http::uri::Authority::try_from(host.as_bytes()).ok())
-        });
-        if let Some(authority) = authority {
-            attributes.push(KeyValue::new("server.address", authority.host().to_owned()));
-            if let Some(port) = authority.port_u16() {
-                attributes.push(KeyValue::new("server.port", i64::from(port)));
-            }
-        }
-        if let Some(version) = protocol_version(request.version()) {
-            attributes.push(KeyValue::new("network.protocol.version", version));
-        }
-        if let Some(agent) = request
-            .headers()
-            .get(header::USER_AGENT)
-            .and_then(|agent| agent.to_str().ok())
-        {
-            attributes.push(KeyValue::new("user_agent.original", agent.to_owned()));
-        }
-        if let Some(id) = Logger::from_extensions(request.extensions()).request_id() {
-            attributes.push(KeyValue::new("strata.request_id", id.to_owned()));
-        }
-        let span = self
+        let mut span = self
             .tracer
             .span_builder(name)
             .with_kind(SpanKind::Server)
-            .with_attributes(attributes)
             .start_with_context(&self.tracer, &parent);
+        // Our sampler reads no attributes: an unsampled request is spared writing them.
+        if span.is_recording() {
+            span.set_attributes(attributes(request, method, route));
+        }
         RequestSpan {
             context: parent.with_span(span).with_value(self.stages.clone()),
         }
     }
+}
+
+/// The conventions' attributes of `request` (`method` as they name it, `route` its template).
+fn attributes<B>(
+    request: &Request<B>,
+    method: &'static str,
+    route: Option<&Arc<str>>,
+) -> Vec<KeyValue> {
+    let mut attributes = Vec::with_capacity(10);
+    attributes.push(KeyValue::new("http.request.method", method));
+    if method == OTHER_METHOD {
+        attributes.push(KeyValue::new(
+            "http.request.method_original",
+            request.method().as_str().to_owned(),
+        ));
+    }
+    if let Some(route) = route {
+        attributes.push(KeyValue::new("http.route", route.to_string()));
+    }
+    attributes.push(KeyValue::new("url.path", request.uri().path().to_owned()));
+    if let Some(scheme) = request.uri().scheme_str() {
+        attributes.push(KeyValue::new("url.scheme", scheme.to_owned()));
+    }
+    // HTTP/2 has the authority in the URI, HTTP/1.1 in `Host`.
+    let authority = request.uri().authority().cloned().or_else(|| {
+        request
+            .headers()
+            .get(header::HOST)
+            .and_then(|host| http::uri::Authority::try_from(host.as_bytes()).ok())
+    });
+    if let Some(authority) = authority {
+        attributes.push(KeyValue::new("server.address", authority.host().to_owned()));
+        if let Some(port) = authority.port_u16() {
+            attributes.push(KeyValue::new("server.port", i64::from(port)));
+        }
+    }
+    if let Some(version) = protocol_version(request.version()) {
+        attributes.push(KeyValue::new("network.protocol.version", version));
+    }
+    if let Some(agent) = request
+        .headers()
+        .get(header::USER_AGENT)
+        .and_then(|agent| agent.to_str().ok())
+    {
+        attributes.push(KeyValue::new("user_agent.original", agent.to_owned()));
+    }
+    if let Some(id) = Logger::from_extensions(request.extensions()).request_id() {
+        attributes.push(KeyValue::new("strata.request_id", id.to_owned()));
+    }
+    attributes
 }
 
 /// A request's span, ended with its status.
