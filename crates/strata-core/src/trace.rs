@@ -46,10 +46,12 @@ pin_project! {
 impl<F> InSpan<F> {
     /// `inner` in a span named `stage`, when the current context is a traced request's.
     pub fn start(stage: &'static str, inner: F) -> Self {
-        let current = Context::current();
-        let context = current.get::<StageTracer>().map(|tracer| {
-            let span = tracer.0.start_with_context(stage, &current);
-            current.with_span(span)
+        // Looked at in place: an untraced request clones no context.
+        let context = Context::map_current(|current| {
+            current.get::<StageTracer>().map(|tracer| {
+                let span = tracer.0.start_with_context(stage, current);
+                current.with_span(span)
+            })
         });
         Self { inner, context }
     }
