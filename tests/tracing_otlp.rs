@@ -3,9 +3,9 @@
 //! receiver in this test (a tiny HTTP server on 127.0.0.1:0 keeping what is posted), which
 //! decodes them with the OpenTelemetry protocol's own definitions (`opentelemetry-proto`'s
 //! types, generated from the `.proto` files). One trace: A's server span a child of the
-//! caller's `traceparent`, A's handler span its child, B's server span a child of A's handler
-//! span (whose context the client sent), the attributes as the semantic conventions name
-//! them. Waits
+//! caller's `traceparent`, A's handler span its child, the client's span of the call to B the
+//! handler's child, B's server span a child of the client's (whose context the client sent),
+//! the attributes as the semantic conventions name them. Waits
 //! are the exporters' flushes, which return once the receiver has answered.
 //!
 //! A second test runs itself as a child process whose server logs JSON lines, and reads them:
@@ -268,21 +268,36 @@ async fn one_trace_across_two_services_over_otlp() {
     };
     let a_span = find("a", "GET /v1/relay/:word");
     let a_handler = find("a", "handler");
+    let a_call = find("a", "GET /v1/echo/:word");
     let b_span = find("b", "GET /v1/echo/:word");
     let b_handler = find("b", "handler");
     // The 404 has no handler.
-    assert_eq!(spans.len(), 5, "{spans:#?}");
+    assert_eq!(spans.len(), 6, "{spans:#?}");
 
-    // One trace: the caller's. A's server span its child, A's handler A's server span's, B's
-    // server span (called from A's handler) A's handler's, B's handler B's server span's.
-    for span in [a_span, a_handler, b_span, b_handler] {
+    // One trace: the caller's. A's server span its child, A's handler A's server span's, A's
+    // call of B (a client span) A's handler's, B's server span A's call's, B's handler B's
+    // server span's.
+    for span in [a_span, a_handler, a_call, b_span, b_handler] {
         assert_eq!(span.trace_id, CALLER_TRACE, "{span:#?}");
     }
     assert_eq!(a_span.parent_span_id, CALLER_SPAN);
     assert_eq!(a_handler.parent_span_id, a_span.span_id);
-    assert_eq!(b_span.parent_span_id, a_handler.span_id);
+    assert_eq!(a_call.parent_span_id, a_handler.span_id);
+    assert_eq!(b_span.parent_span_id, a_call.span_id);
     assert_eq!(b_handler.parent_span_id, b_span.span_id);
     assert_eq!(a_handler.kind, SpanKind::Internal as i32);
+
+    // The client span, as the conventions name its attributes.
+    assert_eq!(a_call.kind, SpanKind::Client as i32, "{a_call:#?}");
+    assert_eq!(a_call.text("http.request.method"), Some("GET"));
+    assert_eq!(
+        a_call.text("url.full"),
+        Some(format!("http://{b_addr}/v1/echo/hello").as_str())
+    );
+    assert_eq!(a_call.text("url.template"), Some("/v1/echo/:word"));
+    assert_eq!(a_call.text("server.address"), Some("127.0.0.1"));
+    assert_eq!(a_call.int("server.port"), Some(i64::from(b_addr.port())));
+    assert_eq!(a_call.int("http.response.status_code"), Some(200));
 
     for (span, addr, route, path) in [
         (a_span, a_addr, "/v1/relay/:word", "/v1/relay/hello"),

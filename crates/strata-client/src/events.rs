@@ -416,8 +416,8 @@ impl<T> Subscription<T> {
         ));
         *request.method_mut() = self.method.clone();
         *request.uri_mut() = self.target.uri.clone();
+        crate::trace_context::inject_current(&mut request);
         let headers = request.headers_mut();
-        crate::trace_context::inject(headers);
         headers.extend(self.target.headers.clone());
         headers.extend(self.headers.clone());
         headers.insert(ACCEPT, HeaderValue::from_static("text/event-stream"));

@@ -25,6 +25,11 @@ impl StageTracer {
     pub fn new(tracer: BoxedTracer) -> Self {
         Self(Arc::new(tracer))
     }
+
+    /// The tracer (the Rust client's spans of calls come from it).
+    pub fn tracer(&self) -> &BoxedTracer {
+        &self.0
+    }
 }
 
 impl fmt::Debug for StageTracer {
