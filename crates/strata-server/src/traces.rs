@@ -52,9 +52,9 @@ const EXPORT_TIMEOUT: Duration = Duration::from_secs(10);
 /// exposition get none.
 ///
 /// The handler runs in a child span named `handler` (the facade's `otel` feature), current
-/// while it runs: spans the handler makes with the OpenTelemetry API are its children, and the
-/// Rust client (with its `otel` feature) sends `traceparent` for it, so that the service called
-/// makes its span a child of the handler's. (The request's context is current while the
+/// while it runs: spans the handler makes with the OpenTelemetry API are its children, and a
+/// call it makes with the Rust client (with its `otel` feature) gets a client span, whose
+/// `traceparent` makes the service called put its span in the same trace. (The request's context is current while the
 /// router and the middlewares run.) With
 /// `LogFormat::Json`, a sampled request's log line carries `trace_id` and `span_id`.
 ///
