@@ -373,9 +373,19 @@ async fn bad_tracing_settings_stop_the_start_with_their_name() {
         error(Tracing::otlp("http://127.0.0.1:4318").sample_ratio(-0.5)).await,
         "tracing: sample_ratio must be between 0 and 1, got -0.5"
     );
+    let endpoint = |given: &str| {
+        format!(
+            "tracing: the OTLP endpoint must be an http:// URL (https:// is not supported yet), \
+             got `{given}`"
+        )
+    };
     assert_eq!(
         error(Tracing::otlp("127.0.0.1:4318")).await,
-        "tracing: the OTLP endpoint must be an http:// or https:// URL, got `127.0.0.1:4318`"
+        endpoint("127.0.0.1:4318")
+    );
+    assert_eq!(
+        error(Tracing::otlp("https://collector:4318")).await,
+        endpoint("https://collector:4318")
     );
 }
 
