@@ -416,6 +416,7 @@ impl<T> Subscription<T> {
         ));
         *request.method_mut() = self.method.clone();
         *request.uri_mut() = self.target.uri.clone();
+        crate::trace_context::inject_current(&mut request);
         let headers = request.headers_mut();
         headers.extend(self.target.headers.clone());
         headers.extend(self.headers.clone());

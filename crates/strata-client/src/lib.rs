@@ -95,6 +95,7 @@ mod pages;
 mod request;
 mod response;
 mod sse;
+mod trace_context;
 
 use std::borrow::Borrow;
 use std::fmt;
@@ -530,13 +531,16 @@ impl<S: Transport, E: Envelope, O> Call<S, E, O> {
         O: StreamedOutput,
     {
         let Client { inner, settings } = self.client;
-        let request = self.request?;
+        let mut request = self.request?;
+        let span = trace_context::ClientSpan::take(&mut request);
         let timeout = self.timeout;
         let exchange = async {
             let response = inner
                 .oneshot(request)
                 .await
-                .map_err(|error| ClientError::Transport(error.into()))?;
+                .map_err(|error| ClientError::Transport(error.into()));
+            span.end(response.as_ref().ok().map(http::Response::status));
+            let response = response?;
             let (parts, body) = response.into_parts();
             if parts.status.is_success() {
                 return Ok(Download::new(parts.status, parts.headers, body, timeout));
@@ -582,12 +586,15 @@ impl<S: Transport, E: Envelope> Client<S, E> {
         finish: fn(http::response::Parts, O) -> R,
     ) -> Result<R, ClientError> {
         let Self { inner, settings } = self;
-        let request = request?;
+        let mut request = request?;
+        let span = trace_context::ClientSpan::take(&mut request);
         let exchange = async {
             let response = inner
                 .oneshot(request)
                 .await
-                .map_err(|error| ClientError::Transport(error.into()))?;
+                .map_err(|error| ClientError::Transport(error.into()));
+            span.end(response.as_ref().ok().map(http::Response::status));
+            let response = response?;
             let (parts, body) = response.into_parts();
             let bytes = read_limited(body, settings.max_response_body).await?;
             let reader = envelope::EnvelopeReader(&settings.envelope);
@@ -627,6 +634,8 @@ impl<S, E> Client<S, E> {
             .uri(placed.uri)
             .body(body)
             .map_err(|error| ClientError::Input(error.to_string()))?;
+        // First: a header the application sets wins.
+        trace_context::start(&mut request, operation.path());
         let sent = request.headers_mut();
         request::insert_headers(sent, placed.headers)?;
         // (Most calls add no header: no copy then.)

@@ -29,6 +29,8 @@ pub mod operation;
 pub mod outcome;
 pub mod payload;
 mod result_handler;
+#[cfg(feature = "otel")]
+pub mod trace;
 
 pub use body::{Body, HeadBody, IncomingBody, PollFrame};
 pub use ctx::{HCons, HNil, Has, Pluck, PluckAll};

@@ -437,7 +437,11 @@ where
 {
     type Response = H::Output;
     type Error = ApiError;
+    #[cfg(not(feature = "otel"))]
     type Future = H::Future;
+    /// In a span named `handler` under a traced request (the `otel` feature).
+    #[cfg(feature = "otel")]
+    type Future = strata_core::trace::InSpan<H::Future>;
 
     fn poll_ready(&mut self, _cx: &mut Context<'_>) -> Poll<Result<(), ApiError>> {
         Poll::Ready(Ok(()))
@@ -450,7 +454,10 @@ where
         } else {
             Logger::default()
         };
-        self.handler.call(input, ctx, logger, parts)
+        let future = self.handler.call(input, ctx, logger, parts);
+        #[cfg(feature = "otel")]
+        let future = strata_core::trace::InSpan::start("handler", future);
+        future
     }
 }
 

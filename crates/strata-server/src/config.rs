@@ -149,8 +149,8 @@ pub enum LogFormat {
     /// a request's records), never coloured. Each request the router answers gets a line of
     /// its own, target `strata::request`, message `request`, with `request_id`, `route` (the
     /// routing's template, `(unmatched)` for an unknown path), `method`, `status` and
-    /// `duration_ms`; `trace_id` is kept for the trace of the request, once Strata has traces
-    /// (absent until then). The health probes and the metrics' exposition get no line.
+    /// `duration_ms`, and `trace_id` and `span_id` of the request's span when it is traced and
+    /// sampled (`create_config().tracing(..)`, the `otel` feature). The health probes and the metrics' exposition get no line.
     Json,
 }
 
@@ -419,6 +419,9 @@ pub struct ServerSettings {
     /// The request metrics, their exposition answered ahead of the router; `None`: none
     /// (nothing counted).
     pub metrics: Option<Metrics>,
+    /// Traces of requests, exported over OTLP; `None`: none (the `otel` feature).
+    #[cfg(feature = "otel")]
+    pub tracing: Option<crate::Tracing>,
 }
 
 /// The configuration of a server: the server's, the router's and the pipeline's settings,
@@ -510,6 +513,14 @@ impl ConfigBuilder {
         /// their exposition (`/metrics` by default, the `OpenMetrics` text format) ahead of the
         /// router. Default: no metrics, nothing counted.
         metrics(metrics: Metrics) => config.server.metrics = Some(metrics);
+        /// Traces each request the router answers with OpenTelemetry ([`Tracing`]: a server
+        /// span named after the route template, in the caller's trace when the request carries
+        /// `traceparent`), exported over OTLP/HTTP. Default: no traces. Needs the `otel`
+        /// feature.
+        ///
+        /// [`Tracing`]: crate::Tracing
+        #[cfg(feature = "otel")]
+        tracing(tracing: crate::Tracing) => config.server.tracing = Some(tracing);
         /// Chooses CORS: [`Cors::Enabled`] (the default headers, `OPTIONS` answered),
         /// [`Cors::Disabled`], or [`Cors::with`] a function computing the headers of each
         /// request. It must be chosen: routing refuses to start otherwise.

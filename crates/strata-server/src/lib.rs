@@ -23,7 +23,8 @@
 //! - `health`: the liveness and readiness probes ([`Health`]), answered ahead of the router;
 //! - `metrics`: request metrics and their exposition ([`Metrics`]), answered ahead of the
 //!   router;
-//! - `logging` and `tls`: the default log subscriber, and TLS material into an acceptor.
+//! - `logging` and `tls`: the default log subscriber, and TLS material into an acceptor;
+//! - `traces` (the `otel` feature): requests' spans with OpenTelemetry ([`Tracing`]).
 //!
 //! # Example
 //!
@@ -52,6 +53,8 @@ mod metrics;
 mod server;
 #[cfg(feature = "tls")]
 mod tls;
+#[cfg(feature = "otel")]
+mod traces;
 
 pub use app::attach::{Attached, attach_routing};
 pub use app::etag::{ETag, ETagFuture, ETagLayer};
@@ -75,3 +78,5 @@ pub use server::{
     AroundApp, CreateServer, Listener, ListeningServer, LocalAddr, NoLayers, Protocol, Server,
     ShutdownHandle, WithLayers, create_server,
 };
+#[cfg(feature = "otel")]
+pub use traces::Tracing;

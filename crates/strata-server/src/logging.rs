@@ -91,31 +91,30 @@ impl RequestLine {
         }
     }
 
-    /// Writes the line: the request was answered with `status`.
-    pub(crate) fn end(self, status: StatusCode) {
+    /// Writes the line: the request was answered with `status`; `trace` is its span's trace
+    /// and span ids, when it is traced and sampled.
+    #[allow(clippy::needless_pass_by_value)] // the ids end here
+    pub(crate) fn end(self, status: StatusCode, trace: Option<(String, String)>) {
         let duration_ms = self.start.elapsed().as_secs_f64() * 1000.0;
         let (route, method, status) = (&*self.route, self.method.as_str(), status.as_u16());
-        // The id comes from the request's logger, there whenever the server runs the router.
-        if let Some(request_id) = self.request_id.as_deref() {
-            tracing::info!(
-                target: "strata::request",
-                request_id,
-                route,
-                method,
-                status,
-                duration_ms,
-                "request"
-            );
-        } else {
-            tracing::info!(
-                target: "strata::request",
-                route,
-                method,
-                status,
-                duration_ms,
-                "request"
-            );
-        }
+        // The id comes from the request's logger, there whenever the server runs the router;
+        // an absent field (`None`) is left out of the line.
+        let request_id = self.request_id.as_deref();
+        let (trace_id, span_id) = match &trace {
+            Some((trace_id, span_id)) => (Some(trace_id.as_str()), Some(span_id.as_str())),
+            None => (None, None),
+        };
+        tracing::info!(
+            target: "strata::request",
+            request_id,
+            trace_id,
+            span_id,
+            route,
+            method,
+            status,
+            duration_ms,
+            "request"
+        );
     }
 }
 

@@ -83,6 +83,9 @@ pub struct Server {
     servers: Vec<ListeningServer>,
     handle: ShutdownHandle,
     tasks: Vec<JoinHandle<()>>,
+    /// Flushed once the listeners have closed: the last requests' spans are exported.
+    #[cfg(feature = "otel")]
+    tracing: Option<crate::Tracing>,
 }
 
 impl std::fmt::Debug for Server {
@@ -137,11 +140,20 @@ impl Server {
     }
 
     /// Shuts down gracefully: stops accepting, lets requests in flight finish within the
-    /// shutdown timeout, then closes.
+    /// shutdown timeout, then closes (and, with traces, exports the spans still waiting).
     pub async fn shutdown(self) {
         self.handle.shutdown();
         for task in self.tasks {
             let _ = task.await;
+        }
+        #[cfg(feature = "otel")]
+        if let Some(tracing) = self.tracing {
+            // The flush waits for the collector: on a thread that may block.
+            let flushed = tokio::task::spawn_blocking(move || tracing.force_flush()).await;
+            if let Ok(Err(error)) = flushed {
+                self.logger
+                    .warn(format_args!("Traces not exported at shutdown: {error}"));
+            }
         }
     }
 }
@@ -562,6 +574,8 @@ async fn start<L: AroundApp>(create: CreateServer<'_, L>) -> Result<Server, Serv
             health: config.server.health.clone(),
         },
         tasks,
+        #[cfg(feature = "otel")]
+        tracing: config.server.tracing.clone(),
     })
 }
 

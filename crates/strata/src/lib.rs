@@ -78,10 +78,18 @@ pub use strata_core::{
 pub use strata_core::Mode;
 pub use strata_cors::Cors;
 pub use strata_routing::{Nest, Router, Routing, routing};
+/// Traces of requests with OpenTelemetry, exported over OTLP/HTTP (feature `otel`).
+#[cfg(feature = "otel")]
+pub use strata_server::Tracing;
 pub use strata_server::{
     Config, ConfigBuilder, Health, Metrics, Server, attach_routing, create_server,
 };
 pub use strata_static::ServeStatic;
+
+/// The OpenTelemetry API (feature `otel`): a handler's own spans (children of the request's,
+/// whose context is current while it runs) need no dependency of their own on it.
+#[cfg(feature = "otel")]
+pub use opentelemetry;
 
 /// The `http` crate Strata is built on (`StatusCode`, `HeaderValue`, `header::*`), so that an
 /// application needs no dependency of its own on it.

@@ -76,6 +76,9 @@ pub struct RouterStack {
     /// The router that names each request's route in its log line, when requests get one
     /// (`LogFormat::Json`).
     request_lines: Option<Router>,
+    /// The tracer of requests' spans (the `otel` feature), when configured.
+    #[cfg(feature = "otel")]
+    traced: Option<crate::traces::Traced>,
 }
 
 impl RouterStack {
@@ -102,6 +105,8 @@ impl RouterStack {
             health: None,
             metrics: None,
             request_lines: None,
+            #[cfg(feature = "otel")]
+            traced: None,
         })
     }
 }
@@ -162,6 +167,12 @@ where
         {
             return answer;
         }
+        #[cfg(feature = "otel")]
+        let span = self.traced.as_ref().map(|traced| traced.begin(&request));
+        // Current while the stages are called too: a stage may call the next at once (the
+        // handler's span starts when its future is made).
+        #[cfg(feature = "otel")]
+        let _current = span.as_ref().map(|span| span.context().clone().attach());
         let line = self
             .request_lines
             .as_ref()
@@ -172,11 +183,26 @@ where
         } else {
             self.inner.call(request.map(Body::new))
         };
+        #[cfg(feature = "otel")]
+        if let Some(span) = span {
+            use opentelemetry::context::FutureExt as _;
+            // The request's context is current whenever its future is polled: the router, the
+            // middlewares and the handler see it.
+            let answer = answer.with_context(span.context().clone());
+            return Box::pin(async move {
+                let Ok(response) = answer.await;
+                if let Some(line) = line {
+                    line.end(response.status(), span.sampled_ids());
+                }
+                span.end(response.status());
+                Ok(response)
+            });
+        }
         match line {
             None => answer,
             Some(line) => Box::pin(async move {
                 let Ok(response) = answer.await;
-                line.end(response.status());
+                line.end(response.status(), None);
                 Ok(response)
             }),
         }
@@ -202,7 +228,16 @@ pub(crate) fn build_app(
         .logger
         .is_some_and(|options| options.format == LogFormat::Json);
     let request_lines = json_lines.then(|| router.clone());
+    #[cfg(feature = "otel")]
+    let traced = match &config.server.tracing {
+        Some(tracing) => Some(crate::traces::Traced::new(tracing, router.clone())?),
+        None => None,
+    };
     let mut app = RouterStack::new(router, compress, etags)?;
+    #[cfg(feature = "otel")]
+    {
+        app.traced = traced;
+    }
     app.request_lines = request_lines;
     app.health.clone_from(&config.server.health);
     app.metrics = metrics;

@@ -1,0 +1,463 @@
+//! Traces across two services over real sockets (the `otel` feature): service A's handler
+//! calls service B through the Rust client; both export their spans over OTLP/HTTP to a
+//! receiver in this test (a tiny HTTP server on 127.0.0.1:0 keeping what is posted), which
+//! decodes them with the OpenTelemetry protocol's own definitions (`opentelemetry-proto`'s
+//! types, generated from the `.proto` files). One trace: A's server span a child of the
+//! caller's `traceparent`, A's handler span its child, the client's span of the call to B the
+//! handler's child, B's server span a child of the client's (whose context the client sent),
+//! the attributes as the semantic conventions name them. Waits
+//! are the exporters' flushes, which return once the receiver has answered.
+//!
+//! A second test runs itself as a child process whose server logs JSON lines, and reads them:
+//! a sampled request's line carries its trace and span ids.
+
+#![allow(clippy::unwrap_used)] // tests fail loudly by design
+
+use std::collections::HashMap;
+use std::convert::Infallible;
+use std::fmt::Write as _;
+use std::net::SocketAddr;
+use std::process::Command;
+use std::sync::{Arc, Mutex};
+
+use bytes::Bytes;
+use garde::Validate;
+use http_body_util::{BodyExt, Full};
+use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
+use opentelemetry_proto::tonic::common::v1::KeyValue;
+use opentelemetry_proto::tonic::common::v1::any_value::Value as AnyValue;
+use opentelemetry_proto::tonic::trace::v1::span::SpanKind;
+use prost::Message;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use strata::client::{Client, HttpClient};
+use strata::prelude::*;
+use strata::server::{LocalAddr, LogFormat, LoggerOptions, ServerError};
+use strata::{Level, Operation, Routing, Tracing};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpListener;
+
+/// The caller's trace and span, sent to A in `traceparent`.
+const CALLER_TRACE: &str = "4bf92f3577b34da6a3ce929d0e0e4736";
+const CALLER_SPAN: &str = "00f067aa0ba902b7";
+
+#[derive(Debug, Serialize, Deserialize, Validate, JsonSchema)]
+#[garde(allow_unvalidated)]
+struct Word {
+    word: String,
+}
+
+/// B's operation, which A calls.
+const ECHO: Operation<Word, Word> = Operation::get("/v1/echo/:word");
+/// A's operation: calls B's.
+const RELAY: Operation<Word, Word> = Operation::get("/v1/relay/:word");
+
+/// What the receiver was posted: each request's path and body.
+#[derive(Clone, Default)]
+struct Received(Arc<Mutex<Vec<(String, Bytes)>>>);
+
+/// An OTLP/HTTP receiver on 127.0.0.1:0: keeps each POST's path and body, answers 200 with
+/// an empty `ExportTraceServiceResponse` (an empty protobuf message is no bytes).
+async fn receiver() -> (String, Received) {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    let received = Received::default();
+    let kept = received.clone();
+    tokio::spawn(async move {
+        loop {
+            let (stream, _) = listener.accept().await.unwrap();
+            let kept = kept.clone();
+            let service =
+                hyper::service::service_fn(move |request: http::Request<hyper::body::Incoming>| {
+                    let kept = kept.clone();
+                    async move {
+                        let path = request.uri().path().to_owned();
+                        let body = request.into_body().collect().await.unwrap().to_bytes();
+                        kept.0.lock().unwrap().push((path, body));
+                        let response = http::Response::builder()
+                            .header("content-type", "application/x-protobuf")
+                            .body(Full::new(Bytes::new()))
+                            .unwrap();
+                        Ok::<_, Infallible>(response)
+                    }
+                });
+            tokio::spawn(
+                hyper::server::conn::http1::Builder::new()
+                    .serve_connection(hyper_util::rt::TokioIo::new(stream), service),
+            );
+        }
+    });
+    (url, received)
+}
+
+/// A decoded span: its service, ids, name, kind and attributes.
+#[derive(Debug)]
+#[allow(clippy::struct_field_names)] // the protocol's names
+struct Span {
+    service: String,
+    trace_id: String,
+    span_id: String,
+    parent_span_id: String,
+    name: String,
+    kind: i32,
+    attributes: HashMap<String, AnyValue>,
+}
+
+impl Span {
+    fn text(&self, key: &str) -> Option<&str> {
+        match self.attributes.get(key) {
+            Some(AnyValue::StringValue(text)) => Some(text),
+            _ => None,
+        }
+    }
+
+    fn int(&self, key: &str) -> Option<i64> {
+        match self.attributes.get(key) {
+            Some(AnyValue::IntValue(n)) => Some(*n),
+            _ => None,
+        }
+    }
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().fold(String::new(), |mut hex, b| {
+        let _ = write!(hex, "{b:02x}");
+        hex
+    })
+}
+
+fn attributes(list: &[KeyValue]) -> HashMap<String, AnyValue> {
+    list.iter()
+        .filter_map(|kv| {
+            let value = kv.value.as_ref()?.value.clone()?;
+            Some((kv.key.clone(), value))
+        })
+        .collect()
+}
+
+/// Every span posted so far, decoded (each post must be to `/v1/traces` and decode).
+fn spans(received: &Received) -> Vec<Span> {
+    let mut spans = Vec::new();
+    for (path, body) in received.0.lock().unwrap().iter() {
+        assert_eq!(path, "/v1/traces");
+        let request = ExportTraceServiceRequest::decode(body.clone()).unwrap();
+        for resource_spans in request.resource_spans {
+            let resource = resource_spans.resource.unwrap_or_default();
+            let service = match attributes(&resource.attributes).remove("service.name") {
+                Some(AnyValue::StringValue(name)) => name,
+                other => panic!("service.name: {other:?}"),
+            };
+            for scope_spans in resource_spans.scope_spans {
+                assert_eq!(scope_spans.scope.unwrap_or_default().name, "strata");
+                for span in scope_spans.spans {
+                    spans.push(Span {
+                        service: service.clone(),
+                        trace_id: hex(&span.trace_id),
+                        span_id: hex(&span.span_id),
+                        parent_span_id: hex(&span.parent_span_id),
+                        name: span.name,
+                        kind: span.kind,
+                        attributes: attributes(&span.attributes),
+                    });
+                }
+            }
+        }
+    }
+    spans
+}
+
+fn port(server: &strata::Server) -> SocketAddr {
+    let LocalAddr::Tcp(addr) = server.servers()[0].local_addr.clone() else {
+        panic!("TCP")
+    };
+    addr
+}
+
+fn config(tracing: Tracing) -> strata::Config {
+    create_config()
+        .cors(Cors::Disabled)
+        .listen(SocketAddr::from(([127, 0, 0, 1], 0)))
+        .tracing(tracing)
+        .build()
+}
+
+/// B: echoes the word.
+async fn service_b(tracing: Tracing) -> strata::Server {
+    let echo = default_endpoints_factory()
+        .endpoint()
+        .implement(&ECHO, async |input: Word| Ok(input));
+    create_server(&config(tracing), &Routing::new().operation(echo))
+        .await
+        .unwrap()
+}
+
+/// A: asks B for the word, through the Rust client.
+async fn service_a(tracing: Tracing, b: SocketAddr) -> strata::Server {
+    let client: HttpClient = Client::http(&format!("http://{b}")).unwrap();
+    let relay = default_endpoints_factory()
+        .with_state(client)
+        .endpoint()
+        .implement(&RELAY, async |input: Word, b: HttpClient| {
+            b.call(&ECHO, input)
+                .await
+                .map_err(|error| http_error!(502, "B: {error}"))
+        });
+    create_server(&config(tracing), &Routing::new().operation(relay))
+        .await
+        .unwrap()
+}
+
+/// Sends `GET path` to `addr` with these extra header lines; the status and the response's
+/// `x-request-id`.
+async fn get(addr: SocketAddr, path: &str, headers: &str) -> (u16, String) {
+    let mut stream = tokio::net::TcpStream::connect(addr).await.unwrap();
+    let request = format!(
+        "GET {path} HTTP/1.1\r\nHost: {addr}\r\nuser-agent: the-test\r\n{headers}\
+         Connection: close\r\n\r\n"
+    );
+    stream.write_all(request.as_bytes()).await.unwrap();
+    let mut answer = Vec::new();
+    stream.read_to_end(&mut answer).await.unwrap();
+    let answer = String::from_utf8(answer).unwrap();
+    let id = answer
+        .lines()
+        .find_map(|line| line.strip_prefix("x-request-id: "))
+        .unwrap_or_default()
+        .to_owned();
+    (answer[9..12].parse().unwrap(), id)
+}
+
+/// Exports what `tracing` has ended: returns once the receiver has answered the post.
+async fn flush(tracing: &Tracing) {
+    let tracing = tracing.clone();
+    tokio::task::spawn_blocking(move || tracing.force_flush())
+        .await
+        .unwrap()
+        .unwrap();
+}
+
+#[tokio::test]
+async fn one_trace_across_two_services_over_otlp() {
+    let (collector, received) = receiver().await;
+    let tracing_a = Tracing::otlp(&collector).service_name("a");
+    let tracing_b = Tracing::otlp(format!("{collector}/")).service_name("b");
+    let b = service_b(tracing_b.clone()).await;
+    let a = service_a(tracing_a.clone(), port(&b)).await;
+    let (a_addr, b_addr) = (port(&a), port(&b));
+
+    let traceparent = format!("traceparent: 00-{CALLER_TRACE}-{CALLER_SPAN}-01\r\n");
+    let tracestate = "tracestate: caller=1\r\n";
+    let (status, request_id) = get(
+        a_addr,
+        "/v1/relay/hello",
+        &format!("{traceparent}{tracestate}"),
+    )
+    .await;
+    assert_eq!(status, 200);
+    // Untraced by a caller: a trace of its own. Unknown paths: the method alone names it.
+    assert_eq!(get(a_addr, "/nowhere/1", "").await.0, 404);
+    flush(&tracing_a).await;
+    flush(&tracing_b).await;
+
+    let spans = spans(&received);
+    let find = |service: &str, name: &str| {
+        spans
+            .iter()
+            .find(|span| span.service == service && span.name == name)
+            .unwrap_or_else(|| panic!("no span {name} of {service} in {spans:#?}"))
+    };
+    let a_span = find("a", "GET /v1/relay/:word");
+    let a_handler = find("a", "handler");
+    let a_call = find("a", "GET /v1/echo/:word");
+    let b_span = find("b", "GET /v1/echo/:word");
+    let b_handler = find("b", "handler");
+    // The 404 has no handler.
+    assert_eq!(spans.len(), 6, "{spans:#?}");
+
+    // One trace: the caller's. A's server span its child, A's handler A's server span's, A's
+    // call of B (a client span) A's handler's, B's server span A's call's, B's handler B's
+    // server span's.
+    for span in [a_span, a_handler, a_call, b_span, b_handler] {
+        assert_eq!(span.trace_id, CALLER_TRACE, "{span:#?}");
+    }
+    assert_eq!(a_span.parent_span_id, CALLER_SPAN);
+    assert_eq!(a_handler.parent_span_id, a_span.span_id);
+    assert_eq!(a_call.parent_span_id, a_handler.span_id);
+    assert_eq!(b_span.parent_span_id, a_call.span_id);
+    assert_eq!(b_handler.parent_span_id, b_span.span_id);
+    assert_eq!(a_handler.kind, SpanKind::Internal as i32);
+
+    // The client span, as the conventions name its attributes.
+    assert_eq!(a_call.kind, SpanKind::Client as i32, "{a_call:#?}");
+    assert_eq!(a_call.text("http.request.method"), Some("GET"));
+    assert_eq!(
+        a_call.text("url.full"),
+        Some(format!("http://{b_addr}/v1/echo/hello").as_str())
+    );
+    assert_eq!(a_call.text("url.template"), Some("/v1/echo/:word"));
+    assert_eq!(a_call.text("server.address"), Some("127.0.0.1"));
+    assert_eq!(a_call.int("server.port"), Some(i64::from(b_addr.port())));
+    assert_eq!(a_call.int("http.response.status_code"), Some(200));
+
+    for (span, addr, route, path) in [
+        (a_span, a_addr, "/v1/relay/:word", "/v1/relay/hello"),
+        (b_span, b_addr, "/v1/echo/:word", "/v1/echo/hello"),
+    ] {
+        assert_eq!(span.kind, SpanKind::Server as i32, "{span:#?}");
+        assert_eq!(span.text("http.request.method"), Some("GET"), "{span:#?}");
+        assert_eq!(span.text("http.route"), Some(route), "{span:#?}");
+        assert_eq!(span.int("http.response.status_code"), Some(200));
+        assert_eq!(span.text("url.path"), Some(path), "{span:#?}");
+        assert_eq!(span.text("server.address"), Some("127.0.0.1"));
+        assert_eq!(span.int("server.port"), Some(i64::from(addr.port())));
+        assert_eq!(span.text("network.protocol.version"), Some("1.1"));
+        assert!(span.text("strata.request_id").is_some(), "{span:#?}");
+    }
+    assert_eq!(a_span.text("user_agent.original"), Some("the-test"));
+    assert_eq!(a_span.text("strata.request_id"), Some(request_id.as_str()));
+
+    let unknown = find("a", "GET");
+    assert_ne!(unknown.trace_id, CALLER_TRACE, "a trace of its own");
+    assert_eq!(unknown.parent_span_id, "", "a root span");
+    assert_eq!(unknown.text("http.route"), None);
+    assert_eq!(unknown.int("http.response.status_code"), Some(404));
+
+    a.shutdown().await;
+    b.shutdown().await;
+}
+
+#[tokio::test]
+async fn sampling_follows_the_ratio_and_the_callers_decision() {
+    let (collector, received) = receiver().await;
+    let never = Tracing::otlp(&collector)
+        .service_name("b")
+        .sample_ratio(0.0);
+    let b = service_b(never.clone()).await;
+    let addr = port(&b);
+    // Sampled by the caller: recorded whatever the ratio (the parent decides).
+    let sampled = format!("traceparent: 00-{CALLER_TRACE}-{CALLER_SPAN}-01\r\n");
+    assert_eq!(get(addr, "/v1/echo/yes", &sampled).await.0, 200);
+    // Not sampled by the caller, or a trace starting here at ratio 0: nothing.
+    let unsampled = format!("traceparent: 00-{CALLER_TRACE}-{CALLER_SPAN}-00\r\n");
+    assert_eq!(get(addr, "/v1/echo/no", &unsampled).await.0, 200);
+    assert_eq!(get(addr, "/v1/echo/none", "").await.0, 200);
+    flush(&never).await;
+    let spans = spans(&received);
+    let paths: Vec<_> = spans
+        .iter()
+        .filter_map(|span| span.text("url.path"))
+        .collect();
+    assert_eq!(paths, ["/v1/echo/yes"]);
+    assert_eq!(
+        spans.len(),
+        2,
+        "the server's span and its handler's: {spans:#?}"
+    );
+    b.shutdown().await;
+}
+
+#[tokio::test]
+async fn bad_tracing_settings_stop_the_start_with_their_name() {
+    let routing = Routing::new();
+    let error = |tracing: Tracing| {
+        let config = config(tracing);
+        let routing = &routing;
+        async move {
+            match create_server(&config, routing).await {
+                Err(ServerError::Config(message)) => message,
+                other => panic!("{other:?}"),
+            }
+        }
+    };
+    assert_eq!(
+        error(Tracing::otlp("http://127.0.0.1:4318").sample_ratio(-0.5)).await,
+        "tracing: sample_ratio must be between 0 and 1, got -0.5"
+    );
+    let endpoint = |given: &str| {
+        format!(
+            "tracing: the OTLP endpoint must be an http:// URL (https:// is not supported yet), \
+             got `{given}`"
+        )
+    };
+    assert_eq!(
+        error(Tracing::otlp("127.0.0.1:4318")).await,
+        endpoint("127.0.0.1:4318")
+    );
+    assert_eq!(
+        error(Tracing::otlp("https://collector:4318")).await,
+        endpoint("https://collector:4318")
+    );
+}
+
+/// Set in the child: it serves and logs instead of reading the logs.
+const CHILD: &str = "STRATA_TRACING_JSON_LOGS_CHILD";
+
+/// The child: a traced server logging JSON lines, a sampled and an unsampled request.
+async fn serve_traced_and_log() {
+    let (collector, _received) = receiver().await;
+    let tracing = Tracing::otlp(collector).service_name("b");
+    let echo = default_endpoints_factory()
+        .endpoint()
+        .implement(&ECHO, async |input: Word| Ok(input));
+    let config = create_config()
+        .cors(Cors::Disabled)
+        .listen(SocketAddr::from(([127, 0, 0, 1], 0)))
+        .logger(LoggerOptions::new(Level::Info).format(LogFormat::Json))
+        .tracing(tracing)
+        .build();
+    let server = create_server(&config, &Routing::new().operation(echo))
+        .await
+        .unwrap();
+    let addr = port(&server);
+    let sampled =
+        format!("traceparent: 00-{CALLER_TRACE}-{CALLER_SPAN}-01\r\nx-request-id: in\r\n");
+    assert_eq!(get(addr, "/v1/echo/in", &sampled).await.0, 200);
+    let unsampled =
+        format!("traceparent: 00-{CALLER_TRACE}-{CALLER_SPAN}-00\r\nx-request-id: out\r\n");
+    assert_eq!(get(addr, "/v1/echo/out", &unsampled).await.0, 200);
+    server.shutdown().await;
+}
+
+#[test]
+fn json_log_lines_carry_the_trace_and_span_ids_of_sampled_requests() {
+    let test = "json_log_lines_carry_the_trace_and_span_ids_of_sampled_requests";
+    if std::env::var_os(CHILD).is_some() {
+        tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .unwrap()
+            .block_on(serve_traced_and_log());
+        return;
+    }
+    let child = Command::new(std::env::current_exe().unwrap())
+        .args(["--exact", test, "--nocapture", "--test-threads=1"])
+        .env(CHILD, "1")
+        .env_remove("RUST_LOG")
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8(child.stdout).unwrap();
+    assert!(
+        child.status.success(),
+        "the child failed:\n{stdout}\n{}",
+        String::from_utf8_lossy(&child.stderr)
+    );
+    let lines: HashMap<String, serde_json::Value> = stdout
+        .lines()
+        .filter_map(|line| line.find("{\"timestamp\"").map(|at| &line[at..]))
+        .map(|line| serde_json::from_str::<serde_json::Value>(line).unwrap())
+        .filter(|record| record["target"] == "strata::request")
+        .map(|record| (record["request_id"].as_str().unwrap().to_owned(), record))
+        .collect();
+    let sampled = &lines["in"];
+    assert_eq!(sampled["trace_id"], CALLER_TRACE, "{sampled}");
+    let span_id = sampled["span_id"].as_str().unwrap();
+    assert_eq!(span_id.len(), 16, "{sampled}");
+    assert_ne!(
+        span_id, CALLER_SPAN,
+        "the server's own span, not the caller's"
+    );
+    let unsampled = &lines["out"];
+    assert!(unsampled.get("trace_id").is_none(), "{unsampled}");
+    assert!(unsampled.get("span_id").is_none(), "{unsampled}");
+}
