@@ -24,7 +24,7 @@
 //! - `metrics`: request metrics and their exposition ([`Metrics`]), answered ahead of the
 //!   router;
 //! - `logging` and `tls`: the default log subscriber, and TLS material into an acceptor;
-//! - `traces` (the `otel` feature): requests' spans with OpenTelemetry ([`Tracing`]).
+//! - `traces` (the `otel` feature): requests' spans with OpenTelemetry (`Tracing`).
 //!
 //! # Example
 //!
