@@ -12,7 +12,6 @@ use http_body::Body;
 use pin_project_lite::pin_project;
 use strata_core::{ApiError, BoxError, ErrorKind};
 use strata_input::{StreamedFile, TextValue, UploadedFile};
-use tokio::io::{AsyncWriteExt, BufWriter};
 
 use crate::Multipart;
 
@@ -490,20 +489,37 @@ impl futures_core::Stream for FileStream {
 
 /// How much a temporary file's writes gather before going to the file: few, large writes, and
 /// little memory per upload.
-const WRITE_BUFFER: usize = 256 * 1024;
+const WRITE_BATCH: usize = 256 * 1024;
 
 /// A file part being written to a temporary file; dropped unfinished (a failed or cancelled
 /// read), the file is removed.
+///
+/// The pieces multer gives are written as they are, not copied into a buffer: they gather in a
+/// batch ([`PartBytes`], which joins only small pieces), and a full batch is written on a
+/// blocking thread while the next one arrives. One batch is written at a time, so an upload
+/// holds at most two batches in memory.
 struct Spooling {
-    writer: BufWriter<tokio::fs::File>,
+    file: SpoolFile,
+    batch: PartBytes,
     guard: TempFile,
+}
+
+/// Where a spooled file's handle is.
+enum SpoolFile {
+    /// Here: no batch is being written.
+    Idle(std::fs::File),
+    /// On a blocking thread writing a batch, which gives it back.
+    Writing(tokio::task::JoinHandle<std::io::Result<std::fs::File>>),
+    /// Lost with a write that failed (the read ends with that error).
+    Failed,
 }
 
 impl Spooling {
     async fn start(limits: &UploadLimits) -> Result<Self, ApiError> {
         let (file, guard) = limits.spool().create().await.map_err(disk_error)?;
         Ok(Self {
-            writer: BufWriter::with_capacity(WRITE_BUFFER, file),
+            file: SpoolFile::Idle(file),
+            batch: PartBytes::default(),
             guard,
         })
     }
@@ -536,9 +552,37 @@ impl Spooling {
             ));
         }
         *on_disk = total;
-        self.writer.write_all(&chunk).await.map_err(disk_error)?;
+        self.batch.push(chunk);
         spooled.fetch_add(bytes, Ordering::Relaxed);
+        if self.batch.size >= WRITE_BATCH {
+            self.write_batch().await?;
+        }
         Ok(())
+    }
+
+    /// Waits for the batch being written, if any, then starts writing the gathered one.
+    async fn write_batch(&mut self) -> Result<(), ApiError> {
+        let mut file = self.written().await?;
+        let pieces = std::mem::take(&mut self.batch).finish();
+        self.file = SpoolFile::Writing(tokio::task::spawn_blocking(move || {
+            for piece in pieces {
+                std::io::Write::write_all(&mut file, &piece)?;
+            }
+            Ok(file)
+        }));
+        Ok(())
+    }
+
+    /// The file, once the batch being written (if any) is in it.
+    async fn written(&mut self) -> Result<std::fs::File, ApiError> {
+        let written = match std::mem::replace(&mut self.file, SpoolFile::Failed) {
+            SpoolFile::Idle(file) => Ok(file),
+            SpoolFile::Writing(writing) => writing
+                .await
+                .unwrap_or_else(|e| Err(std::io::Error::other(e))),
+            SpoolFile::Failed => Err(std::io::Error::other("an earlier write failed")),
+        };
+        written.map_err(disk_error)
     }
 
     /// The whole file written: an `UploadedFile` that removes it when its last clone goes.
@@ -548,9 +592,11 @@ impl Spooling {
         mimetype: String,
         size: u64,
     ) -> Result<UploadedFile, ApiError> {
+        if self.batch.size > 0 {
+            self.write_batch().await?;
+        }
         // Every byte in the file before it is read.
-        self.writer.flush().await.map_err(disk_error)?;
-        drop(self.writer);
+        drop(self.written().await?);
         let path = self.guard.path().to_owned();
         Ok(UploadedFile::on_disk(
             name, mimetype, path, size, self.guard,

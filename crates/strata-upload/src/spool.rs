@@ -93,15 +93,19 @@ impl Spool {
 
     /// A new temporary file in this value's directory, under a generated name (never the
     /// client's), and the guard that removes it.
-    pub(crate) async fn create(&self) -> io::Result<(tokio::fs::File, TempFile)> {
+    pub(crate) async fn create(&self) -> io::Result<(std::fs::File, TempFile)> {
         let dir = self.dir().await?;
         let n = self.0.next.fetch_add(1, Ordering::Relaxed);
         let path = dir.join(format!("{n}.upload"));
-        let file = tokio::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .open(&path)
-            .await?;
+        let opened = path.clone();
+        let file = tokio::task::spawn_blocking(move || {
+            std::fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .open(opened)
+        })
+        .await
+        .map_err(io::Error::other)??;
         let guard = TempFile {
             path,
             bytes: 0,
