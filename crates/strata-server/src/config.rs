@@ -271,8 +271,10 @@ pub struct ServerLimits {
     /// (and TLS handshake) on a new connection, and on HTTP/1 each request head while nothing
     /// else is in flight, so an idle HTTP/1 keep-alive connection is closed after it too.
     pub header_read_timeout: Option<Duration>,
-    /// The most bytes of request headers accepted (default 64 KiB). HTTP/1 cannot go below
-    /// 8 KiB (hyper's smallest read buffer); smaller values apply to HTTP/2 only.
+    /// The most bytes of request headers accepted (default 64 KiB): over HTTP/1, the request
+    /// line and header lines, refused with a 431 naming the limit and the connection closed;
+    /// over HTTP/2, the header list as HPACK counts it. (HTTP/1 heads over about 400 KiB, or
+    /// this limit when larger, are refused by hyper, which holds no more in its buffer.)
     pub max_header_bytes: usize,
     /// How long graceful shutdown waits for requests in flight (default 10 s); `None` waits
     /// for every one.

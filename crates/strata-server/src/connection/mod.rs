@@ -34,6 +34,18 @@ pub(crate) const FOREVER: Duration = Duration::from_secs(100 * 365 * 24 * 3600);
 /// make a connection ping back and forth without pause.
 pub(crate) const MIN_PING_INTERVAL: Duration = Duration::from_secs(1);
 
+/// hyper's own largest read buffer (its `max_buf_size` by default).
+const HYPER_READ_BUFFER: usize = 8192 + 4096 * 100;
+
+/// The largest read buffer of an HTTP/1 connection: hyper's own, or the head limit when it is
+/// larger. hyper reads heads and bodies into this one buffer and refuses a head that does not
+/// fit it; a buffer as small as the head limit (64 KiB by default) made a large body arrive in
+/// four times as many reads. The head limit below it is checked on the parsed head
+/// (`ConnectionService`).
+pub(crate) fn read_buffer_size(limits: &ServerLimits) -> usize {
+    limits.max_header_bytes.max(HYPER_READ_BUFFER)
+}
+
 pub(crate) fn connection_builder(limits: &ServerLimits) -> auto::Builder<TokioExecutor> {
     let mut builder = auto::Builder::new(TokioExecutor::new());
     builder
@@ -44,8 +56,7 @@ pub(crate) fn connection_builder(limits: &ServerLimits) -> auto::Builder<TokioEx
         .header_read_timeout(None)
         // A client that shuts its sending side after the request still gets the response.
         .half_close(true)
-        // hyper refuses buffers under 8 KiB.
-        .max_buf_size(limits.max_header_bytes.max(8192));
+        .max_buf_size(read_buffer_size(limits));
     builder
         .http2()
         .timer(TokioTimer::new())

@@ -49,6 +49,36 @@ use crate::connection::deadline::{BodyDeadline, BodyLimits, ServerBody};
 use crate::connection::watcher::{Activity, TrackedBody, TrackedFuture};
 use crate::metrics::Metrics;
 
+/// The bytes of an HTTP/1 request's head as it was sent (its request line, header lines and
+/// the blank line after them), counted from what hyper parsed: the spaces around a header's
+/// value, which hyper drops, are not counted.
+fn head_bytes<B>(request: &Request<B>) -> usize {
+    let uri = request.uri();
+    let target = uri.scheme_str().map_or(0, |scheme| scheme.len() + 3)
+        + uri
+            .authority()
+            .map_or(0, |authority| authority.as_str().len())
+        + uri.path_and_query().map_or(0, |path| path.as_str().len());
+    // "<method> <target> HTTP/1.1\r\n", each "<name>: <value>\r\n", then "\r\n".
+    let line = request.method().as_str().len() + 1 + target + 11;
+    let headers: usize = request
+        .headers()
+        .iter()
+        .map(|(name, value)| name.as_str().len() + 2 + value.len() + 2)
+        .sum();
+    line + headers + 2
+}
+
+/// The 431 of an HTTP/1 request whose head is over `limit` bytes: its connection is closed,
+/// as hyper closes one whose head does not fit its buffer.
+fn head_too_large(limit: usize) -> ApiError {
+    ApiError::new(
+        StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE,
+        format!("The request's headers exceed the limit of {limit} bytes"),
+    )
+    .with_connection_close()
+}
+
 /// Why `request` cannot be served, if it cannot.
 fn host_problem<B>(request: &Request<B>) -> Option<&'static str> {
     if request.version() != Version::HTTP_11 {
@@ -74,6 +104,9 @@ pub(crate) struct ConnectionService<S> {
     body_limits: Arc<BodyLimits>,
     /// What a request that waits too long for the application needs to be refused.
     admission: Arc<Admission>,
+    /// The most bytes of an HTTP/1 request's head, when hyper's buffer holds more (see
+    /// [`read_buffer_size`](super::read_buffer_size)).
+    max_head_bytes: Option<usize>,
 }
 
 /// How long a request may wait for the application's layers to take it, and how it is refused
@@ -131,7 +164,21 @@ impl<S> ConnectionService<S> {
                 logger,
                 metrics,
             }),
+            max_head_bytes: (limits.max_header_bytes < super::read_buffer_size(limits))
+                .then_some(limits.max_header_bytes),
         }
+    }
+
+    /// Why `request` cannot be served, if it cannot: a head over the limit (431), an HTTP/1.1
+    /// request without one `Host` (400).
+    fn problem<B>(&self, request: &Request<B>) -> Option<ApiError> {
+        if let Some(limit) = self.max_head_bytes
+            && request.version() < Version::HTTP_2
+            && head_bytes(request) > limit
+        {
+            return Some(head_too_large(limit));
+        }
+        host_problem(request).map(|problem| ApiError::new(StatusCode::BAD_REQUEST, problem))
     }
 }
 
@@ -145,7 +192,7 @@ where
 
     fn call(&self, request: Request<Incoming>) -> Self::Future {
         let in_flight = self.activity.request();
-        let future = match host_problem(&request) {
+        let future = match self.problem(&request) {
             None => {
                 let mut request =
                     request.map(|body| BodyDeadline::with_limits(body, &self.body_limits));
@@ -176,8 +223,7 @@ where
                     Poll::Pending => waiting(app, request),
                 }
             }
-            Some(problem) => {
-                let error = ApiError::new(StatusCode::BAD_REQUEST, problem);
+            Some(error) => {
                 let response = self.admission.respond(
                     error,
                     request.method(),
@@ -322,5 +368,23 @@ mod tests {
         assert!(host_problem(&request(Version::HTTP_11, &["a", "b"])).is_some());
         assert_eq!(host_problem(&request(Version::HTTP_10, &[])), None);
         assert_eq!(host_problem(&request(Version::HTTP_2, &[])), None);
+    }
+
+    #[test]
+    fn a_head_is_counted_as_it_was_sent() {
+        let request = Request::post("/v1/orders?page=2")
+            .header(HOST, "example.com")
+            .header("x-id", "abc")
+            .body(())
+            .unwrap_or_default();
+        let sent = "POST /v1/orders?page=2 HTTP/1.1\r\nhost: example.com\r\nx-id: abc\r\n\r\n";
+        assert_eq!(head_bytes(&request), sent.len());
+        let absolute = Request::get("http://example.com/a")
+            .body(())
+            .unwrap_or_default();
+        assert_eq!(
+            head_bytes(&absolute),
+            "GET http://example.com/a HTTP/1.1\r\n\r\n".len()
+        );
     }
 }

@@ -52,6 +52,8 @@ pub(crate) struct Activity {
 pub(super) const CLOSED_BY_BODY_TIMEOUT: u8 = 1;
 /// [`Activity::closed_by`]: a 413 before the body's end.
 pub(super) const CLOSED_BY_PAYLOAD_TOO_LARGE: u8 = 2;
+/// [`Activity::closed_by`]: a 431 for a head too large.
+pub(super) const CLOSED_BY_HEADER_TOO_LARGE: u8 = 3;
 
 impl Activity {
     /// A connection's activity, counted in `metrics` when given.
@@ -72,6 +74,7 @@ impl Activity {
         match self.closed_by.load(Ordering::Relaxed) {
             CLOSED_BY_BODY_TIMEOUT => Some(Closed::BodyTimeout),
             CLOSED_BY_PAYLOAD_TOO_LARGE => Some(Closed::PayloadTooLarge),
+            CLOSED_BY_HEADER_TOO_LARGE => Some(Closed::HeaderTooLarge),
             _ => None,
         }
     }

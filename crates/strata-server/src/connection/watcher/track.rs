@@ -3,7 +3,8 @@
 //! answered at shutdown.
 
 use super::activity::{
-    Activity, CLOSED_BY_BODY_TIMEOUT, CLOSED_BY_PAYLOAD_TOO_LARGE, EVENT, body_slot,
+    Activity, CLOSED_BY_BODY_TIMEOUT, CLOSED_BY_HEADER_TOO_LARGE, CLOSED_BY_PAYLOAD_TOO_LARGE,
+    EVENT, body_slot,
 };
 use std::convert::Infallible;
 use std::future::Future;
@@ -262,13 +263,14 @@ where
 }
 
 /// Notes, for the metrics, why the connection would close after `response`: a 408 (a body
-/// too slow) or a 413 (a body too large, left unread) is followed by the close, as the body
-/// readers ask, or as hyper does with a body unread. Any other response clears the note.
+/// too slow), a 413 (a body too large, left unread) or a 431 (a head too large) is followed by
+/// the close, as the body readers and the connection ask, or as hyper does with a body unread. Any other response clears the note.
 /// (Only with metrics on: a look at the status, a store when it changes.)
 fn note_closing(activity: &Activity, response: &Response<Body>) {
     let closed_by = match response.status() {
         StatusCode::REQUEST_TIMEOUT => CLOSED_BY_BODY_TIMEOUT,
         StatusCode::PAYLOAD_TOO_LARGE => CLOSED_BY_PAYLOAD_TOO_LARGE,
+        StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE => CLOSED_BY_HEADER_TOO_LARGE,
         _ => 0,
     };
     if activity.closed_by.load(Ordering::Relaxed) != closed_by {
