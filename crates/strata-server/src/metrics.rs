@@ -699,15 +699,14 @@ impl Metered {
             let counter = route.request_bytes.clone();
             let uploads = series.upload_bytes.get_or_create_owned(&route.labels);
             request.map(|inner| {
-                let inner = Counted { inner, counter };
                 Body::new(Counted {
-                    inner,
-                    counter: uploads,
+                    uploads: Some(uploads),
+                    ..Counted::new(inner, counter)
                 })
             })
         } else {
             let counter = route.request_bytes.clone();
-            request.map(|inner| Body::new(Counted { inner, counter }))
+            request.map(|inner| Body::new(Counted::new(inner, counter)))
         };
         let answer = call(request);
         Box::pin(async move {
@@ -733,12 +732,11 @@ impl Metered {
                     };
                     EventStreamSeries::new(&series, &labels)
                 });
-                response.map(|inner| match events {
-                    Some(events) => Body::new(CountedEvents {
-                        inner: Counted { inner, counter },
+                response.map(|inner| {
+                    Body::new(Counted {
                         events,
-                    }),
-                    None => Body::new(Counted { inner, counter }),
+                        ..Counted::new(inner, counter)
+                    })
                 })
             };
             route.count(&series, status.as_u16());
@@ -785,46 +783,6 @@ impl EventStreamSeries {
 impl Drop for EventStreamSeries {
     fn drop(&mut self) {
         self.open.dec();
-    }
-}
-
-pin_project! {
-    /// An event stream's body: each frame that is an event (not a `:` comment, the keep-alive,
-    /// nor a `retry:`) counted; open until dropped.
-    struct CountedEvents<B> {
-        #[pin]
-        inner: B,
-        events: EventStreamSeries,
-    }
-}
-
-impl<B: HttpBody> HttpBody for CountedEvents<B> {
-    type Data = B::Data;
-    type Error = B::Error;
-
-    fn poll_frame(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-    ) -> Poll<Option<Result<Frame<B::Data>, B::Error>>> {
-        let this = self.project();
-        let frame = ready!(this.inner.poll_frame(cx));
-        if let Some(Ok(frame)) = &frame
-            && let Some(data) = frame.data_ref()
-        {
-            let first = data.chunk();
-            if !first.is_empty() && !first.starts_with(b":") && !first.starts_with(b"retry:") {
-                this.events.sent.inc();
-            }
-        }
-        Poll::Ready(frame)
-    }
-
-    fn is_end_stream(&self) -> bool {
-        self.inner.is_end_stream()
-    }
-
-    fn size_hint(&self) -> SizeHint {
-        self.inner.size_hint()
     }
 }
 
@@ -885,11 +843,26 @@ impl Drop for InFlight {
 }
 
 pin_project! {
-    /// A body that adds the length of each of its data frames to a counter.
+    /// A body that adds the length of each of its data frames to a counter (and to the upload
+    /// bytes of an upload); an event stream's also counts each frame that is an event (not a
+    /// `:` comment, the keep-alive, nor a `retry:`) and is open until dropped.
     struct Counted<B> {
         #[pin]
         inner: B,
         counter: Counter,
+        uploads: Option<Counter>,
+        events: Option<EventStreamSeries>,
+    }
+}
+
+impl<B> Counted<B> {
+    fn new(inner: B, counter: Counter) -> Self {
+        Self {
+            inner,
+            counter,
+            uploads: None,
+            events: None,
+        }
     }
 }
 
@@ -906,7 +879,17 @@ impl<B: HttpBody> HttpBody for Counted<B> {
         if let Some(Ok(frame)) = &frame
             && let Some(data) = frame.data_ref()
         {
-            this.counter.inc_by(data.remaining() as u64);
+            let bytes = data.remaining() as u64;
+            this.counter.inc_by(bytes);
+            if let Some(uploads) = this.uploads {
+                uploads.inc_by(bytes);
+            }
+            if let Some(events) = this.events {
+                let first = data.chunk();
+                if !first.is_empty() && !first.starts_with(b":") && !first.starts_with(b"retry:") {
+                    events.sent.inc();
+                }
+            }
         }
         Poll::Ready(frame)
     }
@@ -1104,10 +1087,7 @@ mod tests {
     #[tokio::test]
     async fn a_counted_body_adds_each_data_frame() {
         let counter = Counter::default();
-        let body = Counted {
-            inner: Chunks([&b"abc"[..], b"", b"de"].into()),
-            counter: counter.clone(),
-        };
+        let body = Counted::new(Chunks([&b"abc"[..], b"", b"de"].into()), counter.clone());
         let bytes = body.collect().await.unwrap().to_bytes();
         assert_eq!((&bytes[..], counter.get()), (&b"abcde"[..], 5));
     }
