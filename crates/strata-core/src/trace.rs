@@ -46,19 +46,24 @@ pub struct StageSpan {
 }
 
 impl StageSpan {
-    /// A span named `stage` started now, when the current context is a traced request's;
-    /// `attributes` is called only for a span that records (a sampled request's).
+    /// A span named `stage` started now, when the current context is a sampled request's;
+    /// `attributes` is called only for a span that records. An unsampled request's stages get
+    /// none: the server's sampler follows the parent's decision, so their spans would be
+    /// dropped anyway, and the stage runs in the request's context (a `traceparent` sent from
+    /// it says "not sampled" all the same).
     pub fn start(stage: &'static str, attributes: impl FnOnce() -> Vec<KeyValue>) -> Option<Self> {
         // Looked at in place: an untraced request clones no context.
         Context::map_current(|current| {
-            current.get::<StageTracer>().map(|tracer| {
-                let mut span = tracer.0.start_with_context(stage, current);
-                if span.is_recording() {
-                    span.set_attributes(attributes());
-                }
-                Self {
-                    context: current.with_span(span),
-                }
+            let tracer = current.get::<StageTracer>()?;
+            if !current.span().span_context().is_sampled() {
+                return None;
+            }
+            let mut span = tracer.0.start_with_context(stage, current);
+            if span.is_recording() {
+                span.set_attributes(attributes());
+            }
+            Some(Self {
+                context: current.with_span(span),
             })
         })
     }
@@ -130,5 +135,41 @@ where
             span.end(output.as_ref().err());
         }
         Poll::Ready(output)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use opentelemetry::trace::noop::NoopTracer;
+    use opentelemetry::trace::{SpanContext, SpanId, TraceFlags, TraceId, TraceState};
+
+    use super::*;
+
+    /// A request's context: its span (sampled or not) and the tracer of its stages.
+    fn request(flags: TraceFlags) -> Context {
+        let span = SpanContext::new(
+            TraceId::from(0x4bf9_2f35_77b3_4da6_a3ce_929d_0e0e_4736),
+            SpanId::from(0x00f0_67aa_0ba9_02b7),
+            flags,
+            false,
+            TraceState::default(),
+        );
+        Context::new()
+            .with_remote_span_context(span)
+            .with_value(StageTracer::new(BoxedTracer::new(Box::new(
+                NoopTracer::new(),
+            ))))
+    }
+
+    #[test]
+    fn stages_get_spans_under_sampled_requests_only() {
+        let started = |context: Context| {
+            let _current = context.attach();
+            StageSpan::start("middleware", Vec::new).is_some()
+        };
+        assert!(started(request(TraceFlags::SAMPLED)));
+        assert!(!started(request(TraceFlags::NOT_SAMPLED)));
+        // No tracer in the context: an untraced request.
+        assert!(!started(Context::new()));
     }
 }
