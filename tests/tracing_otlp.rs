@@ -5,7 +5,8 @@
 //! types, generated from the `.proto` files). One trace: A's server span a child of the
 //! caller's `traceparent`, A's handler span its child, the client's span of the call to B the
 //! handler's child, B's server span a child of the client's (whose context the client sent),
-//! the attributes as the semantic conventions name them. Waits
+//! the attributes as the semantic conventions name them. Each middleware's span (A's state is
+//! put in the context by one) is a sibling of the handler's, a child of the server span. Waits
 //! are the exporters' flushes, which return once the receiver has answered.
 //!
 //! A second test runs itself as a child process whose server logs JSON lines, and reads them:
@@ -271,8 +272,10 @@ async fn one_trace_across_two_services_over_otlp() {
     let a_call = find("a", "GET /v1/echo/:word");
     let b_span = find("b", "GET /v1/echo/:word");
     let b_handler = find("b", "handler");
+    // A's state (the client), put in the context by a middleware, which has a span too.
+    let a_state = find("a", "middleware");
     // The 404 has no handler.
-    assert_eq!(spans.len(), 6, "{spans:#?}");
+    assert_eq!(spans.len(), 7, "{spans:#?}");
 
     // One trace: the caller's. A's server span its child, A's handler A's server span's, A's
     // call of B (a client span) A's handler's, B's server span A's call's, B's handler B's
@@ -282,6 +285,8 @@ async fn one_trace_across_two_services_over_otlp() {
     }
     assert_eq!(a_span.parent_span_id, CALLER_SPAN);
     assert_eq!(a_handler.parent_span_id, a_span.span_id);
+    assert_eq!(a_state.parent_span_id, a_span.span_id);
+    assert_eq!(a_state.trace_id, CALLER_TRACE);
     assert_eq!(a_call.parent_span_id, a_handler.span_id);
     assert_eq!(b_span.parent_span_id, a_call.span_id);
     assert_eq!(b_handler.parent_span_id, b_span.span_id);
@@ -324,6 +329,117 @@ async fn one_trace_across_two_services_over_otlp() {
 
     a.shutdown().await;
     b.shutdown().await;
+}
+
+/// A's operation behind middleware (`/v1/greet/:word`).
+const GREET: Operation<Word, Word> = Operation::get("/v1/greet/:word");
+
+/// A shared state, put in the context by `with_state` (a middleware deciding at once).
+#[derive(Clone)]
+struct Greeting(&'static str);
+
+/// The user the `auth` middleware grants.
+struct User;
+
+#[tokio::test]
+async fn each_middleware_runs_in_a_span_of_its_own_beside_the_handlers() {
+    let (collector, received) = receiver().await;
+    let tracing = Tracing::otlp(&collector).service_name("a");
+    // The span current while `auth`'s future runs, as the middleware sees it.
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let seen_by_auth = seen.clone();
+    let auth = Middleware::new(move |(): (), request, _logger| {
+        let token = request.headers.get("token").cloned();
+        let seen = seen_by_auth.clone();
+        async move {
+            let current = strata::opentelemetry::Context::current();
+            let span_id = {
+                use strata::opentelemetry::trace::TraceContextExt as _;
+                current.span().span_context().span_id().to_string()
+            };
+            seen.lock().unwrap().push(span_id);
+            match token {
+                Some(token) if token == "secret" => Ok(User),
+                _ => Err(http_error!(401, "Invalid token")),
+            }
+        }
+    })
+    .name("auth");
+    let greet = default_endpoints_factory()
+        .add_middleware(auth)
+        .with_state(Greeting("hello"))
+        .endpoint()
+        .implement(&GREET, async |input: Word, greeting: Greeting| {
+            Ok(Word {
+                word: format!("{} {}", greeting.0, input.word),
+            })
+        });
+    let server = create_server(&config(tracing.clone()), &Routing::new().operation(greet))
+        .await
+        .unwrap();
+    let addr = port(&server);
+    let traceparent = format!("traceparent: 00-{CALLER_TRACE}-{CALLER_SPAN}-01\r\n");
+    let granted = format!("{traceparent}token: secret\r\n");
+    assert_eq!(get(addr, "/v1/greet/ann", &granted).await.0, 200);
+    // Denied by `auth`: its span, and no other middleware's nor the handler's.
+    assert_eq!(get(addr, "/v1/greet/bob", "").await.0, 401);
+    flush(&tracing).await;
+
+    let spans = spans(&received);
+    let server_span = |path: &str| {
+        spans
+            .iter()
+            .find(|span| span.text("url.path") == Some(path))
+            .unwrap_or_else(|| panic!("no server span of {path} in {spans:#?}"))
+    };
+    let children = |parent: &Span| {
+        let mut children: Vec<&Span> = spans
+            .iter()
+            .filter(|span| span.parent_span_id == parent.span_id)
+            .collect();
+        children.sort_by_key(|span| span.text("strata.middleware.name").unwrap_or_default());
+        children
+    };
+
+    let granted = server_span("/v1/greet/ann");
+    assert_eq!(granted.trace_id, CALLER_TRACE);
+    let stages = children(granted);
+    let names: Vec<_> = stages
+        .iter()
+        .map(|span| (span.name.as_str(), span.text("strata.middleware.name")))
+        .collect();
+    assert_eq!(
+        names,
+        [
+            ("handler", None),
+            ("middleware", Some("auth")),
+            ("middleware", Some(std::any::type_name::<Greeting>())),
+        ],
+        "{spans:#?}"
+    );
+    for stage in &stages {
+        assert_eq!(stage.trace_id, CALLER_TRACE, "{stage:#?}");
+        assert_eq!(stage.kind, SpanKind::Internal as i32, "{stage:#?}");
+        assert!(
+            children(stage).is_empty(),
+            "stages are siblings: {spans:#?}"
+        );
+    }
+    let seen = seen.lock().unwrap().clone();
+    assert_eq!(
+        seen[0], stages[1].span_id,
+        "auth's span is current while it runs"
+    );
+
+    let denied = server_span("/v1/greet/bob");
+    assert_eq!(denied.int("http.response.status_code"), Some(401));
+    let stages = children(denied);
+    assert_eq!(stages.len(), 1, "{spans:#?}");
+    assert_eq!(stages[0].name, "middleware");
+    assert_eq!(stages[0].text("strata.middleware.name"), Some("auth"));
+    assert_eq!(seen[1], stages[0].span_id);
+    assert_eq!(spans.len(), 6, "{spans:#?}");
+    server.shutdown().await;
 }
 
 #[tokio::test]

@@ -30,6 +30,8 @@ pub(crate) enum Command {
     ServeMiddleware {
         server: crate::middleware::Server,
         workers: usize,
+        /// Where a traced server exports its spans (`--otlp <url>`).
+        otlp: Option<String>,
     },
     /// Mixed traffic against one Strata server for a long time, its memory sampled.
     Soak(SoakOptions),
@@ -346,11 +348,12 @@ STRATA_BENCH_ALLOW_OTHERS=1 measures anyway):
     strata-bench middleware [--quick] [--duration <time>] [--warmup <time>] [--rounds N]
                             [--connections N] [--generator <which>] [--workers N] [--no-pin]
                             [--variant plain,noop,one-header,cookies,cache,cache-304,
-                            rate-limit,rate-limit-headers,metrics,plain+cookie-header,
-                            plain+if-none-match]
+                            rate-limit,rate-limit-headers,metrics,tracing-0,tracing-1,
+                            plain+cookie-header,plain+if-none-match]
                             [--plain-from <binary>] [--json <path>]
     strata-bench serve middleware <plain|noop|one-header|cookies|cache|
-                             rate-limit|rate-limit-headers|metrics> [--workers N]
+                             rate-limit|rate-limit-headers|metrics|tracing-0|tracing-1>
+                             [--workers N] [--otlp <url>]
     strata-bench protocols [--quick] [--duration <time>] [--warmup <time>] [--rounds N]
                            [--connections N] [--streams N] [--scenario <names>]
                            [--protocol h2c,h2,h1-tls] [--workers N] [--no-pin] [--json <path>]
@@ -414,7 +417,10 @@ and behind each of issue 28's, one Strata server per variant (`serve middleware`
 core 0): noop (a middleware that does nothing: the stage's own cost), one-header (one that
 adds a fixed response header), cookies (a Cookie header of three cookies, the handler reads one), cache (a policy,
 the handler's ETag; cache-304: If-None-Match matches), rate-limit (client address, a quota
-never reached, its headers on a 429 only), rate-limit-headers (the same, headers on every response); plain+cookie-header and plain+if-none-match (plain's server sent
+never reached, its headers on a 429 only), rate-limit-headers (the same, headers on every response); metrics (plain
+hello with the server's metrics on), tracing-0 and tracing-1 (metrics on, and traces sampled at
+0 and at 1, exported over OTLP/HTTP to a receiver in this process that counts the spans; the
+`otel` feature, on by default); plain+cookie-header and plain+if-none-match (plain's server sent
 cookies' and cache-304's requests: their baselines, so that hyper's parsing of a longer head is
 not counted as the middleware's). Rounds load each variant once, rotating; per round, CPU per
 request and req/s over plain's and over the baseline's. The target: each at most 1.05 × its
@@ -426,8 +432,9 @@ baseline.
     --generator <which>     auto, wrk or internal (default auto)
     --variant <names>       plain, noop (a middleware doing nothing), one-header (one adding
                             a fixed response header), cookies, cache, cache-304, rate-limit,
-                            rate-limit-headers, plain+cookie-header, plain+if-none-match (default all; plain and
-                            each variant's baseline always run)
+                            rate-limit-headers, metrics, tracing-0, tracing-1,
+                            plain+cookie-header, plain+if-none-match (default all; plain and
+                            each variant's baseline always run; also --server)
     --plain-from <binary>   also plain hello from another build of strata-bench (its `serve
                             middleware plain`): a change to the server measured alongside
     --workers <N>           server runtime worker threads (default 1)
@@ -522,16 +529,7 @@ where
     if args.first().map(String::as_str) == Some("serve")
         && args.get(1).map(String::as_str) == Some("middleware")
     {
-        let server = args
-            .get(2)
-            .ok_or("serve middleware needs a server")?
-            .parse()?;
-        let workers = match (args.get(3).map(String::as_str), args.get(4)) {
-            (None, _) => 1,
-            (Some("--workers"), Some(n)) if args.len() == 5 => positive("--workers", n)?,
-            _ => return Err(format!("unexpected arguments: {:?}", &args[3..])),
-        };
-        return Ok(Command::ServeMiddleware { server, workers });
+        return parse_serve_middleware(&args[2..]);
     }
     if args.first().map(String::as_str) == Some("serve")
         && let Some(special @ ("soak" | "fixed" | "client")) = args.get(1).map(String::as_str)
@@ -773,6 +771,28 @@ fn parse_client(args: &[String]) -> Result<Command, String> {
     Ok(Command::Client(options))
 }
 
+/// `serve middleware`'s arguments (after `middleware`): `<server> [--workers N] [--otlp <url>]`.
+fn parse_serve_middleware(args: &[String]) -> Result<Command, String> {
+    let server = args
+        .first()
+        .ok_or("serve middleware needs a server")?
+        .parse()?;
+    let (mut workers, mut otlp) = (1, None);
+    let mut rest = args[1..].iter();
+    while let Some(flag) = rest.next() {
+        match (flag.as_str(), rest.next()) {
+            ("--workers", Some(n)) => workers = positive("--workers", n)?,
+            ("--otlp", Some(url)) => otlp = Some(url.clone()),
+            _ => return Err(format!("unexpected arguments: {:?}", &args[1..])),
+        }
+    }
+    Ok(Command::ServeMiddleware {
+        server,
+        workers,
+        otlp,
+    })
+}
+
 /// `middleware`'s options (after `middleware`): `--flag value` or `--flag=value`.
 fn parse_middleware(args: &[String]) -> Result<Command, String> {
     let quick = args.iter().any(|a| a == "--quick");
@@ -796,7 +816,10 @@ fn parse_middleware(args: &[String]) -> Result<Command, String> {
             "--connections" => options.connections = positive(name, &value()?)?,
             "--generator" => options.generator = value()?.parse()?,
             "--workers" => options.workers = positive(name, &value()?)?,
-            "--variant" | "--variants" => options.variants = list(&value()?)?,
+            // `--server`: the name `--server plain,metrics,tracing-0,tracing-1` reads as.
+            "--variant" | "--variants" | "--server" | "--servers" => {
+                options.variants = list(&value()?)?;
+            }
             "--plain-from" => options.plain_from = Some(PathBuf::from(value()?)),
             "--json" => options.json = Some(PathBuf::from(value()?)),
             other => return Err(format!("unknown middleware argument {other:?}\n\n{USAGE}")),
@@ -1108,8 +1131,41 @@ mod tests {
             parse(["serve", "middleware", "cache", "--workers", "2"]),
             Ok(Command::ServeMiddleware {
                 server: Server::Cache,
-                workers: 2
+                workers: 2,
+                otlp: None,
             })
+        );
+        assert_eq!(
+            parse([
+                "serve",
+                "middleware",
+                "tracing-1",
+                "--workers",
+                "1",
+                "--otlp",
+                "http://127.0.0.1:4318/tracing-1",
+            ]),
+            Ok(Command::ServeMiddleware {
+                server: Server::Tracing1,
+                workers: 1,
+                otlp: Some("http://127.0.0.1:4318/tracing-1".to_owned()),
+            })
+        );
+        let Ok(Command::Middleware(options)) = parse([
+            "middleware",
+            "--server",
+            "plain,metrics,tracing-0,tracing-1",
+        ]) else {
+            panic!("--server");
+        };
+        assert_eq!(
+            options.variants,
+            [
+                Variant::Plain,
+                Variant::Metrics,
+                Variant::Tracing0,
+                Variant::Tracing1
+            ]
         );
         for args in [
             &["middleware", "--variant", "cookie"][..],

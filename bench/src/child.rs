@@ -220,12 +220,14 @@ impl ChildServer {
     }
 
     /// Starts a server of `strata-bench middleware` (`serve middleware <server>`) from this
-    /// program, or from `binary` (another build of it), and waits until it listens.
+    /// program, or from `binary` (another build of it), and waits until it listens; a traced
+    /// one exports to the OTLP endpoint `otlp`.
     pub(crate) fn spawn_middleware(
         server: crate::middleware::Server,
         binary: Option<&Path>,
         workers: usize,
         pin: bool,
+        otlp: Option<&str>,
     ) -> Result<Self, String> {
         let exe = match binary {
             Some(binary) => binary.to_path_buf(),
@@ -235,6 +237,9 @@ impl ChildServer {
         command
             .args(["serve", "middleware", server.name(), "--workers"])
             .arg(workers.to_string());
+        if let Some(otlp) = otlp {
+            command.args(["--otlp", otlp]);
+        }
         Self::announced(ServerKind::Strata, command)
     }
 
@@ -481,11 +486,12 @@ pub(crate) fn serve_client(workers: usize) -> Result<(), String> {
 pub(crate) fn serve_middleware(
     server: crate::middleware::Server,
     workers: usize,
+    otlp: Option<&str>,
 ) -> Result<(), String> {
     serve_until_closed(
         server.name(),
         workers,
-        crate::servers::start_middleware(server),
+        crate::servers::start_middleware(server, otlp),
     )
 }
 

@@ -49,6 +49,7 @@ mod load;
 mod middleware;
 mod model;
 mod open_loop;
+mod otlp_sink;
 mod preflight;
 mod protocols;
 mod report;
@@ -120,9 +121,11 @@ fn main() -> ExitCode {
         Ok(Command::ServeClient { workers }) => child::serve_client(workers),
         Ok(Command::Client(options)) => client::run(&options),
         Ok(Command::Middleware(options)) => middleware::run(&options),
-        Ok(Command::ServeMiddleware { server, workers }) => {
-            child::serve_middleware(server, workers)
-        }
+        Ok(Command::ServeMiddleware {
+            server,
+            workers,
+            otlp,
+        }) => child::serve_middleware(server, workers, otlp.as_deref()),
         Ok(Command::Soak(options)) => soak::run(&options),
         Ok(Command::Protocols(options)) => protocols::run(&options),
         Ok(Command::ServeProtocols(options)) => protocols::serve(&options),

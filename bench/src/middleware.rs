@@ -11,7 +11,9 @@
 //! the 304), behind the rate limiter (`rate-limit`: keyed by the client's address, a quota
 //! no run reaches, its `RateLimit` headers on a 429 only, the default; `rate-limit-headers`:
 //! the same with `.headers(HeadersOn::EveryResponse)`, both headers on every response), and
-//! plain hello with the server's metrics on (`metrics`, issue 52). The load generator (wrk or the internal one,
+//! plain hello with the server's metrics on (`metrics`, issue 52), and with its traces on too
+//! (`tracing-0`, `tracing-1`: sampled at ratio 0 and 1, exported over OTLP/HTTP to a receiver
+//! this process runs, `otlp_sink.rs`, which counts what arrives). The load generator (wrk or the internal one,
 //! pinned to core 1) loads one variant at a time; every round loads each variant once, in an
 //! order that rotates every round, so that drift of the machine hits all alike. Per round:
 //! each variant's requests per second and server CPU per request (`schedstat`), and both
@@ -22,6 +24,7 @@ use std::fmt::Write as _;
 use std::path::PathBuf;
 use std::str::FromStr;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use http::{Method, StatusCode};
@@ -30,6 +33,7 @@ use serde::Serialize;
 use crate::args::{GeneratorChoice, MiddlewareOptions};
 use crate::child::{self, ChildServer};
 use crate::load::{self, LoadResult};
+use crate::otlp_sink::{Exported, Sink};
 use crate::report::Machine;
 use crate::scenario::RequestSpec;
 use crate::servers::middleware_app::{HELLO_TAG, QUOTA_PER_SECOND};
@@ -57,10 +61,16 @@ pub(crate) enum Server {
     /// Plain hello with the server's metrics on (`create_config().metrics(..)`, issue 52): not
     /// a middleware, but measured as one.
     Metrics,
+    /// Metrics on, and traces (`create_config().tracing(..)`, the `otel` feature) sampled at
+    /// ratio 0: every request gets its (unrecorded) span, none is exported.
+    Tracing0,
+    /// Metrics on, and traces sampled at ratio 1: every request's server span and handler span
+    /// exported over OTLP/HTTP to this process's receiver.
+    Tracing1,
 }
 
 impl Server {
-    pub(crate) const ALL: [Server; 8] = [
+    pub(crate) const ALL: [Server; 10] = [
         Server::Plain,
         Server::Noop,
         Server::OneHeader,
@@ -69,6 +79,8 @@ impl Server {
         Server::RateLimit,
         Server::RateLimitHeaders,
         Server::Metrics,
+        Server::Tracing0,
+        Server::Tracing1,
     ];
 
     pub(crate) fn name(self) -> &'static str {
@@ -81,6 +93,17 @@ impl Server {
             Server::RateLimit => "rate-limit",
             Server::RateLimitHeaders => "rate-limit-headers",
             Server::Metrics => "metrics",
+            Server::Tracing0 => "tracing-0",
+            Server::Tracing1 => "tracing-1",
+        }
+    }
+
+    /// The share of the traces it samples, if it traces.
+    pub(crate) fn sample_ratio(self) -> Option<f64> {
+        match self {
+            Server::Tracing0 => Some(0.0),
+            Server::Tracing1 => Some(1.0),
+            _ => None,
         }
     }
 }
@@ -99,7 +122,7 @@ impl FromStr for Server {
             .into_iter()
             .find(|server| server.name() == s)
             .ok_or_else(|| {
-                format!("unknown middleware server {s:?} (plain, noop, one-header, cookies, cache, rate-limit, rate-limit-headers, metrics)")
+                format!("unknown middleware server {s:?} (plain, noop, one-header, cookies, cache, rate-limit, rate-limit-headers, metrics, tracing-0, tracing-1)")
             })
     }
 }
@@ -128,6 +151,10 @@ pub(crate) enum Variant {
     RateLimitHeaders,
     /// Plain hello with the server's metrics on: what counting a request costs.
     Metrics,
+    /// Metrics on and traces sampled at 0: what tracing costs when it records nothing.
+    Tracing0,
+    /// Metrics on and traces sampled at 1: what recording and exporting every span costs.
+    Tracing1,
     /// Plain hello's server sent the cookie variant's request: the baseline of `cookies`,
     /// since hyper's parsing of the longer head is the request's cost, not the middleware's.
     PlainWithCookies,
@@ -142,7 +169,7 @@ pub(crate) const COOKIE_HEADER: &str =
     "session=4f2a9c1e7b3d5a8f0e6c2b9d1a7f3e5c; theme=dark; lang=en-GB";
 
 impl Variant {
-    pub(crate) const ALL: [Variant; 11] = [
+    pub(crate) const ALL: [Variant; 13] = [
         Variant::Plain,
         Variant::Noop,
         Variant::OneHeader,
@@ -152,6 +179,8 @@ impl Variant {
         Variant::RateLimit,
         Variant::RateLimitHeaders,
         Variant::Metrics,
+        Variant::Tracing0,
+        Variant::Tracing1,
         Variant::PlainWithCookies,
         Variant::PlainWithIfNoneMatch,
     ];
@@ -167,6 +196,8 @@ impl Variant {
             Variant::RateLimit => "rate-limit",
             Variant::RateLimitHeaders => "rate-limit-headers",
             Variant::Metrics => "metrics",
+            Variant::Tracing0 => "tracing-0",
+            Variant::Tracing1 => "tracing-1",
             Variant::PlainWithCookies => "plain+cookie-header",
             Variant::PlainWithIfNoneMatch => "plain+if-none-match",
         }
@@ -195,6 +226,8 @@ impl Variant {
             Variant::RateLimit => Server::RateLimit,
             Variant::RateLimitHeaders => Server::RateLimitHeaders,
             Variant::Metrics => Server::Metrics,
+            Variant::Tracing0 => Server::Tracing0,
+            Variant::Tracing1 => Server::Tracing1,
         }
     }
 
@@ -214,7 +247,9 @@ impl Variant {
             | Variant::Cache
             | Variant::RateLimit
             | Variant::RateLimitHeaders
-            | Variant::Metrics => vec![],
+            | Variant::Metrics
+            | Variant::Tracing0
+            | Variant::Tracing1 => vec![],
             Variant::Cookies | Variant::PlainWithCookies => {
                 vec![("cookie", COOKIE_HEADER.to_owned())]
             }
@@ -265,6 +300,8 @@ impl Variant {
             | Variant::Cookies
             | Variant::RateLimit
             | Variant::Metrics
+            | Variant::Tracing0
+            | Variant::Tracing1
             | Variant::PlainWithCookies
             | Variant::PlainWithIfNoneMatch => vec![
                 ("set-cookie", None),
@@ -340,6 +377,9 @@ struct Entry {
     variant: Variant,
     child: ChildServer,
     load: Load,
+    /// Requests answered, the pre-flight's and warm-up's included (what a traced server's
+    /// exports are held against).
+    answered: AtomicU64,
 }
 
 enum Load {
@@ -411,6 +451,18 @@ struct MiddlewareReport {
     load_average_after: String,
     target: f64,
     entries: Vec<EntryResult>,
+    /// What each traced server exported to this process's OTLP receiver, once stopped.
+    traces: Vec<TraceExport>,
+}
+
+/// A traced server's exports over the whole run.
+#[derive(Debug, Clone, Serialize)]
+struct TraceExport {
+    label: String,
+    sample_ratio: f64,
+    /// Requests it answered (pre-flight, warm-up and rounds).
+    requests: u64,
+    exported: Exported,
 }
 
 /// `/proc/loadavg`'s first three fields.
@@ -445,18 +497,45 @@ pub(crate) fn run(options: &MiddlewareOptions) -> Result<(), String> {
         |v| format!("wrk ({v}), 1 thread"),
     );
     eprintln!("strata-bench middleware: load generator {generator}, load average {load_before}");
-    let entries = spawn_entries(options, wrk_version.is_some(), pinned)?;
-    let measured = measure(&entries, options, duration, warmup, pinned);
+    // The traced servers' OTLP receiver, in this process.
+    let sink = if options
+        .variants
+        .iter()
+        .any(|v| v.server().sample_ratio().is_some())
+    {
+        Some(Sink::start()?)
+    } else {
+        None
+    };
+    let entries = spawn_entries(options, wrk_version.is_some(), pinned, sink.as_ref())?;
+    let measured = measure(&entries, options, duration, warmup, pinned, sink.as_ref());
     let rss: Vec<_> = entries.iter().map(|e| e.child.peak_rss_kib()).collect();
     let load_after = load_average();
     let described: Vec<_> = entries
         .iter()
         .map(|e| (e.label.clone(), e.variant))
         .collect();
+    let mut traced = Vec::new();
     for entry in entries {
+        let answered = entry.answered.load(Ordering::Relaxed);
+        // Stopping a traced server flushes its exporter: its exports are all in after.
         entry.child.stop();
+        if let (Some(sink), Some(sample_ratio)) = (&sink, entry.variant.server().sample_ratio()) {
+            traced.push(TraceExport {
+                exported: sink.exported(entry.variant.name()),
+                label: entry.label,
+                sample_ratio,
+                requests: answered,
+            });
+        }
     }
     let rounds = measured?;
+    if let Some(refused) = sink
+        .as_ref()
+        .and_then(|sink| sink.refused().into_iter().next())
+    {
+        return Err(format!("the OTLP receiver refused a post: {refused}"));
+    }
     let results = summarize(described, rounds, rss);
     let report = MiddlewareReport {
         command: std::env::args().collect::<Vec<_>>().join(" "),
@@ -472,6 +551,7 @@ pub(crate) fn run(options: &MiddlewareOptions) -> Result<(), String> {
         load_average_after: load_after,
         target: TARGET,
         entries: results,
+        traces: traced,
     };
     print!("{}", markdown(&report));
     if let Some(path) = &options.json {
@@ -486,6 +566,7 @@ fn spawn_entries(
     options: &MiddlewareOptions,
     wrk: bool,
     pinned: bool,
+    sink: Option<&Sink>,
 ) -> Result<Vec<Entry>, String> {
     let mut wanted: Vec<(String, Variant, Option<PathBuf>)> = options
         .variants
@@ -516,11 +597,15 @@ fn spawn_entries(
         }
     };
     for (label, variant, binary) in wanted {
+        let otlp = sink
+            .filter(|_| variant.server().sample_ratio().is_some())
+            .map(|sink| sink.endpoint(variant.name()));
         let child = match ChildServer::spawn_middleware(
             variant.server(),
             binary.as_deref(),
             options.workers,
             pinned,
+            otlp.as_deref(),
         ) {
             Ok(child) => child,
             Err(e) => {
@@ -546,6 +631,7 @@ fn spawn_entries(
             variant,
             child,
             load,
+            answered: AtomicU64::new(0),
         });
     }
     Ok(entries)
@@ -615,6 +701,7 @@ fn measure(
     duration: Duration,
     warmup: Duration,
     pinned: bool,
+    sink: Option<&Sink>,
 ) -> Result<Vec<Vec<RoundResult>>, String> {
     if pinned {
         child::pin_self(child::CLIENT_CORE)?;
@@ -633,7 +720,11 @@ fn measure(
                 .await
                 .map_err(|e| format!("{}: {e}", entry.label))?;
             entry.variant.check(&answer, plain.body())?;
-            if entry.variant == Variant::Metrics {
+            entry.answered.fetch_add(1, Ordering::Relaxed);
+            if matches!(
+                entry.variant,
+                Variant::Metrics | Variant::Tracing0 | Variant::Tracing1
+            ) {
                 // The metrics are on, and counted that request.
                 let exposition = RequestSpec {
                     path_and_query: "/metrics".to_owned(),
@@ -646,6 +737,21 @@ fn measure(
                 if !text.contains("strata_http_requests_total{route=\"/v1/hello\"") {
                     return Err(format!("{}: /metrics counts no hello: {text}", entry.label));
                 }
+            }
+            if entry.variant == Variant::Tracing1
+                && let Some(sink) = sink
+            {
+                // The traces are on, and that request's spans (the server's and the
+                // handler's) reached the receiver: within the exporter's schedule (5 s).
+                let name = entry.variant.name();
+                let exported = tokio::task::block_in_place(|| {
+                    sink.wait_for_spans(name, 2, Duration::from_secs(15))
+                })
+                .map_err(|e| format!("{}: {e}", entry.label))?;
+                eprintln!(
+                    "{}: pre-flight's spans exported ({} in {} post(s), {} bytes)",
+                    entry.label, exported.spans, exported.posts, exported.bytes
+                );
             }
             let mut headers: Vec<String> = answer
                 .headers()
@@ -728,6 +834,7 @@ async fn once(
     };
     result.server_cpu =
         before.and_then(|before| Some(entry.child.cpu_time()?.saturating_sub(before)));
+    entry.answered.fetch_add(result.requests, Ordering::Relaxed);
     if result.server_cpu.is_none() {
         return Err(format!("{}: the server's CPU time is unknown", entry.label));
     }
@@ -816,11 +923,9 @@ fn markdown(report: &MiddlewareReport) -> String {
          the same request (median of the rounds):",
         report.target
     );
-    for entry in report
-        .entries
-        .iter()
-        .filter(|e| e.variant.server() != Server::Plain)
-    {
+    for entry in report.entries.iter().filter(|e| {
+        e.variant.server() != Server::Plain && e.variant.server().sample_ratio().is_none()
+    }) {
         let ratio = entry.cpu_over_baseline.median;
         let _ = writeln!(
             out,
@@ -835,7 +940,66 @@ fn markdown(report: &MiddlewareReport) -> String {
             }
         );
     }
+    traces_markdown(report, &mut out);
     out
+}
+
+/// The traced servers' lines: their CPU per request over plain's and metrics', and what they
+/// exported.
+fn traces_markdown(report: &MiddlewareReport, out: &mut String) {
+    let traced: Vec<_> = report
+        .entries
+        .iter()
+        .filter(|e| e.variant.server().sample_ratio().is_some())
+        .collect();
+    if !traced.is_empty() {
+        let _ = writeln!(
+            out,
+            "\nTraces (issue 52; metrics on too, as in `metrics`), CPU per request ÷ plain's \
+             (median of the rounds):"
+        );
+        for entry in traced {
+            let _ = writeln!(
+                out,
+                "- {} ÷ plain: {}; ÷ metrics, medians: {}",
+                entry.label,
+                entry.cpu_over_plain.show(3),
+                report
+                    .entries
+                    .iter()
+                    .find(|e| e.variant == Variant::Metrics)
+                    .map_or_else(
+                        || "(metrics not measured)".to_owned(),
+                        |metrics| format!(
+                            "{:.3}",
+                            entry.cpu_us_per_request.median / metrics.cpu_us_per_request.median
+                        )
+                    ),
+            );
+        }
+        for export in &report.traces {
+            #[allow(clippy::cast_precision_loss)]
+            let per_request = export.exported.spans as f64 / export.requests.max(1) as f64;
+            let _ = writeln!(
+                out,
+                "- {} (sampled at {}) exported {} spans for {} requests ({per_request:.2} per \
+                 request; 2 when every one is kept: the server's and the handler's) in {} posts, \
+                 {} bytes",
+                export.label,
+                export.sample_ratio,
+                grouped_u64(export.exported.spans),
+                grouped_u64(export.requests),
+                grouped_u64(export.exported.posts),
+                grouped_u64(export.exported.bytes),
+            );
+        }
+    }
+}
+
+/// [`grouped`] for a count.
+fn grouped_u64(value: u64) -> String {
+    #[allow(clippy::cast_precision_loss)]
+    grouped(value as f64)
 }
 
 #[cfg(test)]
@@ -925,14 +1089,16 @@ mod tests {
     /// process (the child's own server, on loopback).
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn every_variant_passes_its_pre_flight() {
-        let plain = crate::servers::start_middleware(Server::Plain)
+        let sink = Sink::start().unwrap();
+        let plain = crate::servers::start_middleware(Server::Plain, None)
             .await
             .unwrap();
         let plain_answer = crate::preflight::send(plain.addr, &Variant::Plain.request())
             .await
             .unwrap();
         for variant in Variant::ALL {
-            let running = crate::servers::start_middleware(variant.server())
+            let otlp = sink.endpoint(variant.name());
+            let running = crate::servers::start_middleware(variant.server(), Some(&otlp))
                 .await
                 .unwrap();
             let answer = crate::preflight::send(running.addr, &variant.request())

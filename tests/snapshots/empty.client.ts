@@ -113,6 +113,44 @@ export interface RequestOptions {
   signal?: AbortSignal;
 }
 
+/** A request's W3C Trace Context: the caller's span, as `traceparent` and `tracestate` send it. */
+export interface TraceContext {
+  /** `00-{trace id: 32 hex digits}-{span id: 16 hex digits}-{flags: 2 hex digits}`. */
+  traceparent: string;
+  /** Vendors' entries (`vendor=value,other=value`); sent when given. */
+  tracestate?: string | undefined;
+}
+
+/** How a `Client` sends every request. */
+export interface ClientOptions {
+  /**
+   * Called for each request: the trace context it returns goes in `traceparent` (and
+   * `tracestate`) headers, so that a traced server puts its spans in the caller's trace;
+   * `undefined` sends none. A `traceparent` of another shape fails the call with a
+   * `TypeError`. Not set (the default): no trace header is sent.
+   */
+  traceContext?: () => TraceContext | undefined;
+}
+
+/** W3C Trace Context's `traceparent` (version, trace id, parent span id, flags). */
+const TRACEPARENT = /^[0-9a-f]{2}-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}$/;
+
+/** The headers of `traceContext`'s answer for one request (none without one). */
+const traceHeaders = (traceContext: ClientOptions["traceContext"]): Record<string, string> => {
+  const trace = traceContext?.();
+  if (trace === undefined) return {};
+  if (!TRACEPARENT.test(trace.traceparent)) {
+    throw new TypeError(
+      `traceContext: traceparent must be 00-{32 hex}-{16 hex}-{2 hex} (W3C Trace Context), got ${JSON.stringify(trace.traceparent)}`,
+    );
+  }
+  const headers: Record<string, string> = { traceparent: trace.traceparent };
+  if (trace.tracestate !== undefined && trace.tracestate !== "") {
+    headers["tracestate"] = trace.tracestate;
+  }
+  return headers;
+};
+
 interface Placement {
   readonly headers: readonly string[];
   /** Sent in a `Cookie` header; a browser drops it and sends its own cookie jar. */
@@ -168,11 +206,35 @@ const queryString = (fields: Record<string, unknown>): string => {
   return text === "" ? "" : `?${text}`;
 };
 
+/**
+ * Sends the API's requests through `implementation` (default: `fetch` to `serverUrl`).
+ *
+ * Trace context is opt-in: with `traceContext`, each request carries the `traceparent` (and
+ * `tracestate`) it returns. The client depends on nothing; with OpenTelemetry's API, say:
+ *
+ * ```ts
+ * import { context, propagation } from "@opentelemetry/api";
+ *
+ * const client = new Client(createDefaultImplementation(), {
+ *   traceContext: () => {
+ *     const carrier: { traceparent?: string; tracestate?: string } = {};
+ *     propagation.inject(context.active(), carrier);
+ *     const { traceparent, tracestate } = carrier;
+ *     return traceparent === undefined ? undefined : { traceparent, tracestate };
+ *   },
+ * });
+ * ```
+ */
 export class Client {
   readonly #implementation: Implementation;
+  readonly #options: ClientOptions;
 
-  public constructor(implementation: Implementation = createDefaultImplementation()) {
+  public constructor(
+    implementation: Implementation = createDefaultImplementation(),
+    options: ClientOptions = {},
+  ) {
     this.#implementation = implementation;
+    this.#options = options;
   }
 
   /**
@@ -192,7 +254,14 @@ export class Client {
     const method = key.slice(0, space).toUpperCase() as Method;
     const rest: Record<string, unknown> = { ...(params as object) };
     const path = fillPath(key.slice(space + 1), rest);
-    const headers: Record<string, string> = { ...options.headers };
+    let trace: Record<string, string>;
+    try {
+      trace = traceHeaders(this.#options.traceContext);
+    } catch (error) {
+      return Promise.reject(error as Error);
+    }
+    // The call's own headers win over the client's trace context.
+    const headers: Record<string, string> = { ...trace, ...options.headers };
     for (const name of placement.headers) {
       const value = rest[name];
       delete rest[name];
@@ -265,7 +334,7 @@ export class Client {
       throw new TypeError("provideWithStatus: the client's implementation has no withStatus");
     }
     // The request `provide` prepares, sent by the implementation that tells the status.
-    const response = await new Client(withStatus).provide(request, params, options);
+    const response = await new Client(withStatus, this.#options).provide(request, params, options);
     return response as unknown as StatusResponse<K>;
   }
 

@@ -1,7 +1,8 @@
 //! The servers of `strata-bench middleware`: the `hello` endpoint of the bench app (the quick
 //! start's, as `strata_app` serves it), alone at `/v1/hello`, with no middleware or behind one
 //! of issue 28's: cookies, caching, rate limits. Each runs under the bench app's configuration
-//! (production, CORS on, the default logger at `warn`).
+//! (production, CORS on, the default logger at `warn`), with metrics and traces on for the
+//! servers that measure them (`servers::start_middleware`).
 
 use std::time::Duration;
 use strata::Routing;
@@ -76,7 +77,7 @@ impl<C> MiddlewareHandler<(), C> for OneHeader {
 pub(crate) fn routing(server: Server) -> Routing {
     let factory = default_endpoints_factory();
     let hello = match server {
-        Server::Plain | Server::Metrics => factory
+        Server::Plain | Server::Metrics | Server::Tracing0 | Server::Tracing1 => factory
             .get()
             .tag("greetings")
             .short_description("Says hello")

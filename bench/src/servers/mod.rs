@@ -153,11 +153,36 @@ pub(crate) async fn start_client_app() -> io::Result<Running> {
 }
 
 /// Starts a server of `strata-bench middleware` (hello alone, with no middleware or behind
-/// one) on 127.0.0.1 and a port the system picks. Call from a tokio runtime.
-pub(crate) async fn start_middleware(server: crate::middleware::Server) -> io::Result<Running> {
+/// one) on 127.0.0.1 and a port the system picks; a traced one exports to the OTLP endpoint
+/// `otlp`. Call from a tokio runtime.
+pub(crate) async fn start_middleware(
+    server: crate::middleware::Server,
+    otlp: Option<&str>,
+) -> io::Result<Running> {
+    use crate::middleware::Server;
     let mut config = strata_app::config(loopback());
-    if server == crate::middleware::Server::Metrics {
+    if matches!(
+        server,
+        Server::Metrics | Server::Tracing0 | Server::Tracing1
+    ) {
         config.server.metrics = Some(strata::Metrics::new());
+    }
+    if let Some(ratio) = server.sample_ratio() {
+        let endpoint =
+            otlp.ok_or_else(|| io::Error::other(format!("{server}: no OTLP endpoint (--otlp)")))?;
+        #[cfg(feature = "otel")]
+        {
+            config.server.tracing = Some(
+                strata::Tracing::otlp(endpoint)
+                    .service_name("strata-bench")
+                    .sample_ratio(ratio),
+            );
+        }
+        #[cfg(not(feature = "otel"))]
+        return Err(io::Error::other(format!(
+            "{server} (ratio {ratio}, {endpoint}) needs strata-bench built with its `otel` \
+             feature (on by default)"
+        )));
     }
     start_strata(&config, &middleware_app::routing(server)).await
 }

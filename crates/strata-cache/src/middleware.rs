@@ -134,6 +134,7 @@ impl Caching {
         .header(cache_control.clone())
         .header(last_modified.clone());
         let mut middleware = Middleware::custom(self)
+            .name("cache")
             .success_header(cache_control)
             .success_header(etag)
             .success_header(last_modified);

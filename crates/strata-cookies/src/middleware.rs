@@ -42,7 +42,7 @@ impl CookieMiddleware {
 
     /// The middleware, to attach with `add_middleware`.
     pub fn into_middleware(self) -> Middleware<(), Self> {
-        Middleware::custom(self)
+        Middleware::custom(self).name("cookies")
     }
 }
 

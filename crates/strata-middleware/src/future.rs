@@ -10,6 +10,7 @@ use strata_input::Staged;
 use tower_service::Service;
 
 use crate::amend::{Amend, AmendResponse};
+use crate::span::Span;
 
 pin_project! {
     #[project = StateProj]
@@ -25,10 +26,12 @@ pin_project! {
 }
 
 pin_project! {
-    /// The middleware's future, and what the inner service is called with once it is done.
+    /// The middleware's future, its span, and what the inner service is called with once it
+    /// is done.
     struct Waiting<M, S, C> {
         #[pin]
         middleware: M,
+        span: Option<Span>,
         rest: Option<(S, Parts, Staged<C>)>,
     }
 }
@@ -84,6 +87,7 @@ where
 
     pub(crate) fn running(
         middleware: M,
+        span: Span,
         inner: S,
         parts: Parts,
         staged: Staged<C>,
@@ -93,6 +97,7 @@ where
             state: State::Running {
                 waiting: Box::pin(Waiting {
                     middleware,
+                    span: Some(span),
                     rest: Some((inner, parts, staged)),
                 }),
             },
@@ -131,7 +136,15 @@ where
                 StateProj::Running { waiting } => {
                     let waiting = waiting.as_mut().project();
                     let (middleware, rest) = (waiting.middleware, waiting.rest);
-                    let next = match ready!(middleware.poll(cx)) {
+                    let outcome = match waiting.span {
+                        Some(span) => ready!(span.in_scope(|| middleware.poll(cx))),
+                        None => ready!(middleware.poll(cx)),
+                    };
+                    // Ended before the inner service is called: its stages are siblings.
+                    if let Some(span) = waiting.span.take() {
+                        span.end(outcome.as_ref().err());
+                    }
+                    let next = match outcome {
                         Ok(output) => match rest.take() {
                             Some((mut inner, parts, Staged { input, ctx })) => {
                                 let amends = Some((this.keep)(&output));

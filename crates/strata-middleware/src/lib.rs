@@ -76,6 +76,7 @@ mod future;
 mod layer;
 mod middleware;
 mod service;
+mod span;
 
 pub use amend::{Amend, AmendResponse, outcome_headers};
 pub use chain::{Chain, MiddlewareChain, NoMiddleware, StagedService};

@@ -15,6 +15,7 @@ use crate::amend::Amend;
 use crate::future::ResponseFuture;
 use crate::layer::MiddlewareLayer;
 use crate::middleware::{Middleware, MiddlewareHandler};
+use crate::span::Span;
 
 /// Runs one middleware, then the inner service with the grown context; see the
 /// [crate docs](crate).
@@ -62,16 +63,23 @@ where
 
     fn call(&mut self, request: Request<Staged<C>>) -> Self::Future {
         let (parts, staged) = request.into_parts();
+        // The stage's span (under a traced request) covers the middleware's checks and run,
+        // and ends before the rest of the chain is called.
+        let span = Span::start(self.middleware.name_or_output_type::<C>());
         // Credentials first: a request without them learns nothing of the input's rules.
         if let Some(error) = self
             .middleware
             .missing_credentials(&parts.headers, &staged.input)
         {
+            span.end(Some(&error));
             return ResponseFuture::error(error, H::amends);
         }
         let input = match self.middleware.decoder.decode(&staged.input) {
             Ok(input) => input,
-            Err(error) => return ResponseFuture::error(error, H::amends),
+            Err(error) => {
+                span.end(Some(&error));
+                return ResponseFuture::error(error, H::amends);
+            }
         };
         // Borrowed, not cloned (`Logger::from_extensions`): the call only lends it.
         let default_logger;
@@ -85,12 +93,14 @@ where
         // most `Middleware::custom` ones; a rate limiter on a memory store): the inner service
         // is called now, and the stage's future starts in its last state instead of taking the
         // request's parts and context through a first one (~300 instructions per request).
-        let running = match self
-            .middleware
-            .handler
-            .call_now(input, &parts, &staged.ctx, logger)
-        {
+        let outcome = span.in_scope(|| {
+            self.middleware
+                .handler
+                .call_now(input, &parts, &staged.ctx, logger)
+        });
+        let running = match outcome {
             Ok(Ok(output)) => {
+                span.end(None);
                 let amends = H::amends(&output);
                 let Staged { input, ctx } = staged;
                 let staged = Staged {
@@ -103,12 +113,15 @@ where
                 let future = self.inner.call(Request::from_parts(parts, staged));
                 return ResponseFuture::inner(future, amends, H::amends);
             }
-            Ok(Err(error)) => return ResponseFuture::error(error, H::amends),
+            Ok(Err(error)) => {
+                span.end(Some(&error));
+                return ResponseFuture::error(error, H::amends);
+            }
             Err(running) => running,
         };
         // The inner service is called after the middleware's future: take the ready one along.
         let clone = self.inner.clone();
         let inner = std::mem::replace(&mut self.inner, clone);
-        ResponseFuture::running(running, inner, parts, staged, H::amends)
+        ResponseFuture::running(running, span, inner, parts, staged, H::amends)
     }
 }

@@ -153,18 +153,20 @@ impl<K: Send + Sync + 'static, S: RateLimitStore> RateLimit<K, S> {
             }),
         };
         let per = describe_window(quota.window());
-        let mut middleware = Middleware::custom(limiter).declared_error(
-            DeclaredError::new(
-                StatusCode::TOO_MANY_REQUESTS,
-                format!(
-                    "Too many requests: the client's quota of {} per {per} is spent",
-                    quota.count()
-                ),
-            )
-            .header(retry_after_header())
-            .header(ratelimit_header())
-            .header(policy_header()),
-        );
+        let mut middleware = Middleware::custom(limiter)
+            .name("rate_limit")
+            .declared_error(
+                DeclaredError::new(
+                    StatusCode::TOO_MANY_REQUESTS,
+                    format!(
+                        "Too many requests: the client's quota of {} per {per} is spent",
+                        quota.count()
+                    ),
+                )
+                .header(retry_after_header())
+                .header(ratelimit_header())
+                .header(policy_header()),
+            );
         if headers {
             middleware = middleware
                 .success_header(ratelimit_header())

@@ -51,11 +51,12 @@ const EXPORT_TIMEOUT: Duration = Duration::from_secs(10);
 /// still be flowing); a 5xx sets its status to error. The health probes and the metrics'
 /// exposition get none.
 ///
-/// The handler runs in a child span named `handler` (the facade's `otel` feature), current
-/// while it runs: spans the handler makes with the OpenTelemetry API are its children, and a
-/// call it makes with the Rust client (with its `otel` feature) gets a client span, whose
-/// `traceparent` makes the service called put its span in the same trace. (The request's context is current while the
-/// router and the middlewares run.) With
+/// Each middleware runs in a child span named `middleware` (its name in
+/// `strata.middleware.name`), and the handler in one named `handler` (the facade's `otel`
+/// feature), each current while it runs: spans the handler makes with the OpenTelemetry API
+/// are its children, and a call it makes with the Rust client (with its `otel` feature) gets a
+/// client span, whose `traceparent` makes the service called put its span in the same trace.
+/// (The request's context is current while the router runs.) With
 /// `LogFormat::Json`, a sampled request's log line carries `trace_id` and `span_id`.
 ///
 /// A clone shares the exporter: the server flushes it when it has shut down; a test or a

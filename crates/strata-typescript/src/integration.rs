@@ -107,6 +107,7 @@ impl fmt::Display for TypeScript {
 const RESERVED: &[&str] = &[
     // The file's own.
     "Client",
+    "ClientOptions",
     "HeadersByStatus",
     "Implementation",
     "Input",
@@ -121,6 +122,7 @@ const RESERVED: &[&str] = &[
     "ResponseHeaders",
     "StatusImplementation",
     "StatusResponse",
+    "TraceContext",
     // Globals a generated file uses or a reader expects.
     "AbortSignal",
     "Array",

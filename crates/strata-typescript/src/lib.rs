@@ -25,7 +25,9 @@
 //!   stack; with a `withStatus`, resolving with `{ status, headers, body }`, for
 //!   `provideWithStatus`); `hasMore` tells whether a page of an
 //!   offset (`offset + limit < total`) or cursor (`nextCursor !== null`) pagination has a
-//!   successor.
+//!   successor. `new Client(implementation, { traceContext })` sends W3C Trace Context
+//!   (`traceparent`, `tracestate`) with each request, from a function called per request (wired
+//!   to `@opentelemetry/api`'s propagation, say); off by default: no trace header.
 //!
 //! The file compiles with `tsc --strict`, `noUncheckedIndexedAccess` and
 //! `exactOptionalPropertyTypes`. HEAD operations are left out (they have no body to read).
