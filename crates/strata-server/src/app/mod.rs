@@ -8,6 +8,7 @@ pub(crate) mod request_id;
 use std::convert::Infallible;
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::Arc;
 use std::task::{Context, Poll};
 
 use http::{Request, Response};
@@ -69,16 +70,17 @@ pub type RouterStackFuture =
 pub struct RouterStack {
     inner: BoxCloneSyncService<Request<Body>, Response<Body>, Infallible>,
     /// The probes, answered before the router (and its CORS, `ETag`s, compression).
-    health: Option<Health>,
+    /// (Each optional part behind one `Arc`: the stack is cloned for every request.)
+    health: Option<Arc<Health>>,
     /// The metrics (with the router that names each request's route), their exposition
     /// answered before the router.
-    metrics: Option<Metered>,
+    metrics: Option<Arc<Metered>>,
     /// The router that names each request's route in its log line, when requests get one
     /// (`LogFormat::Json`).
     request_lines: Option<Router>,
     /// The tracer of requests' spans (the `otel` feature), when configured.
     #[cfg(feature = "otel")]
-    traced: Option<crate::traces::Traced>,
+    traced: Option<Arc<crate::traces::Traced>>,
 }
 
 impl RouterStack {
@@ -222,7 +224,7 @@ pub(crate) fn build_app(
         .server
         .metrics
         .clone()
-        .map(|metrics| Metered::new(metrics, router.clone()));
+        .map(|metrics| Arc::new(Metered::new(metrics, router.clone())));
     let json_lines = config
         .server
         .logger
@@ -230,7 +232,10 @@ pub(crate) fn build_app(
     let request_lines = json_lines.then(|| router.clone());
     #[cfg(feature = "otel")]
     let traced = match &config.server.tracing {
-        Some(tracing) => Some(crate::traces::Traced::new(tracing, router.clone())?),
+        Some(tracing) => Some(Arc::new(crate::traces::Traced::new(
+            tracing,
+            router.clone(),
+        )?)),
         None => None,
     };
     let mut app = RouterStack::new(router, compress, etags)?;
@@ -239,7 +244,7 @@ pub(crate) fn build_app(
         app.traced = traced;
     }
     app.request_lines = request_lines;
-    app.health.clone_from(&config.server.health);
+    app.health = config.server.health.clone().map(Arc::new);
     app.metrics = metrics;
     Ok(RequestIdLayer::new(logger.clone())
         .echo(config.server.request_ids == crate::config::RequestIds::Echoed)
