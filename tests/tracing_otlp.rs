@@ -472,6 +472,35 @@ async fn sampling_follows_the_ratio_and_the_callers_decision() {
     b.shutdown().await;
 }
 
+/// At a ratio of 0, a request without `traceparent` is served without a span: the calls made
+/// while serving it carry no trace context, and the next service decides for itself (B, at
+/// 1, starts a trace of its own).
+#[tokio::test]
+async fn at_ratio_zero_a_trace_starting_here_has_no_span_and_propagates_nothing() {
+    let (collector, received) = receiver().await;
+    let always = Tracing::otlp(&collector).service_name("b");
+    let never = Tracing::otlp(&collector)
+        .service_name("a")
+        .sample_ratio(0.0);
+    let b = service_b(always.clone()).await;
+    let a = service_a(never.clone(), port(&b)).await;
+    assert_eq!(get(port(&a), "/v1/relay/none", "").await.0, 200);
+    flush(&never).await;
+    flush(&always).await;
+    let spans = spans(&received);
+    assert_eq!(spans.len(), 2, "B's server span and handler's: {spans:#?}");
+    let server = spans
+        .iter()
+        .find(|span| span.text("url.path") == Some("/v1/echo/none"))
+        .unwrap_or_else(|| panic!("B's server span: {spans:#?}"));
+    assert!(
+        server.parent_span_id.is_empty(),
+        "B's span has no parent: A sent no traceparent ({spans:#?})"
+    );
+    a.shutdown().await;
+    b.shutdown().await;
+}
+
 #[tokio::test]
 async fn bad_tracing_settings_stop_the_start_with_their_name() {
     let routing = Routing::new();

@@ -170,7 +170,10 @@ where
             return answer;
         }
         #[cfg(feature = "otel")]
-        let span = self.traced.as_ref().map(|traced| traced.begin(&request));
+        let span = self
+            .traced
+            .as_ref()
+            .and_then(|traced| traced.begin(&request));
         // Current while the stages are called too: a stage may call the next at once (the
         // handler's span starts when its future is made).
         #[cfg(feature = "otel")]
