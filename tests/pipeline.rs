@@ -186,6 +186,138 @@ async fn parse_errors_are_clear_4xx() {
     }
 }
 
+#[derive(Debug, Deserialize, Serialize, Validate, JsonSchema)]
+struct Bulk {
+    #[garde(length(min = 1))]
+    customer: String,
+    #[garde(length(max = 2000), dive)]
+    lines: Vec<BulkLine>,
+}
+
+#[derive(Debug, Deserialize, Serialize, Validate, JsonSchema)]
+struct BulkLine {
+    #[garde(length(min = 1))]
+    sku: String,
+    #[garde(range(min = 1))]
+    quantity: u32,
+}
+
+#[derive(Debug, Serialize, Validate, JsonSchema)]
+struct Lines {
+    #[garde(skip)]
+    lines: usize,
+}
+
+/// A ~100 KiB body: `customer`, then 1,500 lines.
+fn bulk_body(customer: &str, last_line: &str) -> String {
+    let lines: Vec<String> = (0..1500)
+        .map(|i| {
+            format!(
+                r#"{{"sku": "SKU-{i:06}", "quantity": {}, "name": "a line"}}"#,
+                i % 9 + 1
+            )
+        })
+        .chain([last_line.to_owned()])
+        .collect();
+    format!(
+        r#"{{"customer": {customer}, "lines": [{}]}}"#,
+        lines.join(",\n")
+    )
+}
+
+#[tokio::test]
+async fn a_large_body_read_in_one_pass_is_refused_as_when_checked_first() {
+    // Without middleware the body is checked as it is read into the input (one pass); behind
+    // one, the parse stage checks it first. Both answer every body alike.
+    let one_pass = default_endpoints_factory()
+        .post()
+        .handler(async |bulk: Bulk| {
+            Ok(Lines {
+                lines: bulk.lines.len(),
+            })
+        });
+    let two_passes = default_endpoints_factory()
+        .add_middleware(Middleware::sync(|(): (), _, _| Ok(())))
+        .post()
+        .handler(async |bulk: Bulk| {
+            Ok(Lines {
+                lines: bulk.lines.len(),
+            })
+        });
+    let line = r#"{"sku": "LAST", "quantity": 1}"#;
+    let cases = [
+        (bulk_body(r#""Ada""#, line), 200, None),
+        // The syntax error at the end, on line 1501.
+        (
+            bulk_body(r#""Ada""#, r#"{"sku": "LAST", "quantity": 1,}"#),
+            400,
+            Some("Invalid JSON body: trailing comma at line 1501 column 31"),
+        ),
+        // A value of the wrong type first, the syntax error after it: the body is not JSON.
+        (
+            bulk_body("5", r#"{"sku": "LAST" "quantity": 1}"#),
+            400,
+            Some("Invalid JSON body: expected `,` or `}` at line 1501 column 16"),
+        ),
+        (
+            bulk_body("5", line),
+            400,
+            Some("customer: expected string, received number 5"),
+        ),
+        (
+            bulk_body(r#""Ada""#, r#"{"sku": "LAST", "quantity": "1"}"#),
+            400,
+            Some("lines[1500].quantity: expected integer, received string \"1\""),
+        ),
+        (
+            bulk_body(r#""Ada""#, r#"{"sku": "LAST", "quantity": 0}"#),
+            400,
+            Some("lines[1500].quantity: lower than 1"),
+        ),
+        // A repeated key: the last value wins.
+        (bulk_body(r#""Ada", "customer": "Bea""#, line), 200, None),
+        (
+            bulk_body(r#""Ada""#, r#"{"sku": "LAST", "quantity": 1e400}"#),
+            400,
+            Some("Invalid JSON body: number out of range at line 1501 column 33"),
+        ),
+        (
+            bulk_body(r#""Ada", "unknown": "\ud800""#, line),
+            400,
+            Some("Invalid JSON body: unexpected end of hex escape at line 1 column 39"),
+        ),
+        (
+            "[1, 2]".to_owned(),
+            400,
+            Some("JSON body must be an object, got an array"),
+        ),
+        (
+            " ".to_owned(),
+            400,
+            Some("Invalid JSON body: EOF while parsing a value at line 1 column 1"),
+        ),
+        (
+            String::new(),
+            400,
+            Some("customer: required; lines: required"),
+        ),
+    ];
+    let config = dev();
+    for (body, status, text) in cases {
+        let mut answers = Vec::new();
+        for endpoint in [&one_pass, &two_passes] {
+            let (got, answer) =
+                call(endpoint, &config, json_request(Method::POST, "/", &body)).await;
+            assert_eq!(got.as_u16(), status, "{answer}");
+            if let Some(text) = text {
+                assert_eq!(message(&answer), text);
+            }
+            answers.push(answer);
+        }
+        assert_eq!(answers[0], answers[1]);
+    }
+}
+
 #[tokio::test]
 async fn combine_follows_the_method_table_and_later_sources_win() {
     let config = dev();

@@ -4,7 +4,8 @@ use http::{HeaderMap, Request};
 use strata_core::{ApiError, BoxError, ErrorKind, HNil};
 use strata_input::cookies::{CookieKeys, RequestCookies};
 use strata_input::{
-    Input, InputSource, InputSources, InputValue, Parsed, ParsedBody, Staged, TextValue,
+    Input, InputSource, InputSources, InputValue, JsonObjectError, Parsed, ParsedBody, Staged,
+    TextValue,
 };
 use tower_service::Service;
 
@@ -108,15 +109,21 @@ pub(crate) fn combine(
     header_map: &HeaderMap,
     cookie_keys: Option<&CookieKeys>,
 ) -> Result<Input, ApiError> {
-    // A JSON object body that is the only input is handed over as it is: decoding reads it
-    // straight from its bytes (no values built in between). Only when the method reads the
-    // body at all (found by fuzzing: a JSON body used to become the input of a method whose
-    // sources leave the body out).
-    if matches!(parsed.body, ParsedBody::JsonObject(_))
-        && alone(InputSource::Body, sources, parsed, header_map)
-        && let ParsedBody::JsonObject(object) = std::mem::take(&mut parsed.body)
-    {
-        return Ok(Input::from(object));
+    if matches!(parsed.body, ParsedBody::JsonObject(_)) {
+        // A JSON object body that is the only input is handed over as it is: decoding reads it
+        // straight from its bytes (no values built in between), and checks it then if its
+        // check was deferred. Only when the method reads the body at all (found by fuzzing: a
+        // JSON body used to become the input of a method whose sources leave the body out).
+        if alone(InputSource::Body, sources, parsed, header_map)
+            && let ParsedBody::JsonObject(object) = std::mem::take(&mut parsed.body)
+        {
+            return Ok(Input::from(object));
+        }
+        // Merged with other sources: checked first, so that a malformed body is refused
+        // before anything else here, as when the parse stage checks it.
+        if let ParsedBody::JsonObject(object) = &mut parsed.body {
+            object.check().map_err(JsonObjectError::into_api_error)?;
+        }
     }
     // The same for a query that needs no decoding: read in place.
     if parsed.query.as_plain().is_some()

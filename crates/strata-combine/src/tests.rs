@@ -252,6 +252,37 @@ async fn post_merges_files_after_body_and_params() {
 }
 
 #[tokio::test]
+async fn a_deferred_json_body_merged_with_other_sources_is_checked_first() {
+    let parsed = |body: &str| Parsed {
+        body: ParsedBody::JsonObject(JsonObject::deferred(body.to_owned()).unwrap()),
+        params: [("id", "7")].into_iter().collect::<PathParams>(),
+        ..Parsed::default()
+    };
+    let error = combine(
+        CombineLayer::new(),
+        Request::post("/").body(parsed(r#"{"n": 1,}"#)).unwrap(),
+    )
+    .await
+    .unwrap_err();
+    assert_eq!(error.status(), 400);
+    assert_eq!(
+        error.message(),
+        "Invalid JSON body: trailing comma at line 1 column 9"
+    );
+    let input = combine(
+        CombineLayer::new(),
+        Request::post("/")
+            .body(parsed(r#"{"id": "body", "n": 1}"#))
+            .unwrap(),
+    )
+    .await
+    .unwrap();
+    // Body, then params: the path wins.
+    assert_eq!(input.get("id"), Some(&"7".into()));
+    assert_eq!(input.len(), 2);
+}
+
+#[tokio::test]
 async fn a_json_body_alone_is_handed_over_as_bytes() {
     let object = JsonObject::new(r#"{"id": 1}"#).unwrap();
     let parsed = Parsed {

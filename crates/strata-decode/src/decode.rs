@@ -11,7 +11,7 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 use strata_core::{ApiError, ErrorKind};
-use strata_input::{Input, InputValue};
+use strata_input::{Input, InputValue, JsonObjectError};
 
 use crate::confirm::{readable, reads_fields};
 use crate::explain::{
@@ -425,6 +425,14 @@ where
         let value = match T::deserialize(input) {
             Ok(value) => value,
             Err(plain) => {
+                // A JSON body whose check was deferred to this read (`JsonObject::deferred`):
+                // the check tells a body that is not JSON, refused with the parse stage's 400,
+                // from a value of the wrong type (or a repeated key), read again the long way.
+                if let Some(object) = input.as_json_object().filter(|o| !o.is_checked()) {
+                    let mut object = object.clone();
+                    object.check().map_err(JsonObjectError::into_api_error)?;
+                    return self.decode(&Input::from(object));
+                }
                 let (message, ends) = self.explain(input, &plain.to_string());
                 return Err(invalid(message, ends));
             }

@@ -90,8 +90,17 @@ impl<'de> Deserializer<'de> for &'de Input {
             // A JSON object body alone: straight from its bytes, as strictly as from values;
             // from its text, UTF-8 checked in one pass over the whole body.
             Some(LazySource::Json(object)) => match object.as_text() {
+                // Its check deferred: checked as it is read (an error wherever the result could
+                // differ from a checked object's; see `JsonObject::deferred`).
+                Some(text) if !object.is_checked() => {
+                    crate::strict::read(text, visitor).map_err(|e| from_json(&e))
+                }
                 Some(text) => {
                     from_json_text(&mut serde_json::Deserializer::from_str(text), visitor)
+                }
+                // Not UTF-8: never well-formed JSON.
+                None if !object.is_checked() => {
+                    Err(de::Error::custom("the JSON body is not UTF-8"))
                 }
                 None => from_json_text(
                     &mut serde_json::Deserializer::from_slice(object.as_bytes()),

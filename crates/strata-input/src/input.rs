@@ -79,12 +79,25 @@ impl From<TextValue> for InputValue {
 
 /// A JSON object body, checked (well-formed, an object) but not parsed into values: when it is
 /// a request's only input, the typed input is deserialized straight from these bytes.
-#[derive(Clone, PartialEq, Eq)]
+///
+/// Its check may be deferred ([`JsonObject::deferred`]) to the reading of the typed input, which
+/// then checks as it reads: the body is read once.
+#[derive(Clone)]
 pub struct JsonObject {
     bytes: Bytes,
-    /// An object repeats a key (the last value wins, as with `JSON.parse`).
-    repeated_keys: bool,
+    /// An object repeats a key (the last value wins, as with `JSON.parse`); `None` while the
+    /// check is deferred.
+    repeated_keys: Option<bool>,
 }
+
+impl PartialEq for JsonObject {
+    /// Equal when the bytes are, checked or not.
+    fn eq(&self, other: &Self) -> bool {
+        self.bytes == other.bytes
+    }
+}
+
+impl Eq for JsonObject {}
 
 impl fmt::Debug for JsonObject {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -105,6 +118,13 @@ pub enum JsonObjectError {
     NotAnObject(&'static str),
 }
 
+impl JsonObjectError {
+    /// The 400 refusing the body, with this error's message (what the parse stage answers).
+    pub fn into_api_error(self) -> strata_core::ApiError {
+        strata_core::ApiError::bad_request(strata_core::ErrorKind::Parse, self.to_string())
+    }
+}
+
 impl JsonObject {
     /// Checks that `bytes` hold one well-formed JSON object, as strictly as parsing it into a
     /// `serde_json::Value` would (numbers in range, valid strings and escapes), in a pass that
@@ -118,21 +138,38 @@ impl JsonObject {
     /// assert!(JsonObject::new("{").unwrap_err().to_string().starts_with("Invalid JSON body: EOF"));
     /// ```
     pub fn new(bytes: impl Into<Bytes>) -> Result<Self, JsonObjectError> {
+        let mut object = Self::deferred(bytes)?;
+        object.check()?;
+        Ok(object)
+    }
+
+    /// A body that begins as an object (its first character past whitespace is `{`), the rest
+    /// of its check deferred to its first reading; anything else is checked, and refused, as
+    /// [`JsonObject::new`] does.
+    ///
+    /// Deserializing an [`Input`] that is such an object (`&Input` is a deserializer) checks
+    /// the body as it reads the typed value, in the same pass, and fails where the result could
+    /// differ from reading a checked object: the body is not well-formed, or a key repeats.
+    /// `strata_decode::Decoder` then [checks](Self::check) the object and reads it again,
+    /// refusing a malformed body with the 400 of [`JsonObjectError`]. Its members
+    /// ([`to_map`](Self::to_map), [`Input::get`]) are empty while it is not well-formed: give
+    /// such an object only to a stage that decodes it next.
+    ///
+    /// ```
+    /// use strata_input::JsonObject;
+    ///
+    /// let mut object = JsonObject::deferred(r#"{"a": 1,}"#).unwrap();
+    /// assert!(!object.is_checked());
+    /// assert!(object.check().unwrap_err().to_string().starts_with("Invalid JSON body: trailing comma"));
+    /// assert!(JsonObject::deferred("[1]").is_err());
+    /// ```
+    pub fn deferred(bytes: impl Into<Bytes>) -> Result<Self, JsonObjectError> {
         let bytes = bytes.into();
         let first = bytes.iter().find(|b| !b.is_ascii_whitespace()).copied();
         if first == Some(b'{') {
-            // JSON text is UTF-8 (RFC 8259): checked for the whole body in one fast pass,
-            // serde_json need not check each string on its own (a third of the work on a
-            // typical body). A body that is not UTF-8 is read as bytes, for serde_json's own
-            // message and position.
-            let repeated_keys = match std::str::from_utf8(&bytes) {
-                Ok(text) => check_object(&mut serde_json::Deserializer::from_str(text)),
-                Err(_) => check_object(&mut serde_json::Deserializer::from_slice(&bytes)),
-            }
-            .map_err(JsonObjectError::Syntax)?;
             return Ok(Self {
                 bytes,
-                repeated_keys,
+                repeated_keys: None,
             });
         }
         serde_json::from_slice::<Checked>(&bytes).map_err(JsonObjectError::Syntax)?;
@@ -143,6 +180,35 @@ impl JsonObject {
             Some(b'n') => Err(JsonObjectError::NotAnObject("null")),
             _ => Err(JsonObjectError::NotAnObject("a number")),
         }
+    }
+
+    /// Whether the object is checked ([`JsonObject::new`]), or its check is still deferred
+    /// ([`JsonObject::deferred`]).
+    pub fn is_checked(&self) -> bool {
+        self.repeated_keys.is_some()
+    }
+
+    /// Checks a [deferred](Self::deferred) object as [`JsonObject::new`] would have (once: a
+    /// checked object is left as it is).
+    ///
+    /// # Errors
+    ///
+    /// [`JsonObjectError::Syntax`] when the body is not well-formed JSON.
+    pub fn check(&mut self) -> Result<(), JsonObjectError> {
+        if self.repeated_keys.is_some() {
+            return Ok(());
+        }
+        // JSON text is UTF-8 (RFC 8259): checked for the whole body in one fast pass,
+        // serde_json need not check each string on its own (a third of the work on a typical
+        // body). A body that is not UTF-8 is read as bytes, for serde_json's own message and
+        // position.
+        let repeated_keys = match std::str::from_utf8(&self.bytes) {
+            Ok(text) => check_object(&mut serde_json::Deserializer::from_str(text)),
+            Err(_) => check_object(&mut serde_json::Deserializer::from_slice(&self.bytes)),
+        }
+        .map_err(JsonObjectError::Syntax)?;
+        self.repeated_keys = Some(repeated_keys);
+        Ok(())
     }
 
     /// The body's bytes.
@@ -156,9 +222,10 @@ impl JsonObject {
         std::str::from_utf8(&self.bytes).ok()
     }
 
-    /// The object's members, parsed.
+    /// The object's members, parsed (none when a [deferred](Self::deferred) object is not
+    /// well-formed).
     pub fn to_map(&self) -> Map<String, Value> {
-        // Checked at construction: parsing cannot fail.
+        // Checked at construction (unless deferred): parsing cannot fail.
         serde_json::from_slice(&self.bytes).unwrap_or_default()
     }
 
@@ -171,7 +238,7 @@ impl JsonObject {
 }
 
 /// Checks one JSON object and the end of the text; returns whether a key repeats anywhere in it.
-fn check_object<'de, R: serde_json::de::Read<'de>>(
+pub(crate) fn check_object<'de, R: serde_json::de::Read<'de>>(
     json: &mut serde_json::Deserializer<R>,
 ) -> Result<bool, serde_json::Error> {
     // Through a map visitor, for serde_json's map errors ("trailing comma", ...).
@@ -210,10 +277,47 @@ impl<'de> serde::Deserialize<'de> for Key<'de> {
 /// Up to this many keys per object, repeats are found by comparing on the stack; more are hashed.
 const LINEAR_KEYS_MAX: usize = 16;
 
+/// The keys of one object read so far, to find a repeat.
+pub(crate) struct Keys<K> {
+    first: [Option<K>; LINEAR_KEYS_MAX],
+    count: usize,
+    hashed: Option<std::collections::HashSet<K>>,
+}
+
+impl<K: Eq + std::hash::Hash> Keys<K> {
+    pub(crate) fn new() -> Self {
+        Self {
+            first: [const { None }; LINEAR_KEYS_MAX],
+            count: 0,
+            hashed: None,
+        }
+    }
+
+    /// Adds `key`: whether the object had it already.
+    pub(crate) fn repeats(&mut self, key: K) -> bool {
+        if let Some(set) = &mut self.hashed {
+            return !set.insert(key);
+        }
+        if self.first[..self.count].iter().flatten().any(|k| *k == key) {
+            return true;
+        }
+        if self.count == LINEAR_KEYS_MAX {
+            let mut set: std::collections::HashSet<K> =
+                self.first.iter_mut().filter_map(Option::take).collect();
+            set.insert(key);
+            self.hashed = Some(set);
+        } else {
+            self.first[self.count] = Some(key);
+            self.count += 1;
+        }
+        false
+    }
+}
+
 /// Checks one JSON value the way parsing it into a `serde_json::Value` would (numbers in range,
 /// strings valid, escapes valid) without building it, and tells whether an object at any depth
 /// repeats a key.
-struct Checked(bool);
+pub(crate) struct Checked(pub(crate) bool);
 
 impl<'de> serde::Deserialize<'de> for Checked {
     fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
@@ -221,7 +325,7 @@ impl<'de> serde::Deserialize<'de> for Checked {
     }
 }
 
-struct CheckVisitor;
+pub(crate) struct CheckVisitor;
 
 impl<'de> serde::de::Visitor<'de> for CheckVisitor {
     /// Whether a key repeats somewhere in the value.
@@ -264,31 +368,13 @@ impl<'de> serde::de::Visitor<'de> for CheckVisitor {
     }
 
     fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<bool, A::Error> {
-        let mut keys: [Option<Key<'de>>; LINEAR_KEYS_MAX] = [const { None }; LINEAR_KEYS_MAX];
-        let mut count = 0;
-        let mut hashed: Option<std::collections::HashSet<std::borrow::Cow<'de, str>>> = None;
+        let mut keys = Keys::new();
         let mut repeated = false;
         while let Some(Key(key)) = map.next_key::<Key<'de>>()? {
             let Checked(inner) = map.next_value()?;
             repeated |= inner;
-            if repeated {
-                continue;
-            }
-            if let Some(set) = &mut hashed {
-                repeated = !set.insert(key);
-            } else if keys[..count].iter().flatten().any(|k| k.0 == key) {
-                repeated = true;
-            } else if count == LINEAR_KEYS_MAX {
-                let mut set: std::collections::HashSet<_> = keys
-                    .iter_mut()
-                    .filter_map(Option::take)
-                    .map(|k| k.0)
-                    .collect();
-                set.insert(key);
-                hashed = Some(set);
-            } else {
-                keys[count] = Some(Key(key));
-                count += 1;
+            if !repeated {
+                repeated = keys.repeats(key);
             }
         }
         Ok(repeated)
@@ -355,7 +441,7 @@ impl PartialEq for Input {
 impl From<JsonObject> for Input {
     /// An input that is this object's members.
     fn from(object: JsonObject) -> Self {
-        if object.repeated_keys {
+        if object.repeated_keys == Some(true) {
             // Read from bytes, a struct would refuse a repeated field; as members, the last
             // value wins, as it always has for JSON bodies.
             return Self {

@@ -45,6 +45,7 @@ pub mod payload;
 pub mod raw;
 mod sources;
 pub mod stream;
+mod strict;
 pub mod text;
 
 pub use de::DeError;

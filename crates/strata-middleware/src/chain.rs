@@ -48,6 +48,12 @@ pub trait MiddlewareChain<C>: Clone + Send + Sync + 'static {
 
     /// Wraps `inner`: the first middleware runs first.
     fn wrap<S: StagedService<C>>(&self, inner: S) -> Self::Wrapped<S>;
+
+    /// Whether the chain has no middleware (then nothing reads the input between the combine
+    /// and validate stages). `false` unless a chain says otherwise.
+    fn is_empty(&self) -> bool {
+        false
+    }
 }
 
 /// The chain without middleware.
@@ -59,6 +65,10 @@ impl MiddlewareChain<HNil> for NoMiddleware {
 
     fn wrap<S: StagedService<HNil>>(&self, inner: S) -> S {
         inner
+    }
+
+    fn is_empty(&self) -> bool {
+        true
     }
 }
 

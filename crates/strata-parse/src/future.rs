@@ -53,6 +53,8 @@ pub(crate) struct Pending<S> {
     /// The body's `Content-Length` (or exact size hint), if any: the buffer grows to it, no more.
     pub(crate) declared: Option<usize>,
     pub(crate) max_fields: usize,
+    /// See `ParseLayer::defer_json_check`.
+    pub(crate) defer_json_check: bool,
     pub(crate) inner: S,
     /// The body's share of the budget, grown as it arrives and held until the request is
     /// answered (a multipart read has it meanwhile).
@@ -466,6 +468,7 @@ where
                                 pending.kind,
                                 std::mem::take(buffer),
                                 pending.max_fields,
+                                pending.defer_json_check,
                                 &pending.parts.headers,
                             ) {
                                 Ok(body) => (*pending).forward(body, Vec::new()),

@@ -24,6 +24,8 @@ pub(crate) struct Options {
     pub(crate) raw_body: bool,
     /// The input's `StreamedFile` field, when it has one.
     pub(crate) streamed_file: Option<StreamedField>,
+    /// A JSON object body's check is left to the reading of the input (`JsonObject::deferred`).
+    pub(crate) defer_json_check: bool,
 }
 
 /// An input's [`StreamedFile`](strata_input::StreamedFile) field, as the parse stage reads it:
@@ -61,6 +63,7 @@ impl ParseLayer {
                 budget: None,
                 raw_body: false,
                 streamed_file: None,
+                defer_json_check: false,
             }),
         }
     }
@@ -82,6 +85,22 @@ impl ParseLayer {
     #[must_use]
     pub fn raw_body(mut self, raw: bool) -> Self {
         Arc::make_mut(&mut self.options).raw_body = raw;
+        self
+    }
+
+    /// Leaves the check of a JSON object body (is it well-formed?) to the reading of the input
+    /// into its type, which then checks the body as it reads it: the body is read once instead
+    /// of twice ([`JsonObject::deferred`](strata_input::JsonObject::deferred)). A body that is
+    /// not JSON is still refused with this stage's 400 and message, by the validate stage's
+    /// decoder (`strata_decode::Decoder`), and a body that is not an object here.
+    ///
+    /// Only for a stack where nothing looks at the request between this stage and the
+    /// validate stage but the combine stage (no middleware, no layer after the body): they
+    /// would run before a malformed body is refused, and see no members in it. The facade's
+    /// endpoints turn it on where that holds. Off by default.
+    #[must_use]
+    pub fn defer_json_check(mut self, defer: bool) -> Self {
+        Arc::make_mut(&mut self.options).defer_json_check = defer;
         self
     }
 

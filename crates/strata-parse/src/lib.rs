@@ -22,6 +22,11 @@
 //! | bad percent-encoding or invalid UTF-8 in the query or a form | 400 |
 //! | more query or form parameters than the limit (default 1000) | 400 |
 //!
+//! A JSON body's check may be left to the reading of the input into its type
+//! ([`ParseLayer::defer_json_check`], what the facade does for an endpoint without middleware):
+//! the body is then read once, and a malformed one gets the same 400 and message from the
+//! validate stage.
+//!
 //! An empty body is an empty object. Bodies are read only up to the limit: the rest is never
 //! buffered. An error met while reading a body, before its end (a limit, the budget, a body
 //! that stalls), makes the response close the connection (`Connection: close`): the rest of

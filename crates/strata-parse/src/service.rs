@@ -7,7 +7,9 @@ use http::{HeaderMap, Request, StatusCode};
 use http_body::Body;
 use strata_core::{ApiError, BoxError, ClientAddr, ErrorKind, PathParams};
 use strata_input::text::{DecodeTextError, PlainQuery, parse_urlencoded};
-use strata_input::{InputSource, JsonObject, Parsed, ParsedBody, Query, UploadedFile};
+use strata_input::{
+    InputSource, JsonObject, JsonObjectError, Parsed, ParsedBody, Query, UploadedFile,
+};
 use tower_service::Service;
 
 #[cfg(feature = "upload")]
@@ -167,6 +169,7 @@ pub(crate) fn parse_body(
     kind: BodyKind,
     bytes: Vec<u8>,
     max_fields: usize,
+    defer_json_check: bool,
     headers: &HeaderMap,
 ) -> Result<ParsedBody, ApiError> {
     if bytes.is_empty() {
@@ -181,9 +184,12 @@ pub(crate) fn parse_body(
             raw_content_type(headers),
             bytes,
         ))),
+        BodyKind::Json if defer_json_check => JsonObject::deferred(bytes)
+            .map(ParsedBody::JsonObject)
+            .map_err(JsonObjectError::into_api_error),
         BodyKind::Json => JsonObject::new(bytes)
             .map(ParsedBody::JsonObject)
-            .map_err(|error| ApiError::bad_request(ErrorKind::Parse, error.to_string())),
+            .map_err(JsonObjectError::into_api_error),
         BodyKind::Form => parse_urlencoded(&bytes, max_fields)
             .map(ParsedBody::Form)
             .map_err(|e| text_error("form body", &e)),
@@ -346,6 +352,7 @@ where
             limit: options.body_limit,
             declared: declared.and_then(|n| usize::try_from(n).ok()),
             max_fields: options.max_fields,
+            defer_json_check: options.defer_json_check,
             inner: take_ready(&mut self.inner),
             streamed: None,
         };

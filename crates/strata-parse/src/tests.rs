@@ -56,6 +56,30 @@ async fn json_bodies() {
 }
 
 #[tokio::test]
+async fn a_deferred_json_check_leaves_the_body_unread() {
+    let layer = ParseLayer::new().defer_json_check(true);
+    let parsed = parse(layer.clone(), post("application/json", r#"{"a": 1,}"#))
+        .await
+        .unwrap();
+    let ParsedBody::JsonObject(mut object) = parsed.body else {
+        panic!("not json")
+    };
+    assert!(!object.is_checked());
+    assert!(object.check().is_err());
+    // What is not an object is still refused here, as without the option.
+    let error = parse(layer, post("application/json", "[1]"))
+        .await
+        .unwrap_err();
+    assert_eq!(
+        (error.status(), error.message()),
+        (
+            http::StatusCode::BAD_REQUEST,
+            "JSON body must be an object, got an array"
+        )
+    );
+}
+
+#[tokio::test]
 async fn form_bodies_group_repeated_keys() {
     let request = post("application/x-www-form-urlencoded", "a=1&b=caf%C3%A9&a=2");
     let parsed = parse(ParseLayer::new(), request).await.unwrap();

@@ -676,6 +676,10 @@ where
         meta.success_headers = factory.success_headers;
 
         let layers = factory.layers;
+        // Without middleware, nothing reads the input between the parse and validate stages:
+        // a JSON body is checked as it is read into `I`, in one pass (unless the application
+        // adds layers after the body).
+        let no_middleware = layers.is_empty();
         let result_handler = factory.result_handler;
         // Decoders share their lazily built name maps across every service built from this
         // endpoint.
@@ -697,6 +701,7 @@ where
                         .parse_layer()
                         .raw_body(raw_body)
                         .streamed_file(streamed_file.clone())
+                        .defer_json_check(no_middleware && settings.after_body.is_none())
                         .layer(work),
                 );
             SharedService::new(service)
