@@ -14,6 +14,10 @@
 //!   a key (checked by a plain `HashSet` visitor here, keys compared after unescaping); either
 //!   way its entries are the map's, and deserializing a `serde_json::Value` from the input gives
 //!   the map back.
+//! - Read in one pass (`JsonObject::deferred`, the check folded into the typed read): a value
+//!   the one pass gives is the value the checked object gives, for a `Value` and for a struct
+//!   that skips unknown members (the skipped values are what the one pass must check itself);
+//!   a body that is not well-formed gives none.
 #![no_main]
 
 use std::collections::HashSet;
@@ -89,8 +93,36 @@ fn kind_of(value: &Value) -> &'static str {
     }
 }
 
+/// Two members read, the rest skipped unread by serde: the one pass checks them itself.
+#[derive(Debug, PartialEq, Deserialize)]
+struct Probe {
+    #[serde(default)]
+    a: Option<Value>,
+    #[serde(default)]
+    b: Option<u8>,
+}
+
+/// What one pass gives for `data`, for `T`, is what the checked object gives (when the one pass
+/// gives a value at all: else the decoder checks and reads again).
+fn one_pass_agrees<T: for<'de> Deserialize<'de> + PartialEq + fmt::Debug>(
+    data: &[u8],
+    checked: Option<&JsonObject>,
+) {
+    let Ok(deferred) = JsonObject::deferred(data.to_vec()) else {
+        return;
+    };
+    let Ok(value) = T::deserialize(&Input::from(deferred)) else {
+        return;
+    };
+    let checked = checked.expect("one pass read a body the check refuses");
+    let read = T::deserialize(&Input::from(checked.clone())).expect("checked read fails");
+    assert_eq!(value, read, "one pass and checked read differ");
+}
+
 fuzz_target!(|data: &[u8]| {
     let checked = JsonObject::new(data.to_vec());
+    one_pass_agrees::<Value>(data, checked.as_ref().ok());
+    one_pass_agrees::<Probe>(data, checked.as_ref().ok());
     let as_map = serde_json::from_slice::<Map<String, Value>>(data);
     let as_value = serde_json::from_slice::<Value>(data);
     let object = match (checked, &as_map) {
