@@ -8,7 +8,9 @@ MiB/s, CPU per MiB and peak RSS cells are the median of the runs' own values (ea
 MiB/s is already the median of its rounds); "÷ axum" is the median of the runs' ratios (each
 the median of its rounds' ratios) with the lowest and highest run, so a single favourable run
 cannot carry a figure. The goal line compares each size and mode with issue 51's goal:
-Strata at least 1.0 × axum's MiB/s, peak RSS within 16 MiB of axum's.
+Strata at least 1.0 × axum's MiB/s, peak RSS within 16 MiB of axum's; it is judged on the
+median of the runs' ratios (the stricter reading), and also gives the ratio of the median
+MiB/s.
 """
 
 import json
@@ -46,10 +48,14 @@ def main(paths):
             rss = (statistics.median(v["peak_rss_kib"] for v in servers["strata"])
                    - statistics.median(v["peak_rss_kib"] for v in servers["axum"])) / 1024
             ratio = statistics.median(ratios)
+            of_medians = (statistics.median(v["mib_per_second"]["median"]
+                                            for v in servers["strata"])
+                          / statistics.median(v["mib_per_second"]["median"]
+                                              for v in servers["axum"]))
             held = "holds" if ratio >= 1.0 and rss <= 16 else "does NOT hold"
-            goals.append(f"- {mib} MiB {mode}: {ratio:.2f} × axum's MiB/s "
-                         f"({min(ratios):.2f}–{max(ratios):.2f}), peak RSS {rss:+.1f} MiB: "
-                         f"{held}")
+            goals.append(f"- {mib} MiB {mode}: {ratio:.3f} × axum's MiB/s by the rounds' ratios "
+                         f"({min(ratios):.2f}–{max(ratios):.2f}), {of_medians:.3f} by the "
+                         f"median MiB/s; peak RSS {rss:+.1f} MiB: {held}")
     print()
     print("\n".join(goals))
 
