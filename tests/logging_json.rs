@@ -7,19 +7,17 @@
 #![allow(clippy::unwrap_used)] // tests fail loudly by design
 
 use std::net::SocketAddr;
-use std::process::Command;
 
 use garde::Validate;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
 use strata::Level;
 use strata::prelude::*;
 use strata::server::{LocalAddr, LogFormat, LoggerOptions};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
-/// Set in the child: it serves and logs instead of reading the logs.
-const CHILD: &str = "STRATA_JSON_LOGS_CHILD";
+#[path = "common/child_logs.rs"]
+mod child_logs;
 
 #[derive(Serialize, Deserialize, Validate, JsonSchema)]
 #[garde(allow_unvalidated)]
@@ -63,40 +61,15 @@ async fn serve_and_log() {
 #[test]
 fn json_logs_have_a_line_per_request_with_its_id_route_method_and_status() {
     let test = "json_logs_have_a_line_per_request_with_its_id_route_method_and_status";
-    if std::env::var_os(CHILD).is_some() {
-        tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(2)
-            .enable_all()
-            .build()
-            .unwrap()
-            .block_on(serve_and_log());
+    let Some(records) = child_logs::json_records(test, serve_and_log) else {
         return;
-    }
-    let child = Command::new(std::env::current_exe().unwrap())
-        .args(["--exact", test, "--nocapture", "--test-threads=1"])
-        .env(CHILD, "1")
-        .env_remove("RUST_LOG")
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8(child.stdout).unwrap();
-    assert!(
-        child.status.success(),
-        "the child failed:\n{stdout}\n{}",
-        String::from_utf8_lossy(&child.stderr)
-    );
-    // The log lines among the test harness's own ("running 1 test", ...; the first record
-    // follows its "test ... " on the same line): each one object.
-    let records: Vec<Value> = stdout
-        .lines()
-        .filter_map(|line| line.find("{\"timestamp\"").map(|at| &line[at..]))
-        .map(|line| serde_json::from_str(line).unwrap_or_else(|e| panic!("{e}: {line}")))
-        .collect();
+    };
     assert!(
         records.iter().any(|record| record["message"]
             .as_str()
             .unwrap()
             .starts_with("Listening on")),
-        "{stdout}"
+        "{records:#?}"
     );
     for record in &records {
         assert!(record["timestamp"].is_string(), "{record}");
@@ -128,6 +101,6 @@ fn json_logs_have_a_line_per_request_with_its_id_route_method_and_status() {
             ("nowhere-8", "(unmatched)", "GET", 404),
             ("delete-9", "/v1/books/:id", "DELETE", 405),
         ],
-        "{stdout}"
+        "{records:#?}"
     );
 }

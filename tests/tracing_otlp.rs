@@ -18,7 +18,6 @@ use std::collections::HashMap;
 use std::convert::Infallible;
 use std::fmt::Write as _;
 use std::net::SocketAddr;
-use std::process::Command;
 use std::sync::{Arc, Mutex};
 
 use bytes::Bytes;
@@ -534,8 +533,8 @@ async fn bad_tracing_settings_stop_the_start_with_their_name() {
     );
 }
 
-/// Set in the child: it serves and logs instead of reading the logs.
-const CHILD: &str = "STRATA_TRACING_JSON_LOGS_CHILD";
+#[path = "common/child_logs.rs"]
+mod child_logs;
 
 /// The child: a traced server logging JSON lines, a sampled and an unsampled request.
 async fn serve_traced_and_log() {
@@ -566,31 +565,11 @@ async fn serve_traced_and_log() {
 #[test]
 fn json_log_lines_carry_the_trace_and_span_ids_of_sampled_requests() {
     let test = "json_log_lines_carry_the_trace_and_span_ids_of_sampled_requests";
-    if std::env::var_os(CHILD).is_some() {
-        tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(2)
-            .enable_all()
-            .build()
-            .unwrap()
-            .block_on(serve_traced_and_log());
+    let Some(records) = child_logs::json_records(test, serve_traced_and_log) else {
         return;
-    }
-    let child = Command::new(std::env::current_exe().unwrap())
-        .args(["--exact", test, "--nocapture", "--test-threads=1"])
-        .env(CHILD, "1")
-        .env_remove("RUST_LOG")
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8(child.stdout).unwrap();
-    assert!(
-        child.status.success(),
-        "the child failed:\n{stdout}\n{}",
-        String::from_utf8_lossy(&child.stderr)
-    );
-    let lines: HashMap<String, serde_json::Value> = stdout
-        .lines()
-        .filter_map(|line| line.find("{\"timestamp\"").map(|at| &line[at..]))
-        .map(|line| serde_json::from_str::<serde_json::Value>(line).unwrap())
+    };
+    let lines: HashMap<String, serde_json::Value> = records
+        .into_iter()
         .filter(|record| record["target"] == "strata::request")
         .map(|record| (record["request_id"].as_str().unwrap().to_owned(), record))
         .collect();
