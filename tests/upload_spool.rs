@@ -656,12 +656,19 @@ async fn sixty_four_concurrent_16_mib_uploads_are_each_spooled_whole_and_removed
                 sum: u64::from(same),
             })
         });
-    let config = create_config()
+    let mut config = create_config()
         .cors(Cors::Disabled)
         .mode(Mode::Development)
         .listen(SocketAddr::from(([127, 0, 0, 1], 0)))
         .upload(limits.clone())
         .build();
+    // The default body budget (256 MiB), all of it for one address: every upload comes from
+    // 127.0.0.1, and each holds up to its spool threshold (1 MiB) and a read (up to ~400 KiB)
+    // in memory before it goes to disk, so 64 at once can pass the default share of a quarter
+    // (64 MiB) and get the budget's 503, the budget working, not what this test checks.
+    let budget = 256 * 1024 * 1024;
+    config.pipeline.body_budget =
+        Some(strata::stages::parse::BodyBudget::new(budget).per_client(budget));
     let server = create_server(&config, &routing! { "upload" => check })
         .await
         .unwrap();
